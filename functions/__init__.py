@@ -1,0 +1,1 @@
+"""Lambda functions: thin handlers over duetime's services."""

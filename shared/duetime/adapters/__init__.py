@@ -1,0 +1,1 @@
+"""Adapters for the ports in duetime.ports: DynamoDB/SQS and in-memory twins."""

@@ -1,0 +1,118 @@
+"""Configuration: environment variable names (shared with the CDK app) and typed settings.
+
+Each function reads its settings once, at cold start, with `Settings.from_env()`; a missing
+variable fails loudly there instead of at the first request.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+from duetime.domain.jobs import Priority, Runtime
+
+
+class Env:
+    """Environment variable names. infra/ imports these: one source of truth."""
+
+    JOBS_TABLE = "DUETIME_JOBS_TABLE"
+    TIMERS_TABLE = "DUETIME_TIMERS_TABLE"
+    RUNS_TABLE = "DUETIME_RUNS_TABLE"
+    QUEUES = "DUETIME_QUEUES"  # JSON: {"lambda/normal": {"url": ..., "dlq_url": ...}, ...}
+    TIMER_SHARDS = "DUETIME_TIMER_SHARDS"
+    LOOKAHEAD_MINUTES = "DUETIME_LOOKAHEAD_MINUTES"
+    MISFIRE_GRACE_SECONDS = "DUETIME_MISFIRE_GRACE_SECONDS"
+    RUN_TTL_SECONDS = "DUETIME_RUN_TTL_SECONDS"
+    TIMER_TTL_SECONDS = "DUETIME_TIMER_TTL_SECONDS"
+    ALLOW_PRIVATE_TARGETS = "DUETIME_ALLOW_PRIVATE_TARGETS"
+    REQUIRE_HTTPS = "DUETIME_REQUIRE_HTTPS"
+
+
+def queue_key(runtime: Runtime, priority: Priority) -> str:
+    return f"{runtime.value}/{priority.value}"
+
+
+def queue_name(prefix: str, runtime: Runtime, priority: Priority, dead: bool = False) -> str:
+    return f"{prefix}-{runtime.value}-{priority.value}" + ("-dlq" if dead else "")
+
+
+@dataclass(frozen=True)
+class QueueUrls:
+    url: str
+    dlq_url: str
+
+
+@dataclass(frozen=True)
+class Settings:
+    jobs_table: str
+    timers_table: str
+    runs_table: str
+    queues: Mapping[str, QueueUrls]  # by queue_key(runtime, priority)
+    timer_shards: int = 8
+    # The sweeper reads buckets through the current minute + this many: messages are sent
+    # with DelaySeconds up to (lookahead + 1) minutes, well under SQS's 900 s.
+    lookahead_minutes: int = 1
+    # An occurrence older than this when it is planned was missed (catch-up policy applies).
+    misfire_grace_seconds: int = 60
+    run_ttl_seconds: int = 30 * 86_400  # hot window of run records in DynamoDB
+    timer_ttl_seconds: int = 7 * 86_400  # a timer outlives its due time by this much
+    allow_private_targets: bool = False
+    require_https: bool = True
+
+    def queue(self, runtime: Runtime, priority: Priority) -> QueueUrls:
+        return self.queues[queue_key(runtime, priority)]
+
+    @classmethod
+    def from_env(cls, environ: Mapping[str, str] | None = None) -> Settings:
+        env = os.environ if environ is None else environ
+
+        def required(name: str) -> str:
+            value = env.get(name)
+            if not value:
+                raise RuntimeError(f"environment variable {name} is not set")
+            return value
+
+        raw_queues = json.loads(required(Env.QUEUES))
+        queues = {key: QueueUrls(v["url"], v["dlq_url"]) for key, v in raw_queues.items()}
+        missing = [
+            queue_key(r, p) for r in Runtime for p in Priority if queue_key(r, p) not in queues
+        ]
+        if missing:
+            raise RuntimeError(f"{Env.QUEUES} lacks {', '.join(missing)}")
+        return cls(
+            jobs_table=required(Env.JOBS_TABLE),
+            timers_table=required(Env.TIMERS_TABLE),
+            runs_table=required(Env.RUNS_TABLE),
+            queues=queues,
+            timer_shards=int(env.get(Env.TIMER_SHARDS, "8")),
+            lookahead_minutes=int(env.get(Env.LOOKAHEAD_MINUTES, "1")),
+            misfire_grace_seconds=int(env.get(Env.MISFIRE_GRACE_SECONDS, "60")),
+            run_ttl_seconds=int(env.get(Env.RUN_TTL_SECONDS, str(30 * 86_400))),
+            timer_ttl_seconds=int(env.get(Env.TIMER_TTL_SECONDS, str(7 * 86_400))),
+            allow_private_targets=_flag(env.get(Env.ALLOW_PRIVATE_TARGETS, "false")),
+            require_https=_flag(env.get(Env.REQUIRE_HTTPS, "true")),
+        )
+
+    def to_env(self) -> dict[str, str]:
+        """The environment that makes `from_env` return these settings (local stack, tests)."""
+        return {
+            Env.JOBS_TABLE: self.jobs_table,
+            Env.TIMERS_TABLE: self.timers_table,
+            Env.RUNS_TABLE: self.runs_table,
+            Env.QUEUES: json.dumps(
+                {k: {"url": q.url, "dlq_url": q.dlq_url} for k, q in self.queues.items()}
+            ),
+            Env.TIMER_SHARDS: str(self.timer_shards),
+            Env.LOOKAHEAD_MINUTES: str(self.lookahead_minutes),
+            Env.MISFIRE_GRACE_SECONDS: str(self.misfire_grace_seconds),
+            Env.RUN_TTL_SECONDS: str(self.run_ttl_seconds),
+            Env.TIMER_TTL_SECONDS: str(self.timer_ttl_seconds),
+            Env.ALLOW_PRIVATE_TARGETS: str(self.allow_private_targets).lower(),
+            Env.REQUIRE_HTTPS: str(self.require_https).lower(),
+        }
+
+
+def _flag(value: str) -> bool:
+    return value.strip().lower() in ("1", "true", "yes", "on")

@@ -1,0 +1,1 @@
+"""The pure core: no AWS, no clock. Every function that needs the time takes `now`."""

@@ -1,0 +1,57 @@
+"""Identifiers and keys: job ids, run ids, timer buckets and shards."""
+
+from __future__ import annotations
+
+import zlib
+from datetime import UTC, datetime
+
+from duetime.domain.timeutil import MINUTE_MS
+
+_CROCKFORD = "0123456789ABCDEFGHJKMNPQRSTVWXYZ"
+
+
+def new_job_id(now_ms: int, entropy: bytes) -> str:
+    """A ULID: 48 bits of milliseconds + 80 bits of entropy, so ids sort by creation time."""
+    if len(entropy) != 10:
+        raise ValueError("a ULID needs 10 bytes of entropy")
+    value = (now_ms << 80) | int.from_bytes(entropy, "big")
+    chars = []
+    for _ in range(26):
+        chars.append(_CROCKFORD[value & 31])
+        value >>= 5
+    return "".join(reversed(chars))
+
+
+def run_id(job_id: str, scheduled_ms: int) -> str:
+    """A run is one occurrence of a job: duplicates of one occurrence share this id."""
+    return f"{job_id}-{scheduled_ms}"
+
+
+def parse_run_id(value: str) -> tuple[str, int]:
+    job_id, _, ms = value.rpartition("-")
+    if not job_id or not ms.isdigit():
+        raise ValueError(f"not a run id: {value!r}")
+    return job_id, int(ms)
+
+
+def shard_of(job_id: str, shards: int) -> int:
+    return zlib.crc32(job_id.encode()) % shards
+
+
+def minute_of(ms: int) -> int:
+    """The bucket minute (minutes since the epoch) an instant falls in."""
+    return ms // MINUTE_MS
+
+
+def bucket_name(minute: int) -> str:
+    return datetime.fromtimestamp(minute * 60, UTC).strftime("%Y%m%d%H%M")
+
+
+def timer_partition(minute: int, shard: int) -> str:
+    """Timer partition key: `<yyyymmddHHMM>#<shard>`."""
+    return f"{bucket_name(minute)}#{shard}"
+
+
+def timer_sort_key(due_ms: int, job_id: str) -> str:
+    """Timer sort key: `<due epoch ms, 13 digits>#<job id>`, so a range query is a time range."""
+    return f"{due_ms:013d}#{job_id}"

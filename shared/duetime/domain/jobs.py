@@ -1,0 +1,248 @@
+"""Jobs: what a client submits (JobSpec), what duetime stores (Job), and their validation."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass, field, replace
+from enum import StrEnum
+from typing import Any, TypeVar
+
+from duetime.domain.errors import IllegalTransition, PayloadTooLarge, ValidationError
+from duetime.domain.schedule import Schedule, is_recurring, parse_schedule, schedule_to_dict
+from duetime.domain.targets import Target, parse_target, target_to_dict
+
+E = TypeVar("E", bound=StrEnum)
+
+MAX_PAYLOAD_BYTES = 64 * 1024
+MAX_NAME_CHARS = 128
+MAX_TIMEOUT_SECONDS = 900
+
+
+class Priority(StrEnum):
+    HIGH = "high"
+    NORMAL = "normal"
+    LOW = "low"
+
+
+class Runtime(StrEnum):
+    LAMBDA = "lambda"
+    FARGATE = "fargate"
+
+
+class JobStatus(StrEnum):
+    SCHEDULED = "scheduled"
+    PAUSED = "paused"
+    SUCCEEDED = "succeeded"
+    FAILED = "failed"
+    CANCELLED = "cancelled"
+    COMPLETED = "completed"  # a recurring job past its end
+
+
+TERMINAL_JOB_STATUSES = frozenset(
+    {JobStatus.SUCCEEDED, JobStatus.FAILED, JobStatus.CANCELLED, JobStatus.COMPLETED}
+)
+
+
+class CatchupMode(StrEnum):
+    LATEST = "latest"  # after downtime, run the most recent missed occurrence once
+    ALL = "all"  # run every missed occurrence inside the window
+    NONE = "none"  # skip missed occurrences
+
+
+@dataclass(frozen=True)
+class RetryPolicy:
+    max_attempts: int = 3
+    backoff_seconds: float = 2.0
+    max_backoff_seconds: float = 300.0
+
+
+@dataclass(frozen=True)
+class Catchup:
+    mode: CatchupMode = CatchupMode.LATEST
+    window_seconds: int = 3600
+
+
+@dataclass(frozen=True)
+class JobSpec:
+    """The validated body of a job submission. Nothing here is set by the server."""
+
+    schedule: Schedule
+    target: Target
+    payload: Any = None
+    name: str | None = None
+    priority: Priority = Priority.NORMAL
+    runtime: Runtime = Runtime.LAMBDA
+    retry: RetryPolicy = field(default_factory=RetryPolicy)
+    timeout_seconds: int = 30
+    catchup: Catchup = field(default_factory=Catchup)
+
+    @property
+    def recurring(self) -> bool:
+        return is_recurring(self.schedule)
+
+
+@dataclass(frozen=True)
+class Job:
+    tenant: str
+    id: str
+    spec: JobSpec
+    status: JobStatus
+    created_ms: int
+    updated_ms: int
+    # Bumped by pause/resume: a timer written for an older generation belongs to a stale chain.
+    generation: int = 0
+    # The due instant of the pending timer/message: the one-off's instant, or a recurring
+    # job's next occurrence when it was last planned.
+    next_due_ms: int | None = None
+    # DynamoDB TTL (epoch seconds) once the job is finished and only history remains.
+    expires_at: int | None = None
+
+    def transition(self, wanted: JobStatus, now_ms: int) -> Job:
+        """The job after a user-requested status change; raises IllegalTransition."""
+        if wanted == self.status and wanted in (JobStatus.CANCELLED, JobStatus.PAUSED):
+            return self  # idempotent
+        allowed = _TRANSITIONS.get((self.status, wanted), False)
+        if wanted in (JobStatus.PAUSED,) and not self.spec.recurring:
+            allowed = False
+        if not allowed:
+            raise IllegalTransition(self.id, self.status, wanted)
+        generation = self.generation + (1 if wanted != JobStatus.CANCELLED else 0)
+        return replace(self, status=wanted, updated_ms=now_ms, generation=generation)
+
+
+_TRANSITIONS = {
+    (JobStatus.SCHEDULED, JobStatus.CANCELLED): True,
+    (JobStatus.PAUSED, JobStatus.CANCELLED): True,
+    (JobStatus.SCHEDULED, JobStatus.PAUSED): True,
+    (JobStatus.PAUSED, JobStatus.SCHEDULED): True,
+}
+
+_SPEC_FIELDS = {
+    "schedule",
+    "target",
+    "payload",
+    "name",
+    "priority",
+    "runtime",
+    "retry",
+    "timeout_seconds",
+    "catchup",
+}
+
+
+def parse_job_spec(raw: object) -> JobSpec:
+    """Validate a submission. Unknown fields (including server-owned ones such as `id`,
+    `status` or `tenant`) are rejected rather than ignored: no mass assignment."""
+    if not isinstance(raw, Mapping):
+        raise ValidationError("body", "must be a JSON object")
+    for key in raw:
+        if key not in _SPEC_FIELDS:
+            raise ValidationError(str(key), "unknown field")
+    if "schedule" not in raw:
+        raise ValidationError("schedule", "required")
+    if "target" not in raw:
+        raise ValidationError("target", "required")
+    payload = raw.get("payload")
+    if len(json.dumps(payload, separators=(",", ":")).encode()) > MAX_PAYLOAD_BYTES:
+        raise PayloadTooLarge("payload", f"at most {MAX_PAYLOAD_BYTES} bytes of JSON")
+    runtime = _enum(raw, "runtime", Runtime, Runtime.LAMBDA)
+    return JobSpec(
+        schedule=parse_schedule(raw["schedule"]),
+        target=parse_target(raw["target"]),
+        payload=payload,
+        name=_name(raw.get("name")),
+        priority=_enum(raw, "priority", Priority, Priority.NORMAL),
+        runtime=runtime,
+        retry=_retry(raw.get("retry")),
+        timeout_seconds=_int(raw, "timeout_seconds", 30, 1, MAX_TIMEOUT_SECONDS),
+        catchup=_catchup(raw.get("catchup")),
+    )
+
+
+def spec_to_dict(spec: JobSpec) -> dict[str, Any]:
+    return {
+        "name": spec.name,
+        "schedule": schedule_to_dict(spec.schedule),
+        "target": target_to_dict(spec.target),
+        "payload": spec.payload,
+        "priority": spec.priority.value,
+        "runtime": spec.runtime.value,
+        "retry": {
+            "max_attempts": spec.retry.max_attempts,
+            "backoff_seconds": spec.retry.backoff_seconds,
+            "max_backoff_seconds": spec.retry.max_backoff_seconds,
+        },
+        "timeout_seconds": spec.timeout_seconds,
+        "catchup": {"mode": spec.catchup.mode.value, "window_seconds": spec.catchup.window_seconds},
+    }
+
+
+def _name(value: object) -> str | None:
+    if value is None:
+        return None
+    if not isinstance(value, str) or not value.strip() or len(value) > MAX_NAME_CHARS:
+        raise ValidationError("name", f"must be a non-empty string of at most {MAX_NAME_CHARS}")
+    return value
+
+
+def _enum(raw: Mapping[str, object], key: str, kind: type[E], default: E) -> E:
+    value = raw.get(key, default.value)
+    for member in kind:
+        if member.value == value:
+            return member
+    choices = "|".join(member.value for member in kind)
+    raise ValidationError(key, f"must be one of {choices}")
+
+
+def _int(raw: Mapping[str, object], key: str, default: int, low: int, high: int) -> int:
+    value = raw.get(key, default)
+    if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high:
+        raise ValidationError(key, f"must be an integer from {low} to {high}")
+    return value
+
+
+def _number(raw: Mapping[str, object], path: str, key: str, default: float, high: float) -> float:
+    value = raw.get(key, default)
+    if isinstance(value, bool) or not isinstance(value, int | float) or not 0 <= value <= high:
+        raise ValidationError(f"{path}.{key}", f"must be a number from 0 to {high}")
+    return float(value)
+
+
+def _retry(raw: object) -> RetryPolicy:
+    if raw is None:
+        return RetryPolicy()
+    if not isinstance(raw, Mapping):
+        raise ValidationError("retry", "must be an object")
+    for key in raw:
+        if key not in ("max_attempts", "backoff_seconds", "max_backoff_seconds"):
+            raise ValidationError(f"retry.{key}", "unknown field")
+    attempts = raw.get("max_attempts", 3)
+    if isinstance(attempts, bool) or not isinstance(attempts, int) or not 1 <= attempts <= 20:
+        raise ValidationError("retry.max_attempts", "must be an integer from 1 to 20")
+    # Retries travel as SQS messages with DelaySeconds, hence the 900 s ceiling.
+    backoff = _number(raw, "retry", "backoff_seconds", 2.0, 900)
+    ceiling = _number(raw, "retry", "max_backoff_seconds", max(300.0, backoff), 900)
+    if ceiling < backoff:
+        raise ValidationError("retry.max_backoff_seconds", "must be at least backoff_seconds")
+    return RetryPolicy(attempts, backoff, ceiling)
+
+
+def _catchup(raw: object) -> Catchup:
+    if raw is None:
+        return Catchup()
+    if isinstance(raw, str):
+        raw = {"mode": raw}
+    if not isinstance(raw, Mapping):
+        raise ValidationError("catchup", "must be latest|all|none or an object")
+    for key in raw:
+        if key not in ("mode", "window_seconds"):
+            raise ValidationError(f"catchup.{key}", "unknown field")
+    try:
+        mode = CatchupMode(raw.get("mode", CatchupMode.LATEST.value))
+    except ValueError:
+        raise ValidationError("catchup.mode", "must be one of latest|all|none") from None
+    window = raw.get("window_seconds", 3600)
+    if isinstance(window, bool) or not isinstance(window, int) or not 0 <= window <= 604_800:
+        raise ValidationError("catchup.window_seconds", "must be an integer from 0 to 604800")
+    return Catchup(mode, window)

@@ -1,0 +1,193 @@
+"""Runs: one record per occurrence of a job, with its attempts, and the claim rule.
+
+A run is identified by (job id, scheduled instant). Delivery is at-least-once (SQS), so the
+worker *claims* a run before executing it; the claim rule below decides what a delivery may do
+given what the store already holds. The DynamoDB adapter encodes the same rule as a condition
+expression and the in-memory store calls `decide_claim` directly; one contract suite tests both.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from enum import StrEnum
+
+from duetime.domain.ids import run_id
+
+
+class RunStatus(StrEnum):
+    RUNNING = "running"
+    RETRYING = "retrying"
+    SUCCEEDED = "succeeded"
+    FAILED = "failed"
+
+
+TERMINAL_RUN_STATUSES = frozenset({RunStatus.SUCCEEDED, RunStatus.FAILED})
+MAX_ERROR_CHARS = 300
+
+
+@dataclass(frozen=True)
+class Attempt:
+    number: int
+    started_ms: int
+    lateness_ms: int
+    finished_ms: int | None = None
+    error: str | None = None
+
+
+@dataclass(frozen=True)
+class Lease:
+    """Who holds a run: the SQS message and its receive count, and until when."""
+
+    message_id: str
+    receive_count: int
+    until_ms: int
+
+
+@dataclass(frozen=True)
+class RunClaim:
+    """A delivery's request to execute attempt `attempt` of a run."""
+
+    tenant: str
+    job_id: str
+    scheduled_ms: int
+    attempt: int
+    lease: Lease
+    now_ms: int
+    lateness_ms: int
+    expires_at: int  # TTL of the run record, epoch seconds
+    job_name: str | None = None
+    target_type: str = ""
+    priority: str = "normal"
+    runtime: str = "lambda"
+
+    @property
+    def run_id(self) -> str:
+        return run_id(self.job_id, self.scheduled_ms)
+
+
+@dataclass(frozen=True)
+class Run:
+    tenant: str
+    job_id: str
+    scheduled_ms: int
+    status: RunStatus
+    attempt: int
+    attempts: tuple[Attempt, ...] = field(default_factory=tuple)
+    lease: Lease | None = None
+    expires_at: int = 0
+    job_name: str | None = None
+    target_type: str = ""
+    priority: str = "normal"
+    runtime: str = "lambda"
+    # Incremented by every write: stores use it for compare-and-set.
+    version: int = 1
+
+    @property
+    def run_id(self) -> str:
+        return run_id(self.job_id, self.scheduled_ms)
+
+    @property
+    def started_ms(self) -> int | None:
+        return self.attempts[0].started_ms if self.attempts else None
+
+    @property
+    def finished_ms(self) -> int | None:
+        return self.attempts[-1].finished_ms if self.attempts else None
+
+    @property
+    def lateness_ms(self) -> int | None:
+        return self.attempts[0].lateness_ms if self.attempts else None
+
+    @property
+    def error(self) -> str | None:
+        return self.attempts[-1].error if self.attempts else None
+
+
+class ClaimOutcome(StrEnum):
+    CLAIMED = "claimed"  # execute the target
+    DONE = "done"  # this delivery is a duplicate of finished work: drop it
+    BUSY = "busy"  # another holder's lease is live: leave the message for later
+
+
+def decide_claim(existing: Run | None, claim: RunClaim) -> ClaimOutcome:
+    """Timeline of the cases, for one run R:
+
+    - no record: first delivery of attempt 1 (or of a retry whose record expired) -> CLAIMED.
+    - R finished (succeeded/failed): any delivery is a duplicate -> DONE.
+    - R retrying after attempt n: the retry message (attempt > n) -> CLAIMED; a stale copy of
+      attempt <= n -> DONE (attempt n's outcome is already recorded).
+    - R running attempt n:
+        * a delivery of an older attempt -> DONE;
+        * the same SQS message delivered again (higher receive count): SQS took the lease back
+          because its visibility timeout expired, so the holder is gone -> CLAIMED;
+        * the lease's deadline has passed (holder died) -> CLAIMED;
+        * otherwise someone is executing it right now -> BUSY.
+    """
+    if existing is None:
+        return ClaimOutcome.CLAIMED
+    if existing.status in TERMINAL_RUN_STATUSES:
+        return ClaimOutcome.DONE
+    if existing.status == RunStatus.RETRYING:
+        return ClaimOutcome.CLAIMED if claim.attempt > existing.attempt else ClaimOutcome.DONE
+    if claim.attempt < existing.attempt:
+        return ClaimOutcome.DONE
+    lease = existing.lease
+    if lease is None or lease.until_ms <= claim.now_ms:
+        return ClaimOutcome.CLAIMED
+    if (
+        lease.message_id == claim.lease.message_id
+        and claim.lease.receive_count > lease.receive_count
+    ):
+        return ClaimOutcome.CLAIMED
+    return ClaimOutcome.BUSY
+
+
+def claimed_run(existing: Run | None, claim: RunClaim) -> Run:
+    """The record after a successful claim."""
+    previous = existing.attempts if existing is not None else ()
+    # A reclaim of the same attempt (holder died) replaces that attempt's entry.
+    kept = tuple(a for a in previous if a.number < claim.attempt)
+    attempt = Attempt(claim.attempt, claim.now_ms, claim.lateness_ms)
+    return Run(
+        tenant=claim.tenant,
+        job_id=claim.job_id,
+        scheduled_ms=claim.scheduled_ms,
+        status=RunStatus.RUNNING,
+        attempt=claim.attempt,
+        attempts=(*kept, attempt),
+        lease=claim.lease,
+        expires_at=claim.expires_at,
+        job_name=claim.job_name,
+        target_type=claim.target_type,
+        priority=claim.priority,
+        runtime=claim.runtime,
+        version=existing.version + 1 if existing is not None else 1,
+    )
+
+
+@dataclass(frozen=True)
+class RunOutcome:
+    status: RunStatus  # succeeded, retrying or failed
+    finished_ms: int
+    error: str | None = None
+
+
+def finished_run(run: Run, outcome: RunOutcome) -> Run:
+    last = run.attempts[-1]
+    error = outcome.error[:MAX_ERROR_CHARS] if outcome.error else None
+    done = Attempt(last.number, last.started_ms, last.lateness_ms, outcome.finished_ms, error)
+    return Run(
+        tenant=run.tenant,
+        job_id=run.job_id,
+        scheduled_ms=run.scheduled_ms,
+        status=outcome.status,
+        attempt=run.attempt,
+        attempts=(*run.attempts[:-1], done),
+        lease=None,
+        expires_at=run.expires_at,
+        job_name=run.job_name,
+        target_type=run.target_type,
+        priority=run.priority,
+        runtime=run.runtime,
+        version=run.version + 1,
+    )

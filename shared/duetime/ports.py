@@ -1,0 +1,218 @@
+"""The ports the services depend on. Each has a DynamoDB/SQS adapter and an in-memory twin
+(`duetime.adapters.memory`), and one contract test suite runs against both."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Generic, Protocol, TypeVar
+
+from duetime.domain.ids import timer_sort_key
+from duetime.domain.jobs import Job, Priority, Runtime
+from duetime.domain.runs import ClaimOutcome, Run, RunClaim, RunOutcome
+
+T = TypeVar("T")
+
+
+class StoreError(Exception):
+    """A store call failed after the SDK's own retries."""
+
+
+class ConditionFailed(StoreError):
+    """A conditional write found the item in another state than expected."""
+
+
+class QueueError(Exception):
+    """Messages could not be sent; `failed` lists what was not accepted."""
+
+    def __init__(self, message: str, failed: Sequence[RunMessage] = ()) -> None:
+        super().__init__(message)
+        self.failed = list(failed)
+
+
+@dataclass(frozen=True)
+class Page(Generic[T]):
+    items: list[T]
+    cursor: str | None  # opaque; None when there is nothing more
+
+
+@dataclass(frozen=True)
+class Timer:
+    """A pending occurrence, stored in the bucket of its due minute."""
+
+    tenant: str
+    job_id: str
+    due_ms: int
+    generation: int = 0
+
+    @property
+    def sort_key(self) -> str:
+        return timer_sort_key(self.due_ms, self.job_id)
+
+
+@dataclass(frozen=True)
+class PartitionState:
+    """Sweep progress of one (bucket minute, shard) partition."""
+
+    minute: int
+    shard: int
+    watermark: str | None = None  # sort key of the last timer handed to SQS
+    complete: bool = False  # the whole minute was swept
+    owner: str | None = None
+    lease_until_ms: int = 0
+
+
+@dataclass(frozen=True)
+class SweepState:
+    cursor_minute: int | None  # oldest bucket minute that may still hold unswept timers
+    horizon_minute: int | None  # newest bucket minute any sweep has started reading
+
+
+class JobStore(Protocol):
+    def create(self, job: Job) -> None:
+        """Insert a new job; ConditionFailed if the id exists."""
+
+    def get(self, tenant: str, job_id: str) -> Job | None: ...
+
+    def get_many(self, keys: Sequence[tuple[str, str]]) -> dict[str, Job]:
+        """Jobs by (tenant, id), keyed by id; missing ones are absent."""
+
+    def list(self, tenant: str, limit: int, cursor: str | None) -> Page[Job]:
+        """A tenant's jobs, newest first."""
+
+    def replace(self, job: Job, *, expected: Job) -> None:
+        """Write `job` if the stored one still has `expected`'s status and generation;
+        ConditionFailed otherwise."""
+
+
+class TimerStore(Protocol):
+    shards: int
+
+    def put(self, timers: Sequence[Timer]) -> None: ...
+
+    def delete(self, timer: Timer) -> None: ...
+
+    def read_due(
+        self, minute: int, shard: int, after_key: str | None, before_ms: int, limit: int
+    ) -> tuple[list[Timer], bool]:
+        """Timers of one partition with sort key > after_key and due < before_ms, in sort-key
+        order (strongly consistent); the flag says whether more remain."""
+
+    def sweep_state(self) -> SweepState:
+        """Strongly consistent read of the sweeper's global state."""
+
+    def raise_horizon(self, minute: int) -> SweepState:
+        """Set horizon_minute to max(current, minute); cursor_minute starts at `minute`
+        the first time. Returns the state after the write."""
+
+    def advance_cursor(self, expected: int | None, minute: int) -> bool: ...
+
+    def partition_states(
+        self, keys: Sequence[tuple[int, int]]
+    ) -> dict[tuple[int, int], PartitionState]:
+        """States of (minute, shard) partitions; never-swept ones are absent."""
+
+    def acquire(
+        self, minute: int, shard: int, owner: str, now_ms: int, lease_ms: int
+    ) -> PartitionState | None:
+        """Lease a partition for sweeping; None if another sweeper holds a live lease or the
+        partition is complete."""
+
+    def advance(
+        self,
+        minute: int,
+        shard: int,
+        owner: str,
+        watermark: str | None,
+        *,
+        complete: bool = False,
+        release: bool = False,
+    ) -> bool:
+        """Record progress under our lease; False if the lease was lost."""
+
+
+class RunStore(Protocol):
+    def claim(self, claim: RunClaim) -> tuple[ClaimOutcome, Run | None]:
+        """Apply the claim rule (duetime.domain.runs.decide_claim) atomically. Returns the
+        outcome and the run: the claimed record, or the existing one."""
+
+    def finish(self, run: Run, outcome: RunOutcome) -> Run | None:
+        """Record an attempt's outcome if `run` (as claimed) is still current; None if the
+        lease was lost to another holder."""
+
+    def get(self, job_id: str, scheduled_ms: int) -> Run | None: ...
+
+    def get_many(self, keys: Sequence[tuple[str, int]]) -> dict[tuple[str, int], Run]: ...
+
+    def list(self, job_id: str, limit: int, cursor: str | None) -> Page[Run]:
+        """A job's runs, newest scheduled first."""
+
+
+@dataclass(frozen=True)
+class RunMessage:
+    """The body of a queue message: one attempt of one run."""
+
+    tenant: str
+    job_id: str
+    scheduled_ms: int
+    attempt: int
+    due_ms: int  # when this attempt may start (the occurrence, or the retry's backoff end)
+    runtime: Runtime = Runtime.LAMBDA
+    priority: Priority = Priority.NORMAL
+
+    def to_json(self) -> str:
+        return json.dumps(
+            {
+                "tenant": self.tenant,
+                "job_id": self.job_id,
+                "scheduled_ms": self.scheduled_ms,
+                "attempt": self.attempt,
+                "due_ms": self.due_ms,
+                "runtime": self.runtime.value,
+                "priority": self.priority.value,
+            },
+            separators=(",", ":"),
+        )
+
+    @classmethod
+    def from_json(cls, body: str) -> RunMessage:
+        """Raises ValueError (or a subclass) on a malformed body."""
+        data = json.loads(body)
+        return cls(
+            tenant=str(data["tenant"]),
+            job_id=str(data["job_id"]),
+            scheduled_ms=int(data["scheduled_ms"]),
+            attempt=int(data["attempt"]),
+            due_ms=int(data["due_ms"]),
+            runtime=Runtime(data["runtime"]),
+            priority=Priority(data["priority"]),
+        )
+
+
+@dataclass(frozen=True)
+class Delivery:
+    """A received message, in the form both the Lambda event and a receive call give."""
+
+    message_id: str
+    receipt_handle: str
+    body: str
+    receive_count: int
+    queue: str  # queue URL
+
+
+class JobQueue(Protocol):
+    def send(self, messages: Sequence[tuple[RunMessage, int]]) -> None:
+        """Send (message, delay seconds 0..900) pairs to their runtime×priority queues in
+        batches of 10. Raises QueueError naming what was not sent after retries."""
+
+    def send_dead(self, message: RunMessage, reason: str) -> None:
+        """Put a message on its queue's dead-letter queue with the reason."""
+
+    def receive(
+        self, runtime: Runtime, priority: Priority, max_messages: int, wait_seconds: int
+    ) -> list[Delivery]: ...
+
+    def delete(self, deliveries: Sequence[Delivery]) -> None: ...
+
+    def change_visibility(self, delivery: Delivery, seconds: int) -> None: ...

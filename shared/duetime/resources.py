@@ -1,0 +1,106 @@
+"""Table and queue definitions: the key schemas the adapters use, in one place.
+
+The CDK app builds the same tables and queues from these definitions; the local stack and
+the tests create them in moto with `create_resources`.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from duetime.config import QueueUrls, Settings, queue_key, queue_name
+from duetime.domain.jobs import Priority, Runtime
+
+if TYPE_CHECKING:
+    from mypy_boto3_dynamodb import DynamoDBClient
+    from mypy_boto3_sqs import SQSClient
+
+
+@dataclass(frozen=True)
+class TableDef:
+    name: str  # suffix after the deployment prefix
+    partition_key: tuple[str, str]  # (attribute, type)
+    sort_key: tuple[str, str]
+    ttl_attribute: str = "expires_at"
+    stream: str | None = None
+
+
+JOBS_TABLE = TableDef("jobs", ("tenant", "S"), ("id", "S"))
+TIMERS_TABLE = TableDef("timers", ("pk", "S"), ("sk", "S"))
+# The archiver reads expired runs from the stream's old images.
+RUNS_TABLE = TableDef("runs", ("job_id", "S"), ("scheduled_ms", "N"), stream="OLD_IMAGE")
+TABLES = (JOBS_TABLE, TIMERS_TABLE, RUNS_TABLE)
+
+# A message is moved to the DLQ after this many receives without being deleted: a worker that
+# crashes on it every time (poison) or a run that stays busy for that long.
+MAX_RECEIVE_COUNT = 10
+QUEUE_VISIBILITY_TIMEOUT_SECONDS = 900 * 6
+DLQ_RETENTION_SECONDS = 14 * 86_400
+
+
+def create_resources(
+    dynamodb: DynamoDBClient,
+    sqs: SQSClient,
+    prefix: str = "duetime",
+    *,
+    visibility_timeout_seconds: int = QUEUE_VISIBILITY_TIMEOUT_SECONDS,
+    **settings: int | bool,
+) -> Settings:
+    """Create every table and queue (idempotently) and return Settings pointing at them."""
+    existing = set(dynamodb.list_tables().get("TableNames", []))
+    for table in TABLES:
+        name = f"{prefix}-{table.name}"
+        if name in existing:
+            continue
+        keys = (table.partition_key, table.sort_key)
+        stream: Any = (
+            {"StreamEnabled": True, "StreamViewType": table.stream}
+            if table.stream
+            else {"StreamEnabled": False}
+        )
+        dynamodb.create_table(
+            TableName=name,
+            BillingMode="PAY_PER_REQUEST",
+            AttributeDefinitions=[
+                {"AttributeName": a, "AttributeType": t}  # type: ignore[typeddict-item]
+                for a, t in keys
+            ],
+            KeySchema=[
+                {"AttributeName": keys[0][0], "KeyType": "HASH"},
+                {"AttributeName": keys[1][0], "KeyType": "RANGE"},
+            ],
+            StreamSpecification=stream,
+        )
+        dynamodb.update_time_to_live(
+            TableName=name,
+            TimeToLiveSpecification={"Enabled": True, "AttributeName": table.ttl_attribute},
+        )
+    queues: dict[str, QueueUrls] = {}
+    for runtime in Runtime:
+        for priority in Priority:
+            dlq_url = sqs.create_queue(
+                QueueName=queue_name(prefix, runtime, priority, dead=True),
+                Attributes={"MessageRetentionPeriod": str(DLQ_RETENTION_SECONDS)},
+            )["QueueUrl"]
+            dlq_arn = sqs.get_queue_attributes(QueueUrl=dlq_url, AttributeNames=["QueueArn"])[
+                "Attributes"
+            ]["QueueArn"]
+            url = sqs.create_queue(
+                QueueName=queue_name(prefix, runtime, priority),
+                Attributes={
+                    "VisibilityTimeout": str(visibility_timeout_seconds),
+                    "RedrivePolicy": json.dumps(
+                        {"deadLetterTargetArn": dlq_arn, "maxReceiveCount": MAX_RECEIVE_COUNT}
+                    ),
+                },
+            )["QueueUrl"]
+            queues[queue_key(runtime, priority)] = QueueUrls(url, dlq_url)
+    return Settings(
+        jobs_table=f"{prefix}-{JOBS_TABLE.name}",
+        timers_table=f"{prefix}-{TIMERS_TABLE.name}",
+        runs_table=f"{prefix}-{RUNS_TABLE.name}",
+        queues=queues,
+        **settings,  # type: ignore[arg-type]
+    )

@@ -1,0 +1,177 @@
+"""The execution core shared by the Lambda worker and the Fargate worker.
+
+For one delivery of one attempt of one run:
+1. wait for the due instant (SQS may release a message up to a second early);
+2. drop it if the job was cancelled or paused;
+3. claim the run (a duplicate delivery of a claimed run does not execute the target again);
+4. execute the target within the job's timeout;
+5. record the outcome; on failure send the retry (with backoff) or, after the last attempt,
+   put the message on the DLQ with the reason. The follow-up message is sent *before* the
+   outcome is recorded, so a crash in between can duplicate an attempt but never lose one.
+
+The result tells the caller whether the message may be deleted (DONE) or must stay in the
+queue to be delivered again (RETRY_LATER).
+"""
+
+from __future__ import annotations
+
+import random
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from enum import StrEnum
+
+from duetime.config import Settings
+from duetime.domain.jobs import Job, JobStatus
+from duetime.domain.retry import backoff_ms, should_retry
+from duetime.domain.runs import ClaimOutcome, Lease, Run, RunClaim, RunOutcome, RunStatus
+from duetime.observability import Metric, count, logger, milliseconds
+from duetime.ports import Delivery, JobQueue, JobStore, RunMessage, RunStore
+from duetime.services.dispatch import delay_seconds
+from duetime.targets import Invocation, TargetError, TargetExecutor
+
+# A message that arrives earlier than this is put back with a visibility timeout instead of
+# holding a worker while it waits.
+MAX_EARLY_WAIT_MS = 2_000
+# The lease outlives the target's timeout by this margin before another delivery may reclaim.
+LEASE_MARGIN_MS = 30_000
+
+
+class Disposition(StrEnum):
+    DONE = "done"  # delete the message
+    RETRY_LATER = "retry_later"  # leave it: SQS delivers it again after the visibility timeout
+
+
+@dataclass(frozen=True)
+class Result:
+    disposition: Disposition
+    detail: str
+    run: Run | None = None
+
+
+class RunExecutor:
+    def __init__(
+        self,
+        jobs: JobStore,
+        runs: RunStore,
+        queue: JobQueue,
+        targets: TargetExecutor,
+        settings: Settings,
+        *,
+        clock: Callable[[], int],
+        sleep: Callable[[float], None] = time.sleep,
+        jitter: Callable[[], float] = random.random,
+    ) -> None:
+        self._jobs = jobs
+        self._runs = runs
+        self._queue = queue
+        self._targets = targets
+        self._settings = settings
+        self._clock = clock
+        self._sleep = sleep
+        self._jitter = jitter
+
+    def handle(self, delivery: Delivery) -> Result:
+        try:
+            message = RunMessage.from_json(delivery.body)
+        except (ValueError, KeyError, TypeError) as exc:
+            # Left in the queue: the redrive policy moves it to the DLQ after maxReceiveCount.
+            logger.error("malformed message", extra={"message_id": delivery.message_id})
+            return Result(Disposition.RETRY_LATER, f"malformed message: {exc}")
+        logger.append_keys(job_id=message.job_id, run_id=f"{message.job_id}-{message.scheduled_ms}")
+        try:
+            return self._handle(delivery, message)
+        finally:
+            logger.remove_keys(["job_id", "run_id"])
+
+    def _handle(self, delivery: Delivery, message: RunMessage) -> Result:
+        early = message.due_ms - self._clock()
+        if early > MAX_EARLY_WAIT_MS:
+            self._queue.change_visibility(delivery, delay_seconds(message.due_ms, self._clock()))
+            return Result(Disposition.RETRY_LATER, f"early by {early} ms")
+        if early > 0:
+            self._sleep(early / 1000)
+        job = self._jobs.get(message.tenant, message.job_id)
+        if job is None or job.status != JobStatus.SCHEDULED:
+            count(Metric.RUNS_DROPPED)
+            status = job.status if job else "missing"
+            return Result(Disposition.DONE, f"dropped: job is {status}")
+        now = self._clock()
+        claim = RunClaim(
+            tenant=job.tenant,
+            job_id=job.id,
+            scheduled_ms=message.scheduled_ms,
+            attempt=message.attempt,
+            lease=Lease(
+                delivery.message_id,
+                delivery.receive_count,
+                now + job.spec.timeout_seconds * 1000 + LEASE_MARGIN_MS,
+            ),
+            now_ms=now,
+            lateness_ms=max(0, now - message.due_ms),
+            expires_at=message.scheduled_ms // 1000 + self._settings.run_ttl_seconds,
+            job_name=job.spec.name,
+            target_type=job.spec.target.type,
+            priority=job.spec.priority.value,
+            runtime=job.spec.runtime.value,
+        )
+        outcome, run = self._runs.claim(claim)
+        if outcome == ClaimOutcome.DONE:
+            count(Metric.RUNS_DUPLICATE)
+            return Result(Disposition.DONE, "duplicate of finished work", run)
+        if outcome == ClaimOutcome.BUSY or run is None:
+            count(Metric.RUNS_DUPLICATE)
+            return Result(Disposition.RETRY_LATER, "another worker holds the run", run)
+        count(Metric.RUNS_STARTED)
+        milliseconds(Metric.START_LATENESS, claim.lateness_ms)
+        return self._execute(job, message, run)
+
+    def _execute(self, job: Job, message: RunMessage, run: Run) -> Result:
+        invocation = Invocation(
+            tenant=job.tenant,
+            job_id=job.id,
+            run_id=run.run_id,
+            scheduled_ms=message.scheduled_ms,
+            attempt=message.attempt,
+            payload=job.spec.payload,
+            timeout_seconds=float(job.spec.timeout_seconds),
+        )
+        try:
+            self._targets.execute(job.spec.target, invocation)
+        except TargetError as exc:
+            return self._failed(job, message, run, str(exc), exc.retryable)
+        done = self._runs.finish(run, RunOutcome(RunStatus.SUCCEEDED, self._clock()))
+        count(Metric.RUNS_SUCCEEDED)
+        logger.info("run succeeded", extra={"attempt": message.attempt})
+        return Result(Disposition.DONE, "succeeded", done or run)
+
+    def _failed(
+        self, job: Job, message: RunMessage, run: Run, error: str, retryable: bool
+    ) -> Result:
+        now = self._clock()
+        if should_retry(job.spec.retry, message.attempt, retryable):
+            wait = backoff_ms(job.spec.retry, message.attempt, self._jitter())
+            retry = RunMessage(
+                tenant=message.tenant,
+                job_id=message.job_id,
+                scheduled_ms=message.scheduled_ms,
+                attempt=message.attempt + 1,
+                due_ms=now + wait,
+                runtime=message.runtime,
+                priority=message.priority,
+            )
+            self._queue.send([(retry, delay_seconds(retry.due_ms, now))])
+            done = self._runs.finish(run, RunOutcome(RunStatus.RETRYING, self._clock(), error))
+            count(Metric.RUNS_RETRIED)
+            logger.warning(
+                "run failed; retrying",
+                extra={"attempt": message.attempt, "error": error, "retry_in_ms": wait},
+            )
+            return Result(Disposition.DONE, f"retrying: {error}", done or run)
+        reason = f"attempt {message.attempt} of {job.spec.retry.max_attempts}: {error}"
+        self._queue.send_dead(message, reason)
+        done = self._runs.finish(run, RunOutcome(RunStatus.FAILED, self._clock(), error))
+        count(Metric.RUNS_FAILED)
+        count(Metric.RUNS_DEAD)
+        logger.error("run failed", extra={"attempt": message.attempt, "error": error})
+        return Result(Disposition.DONE, f"failed: {error}", done or run)

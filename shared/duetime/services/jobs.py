@@ -1,0 +1,175 @@
+"""Job lifecycle: submit, inspect, cancel, pause, resume, run now.
+
+A submission is durable before it is acknowledged: the job item is written, then its first
+occurrence is dispatched (duetime.services.dispatch): sent straight to SQS with DelaySeconds
+when it falls before the sweep horizon (short delays, `at` in the past, run-now), otherwise
+written as a timer for the sweeper.
+
+A one-off job's terminal status (succeeded/failed) is the status of its run: the worker writes
+only the run record, saving a write per run, and reads resolve it (see docs/architecture.md).
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable
+from dataclasses import dataclass, replace
+
+from duetime.config import Settings
+from duetime.domain.errors import IllegalTransition, NotFound, ValidationError
+from duetime.domain.ids import new_job_id
+from duetime.domain.jobs import Job, JobSpec, JobStatus
+from duetime.domain.planning import first_due
+from duetime.domain.runs import Run, RunStatus
+from duetime.domain.schedule import next_occurrence
+from duetime.domain.timeutil import from_ms, to_ms
+from duetime.ports import ConditionFailed, JobQueue, JobStore, Page, RunStore, TimerStore
+from duetime.services.dispatch import Dispatcher, delay_seconds, run_message
+
+
+@dataclass(frozen=True)
+class JobView:
+    """A job as a client sees it: effective status and its latest run."""
+
+    job: Job
+    status: JobStatus
+    last_run: Run | None
+
+
+class JobService:
+    def __init__(
+        self,
+        jobs: JobStore,
+        timers: TimerStore,
+        runs: RunStore,
+        queue: JobQueue,
+        settings: Settings,
+        *,
+        clock: Callable[[], int],
+        entropy: Callable[[int], bytes] = os.urandom,
+    ) -> None:
+        self._jobs = jobs
+        self._timers = timers
+        self._runs = runs
+        self._queue = queue
+        self._settings = settings
+        self._clock = clock
+        self._entropy = entropy
+        self._dispatcher = Dispatcher(jobs, timers, queue, settings, clock=clock)
+
+    def create(self, tenant: str, spec: JobSpec) -> Job:
+        now = self._clock()
+        first = first_due(spec.schedule, created_at=from_ms(now))
+        if first is None:
+            raise ValidationError("schedule", "has no occurrence in the future")
+        due = to_ms(first)
+        job = Job(
+            tenant=tenant,
+            id=new_job_id(now, self._entropy(10)),
+            spec=spec,
+            status=JobStatus.SCHEDULED,
+            created_ms=now,
+            updated_ms=now,
+            next_due_ms=due,
+            # A one-off job lives as long as its run records (the hot window); after that
+            # its history is in the archive.
+            expires_at=None if spec.recurring else self._expiry(due),
+        )
+        self._schedule(job, due, now, create=True)
+        return job
+
+    def _expiry(self, due_ms: int) -> int:
+        return max(due_ms, self._clock()) // 1000 + self._settings.run_ttl_seconds + 86_400
+
+    def _schedule(self, job: Job, due: int, now: int, *, create: bool = False) -> None:
+        """Make the occurrence `due` durable (a message or a timer), after the job item.
+
+        If dispatching fails, the new job is cancelled before the error propagates, so a
+        submission that was not acknowledged does not linger as a job that never runs."""
+        if create:
+            self._jobs.create(job)
+        try:
+            self._dispatcher.dispatch([(job, due)])
+        except Exception:
+            if create:
+                cancelled = replace(job, status=JobStatus.CANCELLED, updated_ms=self._clock())
+                self._jobs.replace(cancelled, expected=job)
+            raise
+
+    def _send(self, job: Job, due: int, now: int) -> None:
+        self._queue.send([(run_message(job, due), delay_seconds(due, now))])
+
+    def get(self, tenant: str, job_id: str) -> JobView:
+        job = self._jobs.get(tenant, job_id)
+        if job is None:
+            raise NotFound(f"job {job_id} not found")
+        return self._view(job)
+
+    def list(self, tenant: str, limit: int = 50, cursor: str | None = None) -> Page[JobView]:
+        page = self._jobs.list(tenant, limit, cursor)
+        return Page([self._view(job) for job in page.items], page.cursor)
+
+    def _view(self, job: Job) -> JobView:
+        last = self._runs.list(job.id, 1, None).items
+        last_run = last[0] if last else None
+        status = job.status
+        if status == JobStatus.SCHEDULED and not job.spec.recurring and job.next_due_ms:
+            own = (
+                last_run
+                if last_run and last_run.scheduled_ms == job.next_due_ms
+                else self._runs.get(job.id, job.next_due_ms)
+            )
+            if own is not None and own.status == RunStatus.SUCCEEDED:
+                status = JobStatus.SUCCEEDED
+            elif own is not None and own.status == RunStatus.FAILED:
+                status = JobStatus.FAILED
+        return JobView(job, status, last_run)
+
+    def cancel(self, tenant: str, job_id: str) -> JobView:
+        return self._transition(tenant, job_id, JobStatus.CANCELLED)
+
+    def pause(self, tenant: str, job_id: str) -> JobView:
+        return self._transition(tenant, job_id, JobStatus.PAUSED)
+
+    def resume(self, tenant: str, job_id: str) -> JobView:
+        return self._transition(tenant, job_id, JobStatus.SCHEDULED)
+
+    def _transition(self, tenant: str, job_id: str, wanted: JobStatus) -> JobView:
+        view = self.get(tenant, job_id)
+        job = view.job
+        if view.status != job.status:  # a finished one-off job
+            raise IllegalTransition(job.id, view.status, wanted)
+        now = self._clock()
+        updated = job.transition(wanted, now)
+        if updated is job:
+            return view
+        if wanted == JobStatus.CANCELLED:
+            updated = replace(updated, expires_at=now // 1000 + self._settings.run_ttl_seconds)
+        due: int | None = None
+        if wanted == JobStatus.SCHEDULED:
+            # Resume restarts the chain at the first occurrence from now on: occurrences that
+            # fell due while paused are skipped, not caught up.
+            found = next_occurrence(
+                job.spec.schedule, created_at=from_ms(job.created_ms), after=from_ms(now - 1)
+            )
+            if found is None:
+                updated = replace(updated, status=JobStatus.COMPLETED, next_due_ms=None)
+            else:
+                due = to_ms(found)
+                updated = replace(updated, next_due_ms=due)
+        try:
+            self._jobs.replace(updated, expected=job)
+        except ConditionFailed:
+            raise IllegalTransition(job.id, "changed concurrently", wanted) from None
+        if due is not None:
+            self._schedule(updated, due, now)
+        return self._view(updated)
+
+    def run_now(self, tenant: str, job_id: str) -> int:
+        """One extra run now, besides the schedule. Returns its scheduled instant."""
+        view = self.get(tenant, job_id)
+        if view.job.status != JobStatus.SCHEDULED:
+            raise IllegalTransition(job_id, view.job.status, "run")
+        now = self._clock()
+        self._send(view.job, now, now)
+        return now

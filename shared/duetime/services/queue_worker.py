@@ -1,0 +1,170 @@
+"""A long-running worker over the execution core: the Fargate worker (and the local stack's).
+
+- One poller thread per priority queue long-polls for as many messages as there are free
+  execution slots; the runs execute on a thread pool.
+- Messages are received with a short visibility timeout that a heartbeat keeps extending
+  while the run executes: a worker that dies loses its lease within `visibility_seconds`.
+- Finished messages are deleted in batches of up to 10 (one request per 10 runs).
+- stop() (SIGTERM): polling stops; runs in flight may finish until `stop_timeout_seconds`;
+  whatever is still held after that is released (visibility 0) for another worker.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
+
+from duetime.domain.jobs import Priority, Runtime
+from duetime.observability import logger
+from duetime.ports import Delivery, JobQueue
+from duetime.services.execute import Disposition, RunExecutor
+
+
+class QueueWorker:
+    def __init__(
+        self,
+        queue: JobQueue,
+        executor: RunExecutor,
+        runtime: Runtime,
+        *,
+        priorities: Sequence[Priority] = (Priority.HIGH, Priority.NORMAL, Priority.LOW),
+        concurrency: int = 8,
+        wait_seconds: int = 10,
+        visibility_seconds: int = 60,
+        heartbeat_seconds: float = 20.0,
+        stop_timeout_seconds: float = 90.0,
+        delete_interval_seconds: float = 0.05,
+    ) -> None:
+        self._queue = queue
+        self._executor = executor
+        self._runtime = runtime
+        self._priorities = list(priorities)
+        self._concurrency = concurrency
+        self._wait = wait_seconds
+        self._visibility = visibility_seconds
+        self._heartbeat = heartbeat_seconds
+        self._stop_timeout = stop_timeout_seconds
+        self._delete_interval = delete_interval_seconds
+        self._slots = threading.BoundedSemaphore(concurrency)
+        self._stopping = threading.Event()
+        self._lock = threading.Lock()
+        self._held: dict[str, Delivery] = {}  # received, not yet deleted or released
+        self._finished: list[Delivery] = []  # waiting for a batched delete
+        self.processed = 0
+
+    def stop(self) -> None:
+        self._stopping.set()
+
+    def run(self) -> None:
+        logger.info("worker started", extra={"runtime": self._runtime.value})
+        pool = ThreadPoolExecutor(max_workers=self._concurrency, thread_name_prefix="run")
+        pollers = [
+            threading.Thread(target=self._poll, args=(p, pool), name=f"poll-{p.value}", daemon=True)
+            for p in self._priorities
+        ]
+        helpers = [
+            threading.Thread(target=self._every, args=(self._heartbeat, self._extend), daemon=True),
+            threading.Thread(
+                target=self._every, args=(self._delete_interval, self._flush), daemon=True
+            ),
+        ]
+        for thread in pollers + helpers:
+            thread.start()
+        self._stopping.wait()
+        logger.info("worker stopping", extra={"in_flight": len(self._held)})
+        for thread in pollers:
+            thread.join(timeout=self._wait + 5)
+        deadline = time.monotonic() + self._stop_timeout
+        while time.monotonic() < deadline:
+            with self._lock:
+                if not self._held.keys() - {d.message_id for d in self._finished}:
+                    break
+            time.sleep(0.05)
+        pool.shutdown(wait=False, cancel_futures=True)
+        self._flush()
+        self._release_all()
+        logger.info("worker stopped", extra={"processed": self.processed})
+
+    def _poll(self, priority: Priority, pool: ThreadPoolExecutor) -> None:
+        while not self._stopping.is_set():
+            if not self._slots.acquire(timeout=0.5):
+                continue
+            taken = 1
+            while taken < 10 and self._slots.acquire(blocking=False):
+                taken += 1
+            try:
+                deliveries = self._queue.receive(
+                    self._runtime, priority, taken, self._wait, self._visibility
+                )
+            except Exception:
+                logger.exception("receive failed", extra={"priority": priority.value})
+                deliveries = []
+                time.sleep(1)
+            for _ in range(taken - len(deliveries)):
+                self._slots.release()
+            with self._lock:
+                for delivery in deliveries:
+                    self._held[delivery.message_id] = delivery
+            for delivery in deliveries:
+                if self._stopping.is_set():
+                    self._release(delivery)
+                    self._slots.release()
+                else:
+                    pool.submit(self._process, delivery)
+
+    def _process(self, delivery: Delivery) -> None:
+        try:
+            result = self._executor.handle(delivery)
+            if result.disposition == Disposition.DONE:
+                with self._lock:
+                    self._finished.append(delivery)
+            else:
+                with self._lock:
+                    self._held.pop(delivery.message_id, None)
+        except Exception:
+            # The message stays leased until its visibility expires, then comes back.
+            logger.exception("run processing failed", extra={"message_id": delivery.message_id})
+            with self._lock:
+                self._held.pop(delivery.message_id, None)
+        finally:
+            self.processed += 1
+            self._slots.release()
+
+    def _every(self, seconds: float, action: Callable[[], None]) -> None:
+        while not self._stopping.wait(seconds):
+            try:
+                action()
+            except Exception:
+                logger.exception("worker housekeeping failed")
+
+    def _extend(self) -> None:
+        """Heartbeat: keep the lease of every run still executing."""
+        with self._lock:
+            done = {d.message_id for d in self._finished}
+            running = [d for i, d in self._held.items() if i not in done]
+        for delivery in running:
+            self._queue.change_visibility(delivery, self._visibility)
+
+    def _flush(self) -> None:
+        with self._lock:
+            batch, self._finished = self._finished, []
+            for delivery in batch:
+                self._held.pop(delivery.message_id, None)
+        if batch:
+            self._queue.delete(batch)
+
+    def _release(self, delivery: Delivery) -> None:
+        with self._lock:
+            self._held.pop(delivery.message_id, None)
+        try:
+            self._queue.change_visibility(delivery, 0)
+        except Exception:
+            logger.exception("release failed", extra={"message_id": delivery.message_id})
+
+    def _release_all(self) -> None:
+        with self._lock:
+            held = list(self._held.values())
+        for delivery in held:
+            self._release(delivery)

@@ -1,0 +1,84 @@
+"""Composition root: build the adapters and services once per process from Settings.
+
+Lambda handlers call `components()` lazily on first invocation (nothing touches AWS at import
+time); the Fargate worker, the local stack and the tests call `build()` directly.
+"""
+
+from __future__ import annotations
+
+import functools
+import random
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import boto3
+from botocore.config import Config
+
+from duetime.adapters.dynamodb import DynamoJobStore, DynamoRunStore, DynamoTimerStore
+from duetime.adapters.sqs import SqsJobQueue
+from duetime.config import Settings
+from duetime.services.execute import RunExecutor
+from duetime.services.jobs import JobService
+from duetime.services.sweep import Sweeper
+from duetime.targets import AwsClients, TargetExecutor
+
+
+def wall_ms() -> int:
+    return time.time_ns() // 1_000_000
+
+
+# Standard retry mode retries throttling and 5xx with backoff; a larger pool serves the
+# sweeper's parallel partitions and concurrent worker threads.
+_BOTO_CONFIG = Config(retries={"mode": "standard", "max_attempts": 5}, max_pool_connections=32)
+
+
+@dataclass(frozen=True)
+class Components:
+    settings: Settings
+    jobs: DynamoJobStore
+    timers: DynamoTimerStore
+    runs: DynamoRunStore
+    queue: SqsJobQueue
+    service: JobService
+    sweeper: Sweeper
+    executor: RunExecutor
+
+
+def build(
+    settings: Settings,
+    session: boto3.Session | None = None,
+    *,
+    clock: Callable[[], int] = wall_ms,
+    jitter: Callable[[], float] = random.random,
+) -> Components:
+    session = session or boto3.Session()
+    dynamodb = session.client("dynamodb", config=_BOTO_CONFIG)
+    sqs = session.client("sqs", config=_BOTO_CONFIG)
+    jobs = DynamoJobStore(dynamodb, settings.jobs_table)
+    timers = DynamoTimerStore(
+        dynamodb, settings.timers_table, settings.timer_shards, settings.timer_ttl_seconds
+    )
+    runs = DynamoRunStore(dynamodb, settings.runs_table)
+    queue = SqsJobQueue(sqs, settings.queues)
+    targets = TargetExecutor(
+        allow_private=settings.allow_private_targets,
+        require_https=settings.require_https,
+        clients=AwsClients(session),
+    )
+    return Components(
+        settings=settings,
+        jobs=jobs,
+        timers=timers,
+        runs=runs,
+        queue=queue,
+        service=JobService(jobs, timers, runs, queue, settings, clock=clock),
+        sweeper=Sweeper(jobs, timers, queue, settings, clock=clock),
+        executor=RunExecutor(jobs, runs, queue, targets, settings, clock=clock, jitter=jitter),
+    )
+
+
+@functools.cache
+def components() -> Components:
+    """The process-wide components, built from the environment on first use."""
+    return build(Settings.from_env())

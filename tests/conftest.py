@@ -1,0 +1,59 @@
+"""Shared fixtures: an in-process moto account with duetime's tables and queues."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Any
+
+import boto3
+import pytest
+from moto import mock_aws
+
+from duetime.config import Settings
+from duetime.resources import create_resources
+
+REGION = "us-east-1"
+
+
+@pytest.fixture
+def aws_env(monkeypatch: pytest.MonkeyPatch) -> None:
+    for name, value in {
+        "AWS_ACCESS_KEY_ID": "testing",
+        "AWS_SECRET_ACCESS_KEY": "testing",
+        "AWS_SESSION_TOKEN": "testing",
+        "AWS_REGION": REGION,
+        "AWS_DEFAULT_REGION": REGION,
+        "POWERTOOLS_SERVICE_NAME": "duetime-tests",
+        "POWERTOOLS_METRICS_NAMESPACE": "duetime-tests",
+        "POWERTOOLS_TRACE_DISABLED": "true",
+    }.items():
+        monkeypatch.setenv(name, value)
+    monkeypatch.delenv("AWS_ENDPOINT_URL", raising=False)
+    monkeypatch.delenv("AWS_PROFILE", raising=False)
+
+
+@dataclass
+class Aws:
+    """boto3 clients on the moto account and the Settings of the created resources."""
+
+    session: boto3.Session
+    dynamodb: Any
+    sqs: Any
+    settings: Settings
+
+
+@pytest.fixture
+def aws(aws_env: None) -> Iterator[Aws]:
+    with mock_aws():
+        session = boto3.Session(region_name=REGION)
+        dynamodb = session.client("dynamodb")
+        sqs = session.client("sqs")
+        settings = create_resources(
+            dynamodb,
+            sqs,
+            timer_shards=4,
+            allow_private_targets=True,
+            require_https=False,
+        )
+        yield Aws(session, dynamodb, sqs, settings)

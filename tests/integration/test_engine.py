@@ -1,0 +1,281 @@
+"""The scheduling engine end to end on moto: submit → timer → sweep → SQS → worker → run."""
+
+from __future__ import annotations
+
+from concurrent.futures import ThreadPoolExecutor
+
+from duetime.domain.ids import minute_of
+from duetime.domain.jobs import JobStatus, Priority, Runtime
+from duetime.domain.runs import ClaimOutcome, Lease, RunClaim, RunStatus
+from duetime.domain.timeutil import parse_rfc3339, to_ms
+from duetime.ports import RunMessage
+from tests.integration.conftest import START, Engine
+
+START_MS = to_ms(START)
+
+
+def at(seconds: int) -> str:
+    """An RFC 3339 instant `seconds` after the test's start."""
+    from duetime.domain.timeutil import rfc3339_ms
+
+    return rfc3339_ms(START_MS + seconds * 1000)
+
+
+def timer_items(engine: Engine) -> list[dict[str, object]]:
+    table = engine.aws.settings.timers_table
+    items = engine.aws.dynamodb.scan(TableName=table)["Items"]
+    return [i for i in items if i["sk"]["S"][0].isdigit()]
+
+
+def test_given_a_one_off_job_when_swept_and_worked_then_it_runs_once_on_time(
+    engine: Engine,
+) -> None:
+    # Given a job due in five minutes: beyond the sweep horizon, so it waits as a timer
+    job_id = engine.submit({"schedule": {"at": at(300)}})
+    timers = timer_items(engine)
+    assert [t["sk"]["S"] for t in timers] == [f"{START_MS + 300_000:013d}#{job_id}"]
+    assert timers[0]["pk"]["S"].startswith("202611211005#")
+    assert "expires_at" in timers[0]
+    assert engine.queue_messages(Runtime.LAMBDA, Priority.NORMAL) == 0
+
+    # When the sweeper ticks a minute before and the message is released on time
+    engine.advance(240 - 5)  # 10:04:00 → horizon covers the 10:05 bucket
+    report = engine.tick()
+    assert report["messages_sent"] == 1
+    assert engine.drain() == 0  # delayed by SQS until due
+    engine.advance_to(START_MS + 300_000)
+    engine.drain()
+
+    # Then the target ran exactly once, for the scheduled instant, and the run is recorded
+    assert engine.recorder.runs_of(job_id) == [START_MS + 300_000]
+    run = engine.parts.runs.get(job_id, START_MS + 300_000)
+    assert run is not None
+    assert run.status == RunStatus.SUCCEEDED
+    assert len(run.attempts) == 1
+    assert run.lateness_ms is not None
+    assert 0 <= run.lateness_ms < 1000
+    view = engine.parts.service.get("tenant-a", job_id)
+    assert view.status == JobStatus.SUCCEEDED
+    assert engine.queue_messages(Runtime.LAMBDA, Priority.NORMAL) == 0
+
+
+def test_given_a_job_due_in_seconds_when_submitted_then_it_takes_the_fast_path(
+    engine: Engine,
+) -> None:
+    job_id = engine.submit({"schedule": {"delay_seconds": 3}})
+    assert timer_items(engine) == []
+    assert engine.queue_messages(Runtime.LAMBDA, Priority.NORMAL) == 1
+    engine.advance(3)
+    engine.drain()
+    assert engine.recorder.runs_of(job_id) == [START_MS + 3000]
+
+
+def test_given_a_rate_job_when_the_sweeper_ticks_each_minute_then_runs_follow_the_rate(
+    engine: Engine,
+) -> None:
+    job_id = engine.submit({"schedule": {"rate_seconds": 20}})
+    for _ in range(4):
+        engine.tick()
+        engine.advance(60)
+        engine.drain()
+    runs = engine.recorder.runs_of(job_id)
+    anchor = START_MS + 20_000
+    assert runs == [anchor + k * 20_000 for k in range(len(runs))]
+    assert len(runs) >= 10  # four minutes of a 20 s rate, minus the sweep horizon's tail
+    stored = engine.parts.runs.list(job_id, 100, None).items
+    assert sorted(r.scheduled_ms for r in stored) == runs
+    assert all(r.status == RunStatus.SUCCEEDED for r in stored)
+
+
+def test_given_a_cron_job_in_a_time_zone_when_swept_then_it_runs_at_local_wall_times(
+    engine: Engine,
+) -> None:
+    # 05:00 in New York is 10:00 UTC on 2026-11-21 (EST, UTC−5)
+    job_id = engine.submit({"schedule": {"cron": "*/2 * * * *", "timezone": "America/New_York"}})
+    for _ in range(6):
+        engine.tick()
+        engine.advance(60)
+        engine.drain()
+    expected = [to_ms(parse_rfc3339(f"2026-11-21T10:{m:02d}:00Z")) for m in (2, 4, 6)]
+    assert engine.recorder.runs_of(job_id)[:3] == expected
+
+
+def test_given_a_failing_target_when_retried_then_it_succeeds_on_the_second_attempt(
+    engine: Engine,
+) -> None:
+    job_id = engine.submit(
+        {
+            "schedule": {"delay_seconds": 0},
+            "target": {"type": "handler", "name": "duetime.fail"},
+            "payload": {"until_attempt": 2},
+            "retry": {"max_attempts": 3, "backoff_seconds": 20},
+        }
+    )
+    engine.drain()
+    run = engine.parts.runs.get(job_id, START_MS)
+    assert run is not None
+    assert run.status == RunStatus.RETRYING  # backoff: 20 s × jitter 0.5 = 10 s
+    engine.advance(10)
+    engine.drain()
+    run = engine.parts.runs.get(job_id, START_MS)
+    assert run is not None
+    assert run.status == RunStatus.SUCCEEDED
+    assert [a.number for a in run.attempts] == [1, 2]
+    assert run.attempts[0].error == "duetime.fail: attempt 1"
+    assert run.attempts[1].error is None
+    assert engine.parts.service.get("tenant-a", job_id).status == JobStatus.SUCCEEDED
+
+
+def test_given_a_target_that_always_fails_when_attempts_run_out_then_run_fails_into_the_dlq(
+    engine: Engine,
+) -> None:
+    job_id = engine.submit(
+        {
+            "schedule": {"delay_seconds": 0},
+            "target": {"type": "handler", "name": "duetime.fail"},
+            "retry": {"max_attempts": 2, "backoff_seconds": 20},
+            "priority": "high",
+        }
+    )
+    engine.drain()
+    engine.advance(10)
+    engine.drain()
+    run = engine.parts.runs.get(job_id, START_MS)
+    assert run is not None
+    assert run.status == RunStatus.FAILED
+    assert len(run.attempts) == 2
+    assert engine.parts.service.get("tenant-a", job_id).status == JobStatus.FAILED
+    dlq = engine.aws.settings.queue(Runtime.LAMBDA, Priority.HIGH).dlq_url
+    dead = engine.aws.sqs.receive_message(QueueUrl=dlq, MessageAttributeNames=["All"])["Messages"]
+    assert len(dead) == 1
+    body = RunMessage.from_json(dead[0]["Body"])
+    assert (body.job_id, body.attempt) == (job_id, 2)
+    reason = dead[0]["MessageAttributes"]["duetime-reason"]["StringValue"]
+    assert reason == "attempt 2 of 2: duetime.fail: attempt 2"
+
+
+def test_given_a_cancelled_job_when_it_falls_due_then_it_never_runs(engine: Engine) -> None:
+    later = engine.submit({"schedule": {"at": at(300)}})
+    soon = engine.submit({"schedule": {"delay_seconds": 5}})  # already in SQS
+    engine.parts.service.cancel("tenant-a", later)
+    engine.parts.service.cancel("tenant-a", soon)
+    for _ in range(6):
+        engine.tick()
+        engine.advance(60)
+        engine.drain()
+    assert engine.recorder.calls == []
+    assert engine.parts.runs.get(later, START_MS + 300_000) is None
+    assert engine.parts.runs.get(soon, START_MS + 5_000) is None
+    assert engine.parts.service.get("tenant-a", later).status == JobStatus.CANCELLED
+
+
+def test_given_duplicate_deliveries_of_one_run_then_the_target_is_called_once(
+    engine: Engine,
+) -> None:
+    job_id = engine.submit({"schedule": {"at": at(300)}})
+    job = engine.parts.jobs.get("tenant-a", job_id)
+    assert job is not None
+    message = RunMessage("tenant-a", job_id, START_MS + 300_000, 1, START_MS + 300_000)
+    # The same occurrence reaches SQS three times (e.g. a re-sent batch after a crash)
+    engine.parts.queue.send([(message, 0), (message, 0), (message, 0)])
+    engine.advance(300)
+    engine.drain()
+    assert engine.recorder.runs_of(job_id) == [START_MS + 300_000]
+    assert engine.queue_messages(Runtime.LAMBDA, Priority.NORMAL) == 0
+
+
+def test_given_a_worker_that_dies_holding_a_run_then_the_run_is_reclaimed_after_visibility(
+    engine: Engine,
+) -> None:
+    job_id = engine.submit({"schedule": {"delay_seconds": 0}})
+    url = engine.aws.settings.queue(Runtime.LAMBDA, Priority.NORMAL).url
+    # A worker receives the message and claims the run, then dies before executing
+    received = engine.aws.sqs.receive_message(QueueUrl=url)["Messages"][0]
+    now = to_ms(START)
+    outcome, _ = engine.parts.runs.claim(
+        RunClaim(
+            "tenant-a",
+            job_id,
+            START_MS,
+            1,
+            Lease(received["MessageId"], 1, now + 60_000),
+            now,
+            0,
+            now // 1000 + 3600,
+        )
+    )
+    assert outcome == ClaimOutcome.CLAIMED
+    engine.drain()
+    assert engine.recorder.calls == []  # still leased: SQS hides it
+    # When the visibility timeout expires, SQS delivers it again and the run is reclaimed
+    engine.advance(engine_visibility(engine) + 1)
+    engine.drain()
+    assert engine.recorder.runs_of(job_id) == [START_MS]
+    run = engine.parts.runs.get(job_id, START_MS)
+    assert run is not None
+    assert run.status == RunStatus.SUCCEEDED
+    assert len(run.attempts) == 1
+
+
+def engine_visibility(engine: Engine) -> int:
+    url = engine.aws.settings.queue(Runtime.LAMBDA, Priority.NORMAL).url
+    attrs = engine.aws.sqs.get_queue_attributes(QueueUrl=url, AttributeNames=["VisibilityTimeout"])
+    return int(attrs["Attributes"]["VisibilityTimeout"])
+
+
+def test_given_two_sweeps_of_the_same_minute_then_each_timer_is_sent_once(
+    engine: Engine,
+) -> None:
+    jobs = [engine.submit({"schedule": {"at": at(300 + i)}}) for i in range(30)]
+    engine.advance(240)
+    with ThreadPoolExecutor(max_workers=3) as pool:
+        reports = list(pool.map(lambda _: engine.tick(), range(3)))
+    engine.tick()  # and once more, afterwards
+    assert sum(r["messages_sent"] for r in reports) == 30
+    assert engine.queue_messages(Runtime.LAMBDA, Priority.NORMAL) == 30
+    engine.advance(120)
+    engine.drain()
+    assert sorted(c.job_id for c in engine.recorder.calls) == sorted(jobs)
+
+
+def test_given_missed_ticks_when_the_sweeper_returns_then_every_timer_is_caught_up(
+    engine: Engine,
+) -> None:
+    engine.tick()  # the sweeper ran once, at 10:00
+    jobs = [engine.submit({"schedule": {"at": at(180 + 60 * i)}}) for i in range(5)]
+    engine.advance(60 * 12)  # ... then missed eleven ticks
+    report = engine.tick()
+    assert report["messages_sent"] == 5
+    assert report["backlog_minutes"] >= 10
+    engine.drain()
+    assert sorted(c.job_id for c in engine.recorder.calls) == sorted(jobs)
+    state = engine.parts.timers.sweep_state()
+    assert state.cursor_minute == minute_of(to_ms(START)) + 12 + 2
+
+
+def test_given_more_stored_future_jobs_then_the_sweep_reads_the_same(engine: Engine) -> None:
+    def sweep_reads(stored: int, sweep_at_ms: int) -> tuple[int, int]:
+        # `stored` jobs due days from now, and 5 due in the bucket the sweep looks ahead to
+        for i in range(stored):
+            engine.submit({"schedule": {"at": at(86_400 * 3 + i)}})
+        for i in range(5):
+            engine.submit({"schedule": {"at": at((sweep_at_ms - START_MS) // 1000 + 60 + i)}})
+        engine.advance_to(sweep_at_ms - 60_000)
+        engine.parts.sweeper.sweep()  # settle earlier minutes: the measured sweep reads one
+        calls: list[str] = []
+
+        def count(event_name: str, **_: object) -> None:
+            calls.append(event_name.split(".")[-1])
+
+        events = engine.parts.timers._client.meta.events  # noqa: SLF001
+        events.register("before-call.dynamodb", count)
+        engine.advance_to(sweep_at_ms)
+        report = engine.parts.sweeper.sweep()
+        events.unregister("before-call.dynamodb", count)
+        assert report.messages_sent == 5
+        return calls.count("Query"), calls.count("BatchGetItem")
+
+    few = sweep_reads(10, START_MS + 10 * 60_000)
+    many = sweep_reads(1000, START_MS + 30 * 60_000)
+    assert few == many
+    assert few[0] == engine.parts.timers.shards  # one query per shard of the due bucket
