@@ -1,0 +1,415 @@
+"""Schedules and their occurrences. Pure: every function takes the instants it needs.
+
+Four kinds: `At` (one instant), `Delay` (seconds after creation), `Rate` (a fixed interval) and
+`Cron` (a 5-field cron expression on the wall clock of an IANA time zone). Every datetime is an
+aware UTC instant truncated to milliseconds.
+
+Cron follows the Vixie/Debian cron daylight-saving policy. A job is *wildcard* when its minute or
+hour field starts with `*`; otherwise it is *fixed-time*.
+
+- Spring forward (the wall time does not exist): a fixed-time job runs once, at the transition
+  instant (the first valid wall time after the gap); a wildcard job has no run for the missing
+  wall times.
+- Fall back (the wall time happens twice): a fixed-time job runs once, at the first occurrence;
+  a wildcard job runs at both.
+
+See docs/schedules.md for the user-facing description.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+from functools import lru_cache
+from typing import Any, NamedTuple
+from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
+
+from croniter import CroniterBadDateError, croniter
+
+from duetime.domain.errors import ValidationError
+from duetime.domain.timeutil import parse_rfc3339, rfc3339, to_ms, truncate_ms
+
+
+@dataclass(frozen=True)
+class At:
+    at: datetime
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "at", truncate_ms(self.at))
+
+
+@dataclass(frozen=True)
+class Delay:
+    seconds: int
+
+
+@dataclass(frozen=True)
+class Rate:
+    seconds: int
+    start_at: datetime | None = None
+    end_at: datetime | None = None
+
+    def __post_init__(self) -> None:
+        _normalise_bounds(self)
+
+
+@dataclass(frozen=True)
+class Cron:
+    expression: str
+    timezone: str = "UTC"
+    start_at: datetime | None = None
+    end_at: datetime | None = None
+
+    def __post_init__(self) -> None:
+        _normalise_bounds(self)
+
+
+Schedule = At | Delay | Rate | Cron
+
+KINDS = ("at", "delay_seconds", "rate_seconds", "cron")
+MAX_DELAY_SECONDS = 31_536_000  # 365 days
+MAX_RATE_SECONDS = 31_622_400  # 366 days
+MAX_CRON_LENGTH = 256
+MACROS: Mapping[str, str] = {
+    "@yearly": "0 0 1 1 *",
+    "@annually": "0 0 1 1 *",
+    "@monthly": "0 0 1 * *",
+    "@weekly": "0 0 * * 0",
+    "@daily": "0 0 * * *",
+    "@midnight": "0 0 * * *",
+    "@hourly": "0 * * * *",
+}
+
+_EXTRA_KEYS: Mapping[str, frozenset[str]] = {
+    "at": frozenset(),
+    "delay_seconds": frozenset(),
+    "rate_seconds": frozenset({"start_at", "end_at"}),
+    "cron": frozenset({"timezone", "start_at", "end_at"}),
+}
+_EARLIEST = datetime(1970, 1, 1, tzinfo=UTC)
+_FIELDS = re.compile(r"\S+", re.ASCII)
+# croniter's hashed (H) and random (R) values: non-standard, and R is not even deterministic.
+_HASH_OR_RANDOM = re.compile(r"^[hr](?:\(|/|$)", re.IGNORECASE)
+_RANGE = re.compile(r"(?P<low>[^-/]+)-(?P<high>[^-/]+)(?:/\d+)?")
+_NAMES: Mapping[int, Mapping[str, int]] = {
+    3: {
+        name: number
+        for number, name in enumerate(
+            ["jan", "feb", "mar", "apr", "may", "jun", "jul", "aug", "sep", "oct", "nov", "dec"],
+            start=1,
+        )
+    },
+    4: {"sun": 0, "mon": 1, "tue": 2, "wed": 3, "thu": 4, "fri": 5, "sat": 6},
+}
+_CRON_SHAPE = (
+    "must have 5 fields (minute hour day-of-month month day-of-week) or be one of "
+    + " ".join(MACROS)
+)
+# Larger than any daylight-saving shift (at most 2 hours): the window in which wall time can run
+# backwards relative to real time.
+_SHIFT_WINDOW = timedelta(hours=3)
+_EPSILON = timedelta(microseconds=1)
+_NAIVE_EPOCH = datetime(1970, 1, 1)
+
+
+# --- parsing -------------------------------------------------------------------------------------
+
+
+def parse_schedule(raw: object, path: str = "schedule") -> Schedule:
+    """Validate a schedule object from a request; raise ValidationError naming the bad field."""
+    if not isinstance(raw, Mapping):
+        raise ValidationError(path, "must be an object")
+    kinds = [kind for kind in KINDS if kind in raw]
+    if len(kinds) != 1:
+        raise ValidationError(path, "exactly one of at, delay_seconds, rate_seconds, cron")
+    kind = kinds[0]
+    allowed = _EXTRA_KEYS[kind] | {kind}
+    for key in raw:
+        if key not in allowed:
+            raise ValidationError(f"{path}.{key}", "unknown field")
+
+    if kind == "at":
+        return At(at=_instant(raw["at"], f"{path}.at"))
+    if kind == "delay_seconds":
+        return Delay(seconds=_integer(raw, path, "delay_seconds", 0, MAX_DELAY_SECONDS))
+
+    start_at = _optional_instant(raw, path, "start_at")
+    end_at = _optional_instant(raw, path, "end_at")
+    if start_at is not None and end_at is not None and end_at <= start_at:
+        raise ValidationError(f"{path}.end_at", "must be after start_at")
+    if kind == "rate_seconds":
+        seconds = _integer(raw, path, "rate_seconds", 1, MAX_RATE_SECONDS)
+        return Rate(seconds=seconds, start_at=start_at, end_at=end_at)
+
+    expression = raw["cron"]
+    if not isinstance(expression, str):
+        raise ValidationError(f"{path}.cron", "must be a cron expression string")
+    try:
+        _cron_spec(expression)
+    except ValueError as exc:
+        raise ValidationError(f"{path}.cron", str(exc)) from None
+    timezone = raw.get("timezone")
+    if timezone is None:
+        timezone = "UTC"
+    elif not _valid_zone(timezone):
+        raise ValidationError(
+            f"{path}.timezone", "must be an IANA time zone name such as Europe/Berlin"
+        )
+    return Cron(expression=expression, timezone=timezone, start_at=start_at, end_at=end_at)
+
+
+def schedule_to_dict(schedule: Schedule) -> dict[str, Any]:
+    """The JSON form of a schedule; `parse_schedule` is its inverse."""
+    match schedule:
+        case At():
+            return {"at": rfc3339(schedule.at)}
+        case Delay():
+            return {"delay_seconds": schedule.seconds}
+        case Rate():
+            out: dict[str, Any] = {"rate_seconds": schedule.seconds}
+        case Cron():
+            out = {"cron": schedule.expression, "timezone": schedule.timezone}
+    if schedule.start_at is not None:
+        out["start_at"] = rfc3339(schedule.start_at)
+    if schedule.end_at is not None:
+        out["end_at"] = rfc3339(schedule.end_at)
+    return out
+
+
+def is_recurring(schedule: Schedule) -> bool:
+    return isinstance(schedule, Rate | Cron)
+
+
+def _instant(value: object, field: str) -> datetime:
+    if not isinstance(value, str):
+        raise ValidationError(field, "must be an RFC 3339 timestamp string")
+    try:
+        instant = parse_rfc3339(value)
+    except (ValueError, OverflowError):
+        raise ValidationError(
+            field, "must be an RFC 3339 timestamp with an offset or Z, such as 2026-11-21T09:30:00Z"
+        ) from None
+    if instant < _EARLIEST:
+        raise ValidationError(field, "must not be before 1970-01-01T00:00:00Z")
+    return instant
+
+
+def _optional_instant(raw: Mapping[Any, object], path: str, key: str) -> datetime | None:
+    value = raw.get(key)
+    return None if value is None else _instant(value, f"{path}.{key}")
+
+
+def _integer(raw: Mapping[Any, object], path: str, key: str, low: int, high: int) -> int:
+    value = raw[key]
+    if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high:
+        raise ValidationError(f"{path}.{key}", f"must be an integer from {low} to {high}")
+    return value
+
+
+def _valid_zone(name: object) -> bool:
+    if not isinstance(name, str) or not name or name == "localtime" or name.startswith("right/"):
+        # `localtime` depends on the host; `right/` zones count leap seconds.
+        return False
+    try:
+        ZoneInfo(name)
+    except (ZoneInfoNotFoundError, ValueError, OSError):
+        return False
+    return True
+
+
+class _CronSpec(NamedTuple):
+    text: str  # the 5-field form given to croniter (macros expanded)
+    wildcard: bool  # minute or hour field starts with `*` (Vixie cron's DST distinction)
+
+
+@lru_cache(maxsize=1024)
+def _cron_spec(expression: str) -> _CronSpec:
+    """Validate a cron expression. Raises ValueError with a user-facing message."""
+    if len(expression) > MAX_CRON_LENGTH:
+        raise ValueError(f"must be at most {MAX_CRON_LENGTH} characters")
+    text = expression.strip()
+    if text.startswith("@"):
+        standard = MACROS.get(text.lower())
+        if standard is None:
+            raise ValueError(f"unknown macro; use one of {' '.join(MACROS)}")
+        text = standard
+    fields = _FIELDS.findall(text)
+    if len(fields) != 5:
+        raise ValueError(f"{_CRON_SHAPE}; seconds and year fields are not supported")
+    for part in ",".join(fields).split(","):
+        if _HASH_OR_RANDOM.match(part):
+            raise ValueError("hashed (H) and random (R) values are not supported")
+    fields = [_collapse_equal_ranges(field, index) for index, field in enumerate(fields)]
+    text = " ".join(fields)
+    try:
+        expanded, _ = croniter.expand(text)
+        if expanded[4] == ["*"]:
+            # Reject dates that never occur (Feb 30). Only when day-of-week is `*`: otherwise
+            # cron ORs the two day fields and the day-of-week side can still match.
+            croniter.expand(text, strict=True)
+    except (ValueError, TypeError, KeyError, IndexError) as exc:
+        message = str(exc).splitlines()[-1] if str(exc) else type(exc).__name__
+        raise ValueError(f"not a valid cron expression ({message})") from None
+    return _CronSpec(text, fields[0].startswith("*") or fields[1].startswith("*"))
+
+
+def _collapse_equal_ranges(field: str, index: int) -> str:
+    """Rewrite `5-5` (and `5-5/2`) as `5`: croniter reads an equal range as the whole field."""
+    parts = field.split(",")
+    for position, part in enumerate(parts):
+        match = _RANGE.fullmatch(part)
+        if match is not None:
+            low = _field_value(match["low"], index)
+            if low is not None and low == _field_value(match["high"], index):
+                parts[position] = match["low"]
+    return ",".join(parts)
+
+
+def _field_value(token: str, index: int) -> int | None:
+    token = token.lower()
+    if token.isascii() and token.isdigit():
+        return int(token)  # 7 stays 7: `0-7` is every day, not `0`
+    return _NAMES[index].get(token) if index in _NAMES else None
+
+
+def _normalise_bounds(schedule: Rate | Cron) -> None:
+    for name in ("start_at", "end_at"):
+        value = getattr(schedule, name)
+        if value is not None:
+            object.__setattr__(schedule, name, truncate_ms(value))
+
+
+# --- occurrences ---------------------------------------------------------------------------------
+
+
+def next_occurrence(
+    schedule: Schedule, *, created_at: datetime, after: datetime | None
+) -> datetime | None:
+    """The first occurrence strictly after `after`; the first of all when `after` is None.
+
+    None when there is none: a one-off whose instant is not after `after`, or a recurring
+    schedule past its `end_at`.
+    """
+    created_at = truncate_ms(created_at)
+    if after is not None:
+        # Every occurrence is on a millisecond, so "> floor(after)" is "> after".
+        after = truncate_ms(after)
+    try:
+        match schedule:
+            case At():
+                return _once(schedule.at, after)
+            case Delay():
+                return _once(created_at + timedelta(seconds=schedule.seconds), after)
+            case Rate():
+                return _rate_next(schedule, created_at, after)
+            case Cron():
+                return _cron_next(schedule, created_at, after)
+    except OverflowError:
+        return None  # beyond year 9999
+
+
+def _once(instant: datetime, after: datetime | None) -> datetime | None:
+    return instant if after is None or instant > after else None
+
+
+def _rate_next(rate: Rate, created_at: datetime, after: datetime | None) -> datetime | None:
+    if rate.seconds <= 0:
+        raise ValueError("rate seconds must be positive")
+    anchor = (
+        rate.start_at if rate.start_at is not None else created_at + timedelta(seconds=rate.seconds)
+    )
+    if after is None or after < anchor:
+        result = anchor
+    else:
+        period_ms = rate.seconds * 1000
+        k = (to_ms(after) - to_ms(anchor)) // period_ms + 1
+        result = anchor + timedelta(milliseconds=k * period_ms)
+    return result if rate.end_at is None or result <= rate.end_at else None
+
+
+def _cron_next(cron: Cron, created_at: datetime, after: datetime | None) -> datetime | None:
+    spec = _cron_spec(cron.expression)
+    zone = ZoneInfo(cron.timezone)
+    lower = created_at if cron.start_at is None else max(created_at, cron.start_at)
+    # The result must be >= lower and > after: express both as "strictly after threshold".
+    threshold = lower - _EPSILON if after is None or after < lower else after
+    if cron.end_at is not None and threshold >= cron.end_at:
+        return None
+    found = _first_cron_instant_after(spec, zone, threshold)
+    if found is None or (cron.end_at is not None and found > cron.end_at):
+        return None
+    return found
+
+
+def _first_cron_instant_after(
+    spec: _CronSpec, zone: ZoneInfo, threshold: datetime
+) -> datetime | None:
+    """The smallest instant > threshold at which the cron job runs under the DST policy.
+
+    Walks candidate wall times in wall-clock order (croniter on naive datetimes) and maps each
+    to its real instants. Around a fall-back transition, wall order is not real-time order, so
+    it keeps the minimum and stops only once no later wall time can map below it.
+    Internally all instants are naive UTC.
+    """
+    after = threshold.astimezone(UTC).replace(tzinfo=None)
+    # A wall time whose instant is > after is at least after + (the lowest offset soon after).
+    lowest = min(_offset(zone, after), _offset(zone, after + _SHIFT_WINDOW))
+    start = (after + lowest).replace(second=0, microsecond=0) - timedelta(minutes=1)
+    walls = croniter(spec.text, start, ret_type=datetime)
+    best: datetime | None = None
+    highest = timedelta(0)
+    while True:
+        try:
+            wall = walls.get_next(datetime)
+        except (CroniterBadDateError, ValueError, OverflowError):
+            # No match within croniter's 50-year horizon, or past year 9999 (dateutil raises
+            # ValueError there). The expression itself was validated by _cron_spec.
+            break
+        # Any instant of `wall` is >= wall - highest offset around `best`.
+        if best is not None and wall - highest >= best:
+            break
+        for instant in _instants(zone, wall, spec.wildcard):
+            if instant > after and (best is None or instant < best):
+                best = instant
+                highest = max(_offset(zone, best), _offset(zone, best - _SHIFT_WINDOW))
+    return None if best is None else best.replace(tzinfo=UTC)
+
+
+def _instants(zone: ZoneInfo, wall: datetime, wildcard: bool) -> tuple[datetime, ...]:
+    """The naive-UTC instants at which a job due at naive local `wall` runs."""
+    first_offset = wall.replace(tzinfo=zone).utcoffset()
+    second_offset = wall.replace(tzinfo=zone, fold=1).utcoffset()
+    assert first_offset is not None
+    assert second_offset is not None
+    if first_offset == second_offset:
+        return (wall - first_offset,)
+    fold0 = wall - first_offset
+    early, late = sorted((fold0, wall - second_offset))
+    if _offset(zone, fold0) == first_offset:
+        # Repeated wall time (fall back): wildcard jobs run at both, fixed-time at the first.
+        return (early, late) if wildcard else (early,)
+    # Nonexistent wall time (spring forward): wildcard jobs skip it, fixed-time jobs run at
+    # the first valid instant after the gap.
+    return () if wildcard else (_transition(zone, early, late),)
+
+
+def _transition(zone: ZoneInfo, before: datetime, after: datetime) -> datetime:
+    """The first naive-UTC instant in (before, after] whose offset differs from before's."""
+    low = (before - _NAIVE_EPOCH) // timedelta(seconds=1)
+    high = -((_NAIVE_EPOCH - after) // timedelta(seconds=1))
+    initial = _offset(zone, _NAIVE_EPOCH + timedelta(seconds=low))
+    while high - low > 1:
+        middle = (low + high) // 2
+        if _offset(zone, _NAIVE_EPOCH + timedelta(seconds=middle)) == initial:
+            low = middle
+        else:
+            high = middle
+    return _NAIVE_EPOCH + timedelta(seconds=high)
+
+
+def _offset(zone: ZoneInfo, naive_utc: datetime) -> timedelta:
+    offset = zone.fromutc(naive_utc.replace(tzinfo=zone)).utcoffset()
+    assert offset is not None
+    return offset
