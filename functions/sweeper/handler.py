@@ -20,6 +20,7 @@ def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
         raise RuntimeError(f"sweep had {len(report.errors)} failed partition(s)")
     return {
         "horizon_minute": report.horizon_minute,
+        "partitions": report.partitions,
         "timers_read": report.timers_read,
         "messages_sent": report.messages_sent,
         "backlog_minutes": report.backlog_minutes,

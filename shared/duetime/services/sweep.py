@@ -31,8 +31,8 @@ from duetime.ports import JobQueue, JobStore, Timer, TimerStore
 from duetime.services.dispatch import Dispatcher
 
 PAGE_SIZE = 500
-# A sweep never looks back more than this many minutes in one invocation; a longer backlog
-# (after an outage) is worked off by successive sweeps, oldest first.
+# A sweep reads at most this many bucket minutes; a longer backlog (after an outage) is
+# worked off by successive sweeps, oldest first.
 MAX_MINUTES_PER_SWEEP = 180
 
 
@@ -86,31 +86,22 @@ class Sweeper:
         # Sweep our own horizon; a sweep whose clock runs ahead may have raised the global one
         # further, and its buckets are its own to sweep.
         last = min(wanted, horizon)
-        first = max(cursor, last - MAX_MINUTES_PER_SWEEP + 1) if cursor <= last else last + 1
         report.horizon_minute = last
         report.backlog_minutes = max(0, last - cursor)
-        minutes = list(range(first, last + 1))
-        keys = [(m, s) for m in minutes for s in range(self._timers.shards)]
-        states = self._timers.partition_states(keys)
-        todo = [k for k in keys if not (k in states and states[k].complete)]
-        report.partitions = len(todo)
+        # Oldest first; a backlog longer than one sweep's share is continued by the next.
+        minutes = list(range(cursor, min(last, cursor + MAX_MINUTES_PER_SWEEP - 1) + 1))
+        states = self._timers.partition_states(
+            [(m, s) for m in minutes for s in range(self._timers.shards)]
+        )
+        complete = {key for key, state in states.items() if state.complete}
         deadline = now + self._deadline_ms
         with ThreadPoolExecutor(max_workers=max(1, self._parallelism)) as pool:
-            results = list(
-                pool.map(lambda key: self._sweep_partition(key, owner, last, deadline), todo)
-            )
-        complete = {k for k in keys if k in states and states[k].complete}
-        for key, partition in zip(todo, results, strict=True):
-            report.timers_read += partition.timers_read
-            report.messages_sent += partition.messages_sent
-            report.skipped += partition.skipped
-            report.jobs_completed += partition.jobs_completed
-            report.pages += partition.pages
-            report.errors += partition.errors
-            if partition.busy:
-                report.partitions_busy += 1
-            if partition.complete:
-                complete.add(key)
+            for minute in minutes:
+                if self._clock() > deadline:
+                    break  # the next sweep continues from the watermarks
+                complete |= self._sweep_minute(
+                    minute, complete, owner, last, deadline, pool, report
+                )
         self._advance_cursor(cursor, minutes, complete)
         report.duration_ms = self._clock() - now
         milliseconds(Metric.SWEEP_DURATION, report.duration_ms)
@@ -133,44 +124,73 @@ class Sweeper:
         if new_cursor != cursor:
             self._timers.advance_cursor(cursor, new_cursor)
 
-    def _sweep_partition(
-        self, key: tuple[int, int], owner: str, last_minute: int, deadline: int
-    ) -> _PartitionResult:
-        minute, shard = key
-        result = _PartitionResult()
+    def _sweep_minute(
+        self,
+        minute: int,
+        complete: set[tuple[int, int]],
+        owner: str,
+        last_minute: int,
+        deadline: int,
+        pool: ThreadPoolExecutor,
+        report: SweepReport,
+    ) -> set[tuple[int, int]]:
+        """Sweep one bucket minute: its shards are leased and read in parallel, and each round
+        of pages is dispatched together, so SQS batches fill across shards. Returns the
+        (minute, shard) partitions completed."""
+        shards = [s for s in range(self._timers.shards) if (minute, s) not in complete]
+        report.partitions += len(shards)
+        now = self._clock()
+        leases = list(
+            pool.map(lambda s: self._timers.acquire(minute, s, owner, now, self._lease_ms), shards)
+        )
+        watermarks = {s: lease.watermark for s, lease in zip(shards, leases, strict=True) if lease}
+        report.partitions_busy += len(shards) - len(watermarks)
+        horizon_ms = (last_minute + 1) * MINUTE_MS
+        whole_minute = (minute + 1) * MINUTE_MS <= horizon_ms
+        done: set[tuple[int, int]] = set()
+        active = list(watermarks)
         try:
-            lease = self._timers.acquire(minute, shard, owner, self._clock(), self._lease_ms)
-            if lease is None:
-                result.busy = True
-                return result
-            watermark = lease.watermark
-            horizon_ms = (last_minute + 1) * MINUTE_MS
-            while True:
-                timers, more = self._timers.read_due(
-                    minute, shard, watermark, horizon_ms, PAGE_SIZE
-                )
-                if timers:
-                    self._hand_over(timers, result)
-                    watermark = timers[-1].sort_key
-                    result.pages += 1
-                if not more:
-                    result.complete = (minute + 1) * MINUTE_MS <= horizon_ms
-                    self._timers.advance(
-                        minute, shard, owner, watermark, complete=result.complete, release=True
+            while active:
+                pages = list(
+                    pool.map(
+                        lambda s: self._timers.read_due(
+                            minute, s, watermarks[s], horizon_ms, PAGE_SIZE
+                        ),
+                        active,
                     )
-                    return result
-                if self._clock() > deadline:
-                    # Out of time: record progress and let the next sweep continue from here.
-                    self._timers.advance(minute, shard, owner, watermark, release=True)
-                    return result
-                if not self._timers.advance(minute, shard, owner, watermark):
-                    return result  # lease lost: the new holder continues from our watermark
-        except Exception as exc:  # one partition's failure must not stop the others
-            logger.exception("sweeping partition failed", extra={"minute": minute, "shard": shard})
-            result.errors.append(f"{minute}#{shard}: {exc}")
-            return result
+                )
+                self._hand_over([t for timers, _ in pages for t in timers], report)
+                report.pages += 1
+                for shard, (timers, _) in zip(active, pages, strict=True):
+                    if timers:
+                        watermarks[shard] = timers[-1].sort_key
+                finished = [s for s, (_, more) in zip(active, pages, strict=True) if not more]
+                active = [s for s, (_, more) in zip(active, pages, strict=True) if more]
+                out_of_time = self._clock() > deadline
+                recorded = list(
+                    pool.map(
+                        lambda s: self._timers.advance(
+                            minute,
+                            s,
+                            owner,
+                            watermarks[s],
+                            complete=whole_minute and s in finished,
+                            release=s in finished or out_of_time,
+                        ),
+                        finished + active,
+                    )
+                )
+                held = {s for s, ok in zip(finished + active, recorded, strict=True) if ok}
+                done |= {(minute, s) for s in finished if whole_minute and s in held}
+                # Out of time: progress is recorded and the next sweep continues from it. A
+                # shard whose lease was lost is continued by its new holder.
+                active = [] if out_of_time else [s for s in active if s in held]
+        except Exception as exc:  # recorded progress stands; the next sweep resumes from it
+            logger.exception("sweeping minute failed", extra={"minute": minute})
+            report.errors.append(f"{minute}: {exc}")
+        return done
 
-    def _hand_over(self, timers: Sequence[Timer], result: _PartitionResult) -> None:
+    def _hand_over(self, timers: Sequence[Timer], result: SweepReport) -> None:
         """Send a page of due timers to SQS and continue the chains of recurring jobs."""
         result.timers_read += len(timers)
         jobs = self._jobs.get_many([(t.tenant, t.job_id) for t in timers])
@@ -188,15 +208,3 @@ class Sweeper:
             result.messages_sent += dispatched.messages
             result.skipped += dispatched.skipped
             result.jobs_completed += dispatched.completed
-
-
-@dataclass
-class _PartitionResult:
-    timers_read: int = 0
-    messages_sent: int = 0
-    skipped: int = 0
-    jobs_completed: int = 0
-    pages: int = 0
-    busy: bool = False
-    complete: bool = False
-    errors: list[str] = field(default_factory=list)

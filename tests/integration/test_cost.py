@@ -1,0 +1,123 @@
+"""Cost per run, measured by counting the AWS requests duetime makes (botocore event hooks).
+
+Target (docs/cost.md): a one-off run on the normal path — submitted, swept, claimed,
+executed, recorded — costs at most 4 DynamoDB writes on items under 1 KB and at most 0.3 SQS
+requests; the sweeper's own bookkeeping is per partition, never per timer.
+"""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+from dataclasses import dataclass, field
+from typing import Any
+
+from duetime.domain.jobs import Priority, Runtime
+from duetime.domain.timeutil import rfc3339_ms, to_ms
+from tests.integration.conftest import START, Engine
+
+START_MS = to_ms(START)
+WRITE_OPERATIONS = {"PutItem", "UpdateItem", "DeleteItem", "BatchWriteItem", "TransactWriteItems"}
+SQS_MESSAGE_OPERATIONS = {
+    "SendMessage",
+    "SendMessageBatch",
+    "DeleteMessage",
+    "DeleteMessageBatch",
+    "ChangeMessageVisibility",
+}
+
+
+@dataclass
+class RequestLog:
+    calls: Counter[str] = field(default_factory=Counter)
+    item_writes: int = 0  # writes on jobs, timers and runs
+    bookkeeping_writes: int = 0  # the sweeper's per-partition leases/watermarks, global state
+    largest_item_bytes: int = 0
+    sqs_requests: int = 0  # requests that carried messages
+    empty_receives: int = 0
+
+    def before(self, event_name: str, params: dict[str, Any], **_: Any) -> None:
+        """`before-parameter-build` sees the API parameters as the caller passed them."""
+        operation = event_name.split(".")[-1]
+        self.calls[operation] += 1
+        if operation in WRITE_OPERATIONS:
+            for key in _written_keys(operation, params):
+                if (
+                    key.get("pk", {}).get("S") == "sweeper"
+                    or key.get("sk", {}).get("S") == "~sweep"
+                ):
+                    self.bookkeeping_writes += 1
+                else:
+                    self.item_writes += 1
+            for item in _written_items(operation, params):
+                self.largest_item_bytes = max(self.largest_item_bytes, _item_size(item))
+        if operation in SQS_MESSAGE_OPERATIONS:
+            self.sqs_requests += 1
+
+    def after(self, event_name: str, parsed: dict[str, Any], **_: Any) -> None:
+        if event_name.endswith("ReceiveMessage"):
+            if parsed.get("Messages"):
+                self.sqs_requests += 1
+            else:
+                self.empty_receives += 1
+
+
+def _written_keys(operation: str, params: dict[str, Any]) -> list[dict[str, Any]]:
+    if operation == "BatchWriteItem":
+        return [
+            r["PutRequest"]["Item"] if "PutRequest" in r else r["DeleteRequest"]["Key"]
+            for requests in params["RequestItems"].values()
+            for r in requests
+        ]
+    return [params.get("Item") or params.get("Key") or {}]
+
+
+def _written_items(operation: str, params: dict[str, Any]) -> list[dict[str, Any]]:
+    if operation == "BatchWriteItem":
+        return [
+            r["PutRequest"]["Item"]
+            for requests in params["RequestItems"].values()
+            for r in requests
+            if "PutRequest" in r
+        ]
+    return [params["Item"]] if "Item" in params else []
+
+
+def _item_size(item: dict[str, Any]) -> int:
+    """DynamoDB's item size: attribute names plus values (an upper bound via their JSON)."""
+    return sum(len(name) + len(json.dumps(value)) for name, value in item.items())
+
+
+def test_given_one_off_jobs_on_the_normal_path_then_each_run_costs_at_most_4_writes_and_0_3_sqs(
+    engine: Engine,
+) -> None:
+    log = RequestLog()
+    clients = [engine.parts.timers._client, engine.parts.queue._client, engine.aws.sqs]  # noqa: SLF001
+    for client in clients:
+        client.meta.events.register("before-parameter-build", log.before)
+        client.meta.events.register("after-call", log.after)
+    runs = 30
+    due_ms = START_MS + 300_000
+
+    # Submitted (timers), swept (one tick), claimed, executed and recorded by the worker
+    jobs = [engine.submit({"schedule": {"at": rfc3339_ms(due_ms + i * 10)}}) for i in range(runs)]
+    engine.advance_to(START_MS + 235_000)
+    report = engine.tick()
+    engine.advance_to(due_ms + runs * 10 + 500)
+    engine.drain()
+
+    assert sorted(c.job_id for c in engine.recorder.calls) == sorted(jobs)
+    assert engine.queue_messages(Runtime.LAMBDA, Priority.NORMAL) == 0
+    writes_per_run = log.item_writes / runs
+    sqs_per_run = log.sqs_requests / runs
+    print(
+        f"\nper run: {writes_per_run:.2f} DynamoDB writes, {sqs_per_run:.2f} SQS requests; "
+        f"sweeper bookkeeping writes: {log.bookkeeping_writes}; calls: {dict(log.calls)}"
+    )
+    assert writes_per_run <= 4
+    assert log.largest_item_bytes < 1024
+    assert sqs_per_run <= 0.3
+    # The sweeper wrote per partition (lease + final watermark) and the global horizon:
+    # a constant for the tick, whatever the number of timers it handed over.
+    partitions = report["partitions"]
+    assert log.bookkeeping_writes <= 2 * partitions + 2
