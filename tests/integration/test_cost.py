@@ -38,7 +38,7 @@ class RequestLog:
 
     def before(self, event_name: str, params: dict[str, Any], **_: Any) -> None:
         """`before-parameter-build` sees the API parameters as the caller passed them."""
-        operation = event_name.split(".")[-1]
+        operation = event_name.rsplit(".", maxsplit=1)[-1]
         self.calls[operation] += 1
         if operation in WRITE_OPERATIONS:
             for key in _written_keys(operation, params):
@@ -92,7 +92,7 @@ def test_given_one_off_jobs_on_the_normal_path_then_each_run_costs_at_most_4_wri
     engine: Engine,
 ) -> None:
     log = RequestLog()
-    clients = [engine.parts.timers._client, engine.parts.queue._client, engine.aws.sqs]  # noqa: SLF001
+    clients = [engine.parts.timers._client, engine.parts.queue._client, engine.aws.sqs]
     for client in clients:
         client.meta.events.register("before-parameter-build", log.before)
         client.meta.events.register("after-call", log.after)

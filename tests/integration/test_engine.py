@@ -21,6 +21,12 @@ def at(seconds: int) -> str:
     return rfc3339_ms(START_MS + seconds * 1000)
 
 
+def created(engine: Engine, job_id: str) -> int:
+    job = engine.parts.jobs.get("tenant-a", job_id)
+    assert job is not None
+    return job.created_ms
+
+
 def timer_items(engine: Engine) -> list[dict[str, object]]:
     table = engine.aws.settings.timers_table
     items = engine.aws.dynamodb.scan(TableName=table)["Items"]
@@ -67,7 +73,7 @@ def test_given_a_job_due_in_seconds_when_submitted_then_it_takes_the_fast_path(
     assert engine.queue_messages(Runtime.LAMBDA, Priority.NORMAL) == 1
     engine.advance(3)
     engine.drain()
-    assert engine.recorder.runs_of(job_id) == [START_MS + 3000]
+    assert engine.recorder.runs_of(job_id) == [created(engine, job_id) + 3000]
 
 
 def test_given_a_rate_job_when_the_sweeper_ticks_each_minute_then_runs_follow_the_rate(
@@ -79,7 +85,7 @@ def test_given_a_rate_job_when_the_sweeper_ticks_each_minute_then_runs_follow_th
         engine.advance(60)
         engine.drain()
     runs = engine.recorder.runs_of(job_id)
-    anchor = START_MS + 20_000
+    anchor = created(engine, job_id) + 20_000
     assert runs == [anchor + k * 20_000 for k in range(len(runs))]
     assert len(runs) >= 10  # four minutes of a 20 s rate, minus the sweep horizon's tail
     stored = engine.parts.runs.list(job_id, 100, None).items
@@ -112,12 +118,13 @@ def test_given_a_failing_target_when_retried_then_it_succeeds_on_the_second_atte
         }
     )
     engine.drain()
-    run = engine.parts.runs.get(job_id, START_MS)
+    scheduled = created(engine, job_id)
+    run = engine.parts.runs.get(job_id, scheduled)
     assert run is not None
     assert run.status == RunStatus.RETRYING  # backoff: 20 s × jitter 0.5 = 10 s
     engine.advance(10)
     engine.drain()
-    run = engine.parts.runs.get(job_id, START_MS)
+    run = engine.parts.runs.get(job_id, scheduled)
     assert run is not None
     assert run.status == RunStatus.SUCCEEDED
     assert [a.number for a in run.attempts] == [1, 2]
@@ -140,7 +147,7 @@ def test_given_a_target_that_always_fails_when_attempts_run_out_then_run_fails_i
     engine.drain()
     engine.advance(10)
     engine.drain()
-    run = engine.parts.runs.get(job_id, START_MS)
+    run = engine.parts.runs.get(job_id, created(engine, job_id))
     assert run is not None
     assert run.status == RunStatus.FAILED
     assert len(run.attempts) == 2
@@ -165,7 +172,7 @@ def test_given_a_cancelled_job_when_it_falls_due_then_it_never_runs(engine: Engi
         engine.drain()
     assert engine.recorder.calls == []
     assert engine.parts.runs.get(later, START_MS + 300_000) is None
-    assert engine.parts.runs.get(soon, START_MS + 5_000) is None
+    assert engine.parts.runs.get(soon, created(engine, soon) + 5_000) is None
     assert engine.parts.service.get("tenant-a", later).status == JobStatus.CANCELLED
 
 
@@ -191,12 +198,13 @@ def test_given_a_worker_that_dies_holding_a_run_then_the_run_is_reclaimed_after_
     url = engine.aws.settings.queue(Runtime.LAMBDA, Priority.NORMAL).url
     # A worker receives the message and claims the run, then dies before executing
     received = engine.aws.sqs.receive_message(QueueUrl=url)["Messages"][0]
-    now = to_ms(START)
+    scheduled = created(engine, job_id)
+    now = scheduled
     outcome, _ = engine.parts.runs.claim(
         RunClaim(
             "tenant-a",
             job_id,
-            START_MS,
+            scheduled,
             1,
             Lease(received["MessageId"], 1, now + 60_000),
             now,
@@ -210,8 +218,8 @@ def test_given_a_worker_that_dies_holding_a_run_then_the_run_is_reclaimed_after_
     # When the visibility timeout expires, SQS delivers it again and the run is reclaimed
     engine.advance(engine_visibility(engine) + 1)
     engine.drain()
-    assert engine.recorder.runs_of(job_id) == [START_MS]
-    run = engine.parts.runs.get(job_id, START_MS)
+    assert engine.recorder.runs_of(job_id) == [scheduled]
+    run = engine.parts.runs.get(job_id, scheduled)
     assert run is not None
     assert run.status == RunStatus.SUCCEEDED
     assert len(run.attempts) == 1
@@ -265,9 +273,9 @@ def test_given_more_stored_future_jobs_then_the_sweep_reads_the_same(engine: Eng
         calls: list[str] = []
 
         def count(event_name: str, **_: object) -> None:
-            calls.append(event_name.split(".")[-1])
+            calls.append(event_name.rsplit(".", maxsplit=1)[-1])
 
-        events = engine.parts.timers._client.meta.events  # noqa: SLF001
+        events = engine.parts.timers._client.meta.events
         events.register("before-call.dynamodb", count)
         engine.advance_to(sweep_at_ms)
         report = engine.parts.sweeper.sweep()

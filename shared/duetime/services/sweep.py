@@ -21,6 +21,7 @@ import uuid
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
+from functools import partial
 
 from duetime.config import Settings
 from duetime.domain.ids import minute_of
@@ -167,20 +168,16 @@ class Sweeper:
                 finished = [s for s, (_, more) in zip(active, pages, strict=True) if not more]
                 active = [s for s, (_, more) in zip(active, pages, strict=True) if more]
                 out_of_time = self._clock() > deadline
+                shards_now = finished + active
                 recorded = list(
                     pool.map(
-                        lambda s: self._timers.advance(
-                            minute,
-                            s,
-                            owner,
-                            watermarks[s],
-                            complete=whole_minute and s in finished,
-                            release=s in finished or out_of_time,
-                        ),
-                        finished + active,
+                        partial(self._record, minute, owner, watermarks, whole_minute),
+                        shards_now,
+                        [s in finished for s in shards_now],
+                        [out_of_time] * len(shards_now),
                     )
                 )
-                held = {s for s, ok in zip(finished + active, recorded, strict=True) if ok}
+                held = {s for s, ok in zip(shards_now, recorded, strict=True) if ok}
                 done |= {(minute, s) for s in finished if whole_minute and s in held}
                 # Out of time: progress is recorded and the next sweep continues from it. A
                 # shard whose lease was lost is continued by its new holder.
@@ -189,6 +186,26 @@ class Sweeper:
             logger.exception("sweeping minute failed", extra={"minute": minute})
             report.errors.append(f"{minute}: {exc}")
         return done
+
+    def _record(
+        self,
+        minute: int,
+        owner: str,
+        watermarks: dict[int, str | None],
+        whole_minute: bool,
+        shard: int,
+        finished: bool,
+        out_of_time: bool,
+    ) -> bool:
+        """Record a shard's watermark; a finished shard of a whole minute is complete."""
+        return self._timers.advance(
+            minute,
+            shard,
+            owner,
+            watermarks[shard],
+            complete=whole_minute and finished,
+            release=finished or out_of_time,
+        )
 
     def _hand_over(self, timers: Sequence[Timer], result: SweepReport) -> None:
         """Send a page of due timers to SQS and continue the chains of recurring jobs."""
