@@ -1,0 +1,27 @@
+"""Running a job's target: HTTP, SQS, SNS, EventBridge, Lambda or an in-process Python handler.
+
+`TargetExecutor.execute(target, invocation)` returns on success and raises `TargetError` on
+failure; `TargetError.retryable` says whether another attempt can help.
+"""
+
+from __future__ import annotations
+
+from duetime.targets.address_guard import check_addresses, refusal_reason, resolve_host
+from duetime.targets.base import AwsClients, Invocation, TargetError, TargetExecutor
+from duetime.targets.handlers import DEFAULT_HANDLERS, Handler, HandlerRegistry, handler
+from duetime.targets.http import HttpDelivery
+
+__all__ = [
+    "DEFAULT_HANDLERS",
+    "AwsClients",
+    "Handler",
+    "HandlerRegistry",
+    "HttpDelivery",
+    "Invocation",
+    "TargetError",
+    "TargetExecutor",
+    "check_addresses",
+    "handler",
+    "refusal_reason",
+    "resolve_host",
+]

@@ -1,0 +1,146 @@
+"""AWS targets: SQS, SNS, EventBridge and Lambda, through clients built once (AwsClients)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import TYPE_CHECKING
+
+from botocore.exceptions import BotoCoreError, ClientError, ParamValidationError
+
+from duetime.domain.targets import EventBridgeTarget, LambdaTarget, SnsTarget, SqsTarget
+from duetime.targets.base import (
+    AwsClients,
+    Invocation,
+    TargetError,
+    delivery_metadata,
+    envelope,
+    to_json,
+)
+
+if TYPE_CHECKING:
+    from mypy_boto3_sns.type_defs import MessageAttributeValueTypeDef as SnsAttribute
+    from mypy_boto3_sqs.type_defs import MessageAttributeValueTypeDef as SqsAttribute
+
+# Error codes that describe a passing condition. Anything else in 4xx (access denied, not
+# found, validation, KMS key disabled) needs a person to fix it, so retrying only delays the
+# dead letter.
+RETRYABLE_ERROR_CODES = frozenset(
+    {
+        "Throttling",
+        "ThrottlingException",
+        "ThrottledException",
+        "RequestThrottled",
+        "RequestThrottledException",
+        "TooManyRequestsException",
+        "RequestLimitExceeded",
+        "LimitExceededException",
+        "SlowDown",
+        "KMSThrottling",
+        "KMSThrottlingException",
+        "EC2ThrottledException",
+        "ProvisionedThroughputExceededException",
+        "ServiceUnavailable",
+        "ServiceUnavailableException",
+        "InternalError",
+        "InternalFailure",
+        "InternalException",
+        "InternalServerError",
+        "InternalServiceError",
+        "RequestTimeout",
+        "RequestTimeoutException",
+        "RequestExpired",
+        "ExpiredToken",
+        "ExpiredTokenException",
+        "ResourceConflictException",  # Lambda: the function is being updated
+        "ResourceNotReadyException",  # Lambda: the function is still being created
+    }
+)
+
+
+def is_retryable(code: str, http_status: int) -> bool:
+    return code in RETRYABLE_ERROR_CODES or http_status == 429 or http_status >= 500
+
+
+@contextmanager
+def aws_errors(action: str) -> Iterator[None]:
+    """Translate botocore's exceptions into TargetError at the boundary, keeping the cause."""
+    try:
+        yield
+    except ClientError as exc:
+        error = exc.response.get("Error", {})
+        code = str(error.get("Code", "Unknown"))
+        message = str(error.get("Message", "")) or str(exc)
+        status = int(exc.response.get("ResponseMetadata", {}).get("HTTPStatusCode", 0))
+        raise TargetError(
+            f"{action} failed: {code}: {message}", retryable=is_retryable(code, status)
+        ) from exc
+    except ParamValidationError as exc:
+        raise TargetError(f"{action} failed: {exc}", retryable=False) from exc
+    except BotoCoreError as exc:
+        # Connection and read timeouts, endpoint errors, credential fetching: all transient.
+        raise TargetError(f"{action} failed: {exc}") from exc
+
+
+def send_to_sqs(clients: AwsClients, target: SqsTarget, invocation: Invocation) -> None:
+    attributes: dict[str, SqsAttribute] = {
+        name: {"DataType": "String", "StringValue": value}
+        for name, value in delivery_metadata(invocation).items()
+    }
+    with aws_errors(f"SQS SendMessage to {target.queue_url}"):
+        clients.sqs.send_message(
+            QueueUrl=target.queue_url,
+            MessageBody=to_json(invocation.payload),
+            MessageAttributes=attributes,
+        )
+
+
+def publish_to_sns(clients: AwsClients, target: SnsTarget, invocation: Invocation) -> None:
+    attributes: dict[str, SnsAttribute] = {
+        name: {"DataType": "String", "StringValue": value}
+        for name, value in delivery_metadata(invocation).items()
+    }
+    with aws_errors(f"SNS Publish to {target.topic_arn}"):
+        clients.sns.publish(
+            TopicArn=target.topic_arn,
+            Message=to_json(invocation.payload),
+            MessageAttributes=attributes,
+        )
+
+
+def put_to_eventbridge(
+    clients: AwsClients, target: EventBridgeTarget, invocation: Invocation
+) -> None:
+    action = f"EventBridge PutEvents to {target.event_bus}"
+    with aws_errors(action):
+        response = clients.events.put_events(
+            Entries=[
+                {
+                    "Source": target.source,
+                    "DetailType": target.detail_type,
+                    "EventBusName": target.event_bus,
+                    "Detail": to_json(envelope(invocation)),
+                }
+            ]
+        )
+    # PutEvents answers 200 even when it rejects an entry; the entry says why.
+    if response.get("FailedEntryCount", 0) > 0:
+        entry = (response.get("Entries") or [{}])[0]
+        code = entry.get("ErrorCode", "Unknown")
+        message = entry.get("ErrorMessage", "")
+        raise TargetError(f"{action} failed: {code}: {message}", retryable=is_retryable(code, 0))
+
+
+def invoke_lambda(clients: AwsClients, target: LambdaTarget, invocation: Invocation) -> None:
+    action = f"Lambda Invoke of {target.function_arn}"
+    with aws_errors(action):
+        response = clients.lambda_.invoke(
+            FunctionName=target.function_arn,
+            # Asynchronous: Lambda queues the event (202) and runs the function with its own
+            # retries; the worker is not held for the function's duration.
+            InvocationType="Event",
+            Payload=to_json(envelope(invocation)).encode(),
+        )
+    status = response.get("StatusCode", 0)
+    if not 200 <= status < 300:
+        raise TargetError(f"{action} failed: status {status}", retryable=is_retryable("", status))

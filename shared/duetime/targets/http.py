@@ -1,0 +1,260 @@
+"""HTTP delivery: one request, to an address the guard checked, within the invocation's timeout."""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+import http.client
+import socket
+import ssl
+import threading
+import time
+from collections.abc import Callable, Sequence
+from urllib.parse import SplitResult, urlsplit
+
+from duetime import __version__
+from duetime.domain.targets import HttpTarget
+from duetime.targets import address_guard
+from duetime.targets.base import Invocation, TargetError, delivery_metadata, to_json
+
+# The response body only feeds error messages; never hold more of it than this.
+MAX_RESPONSE_BYTES = 64 * 1024
+USER_AGENT = f"duetime/{__version__}"
+_NO_BODY_METHODS = frozenset({"GET", "DELETE"})
+_RETRYABLE_STATUSES = frozenset({408, 429})
+
+Resolver = Callable[[str, int], list[str]]
+
+
+@functools.cache
+def default_ssl_context() -> ssl.SSLContext:
+    """The system trust store with hostname checking; built once (loading CAs costs ~10 ms)."""
+    return ssl.create_default_context()
+
+
+class HttpDelivery:
+    """Sends invocations to HTTP targets.
+
+    `resolver` and `ssl_context` exist for tests; by default names are resolved with
+    `address_guard.resolve_host` (looked up on each call, so tests may monkeypatch it) and
+    certificates are verified against the system trust store.
+    """
+
+    def __init__(
+        self,
+        *,
+        allow_private: bool = False,
+        require_https: bool = False,
+        resolver: Resolver | None = None,
+        ssl_context: ssl.SSLContext | None = None,
+    ) -> None:
+        self._allow_private = allow_private
+        self._require_https = require_https
+        self._resolver = resolver
+        self._ssl_context = ssl_context
+
+    def deliver(self, target: HttpTarget, invocation: Invocation) -> None:
+        if invocation.timeout_seconds <= 0:
+            raise TargetError("timed out before the request was sent")
+        # The deadline covers name resolution too: it is part of what the target costs us.
+        deadline = time.monotonic() + invocation.timeout_seconds
+        url = self._parse_url(target.url)
+        host, port = _host_and_port(url)
+        resolve = self._resolver or address_guard.resolve_host
+        addresses = resolve(host, port)
+        address_guard.check_addresses(host, addresses, self._allow_private)
+        # Every answer passed the guard, so any of them may be dialled, in the resolver's order.
+        pin = _Pin(addresses, port, invocation.timeout_seconds, deadline)
+        connection: http.client.HTTPConnection
+        if url.scheme == "https":
+            context = self._ssl_context or default_ssl_context()
+            connection = _PinnedHTTPSConnection(host, pin, context)
+        else:
+            connection = _PinnedHTTPConnection(host, pin)
+        method = target.method.upper()
+        body = None if method in _NO_BODY_METHODS else to_json(invocation.payload).encode()
+        headers = _headers(target, invocation, has_body=body is not None)
+        status, reason, location, text = _exchange(
+            connection, pin, method=method, path=_path(url), body=body, headers=headers
+        )
+        _raise_for_status(status, reason, location, text)
+
+    def _parse_url(self, raw: str) -> SplitResult:
+        try:
+            url = urlsplit(raw)
+        except ValueError as exc:
+            raise TargetError(f"invalid URL: {exc}", retryable=False) from exc
+        if url.scheme not in ("http", "https") or not url.hostname:
+            raise TargetError("the URL must be an absolute http(s) URL", retryable=False)
+        if self._require_https and url.scheme != "https":
+            raise TargetError("refused: only https:// URLs are allowed here", retryable=False)
+        return url
+
+
+def _host_and_port(url: SplitResult) -> tuple[str, int]:
+    hostname = url.hostname or ""
+    try:
+        # The A-label form is what DNS, the Host header and TLS SNI all expect.
+        host = hostname.encode("idna").decode("ascii")
+        port = url.port or (443 if url.scheme == "https" else 80)
+    except (UnicodeError, ValueError) as exc:
+        raise TargetError(f"invalid URL: {exc}", retryable=False) from exc
+    return host, port
+
+
+def _path(url: SplitResult) -> str:
+    path = url.path or "/"
+    return f"{path}?{url.query}" if url.query else path
+
+
+def _headers(target: HttpTarget, invocation: Invocation, *, has_body: bool) -> dict[str, str]:
+    # Later sources win, case-insensitively: the target may replace User-Agent and Content-Type,
+    # never the duetime-* headers (job validation already forbids them; this keeps it true).
+    merged: dict[str, tuple[str, str]] = {}
+    defaults = {"User-Agent": USER_AGENT}
+    if has_body:
+        defaults["Content-Type"] = "application/json"
+    for source in (defaults, target.headers, delivery_metadata(invocation)):
+        for name, value in source.items():
+            merged[name.lower()] = (name, value)
+    return dict(merged.values())
+
+
+def _raise_for_status(status: int, reason: str, location: str | None, body: str) -> None:
+    if 200 <= status < 300:
+        return
+    summary = f"HTTP {status} {reason}".rstrip()
+    if 300 <= status < 400:
+        where = f" to {location}" if location else ""
+        raise TargetError(f"{summary}{where}: redirects are not followed", retryable=False)
+    retryable = status in _RETRYABLE_STATUSES or status >= 500
+    raise TargetError(f"{summary}: {body}" if body else summary, retryable=retryable)
+
+
+def _exchange(
+    connection: http.client.HTTPConnection,
+    pin: _Pin,
+    *,
+    method: str,
+    path: str,
+    body: bytes | None,
+    headers: dict[str, str],
+) -> tuple[int, str, str | None, str]:
+    """Send the request; return status, reason, Location and, for an error, the start of the body.
+
+    Socket timeouts bound each operation, not the total: a server dripping one byte at a time
+    could hold a worker for ever. A watchdog timer shuts the socket down at the deadline.
+    """
+    watchdog = threading.Timer(pin.remaining(), pin.abort, args=(connection,))
+    watchdog.daemon = True
+    watchdog.start()
+    try:
+        connection.request(method, path, body=body, headers=headers)
+        response = connection.getresponse()
+        if pin.expired:
+            # The watchdog's shutdown reads as an orderly end of stream, so a status line and
+            # headers cut off at the deadline can look complete: they are not.
+            raise TimeoutError
+        location = response.getheader("Location")
+        # The body matters only to explain a failure, so a successful response may stream for
+        # as long as it likes, and an error body cut off at the deadline still explains.
+        text = _read_start(response) if response.status >= 400 else ""
+        return response.status, response.reason, location, text
+    except http.client.InvalidURL as exc:
+        raise TargetError(f"invalid URL: {exc}", retryable=False) from exc
+    except ssl.SSLCertVerificationError as exc:
+        raise TargetError(
+            f"TLS certificate verification failed for {connection.host}: {exc.verify_message}",
+            retryable=False,
+        ) from exc
+    except (OSError, http.client.HTTPException) as exc:
+        if pin.expired or isinstance(exc, TimeoutError):
+            raise TargetError(f"timed out after {pin.timeout:g} s") from exc
+        raise TargetError(f"connection to {connection.host} failed: {exc}") from exc
+    except ValueError as exc:
+        # http.client refuses header values it cannot encode as Latin-1.
+        raise TargetError(f"invalid request: {exc}", retryable=False) from exc
+    finally:
+        watchdog.cancel()
+        connection.close()
+
+
+def _read_start(response: http.client.HTTPResponse) -> str:
+    try:
+        raw = response.read(MAX_RESPONSE_BYTES)
+    except (OSError, http.client.HTTPException):
+        return ""  # the status already says what went wrong
+    return " ".join(raw.decode("utf-8", errors="replace").split())
+
+
+class _Pin:
+    """Where a connection may go (addresses the guard checked) and until when."""
+
+    def __init__(
+        self, addresses: Sequence[str], port: int, timeout: float, deadline: float
+    ) -> None:
+        self.addresses = tuple(addresses)
+        self.port = port
+        self.timeout = timeout
+        self.deadline = deadline
+        self.expired = False
+
+    def remaining(self) -> float:
+        return max(self.deadline - time.monotonic(), 0.0)
+
+    def dial(self) -> socket.socket:
+        """A TCP connection to the first checked address that answers, within the deadline."""
+        errors: list[str] = []
+        for address in self.addresses:
+            remaining = self.remaining()
+            if remaining <= 0:
+                raise TimeoutError("timed out")
+            try:
+                # An IP literal: create_connection does no DNS lookup for it.
+                sock = socket.create_connection((address, self.port), timeout=remaining)
+            except TimeoutError:
+                raise
+            except OSError as exc:
+                errors.append(f"{address}: {exc}")
+                continue
+            sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+            return sock
+        raise ConnectionError("; ".join(errors))
+
+    def abort(self, connection: http.client.HTTPConnection) -> None:
+        self.expired = True
+        sock = connection.sock
+        if sock is not None:
+            # Already closed means nothing is left to interrupt.
+            with contextlib.suppress(OSError):
+                # socket.socket's method, not SSLSocket's: shuts the descriptor down under a
+                # blocked TLS read without touching TLS state the other thread is using.
+                socket.socket.shutdown(sock, socket.SHUT_RDWR)
+
+
+class _PinnedHTTPConnection(http.client.HTTPConnection):
+    """Plain HTTP to a checked address; the Host header still names the URL's host."""
+
+    def __init__(self, host: str, pin: _Pin) -> None:
+        super().__init__(host, pin.port, timeout=pin.remaining())
+        self._pin = pin
+
+    def connect(self) -> None:
+        self.sock = self._pin.dial()
+
+
+class _PinnedHTTPSConnection(http.client.HTTPSConnection):
+    """HTTPS to a checked address; SNI and certificate verification use the URL's host name."""
+
+    def __init__(self, host: str, pin: _Pin, context: ssl.SSLContext) -> None:
+        super().__init__(host, pin.port, timeout=pin.remaining(), context=context)
+        self._pin = pin
+        self._tls_context = context
+
+    def connect(self) -> None:
+        raw = self.sock = self._pin.dial()
+        tls = self._tls_context.wrap_socket(
+            raw, server_hostname=self.host, do_handshake_on_connect=False
+        )
+        self.sock = tls  # before the handshake, so the watchdog can interrupt it
+        tls.do_handshake()
