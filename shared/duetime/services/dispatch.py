@@ -109,7 +109,11 @@ class Dispatcher:
                 break
             self._timers.put([t for _, t in timers])
             result.timers += len(timers)
-            latest = self._timers.sweep_state().horizon_minute or 0
+            state = self._timers.sweep_state()
+            if state.cursor_minute is None:
+                # Before the very first sweep: make it start from now, not from its own minute.
+                self._timers.advance_cursor(None, minute_of(now))
+            latest = state.horizon_minute or 0
             pending = [(job, t.due_ms) for job, t in timers if minute_of(t.due_ms) <= latest]
             horizon = max(horizon, latest)
         if messages:

@@ -1,0 +1,73 @@
+"""The worker Lambda's batch contract: only records that must come back are reported."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from duetime.domain.jobs import Priority, Runtime
+from duetime.local.lambda_runtime import FakeContext, sqs_event
+from duetime.ports import RunMessage
+from functions.worker import handler as worker_handler
+from tests.integration.conftest import Engine
+
+
+def receive_all(engine: Engine, url: str) -> list[Any]:
+    messages: list[Any] = []
+    while batch := engine.aws.sqs.receive_message(
+        QueueUrl=url, MaxNumberOfMessages=10, MessageSystemAttributeNames=["All"]
+    ).get("Messages", []):
+        messages += batch
+    return messages
+
+
+def test_given_a_batch_with_a_malformed_and_a_busy_record_then_only_those_are_reported(
+    engine: Engine,
+) -> None:
+    url = engine.aws.settings.queue(Runtime.LAMBDA, Priority.NORMAL).url
+    good = engine.submit({"schedule": {"delay_seconds": 0}})
+    other = engine.submit({"schedule": {"delay_seconds": 0}})
+    engine.aws.sqs.send_message(QueueUrl=url, MessageBody="{not json")
+    messages = receive_all(engine, url)
+    assert len(messages) == 3
+    arn = engine.aws.sqs.get_queue_attributes(QueueUrl=url, AttributeNames=["QueueArn"])[
+        "Attributes"
+    ]["QueueArn"]
+
+    response = worker_handler.handler(sqs_event(messages, arn, "us-east-1"), FakeContext())
+
+    malformed = next(m["MessageId"] for m in messages if m["Body"] == "{not json")
+    assert response == {"batchItemFailures": [{"itemIdentifier": malformed}]}
+    assert sorted(c.job_id for c in engine.recorder.calls) == sorted([good, other])
+
+
+def test_given_every_record_fails_then_the_handler_still_returns_a_partial_response(
+    engine: Engine,
+) -> None:
+    url = engine.aws.settings.queue(Runtime.LAMBDA, Priority.NORMAL).url
+    engine.aws.sqs.send_message(QueueUrl=url, MessageBody="[]")
+    engine.aws.sqs.send_message(QueueUrl=url, MessageBody='{"tenant": "tenant-a"}')
+    messages = receive_all(engine, url)
+    arn = engine.aws.sqs.get_queue_attributes(QueueUrl=url, AttributeNames=["QueueArn"])[
+        "Attributes"
+    ]["QueueArn"]
+
+    response = worker_handler.handler(sqs_event(messages, arn, "us-east-1"), FakeContext())
+
+    reported = {f["itemIdentifier"] for f in response["batchItemFailures"]}
+    assert reported == {m["MessageId"] for m in messages}
+
+
+def test_given_a_delivery_for_a_deleted_job_then_it_is_dropped_not_retried(
+    engine: Engine,
+) -> None:
+    url = engine.aws.settings.queue(Runtime.LAMBDA, Priority.NORMAL).url
+    engine.aws.sqs.send_message(
+        QueueUrl=url, MessageBody=RunMessage("tenant-a", "gone", 0, 1, 0).to_json()
+    )
+    messages = receive_all(engine, url)
+    arn = engine.aws.sqs.get_queue_attributes(QueueUrl=url, AttributeNames=["QueueArn"])[
+        "Attributes"
+    ]["QueueArn"]
+    response = worker_handler.handler(sqs_event(messages, arn, "us-east-1"), FakeContext())
+    assert response == {"batchItemFailures": []}
+    assert engine.recorder.calls == []
