@@ -210,8 +210,15 @@ class JobQueue(Protocol):
         """Put a message on its queue's dead-letter queue with the reason."""
 
     def receive(
-        self, runtime: Runtime, priority: Priority, max_messages: int, wait_seconds: int
-    ) -> list[Delivery]: ...
+        self,
+        runtime: Runtime,
+        priority: Priority,
+        max_messages: int,
+        wait_seconds: int,
+        visibility_seconds: int | None = None,
+    ) -> list[Delivery]:
+        """Up to max_messages (≤ 10) visible messages, long-polling up to wait_seconds; they
+        stay invisible for visibility_seconds (default: the queue's visibility timeout)."""
 
     def delete(self, deliveries: Sequence[Delivery]) -> None: ...
 

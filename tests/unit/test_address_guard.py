@@ -9,6 +9,7 @@ import threading
 from collections.abc import Iterator
 
 import pytest
+
 from duetime.domain.targets import HttpTarget
 from duetime.targets import Invocation, TargetError, TargetExecutor, address_guard, check_addresses
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import time
 
 import pytest
+
 from duetime.domain.targets import HandlerTarget
 from duetime.targets import (
     DEFAULT_HANDLERS,

@@ -10,6 +10,9 @@ from typing import Any
 from zoneinfo import ZoneInfo
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
 from duetime.domain.errors import ValidationError
 from duetime.domain.schedule import (
     At,
@@ -22,8 +25,6 @@ from duetime.domain.schedule import (
     parse_schedule,
     schedule_to_dict,
 )
-from hypothesis import HealthCheck, given, settings
-from hypothesis import strategies as st
 
 
 def utc(

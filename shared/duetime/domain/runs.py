@@ -8,7 +8,7 @@ expression and the in-memory store calls `decide_claim` directly; one contract s
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from enum import StrEnum
 
 from duetime.domain.ids import run_id
@@ -22,7 +22,12 @@ class RunStatus(StrEnum):
 
 
 TERMINAL_RUN_STATUSES = frozenset({RunStatus.SUCCEEDED, RunStatus.FAILED})
+# Keep a run record near one DynamoDB write unit (1 KB) however often it is retried: the
+# latest error in full (300 characters), earlier ones shortened, the latest attempts only.
+# Full errors are in the logs and in the DLQ reason.
 MAX_ERROR_CHARS = 300
+EARLIER_ERROR_CHARS = 80
+MAX_ATTEMPTS_KEPT = 5
 
 
 @dataclass(frozen=True)
@@ -146,7 +151,11 @@ def claimed_run(existing: Run | None, claim: RunClaim) -> Run:
     """The record after a successful claim."""
     previous = existing.attempts if existing is not None else ()
     # A reclaim of the same attempt (holder died) replaces that attempt's entry.
-    kept = tuple(a for a in previous if a.number < claim.attempt)
+    kept = tuple(
+        replace(a, error=a.error[:EARLIER_ERROR_CHARS] if a.error else None)
+        for a in previous
+        if a.number < claim.attempt
+    )[-(MAX_ATTEMPTS_KEPT - 1) :]
     attempt = Attempt(claim.attempt, claim.now_ms, claim.lateness_ms)
     return Run(
         tenant=claim.tenant,

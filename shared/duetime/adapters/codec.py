@@ -1,0 +1,147 @@
+"""Conversions between domain objects and DynamoDB items (low-level attribute-value form)."""
+
+from __future__ import annotations
+
+import json
+from decimal import Decimal
+from typing import Any
+
+from boto3.dynamodb.types import TypeDeserializer, TypeSerializer
+
+from duetime.domain.jobs import (
+    Catchup,
+    CatchupMode,
+    Job,
+    JobSpec,
+    JobStatus,
+    Priority,
+    RetryPolicy,
+    Runtime,
+)
+from duetime.domain.runs import Attempt, Lease, Run, RunStatus
+from duetime.domain.schedule import parse_schedule, schedule_to_dict
+from duetime.domain.targets import parse_target, target_to_dict
+
+_serializer = TypeSerializer()
+_deserializer = TypeDeserializer()
+
+
+def to_item(values: dict[str, Any]) -> dict[str, Any]:
+    return {k: _serializer.serialize(v) for k, v in values.items() if v is not None}
+
+
+def from_item(item: dict[str, Any]) -> dict[str, Any]:
+    return {k: _plain(_deserializer.deserialize(v)) for k, v in item.items()}
+
+
+def _plain(value: Any) -> Any:
+    if isinstance(value, Decimal):
+        return int(value) if value == value.to_integral_value() else float(value)
+    if isinstance(value, list):
+        return [_plain(v) for v in value]
+    if isinstance(value, dict):
+        return {k: _plain(v) for k, v in value.items()}
+    return value
+
+
+def job_to_values(job: Job) -> dict[str, Any]:
+    spec = job.spec
+    # The spec is stored as one compact JSON string: smaller than a nested map, and never
+    # queried attribute by attribute.
+    spec_json = json.dumps(
+        {
+            "schedule": schedule_to_dict(spec.schedule),
+            "target": target_to_dict(spec.target),
+            "payload": spec.payload,
+            "name": spec.name,
+            "priority": spec.priority.value,
+            "runtime": spec.runtime.value,
+            "retry": [
+                spec.retry.max_attempts,
+                spec.retry.backoff_seconds,
+                spec.retry.max_backoff_seconds,
+            ],
+            "timeout": spec.timeout_seconds,
+            "catchup": [spec.catchup.mode.value, spec.catchup.window_seconds],
+        },
+        separators=(",", ":"),
+    )
+    return {
+        "tenant": job.tenant,
+        "id": job.id,
+        "spec": spec_json,
+        "status": job.status.value,
+        "created_ms": job.created_ms,
+        "updated_ms": job.updated_ms,
+        "gen": job.generation,
+        "next_due_ms": job.next_due_ms,
+        "expires_at": job.expires_at,
+    }
+
+
+def job_from_values(values: dict[str, Any]) -> Job:
+    raw = json.loads(values["spec"])
+    spec = JobSpec(
+        schedule=parse_schedule(raw["schedule"]),
+        target=parse_target(raw["target"]),
+        payload=raw["payload"],
+        name=raw["name"],
+        priority=Priority(raw["priority"]),
+        runtime=Runtime(raw["runtime"]),
+        retry=RetryPolicy(raw["retry"][0], raw["retry"][1], raw["retry"][2]),
+        timeout_seconds=raw["timeout"],
+        catchup=Catchup(CatchupMode(raw["catchup"][0]), raw["catchup"][1]),
+    )
+    return Job(
+        tenant=values["tenant"],
+        id=values["id"],
+        spec=spec,
+        status=JobStatus(values["status"]),
+        created_ms=values["created_ms"],
+        updated_ms=values["updated_ms"],
+        generation=values.get("gen", 0),
+        next_due_ms=values.get("next_due_ms"),
+        expires_at=values.get("expires_at"),
+    )
+
+
+def run_to_values(run: Run) -> dict[str, Any]:
+    return {
+        "job_id": run.job_id,
+        "scheduled_ms": run.scheduled_ms,
+        "tenant": run.tenant,
+        "status": run.status.value,
+        "attempt": run.attempt,
+        # Attempts as short lists keep the record well under 1 KB (one write unit).
+        "attempts": [
+            [a.number, a.started_ms, a.lateness_ms, a.finished_ms, a.error] for a in run.attempts
+        ],
+        "lease": [run.lease.message_id, run.lease.receive_count, run.lease.until_ms]
+        if run.lease
+        else None,
+        "expires_at": run.expires_at,
+        "job_name": run.job_name,
+        "target_type": run.target_type,
+        "priority": run.priority,
+        "runtime": run.runtime,
+        "v": run.version,
+    }
+
+
+def run_from_values(values: dict[str, Any]) -> Run:
+    lease = values.get("lease")
+    return Run(
+        tenant=values["tenant"],
+        job_id=values["job_id"],
+        scheduled_ms=values["scheduled_ms"],
+        status=RunStatus(values["status"]),
+        attempt=values["attempt"],
+        attempts=tuple(Attempt(a[0], a[1], a[2], a[3], a[4]) for a in values.get("attempts", [])),
+        lease=Lease(lease[0], lease[1], lease[2]) if lease else None,
+        expires_at=values.get("expires_at", 0),
+        job_name=values.get("job_name"),
+        target_type=values.get("target_type", ""),
+        priority=values.get("priority", "normal"),
+        runtime=values.get("runtime", "lambda"),
+        version=values.get("v", 1),
+    )

@@ -1,0 +1,477 @@
+"""DynamoDB adapters for the job, timer and run stores.
+
+Tables (see duetime.resources): jobs (tenant, id); timers (pk = `<yyyymmddHHMM>#<shard>`,
+sk = `<due ms>#<job id>`, plus one `~sweep` item per partition and a global `sweeper` item);
+runs (job_id, scheduled_ms) with a stream for the archiver.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
+
+from botocore.exceptions import ClientError
+
+from duetime.adapters.codec import (
+    from_item,
+    job_from_values,
+    job_to_values,
+    run_from_values,
+    run_to_values,
+    to_item,
+)
+from duetime.domain.ids import shard_of, timer_partition
+from duetime.domain.jobs import Job
+from duetime.domain.runs import (
+    ClaimOutcome,
+    Run,
+    RunClaim,
+    RunOutcome,
+    claimed_run,
+    decide_claim,
+    finished_run,
+)
+from duetime.ports import (
+    ConditionFailed,
+    Page,
+    PartitionState,
+    StoreError,
+    SweepState,
+    Timer,
+)
+
+if TYPE_CHECKING:
+    from mypy_boto3_dynamodb import DynamoDBClient
+
+SWEEP_SK = "~sweep"  # sorts after every `<13 digits>#...` timer key in the same partition
+STATE_KEY = {"pk": {"S": "sweeper"}, "sk": {"S": "state"}}
+_BATCH_GET = 100
+_BATCH_WRITE = 25
+
+
+def _is_condition_failure(exc: ClientError) -> bool:
+    return exc.response.get("Error", {}).get("Code") == "ConditionalCheckFailedException"
+
+
+def _encode_cursor(key: dict[str, Any]) -> str:
+    return base64.urlsafe_b64encode(json.dumps(key, separators=(",", ":")).encode()).decode()
+
+
+def _decode_cursor(cursor: str) -> dict[str, Any]:
+    try:
+        value = json.loads(base64.urlsafe_b64decode(cursor.encode()))
+    except ValueError as exc:
+        raise ValueError("invalid cursor") from exc
+    if not isinstance(value, dict) or not value:
+        raise ValueError("invalid cursor")
+    return value
+
+
+def _cursor_int(start: dict[str, Any], key: str) -> int:
+    value = start.get(key)
+    if not isinstance(value, int) or isinstance(value, bool):
+        raise ValueError("invalid cursor")
+    return value
+
+
+class DynamoJobStore:
+    def __init__(self, client: DynamoDBClient, table: str) -> None:
+        self._client = client
+        self._table = table
+
+    def create(self, job: Job) -> None:
+        try:
+            self._client.put_item(
+                TableName=self._table,
+                Item=to_item(job_to_values(job)),
+                ConditionExpression="attribute_not_exists(id)",
+            )
+        except ClientError as exc:
+            if _is_condition_failure(exc):
+                raise ConditionFailed(f"job {job.id} exists") from exc
+            raise StoreError(str(exc)) from exc
+
+    def get(self, tenant: str, job_id: str) -> Job | None:
+        item = self._client.get_item(
+            TableName=self._table,
+            Key={"tenant": {"S": tenant}, "id": {"S": job_id}},
+            ConsistentRead=True,
+        ).get("Item")
+        return job_from_values(from_item(item)) if item else None
+
+    def get_many(self, keys: Sequence[tuple[str, str]]) -> dict[str, Job]:
+        found: dict[str, Job] = {}
+        unique = list(dict.fromkeys(keys))
+        for start in range(0, len(unique), _BATCH_GET):
+            request: Any = {
+                self._table: {
+                    "Keys": [
+                        {"tenant": {"S": t}, "id": {"S": i}}
+                        for t, i in unique[start : start + _BATCH_GET]
+                    ],
+                    "ConsistentRead": True,
+                }
+            }
+            while request:
+                response = self._client.batch_get_item(RequestItems=request)
+                for item in response.get("Responses", {}).get(self._table, []):
+                    job = job_from_values(from_item(item))
+                    found[job.id] = job
+                request = response.get("UnprocessedKeys") or None
+        return found
+
+    def list(self, tenant: str, limit: int, cursor: str | None) -> Page[Job]:
+        params: dict[str, Any] = {
+            "TableName": self._table,
+            "KeyConditionExpression": "tenant = :t",
+            "ExpressionAttributeValues": {":t": {"S": tenant}},
+            "ScanIndexForward": False,  # ULIDs: newest first
+            # One extra item tells whether another page exists: a query that stops at its
+            # Limit returns a LastEvaluatedKey even when nothing follows.
+            "Limit": limit + 1,
+        }
+        if cursor:
+            start = _decode_cursor(cursor)
+            # A cursor only ever names this tenant's partition: another tenant's cursor
+            # cannot be used to read across tenants.
+            if not isinstance(start.get("id"), str):
+                raise ValueError("invalid cursor")
+            params["ExclusiveStartKey"] = {"tenant": {"S": tenant}, "id": {"S": start["id"]}}
+        response = self._client.query(**params)
+        jobs = [job_from_values(from_item(i)) for i in response.get("Items", [])]
+        last = response.get("LastEvaluatedKey")  # also set when the 1 MB page limit cut it short
+        if len(jobs) > limit:
+            jobs = jobs[:limit]
+            last = {"id": {"S": jobs[-1].id}}
+        return Page(jobs, _encode_cursor({"id": last["id"]["S"]}) if last else None)
+
+    def replace(self, job: Job, *, expected: Job) -> None:
+        try:
+            self._client.put_item(
+                TableName=self._table,
+                Item=to_item(job_to_values(job)),
+                ConditionExpression="#s = :s AND gen = :g",
+                ExpressionAttributeNames={"#s": "status"},
+                ExpressionAttributeValues={
+                    ":s": {"S": expected.status.value},
+                    ":g": {"N": str(expected.generation)},
+                },
+            )
+        except ClientError as exc:
+            if _is_condition_failure(exc):
+                raise ConditionFailed(f"job {job.id} changed") from exc
+            raise StoreError(str(exc)) from exc
+
+
+class DynamoTimerStore:
+    def __init__(
+        self, client: DynamoDBClient, table: str, shards: int, ttl_seconds: int = 7 * 86_400
+    ) -> None:
+        self._client = client
+        self._table = table
+        self.shards = shards
+        self._ttl_seconds = ttl_seconds
+
+    def _item(self, timer: Timer) -> dict[str, Any]:
+        minute = timer.due_ms // 60_000
+        return to_item(
+            {
+                "pk": timer_partition(minute, shard_of(timer.job_id, self.shards)),
+                "sk": timer.sort_key,
+                "tenant": timer.tenant,
+                "gen": timer.generation,
+                "expires_at": timer.due_ms // 1000 + self._ttl_seconds,
+            }
+        )
+
+    def put(self, timers: Sequence[Timer]) -> None:
+        # BatchWriteItem rejects a batch that names one key twice: the last write of a key wins.
+        items = list({(i["pk"]["S"], i["sk"]["S"]): i for i in map(self._item, timers)}.values())
+        if len(items) == 1:
+            self._client.put_item(TableName=self._table, Item=items[0])
+            return
+        for start in range(0, len(items), _BATCH_WRITE):
+            request: Any = {
+                self._table: [
+                    {"PutRequest": {"Item": item}} for item in items[start : start + _BATCH_WRITE]
+                ]
+            }
+            while request:
+                response = self._client.batch_write_item(RequestItems=request)
+                request = response.get("UnprocessedItems") or None
+
+    def delete(self, timer: Timer) -> None:
+        item = self._item(timer)
+        self._client.delete_item(TableName=self._table, Key={"pk": item["pk"], "sk": item["sk"]})
+
+    def read_due(
+        self, minute: int, shard: int, after_key: str | None, before_ms: int, limit: int
+    ) -> tuple[list[Timer], bool]:
+        params: dict[str, Any] = {
+            "TableName": self._table,
+            "KeyConditionExpression": "pk = :p AND sk BETWEEN :lo AND :hi",
+            "ExpressionAttributeValues": {
+                ":p": {"S": timer_partition(minute, shard)},
+                ":lo": {"S": after_key + "\x00" if after_key else "0"},
+                # Strictly before the horizon: `<before_ms>` sorts before `<before_ms>#...`.
+                ":hi": {"S": f"{before_ms:013d}"},
+            },
+            "ConsistentRead": True,
+            # One extra item tells whether more remain: a query that stops at its Limit returns
+            # a LastEvaluatedKey even when nothing follows.
+            "Limit": limit + 1,
+        }
+        response = self._client.query(**params)
+        timers = []
+        for raw in response.get("Items", []):
+            values = from_item(raw)
+            due, _, job_id = str(values["sk"]).partition("#")
+            timers.append(Timer(values["tenant"], job_id, int(due), values.get("gen", 0)))
+        return timers[:limit], len(timers) > limit or "LastEvaluatedKey" in response
+
+    def sweep_state(self) -> SweepState:
+        item = self._client.get_item(TableName=self._table, Key=STATE_KEY, ConsistentRead=True)
+        values = from_item(item["Item"]) if "Item" in item else {}
+        return SweepState(values.get("cursor"), values.get("horizon"))
+
+    def raise_horizon(self, minute: int) -> SweepState:
+        try:
+            response = self._client.update_item(
+                TableName=self._table,
+                Key=STATE_KEY,
+                UpdateExpression="SET horizon = :m, #c = if_not_exists(#c, :m)",
+                ConditionExpression="attribute_not_exists(horizon) OR horizon < :m",
+                ExpressionAttributeNames={"#c": "cursor"},
+                ExpressionAttributeValues={":m": {"N": str(minute)}},
+                ReturnValues="ALL_NEW",
+            )
+        except ClientError as exc:
+            if not _is_condition_failure(exc):
+                raise StoreError(str(exc)) from exc
+            return self.sweep_state()  # someone already raised it at least this far
+        values = from_item(response["Attributes"])
+        return SweepState(values.get("cursor"), values.get("horizon"))
+
+    def advance_cursor(self, expected: int | None, minute: int) -> bool:
+        condition = "#c = :e" if expected is not None else "attribute_not_exists(#c)"
+        names = {"#c": "cursor"}
+        values: dict[str, Any] = {":m": {"N": str(minute)}}
+        if expected is not None:
+            values[":e"] = {"N": str(expected)}
+        try:
+            self._client.update_item(
+                TableName=self._table,
+                Key=STATE_KEY,
+                UpdateExpression="SET #c = :m",
+                ConditionExpression=condition,
+                ExpressionAttributeNames=names,
+                ExpressionAttributeValues=values,
+            )
+        except ClientError as exc:
+            if _is_condition_failure(exc):
+                return False
+            raise StoreError(str(exc)) from exc
+        return True
+
+    def partition_states(
+        self, keys: Sequence[tuple[int, int]]
+    ) -> dict[tuple[int, int], PartitionState]:
+        states: dict[tuple[int, int], PartitionState] = {}
+        by_pk = {timer_partition(m, s): (m, s) for m, s in keys}
+        pks = list(by_pk)
+        for start in range(0, len(pks), _BATCH_GET):
+            request: Any = {
+                self._table: {
+                    "Keys": [
+                        {"pk": {"S": pk}, "sk": {"S": SWEEP_SK}}
+                        for pk in pks[start : start + _BATCH_GET]
+                    ],
+                    "ConsistentRead": True,
+                }
+            }
+            while request:
+                response = self._client.batch_get_item(RequestItems=request)
+                for raw in response.get("Responses", {}).get(self._table, []):
+                    values = from_item(raw)
+                    minute, shard = by_pk[values["pk"]]
+                    states[(minute, shard)] = _partition_state(minute, shard, values)
+                request = response.get("UnprocessedKeys") or None
+        return states
+
+    def acquire(
+        self, minute: int, shard: int, owner: str, now_ms: int, lease_ms: int
+    ) -> PartitionState | None:
+        try:
+            response = self._client.update_item(
+                TableName=self._table,
+                Key={"pk": {"S": timer_partition(minute, shard)}, "sk": {"S": SWEEP_SK}},
+                UpdateExpression="SET #o = :o, lease_until = :u",
+                ConditionExpression=(
+                    "(attribute_not_exists(complete) OR complete = :f) AND "
+                    "(attribute_not_exists(#o) OR #o = :o OR lease_until <= :now)"
+                ),
+                ExpressionAttributeNames={"#o": "owner"},
+                ExpressionAttributeValues={
+                    ":o": {"S": owner},
+                    ":u": {"N": str(now_ms + lease_ms)},
+                    ":now": {"N": str(now_ms)},
+                    ":f": {"BOOL": False},
+                },
+                ReturnValues="ALL_NEW",
+            )
+        except ClientError as exc:
+            if _is_condition_failure(exc):
+                return None
+            raise StoreError(str(exc)) from exc
+        return _partition_state(minute, shard, from_item(response["Attributes"]))
+
+    def advance(
+        self,
+        minute: int,
+        shard: int,
+        owner: str,
+        watermark: str | None,
+        *,
+        complete: bool = False,
+        release: bool = False,
+    ) -> bool:
+        sets = ["complete = :c"]
+        values: dict[str, Any] = {":o": {"S": owner}, ":c": {"BOOL": complete}}
+        if watermark is not None:
+            sets.append("watermark = :w")
+            values[":w"] = {"S": watermark}
+        expression = "SET " + ", ".join(sets) + (" REMOVE #o, lease_until" if release else "")
+        try:
+            self._client.update_item(
+                TableName=self._table,
+                Key={"pk": {"S": timer_partition(minute, shard)}, "sk": {"S": SWEEP_SK}},
+                UpdateExpression=expression,
+                ConditionExpression="#o = :o",
+                ExpressionAttributeNames={"#o": "owner"},
+                ExpressionAttributeValues=values,
+            )
+        except ClientError as exc:
+            if _is_condition_failure(exc):
+                return False
+            raise StoreError(str(exc)) from exc
+        return True
+
+
+def _partition_state(minute: int, shard: int, values: dict[str, Any]) -> PartitionState:
+    return PartitionState(
+        minute=minute,
+        shard=shard,
+        watermark=values.get("watermark"),
+        complete=bool(values.get("complete", False)),
+        owner=values.get("owner"),
+        lease_until_ms=values.get("lease_until", 0),
+    )
+
+
+class DynamoRunStore:
+    def __init__(self, client: DynamoDBClient, table: str) -> None:
+        self._client = client
+        self._table = table
+
+    def claim(self, claim: RunClaim) -> tuple[ClaimOutcome, Run | None]:
+        """First delivery: one conditional put. Otherwise the failed put returns the stored
+        record (ALL_OLD), the pure claim rule decides, and a compare-and-set on its version
+        applies the claim."""
+        existing: Run | None = None
+        for _ in range(5):
+            outcome = decide_claim(existing, claim)
+            if outcome != ClaimOutcome.CLAIMED:
+                return outcome, existing
+            run = claimed_run(existing, claim)
+            current = self._put_if(run, existing)
+            if current is None:
+                return ClaimOutcome.CLAIMED, run
+            existing = current
+        raise StoreError(f"claim of {claim.run_id} kept conflicting")
+
+    def _put_if(self, run: Run, expected: Run | None) -> Run | None:
+        """Put `run` if the stored record is still `expected`; else return the stored one."""
+        if expected is None:
+            condition = "attribute_not_exists(job_id)"
+            values: dict[str, Any] = {}
+        else:
+            condition = "v = :v"
+            values = {":v": {"N": str(expected.version)}}
+        params: dict[str, Any] = {
+            "TableName": self._table,
+            "Item": to_item(run_to_values(run)),
+            "ConditionExpression": condition,
+            "ReturnValuesOnConditionCheckFailure": "ALL_OLD",
+        }
+        if values:
+            params["ExpressionAttributeValues"] = values
+        try:
+            self._client.put_item(**params)
+        except ClientError as exc:
+            if not _is_condition_failure(exc):
+                raise StoreError(str(exc)) from exc
+            old: Any = exc.response.get("Item")  # the ALL_OLD item, when there was one
+            if old:
+                return run_from_values(from_item(old))
+            stored = self.get(run.job_id, run.scheduled_ms)
+            if stored is None:
+                raise StoreError(f"run {run.run_id} vanished during a claim") from exc
+            return stored
+        return None
+
+    def finish(self, run: Run, outcome: RunOutcome) -> Run | None:
+        done = finished_run(run, outcome)
+        return None if self._put_if(done, run) is not None else done
+
+    def get(self, job_id: str, scheduled_ms: int) -> Run | None:
+        item = self._client.get_item(
+            TableName=self._table,
+            Key={"job_id": {"S": job_id}, "scheduled_ms": {"N": str(scheduled_ms)}},
+            ConsistentRead=True,
+        ).get("Item")
+        return run_from_values(from_item(item)) if item else None
+
+    def get_many(self, keys: Sequence[tuple[str, int]]) -> dict[tuple[str, int], Run]:
+        found: dict[tuple[str, int], Run] = {}
+        unique = list(dict.fromkeys(keys))
+        for start in range(0, len(unique), _BATCH_GET):
+            request: Any = {
+                self._table: {
+                    "Keys": [
+                        {"job_id": {"S": j}, "scheduled_ms": {"N": str(s)}}
+                        for j, s in unique[start : start + _BATCH_GET]
+                    ]
+                }
+            }
+            while request:
+                response = self._client.batch_get_item(RequestItems=request)
+                for item in response.get("Responses", {}).get(self._table, []):
+                    run = run_from_values(from_item(item))
+                    found[(run.job_id, run.scheduled_ms)] = run
+                request = response.get("UnprocessedKeys") or None
+        return found
+
+    def list(self, job_id: str, limit: int, cursor: str | None) -> Page[Run]:
+        params: dict[str, Any] = {
+            "TableName": self._table,
+            "KeyConditionExpression": "job_id = :j",
+            "ExpressionAttributeValues": {":j": {"S": job_id}},
+            "ScanIndexForward": False,
+            "Limit": limit + 1,  # one extra item tells whether another page exists
+        }
+        if cursor:
+            start = _decode_cursor(cursor)
+            params["ExclusiveStartKey"] = {
+                "job_id": {"S": job_id},
+                "scheduled_ms": {"N": str(_cursor_int(start, "s"))},
+            }
+        response = self._client.query(**params)
+        runs = [run_from_values(from_item(i)) for i in response.get("Items", [])]
+        last = response.get("LastEvaluatedKey")
+        if len(runs) > limit:
+            runs = runs[:limit]
+            last = {"scheduled_ms": {"N": str(runs[-1].scheduled_ms)}}
+        next_cursor = _encode_cursor({"s": int(last["scheduled_ms"]["N"])}) if last else None
+        return Page(runs, next_cursor)

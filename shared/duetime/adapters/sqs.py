@@ -1,0 +1,128 @@
+"""SQS adapter: one standard queue per runtime × priority, each with a DLQ by redrive policy."""
+
+from __future__ import annotations
+
+import time
+from collections import defaultdict
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Any
+
+from duetime.config import QueueUrls, queue_key
+from duetime.domain.jobs import Priority, Runtime
+from duetime.ports import Delivery, QueueError, RunMessage
+
+if TYPE_CHECKING:
+    from mypy_boto3_sqs import SQSClient
+
+_BATCH = 10
+_SEND_TRIES = 4
+
+
+class SqsJobQueue:
+    def __init__(self, client: SQSClient, queues: Mapping[str, QueueUrls]) -> None:
+        self._client = client
+        self._queues = queues
+
+    def send(self, messages: Sequence[tuple[RunMessage, int]]) -> None:
+        by_queue: dict[str, list[tuple[RunMessage, int]]] = defaultdict(list)
+        for message, delay in messages:
+            by_queue[self._queues[queue_key(message.runtime, message.priority)].url].append(
+                (message, delay)
+            )
+        failed: list[RunMessage] = []
+        for url, pending in by_queue.items():
+            for start in range(0, len(pending), _BATCH):
+                failed += self._send_batch(url, pending[start : start + _BATCH])
+        if failed:
+            raise QueueError(f"{len(failed)} message(s) were not accepted by SQS", failed)
+
+    def _send_batch(self, url: str, batch: list[tuple[RunMessage, int]]) -> list[RunMessage]:
+        """Send one batch; entries SQS reports as failed are resent (with backoff) a few times."""
+        entries = {
+            str(i): {
+                "Id": str(i),
+                "MessageBody": message.to_json(),
+                "DelaySeconds": max(0, min(900, delay)),
+                # The tenant as message group: SQS fair queues keep one noisy tenant from
+                # delaying everyone else's jobs.
+                "MessageGroupId": message.tenant,
+            }
+            for i, (message, delay) in enumerate(batch)
+        }
+        for attempt in range(_SEND_TRIES):
+            response = self._client.send_message_batch(
+                QueueUrl=url,
+                Entries=list(entries.values()),  # type: ignore[arg-type]
+            )
+            retry_ids = {f["Id"] for f in response.get("Failed", [])}
+            entries = {i: e for i, e in entries.items() if i in retry_ids}
+            if not entries:
+                return []
+            time.sleep(0.05 * 2**attempt)
+        return [batch[int(i)][0] for i in entries]
+
+    def send_dead(self, message: RunMessage, reason: str) -> None:
+        dlq = self._queues[queue_key(message.runtime, message.priority)].dlq_url
+        self._client.send_message(
+            QueueUrl=dlq,
+            MessageBody=message.to_json(),
+            MessageAttributes={
+                "duetime-reason": {"DataType": "String", "StringValue": reason[:1000] or "-"}
+            },
+        )
+
+    def receive(
+        self,
+        runtime: Runtime,
+        priority: Priority,
+        max_messages: int,
+        wait_seconds: int,
+        visibility_seconds: int | None = None,
+    ) -> list[Delivery]:
+        url = self._queues[queue_key(runtime, priority)].url
+        params: dict[str, Any] = {
+            "QueueUrl": url,
+            "MaxNumberOfMessages": max_messages,
+            "WaitTimeSeconds": wait_seconds,
+            "MessageSystemAttributeNames": ["ApproximateReceiveCount"],
+        }
+        if visibility_seconds is not None:
+            params["VisibilityTimeout"] = visibility_seconds
+        response = self._client.receive_message(**params)
+        return [
+            Delivery(
+                message_id=m["MessageId"],
+                receipt_handle=m["ReceiptHandle"],
+                body=m["Body"],
+                receive_count=int(m.get("Attributes", {}).get("ApproximateReceiveCount", "1")),
+                queue=url,
+            )
+            for m in response.get("Messages", [])
+        ]
+
+    def delete(self, deliveries: Sequence[Delivery]) -> None:
+        by_queue: dict[str, list[Delivery]] = defaultdict(list)
+        for delivery in deliveries:
+            by_queue[delivery.queue].append(delivery)
+        for url, items in by_queue.items():
+            for start in range(0, len(items), _BATCH):
+                entries: Any = [
+                    {"Id": str(i), "ReceiptHandle": d.receipt_handle}
+                    for i, d in enumerate(items[start : start + _BATCH])
+                ]
+                self._client.delete_message_batch(QueueUrl=url, Entries=entries)
+
+    def change_visibility(self, delivery: Delivery, seconds: int) -> None:
+        self._client.change_message_visibility(
+            QueueUrl=delivery.queue,
+            ReceiptHandle=delivery.receipt_handle,
+            VisibilityTimeout=max(0, min(43_200, seconds)),
+        )
+
+    def url_for_arn(self, arn: str) -> str:
+        """The queue URL for an event source ARN (Lambda events carry ARNs)."""
+        name = arn.rsplit(":", 1)[-1]
+        for urls in self._queues.values():
+            if urls.url.rstrip("/").endswith("/" + name):
+                return urls.url
+        raise KeyError(arn)

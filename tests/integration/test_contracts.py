@@ -1,0 +1,1146 @@
+"""Contract tests for the storage ports.
+
+Every test runs twice through a parametrised fixture: against the in-memory twin
+(`duetime.adapters.memory`) and against the AWS adapter on moto. Assertions are on state read
+back through the port and, on the AWS side where the layout matters, on the raw items.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, replace
+from datetime import UTC, datetime
+from typing import Any, cast
+
+import pytest
+
+from duetime.adapters.dynamodb import DynamoJobStore, DynamoRunStore, DynamoTimerStore
+from duetime.adapters.memory import (
+    MemoryJobStore,
+    MemoryQueue,
+    MemoryRunStore,
+    MemoryTimerStore,
+)
+from duetime.adapters.sqs import SqsJobQueue
+from duetime.config import queue_key
+from duetime.domain.ids import new_job_id, shard_of
+from duetime.domain.jobs import (
+    Catchup,
+    CatchupMode,
+    Job,
+    JobSpec,
+    JobStatus,
+    Priority,
+    RetryPolicy,
+    Runtime,
+)
+from duetime.domain.runs import (
+    Attempt,
+    ClaimOutcome,
+    Lease,
+    Run,
+    RunClaim,
+    RunOutcome,
+    RunStatus,
+)
+from duetime.domain.schedule import At, Rate
+from duetime.domain.targets import HandlerTarget
+from duetime.ports import (
+    ConditionFailed,
+    Delivery,
+    JobQueue,
+    JobStore,
+    Page,
+    PartitionState,
+    RunMessage,
+    RunStore,
+    SweepState,
+    Timer,
+    TimerStore,
+)
+from tests.conftest import Aws
+
+BACKENDS = ["memory", "dynamo"]
+SHARDS = 4
+T0 = 1_800_000_000_000  # 2027-01-15T08:00:00Z, on a minute boundary
+MINUTE = T0 // 60_000
+TENANT = "tenant-a"
+OTHER_TENANT = "tenant-b"
+
+
+def _moto(request: pytest.FixtureRequest) -> Aws:
+    return cast(Aws, request.getfixturevalue("aws"))
+
+
+# --- fixtures: one per port ----------------------------------------------------------------------
+
+
+@pytest.fixture(params=BACKENDS)
+def job_store(request: pytest.FixtureRequest) -> JobStore:
+    if request.param == "memory":
+        return MemoryJobStore()
+    aws = _moto(request)
+    return DynamoJobStore(aws.dynamodb, aws.settings.jobs_table)
+
+
+@pytest.fixture(params=BACKENDS)
+def timer_store(request: pytest.FixtureRequest) -> TimerStore:
+    if request.param == "memory":
+        return MemoryTimerStore(shards=SHARDS)
+    aws = _moto(request)
+    return DynamoTimerStore(aws.dynamodb, aws.settings.timers_table, shards=SHARDS)
+
+
+@pytest.fixture(params=BACKENDS)
+def run_store(request: pytest.FixtureRequest) -> RunStore:
+    if request.param == "memory":
+        return MemoryRunStore()
+    aws = _moto(request)
+    return DynamoRunStore(aws.dynamodb, aws.settings.runs_table)
+
+
+class ManualClock:
+    def __init__(self, now_ms: int) -> None:
+        self.now_ms = now_ms
+
+    def __call__(self) -> int:
+        return self.now_ms
+
+
+@dataclass
+class QueueUnderTest:
+    """A JobQueue plus what a test needs to observe it that the port does not offer."""
+
+    queue: JobQueue
+    pass_time: Callable[[float], None]
+    dead_letters: Callable[[Runtime, Priority], list[tuple[RunMessage, str]]]
+    stored: Callable[[], int]  # messages held by the (non-dead-letter) queues, in flight or not
+
+
+@pytest.fixture(params=BACKENDS)
+def job_queue(request: pytest.FixtureRequest) -> QueueUnderTest:
+    if request.param == "memory":
+        clock = ManualClock(T0)
+        memory = MemoryQueue(clock)
+
+        def advance(seconds: float) -> None:
+            clock.now_ms += int(seconds * 1000)
+
+        def dead_letters(runtime: Runtime, priority: Priority) -> list[tuple[RunMessage, str]]:
+            return list(memory.dead[queue_key(runtime, priority)])
+
+        return QueueUnderTest(memory, advance, dead_letters, memory.depth)
+    aws = _moto(request)
+
+    def aws_dead_letters(runtime: Runtime, priority: Priority) -> list[tuple[RunMessage, str]]:
+        response = aws.sqs.receive_message(
+            QueueUrl=aws.settings.queue(runtime, priority).dlq_url,
+            MaxNumberOfMessages=10,
+            MessageAttributeNames=["All"],
+        )
+        return [
+            (
+                RunMessage.from_json(m["Body"]),
+                m["MessageAttributes"]["duetime-reason"]["StringValue"],
+            )
+            for m in response.get("Messages", [])
+        ]
+
+    def stored() -> int:
+        counts = [
+            "ApproximateNumberOfMessages",
+            "ApproximateNumberOfMessagesNotVisible",
+            "ApproximateNumberOfMessagesDelayed",
+        ]
+        total = 0
+        for urls in aws.settings.queues.values():
+            attributes = aws.sqs.get_queue_attributes(QueueUrl=urls.url, AttributeNames=counts)
+            total += sum(int(attributes["Attributes"][name]) for name in counts)
+        return total
+
+    queue = SqsJobQueue(aws.sqs, aws.settings.queues)
+    return QueueUnderTest(queue, time.sleep, aws_dead_letters, stored)
+
+
+# --- builders ------------------------------------------------------------------------------------
+
+
+def make_job(
+    tenant: str = TENANT,
+    *,
+    created_ms: int = T0,
+    entropy: int = 0,
+    recurring: bool = False,
+) -> Job:
+    schedule: At | Rate
+    if recurring:
+        schedule = Rate(
+            seconds=300,
+            start_at=datetime(2027, 1, 15, 9, 0, 0, 250_000, tzinfo=UTC),
+            end_at=datetime(2027, 2, 1, tzinfo=UTC),
+        )
+    else:
+        schedule = At(datetime(2027, 1, 15, 9, 30, 0, 123_000, tzinfo=UTC))
+    spec = JobSpec(
+        schedule=schedule,
+        target=HandlerTarget("duetime.noop"),
+        payload={"report": "daily", "ids": [1, 2, 3], "ratio": 0.5, "nested": {"ok": True}},
+        name="nightly report",
+        priority=Priority.HIGH,
+        runtime=Runtime.FARGATE,
+        retry=RetryPolicy(max_attempts=5, backoff_seconds=1.5, max_backoff_seconds=60.0),
+        timeout_seconds=120,
+        catchup=Catchup(CatchupMode.ALL, 600),
+    )
+    return Job(
+        tenant=tenant,
+        id=new_job_id(created_ms, entropy.to_bytes(10, "big")),
+        spec=spec,
+        status=JobStatus.SCHEDULED,
+        created_ms=created_ms,
+        updated_ms=created_ms,
+        generation=0,
+        next_due_ms=T0 + 90 * 60_000,
+    )
+
+
+def job_ids_in_shard(shard: int, count: int) -> list[str]:
+    found = [f"job-{i:03d}" for i in range(200) if shard_of(f"job-{i:03d}", SHARDS) == shard]
+    return found[:count]
+
+
+JOB_ID = "01KF0000000000000000000RUN"
+SCHEDULED_MS = T0
+LEASE_MS = 60_000
+
+
+def make_claim(
+    message_id: str = "msg-1",
+    *,
+    attempt: int = 1,
+    receive_count: int = 1,
+    now_ms: int = SCHEDULED_MS + 250,
+    scheduled_ms: int = SCHEDULED_MS,
+    job_id: str = JOB_ID,
+) -> RunClaim:
+    return RunClaim(
+        tenant=TENANT,
+        job_id=job_id,
+        scheduled_ms=scheduled_ms,
+        attempt=attempt,
+        lease=Lease(message_id, receive_count, now_ms + LEASE_MS),
+        now_ms=now_ms,
+        lateness_ms=now_ms - scheduled_ms,
+        expires_at=scheduled_ms // 1000 + 30 * 86_400,
+        job_name="nightly report",
+        target_type="handler",
+        priority="high",
+        runtime="fargate",
+    )
+
+
+def claimed(store: RunStore, claim: RunClaim) -> Run:
+    outcome, run = store.claim(claim)
+    assert outcome == ClaimOutcome.CLAIMED
+    assert run is not None
+    return run
+
+
+def retrying_after_attempt_1(store: RunStore) -> Run:
+    run = claimed(store, make_claim("msg-1"))
+    done = store.finish(run, RunOutcome(RunStatus.RETRYING, SCHEDULED_MS + 1_000, "timeout"))
+    assert done is not None
+    return done
+
+
+def dynamo_item_size(item: dict[str, Any]) -> int:
+    """An item's size by DynamoDB's rules: attribute names plus values; a number takes about
+    one byte per two significant digits plus one, a list or map 3 bytes plus 1 per element."""
+    return sum(len(name.encode()) + _value_size(value) for name, value in item.items())
+
+
+def _value_size(value: dict[str, Any]) -> int:
+    ((kind, data),) = value.items()
+    if kind == "S":
+        return len(data.encode())
+    if kind == "N":
+        digits = data.lstrip("-").replace(".", "").strip("0")
+        return (len(digits) + 1) // 2 + 1
+    if kind == "L":
+        return 3 + sum(1 + _value_size(v) for v in data)
+    if kind == "M":
+        return 3 + sum(1 + len(k.encode()) + _value_size(v) for k, v in data.items())
+    return 1  # BOOL, NULL
+
+
+# --- JobStore ------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("recurring", [False, True], ids=["at", "rate"])
+def test_given_a_created_job_when_getting_it_then_it_equals_what_was_stored(
+    job_store: JobStore, recurring: bool
+) -> None:
+    job = replace(make_job(recurring=recurring), expires_at=T0 // 1000 + 86_400)
+
+    job_store.create(job)
+
+    assert job_store.get(TENANT, job.id) == job
+
+
+def test_given_an_existing_job_when_creating_it_again_then_condition_failed(
+    job_store: JobStore,
+) -> None:
+    job = make_job()
+    job_store.create(job)
+
+    with pytest.raises(ConditionFailed):
+        job_store.create(replace(job, status=JobStatus.CANCELLED))
+
+    assert job_store.get(TENANT, job.id) == job
+
+
+def test_given_a_job_of_another_tenant_when_getting_its_id_then_none(
+    job_store: JobStore,
+) -> None:
+    job = make_job(OTHER_TENANT)
+    job_store.create(job)
+
+    assert job_store.get(TENANT, job.id) is None
+    assert job_store.get(TENANT, "01KF00000000000000000NOPE0") is None
+
+
+def test_given_jobs_of_two_tenants_when_paging_then_each_job_appears_once_newest_first(
+    job_store: JobStore,
+) -> None:
+    mine = [make_job(created_ms=T0 + i * 1_000, entropy=i) for i in range(7)]
+    theirs = [make_job(OTHER_TENANT, created_ms=T0 + i * 1_000 + 500, entropy=i) for i in range(3)]
+    for job in [*mine, *theirs]:
+        job_store.create(job)
+
+    pages = []
+    cursor: str | None = None
+    while True:
+        page = job_store.list(TENANT, 3, cursor)
+        assert len(page.items) <= 3
+        pages.append(page.items)
+        cursor = page.cursor
+        if cursor is None:
+            break
+
+    seen = [job for items in pages for job in items]
+    assert seen == sorted(mine, key=lambda j: j.id, reverse=True)
+    assert [j.id for j in pages[0]] == [j.id for j in mine[6:3:-1]]
+    assert all(j.tenant == TENANT for j in seen)
+    # A page that holds exactly the rest has no cursor.
+    assert job_store.list(TENANT, 7, None).cursor is None
+    first_cursor = job_store.list(TENANT, 3, None).cursor
+    assert job_store.list(TENANT, 4, first_cursor) == Page(mine[3::-1], None)
+
+
+def test_given_another_tenants_cursor_when_listing_then_only_own_jobs_are_returned(
+    job_store: JobStore,
+) -> None:
+    mine = [make_job(created_ms=T0 + i * 1_000, entropy=i) for i in range(4)]
+    theirs = [make_job(OTHER_TENANT, created_ms=T0 + i * 1_000 + 1, entropy=i) for i in range(2)]
+    for job in [*mine, *theirs]:
+        job_store.create(job)
+    foreign_cursor = job_store.list(TENANT, 1, None).cursor
+    assert foreign_cursor is not None
+
+    page = job_store.list(OTHER_TENANT, 10, foreign_cursor)
+
+    assert {j.tenant for j in page.items} <= {OTHER_TENANT}
+    assert job_store.list(OTHER_TENANT, 10, None).items == sorted(
+        theirs, key=lambda j: j.id, reverse=True
+    )
+
+
+def test_given_unchanged_status_and_generation_when_replacing_then_the_job_is_written(
+    job_store: JobStore,
+) -> None:
+    job = make_job(recurring=True)
+    job_store.create(job)
+    paused = job.transition(JobStatus.PAUSED, T0 + 5_000)
+
+    job_store.replace(paused, expected=job)
+
+    stored = job_store.get(TENANT, job.id)
+    assert stored == paused
+    assert stored is not None
+    assert stored.generation == 1
+
+
+def test_given_a_changed_status_when_replacing_then_condition_failed(
+    job_store: JobStore,
+) -> None:
+    job = make_job(recurring=True)
+    job_store.create(job)
+    cancelled = job.transition(JobStatus.CANCELLED, T0 + 1_000)
+    job_store.replace(cancelled, expected=job)  # same generation, other status
+
+    with pytest.raises(ConditionFailed):
+        job_store.replace(job.transition(JobStatus.PAUSED, T0 + 2_000), expected=job)
+
+    assert job_store.get(TENANT, job.id) == cancelled
+
+
+def test_given_a_changed_generation_when_replacing_then_condition_failed(
+    job_store: JobStore,
+) -> None:
+    job = make_job(recurring=True)
+    job_store.create(job)
+    bumped = replace(job, generation=job.generation + 1, updated_ms=T0 + 1_000)
+    job_store.replace(bumped, expected=job)  # same status, other generation
+
+    with pytest.raises(ConditionFailed):
+        job_store.replace(replace(job, next_due_ms=T0), expected=job)
+
+    assert job_store.get(TENANT, job.id) == bumped
+
+
+def test_given_no_stored_job_when_replacing_then_condition_failed(job_store: JobStore) -> None:
+    job = make_job()
+
+    with pytest.raises(ConditionFailed):
+        job_store.replace(job, expected=job)
+
+    assert job_store.get(TENANT, job.id) is None
+
+
+def test_given_some_missing_keys_when_getting_many_then_only_existing_jobs_are_returned(
+    job_store: JobStore,
+) -> None:
+    first, second = make_job(entropy=1), make_job(entropy=2)
+    foreign = make_job(OTHER_TENANT, entropy=3)
+    for job in (first, second, foreign):
+        job_store.create(job)
+
+    found = job_store.get_many(
+        [
+            (TENANT, first.id),
+            (TENANT, second.id),
+            (TENANT, first.id),  # duplicates are tolerated
+            (TENANT, "01KF00000000000000000NOPE0"),
+            (TENANT, foreign.id),  # right id, wrong tenant
+        ]
+    )
+
+    assert found == {first.id: first, second.id: second}
+    assert job_store.get_many([]) == {}
+
+
+# --- TimerStore: timers ---------------------------------------------------------------------------
+
+
+def test_given_timers_when_reading_due_then_only_earlier_ones_come_back_in_due_order(
+    timer_store: TimerStore,
+) -> None:
+    a, b, c = job_ids_in_shard(1, 3)
+    shard = 1
+    timers = [
+        Timer(TENANT, b, T0 + 30_000),
+        Timer(TENANT, a, T0 + 5_000, generation=2),
+        Timer(OTHER_TENANT, c, T0 + 30_000),  # same instant: job id breaks the tie
+        Timer(TENANT, c, T0 + 45_000),  # exactly at the bound: not due yet
+        Timer(TENANT, a, T0 + 59_999),
+    ]
+    timer_store.put(timers)
+
+    due, more = timer_store.read_due(MINUTE, shard, None, T0 + 45_000, 10)
+
+    assert due == [
+        Timer(TENANT, a, T0 + 5_000, generation=2),
+        Timer(TENANT, b, T0 + 30_000),
+        Timer(OTHER_TENANT, c, T0 + 30_000),
+    ]
+    assert more is False
+    assert [t.sort_key for t in due] == sorted(t.sort_key for t in due)
+
+
+def test_given_a_partition_when_paging_with_after_key_then_each_timer_comes_back_once(
+    timer_store: TimerStore,
+) -> None:
+    shard = 2
+    job_ids = job_ids_in_shard(shard, 5)
+    timers = [Timer(TENANT, job_id, T0 + i * 1_000) for i, job_id in enumerate(job_ids)]
+    timer_store.put(list(reversed(timers)))
+
+    first, more_after_first = timer_store.read_due(MINUTE, shard, None, T0 + 60_000, 2)
+    second, more_after_second = timer_store.read_due(
+        MINUTE, shard, first[-1].sort_key, T0 + 60_000, 2
+    )
+    third, more_after_third = timer_store.read_due(
+        MINUTE, shard, second[-1].sort_key, T0 + 60_000, 2
+    )
+
+    assert (first, more_after_first) == (timers[0:2], True)
+    assert (second, more_after_second) == (timers[2:4], True)
+    assert (third, more_after_third) == (timers[4:5], False)
+    # A page that ends exactly at the last due timer says nothing more remains.
+    assert timer_store.read_due(MINUTE, shard, timers[2].sort_key, T0 + 60_000, 2) == (
+        timers[3:5],
+        False,
+    )
+    assert timer_store.read_due(MINUTE, shard, timers[4].sort_key, T0 + 60_000, 2) == ([], False)
+
+
+def test_given_timers_in_other_minutes_and_shards_when_reading_a_partition_then_they_are_absent(
+    timer_store: TimerStore,
+) -> None:
+    (in_0,) = job_ids_in_shard(0, 1)
+    (in_3,) = job_ids_in_shard(3, 1)
+    this_minute = Timer(TENANT, in_0, T0 + 10_000)
+    next_minute = Timer(TENANT, in_0, T0 + 60_000)
+    previous_minute = Timer(TENANT, in_0, T0 - 1)
+    other_shard = Timer(TENANT, in_3, T0 + 10_000)
+    timer_store.put([this_minute, next_minute, previous_minute, other_shard])
+    far = T0 + 10 * 60_000
+
+    assert timer_store.read_due(MINUTE, 0, None, far, 10) == ([this_minute], False)
+    assert timer_store.read_due(MINUTE + 1, 0, None, far, 10) == ([next_minute], False)
+    assert timer_store.read_due(MINUTE - 1, 0, None, far, 10) == ([previous_minute], False)
+    assert timer_store.read_due(MINUTE, 3, None, far, 10) == ([other_shard], False)
+    assert timer_store.read_due(MINUTE, 1, None, far, 10) == ([], False)
+
+
+@pytest.mark.parametrize("timer_store", ["dynamo"], indirect=True)
+def test_given_a_timer_when_stored_then_its_item_is_keyed_by_minute_shard_and_due_ms(
+    timer_store: TimerStore, request: pytest.FixtureRequest
+) -> None:
+    aws = _moto(request)
+    (job_id,) = job_ids_in_shard(3, 1)
+    timer = Timer(TENANT, job_id, T0 + 42_123, generation=4)
+
+    timer_store.put([timer])
+
+    items = aws.dynamodb.scan(TableName=aws.settings.timers_table)["Items"]
+    assert items == [
+        {
+            "pk": {"S": "202701150800#3"},
+            "sk": {"S": f"1800000042123#{job_id}"},
+            "tenant": {"S": TENANT},
+            "gen": {"N": "4"},
+            "expires_at": {"N": str((T0 + 42_123) // 1000 + 7 * 86_400)},
+        }
+    ]
+
+
+def test_given_the_same_timer_put_twice_when_reading_then_it_is_stored_once(
+    timer_store: TimerStore,
+) -> None:
+    (job_id,) = job_ids_in_shard(0, 1)
+    timer = Timer(TENANT, job_id, T0 + 1_000)
+
+    timer_store.put([timer])
+    timer_store.put([timer, Timer(TENANT, job_id, T0 + 2_000)])
+    timer_store.put([replace(timer, generation=1), replace(timer, generation=1)])
+
+    due, _ = timer_store.read_due(MINUTE, 0, None, T0 + 60_000, 10)
+    assert due == [replace(timer, generation=1), Timer(TENANT, job_id, T0 + 2_000)]
+
+
+def test_given_many_timers_when_put_in_one_call_then_all_are_stored(
+    timer_store: TimerStore,
+) -> None:
+    timers = [Timer(TENANT, f"job-{i:03d}", T0 + i * 100) for i in range(60)]
+
+    timer_store.put(timers)
+
+    found = [
+        t
+        for shard in range(SHARDS)
+        for t in timer_store.read_due(MINUTE, shard, None, T0 + 60_000, 100)[0]
+    ]
+    assert sorted(found, key=lambda t: t.job_id) == timers
+
+
+def test_given_a_stored_timer_when_deleting_it_then_it_is_no_longer_due(
+    timer_store: TimerStore,
+) -> None:
+    first, second = job_ids_in_shard(2, 2)
+    keep = Timer(TENANT, first, T0 + 1_000)
+    gone = Timer(TENANT, second, T0 + 2_000)
+    timer_store.put([keep, gone])
+
+    timer_store.delete(gone)
+    timer_store.delete(Timer(TENANT, second, T0 + 3_000))  # absent: no error
+
+    assert timer_store.read_due(MINUTE, 2, None, T0 + 60_000, 10) == ([keep], False)
+
+
+# --- TimerStore: sweep state ----------------------------------------------------------------------
+
+
+def test_given_no_sweep_yet_when_raising_the_horizon_then_it_is_a_max_and_sets_the_cursor_once(
+    timer_store: TimerStore,
+) -> None:
+    assert timer_store.sweep_state() == SweepState(None, None)
+
+    assert timer_store.raise_horizon(MINUTE) == SweepState(MINUTE, MINUTE)
+    assert timer_store.raise_horizon(MINUTE - 5) == SweepState(MINUTE, MINUTE)
+    assert timer_store.raise_horizon(MINUTE + 3) == SweepState(MINUTE, MINUTE + 3)
+    assert timer_store.raise_horizon(MINUTE + 3) == SweepState(MINUTE, MINUTE + 3)
+
+    assert timer_store.sweep_state() == SweepState(MINUTE, MINUTE + 3)
+
+
+def test_given_a_cursor_when_advancing_it_then_only_the_expected_value_is_replaced(
+    timer_store: TimerStore,
+) -> None:
+    timer_store.raise_horizon(MINUTE + 2)
+
+    assert timer_store.advance_cursor(MINUTE + 2, MINUTE + 3) is True
+    assert timer_store.advance_cursor(MINUTE + 2, MINUTE + 4) is False  # a stale expectation
+    assert timer_store.advance_cursor(None, MINUTE + 4) is False
+
+    assert timer_store.sweep_state() == SweepState(MINUTE + 3, MINUTE + 2)
+
+
+def test_given_no_cursor_when_advancing_from_none_then_it_is_set_once(
+    timer_store: TimerStore,
+) -> None:
+    assert timer_store.advance_cursor(None, MINUTE) is True
+    assert timer_store.advance_cursor(None, MINUTE + 1) is False
+    assert timer_store.sweep_state() == SweepState(MINUTE, None)
+
+    assert timer_store.raise_horizon(MINUTE + 1) == SweepState(MINUTE, MINUTE + 1)
+
+
+# --- TimerStore: partition leases -----------------------------------------------------------------
+
+
+def test_given_a_live_lease_when_another_owner_acquires_then_it_is_refused_until_the_lease_ends(
+    timer_store: TimerStore,
+) -> None:
+    lease = timer_store.acquire(MINUTE, 1, "sweeper-a", T0, 10_000)
+    assert lease == PartitionState(MINUTE, 1, owner="sweeper-a", lease_until_ms=T0 + 10_000)
+
+    assert timer_store.acquire(MINUTE, 1, "sweeper-b", T0 + 9_999, 10_000) is None
+    assert timer_store.partition_states([(MINUTE, 1)]) == {(MINUTE, 1): lease}
+
+    taken = timer_store.acquire(MINUTE, 1, "sweeper-b", T0 + 10_000, 10_000)
+    assert taken == PartitionState(MINUTE, 1, owner="sweeper-b", lease_until_ms=T0 + 20_000)
+    assert timer_store.partition_states([(MINUTE, 1)]) == {(MINUTE, 1): taken}
+
+
+def test_given_our_own_live_lease_when_acquiring_again_then_it_is_extended(
+    timer_store: TimerStore,
+) -> None:
+    timer_store.acquire(MINUTE, 0, "sweeper-a", T0, 10_000)
+
+    again = timer_store.acquire(MINUTE, 0, "sweeper-a", T0 + 5_000, 10_000)
+
+    assert again == PartitionState(MINUTE, 0, owner="sweeper-a", lease_until_ms=T0 + 15_000)
+    assert timer_store.acquire(MINUTE, 0, "sweeper-b", T0 + 12_000, 10_000) is None
+
+
+def test_given_a_lease_when_a_non_owner_advances_then_false_and_nothing_changes(
+    timer_store: TimerStore,
+) -> None:
+    lease = timer_store.acquire(MINUTE, 2, "sweeper-a", T0, 10_000)
+
+    assert timer_store.advance(MINUTE, 2, "sweeper-b", "0000000000001#x", complete=True) is False
+    assert timer_store.advance(MINUTE + 1, 2, "sweeper-a", "0000000000001#x") is False  # no lease
+
+    assert timer_store.partition_states([(MINUTE, 2), (MINUTE + 1, 2)]) == {(MINUTE, 2): lease}
+
+
+def test_given_a_lost_lease_when_the_old_owner_advances_then_false(
+    timer_store: TimerStore,
+) -> None:
+    timer_store.acquire(MINUTE, 2, "sweeper-a", T0, 10_000)
+    taken = timer_store.acquire(MINUTE, 2, "sweeper-b", T0 + 10_000, 10_000)
+
+    assert timer_store.advance(MINUTE, 2, "sweeper-a", "1800000001000#x", release=True) is False
+
+    assert timer_store.partition_states([(MINUTE, 2)]) == {(MINUTE, 2): taken}
+
+
+def test_given_progress_when_released_then_another_owner_acquires_and_resumes_from_the_watermark(
+    timer_store: TimerStore,
+) -> None:
+    timer_store.acquire(MINUTE, 3, "sweeper-a", T0, 10_000)
+    assert timer_store.advance(MINUTE, 3, "sweeper-a", "1800000001000#job-a") is True
+    assert timer_store.partition_states([(MINUTE, 3)])[(MINUTE, 3)] == PartitionState(
+        MINUTE, 3, "1800000001000#job-a", False, "sweeper-a", T0 + 10_000
+    )
+
+    assert timer_store.advance(MINUTE, 3, "sweeper-a", "1800000002000#job-b", release=True)
+    released = PartitionState(MINUTE, 3, watermark="1800000002000#job-b")
+    assert timer_store.partition_states([(MINUTE, 3)]) == {(MINUTE, 3): released}
+
+    taken = timer_store.acquire(MINUTE, 3, "sweeper-b", T0 + 1_000, 10_000)
+    assert taken == PartitionState(
+        MINUTE, 3, "1800000002000#job-b", False, "sweeper-b", T0 + 11_000
+    )
+
+
+def test_given_no_new_progress_when_advancing_with_no_watermark_then_the_old_one_is_kept(
+    timer_store: TimerStore,
+) -> None:
+    timer_store.acquire(MINUTE, 3, "sweeper-a", T0, 10_000)
+    timer_store.advance(MINUTE, 3, "sweeper-a", "1800000001000#job-a")
+
+    assert timer_store.advance(MINUTE, 3, "sweeper-a", None, release=True) is True
+
+    assert timer_store.partition_states([(MINUTE, 3)]) == {
+        (MINUTE, 3): PartitionState(MINUTE, 3, watermark="1800000001000#job-a")
+    }
+
+
+def test_given_a_complete_partition_when_acquiring_then_nobody_gets_it(
+    timer_store: TimerStore,
+) -> None:
+    timer_store.acquire(MINUTE, 0, "sweeper-a", T0, 10_000)
+    assert timer_store.advance(MINUTE, 0, "sweeper-a", "1800000059000#z", complete=True)
+    assert timer_store.acquire(MINUTE, 0, "sweeper-a", T0 + 1_000, 10_000) is None
+    assert timer_store.acquire(MINUTE, 0, "sweeper-b", T0 + 60_000, 10_000) is None
+
+    timer_store.acquire(MINUTE, 1, "sweeper-a", T0, 10_000)
+    timer_store.advance(MINUTE, 1, "sweeper-a", None, complete=True, release=True)
+
+    assert timer_store.acquire(MINUTE, 1, "sweeper-b", T0 + 1_000, 10_000) is None
+    assert timer_store.partition_states([(MINUTE, 0), (MINUTE, 1)]) == {
+        (MINUTE, 0): PartitionState(MINUTE, 0, "1800000059000#z", True, "sweeper-a", T0 + 10_000),
+        (MINUTE, 1): PartitionState(MINUTE, 1, None, True),
+    }
+
+
+def test_given_some_swept_partitions_when_reading_states_then_never_swept_ones_are_absent(
+    timer_store: TimerStore,
+) -> None:
+    timer_store.acquire(MINUTE, 0, "sweeper-a", T0, 5_000)
+    timer_store.acquire(MINUTE + 1, 2, "sweeper-b", T0, 7_000)
+    timer_store.advance(MINUTE + 1, 2, "sweeper-b", "1800000061000#j", release=True)
+    keys = [(m, s) for m in (MINUTE - 1, MINUTE, MINUTE + 1) for s in range(SHARDS)]
+
+    states = timer_store.partition_states(keys)
+
+    assert states == {
+        (MINUTE, 0): PartitionState(MINUTE, 0, owner="sweeper-a", lease_until_ms=T0 + 5_000),
+        (MINUTE + 1, 2): PartitionState(MINUTE + 1, 2, watermark="1800000061000#j"),
+    }
+    assert timer_store.partition_states([]) == {}
+
+
+def test_given_a_partition_state_and_timers_when_reading_due_then_the_state_is_not_a_timer(
+    timer_store: TimerStore,
+) -> None:
+    job_ids = job_ids_in_shard(1, 2)
+    timers = [Timer(TENANT, job_id, T0 + 1_000 * (i + 1)) for i, job_id in enumerate(job_ids)]
+    timer_store.put(timers)
+    timer_store.acquire(MINUTE, 1, "sweeper-a", T0, 10_000)
+    timer_store.advance(MINUTE, 1, "sweeper-a", None)
+
+    assert timer_store.read_due(MINUTE, 1, None, T0 + 60_000, 2) == (timers, False)
+    assert timer_store.read_due(MINUTE, 1, None, T0 + 60_000, 10) == (timers, False)
+
+
+# --- RunStore: the claim rule, one test per branch of decide_claim --------------------------------
+
+
+def test_given_no_record_when_claiming_then_claimed_with_a_fresh_running_record(
+    run_store: RunStore,
+) -> None:
+    claim = make_claim("msg-1", now_ms=SCHEDULED_MS + 250)
+
+    outcome, run = run_store.claim(claim)
+
+    expected = Run(
+        tenant=TENANT,
+        job_id=JOB_ID,
+        scheduled_ms=SCHEDULED_MS,
+        status=RunStatus.RUNNING,
+        attempt=1,
+        attempts=(Attempt(1, SCHEDULED_MS + 250, 250),),
+        lease=Lease("msg-1", 1, SCHEDULED_MS + 250 + LEASE_MS),
+        expires_at=claim.expires_at,
+        job_name="nightly report",
+        target_type="handler",
+        priority="high",
+        runtime="fargate",
+        version=1,
+    )
+    assert (outcome, run) == (ClaimOutcome.CLAIMED, expected)
+    assert run_store.get(JOB_ID, SCHEDULED_MS) == expected
+
+
+def test_given_a_running_run_with_a_live_lease_when_a_duplicate_arrives_then_busy(
+    run_store: RunStore,
+) -> None:
+    held = claimed(run_store, make_claim("msg-1"))
+
+    outcome, existing = run_store.claim(make_claim("msg-2", now_ms=SCHEDULED_MS + 5_000))
+    same_receive = run_store.claim(make_claim("msg-1", now_ms=SCHEDULED_MS + 6_000))
+
+    assert (outcome, existing) == (ClaimOutcome.BUSY, held)
+    assert same_receive == (ClaimOutcome.BUSY, held)  # not a redelivery: same receive count
+    assert run_store.get(JOB_ID, SCHEDULED_MS) == held
+
+
+def test_given_a_running_run_when_its_message_is_redelivered_then_claimed_again(
+    run_store: RunStore,
+) -> None:
+    held = claimed(run_store, make_claim("msg-1", receive_count=1))
+    redelivered = make_claim("msg-1", receive_count=2, now_ms=SCHEDULED_MS + 30_000)
+
+    outcome, run = run_store.claim(redelivered)
+
+    assert outcome == ClaimOutcome.CLAIMED
+    assert run is not None
+    assert run.lease == redelivered.lease
+    assert run.attempts == (Attempt(1, SCHEDULED_MS + 30_000, 30_000),)
+    assert run.version == held.version + 1
+    assert run_store.get(JOB_ID, SCHEDULED_MS) == run
+
+
+def test_given_a_running_run_whose_lease_expired_when_claimed_then_it_replaces_the_attempt(
+    run_store: RunStore,
+) -> None:
+    held = claimed(run_store, make_claim("msg-1"))
+    assert held.lease is not None
+    late = make_claim("msg-2", now_ms=held.lease.until_ms)
+
+    outcome, run = run_store.claim(late)
+
+    assert outcome == ClaimOutcome.CLAIMED
+    assert run is not None
+    assert run.status == RunStatus.RUNNING
+    assert run.lease == late.lease
+    assert run.attempts == (Attempt(1, late.now_ms, late.lateness_ms),)
+    assert run_store.get(JOB_ID, SCHEDULED_MS) == run
+
+
+@pytest.mark.parametrize("status", [RunStatus.SUCCEEDED, RunStatus.FAILED])
+def test_given_a_finished_run_when_any_delivery_arrives_then_done(
+    run_store: RunStore, status: RunStatus
+) -> None:
+    run = claimed(run_store, make_claim("msg-1"))
+    finished = run_store.finish(run, RunOutcome(status, SCHEDULED_MS + 900, None))
+    assert finished is not None
+
+    duplicate = run_store.claim(make_claim("msg-2", now_ms=SCHEDULED_MS + 1_000))
+    next_attempt = run_store.claim(make_claim("msg-3", attempt=2, now_ms=SCHEDULED_MS + 900_000))
+    redelivered = run_store.claim(make_claim("msg-1", receive_count=2))
+
+    assert duplicate == next_attempt == redelivered == (ClaimOutcome.DONE, finished)
+    assert run_store.get(JOB_ID, SCHEDULED_MS) == finished
+
+
+def test_given_a_retrying_run_when_the_next_attempt_arrives_then_claimed_keeping_history(
+    run_store: RunStore,
+) -> None:
+    retrying = retrying_after_attempt_1(run_store)
+    retry = make_claim("msg-2", attempt=2, now_ms=SCHEDULED_MS + 5_000)
+
+    outcome, run = run_store.claim(retry)
+
+    assert outcome == ClaimOutcome.CLAIMED
+    assert run is not None
+    assert (run.status, run.attempt, run.lease) == (RunStatus.RUNNING, 2, retry.lease)
+    assert run.attempts == (
+        retrying.attempts[0],
+        Attempt(2, SCHEDULED_MS + 5_000, 5_000),
+    )
+    assert run.attempts[0] == Attempt(1, SCHEDULED_MS + 250, 250, SCHEDULED_MS + 1_000, "timeout")
+    assert run_store.get(JOB_ID, SCHEDULED_MS) == run
+
+
+def test_given_a_retrying_run_when_a_stale_copy_of_the_failed_attempt_arrives_then_done(
+    run_store: RunStore,
+) -> None:
+    retrying = retrying_after_attempt_1(run_store)
+
+    stale = run_store.claim(make_claim("msg-1", attempt=1, receive_count=2))
+    other_copy = run_store.claim(make_claim("msg-9", attempt=1, now_ms=SCHEDULED_MS + 99_000))
+
+    assert stale == other_copy == (ClaimOutcome.DONE, retrying)
+    assert run_store.get(JOB_ID, SCHEDULED_MS) == retrying
+
+
+def test_given_a_run_running_attempt_2_when_attempt_1_arrives_then_done(
+    run_store: RunStore,
+) -> None:
+    retrying_after_attempt_1(run_store)
+    second = claimed(run_store, make_claim("msg-2", attempt=2, now_ms=SCHEDULED_MS + 5_000))
+    assert second.lease is not None
+
+    # Even after attempt 2's lease ran out, a delivery of attempt 1 is a stale duplicate.
+    outcome, existing = run_store.claim(
+        make_claim("msg-1", attempt=1, receive_count=3, now_ms=second.lease.until_ms + 1)
+    )
+
+    assert (outcome, existing) == (ClaimOutcome.DONE, second)
+    assert run_store.get(JOB_ID, SCHEDULED_MS) == second
+
+
+# --- RunStore: finish, reads ----------------------------------------------------------------------
+
+
+def test_given_a_claimed_run_when_finishing_then_the_outcome_is_stored_and_returned(
+    run_store: RunStore,
+) -> None:
+    run = claimed(run_store, make_claim("msg-1"))
+    error = "x" * 1_000
+
+    done = run_store.finish(run, RunOutcome(RunStatus.FAILED, SCHEDULED_MS + 2_000, error))
+
+    assert done is not None
+    assert (done.status, done.finished_ms, done.error, done.lease) == (
+        RunStatus.FAILED,
+        SCHEDULED_MS + 2_000,
+        "x" * 300,
+        None,
+    )
+    assert done.started_ms == SCHEDULED_MS + 250
+    assert run_store.get(JOB_ID, SCHEDULED_MS) == done
+
+
+def test_given_a_reclaimed_run_when_the_old_holder_finishes_then_none_and_reclaim_is_intact(
+    run_store: RunStore,
+) -> None:
+    stale = claimed(run_store, make_claim("msg-1"))
+    assert stale.lease is not None
+    reclaimed = claimed(run_store, make_claim("msg-2", now_ms=stale.lease.until_ms + 1))
+
+    result = run_store.finish(stale, RunOutcome(RunStatus.SUCCEEDED, SCHEDULED_MS + 70_000))
+
+    assert result is None
+    assert run_store.get(JOB_ID, SCHEDULED_MS) == reclaimed
+    finished = run_store.finish(reclaimed, RunOutcome(RunStatus.SUCCEEDED, SCHEDULED_MS + 71_000))
+    assert finished is not None
+    assert run_store.get(JOB_ID, SCHEDULED_MS) == finished
+
+
+def test_given_a_finished_run_when_finishing_it_again_then_none(run_store: RunStore) -> None:
+    run = claimed(run_store, make_claim("msg-1"))
+    done = run_store.finish(run, RunOutcome(RunStatus.SUCCEEDED, SCHEDULED_MS + 1_000))
+
+    assert run_store.finish(run, RunOutcome(RunStatus.FAILED, SCHEDULED_MS + 2_000, "x")) is None
+    assert run_store.get(JOB_ID, SCHEDULED_MS) == done
+
+
+@pytest.mark.parametrize("run_store", ["dynamo"], indirect=True)
+@pytest.mark.parametrize("attempts", [1, 2, 3, 20])
+def test_given_failed_attempts_with_long_errors_when_stored_then_the_item_is_under_one_kb(
+    run_store: RunStore, request: pytest.FixtureRequest, attempts: int
+) -> None:
+    aws = _moto(request)
+    for number in range(1, attempts + 1):
+        now_ms = SCHEDULED_MS + number * 10_000
+        run = claimed(run_store, make_claim(f"msg-{number}", attempt=number, now_ms=now_ms))
+        status = RunStatus.FAILED if number == attempts else RunStatus.RETRYING
+        error = f"attempt {number}: " + "e" * 1_000  # truncated to MAX_ERROR_CHARS
+        assert run_store.finish(run, RunOutcome(status, now_ms + 5_000, error)) is not None
+
+    item = aws.dynamodb.get_item(
+        TableName=aws.settings.runs_table,
+        Key={"job_id": {"S": JOB_ID}, "scheduled_ms": {"N": str(SCHEDULED_MS)}},
+    )["Item"]
+
+    assert dynamo_item_size(item) < 1024
+    assert item["expires_at"] == {"N": str(SCHEDULED_MS // 1000 + 30 * 86_400)}
+
+
+def test_given_runs_of_two_jobs_when_paging_then_each_run_appears_once_newest_first(
+    run_store: RunStore,
+) -> None:
+    scheduled = [SCHEDULED_MS + i * 60_000 for i in range(7)]
+    for at in scheduled:
+        claimed(run_store, make_claim(f"msg-{at}", scheduled_ms=at, now_ms=at + 10))
+    claimed(run_store, make_claim("other", job_id="01KF000000000000000000OTHER"))
+
+    pages = []
+    cursor: str | None = None
+    while True:
+        page = run_store.list(JOB_ID, 3, cursor)
+        assert len(page.items) <= 3
+        pages.append(page.items)
+        cursor = page.cursor
+        if cursor is None:
+            break
+
+    seen = [run.scheduled_ms for items in pages for run in items]
+    assert seen == sorted(scheduled, reverse=True)
+    assert [r.scheduled_ms for r in pages[0]] == scheduled[6:3:-1]
+    assert all(run.job_id == JOB_ID for items in pages for run in items)
+    # A page that holds exactly the rest has no cursor.
+    assert run_store.list(JOB_ID, 7, None).cursor is None
+    rest = run_store.list(JOB_ID, 4, run_store.list(JOB_ID, 3, None).cursor)
+    assert [r.scheduled_ms for r in rest.items] == scheduled[3::-1]
+    assert rest.cursor is None
+    assert run_store.list("01KF00000000000000000NONE0", 3, None).items == []
+
+
+def test_given_some_missing_keys_when_getting_many_runs_then_only_existing_ones_are_returned(
+    run_store: RunStore,
+) -> None:
+    first = claimed(run_store, make_claim("a", scheduled_ms=SCHEDULED_MS))
+    second = claimed(run_store, make_claim("b", scheduled_ms=SCHEDULED_MS + 60_000))
+
+    found = run_store.get_many(
+        [
+            (JOB_ID, SCHEDULED_MS),
+            (JOB_ID, SCHEDULED_MS + 60_000),
+            (JOB_ID, SCHEDULED_MS),
+            (JOB_ID, SCHEDULED_MS + 1),
+            ("01KF00000000000000000NONE0", SCHEDULED_MS),
+        ]
+    )
+
+    assert found == {(JOB_ID, SCHEDULED_MS): first, (JOB_ID, SCHEDULED_MS + 60_000): second}
+    assert run_store.get(JOB_ID, SCHEDULED_MS + 1) is None
+
+
+def test_given_eight_concurrent_deliveries_when_claiming_then_exactly_one_wins(
+    run_store: RunStore,
+) -> None:
+    workers = 8
+    barrier = threading.Barrier(workers)
+    results: dict[str, tuple[ClaimOutcome, Run | None]] = {}
+    errors: list[BaseException] = []
+
+    def deliver(message_id: str) -> None:
+        try:
+            barrier.wait(timeout=10)
+            results[message_id] = run_store.claim(make_claim(message_id))
+        except BaseException as exc:  # surfaced by the assertion below
+            errors.append(exc)
+
+    threads = [threading.Thread(target=deliver, args=(f"msg-{i}",)) for i in range(workers)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(timeout=30)
+
+    assert errors == []
+    winners = [m for m, (outcome, _) in results.items() if outcome == ClaimOutcome.CLAIMED]
+    assert len(winners) == 1
+    assert sorted(outcome for outcome, _ in results.values()) == sorted(
+        [ClaimOutcome.CLAIMED] + [ClaimOutcome.BUSY] * (workers - 1)
+    )
+    stored = run_store.get(JOB_ID, SCHEDULED_MS)
+    assert stored is not None
+    assert stored.lease is not None
+    assert stored.lease.message_id == winners[0]
+    assert stored.version == 1
+
+
+# --- JobQueue ------------------------------------------------------------------------------------
+
+
+def run_message(i: int, runtime: Runtime, priority: Priority) -> RunMessage:
+    return RunMessage(
+        tenant=f"tenant-{i % 3}",
+        job_id=f"job-{i:03d}",
+        scheduled_ms=T0 + i * 1_000,
+        attempt=1 + i % 2,
+        due_ms=T0 + i * 1_000 + 500,
+        runtime=runtime,
+        priority=priority,
+    )
+
+
+def drain(queue: JobQueue, runtime: Runtime, priority: Priority) -> list[Delivery]:
+    received: list[Delivery] = []
+    while batch := queue.receive(runtime, priority, 10, 0):
+        assert len(batch) <= 10
+        received += batch
+    return received
+
+
+def test_given_messages_for_two_queues_when_receiving_then_each_queue_returns_its_own(
+    job_queue: QueueUnderTest,
+) -> None:
+    urgent = [run_message(i, Runtime.LAMBDA, Priority.HIGH) for i in range(15)]
+    batch = [run_message(i, Runtime.FARGATE, Priority.LOW) for i in range(15, 25)]
+    interleaved = [m for pair in zip(urgent, batch, strict=False) for m in pair] + urgent[10:]
+
+    job_queue.queue.send([(m, 0) for m in interleaved])
+
+    from_urgent = drain(job_queue.queue, Runtime.LAMBDA, Priority.HIGH)
+    from_batch = drain(job_queue.queue, Runtime.FARGATE, Priority.LOW)
+    assert sorted(RunMessage.from_json(d.body).job_id for d in from_urgent) == [
+        m.job_id for m in urgent
+    ]
+    assert {RunMessage.from_json(d.body) for d in from_urgent} == set(urgent)
+    assert {RunMessage.from_json(d.body) for d in from_batch} == set(batch)
+    assert len(from_urgent) == 15
+    assert len(from_batch) == 10
+    assert len({d.queue for d in from_urgent}) == 1
+    assert len({d.queue for d in from_batch}) == 1
+    assert from_urgent[0].queue != from_batch[0].queue
+    assert all(d.receive_count == 1 for d in from_urgent + from_batch)
+    assert len({d.message_id for d in from_urgent + from_batch}) == 25
+    assert drain(job_queue.queue, Runtime.LAMBDA, Priority.NORMAL) == []
+
+    job_queue.queue.delete([*from_urgent, *from_batch])  # more than one batch, two queues
+
+    assert job_queue.stored() == 0
+
+
+def test_given_a_delayed_message_when_receiving_then_it_is_hidden_until_the_delay_passed(
+    job_queue: QueueUnderTest,
+) -> None:
+    delayed = run_message(1, Runtime.LAMBDA, Priority.NORMAL)
+    now = run_message(2, Runtime.LAMBDA, Priority.NORMAL)
+
+    job_queue.queue.send([(delayed, 1), (now, 0)])
+
+    first = drain(job_queue.queue, Runtime.LAMBDA, Priority.NORMAL)
+    assert [RunMessage.from_json(d.body) for d in first] == [now]
+    job_queue.pass_time(1.2)
+    later = drain(job_queue.queue, Runtime.LAMBDA, Priority.NORMAL)
+    assert [RunMessage.from_json(d.body) for d in later] == [delayed]
+
+
+def test_given_a_received_message_when_made_visible_again_then_its_receive_count_grows(
+    job_queue: QueueUnderTest,
+) -> None:
+    message = run_message(7, Runtime.FARGATE, Priority.HIGH)
+    job_queue.queue.send([(message, 0)])
+    (first,) = job_queue.queue.receive(Runtime.FARGATE, Priority.HIGH, 10, 0)
+    assert job_queue.queue.receive(Runtime.FARGATE, Priority.HIGH, 10, 0) == []  # in flight
+
+    job_queue.queue.change_visibility(first, 0)
+    (second,) = job_queue.queue.receive(Runtime.FARGATE, Priority.HIGH, 10, 0)
+
+    assert (first.receive_count, second.receive_count) == (1, 2)
+    assert second.message_id == first.message_id
+    assert RunMessage.from_json(second.body) == message
+
+
+def test_given_received_messages_when_one_is_deleted_then_only_the_other_comes_back(
+    job_queue: QueueUnderTest,
+) -> None:
+    kept = run_message(1, Runtime.LAMBDA, Priority.LOW)
+    done = run_message(2, Runtime.LAMBDA, Priority.LOW)
+    job_queue.queue.send([(kept, 0), (done, 0)])
+    deliveries = drain(job_queue.queue, Runtime.LAMBDA, Priority.LOW)
+    by_message = {RunMessage.from_json(d.body): d for d in deliveries}
+    assert job_queue.stored() == 2
+
+    job_queue.queue.delete([by_message[done]])
+
+    assert job_queue.stored() == 1
+    job_queue.queue.change_visibility(by_message[kept], 0)
+    again = drain(job_queue.queue, Runtime.LAMBDA, Priority.LOW)
+    assert [RunMessage.from_json(d.body) for d in again] == [kept]
+    job_queue.queue.delete(again)
+    assert job_queue.stored() == 0
+
+
+def test_given_a_poison_message_when_sent_dead_then_its_dlq_holds_it_with_the_reason(
+    job_queue: QueueUnderTest,
+) -> None:
+    message = run_message(3, Runtime.FARGATE, Priority.NORMAL)
+
+    job_queue.queue.send_dead(message, "target rejected the payload: 400")
+
+    assert job_queue.dead_letters(Runtime.FARGATE, Priority.NORMAL) == [
+        (message, "target rejected the payload: 400")
+    ]
+    assert job_queue.dead_letters(Runtime.LAMBDA, Priority.NORMAL) == []
+    assert drain(job_queue.queue, Runtime.FARGATE, Priority.NORMAL) == []
