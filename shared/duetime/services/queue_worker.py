@@ -1,7 +1,7 @@
 """A long-running worker over the execution core: the Fargate worker (and the local stack's).
 
-- One poller thread per priority queue long-polls for as many messages as there are free
-  execution slots; the runs execute on a thread pool.
+- One poller thread per priority queue long-polls for up to as many messages as there are
+  free execution slots; the runs execute on a thread pool.
 - Messages are received with a short visibility timeout that a heartbeat keeps extending
   while the run executes: a worker that dies loses its lease within `visibility_seconds`.
 - Finished messages are deleted in batches of up to 10 (one request per 10 runs).
@@ -47,7 +47,6 @@ class QueueWorker:
         self._heartbeat = heartbeat_seconds
         self._stop_timeout = stop_timeout_seconds
         self._delete_interval = delete_interval_seconds
-        self._slots = threading.BoundedSemaphore(concurrency)
         self._stopping = threading.Event()
         self._lock = threading.Lock()
         self._held: dict[str, Delivery] = {}  # received, not yet deleted or released
@@ -88,29 +87,29 @@ class QueueWorker:
         logger.info("worker stopped", extra={"processed": self.processed})
 
     def _poll(self, priority: Priority, pool: ThreadPoolExecutor) -> None:
+        # Pollers do not reserve execution slots while they long-poll (one idle queue would
+        # starve the others); each asks for up to the capacity free right now. Messages that
+        # arrive together on several queues may wait briefly for a slot, leased by the heartbeat.
         while not self._stopping.is_set():
-            if not self._slots.acquire(timeout=0.5):
+            with self._lock:
+                free = self._concurrency - len(self._held)
+            if free <= 0:
+                time.sleep(0.05)
                 continue
-            taken = 1
-            while taken < 10 and self._slots.acquire(blocking=False):
-                taken += 1
             try:
                 deliveries = self._queue.receive(
-                    self._runtime, priority, taken, self._wait, self._visibility
+                    self._runtime, priority, min(10, free), self._wait, self._visibility
                 )
             except Exception:
                 logger.exception("receive failed", extra={"priority": priority.value})
-                deliveries = []
                 time.sleep(1)
-            for _ in range(taken - len(deliveries)):
-                self._slots.release()
+                continue
             with self._lock:
                 for delivery in deliveries:
                     self._held[delivery.message_id] = delivery
             for delivery in deliveries:
                 if self._stopping.is_set():
                     self._release(delivery)
-                    self._slots.release()
                 else:
                     pool.submit(self._process, delivery)
 
@@ -129,8 +128,8 @@ class QueueWorker:
             with self._lock:
                 self._held.pop(delivery.message_id, None)
         finally:
-            self.processed += 1
-            self._slots.release()
+            with self._lock:
+                self.processed += 1
 
     def _every(self, seconds: float, action: Callable[[], None]) -> None:
         while not self._stopping.wait(seconds):

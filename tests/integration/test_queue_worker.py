@@ -1,0 +1,110 @@
+"""The long-running (Fargate) worker: runs, heartbeats while a run executes, stops cleanly."""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Iterator
+
+import pytest
+
+from duetime.domain.jobs import Priority, Runtime
+from duetime.domain.runs import RunStatus
+from duetime.services.queue_worker import QueueWorker
+from duetime.targets import DEFAULT_HANDLERS, Invocation
+from tests.integration.conftest import RECORDER, Engine
+
+STARTED = threading.Event()
+
+
+def slow(invocation: Invocation) -> None:
+    """Records the run after `payload.seconds` of work."""
+    STARTED.set()
+    time.sleep(float(invocation.payload["seconds"]))
+    RECORDER(invocation)
+
+
+DEFAULT_HANDLERS.register("test.slow", slow)
+
+
+@pytest.fixture
+def worker(engine: Engine) -> Iterator[QueueWorker]:
+    STARTED.clear()
+    worker = QueueWorker(
+        engine.parts.queue,
+        engine.parts.executor,
+        Runtime.FARGATE,
+        concurrency=4,
+        wait_seconds=1,
+        visibility_seconds=2,
+        heartbeat_seconds=0.5,
+        stop_timeout_seconds=10,
+    )
+    thread = threading.Thread(target=worker.run, daemon=True)
+    thread.start()
+    yield worker
+    worker.stop()
+    thread.join(timeout=15)
+    assert not thread.is_alive(), "the worker did not stop"
+
+
+def wait_for(condition: object, seconds: float = 10) -> None:
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        if callable(condition) and condition():
+            return
+        time.sleep(0.05)
+    raise AssertionError("condition not met in time")
+
+
+def test_given_fargate_jobs_when_the_worker_runs_then_each_runs_once_and_is_deleted(
+    engine: Engine, worker: QueueWorker
+) -> None:
+    jobs = [
+        engine.submit({"schedule": {"delay_seconds": 0}, "runtime": "fargate", "priority": p})
+        for p in ("high", "normal", "low", "normal", "low")
+    ]
+    wait_for(lambda: len(engine.recorder.calls) == 5)
+    wait_for(lambda: sum(engine.queue_messages(Runtime.FARGATE, p) for p in Priority) == 0)
+    assert sorted(c.job_id for c in engine.recorder.calls) == sorted(jobs)
+
+
+def test_given_a_run_longer_than_the_visibility_timeout_then_the_heartbeat_keeps_its_lease(
+    engine: Engine, worker: QueueWorker
+) -> None:
+    job_id = engine.submit(
+        {
+            "schedule": {"delay_seconds": 0},
+            "runtime": "fargate",
+            "target": {"type": "handler", "name": "test.slow"},
+            "payload": {"seconds": 4},
+        }
+    )
+    assert STARTED.wait(10)
+    time.sleep(3)  # past the 2 s visibility timeout: only the heartbeat keeps it hidden
+    url = engine.aws.settings.queue(Runtime.FARGATE, Priority.NORMAL).url
+    assert engine.aws.sqs.receive_message(QueueUrl=url).get("Messages", []) == []
+    wait_for(lambda: engine.recorder.runs_of(job_id) != [])
+    assert len(engine.recorder.runs_of(job_id)) == 1
+
+
+def test_given_a_run_in_flight_when_stopped_then_it_finishes_and_the_worker_exits(
+    engine: Engine, worker: QueueWorker
+) -> None:
+    job_id = engine.submit(
+        {
+            "schedule": {"delay_seconds": 0},
+            "runtime": "fargate",
+            "target": {"type": "handler", "name": "test.slow"},
+            "payload": {"seconds": 1.5},
+        }
+    )
+    assert STARTED.wait(10)
+    worker.stop()  # as on SIGTERM, mid-run
+    wait_for(lambda: engine.recorder.runs_of(job_id) != [])
+    job = engine.parts.jobs.get("tenant-a", job_id)
+    assert job is not None
+    run = engine.parts.runs.get(job_id, job.created_ms)
+    assert run is not None
+    assert run.status == RunStatus.SUCCEEDED
+    wait_for(lambda: engine.queue_messages(Runtime.FARGATE, Priority.NORMAL) == 0)
