@@ -9,6 +9,7 @@ from duetime.domain.jobs import JobStatus, Priority, Runtime
 from duetime.domain.runs import ClaimOutcome, Lease, RunClaim, RunStatus
 from duetime.domain.timeutil import parse_rfc3339, to_ms
 from duetime.ports import RunMessage
+from duetime.wiring import wall_ms
 from tests.integration.conftest import START, Engine
 
 START_MS = to_ms(START)
@@ -287,3 +288,39 @@ def test_given_more_stored_future_jobs_then_the_sweep_reads_the_same(engine: Eng
     many = sweep_reads(1000, START_MS + 30 * 60_000)
     assert few == many
     assert few[0] == engine.parts.timers.shards  # one query per shard of the due bucket
+
+
+def test_given_a_paused_recurring_job_then_it_skips_runs_until_resumed_without_duplicates(
+    engine: Engine,
+) -> None:
+    job_id = engine.submit({"schedule": {"rate_seconds": 30}})
+    for _ in range(2):
+        engine.tick()
+        engine.advance(60)
+        engine.drain()
+    before = engine.recorder.runs_of(job_id)
+    assert before
+
+    engine.parts.service.pause("tenant-a", job_id)
+    paused_at = wall_ms()
+    for _ in range(3):
+        engine.tick()
+        engine.advance(60)
+        engine.drain()
+    # Only occurrences already released before the pause may still arrive; they are dropped.
+    during = [s for s in engine.recorder.runs_of(job_id) if s > paused_at]
+    assert during == []
+    assert engine.parts.service.get("tenant-a", job_id).status == JobStatus.PAUSED
+
+    engine.parts.service.resume("tenant-a", job_id)
+    resumed_at = wall_ms()
+    for _ in range(3):
+        engine.tick()
+        engine.advance(60)
+        engine.drain()
+    after = [s for s in engine.recorder.runs_of(job_id) if s > resumed_at]
+    assert len(after) >= 4
+    runs = engine.recorder.runs_of(job_id)
+    assert len(runs) == len(set(runs))  # no occurrence ran twice (old and new chain)
+    anchor = created(engine, job_id) + 30_000
+    assert all((s - anchor) % 30_000 == 0 for s in runs)  # still on the rate's grid

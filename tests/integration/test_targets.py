@@ -20,6 +20,8 @@ from cryptography import x509
 from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import NameOID
+from moto import mock_aws
+
 from duetime import __version__
 from duetime.domain.targets import (
     EventBridgeTarget,
@@ -31,7 +33,6 @@ from duetime.domain.targets import (
 )
 from duetime.targets import AwsClients, HttpDelivery, Invocation, TargetError, TargetExecutor
 from duetime.targets.aws import is_retryable
-from moto import mock_aws
 
 SCHEDULED_MS = 1_795_237_200_123  # 2026-11-21T05:00:00.123Z
 

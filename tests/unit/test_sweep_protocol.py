@@ -119,3 +119,44 @@ def test_with_regular_ticks_every_timer_is_released_within_the_second_before_it_
     assert sorted(due for _, due in released) == sorted(T0 + d for d in one_offs)
     for visible_at, due in released:
         assert due - 1000 < visible_at <= due
+
+
+class FlakyQueue(MemoryQueue):
+    """A queue whose `fail_on`-th send raises, as when the sweeper crashes mid-sweep."""
+
+    def __init__(self, clock: Clock, fail_on: int) -> None:
+        super().__init__(clock)
+        self.sends = 0
+        self.fail_on = fail_on
+
+    def send(self, messages: Any) -> None:
+        self.sends += 1
+        if self.sends == self.fail_on:
+            raise ConnectionError("network down")
+        super().send(messages)
+
+
+def test_given_a_sweep_that_fails_mid_minute_then_the_next_resumes_from_the_watermark() -> None:
+    clock = Clock(T0)
+    queues = {
+        queue_key(r, p): QueueUrls(f"q/{r}/{p}", f"dlq/{r}/{p}") for r in Runtime for p in Priority
+    }
+    config = Settings("jobs", "timers", "runs", queues, timer_shards=1)
+    jobs, timers, runs = MemoryJobStore(), MemoryTimerStore(shards=1), MemoryRunStore()
+    queue = FlakyQueue(clock, fail_on=2)
+    service = JobService(jobs, timers, runs, queue, config, clock=clock)
+    created = [
+        service.create("t", parse_job_spec(body({"at": rfc3339_ms(T0 + 300_000 + i)}))).id
+        for i in range(12)
+    ]
+    sweeper = Sweeper(jobs, timers, queue, config, clock=clock, page_size=5)
+    clock.now = T0 + 240_000
+
+    first = sweeper.sweep()
+    second = sweeper.sweep()
+
+    assert first.errors  # the second page's send failed
+    assert first.messages_sent == 5
+    assert second.errors == []
+    assert second.messages_sent == 7  # resumed after the first page, not from the start
+    assert sent(queue, clock) == Counter({(j, T0 + 300_000 + i): 1 for i, j in enumerate(created)})

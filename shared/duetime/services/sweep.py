@@ -65,6 +65,7 @@ class Sweeper:
         parallelism: int = 8,
         lease_ms: int = 120_000,
         deadline_ms: int = 45_000,
+        page_size: int = PAGE_SIZE,
     ) -> None:
         self._jobs = jobs
         self._timers = timers
@@ -74,6 +75,7 @@ class Sweeper:
         self._parallelism = parallelism
         self._lease_ms = lease_ms
         self._deadline_ms = deadline_ms
+        self._page_size = page_size
         self._dispatcher = Dispatcher(jobs, timers, queue, settings, clock=clock)
 
     def sweep(self, owner: str | None = None) -> SweepReport:
@@ -155,7 +157,7 @@ class Sweeper:
                 pages = list(
                     pool.map(
                         lambda s: self._timers.read_due(
-                            minute, s, watermarks[s], horizon_ms, PAGE_SIZE
+                            minute, s, watermarks[s], horizon_ms, self._page_size
                         ),
                         active,
                     )
@@ -185,6 +187,11 @@ class Sweeper:
         except Exception as exc:  # recorded progress stands; the next sweep resumes from it
             logger.exception("sweeping minute failed", extra={"minute": minute})
             report.errors.append(f"{minute}: {exc}")
+            for shard in active:  # best effort: let the next tick resume without waiting
+                try:
+                    self._timers.advance(minute, shard, owner, watermarks[shard], release=True)
+                except Exception:
+                    logger.exception("releasing a partition failed", extra={"shard": shard})
         return done
 
     def _record(
