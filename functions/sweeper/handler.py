@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from aws_lambda_powertools.utilities.typing import LambdaContext
+
 from duetime.observability import logger, metrics, tracer
 from duetime.wiring import components
 

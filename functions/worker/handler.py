@@ -15,6 +15,7 @@ from aws_lambda_powertools.utilities.batch import (
 )
 from aws_lambda_powertools.utilities.data_classes.sqs_event import SQSRecord
 from aws_lambda_powertools.utilities.typing import LambdaContext
+
 from duetime.observability import logger, metrics, tracer
 from duetime.ports import Delivery
 from duetime.services.execute import Disposition
