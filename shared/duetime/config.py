@@ -67,30 +67,38 @@ class Settings:
     @classmethod
     def from_env(cls, environ: Mapping[str, str] | None = None) -> Settings:
         env = os.environ if environ is None else environ
+        names = (Env.JOBS_TABLE, Env.TIMERS_TABLE, Env.RUNS_TABLE, Env.QUEUES)
+        missing_env = [name for name in names if not env.get(name)]
+        if missing_env:
+            raise RuntimeError(f"environment variable(s) not set: {', '.join(missing_env)}")
 
-        def required(name: str) -> str:
-            value = env.get(name)
-            if not value:
-                raise RuntimeError(f"environment variable {name} is not set")
-            return value
+        def number(name: str, default: int, low: int, high: int) -> int:
+            raw = env.get(name, str(default))
+            if not raw.strip().isdigit() or not low <= int(raw) <= high:
+                raise RuntimeError(f"{name} must be a whole number from {low} to {high}: {raw!r}")
+            return int(raw)
 
-        raw_queues = json.loads(required(Env.QUEUES))
-        queues = {key: QueueUrls(v["url"], v["dlq_url"]) for key, v in raw_queues.items()}
+        try:
+            raw_queues = json.loads(env[Env.QUEUES])
+            queues = {k: QueueUrls(v["url"], v["dlq_url"]) for k, v in raw_queues.items()}
+        except (ValueError, KeyError, TypeError, AttributeError) as exc:
+            raise RuntimeError(f"{Env.QUEUES} is not valid queue JSON: {exc}") from None
         missing = [
             queue_key(r, p) for r in Runtime for p in Priority if queue_key(r, p) not in queues
         ]
         if missing:
             raise RuntimeError(f"{Env.QUEUES} lacks {', '.join(missing)}")
         return cls(
-            jobs_table=required(Env.JOBS_TABLE),
-            timers_table=required(Env.TIMERS_TABLE),
-            runs_table=required(Env.RUNS_TABLE),
+            jobs_table=env[Env.JOBS_TABLE],
+            timers_table=env[Env.TIMERS_TABLE],
+            runs_table=env[Env.RUNS_TABLE],
             queues=queues,
-            timer_shards=int(env.get(Env.TIMER_SHARDS, "8")),
-            lookahead_minutes=int(env.get(Env.LOOKAHEAD_MINUTES, "1")),
-            misfire_grace_seconds=int(env.get(Env.MISFIRE_GRACE_SECONDS, "60")),
-            run_ttl_seconds=int(env.get(Env.RUN_TTL_SECONDS, str(30 * 86_400))),
-            timer_ttl_seconds=int(env.get(Env.TIMER_TTL_SECONDS, str(7 * 86_400))),
+            timer_shards=number(Env.TIMER_SHARDS, 8, 1, 1000),
+            # Messages are sent up to (lookahead + 2) minutes ahead; SQS delays stop at 900 s.
+            lookahead_minutes=number(Env.LOOKAHEAD_MINUTES, 1, 1, 13),
+            misfire_grace_seconds=number(Env.MISFIRE_GRACE_SECONDS, 60, 0, 86_400),
+            run_ttl_seconds=number(Env.RUN_TTL_SECONDS, 30 * 86_400, 60, 3650 * 86_400),
+            timer_ttl_seconds=number(Env.TIMER_TTL_SECONDS, 7 * 86_400, 86_400, 3650 * 86_400),
             allow_private_targets=_flag(env.get(Env.ALLOW_PRIVATE_TARGETS, "false")),
             require_https=_flag(env.get(Env.REQUIRE_HTTPS, "true")),
         )

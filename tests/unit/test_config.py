@@ -1,0 +1,43 @@
+"""Settings from the environment: round trip, and clear errors for what is missing or wrong."""
+
+from __future__ import annotations
+
+import pytest
+
+from duetime.config import Env, QueueUrls, Settings, queue_key
+from duetime.domain.jobs import Priority, Runtime
+
+SETTINGS = Settings(
+    "j",
+    "t",
+    "r",
+    {queue_key(r, p): QueueUrls(f"u/{r}/{p}", f"d/{r}/{p}") for r in Runtime for p in Priority},
+    timer_shards=16,
+    lookahead_minutes=2,
+)
+
+
+def test_settings_round_trip_through_the_environment() -> None:
+    assert Settings.from_env(SETTINGS.to_env()) == SETTINGS
+
+
+@pytest.mark.parametrize(
+    ("name", "value", "message"),
+    [
+        (Env.QUEUES, "{oops", "DUETIME_QUEUES is not valid queue JSON"),
+        (Env.QUEUES, '{"lambda/high": {"url": "u", "dlq_url": "d"}}', "DUETIME_QUEUES lacks"),
+        (Env.LOOKAHEAD_MINUTES, "14", "DUETIME_LOOKAHEAD_MINUTES must be a whole number"),
+        (Env.TIMER_SHARDS, "eight", "DUETIME_TIMER_SHARDS must be a whole number"),
+        (Env.TIMER_SHARDS, "0", "DUETIME_TIMER_SHARDS must be a whole number"),
+    ],
+)
+def test_a_bad_setting_is_named(name: str, value: str, message: str) -> None:
+    with pytest.raises(RuntimeError, match=message):
+        Settings.from_env({**SETTINGS.to_env(), name: value})
+
+
+def test_every_missing_variable_is_named_at_once() -> None:
+    env = SETTINGS.to_env()
+    del env[Env.JOBS_TABLE], env[Env.RUNS_TABLE]
+    with pytest.raises(RuntimeError, match="DUETIME_JOBS_TABLE, DUETIME_RUNS_TABLE"):
+        Settings.from_env(env)
