@@ -7,7 +7,6 @@ import os
 import signal
 import subprocess
 import sys
-import time
 from collections.abc import Iterator
 
 import boto3
@@ -19,6 +18,7 @@ from duetime.domain.jobs import Priority, Runtime, parse_job_spec
 from duetime.domain.runs import RunStatus
 from duetime.resources import create_resources
 from duetime.wiring import Components, build
+from tests.waiting import wait_for
 
 pytestmark = pytest.mark.slow
 
@@ -49,15 +49,6 @@ def unused_port() -> int:
         s.bind(("127.0.0.1", 0))
         port: int = s.getsockname()[1]
         return port
-
-
-def wait_for(condition: object, seconds: float = 20) -> None:
-    deadline = time.monotonic() + seconds
-    while time.monotonic() < deadline:
-        if callable(condition) and condition():
-            return
-        time.sleep(0.1)
-    raise AssertionError("condition not met in time")
 
 
 def test_given_a_run_in_flight_when_the_worker_gets_sigterm_then_it_finishes_and_exits_0(

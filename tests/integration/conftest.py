@@ -60,6 +60,13 @@ class Engine:
         result: dict[str, Any] = sweeper_handler.handler({}, FakeContext())
         return result
 
+    def run_minutes(self, minutes: int) -> None:
+        """Let the system run: each minute the sweeper ticks and the workers drain the queues."""
+        for _ in range(minutes):
+            self.tick()
+            self.advance(60)
+            self.drain()
+
     def advance(self, seconds: float) -> None:
         self.clock.shift(seconds)
 

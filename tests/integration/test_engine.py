@@ -81,10 +81,7 @@ def test_given_a_rate_job_when_the_sweeper_ticks_each_minute_then_runs_follow_th
     engine: Engine,
 ) -> None:
     job_id = engine.submit({"schedule": {"rate_seconds": 20}})
-    for _ in range(4):
-        engine.tick()
-        engine.advance(60)
-        engine.drain()
+    engine.run_minutes(4)
     runs = engine.recorder.runs_of(job_id)
     anchor = created(engine, job_id) + 20_000
     assert runs == [anchor + k * 20_000 for k in range(len(runs))]
@@ -99,10 +96,7 @@ def test_given_a_cron_job_in_a_time_zone_when_swept_then_it_runs_at_local_wall_t
 ) -> None:
     # 05:00 in New York is 10:00 UTC on 2026-11-21 (EST, UTC−5)
     job_id = engine.submit({"schedule": {"cron": "*/2 * * * *", "timezone": "America/New_York"}})
-    for _ in range(6):
-        engine.tick()
-        engine.advance(60)
-        engine.drain()
+    engine.run_minutes(6)
     expected = [to_ms(parse_rfc3339(f"2026-11-21T10:{m:02d}:00Z")) for m in (2, 4, 6)]
     assert engine.recorder.runs_of(job_id)[:3] == expected
 
@@ -167,10 +161,7 @@ def test_given_a_cancelled_job_when_it_falls_due_then_it_never_runs(engine: Engi
     soon = engine.submit({"schedule": {"delay_seconds": 5}})  # already in SQS
     engine.parts.service.cancel("tenant-a", later)
     engine.parts.service.cancel("tenant-a", soon)
-    for _ in range(6):
-        engine.tick()
-        engine.advance(60)
-        engine.drain()
+    engine.run_minutes(6)
     assert engine.recorder.calls == []
     assert engine.parts.runs.get(later, START_MS + 300_000) is None
     assert engine.parts.runs.get(soon, created(engine, soon) + 5_000) is None
@@ -294,19 +285,13 @@ def test_given_a_paused_recurring_job_then_it_skips_runs_until_resumed_without_d
     engine: Engine,
 ) -> None:
     job_id = engine.submit({"schedule": {"rate_seconds": 30}})
-    for _ in range(2):
-        engine.tick()
-        engine.advance(60)
-        engine.drain()
+    engine.run_minutes(2)
     before = engine.recorder.runs_of(job_id)
     assert before
 
     engine.parts.service.pause("tenant-a", job_id)
     paused_at = wall_ms()
-    for _ in range(3):
-        engine.tick()
-        engine.advance(60)
-        engine.drain()
+    engine.run_minutes(3)
     # Only occurrences already released before the pause may still arrive; they are dropped.
     during = [s for s in engine.recorder.runs_of(job_id) if s > paused_at]
     assert during == []
@@ -314,10 +299,7 @@ def test_given_a_paused_recurring_job_then_it_skips_runs_until_resumed_without_d
 
     engine.parts.service.resume("tenant-a", job_id)
     resumed_at = wall_ms()
-    for _ in range(3):
-        engine.tick()
-        engine.advance(60)
-        engine.drain()
+    engine.run_minutes(3)
     after = [s for s in engine.recorder.runs_of(job_id) if s > resumed_at]
     assert len(after) >= 4
     runs = engine.recorder.runs_of(job_id)

@@ -13,6 +13,7 @@ from duetime.domain.runs import RunStatus
 from duetime.services.queue_worker import QueueWorker
 from duetime.targets import DEFAULT_HANDLERS, Invocation
 from tests.integration.conftest import RECORDER, Engine
+from tests.waiting import wait_for
 
 STARTED = threading.Event()
 
@@ -46,15 +47,6 @@ def worker(engine: Engine) -> Iterator[QueueWorker]:
     worker.stop()
     thread.join(timeout=15)
     assert not thread.is_alive(), "the worker did not stop"
-
-
-def wait_for(condition: object, seconds: float = 10) -> None:
-    deadline = time.monotonic() + seconds
-    while time.monotonic() < deadline:
-        if callable(condition) and condition():
-            return
-        time.sleep(0.05)
-    raise AssertionError("condition not met in time")
 
 
 def test_given_fargate_jobs_when_the_worker_runs_then_each_runs_once_and_is_deleted(

@@ -69,6 +69,36 @@ def _decode_cursor(cursor: str) -> dict[str, Any]:
     return value
 
 
+def _batch_get(
+    client: DynamoDBClient, table: str, keys: Sequence[dict[str, Any]], *, consistent: bool
+) -> list[dict[str, Any]]:
+    """BatchGetItem in chunks of 100, retrying unprocessed keys; items in plain values."""
+    items: list[dict[str, Any]] = []
+    for start in range(0, len(keys), _BATCH_GET):
+        request: Any = {
+            table: {"Keys": keys[start : start + _BATCH_GET], "ConsistentRead": consistent}
+        }
+        while request:
+            response = client.batch_get_item(RequestItems=request)
+            items += [from_item(i) for i in response.get("Responses", {}).get(table, [])]
+            request = response.get("UnprocessedKeys") or None
+    return items
+
+
+def _query_page(
+    client: DynamoDBClient, params: dict[str, Any], limit: int, sort_key: str
+) -> tuple[list[dict[str, Any]], Any]:
+    """One page of a query, newest first, and the sort-key value to continue after (None at
+    the end). One extra item tells whether another page exists: a query that stops at its
+    Limit returns a LastEvaluatedKey even when nothing follows."""
+    response = client.query(**params, ScanIndexForward=False, Limit=limit + 1)
+    items = [from_item(i) for i in response.get("Items", [])]
+    last = response.get("LastEvaluatedKey")  # also set when the 1 MB page limit cut it short
+    if len(items) > limit:
+        return items[:limit], items[limit - 1][sort_key]
+    return items, from_item(last)[sort_key] if last else None
+
+
 def _cursor_int(start: dict[str, Any], key: str) -> int:
     value = start.get(key)
     if not isinstance(value, int) or isinstance(value, bool):
@@ -102,50 +132,29 @@ class DynamoJobStore:
         return job_from_values(from_item(item)) if item else None
 
     def get_many(self, keys: Sequence[tuple[str, str]]) -> dict[str, Job]:
-        found: dict[str, Job] = {}
-        unique = list(dict.fromkeys(keys))
-        for start in range(0, len(unique), _BATCH_GET):
-            request: Any = {
-                self._table: {
-                    "Keys": [
-                        {"tenant": {"S": t}, "id": {"S": i}}
-                        for t, i in unique[start : start + _BATCH_GET]
-                    ],
-                    "ConsistentRead": True,
-                }
-            }
-            while request:
-                response = self._client.batch_get_item(RequestItems=request)
-                for item in response.get("Responses", {}).get(self._table, []):
-                    job = job_from_values(from_item(item))
-                    found[job.id] = job
-                request = response.get("UnprocessedKeys") or None
-        return found
+        unique = [{"tenant": {"S": t}, "id": {"S": i}} for t, i in dict.fromkeys(keys)]
+        jobs = (
+            job_from_values(v)
+            for v in _batch_get(self._client, self._table, unique, consistent=True)
+        )
+        return {job.id: job for job in jobs}
 
     def list(self, tenant: str, limit: int, cursor: str | None) -> Page[Job]:
         params: dict[str, Any] = {
             "TableName": self._table,
             "KeyConditionExpression": "tenant = :t",
             "ExpressionAttributeValues": {":t": {"S": tenant}},
-            "ScanIndexForward": False,  # ULIDs: newest first
-            # One extra item tells whether another page exists: a query that stops at its
-            # Limit returns a LastEvaluatedKey even when nothing follows.
-            "Limit": limit + 1,
         }
         if cursor:
-            start = _decode_cursor(cursor)
+            start = _decode_cursor(cursor).get("id")
+            if not isinstance(start, str):
+                raise ValueError("invalid cursor")
             # A cursor only ever names this tenant's partition: another tenant's cursor
             # cannot be used to read across tenants.
-            if not isinstance(start.get("id"), str):
-                raise ValueError("invalid cursor")
-            params["ExclusiveStartKey"] = {"tenant": {"S": tenant}, "id": {"S": start["id"]}}
-        response = self._client.query(**params)
-        jobs = [job_from_values(from_item(i)) for i in response.get("Items", [])]
-        last = response.get("LastEvaluatedKey")  # also set when the 1 MB page limit cut it short
-        if len(jobs) > limit:
-            jobs = jobs[:limit]
-            last = {"id": {"S": jobs[-1].id}}
-        return Page(jobs, _encode_cursor({"id": last["id"]["S"]}) if last else None)
+            params["ExclusiveStartKey"] = {"tenant": {"S": tenant}, "id": {"S": start}}
+        items, last = _query_page(self._client, params, limit, "id")  # ULIDs: newest first
+        jobs = [job_from_values(v) for v in items]
+        return Page(jobs, _encode_cursor({"id": last}) if last else None)
 
     def replace(self, job: Job, *, expected: Job) -> None:
         try:
@@ -278,26 +287,12 @@ class DynamoTimerStore:
     def partition_states(
         self, keys: Sequence[tuple[int, int]]
     ) -> dict[tuple[int, int], PartitionState]:
-        states: dict[tuple[int, int], PartitionState] = {}
         by_pk = {timer_partition(m, s): (m, s) for m, s in keys}
-        pks = list(by_pk)
-        for start in range(0, len(pks), _BATCH_GET):
-            request: Any = {
-                self._table: {
-                    "Keys": [
-                        {"pk": {"S": pk}, "sk": {"S": SWEEP_SK}}
-                        for pk in pks[start : start + _BATCH_GET]
-                    ],
-                    "ConsistentRead": True,
-                }
-            }
-            while request:
-                response = self._client.batch_get_item(RequestItems=request)
-                for raw in response.get("Responses", {}).get(self._table, []):
-                    values = from_item(raw)
-                    minute, shard = by_pk[values["pk"]]
-                    states[(minute, shard)] = _partition_state(minute, shard, values)
-                request = response.get("UnprocessedKeys") or None
+        wanted = [{"pk": {"S": pk}, "sk": {"S": SWEEP_SK}} for pk in by_pk]
+        states: dict[tuple[int, int], PartitionState] = {}
+        for values in _batch_get(self._client, self._table, wanted, consistent=True):
+            minute, shard = by_pk[values["pk"]]
+            states[(minute, shard)] = _partition_state(minute, shard, values)
         return states
 
     def acquire(
@@ -434,44 +429,27 @@ class DynamoRunStore:
         return run_from_values(from_item(item)) if item else None
 
     def get_many(self, keys: Sequence[tuple[str, int]]) -> dict[tuple[str, int], Run]:
-        found: dict[tuple[str, int], Run] = {}
-        unique = list(dict.fromkeys(keys))
-        for start in range(0, len(unique), _BATCH_GET):
-            request: Any = {
-                self._table: {
-                    "Keys": [
-                        {"job_id": {"S": j}, "scheduled_ms": {"N": str(s)}}
-                        for j, s in unique[start : start + _BATCH_GET]
-                    ]
-                }
-            }
-            while request:
-                response = self._client.batch_get_item(RequestItems=request)
-                for item in response.get("Responses", {}).get(self._table, []):
-                    run = run_from_values(from_item(item))
-                    found[(run.job_id, run.scheduled_ms)] = run
-                request = response.get("UnprocessedKeys") or None
-        return found
+        wanted = [
+            {"job_id": {"S": j}, "scheduled_ms": {"N": str(ms)}} for j, ms in dict.fromkeys(keys)
+        ]
+        runs = (
+            run_from_values(v)
+            for v in _batch_get(self._client, self._table, wanted, consistent=True)
+        )
+        return {(run.job_id, run.scheduled_ms): run for run in runs}
 
     def list(self, job_id: str, limit: int, cursor: str | None) -> Page[Run]:
         params: dict[str, Any] = {
             "TableName": self._table,
             "KeyConditionExpression": "job_id = :j",
             "ExpressionAttributeValues": {":j": {"S": job_id}},
-            "ScanIndexForward": False,
-            "Limit": limit + 1,  # one extra item tells whether another page exists
         }
         if cursor:
-            start = _decode_cursor(cursor)
+            start = _cursor_int(_decode_cursor(cursor), "s")
             params["ExclusiveStartKey"] = {
                 "job_id": {"S": job_id},
-                "scheduled_ms": {"N": str(_cursor_int(start, "s"))},
+                "scheduled_ms": {"N": str(start)},
             }
-        response = self._client.query(**params)
-        runs = [run_from_values(from_item(i)) for i in response.get("Items", [])]
-        last = response.get("LastEvaluatedKey")
-        if len(runs) > limit:
-            runs = runs[:limit]
-            last = {"scheduled_ms": {"N": str(runs[-1].scheduled_ms)}}
-        next_cursor = _encode_cursor({"s": int(last["scheduled_ms"]["N"])}) if last else None
-        return Page(runs, next_cursor)
+        items, last = _query_page(self._client, params, limit, "scheduled_ms")
+        runs = [run_from_values(v) for v in items]
+        return Page(runs, _encode_cursor({"s": last}) if last is not None else None)
