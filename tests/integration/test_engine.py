@@ -217,6 +217,32 @@ def test_given_a_worker_that_dies_holding_a_run_then_the_run_is_reclaimed_after_
     assert len(run.attempts) == 1
 
 
+def test_given_a_copy_of_a_run_held_by_a_dead_worker_then_it_reclaims_when_the_lease_ends(
+    engine: Engine,
+) -> None:
+    job_id = engine.submit({"schedule": {"delay_seconds": 0}})
+    scheduled = created(engine, job_id)
+    # A worker claimed the run with a 60 s lease and died; a second copy of the message is queued
+    outcome, _ = engine.parts.runs.claim(
+        RunClaim(
+            "tenant-a",
+            job_id,
+            scheduled,
+            1,
+            Lease("dead-worker-message", 1, scheduled + 60_000),
+            scheduled,
+            0,
+            scheduled // 1000 + 3600,
+        )
+    )
+    assert outcome == ClaimOutcome.CLAIMED
+    engine.drain()  # the copy finds the run busy and comes back when the lease ends
+    assert engine.recorder.calls == []
+    engine.advance_to(scheduled + 62_000)
+    engine.drain()
+    assert engine.recorder.runs_of(job_id) == [scheduled]
+
+
 def engine_visibility(engine: Engine) -> int:
     url = engine.aws.settings.queue(Runtime.LAMBDA, Priority.NORMAL).url
     attrs = engine.aws.sqs.get_queue_attributes(QueueUrl=url, AttributeNames=["VisibilityTimeout"])

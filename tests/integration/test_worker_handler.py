@@ -38,6 +38,9 @@ def test_given_a_batch_with_a_malformed_and_a_busy_record_then_only_those_are_re
     malformed = next(m["MessageId"] for m in messages if m["Body"] == "{not json")
     assert response == {"batchItemFailures": [{"itemIdentifier": malformed}]}
     assert sorted(c.job_id for c in engine.recorder.calls) == sorted([good, other])
+    # The malformed message is visible again at once, on its way to the DLQ by redrive
+    again = engine.aws.sqs.receive_message(QueueUrl=url).get("Messages", [])
+    assert [m["MessageId"] for m in again] == [malformed]
 
 
 def test_given_every_record_fails_then_the_handler_still_returns_a_partial_response(

@@ -22,6 +22,7 @@ from dataclasses import dataclass
 from enum import StrEnum
 
 from duetime.config import Settings
+from duetime.domain.ids import run_id
 from duetime.domain.jobs import Job, JobStatus
 from duetime.domain.retry import backoff_ms, should_retry
 from duetime.domain.runs import ClaimOutcome, Lease, Run, RunClaim, RunOutcome, RunStatus
@@ -75,10 +76,14 @@ class RunExecutor:
         try:
             message = RunMessage.from_json(delivery.body)
         except (ValueError, KeyError, TypeError) as exc:
-            # Left in the queue: the redrive policy moves it to the DLQ after maxReceiveCount.
+            # Visible again at once: the redrive policy moves it to the DLQ after
+            # maxReceiveCount deliveries, in seconds rather than visibility timeouts.
             logger.error("malformed message", extra={"message_id": delivery.message_id})
+            self._queue.change_visibility(delivery, 0)
             return Result(Disposition.RETRY_LATER, f"malformed message: {exc}")
-        logger.append_keys(job_id=message.job_id, run_id=f"{message.job_id}-{message.scheduled_ms}")
+        logger.append_keys(
+            job_id=message.job_id, run_id=run_id(message.job_id, message.scheduled_ms)
+        )
         try:
             return self._handle(delivery, message)
         finally:
@@ -120,7 +125,12 @@ class RunExecutor:
             count(Metric.RUNS_DUPLICATE)
             return Result(Disposition.DONE, "duplicate of finished work", run)
         if outcome == ClaimOutcome.BUSY or run is None:
+            # Come back when the holder's lease ends: if it died, this delivery reclaims.
             count(Metric.RUNS_DUPLICATE)
+            if run is not None and run.lease is not None:
+                self._queue.change_visibility(
+                    delivery, delay_seconds(run.lease.until_ms, self._clock()) + 1
+                )
             return Result(Disposition.RETRY_LATER, "another worker holds the run", run)
         count(Metric.RUNS_STARTED)
         milliseconds(Metric.START_LATENESS, claim.lateness_ms)

@@ -73,28 +73,20 @@ class JobService:
             next_due_ms=due,
             # A one-off job lives as long as its run records (the hot window); after that
             # its history is in the archive.
-            expires_at=None if spec.recurring else self._expiry(due),
+            # (plus a day for retries).
+            expires_at=None
+            if spec.recurring
+            else max(due, now) // 1000 + self._settings.run_ttl_seconds + 86_400,
         )
-        self._schedule(job, due, now, create=True)
-        return job
-
-    def _expiry(self, due_ms: int) -> int:
-        return max(due_ms, self._clock()) // 1000 + self._settings.run_ttl_seconds + 86_400
-
-    def _schedule(self, job: Job, due: int, now: int, *, create: bool = False) -> None:
-        """Make the occurrence `due` durable (a message or a timer), after the job item.
-
-        If dispatching fails, the new job is cancelled before the error propagates, so a
-        submission that was not acknowledged does not linger as a job that never runs."""
-        if create:
-            self._jobs.create(job)
+        self._jobs.create(job)
         try:
             self._dispatcher.dispatch([(job, due)])
         except Exception:
-            if create:
-                cancelled = replace(job, status=JobStatus.CANCELLED, updated_ms=self._clock())
-                self._jobs.replace(cancelled, expected=job)
+            # Not acknowledged: cancel it rather than leave a job that never runs.
+            cancelled = replace(job, status=JobStatus.CANCELLED, updated_ms=self._clock())
+            self._jobs.replace(cancelled, expected=job)
             raise
+        return job
 
     def _send(self, job: Job, due: int, now: int) -> None:
         self._queue.send([(run_message(job, due), delay_seconds(due, now))])
@@ -162,7 +154,7 @@ class JobService:
         except ConditionFailed:
             raise IllegalTransition(job.id, "changed concurrently", wanted) from None
         if due is not None:
-            self._schedule(updated, due, now)
+            self._dispatcher.dispatch([(updated, due)])
         return self._view(updated)
 
     def run_now(self, tenant: str, job_id: str) -> int:
