@@ -17,7 +17,7 @@ from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 
 from duetime.domain.jobs import Priority, Runtime
-from duetime.observability import logger
+from duetime.observability import logger, metrics
 from duetime.ports import Delivery, JobQueue
 from duetime.services.execute import Disposition, RunExecutor
 
@@ -68,6 +68,8 @@ class QueueWorker:
             threading.Thread(
                 target=self._every, args=(self._delete_interval, self._flush), daemon=True
             ),
+            # Outside Lambda nothing flushes the EMF metrics per invocation: once a minute.
+            threading.Thread(target=self._every, args=(60.0, metrics.flush_metrics), daemon=True),
         ]
         for thread in pollers + helpers:
             thread.start()
@@ -84,6 +86,7 @@ class QueueWorker:
         pool.shutdown(wait=False, cancel_futures=True)
         self._flush()
         self._release_all()
+        metrics.flush_metrics()
         logger.info("worker stopped", extra={"processed": self.processed})
 
     def _poll(self, priority: Priority, pool: ThreadPoolExecutor) -> None:
