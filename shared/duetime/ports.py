@@ -75,6 +75,12 @@ class JobStore(Protocol):
 
     def get(self, tenant: str, job_id: str) -> Job | None: ...
 
+    def claim_key(
+        self, tenant: str, key: str, job_id: str, fingerprint: str, expires_at: int
+    ) -> tuple[str, str] | None:
+        """Record that a tenant's idempotency key names `job_id`. None if this call recorded
+        it; otherwise the (job id, request fingerprint) recorded first."""
+
     def get_many(self, keys: Sequence[tuple[str, str]]) -> dict[str, Job]:
         """Jobs by (tenant, id), keyed by id; missing ones are absent."""
 

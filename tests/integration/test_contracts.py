@@ -339,6 +339,25 @@ def test_given_jobs_of_two_tenants_when_paging_then_each_job_appears_once_newest
     assert job_store.list(TENANT, 4, first_cursor) == Page(mine[3::-1], None)
 
 
+def test_given_an_idempotency_key_then_the_first_claim_wins_per_tenant(
+    job_store: JobStore,
+) -> None:
+    assert job_store.claim_key(TENANT, "k1", "job-1", "fp-1", T0 // 1000 + 60) is None
+    assert job_store.claim_key(TENANT, "k1", "job-2", "fp-2", T0 // 1000 + 60) == ("job-1", "fp-1")
+    assert job_store.claim_key(OTHER_TENANT, "k1", "job-3", "fp-3", T0 // 1000 + 60) is None
+
+
+def test_given_idempotency_records_then_listing_and_get_never_return_them(
+    job_store: JobStore,
+) -> None:
+    jobs = [make_job(created_ms=T0 + i, entropy=i) for i in range(3)]
+    for job in jobs:
+        job_store.create(job)
+    job_store.claim_key(TENANT, "key", jobs[0].id, "fp", T0 // 1000 + 60)
+    assert [j.id for j in job_store.list(TENANT, 10, None).items] == [j.id for j in jobs[::-1]]
+    assert job_store.get(TENANT, "!idem#key") is None
+
+
 def test_given_another_tenants_cursor_when_listing_then_only_own_jobs_are_returned(
     job_store: JobStore,
 ) -> None:

@@ -106,10 +106,41 @@ def _cursor_int(start: dict[str, Any], key: str) -> int:
     return value
 
 
+# Idempotency records share the jobs table under sort keys that sort before every job id
+# (ULIDs start with a digit), so a tenant's job listing never meets them.
+IDEMPOTENCY_PREFIX = "!idem#"
+
+
 class DynamoJobStore:
     def __init__(self, client: DynamoDBClient, table: str) -> None:
         self._client = client
         self._table = table
+
+    def claim_key(
+        self, tenant: str, key: str, job_id: str, fingerprint: str, expires_at: int
+    ) -> tuple[str, str] | None:
+        try:
+            self._client.put_item(
+                TableName=self._table,
+                Item=to_item(
+                    {
+                        "tenant": tenant,
+                        "id": IDEMPOTENCY_PREFIX + key,
+                        "job_id": job_id,
+                        "fingerprint": fingerprint,
+                        "expires_at": expires_at,
+                    }
+                ),
+                ConditionExpression="attribute_not_exists(id)",
+                ReturnValuesOnConditionCheckFailure="ALL_OLD",
+            )
+        except ClientError as exc:
+            if not _is_condition_failure(exc):
+                raise StoreError(str(exc)) from exc
+            old: Any = exc.response.get("Item") or {}
+            values = from_item(old)
+            return str(values.get("job_id", "")), str(values.get("fingerprint", ""))
+        return None
 
     def create(self, job: Job) -> None:
         try:
@@ -124,6 +155,8 @@ class DynamoJobStore:
             raise StoreError(str(exc)) from exc
 
     def get(self, tenant: str, job_id: str) -> Job | None:
+        if job_id.startswith(IDEMPOTENCY_PREFIX[0]):
+            return None  # not a job id: an idempotency record's key
         item = self._client.get_item(
             TableName=self._table,
             Key={"tenant": {"S": tenant}, "id": {"S": job_id}},
@@ -142,8 +175,8 @@ class DynamoJobStore:
     def list(self, tenant: str, limit: int, cursor: str | None) -> Page[Job]:
         params: dict[str, Any] = {
             "TableName": self._table,
-            "KeyConditionExpression": "tenant = :t",
-            "ExpressionAttributeValues": {":t": {"S": tenant}},
+            "KeyConditionExpression": "tenant = :t AND id >= :first",
+            "ExpressionAttributeValues": {":t": {"S": tenant}, ":first": {"S": "0"}},
         }
         if cursor:
             start = _decode_cursor(cursor).get("id")

@@ -38,7 +38,17 @@ from duetime.ports import (
 class MemoryJobStore:
     def __init__(self) -> None:
         self._jobs: dict[tuple[str, str], Job] = {}
+        self._keys: dict[tuple[str, str], tuple[str, str]] = {}
         self._lock = threading.Lock()
+
+    def claim_key(
+        self, tenant: str, key: str, job_id: str, fingerprint: str, expires_at: int
+    ) -> tuple[str, str] | None:
+        with self._lock:
+            existing = self._keys.get((tenant, key))
+            if existing is None:
+                self._keys[(tenant, key)] = (job_id, fingerprint)
+            return existing
 
     def create(self, job: Job) -> None:
         with self._lock:

@@ -40,3 +40,13 @@ class IllegalTransition(DomainError):
 
 class NotFound(DomainError):
     code = "not_found"
+
+
+class IdempotencyConflict(DomainError):
+    """An Idempotency-Key was reused with a different request."""
+
+    code = "idempotency_conflict"
+
+    def __init__(self, key: str) -> None:
+        super().__init__(f"Idempotency-Key {key!r} was already used for a different request")
+        self.key = key

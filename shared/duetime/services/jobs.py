@@ -11,20 +11,34 @@ only the run record, saving a write per run, and reads resolve it (see docs/arch
 
 from __future__ import annotations
 
+import hashlib
+import json
 import os
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 
 from duetime.config import Settings
-from duetime.domain.errors import IllegalTransition, NotFound, ValidationError
+from duetime.domain.errors import (
+    IdempotencyConflict,
+    IllegalTransition,
+    NotFound,
+    ValidationError,
+)
 from duetime.domain.ids import new_job_id
-from duetime.domain.jobs import Job, JobSpec, JobStatus
+from duetime.domain.jobs import Job, JobSpec, JobStatus, spec_to_dict
 from duetime.domain.planning import first_due
 from duetime.domain.runs import Run, RunStatus
 from duetime.domain.schedule import next_occurrence
 from duetime.domain.timeutil import from_ms, to_ms
 from duetime.ports import ConditionFailed, JobQueue, JobStore, Page, RunStore, TimerStore
 from duetime.services.dispatch import Dispatcher, delay_seconds, run_message
+
+IDEMPOTENCY_SECONDS = 86_400
+
+
+def _fingerprint(spec: JobSpec) -> str:
+    canonical = json.dumps(spec_to_dict(spec), sort_keys=True, separators=(",", ":"))
+    return hashlib.sha256(canonical.encode()).hexdigest()
 
 
 @dataclass(frozen=True)
@@ -57,15 +71,32 @@ class JobService:
         self._entropy = entropy
         self._dispatcher = Dispatcher(jobs, timers, queue, settings, clock=clock)
 
-    def create(self, tenant: str, spec: JobSpec) -> Job:
+    def create(self, tenant: str, spec: JobSpec, *, idempotency_key: str | None = None) -> Job:
+        """Submit a job. With an idempotency key, a replay of the same request returns the job
+        the first call created (for 24 hours); the same key with another request is an
+        IdempotencyConflict. A first call that died after recording its key is completed by
+        the replay, under the job id it had recorded."""
         now = self._clock()
         first = first_due(spec.schedule, created_at=from_ms(now))
         if first is None:
             raise ValidationError("schedule", "has no occurrence in the future")
+        job_id = new_job_id(now, self._entropy(10))
+        if idempotency_key is not None:
+            fingerprint = _fingerprint(spec)
+            recorded = self._jobs.claim_key(
+                tenant, idempotency_key, job_id, fingerprint, now // 1000 + IDEMPOTENCY_SECONDS
+            )
+            if recorded is not None:
+                if recorded[1] != fingerprint:
+                    raise IdempotencyConflict(idempotency_key)
+                existing = self._jobs.get(tenant, recorded[0])
+                if existing is not None:
+                    return existing
+                job_id = recorded[0]
         due = to_ms(first)
         job = Job(
             tenant=tenant,
-            id=new_job_id(now, self._entropy(10)),
+            id=job_id,
             spec=spec,
             status=JobStatus.SCHEDULED,
             created_ms=now,

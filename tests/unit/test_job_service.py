@@ -1,0 +1,131 @@
+"""The job service on the in-memory twins: submission paths, idempotency, status views."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from typing import Any
+
+import pytest
+
+from duetime.adapters.memory import MemoryJobStore, MemoryQueue, MemoryRunStore, MemoryTimerStore
+from duetime.config import QueueUrls, Settings, queue_key
+from duetime.domain.errors import IdempotencyConflict, IllegalTransition, NotFound
+from duetime.domain.jobs import JobStatus, Priority, Runtime, parse_job_spec
+from duetime.domain.timeutil import to_ms
+from duetime.ports import ConditionFailed
+from duetime.services.jobs import JobService
+
+T0 = to_ms(datetime(2026, 11, 21, 10, 0, 7, tzinfo=UTC))
+
+
+class Parts:
+    def __init__(self) -> None:
+        self.now = T0
+        queues = {
+            queue_key(r, p): QueueUrls(f"q/{r}/{p}", f"d/{r}/{p}")
+            for r in Runtime
+            for p in Priority
+        }
+        self.settings = Settings("j", "t", "r", queues, timer_shards=2)
+        self.jobs = MemoryJobStore()
+        self.timers = MemoryTimerStore(shards=2)
+        self.runs = MemoryRunStore()
+        self.queue = MemoryQueue(lambda: self.now)
+        self.service = JobService(
+            self.jobs, self.timers, self.runs, self.queue, self.settings, clock=lambda: self.now
+        )
+
+
+def spec(**changes: Any) -> Any:
+    body = {"schedule": {"delay_seconds": 600}, "target": {"type": "handler", "name": "x.y"}}
+    return parse_job_spec({**body, **changes})
+
+
+def test_given_a_replayed_request_with_its_key_then_the_same_job_is_returned() -> None:
+    parts = Parts()
+    first = parts.service.create("t", spec(), idempotency_key="order-42")
+    parts.now += 1_000
+    again = parts.service.create("t", spec(), idempotency_key="order-42")
+    assert again == first
+    assert len(parts.jobs.list("t", 10, None).items) == 1
+    assert parts.timers.count() == 1
+
+
+def test_given_a_key_reused_for_another_request_then_it_is_a_conflict() -> None:
+    parts = Parts()
+    parts.service.create("t", spec(), idempotency_key="k")
+    with pytest.raises(IdempotencyConflict):
+        parts.service.create("t", spec(name="other"), idempotency_key="k")
+
+
+def test_given_the_same_key_from_another_tenant_then_it_is_a_separate_job() -> None:
+    parts = Parts()
+    mine = parts.service.create("a", spec(), idempotency_key="k")
+    theirs = parts.service.create("b", spec(), idempotency_key="k")
+    assert mine.id != theirs.id
+
+
+def test_given_a_first_call_that_died_after_its_key_then_the_replay_completes_it() -> None:
+    parts = Parts()
+
+    class Dying(RuntimeError):
+        pass
+
+    def die(job: object) -> None:
+        raise Dying
+
+    create = parts.jobs.create
+    parts.jobs.create = die  # type: ignore[method-assign]
+    with pytest.raises(Dying):
+        parts.service.create("t", spec(), idempotency_key="k")
+    parts.jobs.create = create  # type: ignore[method-assign]
+
+    job = parts.service.create("t", spec(), idempotency_key="k")
+    recorded = parts.jobs.claim_key("t", "k", "another-id", "fp", 0)
+    assert recorded is not None
+    assert recorded[0] == job.id  # created under the id the first call recorded
+    assert parts.service.get("t", job.id).status == JobStatus.SCHEDULED
+    assert parts.timers.count() == 1
+
+
+def test_given_a_dispatch_failure_then_the_job_is_cancelled_and_the_error_raised() -> None:
+    parts = Parts()
+
+    def fail(messages: object) -> None:
+        raise ConnectionError("SQS unreachable")
+
+    parts.queue.send = fail  # type: ignore[method-assign]
+    with pytest.raises(ConnectionError):
+        parts.service.create("t", spec(schedule={"delay_seconds": 1}))
+    (job,) = parts.jobs.list("t", 10, None).items
+    assert job.status == JobStatus.CANCELLED
+
+
+def test_given_another_tenants_job_then_every_operation_is_not_found() -> None:
+    parts = Parts()
+    job = parts.service.create("a", spec(schedule={"rate_seconds": 60}))
+    for operation in (
+        parts.service.get,
+        parts.service.cancel,
+        parts.service.pause,
+        parts.service.resume,
+        parts.service.run_now,
+    ):
+        with pytest.raises(NotFound):
+            operation("b", job.id)
+    assert parts.service.get("a", job.id).status == JobStatus.SCHEDULED
+
+
+def test_given_a_concurrent_change_then_a_transition_is_a_conflict_not_a_lost_update() -> None:
+    parts = Parts()
+    job = parts.service.create("a", spec(schedule={"rate_seconds": 60}))
+    replace = parts.jobs.replace
+
+    def raced(new: object, *, expected: object) -> None:
+        raise ConditionFailed("changed")
+
+    parts.jobs.replace = raced  # type: ignore[method-assign]
+    with pytest.raises(IllegalTransition):
+        parts.service.pause("a", job.id)
+    parts.jobs.replace = replace  # type: ignore[method-assign]
+    assert parts.service.get("a", job.id).status == JobStatus.SCHEDULED
