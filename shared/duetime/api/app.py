@@ -1,0 +1,419 @@
+"""The HTTP API: a Powertools `APIGatewayHttpResolver` (payload format 2.0) over JobService.
+
+Each route parses its input, calls the service and shapes the answer with duetime.api.views.
+Errors are raised, never formatted in a route: `_error_response` is the one place that turns
+them into HTTP (status table `ERROR_STATUS`). The OpenAPI document (duetime.api.openapi)
+describes exactly `ROUTES`; a test validates real responses against it.
+
+The tenant is the JWT claim named by DUETIME_TENANT_CLAIM (default `sub`), as API Gateway's
+JWT authorizer passes it in `requestContext.authorizer.jwt.claims`; it never comes from the
+body. API Gateway has already verified the token (signature, issuer, audience, expiry).
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import json
+import math
+import os
+import re
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from http import HTTPStatus
+from typing import Any, TypeAlias, TypeVar
+
+from aws_lambda_powertools.event_handler import APIGatewayHttpResolver, Response, content_types
+from aws_lambda_powertools.event_handler.exceptions import NotFoundError
+
+from duetime.api import views
+from duetime.api.openapi import OPENAPI
+from duetime.api.quotas import (
+    JobLister,
+    QuotaExceeded,
+    Quotas,
+    SubmissionLimiter,
+    check_active_recurring,
+    check_min_rate,
+)
+from duetime.config import Env
+from duetime.domain.errors import (
+    DomainError,
+    IdempotencyConflict,
+    IllegalTransition,
+    NotFound,
+    PayloadTooLarge,
+    ValidationError,
+)
+from duetime.domain.jobs import JobStatus, parse_job_spec
+from duetime.observability import logger
+from duetime.ports import Page, RunStore
+from duetime.services.jobs import JobService, JobView
+
+JsonResponse: TypeAlias = Response[Any]
+T = TypeVar("T")
+
+MAX_BODY_BYTES = 256 * 1024
+MAX_JSON_DEPTH = 64
+DEFAULT_LIMIT = 50
+MAX_LIMIT = 100
+MAX_CURSOR_CHARS = 1024
+MAX_TENANT_CHARS = 256
+JOB_ID = re.compile(r"[0-9A-HJKMNP-TV-Z]{26}")  # a ULID (duetime.domain.ids.new_job_id)
+IDEMPOTENCY_KEY = re.compile(r"[\x21-\x7e]{1,255}")  # visible ASCII
+
+# Every (method, path) the API serves; the OpenAPI document has exactly these operations.
+ROUTES: tuple[tuple[str, str], ...] = (
+    ("GET", "/health"),
+    ("GET", "/openapi.json"),
+    ("POST", "/jobs"),
+    ("GET", "/jobs"),
+    ("GET", "/jobs/{id}"),
+    ("DELETE", "/jobs/{id}"),
+    ("POST", "/jobs/{id}/pause"),
+    ("POST", "/jobs/{id}/resume"),
+    ("POST", "/jobs/{id}/run"),
+    ("GET", "/jobs/{id}/runs"),
+)
+PUBLIC_ROUTES = frozenset({("GET", "/health"), ("GET", "/openapi.json")})
+_ROUTE_PATTERNS = tuple(
+    (method, re.compile(re.escape(path).replace(r"\{id\}", "[^/]+"))) for method, path in ROUTES
+)
+
+
+@dataclass(frozen=True)
+class ApiSettings:
+    tenant_claim: str = "sub"
+    quotas: Quotas = field(default_factory=Quotas)
+
+    @classmethod
+    def from_env(cls, environ: Mapping[str, str] | None = None) -> ApiSettings:
+        env = os.environ if environ is None else environ
+        claim = env.get(Env.TENANT_CLAIM, "").strip() or "sub"
+        return cls(tenant_claim=claim, quotas=Quotas.from_env(env))
+
+
+class Unauthorized(DomainError):
+    code = "unauthorized"
+
+
+class MethodNotAllowed(DomainError):
+    code = "method_not_allowed"
+
+    def __init__(self, message: str, allow: list[str]) -> None:
+        super().__init__(message)
+        self.allow = allow
+
+
+# Most specific first: PayloadTooLarge is a ValidationError. Any other DomainError is a 400.
+ERROR_STATUS: tuple[tuple[type[DomainError], HTTPStatus], ...] = (
+    (PayloadTooLarge, HTTPStatus.REQUEST_ENTITY_TOO_LARGE),
+    (ValidationError, HTTPStatus.BAD_REQUEST),
+    (Unauthorized, HTTPStatus.UNAUTHORIZED),
+    (NotFound, HTTPStatus.NOT_FOUND),
+    (MethodNotAllowed, HTTPStatus.METHOD_NOT_ALLOWED),
+    (IllegalTransition, HTTPStatus.CONFLICT),
+    (IdempotencyConflict, HTTPStatus.CONFLICT),
+    (QuotaExceeded, HTTPStatus.TOO_MANY_REQUESTS),
+)
+
+
+def _epoch_ms() -> int:
+    return time.time_ns() // 1_000_000
+
+
+def build_app(
+    service: JobService,
+    runs: RunStore,
+    jobs: JobLister,
+    settings: ApiSettings | None = None,
+    *,
+    clock: Callable[[], int] = _epoch_ms,
+    limiter: SubmissionLimiter | None = None,
+) -> APIGatewayHttpResolver:
+    """The resolver with every route. `jobs` is only read to count a tenant's active
+    recurring jobs (duetime.api.quotas)."""
+    settings = settings or ApiSettings()
+    quotas = settings.quotas
+    limiter = limiter or SubmissionLimiter(quotas.submissions_per_second, quotas.submission_burst)
+    app = APIGatewayHttpResolver()
+
+    def route(method: str, path: str) -> Callable[[Callable[..., JsonResponse]], Any]:
+        if (method, path) not in ROUTES:
+            raise ValueError(f"{method} {path} is not in ROUTES (and the OpenAPI document)")
+        return app.route(path.replace("{id}", "<job_id>"), method)
+
+    def tenant() -> str:
+        found = tenant_from_event(app.current_event.raw_event, settings.tenant_claim)
+        logger.append_keys(tenant=found)
+        return found
+
+    def query(name: str) -> str | None:
+        return app.current_event.get_query_string_value(name)
+
+    @route("GET", "/health")
+    def health() -> JsonResponse:
+        return _json(HTTPStatus.OK, {"status": "ok"})
+
+    @route("GET", "/openapi.json")
+    def openapi() -> JsonResponse:
+        return _json(HTTPStatus.OK, OPENAPI)
+
+    @route("POST", "/jobs")
+    def create_job() -> JsonResponse:
+        owner = tenant()
+        limiter.take(owner)
+        key = idempotency_key(app.current_event.headers.get("Idempotency-Key"))
+        spec = parse_job_spec(json_body(app.current_event.raw_event))
+        check_min_rate(spec, quotas)
+        check_active_recurring(jobs, owner, spec, quotas)
+        job = service.create(owner, spec, idempotency_key=key)
+        # With a key this may be a replay: show the job as it is now (it may have run or been
+        # cancelled since). A new job has no run yet.
+        view = service.get(owner, job.id) if key else JobView(job, job.status, None)
+        return _json(HTTPStatus.CREATED, views.job_json(view, clock()))
+
+    @route("GET", "/jobs")
+    def list_jobs() -> JsonResponse:
+        owner = tenant()
+        status = parse_status(query("status"))
+        limit = parse_limit(query("limit"))
+        cursor = parse_cursor(query("cursor"))
+        page = _read_page(lambda: service.list(owner, limit, cursor), cursor)
+        # Filtered on the effective status after the read: a page may hold fewer than `limit`
+        # items (even none) while `next_cursor` says more follow.
+        items = [view for view in page.items if status is None or view.status == status]
+        return _json(HTTPStatus.OK, views.jobs_page_json(items, page.cursor, clock()))
+
+    @route("GET", "/jobs/{id}")
+    def get_job(job_id: str) -> JsonResponse:
+        view = service.get(tenant(), checked_id(job_id))
+        return _json(HTTPStatus.OK, views.job_json(view, clock()))
+
+    @route("DELETE", "/jobs/{id}")
+    def cancel_job(job_id: str) -> JsonResponse:
+        view = service.cancel(tenant(), checked_id(job_id))
+        return _json(HTTPStatus.OK, views.job_json(view, clock()))
+
+    @route("POST", "/jobs/{id}/pause")
+    def pause_job(job_id: str) -> JsonResponse:
+        view = service.pause(tenant(), checked_id(job_id))
+        return _json(HTTPStatus.OK, views.job_json(view, clock()))
+
+    @route("POST", "/jobs/{id}/resume")
+    def resume_job(job_id: str) -> JsonResponse:
+        view = service.resume(tenant(), checked_id(job_id))
+        return _json(HTTPStatus.OK, views.job_json(view, clock()))
+
+    @route("POST", "/jobs/{id}/run")
+    def run_job(job_id: str) -> JsonResponse:
+        owner = tenant()
+        job_id = checked_id(job_id)
+        limiter.take(owner)
+        scheduled_ms = service.run_now(owner, job_id)
+        return _json(HTTPStatus.ACCEPTED, views.run_now_json(job_id, scheduled_ms))
+
+    @route("GET", "/jobs/{id}/runs")
+    def list_runs(job_id: str) -> JsonResponse:
+        owner = tenant()
+        limit = parse_limit(query("limit"))
+        cursor = parse_cursor(query("cursor"))
+        job_id = checked_id(job_id)
+        service.get(owner, job_id)  # another tenant's job is a 404 like an unknown one
+        page = _read_page(lambda: runs.list(job_id, limit, cursor), cursor)
+        return _json(HTTPStatus.OK, views.runs_page_json(page))
+
+    @app.not_found
+    def no_route(_: NotFoundError) -> JsonResponse:
+        method = app.current_event.http_method.upper()
+        path = app.current_event.path
+        allow = [m for m, pattern in _ROUTE_PATTERNS if pattern.fullmatch(path)]
+        # A path the resolver could not match for a method we serve there (an id with
+        # characters no job id has) is simply not found.
+        if allow and method not in allow:
+            return _error_response(
+                MethodNotAllowed(f"{method} is not allowed on {path[:200]}", sorted(set(allow)))
+            )
+        return _error_response(NotFound(f"no route {method} {path[:200]}"))
+
+    def unexpected(exc: Exception) -> JsonResponse:
+        logger.exception("unhandled error")
+        return _json(
+            HTTPStatus.INTERNAL_SERVER_ERROR,
+            {"error": {"code": "internal", "message": "internal error"}},
+        )
+
+    # The one place errors become HTTP. Lookup follows the exception's MRO, so every
+    # DomainError gets its mapped status and anything else is a JSON 500.
+    app.exception_handler(DomainError)(_error_response)
+    app.exception_handler(Exception)(unexpected)
+
+    return app
+
+
+# --- request parsing (pure) ----------------------------------------------------------------
+
+
+def tenant_from_event(event: Mapping[str, Any], claim: str) -> str:
+    """The tenant: the named claim of the JWT that API Gateway verified."""
+    value: object = event
+    for key in ("requestContext", "authorizer", "jwt", "claims", claim):
+        value = value.get(key) if isinstance(value, Mapping) else None
+    if not isinstance(value, str) or not value.strip():
+        raise Unauthorized(f"the bearer token has no {claim!r} claim naming the tenant")
+    if len(value) > MAX_TENANT_CHARS or not value.isprintable():
+        raise Unauthorized(f"the token's {claim!r} claim is not a usable tenant name")
+    return value
+
+
+def json_body(event: Mapping[str, Any]) -> object:
+    """The request body as JSON. Standard JSON only (no NaN/Infinity), at most
+    MAX_BODY_BYTES and MAX_JSON_DEPTH levels of nesting."""
+    body = event.get("body")
+    if not body:
+        raise ValidationError("body", "required: a JSON object")
+    if event.get("isBase64Encoded"):
+        try:
+            raw = base64.b64decode(body, validate=True)
+        except (binascii.Error, ValueError):
+            raise ValidationError("body", "not valid base64") from None
+    else:
+        raw = str(body).encode()
+    if len(raw) > MAX_BODY_BYTES:
+        raise PayloadTooLarge("body", f"at most {MAX_BODY_BYTES} bytes")
+    try:
+        value = json.loads(raw, parse_constant=_reject_constant, parse_float=_finite_float)
+    except RecursionError:
+        raise ValidationError("body", f"nested more than {MAX_JSON_DEPTH} levels") from None
+    except ValueError as exc:  # JSONDecodeError, UnicodeDecodeError, huge integers
+        raise ValidationError("body", f"not valid JSON ({_first_line(exc)})") from None
+    _check_structure(value)
+    return value
+
+
+def parse_limit(raw: str | None) -> int:
+    if raw is None:
+        return DEFAULT_LIMIT
+    if not raw.isascii() or not raw.isdigit() or not 1 <= int(raw) <= MAX_LIMIT:
+        raise ValidationError("limit", f"must be an integer from 1 to {MAX_LIMIT}")
+    return int(raw)
+
+
+def parse_status(raw: str | None) -> JobStatus | None:
+    if raw is None:
+        return None
+    for status in JobStatus:
+        if status.value == raw:
+            return status
+    raise ValidationError("status", f"must be one of {'|'.join(s.value for s in JobStatus)}")
+
+
+def parse_cursor(raw: str | None) -> str | None:
+    if raw is None:
+        return None
+    if not raw or len(raw) > MAX_CURSOR_CHARS or not raw.isascii():
+        raise ValidationError("cursor", "not a cursor from a previous page")
+    return raw
+
+
+def idempotency_key(raw: str | None) -> str | None:
+    if raw is None:
+        return None
+    if not IDEMPOTENCY_KEY.fullmatch(raw):
+        raise ValidationError("Idempotency-Key", "must be 1 to 255 visible ASCII characters")
+    return raw
+
+
+def _read_page(read: Callable[[], Page[T]], cursor: str | None) -> Page[T]:
+    """A store raises ValueError for a cursor it cannot read: the client's mistake."""
+    try:
+        return read()
+    except ValueError:
+        if cursor is None:
+            raise
+        raise ValidationError("cursor", "not a cursor from a previous page") from None
+
+
+def checked_id(job_id: str) -> str:
+    """A path id that cannot name a job is a 404 without a read."""
+    if not JOB_ID.fullmatch(job_id):
+        raise NotFound(f"job {job_id[:64]} not found")
+    return job_id
+
+
+def _reject_constant(name: str) -> object:
+    raise ValueError(f"{name} is not JSON")
+
+
+def _finite_float(text: str) -> float:
+    value = float(text)
+    if not math.isfinite(value):
+        raise ValueError(f"number {text[:20]} is out of range")
+    return value
+
+
+def _check_structure(value: object) -> None:
+    """At most MAX_JSON_DEPTH levels, and text that is Unicode: JSON's `\\ud800` escapes can
+    spell lone surrogates, which no UTF-8 consumer (a target, a log line) can encode."""
+    stack: list[tuple[object, int]] = [(value, 1)]
+    while stack:  # no recursion: the depth is what is being checked
+        item, level = stack.pop()
+        if isinstance(item, str):
+            _check_text(item)
+            continue
+        if isinstance(item, dict):
+            for key in item:
+                _check_text(key)
+            children: list[object] = list(item.values())
+        elif isinstance(item, list):
+            children = item
+        else:
+            continue
+        if level > MAX_JSON_DEPTH:
+            raise ValidationError("body", f"nested more than {MAX_JSON_DEPTH} levels")
+        stack.extend((child, level + 1) for child in children)
+
+
+def _check_text(text: str) -> None:
+    if not text.isascii():
+        try:
+            text.encode()
+        except UnicodeEncodeError:
+            raise ValidationError("body", "not valid JSON (a lone surrogate escape)") from None
+
+
+def _first_line(exc: Exception) -> str:
+    return str(exc).splitlines()[0][:200] if str(exc) else type(exc).__name__
+
+
+# --- responses: the one place errors become HTTP -------------------------------------------
+
+
+def _json(status: HTTPStatus, body: Any, headers: Mapping[str, str] | None = None) -> JsonResponse:
+    return Response(
+        status_code=status.value,
+        content_type=content_types.APPLICATION_JSON,
+        body=body,
+        headers=dict(headers or {}),
+    )
+
+
+def status_of(exc: DomainError) -> HTTPStatus:
+    for kind, status in ERROR_STATUS:
+        if isinstance(exc, kind):
+            return status
+    return HTTPStatus.BAD_REQUEST
+
+
+def _error_response(exc: DomainError) -> JsonResponse:
+    error: dict[str, Any] = {"code": exc.code, "message": getattr(exc, "message", str(exc))}
+    where = getattr(exc, "field", None)
+    if where:
+        error["field"] = where
+    headers: dict[str, str] = {}
+    if isinstance(exc, QuotaExceeded):
+        headers["Retry-After"] = str(exc.retry_after_seconds)
+    if isinstance(exc, MethodNotAllowed):
+        headers["Allow"] = ", ".join(exc.allow)
+    return _json(status_of(exc), {"error": error}, headers)

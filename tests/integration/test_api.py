@@ -1,0 +1,850 @@
+"""The HTTP API on moto: API Gateway v2.0 events through the real Lambda handler.
+
+Every response is validated against the OpenAPI document (duetime.api.openapi) for its route
+and status, so the document stays true; state is asserted on HTTP responses, job items in the
+jobs table and messages in the queues.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import re
+import uuid
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Any
+from urllib.parse import urlencode
+
+import jsonschema
+import pytest
+from referencing import Registry, Resource
+from referencing.jsonschema import DRAFT202012
+
+from duetime.api.app import MAX_BODY_BYTES, PUBLIC_ROUTES, ROUTES
+from duetime.api.openapi import OPENAPI
+from duetime.api.quotas import QuotaEnv
+from duetime.domain.jobs import MAX_PAYLOAD_BYTES, Priority, Runtime
+from duetime.domain.timeutil import parse_rfc3339, rfc3339_ms, to_ms
+from duetime.local.lambda_runtime import FakeContext
+from functions.api import handler as api_handler
+from tests.integration.conftest import START, Engine
+
+START_MS = to_ms(START)
+HANDLER_TARGET = {"type": "handler", "name": "test.record"}
+JOB_ID_SHAPED = "01KAAAAAAAAAAAAAAAAAAAAAAA"  # a well-formed id that names no job
+
+# --- the OpenAPI document as a validator -----------------------------------------------------
+
+_DOC_URI = "urn:duetime:openapi"
+_REGISTRY: Registry[Any] = Registry().with_resource(
+    _DOC_URI, Resource.from_contents(OPENAPI, default_specification=DRAFT202012)
+)
+_RESPONSE_INSTANT = re.compile(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$")
+_FORMATS = jsonschema.FormatChecker(formats=())
+_FORMATS.checks("date-time")(
+    lambda value: not isinstance(value, str) or bool(_RESPONSE_INSTANT.match(value))
+)
+_ROUTE_PATTERNS = [
+    (method, path, re.compile(re.escape(path).replace(r"\{id\}", "[^/]+") + "$"))
+    for method, path in ROUTES
+]
+
+
+def _validator(pointer: str, formats: jsonschema.FormatChecker | None) -> Any:
+    return jsonschema.Draft202012Validator(
+        {"$ref": f"{_DOC_URI}#{pointer}"}, registry=_REGISTRY, format_checker=formats
+    )
+
+
+def _pointer(*parts: str) -> str:
+    return "/" + "/".join(p.replace("~", "~0").replace("/", "~1") for p in parts)
+
+
+def _route_of(method: str, path: str) -> str | None:
+    for m, template, pattern in _ROUTE_PATTERNS:
+        if m == method and pattern.match(path):
+            return template
+    return None
+
+
+def check_against_openapi(method: str, path: str, reply: Reply) -> None:
+    """The reply is one the document promises for this route and status."""
+    assert reply.headers.get("Content-Type") == "application/json"
+    template = _route_of(method, path)
+    if template is None:  # no such route: a JSON 404/405
+        assert reply.status in (404, 405)
+        _validator("/components/schemas/Error", _FORMATS).validate(reply.json)
+        return
+    responses = OPENAPI["paths"][template][method.lower()]["responses"]
+    assert str(reply.status) in responses, f"{method} {template} {reply.status} undocumented"
+    response = responses[str(reply.status)]
+    pointer = _pointer("paths", template, method.lower(), "responses", str(reply.status))
+    if "$ref" in response:
+        pointer = response["$ref"].removeprefix("#")
+        response = OPENAPI["components"]["responses"][pointer.rsplit("/", 1)[1]]
+    for name, header in response.get("headers", {}).items():
+        if header.get("required"):
+            assert name in reply.headers, f"{name} header missing"
+            jsonschema.validate(int(reply.headers[name]), header["schema"])
+    _validator(pointer + "/content/application~1json/schema", _FORMATS).validate(reply.json)
+
+
+def check_request(body: object) -> None:
+    """An accepted submission is valid under the document's request schema."""
+    _validator("/components/schemas/JobRequest", None).validate(body)
+
+
+# --- calling the handler as API Gateway does -------------------------------------------------
+
+
+@dataclass
+class Reply:
+    status: int
+    headers: dict[str, str]
+    json: Any
+
+    @property
+    def error(self) -> dict[str, Any]:
+        error: dict[str, Any] = self.json["error"]
+        return error
+
+
+def http_event(
+    method: str,
+    path: str,
+    *,
+    headers: dict[str, str] | None = None,
+    query: dict[str, str] | None = None,
+    body: str | None = None,
+    claims: dict[str, str] | None = None,
+    is_base64: bool = False,
+) -> dict[str, Any]:
+    """An API Gateway HTTP API payload format 2.0 event after the JWT authorizer."""
+    context: dict[str, Any] = {
+        "accountId": "123456789012",
+        "apiId": "duetime",
+        "domainName": "duetime.example.com",
+        "domainPrefix": "duetime",
+        "http": {
+            "method": method,
+            "path": path,
+            "protocol": "HTTP/1.1",
+            "sourceIp": "127.0.0.1",
+            "userAgent": "pytest",
+        },
+        "requestId": str(uuid.uuid4()),
+        "routeKey": "$default",
+        "stage": "$default",
+        "time": "21/Nov/2026:10:00:05 +0000",
+        "timeEpoch": START_MS,
+    }
+    if claims is not None:
+        context["authorizer"] = {"jwt": {"claims": claims, "scopes": None}}
+    event: dict[str, Any] = {
+        "version": "2.0",
+        "routeKey": "$default",
+        "rawPath": path,
+        "rawQueryString": urlencode(query or {}),
+        "headers": {k.lower(): v for k, v in (headers or {}).items()},
+        "requestContext": context,
+        "isBase64Encoded": is_base64,
+    }
+    if query:
+        event["queryStringParameters"] = query
+    if body is not None:
+        event["body"] = body
+    return event
+
+
+@dataclass
+class Api:
+    engine: Engine
+    monkeypatch: pytest.MonkeyPatch
+
+    def call(
+        self,
+        method: str,
+        path: str,
+        body: object = None,
+        *,
+        tenant: str | None = "tenant-a",
+        claims: dict[str, str] | None = None,
+        raw_body: str | None = None,
+        headers: dict[str, str] | None = None,
+        query: dict[str, str] | None = None,
+        is_base64: bool = False,
+    ) -> Reply:
+        if claims is None and tenant is not None:
+            claims = {"sub": tenant, "iss": "https://issuer.example.com", "aud": "duetime"}
+        text = raw_body if raw_body is not None else None if body is None else json.dumps(body)
+        event = http_event(
+            method,
+            path,
+            headers={"content-type": "application/json", **(headers or {})},
+            query=query,
+            body=text,
+            claims=claims,
+            is_base64=is_base64,
+        )
+        response = api_handler.handler(event, FakeContext())
+        reply = Reply(response["statusCode"], response["headers"], json.loads(response["body"]))
+        check_against_openapi(method, path, reply)
+        return reply
+
+    def create(self, body: dict[str, Any], **kwargs: Any) -> dict[str, Any]:
+        body.setdefault("target", HANDLER_TARGET)
+        reply = self.call("POST", "/jobs", body, **kwargs)
+        assert reply.status == 201, reply.json
+        check_request(body)
+        job: dict[str, Any] = reply.json
+        return job
+
+    def configure(self, **env: str) -> None:
+        """Set API environment variables; the next call builds a new resolver (cold start)."""
+        for name, value in env.items():
+            self.monkeypatch.setenv(name, value)
+        api_handler.resolver.cache_clear()
+
+    def job_items(self, tenant: str = "tenant-a") -> list[dict[str, Any]]:
+        """The tenant's job items in the jobs table (idempotency records left out)."""
+        items = self.engine.aws.dynamodb.query(
+            TableName=self.engine.aws.settings.jobs_table,
+            KeyConditionExpression="tenant = :t",
+            ExpressionAttributeValues={":t": {"S": tenant}},
+            ConsistentRead=True,
+        )["Items"]
+        return [i for i in items if not i["id"]["S"].startswith("!")]
+
+    def item_status(self, job_id: str, tenant: str = "tenant-a") -> str:
+        items = {i["id"]["S"]: i for i in self.job_items(tenant)}
+        status: str = items[job_id]["status"]["S"]
+        return status
+
+
+@pytest.fixture
+def api(engine: Engine, monkeypatch: pytest.MonkeyPatch) -> Iterator[Api]:
+    for name in (*vars(QuotaEnv).values(), "DUETIME_TENANT_CLAIM"):
+        if isinstance(name, str) and name.startswith("DUETIME_"):
+            monkeypatch.delenv(name, raising=False)
+    monkeypatch.setattr(api_handler, "components", lambda: engine.parts)
+    api_handler.resolver.cache_clear()
+    yield Api(engine, monkeypatch)
+    api_handler.resolver.cache_clear()
+
+
+def at(seconds: int) -> str:
+    """An RFC 3339 instant `seconds` after the test's start."""
+    return rfc3339_ms(START_MS + seconds * 1000)
+
+
+def to_ms_of(instant: str) -> int:
+    return to_ms(parse_rfc3339(instant))
+
+
+# --- health and the document -------------------------------------------------------------------
+
+
+def test_health_needs_no_token(api: Api) -> None:
+    reply = api.call("GET", "/health", tenant=None)
+    assert (reply.status, reply.json) == (200, {"status": "ok"})
+
+
+def test_openapi_document_is_served_without_a_token_and_has_exactly_the_routes(api: Api) -> None:
+    reply = api.call("GET", "/openapi.json", tenant=None)
+    assert reply.status == 200
+    assert reply.json == json.loads(json.dumps(OPENAPI))
+    assert reply.json["openapi"].startswith("3.1")
+    operations = {
+        (method.upper(), path)
+        for path, item in OPENAPI["paths"].items()
+        for method in item
+        if method != "parameters"
+    }
+    assert operations == set(ROUTES)
+    for method, path in ROUTES:
+        operation = OPENAPI["paths"][path][method.lower()]
+        expected: list[object] | None = [] if (method, path) in PUBLIC_ROUTES else None
+        assert operation.get("security") == expected, (method, path)
+        if (method, path) not in PUBLIC_ROUTES:
+            assert "401" in operation["responses"]
+    assert OPENAPI["security"] == [{"bearerJwt": []}]
+    for schema in OPENAPI["components"]["schemas"].values():
+        jsonschema.Draft202012Validator.check_schema(schema)
+
+
+def test_unknown_route_is_a_json_404_and_a_wrong_method_a_405(api: Api) -> None:
+    missing = api.call("GET", "/nothing-here")
+    assert (missing.status, missing.error["code"]) == (404, "not_found")
+    wrong = api.call("PUT", "/jobs")
+    assert (wrong.status, wrong.error["code"]) == (405, "method_not_allowed")
+    assert wrong.headers["Allow"] == "GET, POST"
+
+
+# --- submissions -------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("schedule", "recurring"),
+    [
+        ({"at": "2026-11-21T12:00:00Z"}, False),
+        ({"at": "2026-11-21T13:00:00+01:00"}, False),
+        ({"delay_seconds": 90}, False),
+        ({"rate_seconds": 30}, True),
+        ({"rate_seconds": 60, "start_at": "2026-11-22T00:00:00Z", "end_at": None}, True),
+        ({"cron": "*/5 * * * *"}, True),
+        ({"cron": "30 9 * * mon-fri", "timezone": "Europe/Berlin"}, True),
+        ({"cron": "@daily", "timezone": None}, True),
+    ],
+)
+def test_given_each_schedule_kind_when_submitted_then_201_and_a_job_item(
+    api: Api, schedule: dict[str, Any], recurring: bool
+) -> None:
+    job = api.create({"schedule": schedule, "payload": {"invoice": 42}, "name": "close day"})
+
+    assert job["status"] == "scheduled"
+    assert job["payload"] == {"invoice": 42}
+    assert job["name"] == "close day"
+    assert job["target"] == HANDLER_TARGET
+    assert job["last_run"] is None
+    assert job["next_run_at"] is not None
+    assert job["created_at"] == job["updated_at"]
+    assert (job["priority"], job["runtime"], job["timeout_seconds"]) == ("normal", "lambda", 30)
+    assert job["retry"] == {"max_attempts": 3, "backoff_seconds": 2.0, "max_backoff_seconds": 300.0}
+    assert job["catchup"] == {"mode": "latest", "window_seconds": 3600}
+    assert ("rate_seconds" in job["schedule"] or "cron" in job["schedule"]) == recurring
+    assert api.item_status(job["id"]) == "scheduled"
+
+
+def test_next_run_at_is_the_instant_of_a_one_off_and_the_next_occurrence_of_a_rate(
+    api: Api,
+) -> None:
+    one_off = api.create({"schedule": {"delay_seconds": 90}})
+    assert one_off["next_run_at"] == rfc3339_ms(to_ms_of(one_off["created_at"]) + 90_000)
+    rate = api.create({"schedule": {"rate_seconds": 30, "start_at": at(-100)}})
+    # Occurrences at -100, -70, -40, -10, +20 s: the next at or after now is +20 s.
+    fetched = api.call("GET", f"/jobs/{rate['id']}").json
+    assert fetched["next_run_at"] == at(20)
+
+
+@pytest.mark.parametrize(
+    "target",
+    [
+        {"type": "http", "url": "https://hooks.example.com/x", "method": "put", "headers": {}},
+        {"type": "sqs", "queue_url": "https://sqs.us-east-1.amazonaws.com/123456789012/q"},
+        {"type": "sns", "topic_arn": "arn:aws:sns:us-east-1:123456789012:t"},
+        {"type": "eventbridge", "source": "billing", "detail_type": "close"},
+        {"type": "lambda", "function_arn": "arn:aws:lambda:us-east-1:123456789012:function:f"},
+        {"type": "handler", "name": "test.record"},
+    ],
+)
+def test_each_target_kind_is_accepted(api: Api, target: dict[str, Any]) -> None:
+    job = api.create({"schedule": {"at": at(3600)}, "target": target, "priority": "high"})
+    assert job["target"]["type"] == target["type"]
+    assert job["priority"] == "high"
+
+
+def test_a_base64_encoded_body_is_read(api: Api) -> None:
+    body = json.dumps({"schedule": {"delay_seconds": 60}, "target": HANDLER_TARGET})
+    reply = api.call(
+        "POST", "/jobs", raw_body=base64.b64encode(body.encode()).decode(), is_base64=True
+    )
+    assert reply.status == 201
+
+
+@pytest.mark.parametrize(
+    ("body", "field"),
+    [
+        ({"schedule": {"delay_seconds": 5}, "colour": "blue"}, "colour"),
+        ({"schedule": {"delay_seconds": 5}, "id": "01KAAAAAAAAAAAAAAAAAAAAAAA"}, "id"),
+        ({"schedule": {"delay_seconds": 5}, "status": "succeeded"}, "status"),
+        ({"schedule": {"delay_seconds": 5}, "tenant": "tenant-b"}, "tenant"),
+        ({"schedule": {"cron": "61 * * * *"}}, "schedule.cron"),
+        ({"schedule": {"cron": "* * *"}}, "schedule.cron"),
+        ({"schedule": {"cron": "0 9 * * *", "timezone": "Mars/Olympus"}}, "schedule.timezone"),
+        ({"schedule": {"at": "tomorrow"}}, "schedule.at"),
+        ({"schedule": {"at": "2026-11-21T12:00:00"}}, "schedule.at"),
+        ({"schedule": {"delay_seconds": 5, "rate_seconds": 5}}, "schedule"),
+        ({"schedule": {}}, "schedule"),
+        ({"schedule": "daily"}, "schedule"),
+        ({"schedule": {"rate_seconds": "60"}}, "schedule.rate_seconds"),
+        ({"schedule": {"rate_seconds": 1.5}}, "schedule.rate_seconds"),
+        ({"schedule": {"rate_seconds": 60, "every": 2}}, "schedule.every"),
+        (
+            {"schedule": {"delay_seconds": 5}, "target": {"type": "http", "url": "ftp://x"}},
+            "target.url",
+        ),
+        (
+            {"schedule": {"delay_seconds": 5}, "target": {"type": "http", "url": "not a url"}},
+            "target.url",
+        ),
+        ({"schedule": {"delay_seconds": 5}, "target": {"type": "carrier-pigeon"}}, "target.type"),
+        ({"schedule": {"delay_seconds": 5}, "target": None}, "target"),
+        ({"schedule": {"delay_seconds": 5}, "priority": 5}, "priority"),
+        ({"schedule": {"delay_seconds": 5}, "runtime": "mainframe"}, "runtime"),
+        ({"schedule": {"delay_seconds": 5}, "timeout_seconds": "30"}, "timeout_seconds"),
+        ({"schedule": {"delay_seconds": 5}, "timeout_seconds": True}, "timeout_seconds"),
+        ({"schedule": {"delay_seconds": 5}, "name": 7}, "name"),
+        ({"schedule": {"delay_seconds": 5}, "retry": {"max_attempts": "3"}}, "retry.max_attempts"),
+        ({"schedule": {"delay_seconds": 5}, "catchup": "sometimes"}, "catchup.mode"),
+        ({"target": HANDLER_TARGET}, "schedule"),
+        (
+            {"schedule": {"at": "2026-11-21T12:00:00Z", "end_at": "2026-11-22T00:00:00Z"}},
+            "schedule.end_at",
+        ),
+        ({"schedule": {"rate_seconds": 60, "end_at": "2020-01-01T00:00:00Z"}}, "schedule"),
+    ],
+)
+def test_given_invalid_input_when_submitted_then_400_names_the_field_and_nothing_is_stored(
+    api: Api, body: dict[str, Any], field: str
+) -> None:
+    body = {"target": HANDLER_TARGET, **body} if "target" not in body else body
+    reply = api.call("POST", "/jobs", body)
+    assert reply.status == 400, reply.json
+    assert reply.error["code"] == "invalid"
+    assert reply.error["field"] == field
+    assert reply.error["message"]
+    assert api.job_items() == []
+
+
+@pytest.mark.parametrize(
+    ("raw", "message"),
+    [
+        ("{not json", "not valid JSON"),
+        ('{"schedule": {"delay_seconds": NaN}}', "not valid JSON"),
+        ('{"schedule": {"delay_seconds": 1e999}}', "not valid JSON"),
+        ("[" * 100_000 + "]" * 100_000, "nested"),
+        ('{"payload": ' + "[" * 70 + "]" * 70 + "}", "nested"),
+        ("[]", "JSON object"),
+        ('"a string"', "JSON object"),
+        ("", "required"),
+    ],
+)
+def test_a_body_that_is_not_a_json_object_is_a_400_on_body(
+    api: Api, raw: str, message: str
+) -> None:
+    reply = api.call("POST", "/jobs", raw_body=raw)
+    assert reply.status == 400
+    assert (reply.error["code"], reply.error["field"]) == ("invalid", "body")
+    assert message in reply.error["message"]
+
+
+def test_bad_base64_is_a_400_on_body(api: Api) -> None:
+    reply = api.call("POST", "/jobs", raw_body="***", is_base64=True)
+    assert (reply.status, reply.error["field"]) == (400, "body")
+
+
+def test_a_payload_over_64_kib_is_a_413_on_payload(api: Api) -> None:
+    body = {"schedule": {"delay_seconds": 5}, "payload": "x" * MAX_PAYLOAD_BYTES}
+    reply = api.call("POST", "/jobs", {**body, "target": HANDLER_TARGET})
+    assert reply.status == 413
+    assert (reply.error["code"], reply.error["field"]) == ("payload_too_large", "payload")
+    assert api.job_items() == []
+
+
+def test_a_body_over_256_kib_is_a_413_on_body(api: Api) -> None:
+    raw = json.dumps({"schedule": {"delay_seconds": 5}, "name": "x" * MAX_BODY_BYTES})
+    reply = api.call("POST", "/jobs", raw_body=raw)
+    assert reply.status == 413
+    assert (reply.error["code"], reply.error["field"]) == ("payload_too_large", "body")
+
+
+# --- authentication and tenants ----------------------------------------------------------------
+
+
+def _concrete(path: str, job_id: str = JOB_ID_SHAPED) -> str:
+    return path.replace("{id}", job_id)
+
+
+PROTECTED = sorted(set(ROUTES) - PUBLIC_ROUTES)
+BY_ID = [(method, path) for method, path in PROTECTED if "{id}" in path]
+
+
+@pytest.mark.parametrize(("method", "path"), PROTECTED)
+def test_without_a_tenant_claim_every_job_route_is_a_401(api: Api, method: str, path: str) -> None:
+    for claims in ({}, {"sub": ""}, {"sub": "   "}, {"iss": "x"}):
+        body = {"schedule": {"delay_seconds": 1}, "target": HANDLER_TARGET}
+        reply = api.call(method, _concrete(path), body, claims=claims)
+        assert (reply.status, reply.error["code"]) == (401, "unauthorized"), claims
+    assert api.job_items() == []
+
+
+def test_without_an_authorizer_context_a_job_route_is_a_401(api: Api) -> None:
+    event = http_event("GET", "/jobs")
+    response = api_handler.handler(event, FakeContext())
+    assert response["statusCode"] == 401
+    assert json.loads(response["body"])["error"]["code"] == "unauthorized"
+
+
+def test_the_tenant_claim_is_configurable(api: Api) -> None:
+    api.configure(DUETIME_TENANT_CLAIM="custom:tenant")
+    claims = {"sub": "user-1", "custom:tenant": "acme"}
+    job = api.create({"schedule": {"delay_seconds": 60}}, claims=claims)
+    assert [i["id"]["S"] for i in api.job_items("acme")] == [job["id"]]
+    assert api.job_items("user-1") == []
+    denied = api.call("GET", "/jobs", claims={"sub": "user-1"})
+    assert denied.status == 401
+
+
+def test_given_tenant_a_job_then_tenant_b_gets_404_on_every_route_and_never_lists_it(
+    api: Api,
+) -> None:
+    older = api.create({"schedule": {"rate_seconds": 60}})
+    api.engine.advance(0.01)
+    job = api.create({"schedule": {"rate_seconds": 60}})
+    for method, path in BY_ID:
+        reply = api.call(method, _concrete(path, job["id"]), tenant="tenant-b")
+        assert reply.status == 404, (method, path)
+        assert reply.error["code"] == "not_found"
+
+    listed = api.call("GET", "/jobs", tenant="tenant-b")
+    assert listed.json == {"items": [], "next_cursor": None}
+    # A cursor from A's listing does not reach into A's jobs for B.
+    page = api.call("GET", "/jobs", query={"limit": "1"})
+    assert page.json["items"][0]["id"] == job["id"]
+    borrowed = api.call(
+        "GET", "/jobs", tenant="tenant-b", query={"cursor": page.json["next_cursor"]}
+    )
+    assert borrowed.json["items"] == []
+    assert [api.item_status(j["id"]) for j in (older, job)] == ["scheduled", "scheduled"]
+
+
+@pytest.mark.parametrize(("method", "path"), BY_ID)
+def test_an_unknown_or_malformed_id_is_a_404(api: Api, method: str, path: str) -> None:
+    for job_id in (JOB_ID_SHAPED, "nope", "01kaaaaaaaaaaaaaaaaaaaaaaa", "!idem#key"):
+        reply = api.call(method, _concrete(path, job_id))
+        assert (reply.status, reply.error["code"]) == (404, "not_found"), job_id
+
+
+# --- reading -----------------------------------------------------------------------------------
+
+
+def test_get_returns_the_job_as_created(api: Api) -> None:
+    created = api.create(
+        {
+            "schedule": {"cron": "0 9 * * *", "timezone": "Europe/Berlin"},
+            "payload": [1, "two", None],
+            "retry": {"max_attempts": 5, "backoff_seconds": 1},
+            "timeout_seconds": 120,
+            "catchup": {"mode": "all", "window_seconds": 600},
+            "runtime": "fargate",
+        }
+    )
+    fetched = api.call("GET", f"/jobs/{created['id']}")
+    assert fetched.status == 200
+    assert fetched.json == created
+    assert fetched.json["schedule"] == {"cron": "0 9 * * *", "timezone": "Europe/Berlin"}
+    assert fetched.json["next_run_at"] == "2026-11-22T08:00:00.000Z"
+
+
+def test_list_pages_with_cursors_newest_first(api: Api) -> None:
+    ids = []
+    for seconds in range(5):
+        ids.append(api.create({"schedule": {"at": at(3600 + seconds)}})["id"])
+        api.engine.advance(0.01)
+
+    seen: list[str] = []
+    cursor: str | None = None
+    pages = 0
+    while True:
+        query = {"limit": "2"} | ({"cursor": cursor} if cursor else {})
+        reply = api.call("GET", "/jobs", query=query)
+        assert reply.status == 200
+        seen += [job["id"] for job in reply.json["items"]]
+        cursor = reply.json["next_cursor"]
+        pages += 1
+        if cursor is None:
+            break
+    assert seen == list(reversed(ids))
+    assert pages == 3
+
+
+def test_list_filters_on_the_effective_status(api: Api) -> None:
+    paused = api.create({"schedule": {"rate_seconds": 60}})
+    cancelled = api.create({"schedule": {"rate_seconds": 60}})
+    done = api.create({"schedule": {"delay_seconds": 0}})
+    api.call("POST", f"/jobs/{paused['id']}/pause")
+    api.call("DELETE", f"/jobs/{cancelled['id']}")
+    api.engine.drain()
+
+    def listed(status: str) -> list[str]:
+        reply = api.call("GET", "/jobs", query={"status": status})
+        return [job["id"] for job in reply.json["items"]]
+
+    assert listed("paused") == [paused["id"]]
+    assert listed("cancelled") == [cancelled["id"]]
+    assert listed("succeeded") == [done["id"]]  # stored as scheduled, resolved from its run
+    assert listed("scheduled") == []
+    everything = api.call("GET", "/jobs").json["items"]
+    assert len(everything) == 3
+
+
+@pytest.mark.parametrize(
+    ("query", "field"),
+    [
+        ({"limit": "0"}, "limit"),
+        ({"limit": "101"}, "limit"),
+        ({"limit": "ten"}, "limit"),
+        ({"limit": "-1"}, "limit"),
+        ({"limit": "5,6"}, "limit"),
+        ({"status": "sleeping"}, "status"),
+        ({"cursor": "%%%"}, "cursor"),
+        ({"cursor": "eyJ4IjoxfQ"}, "cursor"),  # valid base64 JSON, but not a jobs cursor
+        ({"cursor": "x" * 2000}, "cursor"),
+    ],
+)
+def test_bad_list_parameters_are_a_400_naming_them(
+    api: Api, query: dict[str, str], field: str
+) -> None:
+    reply = api.call("GET", "/jobs", query=query)
+    assert (reply.status, reply.error["field"]) == (400, field), reply.json
+
+
+# --- transitions -------------------------------------------------------------------------------
+
+
+def test_cancel_is_idempotent_and_stored(api: Api) -> None:
+    job = api.create({"schedule": {"at": at(3600)}})
+    first = api.call("DELETE", f"/jobs/{job['id']}")
+    assert (first.status, first.json["status"], first.json["next_run_at"]) == (
+        200,
+        "cancelled",
+        None,
+    )
+    again = api.call("DELETE", f"/jobs/{job['id']}")
+    assert (again.status, again.json["status"]) == (200, "cancelled")
+    assert api.item_status(job["id"]) == "cancelled"
+
+
+def test_pause_and_resume_a_recurring_job(api: Api) -> None:
+    job = api.create({"schedule": {"rate_seconds": 60}})
+    paused = api.call("POST", f"/jobs/{job['id']}/pause")
+    assert (paused.status, paused.json["status"], paused.json["next_run_at"]) == (
+        200,
+        "paused",
+        None,
+    )
+    assert api.item_status(job["id"]) == "paused"
+    assert api.call("POST", f"/jobs/{job['id']}/pause").json["status"] == "paused"
+
+    api.engine.advance(30)
+    resumed = api.call("POST", f"/jobs/{job['id']}/resume")
+    assert (resumed.status, resumed.json["status"]) == (200, "scheduled")
+    # The chain restarts at the first occurrence from now: creation + 60 s.
+    assert resumed.json["next_run_at"] == rfc3339_ms(to_ms_of(job["created_at"]) + 60_000)
+    assert api.item_status(job["id"]) == "scheduled"
+
+
+@pytest.mark.parametrize(
+    ("schedule", "action"),
+    [
+        ({"at": "2026-11-21T12:00:00Z"}, "pause"),
+        ({"rate_seconds": 60}, "resume"),
+        ({"delay_seconds": 60}, "resume"),
+    ],
+)
+def test_an_illegal_transition_is_a_409(api: Api, schedule: dict[str, Any], action: str) -> None:
+    job = api.create({"schedule": schedule})
+    reply = api.call("POST", f"/jobs/{job['id']}/{action}")
+    assert (reply.status, reply.error["code"]) == (409, "conflict")
+    assert api.item_status(job["id"]) == "scheduled"
+
+
+def test_a_finished_or_cancelled_job_cannot_be_cancelled_again_or_run(api: Api) -> None:
+    done = api.create({"schedule": {"delay_seconds": 0}})
+    api.engine.drain()
+    assert api.call("GET", f"/jobs/{done['id']}").json["status"] == "succeeded"
+    assert api.call("DELETE", f"/jobs/{done['id']}").status == 409
+
+    cancelled = api.create({"schedule": {"rate_seconds": 60}})
+    api.call("DELETE", f"/jobs/{cancelled['id']}")
+    for action in ("run", "pause", "resume"):
+        reply = api.call("POST", f"/jobs/{cancelled['id']}/{action}")
+        assert (reply.status, reply.error["code"]) == (409, "conflict"), action
+
+
+# --- runs --------------------------------------------------------------------------------------
+
+
+def test_run_now_is_accepted_queued_and_run(api: Api) -> None:
+    job = api.create({"schedule": {"at": at(3600)}})
+    before = api.engine.queue_messages(Runtime.LAMBDA, Priority.NORMAL)
+
+    reply = api.call("POST", f"/jobs/{job['id']}/run")
+
+    assert reply.status == 202
+    assert reply.json["job_id"] == job["id"]
+    scheduled_ms = to_ms_of(reply.json["scheduled_for"])
+    assert reply.json["run_id"] == f"{job['id']}-{scheduled_ms}"
+    assert api.engine.queue_messages(Runtime.LAMBDA, Priority.NORMAL) == before + 1
+    api.engine.drain()
+    assert api.engine.recorder.runs_of(job["id"]) == [scheduled_ms]
+    fetched = api.call("GET", f"/jobs/{job['id']}").json
+    assert fetched["status"] == "scheduled"  # the scheduled occurrence is still to come
+    assert fetched["last_run"]["run_id"] == reply.json["run_id"]
+    assert fetched["next_run_at"] == at(3600)
+
+
+def test_runs_are_listed_newest_first_with_cursors(api: Api) -> None:
+    job = api.create({"schedule": {"delay_seconds": 0}})
+    api.engine.drain()
+    extra = []
+    for _ in range(2):
+        api.engine.advance(2)
+        extra.append(api.call("POST", f"/jobs/{job['id']}/run").json["run_id"])
+        api.engine.drain()
+
+    first = api.call("GET", f"/jobs/{job['id']}/runs", query={"limit": "2"})
+    assert first.status == 200
+    assert [r["run_id"] for r in first.json["items"]] == list(reversed(extra))
+    rest = api.call(
+        "GET", f"/jobs/{job['id']}/runs", query={"limit": "2", "cursor": first.json["next_cursor"]}
+    )
+    assert len(rest.json["items"]) == 1
+    assert rest.json["next_cursor"] is None
+    everything = first.json["items"] + rest.json["items"]
+    times = [r["scheduled_for"] for r in everything]
+    assert times == sorted(times, reverse=True)
+    for run in everything:
+        assert run["status"] == "succeeded"
+        assert run["attempts"] == 1
+        assert run["error"] is None
+        assert run["started_at"] is not None
+        assert run["finished_at"] is not None
+        assert run["lateness_ms"] >= 0
+    job_now = api.call("GET", f"/jobs/{job['id']}").json
+    assert job_now["status"] == "succeeded"
+    assert job_now["next_run_at"] is None
+    assert job_now["last_run"] == first.json["items"][0]
+
+
+def test_runs_of_a_job_with_none_is_an_empty_page(api: Api) -> None:
+    job = api.create({"schedule": {"at": at(3600)}})
+    reply = api.call("GET", f"/jobs/{job['id']}/runs")
+    assert reply.json == {"items": [], "next_cursor": None}
+
+
+@pytest.mark.parametrize(
+    ("query", "field"),
+    [
+        ({"limit": "500"}, "limit"),
+        ({"cursor": "eyJpZCI6IngifQ"}, "cursor"),
+        ({"cursor": "!"}, "cursor"),
+    ],
+)
+def test_bad_runs_parameters_are_a_400(api: Api, query: dict[str, str], field: str) -> None:
+    job = api.create({"schedule": {"at": at(3600)}})
+    reply = api.call("GET", f"/jobs/{job['id']}/runs", query=query)
+    assert (reply.status, reply.error["field"]) == (400, field), reply.json
+
+
+# --- quotas ------------------------------------------------------------------------------------
+
+
+def test_a_rate_below_the_minimum_interval_is_a_429(api: Api) -> None:
+    api.configure(**{QuotaEnv.MIN_RATE_SECONDS: "10"})
+    reply = api.call("POST", "/jobs", {"schedule": {"rate_seconds": 5}, "target": HANDLER_TARGET})
+    assert reply.status == 429
+    assert (reply.error["code"], reply.error["field"]) == (
+        "quota_exceeded",
+        "schedule.rate_seconds",
+    )
+    assert int(reply.headers["Retry-After"]) >= 1
+    assert api.job_items() == []
+    assert api.create({"schedule": {"rate_seconds": 10}})["schedule"]["rate_seconds"] == 10
+
+
+def test_submissions_beyond_the_tenant_rate_are_a_429_with_retry_after(api: Api) -> None:
+    api.configure(**{QuotaEnv.SUBMISSIONS_PER_SECOND: "0.01", QuotaEnv.SUBMISSION_BURST: "2"})
+    body = {"schedule": {"delay_seconds": 60}, "target": HANDLER_TARGET}
+    assert [api.call("POST", "/jobs", body).status for _ in range(2)] == [201, 201]
+
+    refused = api.call("POST", "/jobs", body)
+
+    assert refused.status == 429
+    assert refused.error["code"] == "quota_exceeded"
+    assert 1 <= int(refused.headers["Retry-After"]) <= 100
+    assert len(api.job_items()) == 2
+    # Run-now spends from the same bucket; another tenant has its own.
+    job_id = api.job_items()[0]["id"]["S"]
+    assert api.call("POST", f"/jobs/{job_id}/run").status == 429
+    assert api.call("POST", "/jobs", body, tenant="tenant-b").status == 201
+
+
+def test_active_recurring_jobs_beyond_the_quota_are_a_429(api: Api) -> None:
+    api.configure(**{QuotaEnv.MAX_ACTIVE_RECURRING_JOBS: "2"})
+    first = api.create({"schedule": {"rate_seconds": 60}})
+    second = api.create({"schedule": {"cron": "* * * * *"}})
+    api.call("POST", f"/jobs/{second['id']}/pause")  # paused jobs count too
+
+    refused = api.call(
+        "POST", "/jobs", {"schedule": {"rate_seconds": 60}, "target": HANDLER_TARGET}
+    )
+
+    assert refused.status == 429
+    assert refused.error["code"] == "quota_exceeded"
+    assert int(refused.headers["Retry-After"]) >= 1
+    assert len(api.job_items()) == 2
+    api.create({"schedule": {"delay_seconds": 60}})  # one-offs are not counted
+    api.create({"schedule": {"rate_seconds": 60}}, tenant="tenant-b")  # per tenant
+    api.call("DELETE", f"/jobs/{first['id']}")
+    api.create({"schedule": {"rate_seconds": 60}})  # room again
+
+
+# --- idempotency -------------------------------------------------------------------------------
+
+
+def test_an_idempotency_key_replay_returns_the_same_job_and_stores_one(api: Api) -> None:
+    body = {"schedule": {"delay_seconds": 60}, "payload": {"n": 1}}
+    first = api.create(dict(body), headers={"Idempotency-Key": "order-42"})
+    api.engine.advance(1)
+
+    replay = api.create(dict(body), headers={"Idempotency-Key": "order-42"})
+
+    assert replay == first
+    assert [i["id"]["S"] for i in api.job_items()] == [first["id"]]
+    assert api.engine.queue_messages(Runtime.LAMBDA, Priority.NORMAL) == 1
+    # The same key with another body is a conflict; another tenant's key is its own.
+    other = api.call(
+        "POST",
+        "/jobs",
+        {**body, "payload": {"n": 2}, "target": HANDLER_TARGET},
+        headers={"Idempotency-Key": "order-42"},
+    )
+    assert (other.status, other.error["code"]) == (409, "idempotency_conflict")
+    theirs = api.create(dict(body), headers={"Idempotency-Key": "order-42"}, tenant="tenant-b")
+    assert theirs["id"] != first["id"]
+    assert len(api.job_items()) == 1
+
+
+def test_a_replay_shows_the_job_as_it_is_now(api: Api) -> None:
+    body = {"schedule": {"delay_seconds": 60}}
+    first = api.create(dict(body), headers={"Idempotency-Key": "k-1"})
+    api.call("DELETE", f"/jobs/{first['id']}")
+    replay = api.create(dict(body), headers={"Idempotency-Key": "k-1"})
+    assert (replay["id"], replay["status"]) == (first["id"], "cancelled")
+
+
+@pytest.mark.parametrize("key", ["", "with space", "é", "x" * 256])
+def test_a_malformed_idempotency_key_is_a_400(api: Api, key: str) -> None:
+    reply = api.call(
+        "POST",
+        "/jobs",
+        {"schedule": {"delay_seconds": 60}, "target": HANDLER_TARGET},
+        headers={"Idempotency-Key": key},
+    )
+    assert (reply.status, reply.error["field"]) == (400, "Idempotency-Key")
+    assert api.job_items() == []
+
+
+# --- failures ----------------------------------------------------------------------------------
+
+
+def test_an_unexpected_failure_is_a_json_500(api: Api, monkeypatch: pytest.MonkeyPatch) -> None:
+    def broken(*_: object) -> None:
+        raise RuntimeError("the store is on fire")
+
+    monkeypatch.setattr(api.engine.parts.jobs, "get", broken)
+    reply = api.call("GET", f"/jobs/{JOB_ID_SHAPED}")
+    assert reply.status == 500
+    assert reply.json == {"error": {"code": "internal", "message": "internal error"}}
