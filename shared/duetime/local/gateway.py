@@ -1,0 +1,328 @@
+"""The local stand-in for API Gateway (HTTP API, JWT authorizer, payload format 2.0).
+
+Each HTTP request becomes the event API Gateway would give the API Lambda, and the handler's
+answer becomes the HTTP response:
+- routes: `GET /health` and `GET /openapi.json` are public (their own routes, routeKey
+  "GET /health"); everything else goes to the `$default` route behind the JWT authorizer;
+- the authorizer: `Authorization: Bearer <jwt>`, HS256 with the local key, issuer and audience
+  pinned, `exp` required. A refused token is a 401 and the handler is not called;
+- request bodies over 1 MiB are refused with 413 and never reach the handler (API Gateway's
+  limit is 10 MB; the API allows 64 KiB of payload, so 1 MiB is ample);
+- a handler that raises is a 500 (API Gateway: "Internal Server Error"), logged here.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import json
+import threading
+import time
+import uuid
+from collections.abc import Callable, Mapping
+from email.utils import formatdate
+from http import HTTPStatus
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+from urllib.parse import parse_qsl, urlsplit
+
+from duetime.local.keys import InvalidToken, bearer_token, scopes_of, verify_token
+from duetime.local.lambda_runtime import FakeContext
+from duetime.observability import logger
+
+Handler = Callable[[dict[str, Any], Any], Any]
+
+MAX_BODY_BYTES = 1024 * 1024
+_DRAIN_LIMIT_BYTES = 16 * MAX_BODY_BYTES
+PUBLIC_ROUTES = frozenset({("GET", "/health"), ("GET", "/openapi.json")})
+ACCOUNT_ID = "123456789012"
+API_ID = "duetime-local"
+# Content types delivered as text; anything else arrives base64-encoded, as API Gateway does.
+_TEXT_TYPES = ("text/", "application/json", "application/xml", "application/x-www-form")
+
+
+class Gateway:
+    """An HTTP server on `host:port` (0: any free port) invoking `handler` per request."""
+
+    def __init__(
+        self,
+        handler: Handler,
+        key: bytes,
+        *,
+        host: str = "127.0.0.1",
+        port: int = 8080,
+        max_body_bytes: int = MAX_BODY_BYTES,
+    ) -> None:
+        self.handler = handler
+        self.key = key
+        self.max_body_bytes = max_body_bytes
+        self._host = host
+        self._server = _Server((host, port), _RequestHandler, self)
+        self._thread: threading.Thread | None = None
+
+    @property
+    def port(self) -> int:
+        return int(self._server.server_address[1])
+
+    @property
+    def url(self) -> str:
+        return f"http://{self._host}:{self.port}"
+
+    def start(self) -> None:
+        self._thread = threading.Thread(
+            target=self._server.serve_forever, kwargs={"poll_interval": 0.05}, name="gateway"
+        )
+        self._thread.start()
+
+    def stop(self) -> None:
+        if self._thread is not None:
+            self._server.shutdown()
+            self._thread.join()
+            self._thread = None
+        self._server.server_close()
+
+    def __enter__(self) -> Gateway:
+        self.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+
+class _Server(ThreadingHTTPServer):
+    daemon_threads = True
+
+    def __init__(self, address: tuple[str, int], handler: type[_RequestHandler], gateway: Gateway):
+        self.gateway = gateway
+        super().__init__(address, handler)
+
+
+class _RequestHandler(BaseHTTPRequestHandler):
+    server: _Server
+    protocol_version = "HTTP/1.1"  # keep-alive: every response carries Content-Length
+    server_version = "duetime-local-gateway"
+
+    def do_GET(self) -> None:
+        self._serve()
+
+    do_POST = do_PUT = do_PATCH = do_DELETE = do_HEAD = do_OPTIONS = do_GET
+
+    def log_message(self, format: str, *args: Any) -> None:
+        """No access log on stderr (the terminal shows the live figures)."""
+
+    def _serve(self) -> None:
+        gateway = self.server.gateway
+        request_id = base64.b64encode(uuid.uuid4().bytes[:10]).decode()
+        url = urlsplit(self.path)
+        path = url.path or "/"
+        public = (self.command, path) in PUBLIC_ROUTES
+
+        length = self.headers.get("Content-Length", "0").strip()
+        if not length.isdigit():
+            self.close_connection = True
+            self._error(HTTPStatus.BAD_REQUEST, "bad_request", "invalid Content-Length", request_id)
+            return
+        if "chunked" in self.headers.get("Transfer-Encoding", "").lower():
+            body = self._read_chunked()
+        elif int(length) > gateway.max_body_bytes:
+            # Read (a bounded amount of) what the client sends, so that it gets to read the
+            # 413 rather than a connection reset.
+            _drain(self.rfile, min(int(length), _DRAIN_LIMIT_BYTES))
+            body = None
+        else:
+            body = self.rfile.read(int(length))
+        if body is None:
+            self.close_connection = True
+            self._error(
+                HTTPStatus.REQUEST_ENTITY_TOO_LARGE,
+                "payload_too_large",
+                f"the request body is larger than {gateway.max_body_bytes} bytes",
+                request_id,
+            )
+            return
+        claims: dict[str, Any] | None = None
+        if not public:
+            try:
+                claims = verify_token(bearer_token(self.headers.get("Authorization")), gateway.key)
+            except InvalidToken as exc:
+                self._error(HTTPStatus.UNAUTHORIZED, "unauthorized", str(exc), request_id)
+                return
+
+        event = self._event(path, url.query, body, claims, public, request_id)
+        try:
+            result = gateway.handler(event, FakeContext(function_name="duetime-api"))
+            status, headers, cookies, payload = _response(result)
+        except Exception:
+            logger.exception("API handler failed", extra={"request_id": request_id})
+            self._error(
+                HTTPStatus.INTERNAL_SERVER_ERROR, "internal_error", "internal error", request_id
+            )
+            return
+        self._send(status, headers, cookies, payload, request_id)
+
+    def _event(
+        self,
+        path: str,
+        query: str,
+        body: bytes,
+        claims: dict[str, Any] | None,
+        public: bool,
+        request_id: str,
+    ) -> dict[str, Any]:
+        headers: dict[str, str] = {}
+        for raw_name, value in self.headers.items():
+            name = raw_name.lower()
+            headers[name] = f"{headers[name]},{value}" if name in headers else value
+        cookie_header = headers.pop("cookie", None)
+        now_ms = time.time_ns() // 1_000_000
+        context: dict[str, Any] = {
+            "accountId": ACCOUNT_ID,
+            "apiId": API_ID,
+            "domainName": headers.get("host", ""),
+            "domainPrefix": headers.get("host", "").split(".")[0],
+            "http": {
+                "method": self.command,
+                "path": path,
+                "protocol": self.request_version,
+                "sourceIp": self.client_address[0],
+                "userAgent": headers.get("user-agent", ""),
+            },
+            "requestId": request_id,
+            "routeKey": f"{self.command} {path}" if public else "$default",
+            "stage": "$default",
+            "time": formatdate(now_ms / 1000, usegmt=True),
+            "timeEpoch": now_ms,
+        }
+        if claims is not None:
+            context["authorizer"] = {
+                "jwt": {"claims": _claim_strings(claims), "scopes": scopes_of(claims)}
+            }
+        event: dict[str, Any] = {
+            "version": "2.0",
+            "routeKey": context["routeKey"],
+            "rawPath": path,
+            "rawQueryString": query,
+            "headers": headers,
+            "requestContext": context,
+            "isBase64Encoded": False,
+        }
+        if cookie_header:
+            event["cookies"] = [c.strip() for c in cookie_header.split(";") if c.strip()]
+        if query:
+            params: dict[str, str] = {}
+            for name, value in parse_qsl(query, keep_blank_values=True):
+                params[name] = f"{params[name]},{value}" if name in params else value
+            event["queryStringParameters"] = params
+        if body:
+            if _is_text(headers.get("content-type", "")):
+                try:
+                    event["body"] = body.decode()
+                except UnicodeDecodeError:
+                    event["body"] = base64.b64encode(body).decode()
+                    event["isBase64Encoded"] = True
+            else:
+                event["body"] = base64.b64encode(body).decode()
+                event["isBase64Encoded"] = True
+        return event
+
+    def _read_chunked(self) -> bytes | None:
+        """A chunked request body, or None past the size limit."""
+        limit = self.server.gateway.max_body_bytes
+        body = bytearray()
+        while True:
+            size_line = self.rfile.readline(1024).split(b";")[0].strip()
+            try:
+                size = int(size_line, 16)
+            except ValueError:
+                return None
+            if size == 0:
+                while self.rfile.readline(1024).strip():  # trailers
+                    pass
+                return bytes(body)
+            if len(body) + size > limit:
+                return None
+            body += self.rfile.read(size)
+            self.rfile.readline(8)  # the CRLF after each chunk
+
+    def _error(self, status: HTTPStatus, code: str, message: str, request_id: str) -> None:
+        headers = {"content-type": "application/json"}
+        if self.close_connection:
+            headers["connection"] = "close"
+        if status == HTTPStatus.UNAUTHORIZED:
+            headers["www-authenticate"] = 'Bearer error="invalid_token"'
+        payload = json.dumps(
+            {"error": {"code": code, "message": message}}, separators=(",", ":")
+        ).encode()
+        self._send(status, headers, [], payload, request_id)
+
+    def _send(
+        self,
+        status: int,
+        headers: Mapping[str, str],
+        cookies: list[str],
+        payload: bytes,
+        request_id: str,
+    ) -> None:
+        self.send_response(status)
+        for name, value in headers.items():
+            if name.lower() not in ("content-length", "transfer-encoding"):
+                self.send_header(name, value)
+        for cookie in cookies:
+            self.send_header("Set-Cookie", cookie)
+        self.send_header("apigw-requestid", request_id)
+        self.send_header("Content-Length", str(len(payload)))
+        self.end_headers()
+        if self.command != "HEAD":
+            self.wfile.write(payload)
+
+
+def _response(result: Any) -> tuple[int, dict[str, str], list[str], bytes]:
+    """API Gateway's reading of a payload 2.0 response: a dict with statusCode is used as is;
+    anything else is a 200 with the value as its JSON body."""
+    if not isinstance(result, dict) or "statusCode" not in result:
+        return 200, {"content-type": "application/json"}, [], json.dumps(result).encode()
+    headers = {str(k): str(v) for k, v in (result.get("headers") or {}).items()}
+    for name, values in (result.get("multiValueHeaders") or {}).items():
+        headers[str(name)] = ",".join(str(v) for v in values)
+    cookies = [str(c) for c in result.get("cookies") or []]
+    raw = result.get("body")
+    if raw is None:
+        payload = b""
+    elif result.get("isBase64Encoded"):
+        try:
+            payload = base64.b64decode(str(raw), validate=True)
+        except binascii.Error as exc:
+            raise ValueError(f"the handler's base64 body does not decode: {exc}") from None
+    else:
+        payload = str(raw).encode()
+    return int(result["statusCode"]), headers, cookies, payload
+
+
+def _claim_strings(claims: Mapping[str, Any]) -> dict[str, str]:
+    """API Gateway hands claims to the function as strings (arrays as "[a b]")."""
+    out: dict[str, str] = {}
+    for name, value in claims.items():
+        if isinstance(value, str):
+            out[name] = value
+        elif isinstance(value, bool):
+            out[name] = str(value).lower()
+        elif isinstance(value, list):
+            out[name] = "[" + " ".join(str(v) for v in value) + "]"
+        elif isinstance(value, dict):
+            out[name] = json.dumps(value, separators=(",", ":"))
+        else:
+            out[name] = str(value)
+    return out
+
+
+def _drain(stream: Any, size: int) -> None:
+    while size > 0:
+        chunk = stream.read(min(size, 65_536))
+        if not chunk:
+            return
+        size -= len(chunk)
+
+
+def _is_text(content_type: str) -> bool:
+    kind = content_type.split(";", maxsplit=1)[0].strip().lower()
+    return not kind or kind.startswith(_TEXT_TYPES) or kind.endswith(("+json", "+xml"))

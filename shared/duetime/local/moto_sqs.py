@@ -1,0 +1,162 @@
+"""Fixes to moto's SQS so the local stack keeps up with a deep queue.
+
+moto 5.2 recomputes every queue attribute (ApproximateNumberOfMessages and friends, each a
+scan of the whole queue) in two hot paths:
+- `send_message` reads `queue.attributes` to look up ContentBasedDeduplication, once per
+  message sent (batch sends too): a send costs O(depth);
+- the retention check in `receive_message` reads MessageRetentionPeriod through
+  `get_queue_attributes`, which builds the attributes three times per message received.
+At a depth of 2,000 a batch send falls to ~20 messages/s and receive+delete to ~7 messages/s,
+so a burst of jobs due together would be late by minutes. `make_sqs_fast` reads the two
+values from the queue's own fields instead; everything else (delays, visibility, redrive,
+receive counts, FIFO deduplication) is moto's code unchanged.
+
+Two more differences from SQS are fixed on the way:
+- a long poll waits until a message arrives *or until the next delayed (or in-flight)
+  message becomes visible*; moto sleeps through the whole second, so a message whose delay
+  ended mid-wait was received up to a second late (SQS answers at once);
+- `Queue.delete_message` rebuilds the message list without the lock `add_message` appends
+  under, so a message sent while another one is deleted could vanish; it now holds the lock.
+
+The send path is a copy of moto 5.2.5's `SQSBackend.send_message` with the one lookup
+changed, so the patch applies only to that version (moto is pinned in pyproject.toml);
+on another version it does nothing and says so.
+"""
+
+from __future__ import annotations
+
+import functools
+import hashlib
+import logging
+import string
+import threading
+from collections.abc import Callable
+from typing import Any
+
+_SUPPORTED_MOTO = "5.2.5"
+_lock = threading.Lock()
+_applied = False
+_log = logging.getLogger(__name__)
+
+
+def make_sqs_fast() -> bool:
+    """Patch moto's SQS model in this process (idempotent). False when moto's version is not
+    the one the patch was written against (moto is then left as it is)."""
+    global _applied  # noqa: PLW0603 - a process-wide patch, applied once
+    with _lock:
+        if _applied:
+            return True
+        import moto
+        from moto.sqs.models import Queue, SQSBackend
+
+        if moto.__version__ != _SUPPORTED_MOTO:
+            _log.warning(
+                "moto %s is not %s: SQS speed-up not applied", moto.__version__, _SUPPORTED_MOTO
+            )
+            return False
+        patches: list[tuple[type, str, Callable[..., Any]]] = [
+            (SQSBackend, "send_message", _send_message),
+            (SQSBackend, "is_message_valid_based_on_retention_period", _within_retention_period),
+            (Queue, "delete_message", _holding_messages_lock(Queue.delete_message)),
+            (Queue, "wait_for_messages", _wait_until_ready),
+        ]
+        for owner, name, replacement in patches:
+            setattr(owner, name, replacement)
+        _applied = True
+        return True
+
+
+def _within_retention_period(self: Any, queue_name: str, message: Any) -> bool:
+    """moto's check, reading the period from the queue rather than from all its attributes."""
+    from moto.core.utils import unix_time
+
+    retention_period: int = self.get_queue(queue_name).message_retention_period
+    return bool(retention_period + message.sent_timestamp / 1000 > unix_time())
+
+
+def _wait_until_ready(queue: Any, timeout: float) -> None:
+    """A long poll's wait: until a message arrives (as moto) *or until the next delayed or
+    in-flight message becomes visible*. moto waits the whole second, so a message whose delay
+    ends mid-wait was received up to a second late; SQS answers a long poll at once."""
+    from moto.core.utils import unix_time_millis
+
+    with queue._messages_lock:
+        now = unix_time_millis()
+        upcoming = (max(m.visible_at, m.delayed_until) for m in queue._messages)
+        next_ms = min((t for t in upcoming if t > now), default=None)
+        wait = timeout if next_ms is None else min(timeout, (next_ms - now) / 1000 + 0.001)
+        queue._messages_lock.wait_for(lambda: queue.messages, timeout=wait)
+
+
+def _holding_messages_lock(method: Callable[..., Any]) -> Callable[..., Any]:
+    @functools.wraps(method)
+    def locked(queue: Any, *args: Any, **kwargs: Any) -> Any:
+        with queue._messages_lock:  # a Condition over an RLock: add_message appends under it
+            return method(queue, *args, **kwargs)
+
+    return locked
+
+
+def _send_message(
+    self: Any,
+    queue_name: str,
+    message_body: str,
+    message_attributes: dict[str, Any] | None = None,
+    delay_seconds: int | None = None,
+    deduplication_id: str | None = None,
+    group_id: str | None = None,
+    system_attributes: dict[str, Any] | None = None,
+    validate_group_id: bool = True,
+) -> Any:
+    """moto 5.2.5's `SQSBackend.send_message`; only the ContentBasedDeduplication lookup
+    differs (the queue's field: `queue.attributes` is the O(depth) part)."""
+    from moto.moto_api._internal import mock_random as random
+    from moto.sqs.exceptions import InvalidParameterValue
+    from moto.sqs.models import MAXIMUM_MESSAGE_DELAY, Message
+
+    queue = self.get_queue(queue_name)
+
+    self._validate_message(
+        queue,
+        message_body=message_body,
+        delay_seconds=int(delay_seconds or 0),
+        deduplication_id=deduplication_id,
+        group_id=group_id,
+        validate_group_id=validate_group_id,
+    )
+
+    delay_seconds = int(delay_seconds) if delay_seconds is not None else queue.delay_seconds
+
+    message_id = str(random.uuid4())
+    message = Message(message_id, message_body, system_attributes)
+
+    # moto: `queue.attributes.get("ContentBasedDeduplication") == "true"`; the attribute is
+    # listed for FIFO queues only, and stored as a bool on the queue.
+    if queue.fifo_queue and queue.content_based_deduplication:
+        sha256 = hashlib.sha256()
+        sha256.update(message_body.encode("utf-8"))
+        message.deduplication_id = sha256.hexdigest()
+
+    # Attributes, but not *message* attributes
+    if deduplication_id is not None:
+        message.deduplication_id = deduplication_id
+        message.sequence_number = "".join(random.choice(string.digits) for _ in range(20))
+
+    if group_id is not None:
+        message.group_id = group_id
+
+    if message_attributes:
+        message.message_attributes = message_attributes
+
+    if delay_seconds > MAXIMUM_MESSAGE_DELAY:
+        msg = (
+            f"Value {delay_seconds} for parameter DelaySeconds is invalid. "
+            "Reason: DelaySeconds must be >= 0 and <= 900."
+        )
+        raise InvalidParameterValue(msg)
+
+    message.mark_sent(delay_seconds=delay_seconds)
+
+    queue.add_message(message)
+
+    return message

@@ -1,0 +1,568 @@
+"""`duetime local`: the whole system on one machine, on an embedded moto server.
+
+moto stores but never runs: nothing invokes a Lambda, fires a schedule or delivers to an
+event source mapping. `LocalStack` starts moto on loopback, creates the tables and queues
+from the same definitions as the CDK app (`duetime.resources`), and runs in threads the
+small emulators of what AWS would do around the same handlers:
+
+| thread            | stands for                                                       |
+|-------------------|------------------------------------------------------------------|
+| gateway           | API Gateway HTTP API + JWT authorizer → the API Lambda           |
+| tick              | the EventBridge rule rate(1 minute) → the sweeper Lambda         |
+| lambda-<priority> | an SQS event source mapping per lambda queue → the worker Lambda |
+| fargate worker    | the Fargate service's `duetime worker --runtime fargate` loop    |
+| figures           | a dashboard: runs, lateness, queue depths, every few seconds     |
+
+`stop()` (Ctrl-C, SIGTERM) stops the gateway, lets each thread finish what it holds, joins
+them, stops moto and puts the process environment back.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import importlib.util
+import logging
+import math
+import os
+import socket
+import sys
+import threading
+import time
+import uuid
+import warnings
+from collections import deque
+from collections.abc import Callable, Iterator, Mapping
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, TextIO
+
+from duetime.domain.jobs import Priority, Runtime
+from duetime.domain.runs import RunStatus
+from duetime.local.keys import DEFAULT_STATE_DIR, load_or_create_key
+from duetime.local.lambda_runtime import FakeContext, Handler, SqsEventSource
+
+if TYPE_CHECKING:
+    from mypy_boto3_sqs import SQSClient
+
+    from duetime.config import Settings
+    from duetime.local.gateway import Gateway
+    from duetime.ports import Delivery
+    from duetime.services.execute import Result, RunExecutor
+    from duetime.services.queue_worker import QueueWorker
+    from duetime.wiring import Components
+
+REGION = "us-east-1"
+ACCOUNT_ID = "123456789012"
+PREFIX = "duetime"
+# On AWS the queues' visibility timeout is 6 × the worker function's timeout (90 min), so a
+# lease always outlives an execution. Locally one poller thread per queue runs each batch to
+# the end before it receives again, so nothing else can pick a message up while it runs; the
+# timeout only decides how soon a message whose processing crashed comes back: a minute.
+LOCAL_VISIBILITY_TIMEOUT_SECONDS = 60
+LAMBDA_BATCH_SIZE = 10
+LAMBDA_POLL_WAIT_SECONDS = 1
+FARGATE_POLL_WAIT_SECONDS = 1
+# How long stop() waits for a thread to finish the batch or run it holds.
+JOIN_TIMEOUT_SECONDS = 15.0
+LATENESS_WINDOW = 1000  # lateness percentiles are over the latest this many runs
+
+_log = logging.getLogger(__name__)
+
+
+class LocalStackError(RuntimeError):
+    """The local stack cannot start as configured (the CLI shows the message)."""
+
+
+@dataclass(frozen=True)
+class LocalOptions:
+    port: int = 8080  # the API gateway's port (0: any free port)
+    tick_seconds: float = 60.0  # how often the sweeper runs
+    moto_port: int = 0  # the moto server's port (0: any free port)
+    allow_private_targets: bool = True  # loopback webhooks are the point of a local stack
+    state_dir: Path = DEFAULT_STATE_DIR
+    host: str = "127.0.0.1"
+    figures_seconds: float = 5.0
+    fargate_concurrency: int = 8
+
+
+@dataclass(frozen=True)
+class Figures:
+    started: int
+    succeeded: int
+    failed: int
+    retried: int
+    lateness_p50_ms: int | None
+    lateness_p99_ms: int | None
+    queued: Mapping[str, int] = field(default_factory=dict)  # by queue key, e.g. lambda/high
+    dead: int = 0  # messages in the dead-letter queues
+
+    def line(self) -> str:
+        def ms(value: int | None) -> str:
+            return "-" if value is None else f"{value} ms"
+
+        busy = [f"{key} {n}" for key, n in self.queued.items() if n]
+        queued = f"queued {sum(self.queued.values())}" + (f" ({', '.join(busy)})" if busy else "")
+        return (
+            f"runs {self.started} started, {self.succeeded} succeeded, {self.failed} failed, "
+            f"{self.retried} retrying | lateness p50 {ms(self.lateness_p50_ms)}, "
+            f"p99 {ms(self.lateness_p99_ms)} | {queued}, dead {self.dead}"
+        )
+
+
+class RunFigures:
+    """Counts the runs this process executes, from the results of the execution core.
+
+    Both workers (the Lambda handler through its event source pollers, and the Fargate loop)
+    call `RunExecutor.handle`, so one wrapper around it sees every run; reading the runs
+    table instead would cost a scan that grows with history."""
+
+    def __init__(self, window: int = LATENESS_WINDOW) -> None:
+        self._lock = threading.Lock()
+        self._lateness: deque[int] = deque(maxlen=window)
+        self.started = self.succeeded = self.failed = self.retried = 0
+
+    def wrap(self, handle: Callable[[Delivery], Result]) -> Callable[[Delivery], Result]:
+        def observed(delivery: Delivery) -> Result:
+            since_ms = time.time_ns() // 1_000_000
+            result = handle(delivery)
+            self.record(result, since_ms)
+            return result
+
+        return observed
+
+    def record(self, result: Result, since_ms: int) -> None:
+        """Count `result` if this delivery executed the target: the run's latest attempt
+        started during the call and has finished (a duplicate delivery returns the run as
+        another delivery left it, started earlier)."""
+        run = result.run
+        if run is None or not run.attempts:
+            return
+        attempt = run.attempts[-1]
+        if attempt.started_ms < since_ms or attempt.finished_ms is None:
+            return
+        with self._lock:
+            self.started += 1
+            self._lateness.append(attempt.lateness_ms)
+            if run.status == RunStatus.SUCCEEDED:
+                self.succeeded += 1
+            elif run.status == RunStatus.FAILED:
+                self.failed += 1
+            elif run.status == RunStatus.RETRYING:
+                self.retried += 1
+
+    def snapshot(self, queued: Mapping[str, int] | None = None, dead: int = 0) -> Figures:
+        with self._lock:
+            lateness = sorted(self._lateness)
+            counts = (self.started, self.succeeded, self.failed, self.retried)
+        return Figures(
+            *counts,
+            lateness_p50_ms=_percentile(lateness, 0.50),
+            lateness_p99_ms=_percentile(lateness, 0.99),
+            queued=dict(queued or {}),
+            dead=dead,
+        )
+
+
+def _percentile(ordered: list[int], q: float) -> int | None:
+    """Nearest-rank percentile of an ordered list."""
+    if not ordered:
+        return None
+    return ordered[max(0, math.ceil(q * len(ordered)) - 1)]
+
+
+class LocalStack:
+    """The local stack; `start()`/`stop()` or a `with` block."""
+
+    def __init__(
+        self,
+        options: LocalOptions | None = None,
+        *,
+        api_handler: Handler | None = None,
+        on_figures: Callable[[Figures], None] | None = None,
+        log_stream: TextIO | None = None,
+    ) -> None:
+        """`api_handler`: the API Lambda's handler (default: functions.api.handler, imported
+        at start). `on_figures`: called with the live figures every `figures_seconds`.
+        `log_stream`: where the functions' logs and EMF metrics go (stdout if None)."""
+        self.options = options or LocalOptions()
+        self.figures_recorder = RunFigures()
+        self._api_handler = api_handler
+        self._on_figures = on_figures
+        self._log_stream = log_stream
+        self._stopping = threading.Event()
+        self._cleanup = contextlib.ExitStack()
+        self._threads: list[threading.Thread] = []
+        self._gateway: Gateway | None = None
+        self._fargate: QueueWorker | None = None
+        self._settings: Settings | None = None
+        self._sqs: SQSClient | None = None
+        self.moto_url = ""
+        self.key_created = False
+
+    # --- lifecycle ---------------------------------------------------------------------------
+
+    def __enter__(self) -> LocalStack:
+        self.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+    @property
+    def api_url(self) -> str:
+        if self._gateway is None:
+            raise RuntimeError("the local stack is not started")
+        return self._gateway.url
+
+    @property
+    def settings(self) -> Settings:
+        if self._settings is None:
+            raise RuntimeError("the local stack is not started")
+        return self._settings
+
+    def start(self) -> None:
+        """Start everything (once per instance); on failure, stop what had started."""
+        try:
+            self._start()
+        except BaseException:
+            self.stop()
+            raise
+
+    def stop(self) -> None:
+        """Stop accepting requests, let every thread finish what it holds, stop moto."""
+        self._stopping.set()
+        if self._gateway is not None:
+            self._gateway.stop()
+        if self._fargate is not None:
+            self._fargate.stop()
+        deadline = time.monotonic() + JOIN_TIMEOUT_SECONDS
+        for thread in self._threads:
+            thread.join(timeout=max(0.0, deadline - time.monotonic()))
+            if thread.is_alive():
+                _log.warning("%s did not finish within %s s", thread.name, JOIN_TIMEOUT_SECONDS)
+        self._threads.clear()
+        self._cleanup.close()
+
+    def _start(self) -> None:
+        options = self.options
+        key, self.key_created = load_or_create_key(options.state_dir)
+        self._set_env(_base_env())
+        self._quiet_output()
+
+        api_handler = self._api_handler or _default_api_handler()
+        self._gateway = self._bind_gateway(api_handler, key)
+
+        from duetime.local.moto_fixes import make_dynamodb_writes_atomic
+        from duetime.local.moto_sqs import make_sqs_fast
+
+        make_dynamodb_writes_atomic()
+        make_sqs_fast()
+        self.moto_url = self._start_moto()
+        self._set_env({"AWS_ENDPOINT_URL": self.moto_url})
+
+        import boto3
+        from botocore.config import Config
+
+        from duetime.resources import create_resources
+
+        session = boto3.Session(region_name=REGION)
+        config = Config(max_pool_connections=16, retries={"mode": "standard"})
+        self._sqs = session.client("sqs", config=config)
+        self._settings = create_resources(
+            session.client("dynamodb", config=config),
+            self._sqs,
+            PREFIX,
+            visibility_timeout_seconds=LOCAL_VISIBILITY_TIMEOUT_SECONDS,
+            allow_private_targets=options.allow_private_targets,
+            require_https=False,
+        )
+        self._set_env(self._settings.to_env())
+
+        from duetime import wiring
+        from duetime.observability import metrics
+
+        wiring.components.cache_clear()
+        self._cleanup.callback(wiring.components.cache_clear)
+        parts = wiring.components()
+        _observe_runs(parts.executor, self.figures_recorder)
+        self._cleanup.enter_context(_serialized_metrics(metrics.provider))
+
+        self._gateway.start()
+        self._spawn("tick", self._tick_loop)
+        for priority in Priority:
+            url = self._settings.queue(Runtime.LAMBDA, priority).url
+            source = _event_source(self._sqs, url, _worker_function(priority.value))
+            self._spawn(f"lambda-{priority.value}", self._poll_loop, source, priority.value)
+        self._start_fargate_worker(parts)
+        if self._on_figures is not None:
+            self._spawn("figures", self._figures_loop, self._on_figures)
+
+    def _spawn(self, name: str, target: Callable[..., None], *args: Any) -> None:
+        thread = threading.Thread(target=target, args=args, name=name, daemon=True)
+        thread.start()
+        self._threads.append(thread)
+
+    def _set_env(self, values: Mapping[str, str | None]) -> None:
+        """Set (None: unset) environment variables until stop(), which restores them."""
+        for name, value in values.items():
+            self._cleanup.callback(_restore_env, name, os.environ.get(name))
+            if value is None:
+                os.environ.pop(name, None)
+            else:
+                os.environ[name] = value
+
+    def _quiet_output(self) -> None:
+        """Keep the terminal for the figures: the functions' JSON logs and EMF metrics (what
+        CloudWatch Logs would hold) go to `log_stream`, moto's request log nowhere."""
+        werkzeug = logging.getLogger("werkzeug")
+        self._cleanup.callback(werkzeug.setLevel, werkzeug.level)
+        werkzeug.setLevel(logging.ERROR)
+        self._cleanup.enter_context(warnings.catch_warnings())
+        # Powertools warns on every invocation that emitted no metric (each idle sweep).
+        warnings.filterwarnings("ignore", message="No application metrics to publish")
+        if self._log_stream is None:
+            return
+        console = sys.stdout
+        self._cleanup.enter_context(contextlib.redirect_stdout(self._log_stream))
+        from duetime.observability import logger
+
+        handler = logger.registered_handler
+        if isinstance(handler, logging.StreamHandler):
+            handler.setStream(self._log_stream)
+            self._cleanup.callback(handler.setStream, console)
+
+    def _bind_gateway(self, api_handler: Handler, key: bytes) -> Gateway:
+        from duetime.local.gateway import Gateway
+
+        try:
+            gateway = Gateway(api_handler, key, host=self.options.host, port=self.options.port)
+        except OSError as exc:
+            raise LocalStackError(
+                f"cannot listen on {self.options.host}:{self.options.port} ({exc.strerror}): "
+                "choose another port with --port"
+            ) from None
+        self._cleanup.callback(gateway.stop)
+        return gateway
+
+    def _start_moto(self) -> str:
+        from moto.server import ThreadedMotoServer
+
+        host, port = self.options.host, self.options.moto_port
+        if port:
+            # ThreadedMotoServer hangs in start() when it cannot bind: check first.
+            with socket.socket() as probe:
+                try:
+                    probe.bind((host, port))
+                except OSError as exc:
+                    raise LocalStackError(
+                        f"cannot listen on {host}:{port} ({exc.strerror}): "
+                        "choose another port with --moto-port (0: any free port)"
+                    ) from None
+        server = ThreadedMotoServer(ip_address=host, port=port, verbose=False)
+        server.start()
+        self._cleanup.callback(server.stop)
+        bound_host, bound_port = server.get_host_and_port()
+        return f"http://{bound_host}:{bound_port}"
+
+    def _start_fargate_worker(self, parts: Components) -> None:
+        from duetime.services.queue_worker import QueueWorker
+
+        self._fargate = QueueWorker(
+            parts.queue,
+            parts.executor,
+            Runtime.FARGATE,
+            concurrency=self.options.fargate_concurrency,
+            wait_seconds=FARGATE_POLL_WAIT_SECONDS,
+            visibility_seconds=LOCAL_VISIBILITY_TIMEOUT_SECONDS,
+            heartbeat_seconds=LOCAL_VISIBILITY_TIMEOUT_SECONDS / 3,
+            # Its pollers take up to wait + 5 s to stop: all within JOIN_TIMEOUT_SECONDS.
+            stop_timeout_seconds=JOIN_TIMEOUT_SECONDS - FARGATE_POLL_WAIT_SECONDS - 6,
+        )
+        self._spawn("fargate", self._fargate.run)
+
+    # --- the emulators -----------------------------------------------------------------------
+
+    def tick(self) -> dict[str, Any] | None:
+        """What the EventBridge rule does once a minute: invoke the sweeper with a scheduled
+        event. A failed sweep is logged; the next tick resumes from its watermarks."""
+        from duetime.observability import logger
+        from functions.sweeper.handler import handler as sweeper
+
+        now = datetime.now(UTC)
+        event = {
+            "version": "0",
+            "id": str(uuid.uuid4()),
+            "detail-type": "Scheduled Event",
+            "source": "aws.events",
+            "account": ACCOUNT_ID,
+            "time": now.strftime("%Y-%m-%dT%H:%M:%SZ"),
+            "region": REGION,
+            "resources": [f"arn:aws:events:{REGION}:{ACCOUNT_ID}:rule/{PREFIX}-sweep"],
+            "detail": {},
+        }
+        try:
+            result: dict[str, Any] = sweeper(event, _context("sweeper"))
+        except Exception:
+            logger.exception("sweep failed")
+            return None
+        return result
+
+    def _tick_loop(self) -> None:
+        # Ticks keep a fixed rhythm (like a rate rule); after a sweep that overran its period
+        # the next starts at once, and the ticks it overran are skipped, not made up.
+        next_at = time.monotonic()
+        while not self._stopping.is_set():
+            self.tick()
+            next_at = max(next_at + self.options.tick_seconds, time.monotonic())
+            if self._stopping.wait(max(0.0, next_at - time.monotonic())):
+                return
+
+    def _poll_loop(self, source: SqsEventSource, priority: str) -> None:
+        from duetime.observability import logger
+
+        while not self._stopping.is_set():
+            try:
+                source.poll_once()
+            except Exception:
+                logger.exception("event source mapping poll failed", extra={"queue": priority})
+                self._stopping.wait(1)
+
+    def _figures_loop(self, report: Callable[[Figures], None]) -> None:
+        from duetime.observability import logger
+
+        while not self._stopping.wait(self.options.figures_seconds):
+            try:
+                report(self.figures())
+            except Exception:
+                logger.exception("figures failed")
+
+    def figures(self) -> Figures:
+        """Runs executed so far, lateness percentiles and the queues' current depths."""
+        queued: dict[str, int] = {}
+        dead = 0
+        if self._sqs is not None and self._settings is not None:
+            for key, urls in self._settings.queues.items():
+                queued[key] = _depth(self._sqs, urls.url)
+                dead += _depth(self._sqs, urls.dlq_url)
+        return self.figures_recorder.snapshot(queued, dead)
+
+
+def _base_env() -> dict[str, str | None]:
+    # A profile or a per-service endpoint in the user's environment would send boto3 elsewhere.
+    unset: dict[str, str | None] = {
+        name: None for name in os.environ if name.startswith("AWS_ENDPOINT_URL_")
+    }
+    return unset | {
+        "AWS_PROFILE": None,
+        "AWS_ACCESS_KEY_ID": "duetime-local",
+        "AWS_SECRET_ACCESS_KEY": "duetime-local",
+        "AWS_SESSION_TOKEN": "duetime-local",
+        "AWS_REGION": REGION,
+        "AWS_DEFAULT_REGION": REGION,
+        # Equal to duetime.observability's defaults, so the order of imports does not matter.
+        "POWERTOOLS_SERVICE_NAME": "duetime",
+        "POWERTOOLS_METRICS_NAMESPACE": "duetime",
+        "POWERTOOLS_TRACE_DISABLED": "true",
+    }
+
+
+def _restore_env(name: str, previous: str | None) -> None:
+    if previous is None:
+        os.environ.pop(name, None)
+    else:
+        os.environ[name] = previous
+
+
+def _context(function: str) -> FakeContext:
+    return FakeContext(
+        function_name=f"{PREFIX}-{function}",
+        invoked_function_arn=f"arn:aws:lambda:{REGION}:{ACCOUNT_ID}:function:{PREFIX}-{function}",
+    )
+
+
+def _default_api_handler() -> Handler:
+    """The API Lambda's handler, imported only now (it is written alongside this stack)."""
+    from functions.api import handler as api
+
+    # Its resolver is built once per process from the components; a previous stack's is stale.
+    with contextlib.suppress(AttributeError):
+        api.resolver.cache_clear()
+    return api.handler
+
+
+def _observe_runs(executor: RunExecutor, figures: RunFigures) -> None:
+    """Every run of either worker goes through the executor: count them there. The wrapper is
+    set on this process's instance (rebuilt by the next stack), not on the class."""
+    wrapped = figures.wrap(executor.handle)
+    executor.handle = wrapped  # type: ignore[method-assign,assignment]
+
+
+def _worker_function(instance: str) -> Handler:
+    """A fresh instance of the worker Lambda's module: one per event source mapping, as each
+    invokes its own execution environments. The module's Powertools BatchProcessor holds the
+    batch being processed, so two threads must not share one."""
+    spec = importlib.util.find_spec("functions.worker.handler")
+    if spec is None or spec.origin is None:
+        raise LocalStackError("functions.worker.handler is not importable")
+    copy = importlib.util.spec_from_file_location(
+        f"functions.worker.handler__{instance}", spec.origin
+    )
+    if copy is None or copy.loader is None:
+        raise LocalStackError(f"cannot load {spec.origin}")
+    module = importlib.util.module_from_spec(copy)
+    copy.loader.exec_module(module)
+    handler: Handler = module.handler
+
+    def invoke(event: dict[str, Any], context: Any) -> Any:
+        return handler(event, _context("worker"))
+
+    return invoke
+
+
+def _event_source(sqs: SQSClient, url: str, handler: Handler) -> SqsEventSource:
+    return SqsEventSource(
+        sqs,
+        url,
+        handler,
+        batch_size=LAMBDA_BATCH_SIZE,
+        wait_seconds=LAMBDA_POLL_WAIT_SECONDS,
+        region=REGION,
+    )
+
+
+def _depth(sqs: SQSClient, url: str) -> int:
+    names: Any = [
+        "ApproximateNumberOfMessages",
+        "ApproximateNumberOfMessagesDelayed",
+        "ApproximateNumberOfMessagesNotVisible",
+    ]
+    attributes = sqs.get_queue_attributes(QueueUrl=url, AttributeNames=names)["Attributes"]
+    return sum(int(attributes.get(name, "0")) for name in names)
+
+
+@contextlib.contextmanager
+def _serialized_metrics(provider: Any) -> Iterator[None]:
+    """Powertools keeps one metric set per process and serializes it while iterating it:
+    in Lambda one invocation at a time touches it. Here the API, the sweeper, the workers'
+    threads all add and flush at once, and a flush racing an add of a new metric name raises
+    "dictionary changed size during iteration" out of a handler. One lock restores the
+    one-at-a-time access (the methods are replaced on this instance only, until stop())."""
+    lock = threading.RLock()
+    names = ("add_metric", "flush_metrics", "clear_metrics", "serialize_metric_set")
+
+    def serialized(method: Callable[..., Any]) -> Callable[..., Any]:
+        def locked(*args: Any, **kwargs: Any) -> Any:
+            with lock:
+                return method(*args, **kwargs)
+
+        return locked
+
+    for name in names:
+        setattr(provider, name, serialized(getattr(provider, name)))
+    try:
+        yield
+    finally:
+        for name in names:
+            with contextlib.suppress(AttributeError):
+                delattr(provider, name)
