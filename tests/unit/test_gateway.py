@@ -342,3 +342,12 @@ def test_given_a_bad_tenant_then_the_token_command_explains_and_exits_2(
     assert code == 2
     assert out == ""
     assert err.startswith("duetime: the tenant must be")
+
+
+@pytest.mark.parametrize("method", ["TRACE", "QUERY", "PROPFIND"])
+def test_given_any_method_then_it_reaches_the_api_like_behind_api_gateway(
+    gateway: Gateway, api: StubApi, method: str
+) -> None:
+    answer = call(gateway, method, "/jobs", token=token_for())
+    assert answer.status == 200
+    assert api.events[-1]["requestContext"]["http"]["method"] == method

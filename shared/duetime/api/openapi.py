@@ -178,20 +178,25 @@ def _targets() -> dict[str, Any]:
             ("type", "name"),
         ),
         "Target": {
-            "oneOf": [
-                _ref(name)
-                for name in (
-                    "HttpTarget",
-                    "SqsTarget",
-                    "SnsTarget",
-                    "EventBridgeTarget",
-                    "LambdaTarget",
-                    "HandlerTarget",
-                )
-            ],
-            "discriminator": {"propertyName": "type"},
+            "oneOf": [_ref(name) for name in _TARGET_SCHEMAS.values()],
+            "discriminator": {
+                "propertyName": "type",
+                "mapping": {
+                    kind: f"#/components/schemas/{name}" for kind, name in _TARGET_SCHEMAS.items()
+                },
+            },
         },
     }
+
+
+_TARGET_SCHEMAS = {
+    "http": "HttpTarget",
+    "sqs": "SqsTarget",
+    "sns": "SnsTarget",
+    "eventbridge": "EventBridgeTarget",
+    "lambda": "LambdaTarget",
+    "handler": "HandlerTarget",
+}
 
 
 def _jobs() -> dict[str, Any]:

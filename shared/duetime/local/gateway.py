@@ -105,7 +105,12 @@ class _RequestHandler(BaseHTTPRequestHandler):
     def do_GET(self) -> None:
         self._serve()
 
-    do_POST = do_PUT = do_PATCH = do_DELETE = do_HEAD = do_OPTIONS = do_GET
+    # Every method reaches the API, as behind API Gateway: the resolver answers 405 in JSON.
+    # (http.server looks up `do_<METHOD>` and would answer an unknown one with HTML 501.)
+    def __getattr__(self, name: str) -> Any:
+        if name.startswith("do_") and name[3:].isalpha() and name[3:].isupper():
+            return self.do_GET
+        raise AttributeError(name)
 
     def log_message(self, format: str, *args: Any) -> None:
         """No access log on stderr (the terminal shows the live figures)."""
