@@ -7,7 +7,11 @@ POWERTOOLS_METRICS_NAMESPACE (set by the CDK app and the local stack).
 
 from __future__ import annotations
 
+import contextlib
 import os
+import threading
+from collections.abc import Callable, Iterator
+from typing import Any
 
 from aws_lambda_powertools import Logger, Metrics, Tracer
 from aws_lambda_powertools.metrics import MetricUnit
@@ -34,6 +38,46 @@ class Metric:
     SWEEP_DURATION = "SweepDurationMs"
     TIMERS_ENQUEUED = "TimersEnqueued"
     SWEEP_BACKLOG_MINUTES = "SweepBacklogMinutes"
+
+
+@contextlib.contextmanager
+def serialized_metrics() -> Iterator[None]:
+    """For hosts that run handlers on several threads (the Fargate worker, the local stack).
+
+    Powertools keeps one metric set per process and serializes it while iterating it: in
+    Lambda one invocation at a time touches it. With threads, a flush racing an add of a new
+    metric name raises "dictionary changed size during iteration". One lock restores the
+    one-at-a-time access; the provider's methods are wrapped while any user is inside."""
+    global _metrics_users  # noqa: PLW0603 - one process-wide guard
+    with _metrics_guard:
+        _metrics_users += 1
+        if _metrics_users == 1:
+            provider: Any = metrics.provider
+            for name in _METRIC_METHODS:
+                setattr(provider, name, _locked(getattr(provider, name)))
+    try:
+        yield
+    finally:
+        with _metrics_guard:
+            _metrics_users -= 1
+            if _metrics_users == 0:
+                for name in _METRIC_METHODS:
+                    with contextlib.suppress(AttributeError):
+                        delattr(metrics.provider, name)
+
+
+_METRIC_METHODS = ("add_metric", "flush_metrics", "clear_metrics", "serialize_metric_set")
+_metrics_guard = threading.Lock()
+_metrics_lock = threading.RLock()
+_metrics_users = 0
+
+
+def _locked(method: Callable[..., Any]) -> Callable[..., Any]:
+    def locked(*args: Any, **kwargs: Any) -> Any:
+        with _metrics_lock:
+            return method(*args, **kwargs)
+
+    return locked
 
 
 def count(name: str, value: float = 1) -> None:

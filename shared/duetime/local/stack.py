@@ -31,7 +31,7 @@ import time
 import uuid
 import warnings
 from collections import deque
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -280,13 +280,13 @@ class LocalStack:
         self._set_env(self._settings.to_env())
 
         from duetime import wiring
-        from duetime.observability import metrics
+        from duetime.observability import serialized_metrics
 
         wiring.components.cache_clear()
         self._cleanup.callback(wiring.components.cache_clear)
         parts = wiring.components()
         _observe_runs(parts.executor, self.figures_recorder)
-        self._cleanup.enter_context(_serialized_metrics(metrics.provider))
+        self._cleanup.enter_context(serialized_metrics())
 
         self._gateway.start()
         self._spawn("tick", self._tick_loop)
@@ -539,30 +539,3 @@ def _depth(sqs: SQSClient, url: str) -> int:
     ]
     attributes = sqs.get_queue_attributes(QueueUrl=url, AttributeNames=names)["Attributes"]
     return sum(int(attributes.get(name, "0")) for name in names)
-
-
-@contextlib.contextmanager
-def _serialized_metrics(provider: Any) -> Iterator[None]:
-    """Powertools keeps one metric set per process and serializes it while iterating it:
-    in Lambda one invocation at a time touches it. Here the API, the sweeper, the workers'
-    threads all add and flush at once, and a flush racing an add of a new metric name raises
-    "dictionary changed size during iteration" out of a handler. One lock restores the
-    one-at-a-time access (the methods are replaced on this instance only, until stop())."""
-    lock = threading.RLock()
-    names = ("add_metric", "flush_metrics", "clear_metrics", "serialize_metric_set")
-
-    def serialized(method: Callable[..., Any]) -> Callable[..., Any]:
-        def locked(*args: Any, **kwargs: Any) -> Any:
-            with lock:
-                return method(*args, **kwargs)
-
-        return locked
-
-    for name in names:
-        setattr(provider, name, serialized(getattr(provider, name)))
-    try:
-        yield
-    finally:
-        for name in names:
-            with contextlib.suppress(AttributeError):
-                delattr(provider, name)

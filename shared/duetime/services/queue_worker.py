@@ -17,7 +17,7 @@ from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 
 from duetime.domain.jobs import Priority, Runtime
-from duetime.observability import logger, metrics
+from duetime.observability import logger, metrics, serialized_metrics
 from duetime.ports import Delivery, JobQueue
 from duetime.services.execute import Disposition, RunExecutor
 
@@ -57,6 +57,10 @@ class QueueWorker:
         self._stopping.set()
 
     def run(self) -> None:
+        with serialized_metrics():
+            self._run()
+
+    def _run(self) -> None:
         logger.info("worker started", extra={"runtime": self._runtime.value})
         pool = ThreadPoolExecutor(max_workers=self._concurrency, thread_name_prefix="run")
         pollers = [
