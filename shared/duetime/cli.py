@@ -16,6 +16,7 @@ from pathlib import Path
 from types import FrameType
 from typing import TYPE_CHECKING, TextIO
 
+from duetime.cli_types import port, positive_int, positive_seconds
 from duetime.domain.jobs import Priority, Runtime
 
 if TYPE_CHECKING:
@@ -38,10 +39,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         choices=[p.value for p in Priority],
         help="queue priorities to serve (repeatable; default: all)",
     )
-    worker.add_argument("--concurrency", type=_positive, default=8)
-    worker.add_argument("--wait-seconds", type=_positive, default=10, help="long-poll wait")
-    worker.add_argument("--visibility-seconds", type=_positive, default=60)
-    worker.add_argument("--stop-timeout-seconds", type=_positive, default=90)
+    worker.add_argument("--concurrency", type=positive_int, default=8)
+    worker.add_argument("--wait-seconds", type=positive_int, default=10, help="long-poll wait")
+    worker.add_argument("--visibility-seconds", type=positive_int, default=60)
+    worker.add_argument("--stop-timeout-seconds", type=positive_int, default=90)
     worker.set_defaults(run=_run_worker)
 
     local = commands.add_parser(
@@ -51,15 +52,15 @@ def main(argv: Sequence[str] | None = None) -> int:
         "around the same Lambda handlers, emulators of API Gateway (JWT), the sweeper's "
         "schedule, the SQS event source mappings and the Fargate worker. Ctrl-C stops it.",
     )
-    local.add_argument("--port", type=_port, default=8080, help="the API's port (default 8080)")
+    local.add_argument("--port", type=port, default=8080, help="the API's port (default 8080)")
     local.add_argument(
         "--tick-seconds",
-        type=_positive_seconds,
+        type=positive_seconds,
         default=60.0,
         help="how often the sweeper runs (default 60, as the EventBridge rule)",
     )
     local.add_argument(
-        "--moto-port", type=_port, default=0, help="the moto server's port (default: any free)"
+        "--moto-port", type=port, default=0, help="the moto server's port (default: any free)"
     )
     local.add_argument(
         "--no-private-targets",
@@ -77,7 +78,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     token.add_argument("--tenant", required=True, help="the tenant (the token's sub claim)")
     token.add_argument(
-        "--ttl-seconds", type=_positive, default=86_400, help="lifetime (default one day)"
+        "--ttl-seconds", type=positive_int, default=86_400, help="lifetime (default one day)"
     )
     _state_dir_option(token)
     token.set_defaults(run=_run_token)
@@ -114,36 +115,6 @@ def _state_dir_option(parser: argparse.ArgumentParser) -> None:
         default=Path(DEFAULT_STATE_DIR),
         help="where the local signing key and logs live (default .duetime)",
     )
-
-
-def _positive(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
-    if value <= 0:
-        raise argparse.ArgumentTypeError("must be greater than 0")
-    return value
-
-
-def _positive_seconds(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
-    if not 0 < value <= 86_400:
-        raise argparse.ArgumentTypeError("must be greater than 0 and at most 86400")
-    return value
-
-
-def _port(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a port number") from None
-    if not 0 <= value <= 65_535:
-        raise argparse.ArgumentTypeError("must be from 0 to 65535 (0: any free port)")
-    return value
 
 
 def _run_worker(args: argparse.Namespace) -> int:

@@ -21,6 +21,7 @@ from http.client import HTTPException
 from typing import Any
 
 from duetime import __version__
+from duetime.cli_types import positive_float, positive_int
 from duetime.domain.jobs import CatchupMode, JobStatus, Priority, Runtime
 
 API_URL_ENV = "DUETIME_API_URL"
@@ -116,7 +117,7 @@ def _common_options() -> argparse.ArgumentParser:
     )
     group.add_argument(
         "--timeout",
-        type=_positive_float,
+        type=positive_float,
         default=DEFAULT_TIMEOUT_SECONDS,
         metavar="SECONDS",
         help=f"HTTP timeout (default: {DEFAULT_TIMEOUT_SECONDS:g})",
@@ -125,7 +126,7 @@ def _common_options() -> argparse.ArgumentParser:
 
 
 def _add_paging_options(parser: argparse.ArgumentParser, what: str) -> None:
-    parser.add_argument("--limit", type=_positive_int, help=f"{what} per page")
+    parser.add_argument("--limit", type=positive_int, help=f"{what} per page")
     parser.add_argument("--cursor", help="continue from a previous page's next_cursor")
     parser.add_argument(
         "--all", dest="all_pages", action="store_true", help="follow next_cursor to the end"
@@ -203,26 +204,6 @@ def _add_create_options(parser: argparse.ArgumentParser) -> None:
 
 
 # --- argparse types -----------------------------------------------------------------------------
-
-
-def _positive_int(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
-    if value <= 0:
-        raise argparse.ArgumentTypeError("must be greater than 0")
-    return value
-
-
-def _positive_float(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
-    if not value > 0:
-        raise argparse.ArgumentTypeError("must be greater than 0")
-    return value
 
 
 def _number(text: str) -> int | float:
