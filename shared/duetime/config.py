@@ -71,6 +71,10 @@ class Settings:
     timer_ttl_seconds: int = 7 * 86_400  # a timer outlives its due time by this much
     allow_private_targets: bool = False
     require_https: bool = True
+    # Execution history (duetime.history): optional, so functions that do not archive can
+    # run without them.
+    history_bucket: str = ""
+    archive_failure_queue_url: str = ""
 
     def queue(self, runtime: Runtime, priority: Priority) -> QueueUrls:
         return self.queues[queue_key(runtime, priority)]
@@ -108,10 +112,13 @@ class Settings:
             # Messages are sent up to (lookahead + 2) minutes ahead; SQS delays stop at 900 s.
             lookahead_minutes=number(Env.LOOKAHEAD_MINUTES, 1, 1, 13),
             misfire_grace_seconds=number(Env.MISFIRE_GRACE_SECONDS, 60, 0, 86_400),
-            run_ttl_seconds=number(Env.RUN_TTL_SECONDS, 30 * 86_400, 60, 3650 * 86_400),
+            # Seconds are allowed so a local stack can show runs reaching the archive.
+            run_ttl_seconds=number(Env.RUN_TTL_SECONDS, 30 * 86_400, 1, 3650 * 86_400),
             timer_ttl_seconds=number(Env.TIMER_TTL_SECONDS, 7 * 86_400, 86_400, 3650 * 86_400),
             allow_private_targets=_flag(env.get(Env.ALLOW_PRIVATE_TARGETS, "false")),
             require_https=_flag(env.get(Env.REQUIRE_HTTPS, "true")),
+            history_bucket=env.get(Env.HISTORY_BUCKET, ""),
+            archive_failure_queue_url=env.get(Env.ARCHIVE_FAILURE_QUEUE_URL, ""),
         )
 
     def to_env(self) -> dict[str, str]:
@@ -130,6 +137,13 @@ class Settings:
             Env.TIMER_TTL_SECONDS: str(self.timer_ttl_seconds),
             Env.ALLOW_PRIVATE_TARGETS: str(self.allow_private_targets).lower(),
             Env.REQUIRE_HTTPS: str(self.require_https).lower(),
+        } | {
+            name: value
+            for name, value in (
+                (Env.HISTORY_BUCKET, self.history_bucket),
+                (Env.ARCHIVE_FAILURE_QUEUE_URL, self.archive_failure_queue_url),
+            )
+            if value
         }
 
 

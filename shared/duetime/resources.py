@@ -1,4 +1,4 @@
-"""Table and queue definitions: the key schemas the adapters use, in one place.
+"""Table, queue and bucket definitions: the key schemas the adapters use, in one place.
 
 The CDK app builds the same tables and queues from these definitions; the local stack and
 the tests create them in moto with `create_resources`.
@@ -15,6 +15,7 @@ from duetime.domain.jobs import Priority, Runtime
 
 if TYPE_CHECKING:
     from mypy_boto3_dynamodb import DynamoDBClient
+    from mypy_boto3_s3 import S3Client
     from mypy_boto3_sqs import SQSClient
 
 
@@ -38,6 +39,10 @@ TABLES = (JOBS_TABLE, TIMERS_TABLE, RUNS_TABLE)
 MAX_RECEIVE_COUNT = 10
 QUEUE_VISIBILITY_TIMEOUT_SECONDS = 900 * 6
 DLQ_RETENTION_SECONDS = 14 * 86_400
+# Execution history: the Parquet archive's bucket and the queue that receives stream records
+# the archiver could not convert (duetime.history.archive), each named `<prefix>-<suffix>`.
+HISTORY_BUCKET_SUFFIX = "history"
+ARCHIVE_FAILURE_QUEUE_SUFFIX = "archive-failures"
 
 
 def create_resources(
@@ -45,10 +50,14 @@ def create_resources(
     sqs: SQSClient,
     prefix: str = "duetime",
     *,
+    s3: S3Client | None = None,
     visibility_timeout_seconds: int = QUEUE_VISIBILITY_TIMEOUT_SECONDS,
     **settings: int | bool,
 ) -> Settings:
-    """Create every table and queue (idempotently) and return Settings pointing at them."""
+    """Create every table and queue (idempotently) and return Settings pointing at them.
+
+    With an `s3` client, also the history bucket (`Settings.history_bucket`; without one the
+    setting stays empty). The archive-failure queue is always created."""
     existing = set(dynamodb.list_tables().get("TableNames", []))
     for table in TABLES:
         name = f"{prefix}-{table.name}"
@@ -97,10 +106,31 @@ def create_resources(
                 },
             )["QueueUrl"]
             queues[queue_key(runtime, priority)] = QueueUrls(url, dlq_url)
+    failure_queue_url = sqs.create_queue(
+        QueueName=f"{prefix}-{ARCHIVE_FAILURE_QUEUE_SUFFIX}",
+        Attributes={"MessageRetentionPeriod": str(DLQ_RETENTION_SECONDS)},
+    )["QueueUrl"]
+    bucket = _create_bucket(s3, f"{prefix}-{HISTORY_BUCKET_SUFFIX}") if s3 is not None else ""
     return Settings(
         jobs_table=f"{prefix}-{JOBS_TABLE.name}",
         timers_table=f"{prefix}-{TIMERS_TABLE.name}",
         runs_table=f"{prefix}-{RUNS_TABLE.name}",
         queues=queues,
+        history_bucket=bucket,
+        archive_failure_queue_url=failure_queue_url,
         **settings,  # type: ignore[arg-type]
     )
+
+
+def _create_bucket(s3: S3Client, name: str) -> str:
+    existing = {b["Name"] for b in s3.list_buckets().get("Buckets", [])}
+    if name not in existing:
+        region = s3.meta.region_name
+        if region == "us-east-1":  # the one region that refuses an explicit constraint
+            s3.create_bucket(Bucket=name)
+        else:
+            s3.create_bucket(
+                Bucket=name,
+                CreateBucketConfiguration={"LocationConstraint": region},  # type: ignore[typeddict-item]
+            )
+    return name

@@ -129,3 +129,15 @@ def test_given_a_concurrent_change_then_a_transition_is_a_conflict_not_a_lost_up
         parts.service.pause("a", job.id)
     parts.jobs.replace = replace  # type: ignore[method-assign]
     assert parts.service.get("a", job.id).status == JobStatus.SCHEDULED
+
+
+def test_given_a_one_off_job_past_its_hot_window_then_it_is_history_not_state() -> None:
+    parts = Parts()
+    job = parts.service.create("t", spec(schedule={"delay_seconds": 0}))
+    assert job.expires_at == job.created_ms // 1000 + parts.settings.run_ttl_seconds
+    past = parts.service.create("t", spec(schedule={"at": "2000-01-01T00:00:00Z"}))
+    assert past.expires_at == job.expires_at  # the window starts when it runs: now
+    parts.now += (parts.settings.run_ttl_seconds + 1) * 1000  # TTL passed, item not yet deleted
+    with pytest.raises(NotFound):
+        parts.service.get("t", job.id)
+    assert parts.service.list("t").items == []

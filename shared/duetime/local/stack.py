@@ -11,6 +11,8 @@ small emulators of what AWS would do around the same handlers:
 | tick              | the EventBridge rule rate(1 minute) → the sweeper Lambda         |
 | lambda-<priority> | an SQS event source mapping per lambda queue → the worker Lambda |
 | fargate worker    | the Fargate service's `duetime worker --runtime fargate` loop    |
+| ttl-reaper        | DynamoDB TTL: deletes expired items (moto never does)            |
+| runs-stream       | the runs table stream's event source mapping → the archiver      |
 | figures           | a dashboard: runs, lateness, queue depths, every few seconds     |
 
 `stop()` (Ctrl-C, SIGTERM) stops the gateway, lets each thread finish what it holds, joins
@@ -21,6 +23,7 @@ from __future__ import annotations
 
 import contextlib
 import importlib.util
+import json
 import logging
 import math
 import os
@@ -31,8 +34,8 @@ import time
 import uuid
 import warnings
 from collections import deque
-from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from collections.abc import Callable, Collection, Mapping, Sequence
+from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO
@@ -43,6 +46,7 @@ from duetime.local.keys import DEFAULT_STATE_DIR, load_or_create_key
 from duetime.local.lambda_runtime import FakeContext, Handler, SqsEventSource
 
 if TYPE_CHECKING:
+    from mypy_boto3_dynamodb import DynamoDBClient
     from mypy_boto3_sqs import SQSClient
 
     from duetime.config import Settings
@@ -66,6 +70,19 @@ FARGATE_POLL_WAIT_SECONDS = 1
 # How long stop() waits for a thread to finish the batch or run it holds.
 JOIN_TIMEOUT_SECONDS = 15.0
 LATENESS_WINDOW = 1000  # lateness percentiles are over the latest this many runs
+# The TTL reaper's period: every second with a hot window of seconds (--hot-ttl-seconds), so
+# runs reach the archive promptly; otherwise once a minute (DynamoDB itself may take days).
+TTL_REAP_SECONDS_HOT = 1.0
+TTL_REAP_SECONDS = 60.0
+# A run still running or retrying when it expires is left until it finishes, or until it has
+# been expired this long: with a hot window of seconds a run can outlive its record's TTL,
+# which the 30-day window on AWS never lets happen.
+UNFINISHED_RUN_GRACE_SECONDS = 3600
+STREAM_BATCH_SIZE = 100  # Lambda's default for DynamoDB stream event source mappings
+STREAM_POLL_SECONDS = 1.0
+# Where `duetime local` tells other commands (`duetime history …`) how to reach its moto
+# server and bucket: <state dir>/local.json, removed at stop.
+ENDPOINT_FILE = "local.json"
 
 _log = logging.getLogger(__name__)
 
@@ -84,6 +101,8 @@ class LocalOptions:
     host: str = "127.0.0.1"
     figures_seconds: float = 5.0
     fargate_concurrency: int = 8
+    # The run records' hot window (Env.RUN_TTL_SECONDS); None: the default, 30 days.
+    hot_ttl_seconds: int | None = None
 
 
 @dataclass(frozen=True)
@@ -269,15 +288,22 @@ class LocalStack:
         session = boto3.Session(region_name=REGION)
         config = Config(max_pool_connections=16, retries={"mode": "standard"})
         self._sqs = session.client("sqs", config=config)
+        dynamodb = session.client("dynamodb", config=config)
+        hot: dict[str, int] = (
+            {"run_ttl_seconds": options.hot_ttl_seconds} if options.hot_ttl_seconds else {}
+        )
         self._settings = create_resources(
-            session.client("dynamodb", config=config),
+            dynamodb,
             self._sqs,
             PREFIX,
+            s3=session.client("s3", config=config),
             visibility_timeout_seconds=LOCAL_VISIBILITY_TIMEOUT_SECONDS,
             allow_private_targets=options.allow_private_targets,
             require_https=False,
+            **hot,
         )
         self._set_env(self._settings.to_env())
+        self._write_endpoint_file()
 
         from duetime import wiring
         from duetime.observability import serialized_metrics
@@ -295,6 +321,7 @@ class LocalStack:
             source = _event_source(self._sqs, url, _worker_function(priority.value))
             self._spawn(f"lambda-{priority.value}", self._poll_loop, source, priority.value)
         self._start_fargate_worker(parts)
+        self._start_history(dynamodb, session.client("dynamodbstreams", config=config))
         if self._on_figures is not None:
             self._spawn("figures", self._figures_loop, self._on_figures)
 
@@ -365,6 +392,41 @@ class LocalStack:
         bound_host, bound_port = server.get_host_and_port()
         return f"http://{bound_host}:{bound_port}"
 
+    def _write_endpoint_file(self) -> None:
+        """Tell `duetime history …` (another process) where this stack's archive is."""
+        path = self.options.state_dir / ENDPOINT_FILE
+        path.parent.mkdir(parents=True, exist_ok=True)
+        endpoint = LocalEndpoint(self.moto_url, REGION, self.settings.history_bucket)
+        path.write_text(json.dumps(asdict(endpoint)) + "\n", encoding="utf-8")
+        self._cleanup.callback(path.unlink, missing_ok=True)
+
+    def _start_history(self, dynamodb: DynamoDBClient, streams: Any) -> None:
+        """The TTL reaper and the runs table's stream event source mapping → the archiver."""
+        from functions.archiver import handler as archiver
+
+        # Its S3 and SQS clients are built on the first invocation: a previous stack's are stale.
+        archiver.archiver.cache_clear()
+        self._cleanup.callback(archiver.archiver.cache_clear)
+        settings = self.settings
+        marks = TtlDeletes()
+        reaper = TtlReaper(
+            dynamodb,
+            [settings.runs_table, settings.jobs_table, settings.timers_table],
+            marks,
+            runs_table=settings.runs_table,
+            streamed=[settings.runs_table],
+        )
+        period = TTL_REAP_SECONDS_HOT if self.options.hot_ttl_seconds else TTL_REAP_SECONDS
+        self._spawn("ttl-reaper", self._reaper_loop, reaper, period)
+
+        def invoke(event: dict[str, Any], context: Any) -> Any:
+            return archiver.handler(event, _context("archiver"))
+
+        source = StreamEventSource(
+            dynamodb, streams, settings.runs_table, invoke, marks, region=REGION
+        )
+        self._spawn("runs-stream", self._stream_loop, source)
+
     def _start_fargate_worker(self, parts: Components) -> None:
         from duetime.services.queue_worker import QueueWorker
 
@@ -428,6 +490,28 @@ class LocalStack:
                 logger.exception("event source mapping poll failed", extra={"queue": priority})
                 self._stopping.wait(1)
 
+    def _reaper_loop(self, reaper: TtlReaper, period: float) -> None:
+        from duetime.observability import logger
+
+        while not self._stopping.wait(period):
+            try:
+                reaper.reap_once()
+            except Exception:
+                logger.exception("TTL reaper failed")
+
+    def _stream_loop(self, source: StreamEventSource) -> None:
+        from duetime.observability import logger
+
+        while not self._stopping.is_set():
+            try:
+                delivered = source.poll_once()
+            except Exception:
+                # As Lambda does, the same batch is delivered again (after a pause).
+                logger.exception("runs stream: the archiver failed; retrying the batch")
+                delivered = 0
+            if not delivered:
+                self._stopping.wait(STREAM_POLL_SECONDS)
+
     def _figures_loop(self, report: Callable[[Figures], None]) -> None:
         from duetime.observability import logger
 
@@ -446,6 +530,247 @@ class LocalStack:
                 queued[key] = _depth(self._sqs, urls.url)
                 dead += _depth(self._sqs, urls.dlq_url)
         return self.figures_recorder.snapshot(queued, dead)
+
+
+@dataclass(frozen=True)
+class LocalEndpoint:
+    """How to reach a running local stack's moto server and history bucket."""
+
+    endpoint_url: str
+    region: str
+    history_bucket: str
+
+
+def read_local_endpoint(state_dir: Path = DEFAULT_STATE_DIR) -> LocalEndpoint | None:
+    """What the local stack running with `state_dir` wrote at start (None: none running)."""
+    try:
+        raw = json.loads((state_dir / ENDPOINT_FILE).read_text(encoding="utf-8"))
+        return LocalEndpoint(raw["endpoint_url"], raw["region"], raw["history_bucket"])
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+
+
+class TtlDeletes:
+    """Keys of the items the TTL reaper deleted whose REMOVE record the stream poller has not
+    seen yet. DynamoDB marks a TTL delete's stream record with the service's identity; moto's
+    REMOVE records carry none, so the poller adds it to these, and only to these."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._keys: set[tuple[str, str]] = set()
+
+    @staticmethod
+    def _id(table: str, key: Mapping[str, Any]) -> tuple[str, str]:
+        return table, json.dumps(key, sort_keys=True, separators=(",", ":"), default=str)
+
+    def add(self, table: str, key: Mapping[str, Any]) -> None:
+        with self._lock:
+            self._keys.add(self._id(table, key))
+
+    def discard(self, table: str, key: Mapping[str, Any]) -> None:
+        with self._lock:
+            self._keys.discard(self._id(table, key))
+
+    def take(self, table: str, key: Mapping[str, Any]) -> bool:
+        """Whether `key`'s REMOVE was the reaper's (forgetting it: one REMOVE per delete)."""
+        ident = self._id(table, key)
+        with self._lock:
+            if ident in self._keys:
+                self._keys.remove(ident)
+                return True
+            return False
+
+
+class TtlReaper:
+    """What DynamoDB's TTL process does and moto does not: delete the items whose TTL
+    attribute (epoch seconds) has passed. Each delete is conditional on the item still being
+    expired, so an item whose TTL was extended meanwhile stays (as with DynamoDB).
+
+    Deletes from tables with a stream are recorded in `marks` *before* they are made, so the
+    stream poller can never see the REMOVE first. In the runs table, a run still running or
+    retrying is left until it finishes (see UNFINISHED_RUN_GRACE_SECONDS)."""
+
+    def __init__(
+        self,
+        dynamodb: DynamoDBClient,
+        tables: Sequence[str],
+        marks: TtlDeletes,
+        *,
+        runs_table: str | None = None,
+        streamed: Collection[str] = (),
+        ttl_attribute: str = "expires_at",
+        clock: Callable[[], float] = time.time,
+    ) -> None:
+        self._dynamodb = dynamodb
+        self._tables = list(tables)
+        self._marks = marks
+        self._runs_table = runs_table
+        self._streamed = set(streamed)
+        self._ttl = ttl_attribute
+        self._clock = clock
+        self._key_names: dict[str, list[str]] = {}
+
+    def reap_once(self) -> int:
+        """Delete every expired item now; returns how many were deleted."""
+        now = int(self._clock())
+        return sum(self._reap(table, now) for table in self._tables)
+
+    def _expired(self, table: str, now: int) -> tuple[str, dict[str, str], dict[str, Any]]:
+        condition = "#ttl <= :now"
+        names = {"#ttl": self._ttl}
+        values: dict[str, Any] = {":now": {"N": str(now)}}
+        if table == self._runs_table:
+            condition += " AND (#status IN (:succeeded, :failed) OR #ttl <= :stale)"
+            names["#status"] = "status"
+            values |= {
+                ":succeeded": {"S": RunStatus.SUCCEEDED.value},
+                ":failed": {"S": RunStatus.FAILED.value},
+                ":stale": {"N": str(now - UNFINISHED_RUN_GRACE_SECONDS)},
+            }
+        return condition, names, values
+
+    def _reap(self, table: str, now: int) -> int:
+        keys = self._keys_of(table)
+        condition, names, values = self._expired(table, now)
+        deleted = 0
+        pages = self._dynamodb.get_paginator("scan").paginate(
+            TableName=table,
+            FilterExpression=condition,
+            ExpressionAttributeNames=names,
+            ExpressionAttributeValues=values,
+        )
+        for page in pages:
+            for item in page.get("Items", []):
+                key = {name: item[name] for name in keys}
+                deleted += self._delete(table, key, condition, names, values)
+        return deleted
+
+    def _delete(
+        self,
+        table: str,
+        key: dict[str, Any],
+        condition: str,
+        names: dict[str, str],
+        values: dict[str, Any],
+    ) -> int:
+        from botocore.exceptions import ClientError
+
+        streamed = table in self._streamed
+        if streamed:
+            self._marks.add(table, key)
+        try:
+            self._dynamodb.delete_item(
+                TableName=table,
+                Key=key,
+                ConditionExpression=condition,
+                ExpressionAttributeNames=names,
+                ExpressionAttributeValues=values,
+            )
+        except ClientError as exc:
+            if streamed:
+                self._marks.discard(table, key)
+            if exc.response.get("Error", {}).get("Code") == "ConditionalCheckFailedException":
+                return 0  # changed since the scan: no longer expired
+            raise
+        except BaseException:
+            if streamed:
+                self._marks.discard(table, key)
+            raise
+        return 1
+
+    def _keys_of(self, table: str) -> list[str]:
+        if table not in self._key_names:
+            schema = self._dynamodb.describe_table(TableName=table)["Table"]["KeySchema"]
+            self._key_names[table] = [k["AttributeName"] for k in schema]
+        return self._key_names[table]
+
+
+class StreamEventSource:
+    """The Lambda event source mapping of a DynamoDB stream: read each shard from its trim
+    horizon with GetRecords, invoke the handler with Lambda's event shape (batches of up to
+    `batch_size`), and move on only when the handler returns; a handler that raises gets the
+    same batch again at the next poll, as Lambda retries a failed batch. REMOVE records of
+    the reaper's deletes get DynamoDB TTL's `userIdentity`."""
+
+    def __init__(
+        self,
+        dynamodb: DynamoDBClient,
+        streams: Any,  # boto3 DynamoDB Streams client
+        table: str,
+        handler: Handler,
+        marks: TtlDeletes,
+        *,
+        batch_size: int = STREAM_BATCH_SIZE,
+        region: str = REGION,
+    ) -> None:
+        self._streams = streams
+        self._table = table
+        self._handler = handler
+        self._marks = marks
+        self._batch_size = batch_size
+        self._region = region
+        self.arn = dynamodb.describe_table(TableName=table)["Table"]["LatestStreamArn"]
+        shards = streams.describe_stream(StreamArn=self.arn)["StreamDescription"]["Shards"]
+        self._iterators: dict[str, str | None] = {
+            shard["ShardId"]: streams.get_shard_iterator(
+                StreamArn=self.arn, ShardId=shard["ShardId"], ShardIteratorType="TRIM_HORIZON"
+            )["ShardIterator"]
+            for shard in shards
+        }
+        # A batch the handler failed, with the iterator after it: delivered again, unchanged.
+        self._pending: dict[str, tuple[dict[str, Any], str | None]] = {}
+
+    def poll_once(self) -> int:
+        """One batch per shard at most; returns how many records were delivered."""
+        delivered = 0
+        for shard, iterator in list(self._iterators.items()):
+            pending = self._pending.get(shard)
+            if pending is None:
+                if iterator is None:  # a closed shard, read to its end
+                    continue
+                reply = self._streams.get_records(ShardIterator=iterator, Limit=self._batch_size)
+                records = reply.get("Records", [])
+                following: str | None = reply.get("NextShardIterator")
+                if not records:
+                    self._iterators[shard] = following
+                    continue
+                pending = self._pending[shard] = (self.event(records), following)
+            event, following = pending
+            self._handler(event, FakeContext())
+            del self._pending[shard]
+            self._iterators[shard] = following
+            delivered += len(event["Records"])
+        return delivered
+
+    def event(self, records: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
+        """GetRecords results in the shape Lambda delivers them."""
+        return {"Records": [self._lambda_record(r) for r in records]}
+
+    def _lambda_record(self, record: Mapping[str, Any]) -> dict[str, Any]:
+        change = dict(record.get("dynamodb", {}))
+        created = change.get("ApproximateCreationDateTime")
+        if isinstance(created, datetime):
+            change["ApproximateCreationDateTime"] = int(created.timestamp())
+        shaped: dict[str, Any] = {
+            "eventID": record.get("eventID"),
+            "eventName": record.get("eventName"),
+            "eventVersion": record.get("eventVersion", "1.1"),
+            "eventSource": "aws:dynamodb",
+            "awsRegion": record.get("awsRegion", self._region),
+            "dynamodb": change,
+            "eventSourceARN": self.arn,
+        }
+        identity = record.get("userIdentity")
+        if isinstance(identity, Mapping):
+            shaped["userIdentity"] = {
+                "type": identity.get("Type", identity.get("type")),
+                "principalId": identity.get("PrincipalId", identity.get("principalId")),
+            }
+        elif record.get("eventName") == "REMOVE" and self._marks.take(
+            self._table, change.get("Keys", {})
+        ):
+            shaped["userIdentity"] = {"type": "Service", "principalId": "dynamodb.amazonaws.com"}
+        return shaped
 
 
 def _base_env() -> dict[str, str | None]:

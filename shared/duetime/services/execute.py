@@ -114,7 +114,9 @@ class RunExecutor:
             ),
             now_ms=now,
             lateness_ms=max(0, now - message.due_ms),
-            expires_at=message.scheduled_ms // 1000 + self._settings.run_ttl_seconds,
+            # The hot window starts when the run happens (an `at` in the past runs now), so
+            # the record outlives its one-off job's item (JobService.create).
+            expires_at=max(message.scheduled_ms, now) // 1000 + self._settings.run_ttl_seconds,
             job_name=job.spec.name,
             target_type=job.spec.target.type,
             priority=job.spec.priority.value,

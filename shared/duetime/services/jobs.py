@@ -102,12 +102,11 @@ class JobService:
             created_ms=now,
             updated_ms=now,
             next_due_ms=due,
-            # A one-off job lives as long as its run records (the hot window); after that
-            # its history is in the archive.
-            # (plus a day for retries).
+            # A one-off job lives for the hot window after it runs, and its run record no
+            # less (see RunExecutor): after that its history is in the archive.
             expires_at=None
             if spec.recurring
-            else max(due, now) // 1000 + self._settings.run_ttl_seconds + 86_400,
+            else max(due, now) // 1000 + self._settings.run_ttl_seconds,
         )
         self._jobs.create(job)
         try:
@@ -124,13 +123,19 @@ class JobService:
 
     def get(self, tenant: str, job_id: str) -> JobView:
         job = self._jobs.get(tenant, job_id)
-        if job is None:
+        if job is None or self._expired(job):
             raise NotFound(f"job {job_id} not found")
         return self._view(job)
 
     def list(self, tenant: str, limit: int = 50, cursor: str | None = None) -> Page[JobView]:
         page = self._jobs.list(tenant, limit, cursor)
-        return Page([self._view(job) for job in page.items], page.cursor)
+        live = [self._view(job) for job in page.items if not self._expired(job)]
+        return Page(live, page.cursor)
+
+    def _expired(self, job: Job) -> bool:
+        """Past its TTL: DynamoDB deletes expired items within about two days and serves them
+        until then; a job whose run record may already be gone is history, not state."""
+        return job.expires_at is not None and job.expires_at <= self._clock() // 1000
 
     def _view(self, job: Job) -> JobView:
         last = self._runs.list(job.id, 1, None).items

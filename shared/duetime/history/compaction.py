@@ -1,0 +1,216 @@
+"""Compaction: rewrite one day's partition of the archive into few large Parquet objects.
+
+The archiver writes one small object per stream batch and day, so a busy day holds thousands
+of them; Athena (and every Parquet reader) pays per object opened. `compact_partition` merges
+the small objects of `history/dt=D/` into objects of up to `target_bytes` each, without losing
+or duplicating a row.
+
+Each compacted object is self-describing: it is named after its inputs
+(`compacted-<sha256 of their keys>.parquet`) and its Parquet footer lists them
+(`duetime.compacted_from`) with their total row count (`duetime.input_rows`). The rule that
+makes every step safe to repeat: **an object named in an existing compacted object's footer is
+redundant** (its rows are in that compacted object) and may be deleted. It holds because
+archive object names are derived from the stream batch, so an object that reappears under the
+same name (a retried batch) holds the same rows.
+
+Timeline of one merge, and what a re-run does after a crash at each point:
+
+1. list the partition; finish any earlier merge (below); choose the inputs (objects smaller
+   than `small_bytes`, by key) and read them.
+   - crash: nothing changed; the re-run does the same.
+2. PUT the compacted object C (S3 PUTs are atomic: C exists whole or not at all).
+   - crash before: as 1 (the same inputs give the same name: C is overwritten, not doubled).
+3. read C's footer back from S3 and check its row count equals the inputs' sum; on a
+   mismatch delete C and stop, keeping the inputs.
+4. DELETE the inputs.
+   - crash after 2, 3 or during 4: C and some inputs coexist, so a query counts those rows
+     twice until the re-run, which first reads every compacted object's footer and deletes
+     the inputs still present (after checking the counts again if all of them are).
+5. done: a re-run lists one object per merge and has nothing to do (idempotent).
+
+The compactor must be the only one compacting a partition at a time (reserved concurrency 1
+on AWS). The archiver may write during a compaction: a new object is not in the inputs and is
+merged next time; a rewritten input (retried batch) holds rows already in C and is deleted.
+
+Which day: archive objects land in the partition of the run's *scheduled* day, once its record
+expires from the hot table, i.e. a hot window later plus DynamoDB's TTL lag (up to two days).
+So "yesterday's partition" receives nothing yesterday; the daily job compacts the days that
+have just stopped receiving writes (`settled_days`), and a few before them for stragglers.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import date, timedelta
+
+import pyarrow as pa
+
+from duetime.config import Env
+from duetime.history.archive import HistoryBucket, StoredObject
+from duetime.history.schema import conform, partition_prefix
+
+COMPACTED_PREFIX = "compacted-"
+META_INPUTS = "duetime.compacted_from"
+META_INPUT_ROWS = "duetime.input_rows"
+# Objects at least this large are left alone; inputs are grouped into outputs of about
+# TARGET_BYTES (compressed). A 64 MB output holds a few million runs and needs well under
+# 1 GB of memory to write.
+SMALL_BYTES = 32 * 1024 * 1024
+TARGET_BYTES = 64 * 1024 * 1024
+TTL_LAG_DAYS = 2  # DynamoDB deletes expired items within about two days
+COMPACTION_DAYS = 3  # the settled day and the two before it (late stragglers)
+
+
+class CompactionError(RuntimeError):
+    """The compacted object does not hold exactly its inputs' rows: nothing was deleted."""
+
+
+@dataclass
+class CompactionReport:
+    dt: str
+    merged: list[str] = field(default_factory=list)  # inputs merged by this run (deleted)
+    written: list[str] = field(default_factory=list)  # compacted objects written
+    rows: int = 0  # rows in the objects written
+    recovered: list[str] = field(default_factory=list)  # leftovers of an interrupted run
+
+    @property
+    def changed(self) -> bool:
+        return bool(self.written or self.recovered)
+
+    def summary(self) -> str:
+        if not self.changed:
+            return f"dt={self.dt}: nothing to compact"
+        parts = []
+        if self.written:
+            parts.append(
+                f"merged {len(self.merged)} object(s) into {len(self.written)} ({self.rows} rows)"
+            )
+        if self.recovered:
+            parts.append(f"deleted {len(self.recovered)} object(s) left by an interrupted run")
+        return f"dt={self.dt}: " + "; ".join(parts)
+
+
+def compacted_key(prefix: str, inputs: Sequence[str]) -> str:
+    digest = hashlib.sha256("\n".join(sorted(inputs)).encode()).hexdigest()[:20]
+    return f"{prefix}{COMPACTED_PREFIX}{digest}.parquet"
+
+
+def is_compacted(key: str) -> bool:
+    return key.rsplit("/", 1)[-1].startswith(COMPACTED_PREFIX)
+
+
+def plan_merges(
+    objects: Sequence[StoredObject],
+    *,
+    small_bytes: int = SMALL_BYTES,
+    target_bytes: int = TARGET_BYTES,
+) -> list[list[str]]:
+    """Groups of small objects (by key) to merge, each of about `target_bytes`; a group of one
+    object would gain nothing and is left out."""
+    small = sorted((o for o in objects if o.size < small_bytes), key=lambda o: o.key)
+    groups: list[list[str]] = []
+    current: list[str] = []
+    size = 0
+    for obj in small:
+        if current and size + obj.size > target_bytes:
+            groups.append(current)
+            current, size = [], 0
+        current.append(obj.key)
+        size += obj.size
+    groups.append(current)
+    return [g for g in groups if len(g) > 1]
+
+
+def compact_partition(
+    bucket: HistoryBucket,
+    dt: str,
+    *,
+    small_bytes: int = SMALL_BYTES,
+    target_bytes: int = TARGET_BYTES,
+) -> CompactionReport:
+    """Merge the small objects of partition `dt` (see the module's docstring)."""
+    prefix = partition_prefix(dt)
+    report = CompactionReport(dt)
+    objects = bucket.list(prefix)
+    gone = _finish_earlier_merges(bucket, objects, report)
+    remaining = [o for o in objects if o.key not in gone]
+    for inputs in plan_merges(remaining, small_bytes=small_bytes, target_bytes=target_bytes):
+        _merge(bucket, prefix, inputs, report)
+    return report
+
+
+def _finish_earlier_merges(
+    bucket: HistoryBucket, objects: Sequence[StoredObject], report: CompactionReport
+) -> set[str]:
+    """Delete the objects that an existing compacted object already holds (step 4 of an
+    interrupted run, or a rewritten input); returns the keys deleted."""
+    present = {o.key for o in objects}
+    deleted: set[str] = set()
+    for obj in objects:
+        if not is_compacted(obj.key) or obj.key in deleted:
+            continue
+        footer = bucket.footer(obj.key)
+        inputs = json.loads(footer.metadata.get(META_INPUTS, "[]"))
+        leftovers = [k for k in inputs if k in present and k not in deleted and k != obj.key]
+        if not leftovers:
+            continue
+        if len(leftovers) == len(inputs):
+            # Nothing was deleted yet, so step 3 may not have run: check the counts now.
+            rows = sum(bucket.footer(k).num_rows for k in leftovers)
+            if rows != footer.num_rows:
+                raise CompactionError(
+                    f"{obj.key} holds {footer.num_rows} rows but its inputs hold {rows}: left as is"
+                )
+        bucket.delete(leftovers)
+        deleted.update(leftovers)
+        report.recovered.extend(leftovers)
+    return deleted
+
+
+def _merge(bucket: HistoryBucket, prefix: str, inputs: list[str], report: CompactionReport) -> None:
+    tables = [conform(bucket.read_table(key)) for key in inputs]
+    rows = sum(t.num_rows for t in tables)
+    merged = pa.concat_tables(tables).sort_by(
+        [("scheduled_for", "ascending"), ("run_id", "ascending")]
+    )
+    key = compacted_key(prefix, inputs)
+    bucket.put_table(key, merged, {META_INPUTS: json.dumps(inputs), META_INPUT_ROWS: str(rows)})
+    written = bucket.footer(key).num_rows
+    if written != rows:
+        bucket.delete([key])
+        raise CompactionError(f"{key} was written with {written} rows, expected {rows}")
+    bucket.delete(inputs)
+    report.merged.extend(inputs)
+    report.written.append(key)
+    report.rows += rows
+
+
+def settled_days(today: date, run_ttl_seconds: int, days: int = COMPACTION_DAYS) -> list[date]:
+    """The partitions the daily compaction handles: runs scheduled on day D expire from the
+    hot table from D + hot window to (D + 1 day) + hot window + TTL lag, so the newest
+    partition no longer written to is `today − hot window − TTL lag − 1 day`."""
+    window_days = -(-run_ttl_seconds // 86_400)  # rounded up
+    newest = today - timedelta(days=window_days + TTL_LAG_DAYS + 1)
+    return [newest - timedelta(days=i) for i in range(days)]
+
+
+@dataclass(frozen=True)
+class CompactorSettings:
+    """The compactor function's environment: the bucket, and the hot window (optional)."""
+
+    bucket: str
+    run_ttl_seconds: int = 30 * 86_400
+
+    @classmethod
+    def from_env(cls, environ: Mapping[str, str] | None = None) -> CompactorSettings:
+        env = os.environ if environ is None else environ
+        if not env.get(Env.HISTORY_BUCKET):
+            raise RuntimeError(f"environment variable(s) not set: {Env.HISTORY_BUCKET}")
+        raw = env.get(Env.RUN_TTL_SECONDS, str(cls.run_ttl_seconds))
+        if not raw.strip().isdigit() or int(raw) < 1:
+            raise RuntimeError(f"{Env.RUN_TTL_SECONDS} must be a whole number of seconds: {raw!r}")
+        return cls(env[Env.HISTORY_BUCKET], int(raw))
