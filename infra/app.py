@@ -1,0 +1,175 @@
+"""The CDK app: `npx aws-cdk@2 synth` (cdk.json runs `python3 infra/app.py`) or plain
+`python3 infra/app.py` (then cdk.json's context is read here). Works offline, no account.
+
+Settings come from context keys `duetime:*` (cdk.json, or `-c duetime:jwtIssuer=...`); see
+docs/deploy.md. cdk-nag's AwsSolutions checks run on every synth: an unacknowledged finding
+makes the synth fail.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from collections.abc import Callable, Mapping
+from pathlib import Path
+from typing import Any
+
+# Before aws_cdk starts its node process: node 20 prints an end-of-life banner otherwise.
+os.environ.setdefault("JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION", "20")
+REPO_ROOT = Path(__file__).resolve().parent.parent
+# Run as a script, Python puts infra/ first on sys.path, where infra/constructs would shadow
+# the `constructs` library: import from the repository root (and shared/ for duetime).
+_INFRA = Path(__file__).resolve().parent
+sys.path[:] = [p for p in sys.path if Path(p or ".").resolve() != _INFRA]
+for _path in (REPO_ROOT / "shared", REPO_ROOT):
+    if str(_path) not in sys.path:
+        sys.path.insert(0, str(_path))
+
+import aws_cdk as cdk  # noqa: E402
+from cdk_nag import AwsSolutionsChecks  # noqa: E402
+
+from infra.scheduler import PriorityConcurrency, SchedulerProps  # noqa: E402
+from infra.stack import DuetimeStack  # noqa: E402
+
+PREFIX = "duetime:"
+PLACEHOLDER_ISSUER = "https://auth.example.com/"
+
+
+def cdk_json_context(path: Path = REPO_ROOT / "cdk.json") -> dict[str, Any]:
+    context: dict[str, Any] = json.loads(path.read_text())["context"]
+    return context
+
+
+class Context:
+    """Typed reads of `duetime:*` context values (strings from `-c`, JSON from cdk.json)."""
+
+    def __init__(self, lookup: Callable[[str], Any]) -> None:
+        self._lookup = lookup  # app.node.try_get_context, or a dict's get
+
+    def raw(self, key: str) -> Any:
+        return self._lookup(PREFIX + key)
+
+    def text(self, key: str, default: str) -> str:
+        value = self.raw(key)
+        return default if value in (None, "") else str(value)
+
+    def optional_text(self, key: str) -> str | None:
+        value = self.raw(key)
+        return None if value in (None, "") else str(value)
+
+    def number(self, key: str, default: int) -> int:
+        value = self.raw(key)
+        return default if value in (None, "") else int(value)
+
+    def optional_number(self, key: str) -> int | None:
+        value = self.raw(key)
+        return None if value in (None, "", "none") else int(value)
+
+    def reservation(self, key: str, default: int | None) -> int | None:
+        """A reserved concurrency: absent → the default; "none" → no reservation."""
+        return default if self.raw(key) is None else self.optional_number(key)
+
+    def flag(self, key: str, default: bool) -> bool:
+        value = self.raw(key)
+        if value in (None, ""):
+            return default
+        if isinstance(value, bool):
+            return value
+        return str(value).strip().lower() in ("1", "true", "yes", "on")
+
+    def strings(self, key: str) -> tuple[str, ...]:
+        value = self.raw(key)
+        if value in (None, ""):
+            return ()
+        if isinstance(value, str):
+            value = json.loads(value) if value.lstrip().startswith("[") else value.split(",")
+        return tuple(str(v).strip() for v in value if str(v).strip())
+
+
+def props_from_context(context: Context) -> SchedulerProps:
+    defaults = SchedulerProps(jwt_issuer=PLACEHOLDER_ISSUER, jwt_audience=("duetime",))
+    concurrency = context.strings("workerMaxConcurrency")
+    billing = context.text("billingMode", defaults.billing_mode)
+    if billing not in ("on_demand", "provisioned"):
+        raise ValueError(f"{PREFIX}billingMode must be on_demand or provisioned: {billing!r}")
+    python_version = context.text("pythonVersion", defaults.python_version)
+    if python_version not in ("3.12", "3.13"):
+        raise ValueError(f"{PREFIX}pythonVersion must be 3.12 or 3.13: {python_version!r}")
+    return SchedulerProps(
+        jwt_issuer=context.text("jwtIssuer", defaults.jwt_issuer),
+        jwt_audience=context.strings("jwtAudience") or defaults.jwt_audience,
+        tenant_claim=context.text("tenantClaim", defaults.tenant_claim),
+        billing_mode=billing,  # type: ignore[arg-type]
+        read_capacity=context.number("readCapacity", defaults.read_capacity),
+        write_capacity=context.number("writeCapacity", defaults.write_capacity),
+        max_capacity=context.optional_number("maxCapacity"),
+        timer_shards=context.number("timerShards", defaults.timer_shards),
+        hot_window_days=context.number("hotWindowDays", defaults.hot_window_days),
+        history_retention_days=context.number(
+            "historyRetentionDays", defaults.history_retention_days
+        ),
+        python_version=python_version,  # type: ignore[arg-type]
+        powertools_layer_version=context.number(
+            "powertoolsLayerVersion", defaults.powertools_layer_version
+        ),
+        pandas_layer_version=context.number("pandasLayerVersion", defaults.pandas_layer_version),
+        powertools_layer_arn=context.optional_text("powertoolsLayerArn"),
+        pandas_layer_arn=context.optional_text("pandasLayerArn"),
+        worker_max_concurrency=(
+            PriorityConcurrency(*(int(c) for c in concurrency))
+            if concurrency
+            else defaults.worker_max_concurrency
+        ),
+        sweeper_reserved_concurrency=context.reservation(
+            "sweeperReservedConcurrency", defaults.sweeper_reserved_concurrency
+        ),
+        api_reserved_concurrency=context.reservation(
+            "apiReservedConcurrency", defaults.api_reserved_concurrency
+        ),
+        worker_reserved_concurrency=context.reservation(
+            "workerReservedConcurrency", defaults.worker_reserved_concurrency
+        ),
+        target_resource_arns=context.strings("targetResourceArns"),
+        target_kms_key_arns=context.strings("targetKmsKeyArns"),
+        fargate_min_tasks=context.number("fargateMinTasks", defaults.fargate_min_tasks),
+        fargate_max_tasks=context.number("fargateMaxTasks", defaults.fargate_max_tasks),
+        fargate_spot=context.flag("fargateSpot", defaults.fargate_spot),
+        retain_data=context.flag("retainData", defaults.retain_data),
+    )
+
+
+def build_app(
+    context: Mapping[str, Any] | None = None, outdir: str | None = None
+) -> tuple[cdk.App, DuetimeStack]:
+    """The app with its one stack and the cdk-nag checks registered (not yet synthesized)."""
+    app = cdk.App(context=dict(context) if context is not None else None, outdir=outdir)
+    settings = Context(app.node.try_get_context)
+    props = props_from_context(settings)
+    stack = DuetimeStack(
+        app,
+        "Duetime",
+        props,
+        stack_name=settings.text("stackName", "duetime"),
+        description="duetime: serverless job scheduler (DynamoDB, SQS, Lambda, Fargate)",
+        alarm_email=settings.optional_text("alarmEmail"),
+    )
+    if props.jwt_issuer == PLACEHOLDER_ISSUER:
+        cdk.Annotations.of(stack).add_warning_v2(
+            "duetime:placeholder-issuer",
+            f"{PREFIX}jwtIssuer is the placeholder {PLACEHOLDER_ISSUER}: every API call will "
+            "be refused until it names your identity provider (see docs/deploy.md)",
+        )
+    cdk.Validations.of(app).add_plugins(AwsSolutionsChecks(app))
+    return app, stack
+
+
+def main() -> None:
+    # Under the CDK CLI, context (cdk.json, cdk.context.json, -c) arrives in CDK_CONTEXT_JSON.
+    context = None if "CDK_CONTEXT_JSON" in os.environ else cdk_json_context()
+    app, _ = build_app(context)
+    app.synth()
+
+
+if __name__ == "__main__":
+    main()

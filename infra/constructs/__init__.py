@@ -1,0 +1,1 @@
+"""The constructs the `Scheduler` is composed of, one per concern."""

@@ -1,0 +1,181 @@
+"""The HTTP API: API Gateway v2 with a JWT authorizer in front of the api function."""
+
+from __future__ import annotations
+
+import json
+from typing import TYPE_CHECKING
+
+import jsii
+from aws_cdk import aws_apigateway as apigw
+from aws_cdk import aws_apigatewayv2 as apigwv2
+from aws_cdk import aws_apigatewayv2_authorizers as authorizers
+from aws_cdk import aws_apigatewayv2_integrations as integrations
+from aws_cdk import aws_lambda as lambda_
+from aws_cdk import aws_logs as logs
+from constructs import Construct
+
+from duetime.api.app import PUBLIC_ROUTES, ROUTES
+from duetime.config import Env
+from infra.constructs.nag import acknowledge
+
+if TYPE_CHECKING:
+    from infra.constructs.data import Data
+    from infra.constructs.functions import FunctionFactory
+    from infra.constructs.queues import Queues
+    from infra.scheduler import SchedulerProps
+
+# DynamoDB actions per table, from what the API's code calls (duetime.services.jobs and
+# ...dispatch over duetime.adapters.dynamodb): jobs are created, read, listed and replaced
+# conditionally (idempotency keys are conditional puts too); a timer is written and the
+# sweep state read (and the cursor moved back) when a submission is due later; runs are read
+# and listed.
+API_JOBS_ACTIONS = ("dynamodb:GetItem", "dynamodb:Query", "dynamodb:PutItem")
+API_TIMERS_ACTIONS = (
+    "dynamodb:GetItem",
+    "dynamodb:PutItem",
+    "dynamodb:BatchWriteItem",
+    "dynamodb:UpdateItem",
+)
+API_RUNS_ACTIONS = ("dynamodb:GetItem", "dynamodb:Query")
+
+# One JSON line per request; the principal is the JWT's subject.
+ACCESS_LOG_FORMAT = json.dumps(
+    {
+        "requestId": "$context.requestId",
+        "ip": "$context.identity.sourceIp",
+        "requestTime": "$context.requestTime",
+        "method": "$context.httpMethod",
+        "routeKey": "$context.routeKey",
+        "path": "$context.path",
+        "status": "$context.status",
+        "protocol": "$context.protocol",
+        "responseLength": "$context.responseLength",
+        "responseLatency": "$context.responseLatency",
+        "integrationLatency": "$context.integrationLatency",
+        "integrationError": "$context.integrationErrorMessage",
+        "authorizerError": "$context.authorizer.error",
+        "principal": "$context.authorizer.claims.sub",
+    }
+)
+_METHODS = {method.value: method for method in apigwv2.HttpMethod}
+
+
+class Api(Construct):
+    """Every route of duetime.api.app.ROUTES, authorized by the JWT authorizer except the
+    public ones (GET /health, GET /openapi.json). Anything else reaches the function through
+    the (authorized) $default route, which answers 404/405 in the API's error shape."""
+
+    def __init__(
+        self,
+        scope: Construct,
+        construct_id: str,
+        props: SchedulerProps,
+        factory: FunctionFactory,
+        data: Data,
+        queues: Queues,
+    ) -> None:
+        super().__init__(scope, construct_id)
+        self._props = props
+        self.function = self._function(factory, data, queues)
+        integration = integrations.HttpLambdaIntegration("Integration", self.function)
+        self.authorizer = authorizers.HttpJwtAuthorizer(
+            "JwtAuthorizer",
+            props.jwt_issuer,
+            jwt_audience=list(props.jwt_audience),
+            identity_source=["$request.header.Authorization"],
+        )
+        self.http_api = apigwv2.HttpApi(
+            self,
+            "HttpApi",
+            description="duetime API",
+            create_default_stage=False,
+            default_integration=integration,
+            default_authorizer=self.authorizer,
+        )
+        self.routes = self._routes(integration)
+        self.access_logs = logs.LogGroup(
+            self,
+            "AccessLogs",
+            retention=props.log_retention,
+            removal_policy=props.removal_policy,
+        )
+        self.stage = apigwv2.HttpStage(
+            self,
+            "DefaultStage",
+            http_api=self.http_api,
+            stage_name="$default",
+            auto_deploy=True,
+            throttle=apigwv2.ThrottleSettings(
+                rate_limit=props.api_throttle_rate, burst_limit=props.api_throttle_burst
+            ),
+            access_log_settings=_AccessLogSettings(
+                apigwv2.LogGroupLogDestination(self.access_logs),
+                apigw.AccessLogFormat.custom(ACCESS_LOG_FORMAT),
+            ),
+        )
+
+    @property
+    def url(self) -> str:
+        return self.stage.url
+
+    def _function(self, factory: FunctionFactory, data: Data, queues: Queues) -> lambda_.Function:
+        props = self._props
+        function = factory.create(
+            self,
+            "Function",
+            name="api",
+            description="duetime API: jobs and runs over HTTP",
+            timeout_seconds=props.api_timeout_seconds,
+            environment={
+                **factory.engine_env,
+                Env.TENANT_CLAIM: props.tenant_claim,
+                **props.tenant_quotas.to_env(),
+            },
+            reserved_concurrency=props.api_reserved_concurrency,
+        )
+        data.jobs.grant(function, *API_JOBS_ACTIONS)
+        data.timers.grant(function, *API_TIMERS_ACTIONS)
+        data.runs.grant(function, *API_RUNS_ACTIONS)
+        for run_queue in queues.run_queues:  # the fast path: due soon, straight to SQS
+            run_queue.queue.grant(function, "sqs:SendMessage")
+        return function
+
+    def _routes(self, integration: apigwv2.HttpRouteIntegration) -> list[apigwv2.HttpRoute]:
+        routes: list[apigwv2.HttpRoute] = []
+        for method, path in ROUTES:
+            public = (method, path) in PUBLIC_ROUTES
+            added = self.http_api.add_routes(
+                path=path,
+                methods=[_METHODS[method]],
+                integration=integration,
+                authorizer=apigwv2.HttpNoneAuthorizer() if public else None,
+            )
+            if public:
+                for route in added:
+                    acknowledge(
+                        route,
+                        "AwsSolutions-APIG4",
+                        f"{method} {path} is public by design: a health check and "
+                        "the API's OpenAPI document, no tenant data.",
+                    )
+            routes += added
+        return routes
+
+
+@jsii.implements(apigwv2.IAccessLogSettings)
+class _AccessLogSettings:
+    """apigwv2.IAccessLogSettings is an interface, not a struct: this is its implementation."""
+
+    def __init__(
+        self, destination: apigwv2.IAccessLogDestination, log_format: apigw.AccessLogFormat
+    ) -> None:
+        self._destination = destination
+        self._format = log_format
+
+    @property
+    def destination(self) -> apigwv2.IAccessLogDestination:
+        return self._destination
+
+    @property
+    def format(self) -> apigw.AccessLogFormat:
+        return self._format

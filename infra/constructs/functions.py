@@ -1,0 +1,197 @@
+"""The function factory: every duetime Lambda function is built with the same settings.
+
+arm64, one Python runtime, the code asset of `infra.packaging`, the AWS-managed Powertools
+layer, JSON logs in a log group with a retention, X-Ray tracing, and an environment whose
+names come from `duetime.config.Env` (the module the code reads them with).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING
+
+from aws_cdk import Duration, Stack, Token
+from aws_cdk import aws_iam as iam
+from aws_cdk import aws_lambda as lambda_
+from aws_cdk import aws_logs as logs
+from constructs import Construct
+
+from duetime.config import Env
+from infra import packaging
+from infra.constructs.nag import acknowledge
+
+if TYPE_CHECKING:
+    from infra.constructs.data import Data
+    from infra.constructs.queues import Queues
+    from infra.scheduler import SchedulerProps
+
+# Read by Powertools (duetime.observability): service name = the metrics' service dimension.
+POWERTOOLS_SERVICE_NAME = "POWERTOOLS_SERVICE_NAME"
+POWERTOOLS_METRICS_NAMESPACE = "POWERTOOLS_METRICS_NAMESPACE"
+POWERTOOLS_TRACE_DISABLED = "POWERTOOLS_TRACE_DISABLED"
+
+POWERTOOLS_LAYER_ACCOUNT = "017000801446"
+PANDAS_LAYER_ACCOUNT = "336392948345"
+
+_RUNTIMES = {"3.12": lambda_.Runtime.PYTHON_3_12, "3.13": lambda_.Runtime.PYTHON_3_13}
+_BASIC_EXECUTION_ROLE = (
+    "Policy::arn:<AWS::Partition>:iam::aws:policy/service-role/AWSLambdaBasicExecutionRole"
+)
+
+# What a job target may need: one action per kind of target ARN (duetime.targets.aws).
+TARGET_ACTIONS = {
+    "sqs": "sqs:SendMessage",
+    "sns": "sns:Publish",
+    "events": "events:PutEvents",
+    "lambda": "lambda:InvokeFunction",
+}
+TARGET_KMS_ACTIONS = ("kms:GenerateDataKey", "kms:Decrypt")
+
+
+class FunctionFactory(Construct):
+    """Creates functions with the common settings; holds the code asset and the layers."""
+
+    def __init__(
+        self,
+        scope: Construct,
+        construct_id: str,
+        props: SchedulerProps,
+        data: Data,
+        queues: Queues,
+    ) -> None:
+        super().__init__(scope, construct_id)
+        self._props = props
+        self.runtime = _RUNTIMES[props.python_version]
+        self.code = lambda_.Code.from_asset(str(packaging.lambda_asset_dir()))
+        region = Stack.of(self).region
+        tag = props.python_version.replace(".", "")
+        self.powertools_layer = lambda_.LayerVersion.from_layer_version_arn(
+            self,
+            "PowertoolsLayer",
+            props.powertools_layer_arn
+            or f"arn:aws:lambda:{region}:{POWERTOOLS_LAYER_ACCOUNT}:layer:"
+            f"AWSLambdaPowertoolsPythonV3-python{tag}-arm64:{props.powertools_layer_version}",
+        )
+        # pyarrow for the archive functions (arm64 wheels can't be copied from this machine).
+        self.pandas_layer = lambda_.LayerVersion.from_layer_version_arn(
+            self,
+            "PandasLayer",
+            props.pandas_layer_arn
+            or f"arn:aws:lambda:{region}:{PANDAS_LAYER_ACCOUNT}:layer:"
+            f"AWSSDKPandas-Python{tag}-Arm64:{props.pandas_layer_version}",
+        )
+        self.observability_env = {
+            POWERTOOLS_SERVICE_NAME: props.service_name,
+            POWERTOOLS_METRICS_NAMESPACE: props.metrics_namespace,
+        }
+        # What the engine (api, sweeper, worker: duetime.config.Settings) reads.
+        self.engine_env = {
+            Env.JOBS_TABLE: data.jobs.table_name,
+            Env.TIMERS_TABLE: data.timers.table_name,
+            Env.RUNS_TABLE: data.runs.table_name,
+            Env.QUEUES: queues.settings_json(),
+            Env.TIMER_SHARDS: str(props.timer_shards),
+            Env.RUN_TTL_SECONDS: str(props.hot_window_days * 86_400),
+            Env.ALLOW_PRIVATE_TARGETS: "false",
+            Env.REQUIRE_HTTPS: "true",
+            **self.observability_env,
+        }
+
+    def create(
+        self,
+        scope: Construct,
+        construct_id: str,
+        *,
+        name: str,
+        description: str,
+        timeout_seconds: int,
+        environment: Mapping[str, str],
+        memory_mib: int = 512,
+        reserved_concurrency: int | None = None,
+        with_pyarrow: bool = False,
+    ) -> lambda_.Function:
+        """A function running `functions/<name>/handler.py`."""
+        props = self._props
+        log_group = logs.LogGroup(
+            scope,
+            f"{construct_id}Logs",
+            retention=props.log_retention,
+            removal_policy=props.removal_policy,
+        )
+        layers: list[lambda_.ILayerVersion] = [self.powertools_layer]
+        if with_pyarrow:
+            layers.append(self.pandas_layer)
+        function = lambda_.Function(
+            scope,
+            construct_id,
+            description=description,
+            runtime=self.runtime,
+            architecture=lambda_.Architecture.ARM_64,
+            handler=packaging.handler(name),
+            code=self.code,
+            layers=layers,
+            timeout=Duration.seconds(timeout_seconds),
+            memory_size=memory_mib,
+            environment=dict(environment),
+            tracing=lambda_.Tracing.ACTIVE,
+            logging_format=lambda_.LoggingFormat.JSON,
+            application_log_level_v2=lambda_.ApplicationLogLevel.INFO,
+            system_log_level_v2=lambda_.SystemLogLevel.WARN,
+            log_group=log_group,
+            reserved_concurrent_executions=reserved_concurrency,
+        )
+        acknowledge(
+            function,
+            f"AwsSolutions-IAM4[{_BASIC_EXECUTION_ROLE}]",
+            "AWSLambdaBasicExecutionRole only lets the function write its own logs "
+            "(logs:CreateLogGroup/CreateLogStream/PutLogEvents).",
+        )
+        acknowledge(
+            function,
+            "AwsSolutions-IAM5[Resource::*]",
+            "Actions without resource-level permissions, granted on '*' by CDK: "
+            "xray:PutTraceSegments/PutTelemetryRecords (tracing) and, for the stream "
+            "consumer, dynamodb:ListStreams.",
+        )
+        acknowledge(
+            function,
+            "AwsSolutions-L1",
+            f"python{props.python_version} (the python_version prop) is pinned to a runtime "
+            "both managed layers (Powertools v3 and AWS SDK for pandas, arm64) are published "
+            "for; a runtime upgrade goes with the layer versions. The code runs on 3.11+.",
+        )
+        return function
+
+
+def grant_targets(
+    grantee: iam.IGrantable,
+    resource_arns: Sequence[str],
+    kms_key_arns: Sequence[str] = (),
+) -> None:
+    """Let a worker deliver to the operator's target resources: for each ARN exactly the
+    action its kind of target calls (an unresolved token gets the four target actions, each
+    of which only applies to its own kind of resource)."""
+    by_action: dict[str, list[str]] = {}
+    for arn in resource_arns:
+        for action in _target_actions(arn):
+            by_action.setdefault(action, []).append(arn)
+    for action, arns in sorted(by_action.items()):
+        iam.Grant.add_to_principal(grantee=grantee, actions=[action], resource_arns=arns)
+    if kms_key_arns:
+        iam.Grant.add_to_principal(
+            grantee=grantee, actions=list(TARGET_KMS_ACTIONS), resource_arns=list(kms_key_arns)
+        )
+
+
+def _target_actions(arn: str) -> list[str]:
+    if Token.is_unresolved(arn):
+        return list(TARGET_ACTIONS.values())
+    parts = arn.split(":")
+    if len(parts) < 6 or parts[0] != "arn" or parts[2] not in TARGET_ACTIONS:
+        raise ValueError(
+            f"target_resource_arns: {arn!r} is not the ARN of an SQS queue, SNS topic, "
+            "EventBridge event bus or Lambda function"
+        )
+    if "*" in arn:
+        raise ValueError(f"target_resource_arns: {arn!r}: name each resource, no wildcards")
+    return [TARGET_ACTIONS[parts[2]]]

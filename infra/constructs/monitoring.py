@@ -1,0 +1,354 @@
+"""A CloudWatch dashboard and the alarms an on-call engineer needs, optionally sent to SNS.
+
+The run metrics are Powertools EMF metrics (duetime.observability.Metric) in the
+POWERTOOLS_METRICS_NAMESPACE namespace with the `service` dimension Powertools adds
+(POWERTOOLS_SERVICE_NAME): the Lambda and Fargate workers publish under the same ones.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from aws_cdk import Duration
+from aws_cdk import aws_cloudwatch as cloudwatch
+from aws_cdk import aws_cloudwatch_actions as actions
+from aws_cdk import aws_sqs as sqs
+from constructs import Construct
+
+from duetime.history.archive import ArchiveMetric
+from duetime.observability import Metric
+
+if TYPE_CHECKING:
+    from infra.constructs.api import Api
+    from infra.constructs.engine import Engine
+    from infra.constructs.history import History
+    from infra.constructs.queues import Queues
+    from infra.constructs.workers import FargateWorkers
+    from infra.scheduler import SchedulerProps
+
+MINUTE = Duration.minutes(1)
+FIVE_MINUTES = Duration.minutes(5)
+# Stream records live 24 hours: an archiver this far behind is close to losing history.
+ARCHIVER_ITERATOR_AGE_THRESHOLD_MS = 6 * 3600 * 1000
+RUN_METRICS = (
+    Metric.RUNS_STARTED,
+    Metric.RUNS_SUCCEEDED,
+    Metric.RUNS_FAILED,
+    Metric.RUNS_RETRIED,
+    Metric.RUNS_DEAD,
+    Metric.RUNS_DUPLICATE,
+    Metric.RUNS_DROPPED,
+)
+_WIDE, _HALF, _THIRD = 24, 12, 8
+
+
+class Monitoring(Construct):
+    def __init__(
+        self,
+        scope: Construct,
+        construct_id: str,
+        props: SchedulerProps,
+        *,
+        queues: Queues,
+        engine: Engine,
+        api: Api,
+        history: History,
+        workers: FargateWorkers,
+    ) -> None:
+        super().__init__(scope, construct_id)
+        self._props = props
+        self._queues = queues
+        self._engine = engine
+        self._api = api
+        self._history = history
+        self._workers = workers
+        self.dashboard = cloudwatch.Dashboard(self, "Dashboard", default_interval=Duration.hours(3))
+        self._add_widgets()
+        self.alarms: list[cloudwatch.Alarm] = [
+            *self._dlq_alarms(),
+            *self._queue_age_alarms(),
+            self._sweeper_errors_alarm(),
+            self._sweeper_stopped_alarm(),
+            self._lateness_alarm(),
+            self._archiver_behind_alarm(),
+            self._compactor_errors_alarm(),
+        ]
+        if props.alarm_topic is not None:
+            action = actions.SnsAction(props.alarm_topic)
+            for alarm in self.alarms:
+                alarm.add_alarm_action(action)
+                alarm.add_ok_action(action)
+
+    def app_metric(
+        self, name: str, statistic: str = "Sum", period: Duration = MINUTE
+    ) -> cloudwatch.Metric:
+        return cloudwatch.Metric(
+            namespace=self._props.metrics_namespace,
+            metric_name=name,
+            dimensions_map={"service": self._props.service_name},
+            statistic=statistic,
+            period=period,
+        )
+
+    # --- dashboard
+
+    def _add_widgets(self) -> None:
+        run_queues = self._queues.run_queues
+        engine, api, history = self._engine, self._api, self._history
+        functions = {
+            "api": api.function,
+            "sweeper": engine.sweeper,
+            "worker": engine.worker,
+            "archiver": history.archiver,
+            "compactor": history.compactor,
+        }
+        self.dashboard.add_widgets(
+            cloudwatch.GraphWidget(
+                title="Runs per minute",
+                width=_HALF,
+                left=[self.app_metric(name) for name in RUN_METRICS],
+            ),
+            cloudwatch.GraphWidget(
+                title="Start lateness (ms): p50, p99",
+                width=_HALF,
+                left=[
+                    self.app_metric(Metric.START_LATENESS, "p50"),
+                    self.app_metric(Metric.START_LATENESS, "p99"),
+                ],
+            ),
+        )
+        self.dashboard.add_widgets(
+            cloudwatch.GraphWidget(
+                title="Queue depth (visible)",
+                width=_THIRD,
+                left=[
+                    q.queue.metric_approximate_number_of_messages_visible(
+                        label=q.key, period=MINUTE, statistic="Maximum"
+                    )
+                    for q in run_queues
+                ],
+            ),
+            cloudwatch.GraphWidget(
+                title="Oldest message age (s)",
+                width=_THIRD,
+                left=[
+                    q.queue.metric_approximate_age_of_oldest_message(
+                        label=q.key, period=MINUTE, statistic="Maximum"
+                    )
+                    for q in run_queues
+                ],
+            ),
+            cloudwatch.GraphWidget(
+                title="Dead-letter queue depth",
+                width=_THIRD,
+                left=[
+                    *(
+                        q.dlq.metric_approximate_number_of_messages_visible(
+                            label=f"{q.key} DLQ", period=MINUTE, statistic="Maximum"
+                        )
+                        for q in run_queues
+                    ),
+                    history.failure_queue.metric_approximate_number_of_messages_visible(
+                        label="archive failures", period=MINUTE, statistic="Maximum"
+                    ),
+                ],
+            ),
+        )
+        self.dashboard.add_widgets(
+            cloudwatch.GraphWidget(
+                title="Sweeper duration (ms)",
+                width=_THIRD,
+                left=[
+                    self.app_metric(Metric.SWEEP_DURATION, "p50"),
+                    self.app_metric(Metric.SWEEP_DURATION, "Maximum"),
+                    engine.sweeper.metric_duration(period=MINUTE, statistic="Maximum"),
+                ],
+            ),
+            cloudwatch.GraphWidget(
+                title="Sweeper: timers enqueued, backlog minutes",
+                width=_THIRD,
+                left=[self.app_metric(Metric.TIMERS_ENQUEUED)],
+                right=[self.app_metric(Metric.SWEEP_BACKLOG_MINUTES, "Maximum")],
+            ),
+            cloudwatch.GraphWidget(
+                title="Function errors and throttles",
+                width=_THIRD,
+                left=[
+                    fn.metric_errors(label=f"{name} errors", period=MINUTE)
+                    for name, fn in functions.items()
+                ],
+                right=[
+                    fn.metric_throttles(label=f"{name} throttles", period=MINUTE)
+                    for name, fn in functions.items()
+                ],
+            ),
+        )
+        self.dashboard.add_widgets(
+            cloudwatch.GraphWidget(
+                title="API requests and errors",
+                width=_THIRD,
+                left=[
+                    api.http_api.metric_count(period=MINUTE),
+                    api.http_api.metric_client_error(period=MINUTE),
+                    api.http_api.metric_server_error(period=MINUTE),
+                ],
+            ),
+            cloudwatch.GraphWidget(
+                title="API latency (ms): p99",
+                width=_THIRD,
+                left=[api.http_api.metric_latency(period=MINUTE, statistic="p99")],
+            ),
+            cloudwatch.GraphWidget(
+                title="Fargate backlog (visible + in flight); running tasks",
+                width=_THIRD,
+                left=[self._workers.backlog],
+                right=[
+                    cloudwatch.Metric(
+                        namespace="ECS/ContainerInsights",
+                        metric_name="RunningTaskCount",
+                        dimensions_map={
+                            "ClusterName": self._workers.cluster.cluster_name,
+                            "ServiceName": self._workers.service.service_name,
+                        },
+                        statistic="Maximum",
+                        period=MINUTE,
+                    )
+                ],
+            ),
+        )
+        self.dashboard.add_widgets(
+            cloudwatch.GraphWidget(
+                title="Archive: runs archived, objects written, records rejected",
+                width=_HALF,
+                left=[
+                    self.app_metric(ArchiveMetric.RUNS_ARCHIVED, period=FIVE_MINUTES),
+                    self.app_metric(ArchiveMetric.OBJECTS_WRITTEN, period=FIVE_MINUTES),
+                ],
+                right=[self.app_metric(ArchiveMetric.RECORDS_REJECTED, period=FIVE_MINUTES)],
+            ),
+            cloudwatch.GraphWidget(
+                title="Archiver iterator age (ms)",
+                width=_HALF,
+                left=[
+                    history.archiver.metric(
+                        "IteratorAge", period=MINUTE, statistic="Maximum", label="iterator age"
+                    )
+                ],
+            ),
+        )
+
+    # --- alarms
+
+    def _dlq_alarms(self) -> list[cloudwatch.Alarm]:
+        dead_ends: list[tuple[str, sqs.Queue]] = [
+            (f"{q.runtime.value}/{q.priority.value}", q.dlq) for q in self._queues.run_queues
+        ]
+        dead_ends.append(("archive failures", self._history.failure_queue))
+        alarms = []
+        for label, queue in dead_ends:
+            construct_id = "DeadLetters" + "".join(
+                part.capitalize() for part in label.replace("/", " ").split()
+            )
+            alarms.append(
+                cloudwatch.Alarm(
+                    self,
+                    construct_id,
+                    alarm_description=f"duetime: the {label} dead-letter queue is not empty "
+                    "(runs out of attempts, poison messages or unarchived history)",
+                    metric=queue.metric_approximate_number_of_messages_visible(
+                        period=MINUTE, statistic="Maximum"
+                    ),
+                    threshold=1,
+                    evaluation_periods=1,
+                    comparison_operator=cloudwatch.ComparisonOperator.GREATER_THAN_OR_EQUAL_TO_THRESHOLD,
+                    treat_missing_data=cloudwatch.TreatMissingData.NOT_BREACHING,
+                )
+            )
+        return alarms
+
+    def _queue_age_alarms(self) -> list[cloudwatch.Alarm]:
+        threshold = self._props.oldest_message_age_threshold_seconds
+        return [
+            cloudwatch.Alarm(
+                self,
+                f"OldestMessage{q.runtime.value.capitalize()}{q.priority.value.capitalize()}",
+                alarm_description=f"duetime: a message waits in {q.key} for over {threshold} s "
+                "(workers not keeping up, or failing)",
+                metric=q.queue.metric_approximate_age_of_oldest_message(
+                    period=MINUTE, statistic="Maximum"
+                ),
+                threshold=threshold,
+                evaluation_periods=5,
+                comparison_operator=cloudwatch.ComparisonOperator.GREATER_THAN_THRESHOLD,
+                treat_missing_data=cloudwatch.TreatMissingData.NOT_BREACHING,
+            )
+            for q in self._queues.run_queues
+        ]
+
+    def _sweeper_errors_alarm(self) -> cloudwatch.Alarm:
+        return cloudwatch.Alarm(
+            self,
+            "SweeperErrors",
+            alarm_description="duetime: the sweeper failed in 2 of the last 3 minutes "
+            "(each sweep resumes the last one; repeated failures delay runs)",
+            metric=self._engine.sweeper.metric_errors(period=MINUTE),
+            threshold=1,
+            evaluation_periods=3,
+            datapoints_to_alarm=2,
+            comparison_operator=cloudwatch.ComparisonOperator.GREATER_THAN_OR_EQUAL_TO_THRESHOLD,
+            treat_missing_data=cloudwatch.TreatMissingData.NOT_BREACHING,
+        )
+
+    def _sweeper_stopped_alarm(self) -> cloudwatch.Alarm:
+        return cloudwatch.Alarm(
+            self,
+            "SweeperStopped",
+            alarm_description="duetime: the sweeper has not run for 10 minutes (the schedule "
+            "rule is disabled or the function is throttled): timers are not dispatched",
+            metric=self._engine.sweeper.metric_invocations(period=FIVE_MINUTES),
+            threshold=1,
+            evaluation_periods=2,
+            comparison_operator=cloudwatch.ComparisonOperator.LESS_THAN_THRESHOLD,
+            treat_missing_data=cloudwatch.TreatMissingData.BREACHING,
+        )
+
+    def _lateness_alarm(self) -> cloudwatch.Alarm:
+        threshold = self._props.lateness_p99_threshold_ms
+        return cloudwatch.Alarm(
+            self,
+            "LatenessP99",
+            alarm_description=f"duetime: p99 start lateness over {threshold} ms",
+            metric=self.app_metric(Metric.START_LATENESS, "p99", FIVE_MINUTES),
+            threshold=threshold,
+            evaluation_periods=3,
+            datapoints_to_alarm=2,
+            comparison_operator=cloudwatch.ComparisonOperator.GREATER_THAN_THRESHOLD,
+            treat_missing_data=cloudwatch.TreatMissingData.NOT_BREACHING,
+        )
+
+    def _archiver_behind_alarm(self) -> cloudwatch.Alarm:
+        return cloudwatch.Alarm(
+            self,
+            "ArchiverBehind",
+            alarm_description="duetime: the archiver is over 6 hours behind the runs stream "
+            "(records expire from the stream after 24 hours)",
+            metric=self._history.archiver.metric(
+                "IteratorAge", period=FIVE_MINUTES, statistic="Maximum"
+            ),
+            threshold=ARCHIVER_ITERATOR_AGE_THRESHOLD_MS,
+            evaluation_periods=1,
+            comparison_operator=cloudwatch.ComparisonOperator.GREATER_THAN_THRESHOLD,
+            treat_missing_data=cloudwatch.TreatMissingData.NOT_BREACHING,
+        )
+
+    def _compactor_errors_alarm(self) -> cloudwatch.Alarm:
+        return cloudwatch.Alarm(
+            self,
+            "CompactorErrors",
+            alarm_description="duetime: the daily history compaction failed",
+            metric=self._history.compactor.metric_errors(period=Duration.hours(1)),
+            threshold=1,
+            evaluation_periods=1,
+            comparison_operator=cloudwatch.ComparisonOperator.GREATER_THAN_OR_EQUAL_TO_THRESHOLD,
+            treat_missing_data=cloudwatch.TreatMissingData.NOT_BREACHING,
+        )

@@ -1,0 +1,159 @@
+"""The Lambda code asset, built at synth time without Docker or network.
+
+One directory holds everything the functions import besides the Lambda runtime (boto3) and
+the managed layers (Powertools; AWS SDK for pandas for pyarrow):
+
+    duetime/      shared/duetime without duetime/local (the local stack is not deployed)
+    functions/    the thin handlers
+    croniter/, dateutil/, six.py, ...   pure-Python runtime dependencies, copied from the
+                  environment that runs the synth (the pinned versions of pyproject.toml)
+
+The same directory serves every function (one asset, uploaded once). Its content hash is the
+asset hash, so an unchanged tree does not redeploy anything.
+"""
+
+from __future__ import annotations
+
+import atexit
+import functools
+import importlib.metadata
+import re
+import shutil
+import tempfile
+from collections.abc import Callable, Iterable
+from pathlib import Path
+
+REPO_ROOT = Path(__file__).resolve().parent.parent
+
+# Distributions bundled with their pure-Python dependencies (found through their metadata).
+RUNTIME_DISTRIBUTIONS = ("croniter",)
+# Bundled when installed: zoneinfo falls back to it where the OS has no time zone database.
+OPTIONAL_DISTRIBUTIONS = ("tzdata",)
+# Provided by the Lambda runtime (boto3) or by the managed layers: never bundled.
+PROVIDED = frozenset(
+    {
+        "boto3",
+        "botocore",
+        "s3transfer",
+        "jmespath",
+        "urllib3",
+        "aws-lambda-powertools",
+        "aws-xray-sdk",
+        "wrapt",
+        "typing-extensions",
+        "pyarrow",
+        "numpy",
+        "pandas",
+    }
+)
+# Where a Lambda handler lives in the asset: functions.<name>.handler.handler
+HANDLER_MODULE = "functions.{name}.handler"
+
+_IGNORED = shutil.ignore_patterns("__pycache__", "*.pyc", "*.pyo", ".mypy_cache")
+_NATIVE_SUFFIXES = (".so", ".pyd", ".dylib")
+
+
+class PackagingError(RuntimeError):
+    """The asset cannot be built from this environment (missing or native dependency)."""
+
+
+def handler(name: str) -> str:
+    """The handler string of the function in `functions/<name>/handler.py`."""
+    return HANDLER_MODULE.format(name=name) + ".handler"
+
+
+@functools.cache
+def lambda_asset_dir() -> Path:
+    """Build the asset once per process into a temporary directory (removed at exit; CDK
+    copies it into the cloud assembly when the construct is created)."""
+    target = Path(tempfile.mkdtemp(prefix="duetime-lambda-asset-"))
+    atexit.register(shutil.rmtree, target, ignore_errors=True)
+    build_lambda_asset(target)
+    return target
+
+
+def build_lambda_asset(target: Path, repo_root: Path = REPO_ROOT) -> Path:
+    """Copy the library, the handlers and the runtime dependencies into `target`."""
+    package = repo_root / "shared" / "duetime"
+    shutil.copytree(
+        package,
+        target / "duetime",
+        ignore=_ignore_local(package),
+        dirs_exist_ok=True,
+    )
+    shutil.copytree(repo_root / "functions", target / "functions", ignore=_IGNORED)
+    for dist in runtime_distributions():
+        _copy_distribution(dist, target)
+    return target
+
+
+def runtime_distributions(
+    roots: Iterable[str] = RUNTIME_DISTRIBUTIONS,
+    optional: Iterable[str] = OPTIONAL_DISTRIBUTIONS,
+) -> list[str]:
+    """The runtime distributions and their transitive requirements, minus what Lambda and the
+    layers provide. Missing required ones fail the synth: the functions would not import."""
+    wanted = [*roots]
+    for name in optional:
+        try:
+            importlib.metadata.distribution(name)
+        except importlib.metadata.PackageNotFoundError:
+            continue
+        wanted.append(name)
+    seen: list[str] = []
+    while wanted:
+        name = _canonical(wanted.pop(0))
+        if name in seen or name in PROVIDED:
+            continue
+        try:
+            requirements = importlib.metadata.requires(name) or []
+        except importlib.metadata.PackageNotFoundError as exc:
+            raise PackagingError(
+                f"{name} is not installed: run the synth from the project's .venv"
+            ) from exc
+        seen.append(name)
+        wanted += [_requirement_name(r) for r in requirements if "extra ==" not in r]
+    return seen
+
+
+def _copy_distribution(name: str, target: Path) -> None:
+    dist = importlib.metadata.distribution(name)
+    for file in dist.files or ():
+        parts = file.parts
+        if (
+            parts[0].endswith((".dist-info", ".egg-info"))
+            or parts[0] in ("..", "bin")
+            or "__pycache__" in parts
+            or "tests" in parts[1:]
+        ):
+            continue
+        if file.name.endswith(_NATIVE_SUFFIXES):
+            raise PackagingError(
+                f"{name} ships a native extension ({file}); Lambda runs arm64, so it "
+                "cannot be copied from this environment: use a layer instead"
+            )
+        source = Path(str(dist.locate_file(file)))
+        destination = target.joinpath(*parts)
+        destination.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(source, destination)
+
+
+def _ignore_local(package: Path) -> Callable[[str, list[str]], set[str]]:
+    def ignore(directory: str, names: list[str]) -> set[str]:
+        skipped = set(_IGNORED(directory, names))
+        if Path(directory) == package:
+            skipped.add("local")  # the local stack (moto server, emulators) stays home
+        return skipped
+
+    return ignore
+
+
+def _requirement_name(requirement: str) -> str:
+    match = re.match(r"\s*([A-Za-z0-9][A-Za-z0-9._-]*)", requirement)
+    if match is None:
+        raise PackagingError(f"cannot read the requirement {requirement!r}")
+    return match.group(1)
+
+
+def _canonical(name: str) -> str:
+    return re.sub(r"[-_.]+", "-", name).lower()

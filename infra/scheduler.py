@@ -1,0 +1,230 @@
+"""The public `Scheduler` construct: everything duetime needs, with typed props.
+
+    from infra.scheduler import Scheduler, SchedulerProps
+
+    scheduler = Scheduler(self, "Scheduler", SchedulerProps(
+        jwt_issuer="https://auth.example.com/", jwt_audience=("duetime",)))
+    scheduler.api_url, scheduler.data.jobs.table_name, ...
+
+It is composed of one construct per concern (infra/constructs/): data (tables), queues,
+engine (sweeper + Lambda worker), api, history (archive, Glue, Athena), workers (Fargate)
+and monitoring. The deployable app (infra/app.py) puts one in a `DuetimeStack`.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Literal
+
+from aws_cdk import RemovalPolicy
+from aws_cdk import aws_ec2 as ec2
+from aws_cdk import aws_logs as logs
+from aws_cdk import aws_sns as sns
+from constructs import Construct
+
+from duetime.config import Env
+from duetime.domain.jobs import Priority
+from infra.constructs.api import Api
+from infra.constructs.data import Data
+from infra.constructs.engine import Engine
+from infra.constructs.functions import FunctionFactory
+from infra.constructs.history import History
+from infra.constructs.monitoring import Monitoring
+from infra.constructs.queues import Queues
+from infra.constructs.workers import FargateWorkers
+
+# Published versions of the AWS-managed layers (from public references; this machine has no
+# account to list them). Move them with the pinned aws-lambda-powertools / pyarrow versions:
+# docs/deploy.md says how to look them up.
+DEFAULT_POWERTOOLS_LAYER_VERSION = 32
+DEFAULT_PANDAS_LAYER_VERSION = 15
+# SQS accepts a maximum concurrency from 2 to 1000 per event source mapping.
+_MIN_ESM_CONCURRENCY = 2
+_MAX_ESM_CONCURRENCY = 1000
+_MAX_LAMBDA_TIMEOUT_SECONDS = 900
+# SQS caps a visibility timeout at 12 hours: the worker timeout × 6 must fit.
+_MAX_VISIBILITY_SECONDS = 43_200
+_VISIBILITY_PER_TIMEOUT = 6
+_DATE = re.compile(r"\d{4}-\d{2}-\d{2}")
+
+
+@dataclass(frozen=True)
+class PriorityConcurrency:
+    """Maximum concurrency of the Lambda worker's event source mapping, per priority queue.
+
+    High-priority runs get the most workers, so a flood of low-priority runs cannot hold back
+    the high-priority ones; the order high > normal > low is enforced."""
+
+    high: int = 50
+    normal: int = 20
+    low: int = 5
+
+    def __post_init__(self) -> None:
+        if not self.high > self.normal > self.low:
+            raise ValueError(f"concurrency must be ordered high > normal > low: {self}")
+        if self.low < _MIN_ESM_CONCURRENCY or self.high > _MAX_ESM_CONCURRENCY:
+            raise ValueError(
+                f"SQS maximum concurrency is {_MIN_ESM_CONCURRENCY}..{_MAX_ESM_CONCURRENCY}"
+            )
+
+    def of(self, priority: Priority) -> int:
+        value: int = getattr(self, priority.value)
+        return value
+
+
+@dataclass(frozen=True)
+class TenantQuotas:
+    """Per-tenant API quotas (docs/api.md), passed to the API function's environment."""
+
+    min_rate_seconds: int = 1
+    submissions_per_second: float = 50.0
+    submission_burst: int = 100
+    max_active_recurring_jobs: int = 1000
+
+    def to_env(self) -> dict[str, str]:
+        return {
+            Env.MIN_RATE_SECONDS: str(self.min_rate_seconds),
+            Env.SUBMISSIONS_PER_SECOND: f"{self.submissions_per_second:g}",
+            Env.SUBMISSION_BURST: str(self.submission_burst),
+            Env.MAX_ACTIVE_RECURRING_JOBS: str(self.max_active_recurring_jobs),
+        }
+
+
+@dataclass(frozen=True)
+class SchedulerProps:
+    """Everything a platform team may tune. Only the JWT issuer and audience are required."""
+
+    # --- API: JWT authorizer (the issuer's /.well-known/openid-configuration must be public)
+    jwt_issuer: str
+    jwt_audience: Sequence[str]
+    tenant_claim: str = "sub"  # the JWT claim naming the tenant
+    tenant_quotas: TenantQuotas = field(default_factory=TenantQuotas)
+    api_throttle_rate: float = 100.0  # default stage: steady requests per second
+    api_throttle_burst: int = 200
+
+    # --- DynamoDB
+    billing_mode: Literal["on_demand", "provisioned"] = "on_demand"
+    read_capacity: int = 5  # provisioned only: per table
+    write_capacity: int = 5
+    max_capacity: int | None = None  # provisioned only: auto scale (70 % target) up to this
+    timer_shards: int = 8  # each (minute, shard) partition takes 1,000 writes/s
+    hot_window_days: int = 30  # run records stay in DynamoDB this long, then go to the archive
+
+    # --- Execution history
+    history_retention_days: int = 365
+    history_start_date: str = "2025-01-01"  # first day of the Glue partition projection
+    athena_bytes_scanned_cutoff: int = 10 * 1024**3  # per query
+
+    # --- Lambda
+    python_version: Literal["3.12", "3.13"] = "3.12"
+    powertools_layer_version: int = DEFAULT_POWERTOOLS_LAYER_VERSION
+    pandas_layer_version: int = DEFAULT_PANDAS_LAYER_VERSION
+    # Whole ARNs instead, where AWS publishes the layers from other accounts (opt-in regions,
+    # China, GovCloud) or a private copy is used.
+    powertools_layer_arn: str | None = None
+    pandas_layer_arn: str | None = None
+    api_timeout_seconds: int = 29  # API Gateway gives up at 30 s
+    sweeper_timeout_seconds: int = 90  # a sweep stops reading at 45 s; its lease lasts 120 s
+    worker_timeout_seconds: int = 900  # a job's timeout is at most 900 s
+    archiver_timeout_seconds: int = 300
+    compactor_timeout_seconds: int = 900
+    worker_batch_size: int = 10
+    worker_max_concurrency: PriorityConcurrency = field(default_factory=PriorityConcurrency)
+    # Reserved concurrency (None: the account's unreserved pool). One sweep at a time is
+    # enough (a lease guards each partition anyway); a reservation needs an account whose
+    # unreserved concurrency stays above its minimum (100) afterwards.
+    sweeper_reserved_concurrency: int | None = 1
+    api_reserved_concurrency: int | None = None
+    worker_reserved_concurrency: int | None = None
+    log_retention: logs.RetentionDays = logs.RetentionDays.ONE_MONTH
+    service_name: str = "duetime"  # POWERTOOLS_SERVICE_NAME: the metrics' service dimension
+    metrics_namespace: str = "duetime"  # POWERTOOLS_METRICS_NAMESPACE
+
+    # --- Targets: ARNs of the SQS queues, SNS topics, EventBridge buses and Lambda functions
+    # jobs may target. Workers get exactly sqs:SendMessage / sns:Publish / events:PutEvents /
+    # lambda:InvokeFunction on them, nothing else (HTTP targets need no permission).
+    target_resource_arns: Sequence[str] = ()
+    # Customer managed KMS keys of encrypted target queues/topics (kms:GenerateDataKey, Decrypt).
+    target_kms_key_arns: Sequence[str] = ()
+
+    # --- Fargate workers (the `fargate` runtime queues)
+    vpc: ec2.IVpc | None = None  # None: a new VPC with public subnets only (no NAT gateway)
+    vpc_subnets: ec2.SubnetSelection | None = None  # with `vpc`: default private with egress
+    fargate_min_tasks: int = 0
+    fargate_max_tasks: int = 10
+    fargate_cpu: int = 512
+    fargate_memory_mib: int = 1024
+    fargate_task_concurrency: int = 8  # runs executing at once in one task
+    fargate_spot: bool = False  # cheaper; interruptions give the same 2-minute SIGTERM
+    container_insights: bool = True
+
+    # --- Monitoring
+    alarm_topic: sns.ITopic | None = None
+    lateness_p99_threshold_ms: int = 5_000
+    oldest_message_age_threshold_seconds: int = 1_200  # delays reach 900 s by design
+
+    # --- Lifecycle
+    retain_data: bool = True  # RETAIN + deletion protection on tables and the bucket
+
+    def __post_init__(self) -> None:
+        if not self.jwt_issuer.startswith("https://"):
+            raise ValueError(f"jwt_issuer must be an https URL: {self.jwt_issuer!r}")
+        if isinstance(self.jwt_audience, str) or not self.jwt_audience:
+            raise ValueError("jwt_audience must be a non-empty sequence of audiences")
+        if not 1 <= self.worker_timeout_seconds <= _MAX_LAMBDA_TIMEOUT_SECONDS:
+            raise ValueError("worker_timeout_seconds must be 1..900")
+        if self.visibility_timeout_seconds > _MAX_VISIBILITY_SECONDS:
+            raise ValueError("6 x worker_timeout_seconds exceeds SQS's 12-hour visibility")
+        if not 1 <= self.timer_shards <= 1000:
+            raise ValueError("timer_shards must be 1..1000")
+        if not _DATE.fullmatch(self.history_start_date):
+            raise ValueError("history_start_date must be YYYY-MM-DD")
+        if self.history_retention_days < 1 or self.hot_window_days < 1:
+            raise ValueError("retention periods are whole days, at least 1")
+        if not 0 <= self.fargate_min_tasks <= self.fargate_max_tasks:
+            raise ValueError("need 0 <= fargate_min_tasks <= fargate_max_tasks")
+        if self.fargate_max_tasks < 1:
+            raise ValueError("fargate_max_tasks must be at least 1")
+
+    @property
+    def visibility_timeout_seconds(self) -> int:
+        """Every queue's visibility timeout: 6 × the worker timeout, so an SQS lease outlives
+        any execution (and the AWS guidance for Lambda event sources holds)."""
+        return _VISIBILITY_PER_TIMEOUT * self.worker_timeout_seconds
+
+    @property
+    def removal_policy(self) -> RemovalPolicy:
+        return RemovalPolicy.RETAIN if self.retain_data else RemovalPolicy.DESTROY
+
+
+class Scheduler(Construct):
+    """duetime: tables, queues, functions, HTTP API, Fargate workers, history, monitoring."""
+
+    def __init__(self, scope: Construct, construct_id: str, props: SchedulerProps) -> None:
+        super().__init__(scope, construct_id)
+        self.props = props
+        self.data = Data(self, "Data", props)
+        self.queues = Queues(self, "Queues", props)
+        factory = FunctionFactory(self, "Functions", props, self.data, self.queues)
+        self.engine = Engine(self, "Engine", props, factory, self.data, self.queues)
+        self.api = Api(self, "Api", props, factory, self.data, self.queues)
+        self.history = History(self, "History", props, factory, self.data)
+        self.workers = FargateWorkers(
+            self, "Workers", props, factory, self.data, self.queues, self.history
+        )
+        self.monitoring = Monitoring(
+            self,
+            "Monitoring",
+            props,
+            queues=self.queues,
+            engine=self.engine,
+            api=self.api,
+            history=self.history,
+            workers=self.workers,
+        )
+
+    @property
+    def api_url(self) -> str:
+        return self.api.url

@@ -1,0 +1,275 @@
+"""Lambda functions: common settings, environment names, and least-privilege policies."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from duetime.config import Env, Settings, queue_key
+from duetime.domain.jobs import Priority, Runtime
+from infra import packaging
+from tests.infra.conftest import KMS_KEY_ARN, TARGET_ARNS, Synth, listed
+
+FUNCTIONS = ("api", "sweeper", "worker", "archiver", "compactor")
+TASK_ROLE = "Scheduler/Workers/Task/TaskRole"
+ENV_NAMES = {v for k, v in vars(Env).items() if k.isupper()}
+
+# What each role's code calls, restated from the code (duetime.adapters.dynamodb,
+# duetime.services.*, duetime.history.*), per table.
+DYNAMODB: dict[str, dict[str, set[str]]] = {
+    "api": {
+        # jobs: create/claim idempotency key/replace (conditional puts), get, list (query)
+        "jobs": {"dynamodb:PutItem", "dynamodb:GetItem", "dynamodb:Query"},
+        # timers: write the first timer (put / batch write), read the sweep state and move
+        # the cursor back (check after write)
+        "timers": {
+            "dynamodb:PutItem",
+            "dynamodb:BatchWriteItem",
+            "dynamodb:GetItem",
+            "dynamodb:UpdateItem",
+        },
+        # runs: get and list
+        "runs": {"dynamodb:GetItem", "dynamodb:Query"},
+    },
+    "sweeper": {
+        # jobs: batch get the due jobs, replace (next occurrence, completed chain)
+        "jobs": {"dynamodb:BatchGetItem", "dynamodb:PutItem"},
+        # timers: state, horizon/cursor/lease/watermark updates, partition states (batch
+        # get), due timers (query), next timers (put / batch write)
+        "timers": {
+            "dynamodb:GetItem",
+            "dynamodb:UpdateItem",
+            "dynamodb:BatchGetItem",
+            "dynamodb:Query",
+            "dynamodb:PutItem",
+            "dynamodb:BatchWriteItem",
+        },
+        "runs": set(),
+    },
+    "worker": {
+        "jobs": {"dynamodb:GetItem"},  # cancelled/paused check
+        "timers": set(),
+        "runs": {"dynamodb:PutItem"},  # claim and outcome: conditional puts of the run
+    },
+    "archiver": {"jobs": set(), "timers": set(), "runs": set()},
+    "compactor": {"jobs": set(), "timers": set(), "runs": set()},
+}
+# The consume actions the worker's event source mappings need (CDK grants them with the ESM).
+ESM_CONSUME = {
+    "sqs:ReceiveMessage",
+    "sqs:DeleteMessage",
+    "sqs:ChangeMessageVisibility",
+    "sqs:GetQueueAttributes",
+    "sqs:GetQueueUrl",
+}
+
+
+def _all_statements(synth: Synth) -> list[dict[str, Any]]:
+    statements = []
+    for policy in synth.of_type("AWS::IAM::Policy").values():
+        statements += policy["Properties"]["PolicyDocument"]["Statement"]
+    for role in synth.of_type("AWS::IAM::Role").values():
+        for inline in role["Properties"].get("Policies", []):
+            statements += inline["PolicyDocument"]["Statement"]
+    return statements
+
+
+@pytest.mark.parametrize("name", FUNCTIONS)
+def test_common_settings(synth: Synth, name: str) -> None:
+    _, function = synth.function(name)
+
+    assert function["Architectures"] == ["arm64"]
+    assert function["Runtime"] == "python3.12"
+    assert function["TracingConfig"] == {"Mode": "Active"}
+    assert function["LoggingConfig"]["LogFormat"] == "JSON"
+    assert "LogGroup" in function["LoggingConfig"]  # a group with a retention, not the default
+    layers = str(function["Layers"])
+    assert ":017000801446:layer:AWSLambdaPowertoolsPythonV3-python312-arm64:" in layers
+    with_pyarrow = ":336392948345:layer:AWSSDKPandas-Python312-Arm64:" in layers
+    assert with_pyarrow == (name in ("archiver", "compactor"))
+
+
+@pytest.mark.parametrize("name", FUNCTIONS)
+def test_environment_names_come_from_duetime_config(synth: Synth, name: str) -> None:
+    _, function = synth.function(name)
+    names = set(function["Environment"]["Variables"])
+
+    assert names <= ENV_NAMES | {n for n in names if n.startswith("POWERTOOLS_")}
+    assert {"POWERTOOLS_SERVICE_NAME", "POWERTOOLS_METRICS_NAMESPACE"} <= names
+
+
+@pytest.mark.parametrize("name", ["api", "sweeper", "worker"])
+def test_engine_functions_get_settings_the_code_accepts(synth: Synth, name: str) -> None:
+    _, function = synth.function(name)
+    environ = {k: _render(v) for k, v in function["Environment"]["Variables"].items()}
+
+    settings = Settings.from_env(environ)  # what the function does at cold start
+
+    assert settings.jobs_table == f"ref:{synth.logical_id('Scheduler/Data/Jobs')}"
+    assert settings.runs_table == f"ref:{synth.logical_id('Scheduler/Data/Runs')}"
+    keys = [queue_key(r, p) for r in Runtime for p in Priority]
+    assert {key: (urls.url, urls.dlq_url) for key, urls in settings.queues.items()} == {
+        key: (f"ref:{queue}", f"ref:{dlq}")
+        for key, (queue, dlq) in zip(keys, synth.queue_ids(), strict=True)
+    }
+    assert settings.require_https is True
+    assert settings.allow_private_targets is False
+
+
+def _render(value: Any) -> str:
+    """A CloudFormation value as text, references as `ref:<logical id>`."""
+    if isinstance(value, str):
+        return value
+    if "Ref" in value:
+        return f"ref:{value['Ref']}"
+    separator, parts = value["Fn::Join"]
+    return str(separator).join(_render(part) for part in parts)
+
+
+def test_api_reads_the_tenant_claim_and_quotas(synth: Synth) -> None:
+    _, function = synth.function("api")
+    variables = function["Environment"]["Variables"]
+
+    assert variables[Env.TENANT_CLAIM] == "org_id"
+    assert {
+        Env.MIN_RATE_SECONDS,
+        Env.SUBMISSIONS_PER_SECOND,
+        Env.SUBMISSION_BURST,
+        Env.MAX_ACTIVE_RECURRING_JOBS,
+    } <= set(variables)
+
+
+def test_handlers_are_in_the_code_asset() -> None:
+    asset = packaging.lambda_asset_dir()
+    for name in FUNCTIONS:
+        module = packaging.handler(name).rsplit(".", 1)[0]
+        assert (asset / (module.replace(".", "/") + ".py")).is_file(), module
+    assert (asset / "duetime" / "config.py").is_file()
+    assert not (asset / "duetime" / "local").exists()  # the local stack is not deployed
+    assert (asset / "croniter").is_dir()
+    assert (asset / "dateutil").is_dir()
+    assert (asset / "six.py").is_file()
+    assert not (asset / "boto3").exists()  # the runtime's
+    assert not (asset / "aws_lambda_powertools").exists()  # the layer's
+
+
+@pytest.mark.parametrize("name", FUNCTIONS)
+def test_dynamodb_actions_are_exactly_what_the_code_calls(synth: Synth, name: str) -> None:
+    role = synth.role_of(name)
+    for table_name, expected in DYNAMODB[name].items():
+        table = synth.logical_id(f"Scheduler/Data/{table_name.capitalize()}")
+        granted = {a for a in synth.actions_on(role, table) if a.startswith("dynamodb:")}
+        assert granted == expected, f"{name} on {table_name}"
+
+
+@pytest.mark.parametrize("name", ["api", "sweeper"])
+def test_api_and_sweeper_send_to_every_queue_and_no_dlq(synth: Synth, name: str) -> None:
+    role = synth.role_of(name)
+    for queue, dlq in synth.queue_ids():
+        assert synth.actions_on(role, queue) == {"sqs:SendMessage"}
+        assert synth.actions_on(role, dlq) == set()
+
+
+def test_worker_queue_access(synth: Synth) -> None:
+    role = synth.role_of("worker")
+    for queue, dlq in synth.queue_ids(Runtime.LAMBDA):
+        # retries (send), early/busy runs (visibility), and the event source's consume
+        assert synth.actions_on(role, queue) == {"sqs:SendMessage"} | ESM_CONSUME
+        assert synth.actions_on(role, dlq) == {"sqs:SendMessage"}
+    for queue, dlq in synth.queue_ids(Runtime.FARGATE):
+        assert synth.actions_on(role, queue) == set()
+        assert synth.actions_on(role, dlq) == set()
+
+
+def test_fargate_task_role_access(synth: Synth) -> None:
+    role = synth.logical_id(TASK_ROLE)
+
+    assert synth.actions_on(role, synth.logical_id("Scheduler/Data/Jobs")) == {"dynamodb:GetItem"}
+    assert synth.actions_on(role, synth.logical_id("Scheduler/Data/Runs")) == {"dynamodb:PutItem"}
+    assert synth.actions_on(role, synth.logical_id("Scheduler/Data/Timers")) == set()
+    for queue, dlq in synth.queue_ids(Runtime.FARGATE):
+        assert synth.actions_on(role, queue) == {
+            "sqs:ReceiveMessage",
+            "sqs:DeleteMessage",
+            "sqs:ChangeMessageVisibility",
+            "sqs:SendMessage",
+        }
+        assert synth.actions_on(role, dlq) == {"sqs:SendMessage"}
+    for queue, dlq in synth.queue_ids(Runtime.LAMBDA):
+        assert synth.actions_on(role, queue) == set()
+        assert synth.actions_on(role, dlq) == set()
+
+
+def test_archive_functions_access(synth: Synth) -> None:
+    bucket = synth.logical_id("Scheduler/History/Bucket")
+    failures = synth.logical_id("Scheduler/History/ArchiveFailures")
+    runs = synth.logical_id("Scheduler/Data/Runs")
+    archiver, compactor = synth.role_of("archiver"), synth.role_of("compactor")
+
+    archiver_s3 = synth.actions_on(archiver, bucket)
+    assert "s3:PutObject" in archiver_s3
+    assert not {a for a in archiver_s3 if a.startswith(("s3:Get", "s3:Delete", "s3:List"))}
+    assert "sqs:SendMessage" in synth.actions_on(archiver, failures)
+    assert {"dynamodb:GetRecords", "dynamodb:GetShardIterator"} <= synth.actions_on(
+        archiver, runs, "StreamArn"
+    )
+    assert not synth.actions_on(archiver, runs)  # the stream, never the table
+
+    compactor_s3 = synth.actions_on(compactor, bucket)
+    assert {"s3:PutObject", "s3:GetObject*", "s3:DeleteObject*", "s3:List*"} <= compactor_s3
+    assert synth.actions_on(compactor, failures) == set()
+
+
+def test_object_grants_are_limited_to_the_history_prefix(synth: Synth) -> None:
+    bucket = synth.logical_id("Scheduler/History/Bucket")
+    for name in ("archiver", "compactor"):
+        for statement in synth.statements(synth.role_of(name)):
+            resources = statement["Resource"]
+            for resource in resources if isinstance(resources, list) else [resources]:
+                if isinstance(resource, dict) and "Fn::Join" in resource:
+                    parts = resource["Fn::Join"][1]
+                    if parts[0] == {"Fn::GetAtt": [bucket, "Arn"]}:
+                        assert parts[1:] == ["/history/*"], name
+
+
+def test_workers_may_deliver_to_the_operators_targets_only(synth: Synth) -> None:
+    expected = {
+        "sqs:SendMessage": TARGET_ARNS[0],
+        "sns:Publish": TARGET_ARNS[1],
+        "events:PutEvents": TARGET_ARNS[2],
+        "lambda:InvokeFunction": TARGET_ARNS[3],
+    }
+    task_role = synth.logical_id(TASK_ROLE)
+    for role in (synth.role_of("worker"), task_role):
+        statements = synth.statements(role)
+        for action, arn in expected.items():
+            granted = [
+                s
+                for s in statements
+                if action in listed(s["Action"]) and arn in listed(s["Resource"])
+            ]
+            assert granted, f"{action} on {arn}"
+        kms = [s for s in statements if KMS_KEY_ARN in listed(s["Resource"])]
+        assert {a for s in kms for a in listed(s["Action"])} == {
+            "kms:GenerateDataKey",
+            "kms:Decrypt",
+        }
+    for name in ("api", "sweeper", "archiver", "compactor"):
+        assert not any(arn in str(synth.statements(synth.role_of(name))) for arn in TARGET_ARNS), (
+            name
+        )
+
+
+def test_no_wildcard_action_anywhere(synth: Synth) -> None:
+    for statement in _all_statements(synth):
+        actions = statement["Action"]
+        for action in actions if isinstance(actions, list) else [actions]:
+            assert action != "*", statement
+            assert not action.endswith(":*"), statement
+
+
+@pytest.mark.parametrize(("name", "expected"), [("sweeper", 1), ("api", None), ("worker", None)])
+def test_reserved_concurrency(synth: Synth, name: str, expected: int | None) -> None:
+    _, function = synth.function(name)
+    assert function.get("ReservedConcurrentExecutions") == expected
