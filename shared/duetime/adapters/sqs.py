@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import threading
 import time
 from collections import defaultdict
 from collections.abc import Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from typing import TYPE_CHECKING, Any
 
 from duetime.config import QueueUrls, queue_key
@@ -16,12 +18,23 @@ if TYPE_CHECKING:
 
 _BATCH = 10
 _SEND_TRIES = 4
+_PARALLEL_SENDS = 16  # within the connection pool of the boto3 config (duetime.wiring)
 
 
 class SqsJobQueue:
     def __init__(self, client: SQSClient, queues: Mapping[str, QueueUrls]) -> None:
         self._client = client
         self._queues = queues
+        self._executor: ThreadPoolExecutor | None = None
+        self._executor_lock = threading.Lock()
+
+    def _pool(self) -> ThreadPoolExecutor:
+        with self._executor_lock:
+            if self._executor is None:
+                self._executor = ThreadPoolExecutor(
+                    max_workers=_PARALLEL_SENDS, thread_name_prefix="sqs-send"
+                )
+            return self._executor
 
     def send(self, messages: Sequence[tuple[RunMessage, int]]) -> None:
         by_queue: dict[str, list[tuple[RunMessage, int]]] = defaultdict(list)
@@ -29,10 +42,21 @@ class SqsJobQueue:
             by_queue[self._queues[queue_key(message.runtime, message.priority)].url].append(
                 (message, delay)
             )
-        failed: list[RunMessage] = []
-        for url, pending in by_queue.items():
-            for start in range(0, len(pending), _BATCH):
-                failed += self._send_batch(url, pending[start : start + _BATCH])
+        batches = [
+            (url, pending[start : start + _BATCH])
+            for url, pending in by_queue.items()
+            for start in range(0, len(pending), _BATCH)
+        ]
+        if len(batches) == 1:
+            failed = self._send_batch(*batches[0])
+        else:
+            # A sweep hands over thousands of runs at once: the batches go out concurrently
+            # (boto3 clients are thread-safe), not one round trip after another.
+            failed = [
+                message
+                for result in self._pool().map(lambda b: self._send_batch(*b), batches)
+                for message in result
+            ]
         if failed:
             raise QueueError(f"{len(failed)} message(s) were not accepted by SQS", failed)
 
