@@ -1,0 +1,810 @@
+"""`scripts/bench.py`: duetime's benchmark on the local stack (moto on loopback).
+
+    .venv/bin/python scripts/bench.py [--quick] [--out bench-results/<timestamp>]
+
+Starts `duetime.local.stack.LocalStack` (ThreadedMotoServer with both moto fixes, the real
+sweeper and worker handlers driven by the stack's pollers), submits `duetime.noop` jobs
+through `JobService`, and records every executed run by wrapping `RunExecutor.handle` (as the
+stack's own figures do). AWS requests are counted with botocore hooks on every client that
+serves a run. Scenarios: raw (the emulator's own rate for the minimal calls of a run),
+steady, burst and due-vs-stored; each is compared with a model of the naive design (sweep
+once a minute, enqueue due jobs with no delay). Writes results.json, summary.md and one PNG
+per scenario under --out. See docs/performance.md.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import json
+import math
+import os
+import platform
+import random
+import sys
+import tempfile
+import threading
+import time
+import uuid
+from collections import Counter
+from collections.abc import Callable, Iterable, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path[:0] = [str(ROOT / "shared"), str(ROOT)]
+
+TENANT = "bench"
+NOOP_TARGET = {"type": "handler", "name": "duetime.noop"}
+READ_OPERATIONS = {"GetItem", "BatchGetItem", "Query", "Scan"}
+WRITE_OPERATIONS = {"PutItem", "UpdateItem", "DeleteItem", "BatchWriteItem", "TransactWriteItems"}
+SQS_BILLED = {
+    "SendMessage",
+    "SendMessageBatch",
+    "ReceiveMessage",
+    "DeleteMessage",
+    "DeleteMessageBatch",
+    "ChangeMessageVisibility",
+    "ChangeMessageVisibilityBatch",
+}
+# us-east-1 list prices, November 2026 (the same table as docs/cost.md and performance.md).
+PRICES = {
+    "dynamodb_write_request_unit": 0.625e-6,
+    "dynamodb_read_request_unit": 0.125e-6,
+    "dynamodb_wcu_hour": 0.00065,
+    "dynamodb_rcu_hour": 0.00013,
+    "sqs_request": 0.40e-6,
+}
+HOURS_PER_MONTH = 730
+SUBMIT_RATE = 15  # jobs/s the bench assumes it can submit (8 threads, loaded 2-core machine)
+
+
+# --- pure parts (tested in tests/unit/test_bench.py) ----------------------------------------
+
+
+def percentile(ordered: Sequence[float], q: float) -> float | None:
+    """Nearest-rank percentile of an ascending sequence (None when empty)."""
+    if not ordered:
+        return None
+    return ordered[max(0, math.ceil(q * len(ordered)) - 1)]
+
+
+def summarize(values: Iterable[float]) -> dict[str, float | int | None]:
+    ordered = sorted(values)
+    return {
+        "count": len(ordered),
+        "p50": percentile(ordered, 0.50),
+        "p95": percentile(ordered, 0.95),
+        "p99": percentile(ordered, 0.99),
+        "max": ordered[-1] if ordered else None,
+        "mean": sum(ordered) / len(ordered) if ordered else None,
+    }
+
+
+def dollars_per_million(
+    writes_per_run: float, reads_per_run: float, sqs_per_run: float, runs_per_second: float = 100
+) -> dict[str, float]:
+    """$ per million runs. On demand: request units at list price. Provisioned: the capacity
+    that sustains `runs_per_second` for a month (units per second = per-run × rate), spread
+    over the runs of that month."""
+    on_demand = (
+        writes_per_run * PRICES["dynamodb_write_request_unit"]
+        + reads_per_run * PRICES["dynamodb_read_request_unit"]
+    ) * 1e6
+    sqs = sqs_per_run * PRICES["sqs_request"] * 1e6
+    month_runs = runs_per_second * 3600 * HOURS_PER_MONTH
+    capacity = (
+        writes_per_run * runs_per_second * PRICES["dynamodb_wcu_hour"]
+        + reads_per_run * runs_per_second * PRICES["dynamodb_rcu_hour"]
+    ) * HOURS_PER_MONTH
+    provisioned = capacity / month_runs * 1e6 if month_runs else 0.0
+    return {
+        "dynamodb_on_demand": round(on_demand, 4),
+        "dynamodb_provisioned": round(provisioned, 4),
+        "sqs": round(sqs, 4),
+        "total_on_demand": round(on_demand + sqs, 4),
+        "total_provisioned": round(provisioned + sqs, 4),
+    }
+
+
+def account(
+    expected: Iterable[tuple[str, int]], executed: Iterable[tuple[str, int]]
+) -> dict[str, int]:
+    """Lost and duplicate runs: `expected` occurrences (job id, scheduled ms) against the
+    executions recorded (one entry per execution of the target)."""
+    want = Counter(expected)
+    got = Counter(executed)
+    lost = sum(max(0, n - got[k]) for k, n in want.items())
+    duplicates = sum(max(0, n - max(want[k], 1)) for k, n in got.items())
+    unexpected = sum(1 for k in got if k not in want)
+    return {
+        "expected": sum(want.values()),
+        "executed": sum(got.values()),
+        "lost": lost,
+        "duplicates": duplicates,
+        "unexpected": unexpected,
+    }
+
+
+def naive_lateness(due_ms: Iterable[int], tick_phase_ms: int, period_ms: int = 60_000) -> list[int]:
+    """The naive design: a sweep every `period_ms` (at phase + k·period) enqueues what is due
+    with no delay, so each run starts at the first tick at or after its due instant."""
+    out = []
+    for due in due_ms:
+        k = math.ceil((due - tick_phase_ms) / period_ms)
+        out.append(tick_phase_ms + k * period_ms - due)
+    return out
+
+
+# Requests per one-off run of the naive design (a model, see docs/performance.md): the job is
+# written once (PutItem into a table with a due-time index), the per-minute Query reads it
+# (one page serves many jobs: ~0 per run), the run is recorded (PutItem) and the job marked
+# done (UpdateItem); SQS sends, receives and deletes in batches of 10.
+NAIVE_PER_RUN = {"dynamodb_writes": 3.0, "dynamodb_reads": 0.05, "sqs_requests": 0.3}
+
+
+# --- request counting -----------------------------------------------------------------------
+
+
+@dataclass
+class RequestLog:
+    calls: Counter[str] = field(default_factory=Counter)  # "service.Operation"
+    write_units: int = 0  # items written (each under 1 KB: one unit each)
+    read_items: int = 0
+    sqs_requests: int = 0  # billed SQS requests, empty receives excluded
+    empty_receives: int = 0
+    enabled: bool = True
+    lock: threading.Lock = field(default_factory=threading.Lock)
+
+    def attach(self, client: Any) -> None:
+        client.meta.events.register("before-parameter-build", self._before)
+        client.meta.events.register("after-call", self._after)
+
+    def reset(self) -> None:
+        with self.lock:
+            self.calls.clear()
+            self.write_units = self.read_items = self.sqs_requests = self.empty_receives = 0
+
+    def _before(self, event_name: str, params: dict[str, Any], **_: Any) -> None:
+        if not self.enabled:
+            return
+        parts = event_name.split(".")
+        service, operation = parts[-2], parts[-1]
+        with self.lock:
+            self.calls[f"{service}.{operation}"] += 1
+            if operation in WRITE_OPERATIONS:
+                if operation == "BatchWriteItem":
+                    self.write_units += sum(len(v) for v in params["RequestItems"].values())
+                elif operation == "TransactWriteItems":
+                    self.write_units += 2 * len(params["TransactItems"])
+                else:
+                    self.write_units += 1
+            if operation in SQS_BILLED and operation != "ReceiveMessage":
+                self.sqs_requests += 1
+
+    def _after(self, event_name: str, parsed: dict[str, Any], **_: Any) -> None:
+        if not self.enabled:
+            return
+        operation = event_name.rsplit(".", maxsplit=1)[-1]
+        with self.lock:
+            if operation == "ReceiveMessage":
+                if parsed.get("Messages"):
+                    self.sqs_requests += 1
+                else:
+                    self.empty_receives += 1
+            elif operation in ("Query", "Scan"):
+                self.read_items += int(parsed.get("Count", 0))
+            elif operation == "GetItem":
+                self.read_items += 1 if parsed.get("Item") else 0
+            elif operation == "BatchGetItem":
+                self.read_items += sum(len(v) for v in parsed.get("Responses", {}).values())
+
+    def per_run(self, runs: int) -> dict[str, Any]:
+        with self.lock:
+            calls = dict(sorted(self.calls.items()))
+            reads = sum(n for k, n in calls.items() if k.split(".")[-1] in READ_OPERATIONS)
+            writes, sqs = self.write_units, self.sqs_requests
+            empty = self.empty_receives
+        n = max(runs, 1)
+        return {
+            "runs": runs,
+            "calls": calls,
+            "calls_per_run": {k: round(v / n, 3) for k, v in calls.items()},
+            "dynamodb_write_units_per_run": round(writes / n, 3),
+            "dynamodb_read_requests_per_run": round(reads / n, 3),
+            "sqs_requests_per_run": round(sqs / n, 3),
+            "empty_receives": empty,
+            "dollars_per_million_runs": dollars_per_million(writes / n, reads / n, sqs / n),
+        }
+
+
+# --- recording runs -------------------------------------------------------------------------
+
+
+class Recorder:
+    """Every execution of a target: (job id, scheduled ms, lateness ms, started wall ms)."""
+
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+        self.executions: list[tuple[str, int, int, int]] = []
+
+    def wrap(self, handle: Callable[[Any], Any]) -> Callable[[Any], Any]:
+        def observed(delivery: Any) -> Any:
+            since = time.time_ns() // 1_000_000
+            result = handle(delivery)
+            run = result.run
+            if run is not None and run.attempts:
+                attempt = run.attempts[-1]
+                if attempt.started_ms >= since and attempt.finished_ms is not None:
+                    with self.lock:
+                        self.executions.append(
+                            (run.job_id, run.scheduled_ms, attempt.lateness_ms, attempt.started_ms)
+                        )
+            return result
+
+        return observed
+
+    def take(self) -> list[tuple[str, int, int, int]]:
+        with self.lock:
+            out, self.executions = self.executions, []
+        return out
+
+    def count(self) -> int:
+        with self.lock:
+            return len(self.executions)
+
+
+@dataclass
+class ManualClock:
+    """The due-vs-stored scenario's clock (ms), moved by hand between sweeps."""
+
+    now: int
+
+    def __call__(self) -> int:
+        return self.now
+
+
+def say(text: str) -> None:
+    """Progress on stderr: the local stack sends stdout to the functions' log stream."""
+    print(text, file=sys.stderr, flush=True)
+
+
+def now_ms() -> int:
+    return time.time_ns() // 1_000_000
+
+
+def rfc3339(ms: int) -> str:
+    return datetime.fromtimestamp(ms / 1000, UTC).strftime("%Y-%m-%dT%H:%M:%S.%f")[:-3] + "Z"
+
+
+# --- the bench ------------------------------------------------------------------------------
+
+
+class Bench:
+    def __init__(
+        self,
+        out: Path,
+        quick: bool,
+        pollers: int = 1,
+        sizes: dict[str, int] | None = None,
+    ) -> None:
+        self.out = out
+        self.quick = quick
+        self.pollers = pollers
+        defaults = (
+            {"rate": 20, "seconds": 10, "burst": 200}
+            if quick
+            else {"rate": 100, "seconds": 30, "burst": 2000}
+        )
+        self.sizes = defaults | {k: v for k, v in (sizes or {}).items() if v}
+        self.results: dict[str, Any] = {"scenarios": {}}
+        self.recorder = Recorder()
+        self.log = RequestLog()
+
+    def run(self) -> None:
+        from duetime import wiring
+        from duetime.local.stack import LocalOptions, LocalStack
+
+        state = Path(tempfile.mkdtemp(prefix="duetime-bench-"))
+        options = LocalOptions(port=0, tick_seconds=60.0, state_dir=state, figures_seconds=3600)
+        with open(os.devnull, "w") as devnull, LocalStack(options, log_stream=devnull) as stack:
+            self.stack = stack
+            parts = wiring.components()
+            self.parts = parts
+            parts.executor.handle = self.recorder.wrap(parts.executor.handle)  # type: ignore[method-assign,assignment]
+            for client in (parts.timers._client, parts.queue._client, stack._sqs):
+                self.log.attach(client)
+            self.add_pollers(stack)
+            self.results["machine"] = machine()
+            self.results["pollers_per_lambda_queue"] = self.pollers
+            self.results["started"] = datetime.now(UTC).isoformat()
+            self.raw_rate()
+            self.steady()
+            self.burst()
+            self.due_vs_stored()
+        self.results["finished"] = datetime.now(UTC).isoformat()
+        self.write()
+
+    def add_pollers(self, stack: Any) -> None:
+        """The local stack polls each lambda queue with one thread; Lambda's SQS event source
+        mapping starts with five concurrent pollers. `--pollers N` adds N - 1 more on the
+        normal-priority queue (the one the bench uses), each with its own worker module."""
+        from duetime.domain.jobs import Priority, Runtime
+        from duetime.local import stack as local
+
+        url = stack.settings.queue(Runtime.LAMBDA, Priority.NORMAL).url
+        for k in range(1, self.pollers):
+            source = local._event_source(stack._sqs, url, local._worker_function(f"bench{k}"))
+            stack._spawn(f"lambda-normal-{k}", stack._poll_loop, source, "normal")
+
+    # --- the emulator's raw rate ---------------------------------------------------------
+
+    def raw_rate(self) -> None:
+        import boto3
+
+        session = boto3.Session()
+        sqs = session.client("sqs")
+        ddb = session.client("dynamodb")
+        name = f"bench-raw-{uuid.uuid4().hex[:6]}"
+        url = sqs.create_queue(QueueName=name)["QueueUrl"]
+        ddb.create_table(
+            TableName=name,
+            KeySchema=[{"AttributeName": "pk", "KeyType": "HASH"}],
+            AttributeDefinitions=[{"AttributeName": "pk", "AttributeType": "S"}],
+            BillingMode="PAY_PER_REQUEST",
+        )
+        batches = 20 if self.quick else 100
+        started = time.perf_counter()
+        runs = 0
+        for b in range(batches):
+            sqs.send_message_batch(
+                QueueUrl=url,
+                Entries=[{"Id": str(i), "MessageBody": f"{b}-{i}"} for i in range(10)],
+            )
+            got = sqs.receive_message(QueueUrl=url, MaxNumberOfMessages=10).get("Messages", [])
+            for m in got:
+                ddb.put_item(TableName=name, Item={"pk": {"S": m["MessageId"]}})
+            if got:
+                sqs.delete_message_batch(
+                    QueueUrl=url,
+                    Entries=[
+                        {"Id": str(i), "ReceiptHandle": m["ReceiptHandle"]}
+                        for i, m in enumerate(got)
+                    ],
+                )
+            runs += len(got)
+        elapsed = time.perf_counter() - started
+        self.raw = runs / elapsed
+        self.results["raw"] = {
+            "runs": runs,
+            "seconds": round(elapsed, 3),
+            "runs_per_second": round(self.raw, 1),
+            "calls": "per 10 runs: SendMessageBatch + ReceiveMessage + DeleteMessageBatch "
+            "+ 10 PutItem, one thread",
+        }
+        say(f"raw emulator rate: {self.raw:.1f} runs/s")
+
+    # --- helpers -------------------------------------------------------------------------
+
+    def submit(self, raws: Sequence[dict[str, Any]]) -> list[Any]:
+        from duetime.domain.jobs import parse_job_spec
+
+        service = self.parts.service
+
+        def one(raw: dict[str, Any]) -> Any:
+            return service.create(TENANT, parse_job_spec(raw))
+
+        with ThreadPoolExecutor(8) as pool:
+            return list(pool.map(one, raws))
+
+    def wait_for(self, count: int, timeout: float) -> float:
+        """Wait until `count` executions are recorded; returns when the last one landed."""
+        deadline = time.monotonic() + timeout
+        while self.recorder.count() < count and time.monotonic() < deadline:
+            time.sleep(0.05)
+        return time.monotonic()
+
+    def scenario(
+        self,
+        name: str,
+        executions: list[tuple[str, int, int, int]],
+        expected: list[tuple[str, int]],
+        extra: dict[str, Any],
+        naive_due: list[int],
+    ) -> dict[str, Any]:
+        lateness = [e[2] for e in executions]
+        phase = random.Random(name).randrange(60_000) + (min(naive_due) if naive_due else 0)
+        naive = naive_lateness(naive_due, phase)
+        runs = len(executions)
+        result = {
+            "lateness_ms": summarize(lateness),
+            "accounting": account(expected, [(e[0], e[1]) for e in executions]),
+            "requests": self.log.per_run(runs),
+            "baseline_naive": {
+                "lateness_ms": summarize(naive),
+                "per_run": NAIVE_PER_RUN,
+                "dollars_per_million_runs": dollars_per_million(
+                    NAIVE_PER_RUN["dynamodb_writes"],
+                    NAIVE_PER_RUN["dynamodb_reads"],
+                    NAIVE_PER_RUN["sqs_requests"],
+                ),
+            },
+            **extra,
+        }
+        self.results["scenarios"][name] = result
+        self.plot(name, lateness, naive)
+        lat = result["lateness_ms"]
+        say(
+            f"{name}: runs {runs}, lateness p50 {lat['p50']} p99 {lat['p99']} max {lat['max']} ms, "
+            f"accounting {result['accounting']}, per run "
+            f"{result['requests']['dynamodb_write_units_per_run']} writes, "
+            f"{result['requests']['sqs_requests_per_run']} SQS"
+        )
+        return result
+
+    # --- steady --------------------------------------------------------------------------
+
+    def steady(self) -> None:
+        rate, seconds = self.sizes["rate"], self.sizes["seconds"]
+        n = rate * seconds
+        # Time to submit them all before the first is due (~15 jobs/s on a loaded 2-core box):
+        # a job submitted after its instant would measure the bench, not the scheduler.
+        lead_ms = int(n / SUBMIT_RATE * 1000) + 5000
+        self.recorder.take()
+        self.log.reset()
+        start = now_ms() + lead_ms
+        raws: list[dict[str, Any]] = []
+        dues: list[int] = []
+        one_off_index: list[int] = []
+        recurring: list[tuple[int, str]] = []
+        for i in range(n):
+            due = start + i * 1000 // rate
+            kind = i % 20
+            if kind == 0:  # 5%: a rate job whose next occurrences land in the window
+                raws.append({"schedule": {"rate_seconds": 10}, "target": NOOP_TARGET})
+                recurring.append((i, "rate"))
+            elif kind == 1:  # 5%: a cron job (every minute)
+                raws.append({"schedule": {"cron": "* * * * *"}, "target": NOOP_TARGET})
+                recurring.append((i, "cron"))
+            elif kind < 6:  # 20%: delay_seconds (whole seconds from submission)
+                raws.append({"schedule": {"at": rfc3339(due)}, "target": NOOP_TARGET})
+                one_off_index.append(i)
+            else:  # 70%: at
+                raws.append({"schedule": {"at": rfc3339(due)}, "target": NOOP_TARGET})
+                one_off_index.append(i)
+            dues.append(due)
+        # delay_seconds jobs are submitted just in time with a whole-second delay
+        delay_idx = [i for i in one_off_index if 2 <= i % 20 < 6]
+        submit_started = time.monotonic()
+        early = [i for i in range(n) if i not in set(delay_idx)]
+        jobs: dict[int, Any] = dict(zip(early, self.submit([raws[i] for i in early]), strict=True))
+        submit_seconds = time.monotonic() - submit_started
+        # submit the delay jobs: each when its due instant is a whole number of seconds away
+        delay_jobs = self._submit_delays(delay_idx, dues)
+        jobs.update(delay_jobs)
+        expected: list[tuple[str, int]] = [
+            (jobs[i].id, jobs[i].next_due_ms) for i in one_off_index if i in jobs
+        ]
+        end = start + seconds * 1000
+        time.sleep(max(0.0, (end - now_ms()) / 1000) + 3)
+        # A run that has not started when the wait ends counts as lost: give a backlog time.
+        self.wait_for(len(expected), max(20.0, n / 20))
+        executions = self.recorder.take()
+        # Recurring jobs: every occurrence due before `end` must have run exactly once.
+        rec_ids = {jobs[i].id: jobs[i] for i, _ in recurring}
+        for job in rec_ids.values():
+            seen = sorted({e[1] for e in executions if e[0] == job.id})
+            expected += [(job.id, s) for s in seen if s <= end]
+            expected += self._missing_occurrences(job, seen, end)
+        for job in rec_ids.values():
+            with contextlib.suppress(Exception):
+                self.parts.service.cancel(TENANT, job.id)
+        # Recurring occurrences after `end` are out of the window; one-offs all count.
+        executions = [e for e in executions if e[1] <= end or e[0] not in rec_ids]
+        kinds = {jobs[i].id: "at" for i in one_off_index if i in jobs}
+        kinds |= {jobs[i].id: "delay_seconds" for i in delay_idx if i in jobs}
+        kinds |= {jobs[i].id: kind for i, kind in recurring}
+        by_kind = {
+            kind: summarize(e[2] for e in executions if kinds.get(e[0]) == kind)
+            for kind in ("at", "delay_seconds", "rate", "cron")
+        }
+        self.scenario(
+            "steady",
+            executions,
+            expected,
+            {
+                "rate_per_second": rate,
+                "seconds": seconds,
+                "jobs": n,
+                "mix": "70% at, 20% delay_seconds, 5% rate_seconds=10, 5% cron * * * * *",
+                "submit_seconds": round(submit_seconds, 2),
+                "submitted_before_first_due": submit_seconds * 1000 < lead_ms,
+                "lateness_by_kind_ms": by_kind,
+            },
+            [d for _, d in expected],
+        )
+
+    def _submit_delays(self, idx: list[int], dues: list[int]) -> dict[int, Any]:
+        from duetime.domain.jobs import parse_job_spec
+
+        out: dict[int, Any] = {}
+        pending = sorted(idx, key=lambda i: dues[i])
+        pool = ThreadPoolExecutor(4)
+
+        def submit(i: int, delay: int) -> None:
+            spec = parse_job_spec({"schedule": {"delay_seconds": delay}, "target": NOOP_TARGET})
+            out[i] = self.parts.service.create(TENANT, spec)
+
+        for i in pending:
+            delay = 2
+            wait = (dues[i] - delay * 1000 - now_ms()) / 1000
+            if wait > 0:
+                time.sleep(wait)
+            pool.submit(submit, i, delay)
+        pool.shutdown(wait=True)
+        return out
+
+    @staticmethod
+    def _missing_occurrences(job: Any, seen: list[int], end: int) -> list[tuple[str, int]]:
+        """Occurrences between the first seen and `end` that never ran (rate jobs: gaps)."""
+        schedule = job.spec.schedule
+        seconds = getattr(schedule, "seconds", None)
+        if not seen or seconds is None:
+            return []
+        step = seconds * 1000
+        want = range(seen[0], end + 1, step)
+        return [(job.id, s) for s in want if s not in set(seen)]
+
+    # --- burst ---------------------------------------------------------------------------
+
+    def burst(self) -> None:
+        n = self.sizes["burst"]
+        lead_ms = int(n / SUBMIT_RATE * 1000) + 5000
+        self.recorder.take()
+        self.log.reset()
+        due = (now_ms() + lead_ms) // 1000 * 1000
+        raws = [
+            {"schedule": {"at": rfc3339(due + (i * 997) % 1000)}, "target": NOOP_TARGET}
+            for i in range(n)
+        ]
+        jobs = self.submit(raws)
+        expected = [(j.id, j.next_due_ms) for j in jobs]
+        time.sleep(max(0.0, (due - now_ms()) / 1000))
+        t0 = time.monotonic()
+        last = self.wait_for(n, max(60.0, n / 5))
+        executions = self.recorder.take()
+        time.sleep(2)  # late duplicates would land here
+        executions += self.recorder.take()
+        starts = sorted(e[3] for e in executions)
+        drain_seconds = (starts[-1] - due) / 1000 if starts else None
+        span = (starts[-1] - starts[0]) / 1000 if len(starts) > 1 else None
+        drain_rate = len(starts) / max(drain_seconds or 0, 1e-3)
+        self.scenario(
+            "burst",
+            executions,
+            expected,
+            {
+                "jobs": n,
+                "time_to_start_all_seconds": drain_seconds,
+                "first_to_last_start_seconds": span,
+                "drain_runs_per_second": round(drain_rate, 1),
+                "raw_runs_per_second": round(self.raw, 1),
+                "drain_ratio_to_raw": round(drain_rate / self.raw, 3),
+                "waited_seconds": round(last - t0, 2),
+            },
+            [d for _, d in expected],
+        )
+
+    # --- due vs stored -------------------------------------------------------------------
+
+    def due_vs_stored(self) -> None:
+        """D due jobs among S stored future ones, on a separate set of tables nobody polls,
+        with a controlled clock: the sweeper's reads per due job as S grows."""
+        import boto3
+
+        from duetime.domain.jobs import parse_job_spec
+        from duetime.domain.timeutil import MINUTE_MS
+        from duetime.ports import Timer
+        from duetime.resources import create_resources
+        from duetime.wiring import build
+
+        due_count = 50 if self.quick else 200
+        sizes = [100, 1000] if self.quick else [100, 10_000]
+        rows = []
+        for stored in sizes:
+            session = boto3.Session()
+            ddb, sqs = session.client("dynamodb"), session.client("sqs")
+            prefix = f"bench{stored}x{uuid.uuid4().hex[:4]}"
+            settings = create_resources(ddb, sqs, prefix)
+            clock = ManualClock((now_ms() // MINUTE_MS) * MINUTE_MS + 1000)
+            parts = build(settings, session, clock=clock)
+            log = RequestLog()
+            log.attach(parts.timers._client)
+            log.attach(parts.queue._client)
+            log.enabled = False
+            lookahead = settings.lookahead_minutes
+            due_at = clock.now + (lookahead + 4) * MINUTE_MS
+            for i in range(due_count):
+                spec = parse_job_spec(
+                    {"schedule": {"at": rfc3339(due_at + i * 100)}, "target": NOOP_TARGET}
+                )
+                parts.service.create(TENANT, spec)
+            # S stored future timers, 200 per minute bucket from 30 minutes on
+            future = [
+                Timer(TENANT, f"stored-{k:06d}", due_at + (30 + k // 200) * MINUTE_MS + k % 200)
+                for k in range(stored)
+            ]
+            put_started = time.monotonic()
+            for k in range(0, len(future), 500):
+                parts.timers.put(future[k : k + 500])
+            put_seconds = time.monotonic() - put_started
+            parts.sweeper.sweep()  # the first sweep: up to now + lookahead, before the due
+            log.enabled = True
+            sent = 0
+            sweeps = 0
+            clock.now = due_at - 30_000
+            wall = time.perf_counter()
+            while sent < due_count and sweeps < 10:
+                report = parts.sweeper.sweep()
+                sent += report.messages_sent
+                sweeps += 1
+                clock.now += MINUTE_MS
+            sweep_ms = round((time.perf_counter() - wall) * 1000)
+            log.enabled = False
+            stats = log.per_run(due_count)
+            reads = stats["dynamodb_read_requests_per_run"]
+            rows.append(
+                {
+                    "stored": stored,
+                    "due": due_count,
+                    "messages_sent": sent,
+                    "sweeps": sweeps,
+                    "sweep_wall_ms": sweep_ms,
+                    "read_requests_per_due_job": reads,
+                    "items_read_per_due_job": round(log.read_items / due_count, 3),
+                    "calls": stats["calls"],
+                    "stored_put_seconds": round(put_seconds, 2),
+                }
+            )
+            say(f"due-vs-stored S={stored}: {rows[-1]}")
+        base = rows[0]["read_requests_per_due_job"] or 1e-9
+        spread = max(abs(r["read_requests_per_due_job"] - base) / base for r in rows)
+        self.results["scenarios"]["due_vs_stored"] = {
+            "rows": rows,
+            "max_relative_change": round(spread, 4),
+            "independent_within_10_percent": spread <= 0.10,
+        }
+
+    # --- output --------------------------------------------------------------------------
+
+    def plot(self, name: str, lateness: list[int], naive: list[int]) -> None:
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+
+        fig, (hist, cdf) = plt.subplots(1, 2, figsize=(11, 4))
+        if lateness:
+            hist.hist(lateness, bins=50, color="tab:blue")
+        hist.set_title(f"{name}: duetime start lateness")
+        hist.set_xlabel("lateness (ms)")
+        hist.set_ylabel("runs")
+        for label, values, color in (
+            ("duetime", lateness, "tab:blue"),
+            ("naive (1-min sweep)", naive, "tab:red"),
+        ):
+            if values:
+                xs = sorted(values)
+                ys = [(i + 1) / len(xs) for i in range(len(xs))]
+                cdf.plot(xs, ys, label=label, color=color)
+        cdf.set_xscale("symlog", linthresh=10)
+        cdf.set_title("CDF of lateness vs the naive baseline")
+        cdf.set_xlabel("lateness (ms, symlog)")
+        cdf.set_ylabel("fraction of runs")
+        cdf.legend()
+        fig.tight_layout()
+        self.out.mkdir(parents=True, exist_ok=True)
+        fig.savefig(self.out / f"{name}.png", dpi=100)
+        plt.close(fig)
+
+    def write(self) -> None:
+        self.out.mkdir(parents=True, exist_ok=True)
+        (self.out / "results.json").write_text(json.dumps(self.results, indent=2) + "\n")
+        (self.out / "summary.md").write_text(markdown(self.results))
+        say(f"wrote {self.out}/results.json, summary.md and the PNGs")
+
+
+def markdown(results: dict[str, Any]) -> str:
+    m = results["machine"]
+    lines = [
+        f"# duetime bench ({results['started']})",
+        "",
+        f"Machine: {m['nproc']} x {m['cpu']}, Python {m['python']}, moto {m['moto']}, "
+        f"boto3 {m['boto3']}.",
+        "",
+        f"Raw emulator rate: **{results['raw']['runs_per_second']} runs/s** "
+        f"({results['raw']['calls']}).",
+        "",
+        "| scenario | runs | p50 | p95 | p99 | max (ms) | lost | dup | writes/run | "
+        "SQS req/run | $/M runs (on-demand) | naive p50 / p99 (ms) |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|",
+    ]
+    for name, s in results["scenarios"].items():
+        if "lateness_ms" not in s:
+            continue
+        lat, acc, req = s["lateness_ms"], s["accounting"], s["requests"]
+        naive = s["baseline_naive"]["lateness_ms"]
+        lines.append(
+            f"| {name} | {acc['executed']}/{acc['expected']} | {lat['p50']} | {lat['p95']} | "
+            f"{lat['p99']} | {lat['max']} | {acc['lost']} | {acc['duplicates']} | "
+            f"{req['dynamodb_write_units_per_run']} | {req['sqs_requests_per_run']} | "
+            f"{req['dollars_per_million_runs']['total_on_demand']} | "
+            f"{naive['p50']} / {naive['p99']} |"
+        )
+    burst = results["scenarios"].get("burst")
+    if burst:
+        lines += [
+            "",
+            f"Burst: all {burst['jobs']} started {burst['time_to_start_all_seconds']} s after "
+            f"the due second; drain {burst['drain_runs_per_second']} runs/s = "
+            f"{burst['drain_ratio_to_raw']:.0%} of the raw rate.",
+        ]
+    dvs = results["scenarios"].get("due_vs_stored")
+    if dvs:
+        lines += ["", "| stored S | due D | read requests / due job | items read / due job |"]
+        lines.append("|---|---|---|---|")
+        for r in dvs["rows"]:
+            lines.append(
+                f"| {r['stored']} | {r['due']} | {r['read_requests_per_due_job']} | "
+                f"{r['items_read_per_due_job']} |"
+            )
+        lines.append(f"\nMax relative change: {dvs['max_relative_change']:.1%}.")
+    return "\n".join(lines) + "\n"
+
+
+def machine() -> dict[str, Any]:
+    import boto3
+    import moto
+
+    cpu = "unknown"
+    with contextlib.suppress(OSError):
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                cpu = line.split(":", 1)[1].strip()
+                break
+    return {
+        "nproc": os.cpu_count(),
+        "cpu": cpu,
+        "python": platform.python_version(),
+        "moto": moto.__version__,
+        "boto3": boto3.__version__,
+        "platform": platform.platform(),
+    }
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
+    parser.add_argument("--quick", action="store_true", help="small sizes, under 2 minutes")
+    parser.add_argument("--out", type=Path, default=None)
+    parser.add_argument(
+        "--pollers",
+        type=int,
+        default=1,
+        help="pollers on the normal lambda queue (the local stack has 1; Lambda starts with 5)",
+    )
+    parser.add_argument("--rate", type=int, default=0, help="steady jobs/s (100; quick 20)")
+    parser.add_argument("--seconds", type=int, default=0, help="steady duration (30; quick 10)")
+    parser.add_argument("--burst", type=int, default=0, help="burst size (2000; quick 200)")
+    args = parser.parse_args(argv)
+    stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ")
+    out = args.out or ROOT / "bench-results" / stamp
+    sizes = {"rate": args.rate, "seconds": args.seconds, "burst": args.burst}
+    Bench(out, args.quick, args.pollers, sizes).run()
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

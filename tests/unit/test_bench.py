@@ -1,0 +1,124 @@
+"""The pure parts of scripts/bench.py: percentiles, $ conversion, lost/duplicate accounting,
+the naive baseline's lateness model and the request counter."""
+
+from __future__ import annotations
+
+import importlib.util
+import sys
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+import pytest
+
+BENCH_PATH = Path(__file__).resolve().parents[2] / "scripts" / "bench.py"
+
+
+def _load() -> ModuleType:
+    spec = importlib.util.spec_from_file_location("duetime_bench", BENCH_PATH)
+    assert spec is not None
+    assert spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+bench = _load()
+
+
+def test_given_an_ordered_list_then_percentile_is_the_nearest_rank() -> None:
+    values = list(range(1, 101))  # 1..100
+    assert bench.percentile(values, 0.50) == 50
+    assert bench.percentile(values, 0.95) == 95
+    assert bench.percentile(values, 0.99) == 99
+    assert bench.percentile(values, 1.0) == 100
+    assert bench.percentile([7], 0.99) == 7
+    assert bench.percentile([], 0.5) is None
+
+
+def test_given_unsorted_values_then_summary_sorts_and_reports_every_figure() -> None:
+    summary = bench.summarize([30, 10, 20, 40])
+    assert summary == {"count": 4, "p50": 20, "p95": 40, "p99": 40, "max": 40, "mean": 25.0}
+    assert bench.summarize([])["p50"] is None
+
+
+def test_given_4_writes_3_reads_and_0_3_sqs_per_run_then_dollars_match_docs_cost() -> None:
+    dollars = bench.dollars_per_million(4, 3, 0.3)
+    # docs/cost.md: 4 × $0.625 + 3 × $0.125 = $2.875 on demand, 0.3 × $0.40 = $0.12
+    assert dollars["dynamodb_on_demand"] == pytest.approx(2.875)
+    assert dollars["sqs"] == pytest.approx(0.12)
+    assert dollars["total_on_demand"] == pytest.approx(2.995)
+
+
+def test_given_a_steady_rate_then_provisioned_cost_is_capacity_spread_over_the_runs() -> None:
+    # 1 write per run at 1 run/s: 1 WCU for an hour ($0.00065) serves 3,600 runs
+    dollars = bench.dollars_per_million(1, 0, 0, runs_per_second=1)
+    assert dollars["dynamodb_provisioned"] == pytest.approx(0.00065 / 3600 * 1e6, rel=1e-3)
+
+
+def test_given_every_expected_run_once_then_nothing_is_lost_or_duplicated() -> None:
+    expected = [("a", 1), ("b", 2), ("c", 3)]
+    result = bench.account(expected, [("c", 3), ("a", 1), ("b", 2)])
+    assert result == {"expected": 3, "executed": 3, "lost": 0, "duplicates": 0, "unexpected": 0}
+
+
+def test_given_a_missing_and_a_repeated_run_then_both_are_counted() -> None:
+    expected = [("a", 1), ("b", 2), ("c", 3)]
+    result = bench.account(expected, [("a", 1), ("a", 1), ("b", 2), ("x", 9)])
+    assert result["lost"] == 1  # c
+    assert result["duplicates"] == 1  # a twice
+    assert result["unexpected"] == 1  # x was never expected
+    assert result["executed"] == 4
+
+
+def test_given_ticks_every_minute_then_naive_lateness_is_the_wait_for_the_next_tick() -> None:
+    phase = 1_000
+    assert bench.naive_lateness([1_000, 1_001, 60_999, 61_000, 0], phase) == [
+        0,
+        59_999,
+        1,
+        0,
+        1_000,
+    ]
+
+
+class _Events:
+    def __init__(self) -> None:
+        self.handlers: dict[str, Any] = {}
+
+    def register(self, name: str, handler: Any) -> None:
+        self.handlers[name] = handler
+
+
+class _Meta:
+    def __init__(self) -> None:
+        self.events = _Events()
+
+
+class _Client:
+    def __init__(self) -> None:
+        self.meta = _Meta()
+
+
+def test_given_calls_then_the_request_log_counts_units_and_billed_sqs_requests() -> None:
+    log = bench.RequestLog()
+    client = _Client()
+    log.attach(client)
+    before = client.meta.events.handlers["before-parameter-build"]
+    after = client.meta.events.handlers["after-call"]
+    before("before-parameter-build.dynamodb.PutItem", {"Item": {}})
+    before(
+        "before-parameter-build.dynamodb.BatchWriteItem",
+        {"RequestItems": {"t": [{"PutRequest": {}}, {"PutRequest": {}}]}},
+    )
+    before("before-parameter-build.sqs.SendMessageBatch", {})
+    before("before-parameter-build.sqs.ReceiveMessage", {})
+    after("after-call.sqs.ReceiveMessage", {"Messages": [{}]})
+    before("before-parameter-build.sqs.ReceiveMessage", {})
+    after("after-call.sqs.ReceiveMessage", {})
+    stats = log.per_run(2)
+    assert stats["dynamodb_write_units_per_run"] == 1.5  # 3 items over 2 runs
+    assert stats["sqs_requests_per_run"] == 1.0  # send + one non-empty receive
+    assert stats["empty_receives"] == 1
+    assert stats["calls"]["sqs.ReceiveMessage"] == 2
