@@ -302,15 +302,18 @@ class DynamoTimerStore:
         values: dict[str, Any] = {":m": {"N": str(minute)}}
         if expected is not None:
             values[":e"] = {"N": str(expected)}
+        return self._update_if(
+            Key=STATE_KEY,
+            UpdateExpression="SET #c = :m",
+            ConditionExpression=condition,
+            ExpressionAttributeNames=names,
+            ExpressionAttributeValues=values,
+        )
+
+    def _update_if(self, **params: Any) -> bool:
+        """A conditional UpdateItem: False when the condition did not hold."""
         try:
-            self._client.update_item(
-                TableName=self._table,
-                Key=STATE_KEY,
-                UpdateExpression="SET #c = :m",
-                ConditionExpression=condition,
-                ExpressionAttributeNames=names,
-                ExpressionAttributeValues=values,
-            )
+            self._client.update_item(TableName=self._table, **params)
         except ClientError as exc:
             if _is_condition_failure(exc):
                 return False
@@ -371,20 +374,13 @@ class DynamoTimerStore:
             sets.append("watermark = :w")
             values[":w"] = {"S": watermark}
         expression = "SET " + ", ".join(sets) + (" REMOVE #o, lease_until" if release else "")
-        try:
-            self._client.update_item(
-                TableName=self._table,
-                Key={"pk": {"S": timer_partition(minute, shard)}, "sk": {"S": SWEEP_SK}},
-                UpdateExpression=expression,
-                ConditionExpression="#o = :o",
-                ExpressionAttributeNames={"#o": "owner"},
-                ExpressionAttributeValues=values,
-            )
-        except ClientError as exc:
-            if _is_condition_failure(exc):
-                return False
-            raise StoreError(str(exc)) from exc
-        return True
+        return self._update_if(
+            Key={"pk": {"S": timer_partition(minute, shard)}, "sk": {"S": SWEEP_SK}},
+            UpdateExpression=expression,
+            ConditionExpression="#o = :o",
+            ExpressionAttributeNames={"#o": "owner"},
+            ExpressionAttributeValues=values,
+        )
 
 
 def _partition_state(minute: int, shard: int, values: dict[str, Any]) -> PartitionState:
