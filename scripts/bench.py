@@ -59,7 +59,12 @@ PRICES = {
     "sqs_request": 0.40e-6,
 }
 HOURS_PER_MONTH = 730
+SCENARIOS = ("steady", "burst", "cron_top_of_minute", "due_vs_stored")
 SUBMIT_RATE = 15  # jobs/s the bench assumes it can submit (8 threads, loaded 2-core machine)
+# A run not started when a scenario's wait ends is looked for until every queue is empty and
+# nothing has started for QUIET_SECONDS (at most SETTLE_SECONDS): late, or lost.
+SETTLE_SECONDS = 300
+QUIET_SECONDS = 70  # longer than a sweep tick: a timer still in the table gets its sweep
 
 
 # --- pure parts (tested in tests/unit/test_bench.py) ----------------------------------------
@@ -225,25 +230,27 @@ class RequestLog:
 
 
 class Recorder:
-    """Every execution of a target: (job id, scheduled ms, lateness ms, started wall ms)."""
+    """Every execution of a target, recorded at the target (the side effect itself, after
+    the claim): (job id, scheduled ms, lateness ms, started wall ms). A delivery that finds
+    its run already claimed or finished never reaches the target, so it is not counted."""
 
     def __init__(self) -> None:
         self.lock = threading.Lock()
         self.executions: list[tuple[str, int, int, int]] = []
 
-    def wrap(self, handle: Callable[[Any], Any]) -> Callable[[Any], Any]:
-        def observed(delivery: Any) -> Any:
-            since = time.time_ns() // 1_000_000
-            result = handle(delivery)
-            run = result.run
-            if run is not None and run.attempts:
-                attempt = run.attempts[-1]
-                if attempt.started_ms >= since and attempt.finished_ms is not None:
-                    with self.lock:
-                        self.executions.append(
-                            (run.job_id, run.scheduled_ms, attempt.lateness_ms, attempt.started_ms)
-                        )
-            return result
+    def wrap(self, execute: Callable[[Any, Any], None]) -> Callable[[Any, Any], None]:
+        def observed(target: Any, invocation: Any) -> None:
+            started = time.time_ns() // 1_000_000
+            with self.lock:
+                self.executions.append(
+                    (
+                        invocation.job_id,
+                        invocation.scheduled_ms,
+                        started - invocation.scheduled_ms,
+                        started,
+                    )
+                )
+            execute(target, invocation)
 
         return observed
 
@@ -288,16 +295,18 @@ class Bench:
         self,
         out: Path,
         quick: bool,
-        pollers: int = 1,
+        pollers: int = 5,
         sizes: dict[str, int] | None = None,
+        scenarios: Sequence[str] = SCENARIOS,
     ) -> None:
+        self.scenarios = scenarios
         self.out = out
         self.quick = quick
         self.pollers = pollers
         defaults = (
-            {"rate": 20, "seconds": 10, "burst": 200}
+            {"rate": 20, "seconds": 10, "burst": 200, "cron": 200}
             if quick
-            else {"rate": 100, "seconds": 30, "burst": 2000}
+            else {"rate": 100, "seconds": 30, "burst": 2000, "cron": 1000}
         )
         self.sizes = defaults | {k: v for k, v in (sizes or {}).items() if v}
         self.results: dict[str, Any] = {"scenarios": {}}
@@ -309,36 +318,29 @@ class Bench:
         from duetime.local.stack import LocalOptions, LocalStack
 
         state = Path(tempfile.mkdtemp(prefix="duetime-bench-"))
-        options = LocalOptions(port=0, tick_seconds=60.0, state_dir=state, figures_seconds=3600)
+        options = LocalOptions(
+            port=0,
+            tick_seconds=60.0,
+            state_dir=state,
+            figures_seconds=3600,
+            lambda_pollers=self.pollers,
+        )
         with open(os.devnull, "w") as devnull, LocalStack(options, log_stream=devnull) as stack:
             self.stack = stack
             parts = wiring.components()
             self.parts = parts
-            parts.executor.handle = self.recorder.wrap(parts.executor.handle)  # type: ignore[method-assign,assignment]
+            targets = parts.executor._targets
+            targets.execute = self.recorder.wrap(targets.execute)  # type: ignore[method-assign]
             for client in (parts.timers._client, parts.queue._client, stack._sqs):
                 self.log.attach(client)
-            self.add_pollers(stack)
             self.results["machine"] = machine()
             self.results["pollers_per_lambda_queue"] = self.pollers
             self.results["started"] = datetime.now(UTC).isoformat()
             self.raw_rate()
-            self.steady()
-            self.burst()
-            self.due_vs_stored()
+            for name in self.scenarios:
+                getattr(self, name)()
         self.results["finished"] = datetime.now(UTC).isoformat()
         self.write()
-
-    def add_pollers(self, stack: Any) -> None:
-        """The local stack polls each lambda queue with one thread; Lambda's SQS event source
-        mapping starts with five concurrent pollers. `--pollers N` adds N - 1 more on the
-        normal-priority queue (the one the bench uses), each with its own worker module."""
-        from duetime.domain.jobs import Priority, Runtime
-        from duetime.local import stack as local
-
-        url = stack.settings.queue(Runtime.LAMBDA, Priority.NORMAL).url
-        for k in range(1, self.pollers):
-            source = local._event_source(stack._sqs, url, local._worker_function(f"bench{k}"))
-            stack._spawn(f"lambda-normal-{k}", stack._poll_loop, source, "normal")
 
     # --- the emulator's raw rate ---------------------------------------------------------
 
@@ -406,6 +408,70 @@ class Bench:
         while self.recorder.count() < count and time.monotonic() < deadline:
             time.sleep(0.05)
         return time.monotonic()
+
+    def cancel(self, job_ids: list[str]) -> None:
+        """Cancel a scenario's recurring jobs, outside its request counts."""
+
+        def one(job_id: str) -> None:
+            with contextlib.suppress(Exception):
+                self.parts.service.cancel(TENANT, job_id)
+
+        self.log.enabled = False
+        with ThreadPoolExecutor(8) as pool:
+            list(pool.map(one, job_ids))
+        self.log.enabled = True
+
+    def queued(self) -> int:
+        """Messages in every queue and DLQ (visible, in flight or delayed)."""
+        from duetime.local.stack import _depth
+
+        if not hasattr(self, "_depth_sqs"):
+            import boto3
+
+            self._depth_sqs = boto3.client("sqs")  # not counted: not the scheduler's calls
+        settings = self.stack.settings
+        urls = [u for q in settings.queues.values() for u in (q.url, q.dlq_url)]
+        return sum(_depth(self._depth_sqs, url) for url in urls)
+
+    def settle(
+        self, expected: list[tuple[str, int]], executions: list[tuple[str, int, int, int]]
+    ) -> dict[str, Any]:
+        """Late or lost? Runs still missing when the wait ended: keep recording until every
+        queue is empty and nothing has started for QUIET_SECONDS (at most SETTLE_SECONDS),
+        then look each run still missing up in the stores. Adds late starts to `executions`.
+        """
+        ran = Counter((e[0], e[1]) for e in executions)
+        missing = Counter(expected) - ran
+        report: dict[str, Any] = {"missing_when_wait_ended": sum(missing.values())}
+        if not missing:
+            return report
+        say(f"{report['missing_when_wait_ended']} runs not started yet: waiting for a quiet system")
+        started = time.monotonic()
+        quiet_since = time.monotonic()
+        while time.monotonic() - started < SETTLE_SECONDS:
+            time.sleep(1)
+            late = self.recorder.take()
+            executions += late
+            if late or self.queued():
+                quiet_since = time.monotonic()
+            elif time.monotonic() - quiet_since >= QUIET_SECONDS:
+                break
+        still = Counter(expected) - Counter((e[0], e[1]) for e in executions)
+        report["settled_seconds"] = round(time.monotonic() - started, 1)
+        report["late_after_wait"] = report["missing_when_wait_ended"] - sum(still.values())
+        report["still_missing"] = [
+            {"job_id": job_id, "scheduled_ms": ms, "found": self.inspect(job_id, ms)}
+            for job_id, ms in still
+        ][:50]
+        return report
+
+    def inspect(self, job_id: str, scheduled_ms: int) -> str:
+        """Where a missing run is: its run record's status, else its job's."""
+        run = self.parts.runs.get(job_id, scheduled_ms)
+        if run is not None:
+            return f"run record {run.status}"
+        job = self.parts.jobs.get(TENANT, job_id)
+        return f"no run record; job {job.status if job else 'missing'}"
 
     def scenario(
         self,
@@ -493,15 +559,13 @@ class Bench:
         # A run that has not started when the wait ends counts as lost: give a backlog time.
         self.wait_for(len(expected), max(20.0, n / 20))
         executions = self.recorder.take()
+        settled = self.settle(expected, executions)
         # Recurring jobs: every occurrence due before `end` must have run exactly once.
         rec_ids = {jobs[i].id: jobs[i] for i, _ in recurring}
         for job in rec_ids.values():
             seen = sorted({e[1] for e in executions if e[0] == job.id})
             expected += [(job.id, s) for s in seen if s <= end]
             expected += self._missing_occurrences(job, seen, end)
-        for job in rec_ids.values():
-            with contextlib.suppress(Exception):
-                self.parts.service.cancel(TENANT, job.id)
         # Recurring occurrences after `end` are out of the window; one-offs all count.
         executions = [e for e in executions if e[1] <= end or e[0] not in rec_ids]
         kinds = {jobs[i].id: "at" for i in one_off_index if i in jobs}
@@ -523,9 +587,11 @@ class Bench:
                 "submit_seconds": round(submit_seconds, 2),
                 "submitted_before_first_due": submit_seconds * 1000 < lead_ms,
                 "lateness_by_kind_ms": by_kind,
+                "settle": settled,
             },
             [d for _, d in expected],
         )
+        self.cancel([job.id for job in rec_ids.values()])
 
     def _submit_delays(self, idx: list[int], dues: list[int]) -> dict[int, Any]:
         from duetime.domain.jobs import parse_job_spec
@@ -578,6 +644,7 @@ class Bench:
         executions = self.recorder.take()
         time.sleep(2)  # late duplicates would land here
         executions += self.recorder.take()
+        settled = self.settle(expected, executions)
         starts = sorted(e[3] for e in executions)
         drain_seconds = (starts[-1] - due) / 1000 if starts else None
         span = (starts[-1] - starts[0]) / 1000 if len(starts) > 1 else None
@@ -594,9 +661,63 @@ class Bench:
                 "raw_runs_per_second": round(self.raw, 1),
                 "drain_ratio_to_raw": round(drain_rate / self.raw, 3),
                 "waited_seconds": round(last - t0, 2),
+                "settle": settled,
             },
             [d for _, d in expected],
         )
+
+    # --- cron top-of-minute --------------------------------------------------------------
+
+    def cron_top_of_minute(self) -> None:
+        """M cron jobs all due at the same :00. Each is `MM HH * * *` (daily, UTC) for one
+        minute far enough ahead that every job is stored as a timer first: the occurrence is
+        handed over by the sweeper (the swept path), not sent at submission."""
+        from duetime.domain.timeutil import MINUTE_MS
+
+        m = self.sizes["cron"]
+        lookahead = self.stack.settings.lookahead_minutes
+        lead_ms = int(m / SUBMIT_RATE * 1000) + (lookahead + 1) * MINUTE_MS
+        self.recorder.take()
+        self.log.reset()
+        due = (now_ms() + lead_ms) // MINUTE_MS * MINUTE_MS + MINUTE_MS
+        when = datetime.fromtimestamp(due / 1000, UTC)
+        raw = {
+            "schedule": {"cron": f"{when.minute} {when.hour} * * *", "timezone": "UTC"},
+            "target": NOOP_TARGET,
+        }
+        jobs = self.submit([raw] * m)
+        submission = self.log.per_run(m)
+        self.log.reset()
+        expected = [(j.id, due) for j in jobs]
+        wrong = [j.id for j in jobs if j.next_due_ms != due]
+        say(f"cron: {m} jobs due at {when:%H:%M}:00 UTC ({(due - now_ms()) / 1000:.0f} s ahead)")
+        time.sleep(max(0.0, (due - now_ms()) / 1000))
+        t0 = time.monotonic()
+        last = self.wait_for(m, max(60.0, m / 5))
+        time.sleep(2)
+        executions = [e for e in self.recorder.take() if e[1] == due]
+        settled = self.settle(expected, executions)
+        starts = sorted(e[3] for e in executions)
+        drain_seconds = (starts[-1] - due) / 1000 if starts else None
+        self.scenario(
+            "cron_top_of_minute",
+            executions,
+            expected,
+            {
+                "jobs": m,
+                "due_utc": when.isoformat(),
+                "jobs_with_another_first_due": len(wrong),
+                "time_to_start_all_seconds": drain_seconds,
+                "drain_runs_per_second": round(len(starts) / max(drain_seconds or 0, 1e-3), 1),
+                "waited_seconds": round(last - t0, 2),
+                "settle": settled,
+                "requests_note": "per occurrence, from the jobs' creation to their runs; the "
+                "creation itself is in submission_requests",
+                "submission_requests": submission,
+            },
+            [d for _, d in expected],
+        )
+        self.cancel([job.id for job in jobs])
 
     # --- due vs stored -------------------------------------------------------------------
 
@@ -792,17 +913,26 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--pollers",
         type=int,
-        default=1,
-        help="pollers on the normal lambda queue (the local stack has 1; Lambda starts with 5)",
+        default=5,
+        help="the local stack's pollers per lambda queue (default 5, as Lambda starts with)",
     )
     parser.add_argument("--rate", type=int, default=0, help="steady jobs/s (100; quick 20)")
     parser.add_argument("--seconds", type=int, default=0, help="steady duration (30; quick 10)")
     parser.add_argument("--burst", type=int, default=0, help="burst size (2000; quick 200)")
+    parser.add_argument(
+        "--cron", type=int, default=0, help="cron jobs due at the same :00 (1000; quick 200)"
+    )
+    parser.add_argument(
+        "--only",
+        choices=SCENARIOS,
+        action="append",
+        help="run only this scenario (repeatable; the raw rate is always measured)",
+    )
     args = parser.parse_args(argv)
     stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ")
     out = args.out or ROOT / "bench-results" / stamp
-    sizes = {"rate": args.rate, "seconds": args.seconds, "burst": args.burst}
-    Bench(out, args.quick, args.pollers, sizes).run()
+    sizes = {"rate": args.rate, "seconds": args.seconds, "burst": args.burst, "cron": args.cron}
+    Bench(out, args.quick, args.pollers, sizes, args.only or SCENARIOS).run()
     return 0
 
 

@@ -2,16 +2,23 @@
 
 Only the records that must be delivered again are reported; the handler never raises out of
 the batch (a raise would make SQS redeliver the whole batch, re-running finished work).
+
+The records of a batch run concurrently (one thread each): processed one after another, the
+tenth job of a batch would start only when the nine before it had finished, late by nine
+target durations.
 """
 
 from __future__ import annotations
 
+import asyncio
+import threading
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 from aws_lambda_powertools.utilities.batch import (
-    BatchProcessor,
+    AsyncBatchProcessor,
     EventType,
-    process_partial_response,
+    async_process_partial_response,
 )
 from aws_lambda_powertools.utilities.data_classes.sqs_event import SQSRecord
 from aws_lambda_powertools.utilities.typing import LambdaContext
@@ -21,14 +28,43 @@ from duetime.ports import Delivery
 from duetime.services.execute import Disposition
 from duetime.wiring import components
 
-processor = BatchProcessor(event_type=EventType.SQS, raise_on_entire_batch_failure=False)
+processor = AsyncBatchProcessor(event_type=EventType.SQS, raise_on_entire_batch_failure=False)
+# One thread per record of the largest batch the event source mapping delivers (infra sets
+# batch size 10): a batch's runs all start at once.
+BATCH_THREADS = 10
+_threads = ThreadPoolExecutor(BATCH_THREADS, thread_name_prefix="run")
+# Copies of one message in one batch (a re-sent batch after a crash) run one after another, as
+# they would in separate batches: the first runs the target, the next finds it done and is
+# deleted. Run concurrently, the next would find the run busy and come back after the lease.
+_copies_lock = threading.Lock()
+_copies: dict[str, tuple[threading.Lock, int]] = {}  # body -> (its lock, records holding it)
 
 
 class RetryLater(Exception):
     """Marks a record as failed so SQS delivers it again after its visibility timeout."""
 
 
-def record_handler(record: SQSRecord) -> str:
+async def record_handler(record: SQSRecord) -> str:
+    return await asyncio.get_running_loop().run_in_executor(_threads, handle_in_turn, record)
+
+
+def handle_in_turn(record: SQSRecord) -> str:
+    with _copies_lock:
+        lock, holders = _copies.get(record.body, (threading.Lock(), 0))
+        _copies[record.body] = (lock, holders + 1)
+    try:
+        with lock:
+            return handle_record(record)
+    finally:
+        with _copies_lock:
+            lock, holders = _copies[record.body]
+            if holders == 1:
+                del _copies[record.body]
+            else:
+                _copies[record.body] = (lock, holders - 1)
+
+
+def handle_record(record: SQSRecord) -> str:
     parts = components()
     delivery = Delivery(
         message_id=record.message_id,
@@ -47,6 +83,6 @@ def record_handler(record: SQSRecord) -> str:
 @tracer.capture_lambda_handler
 @metrics.log_metrics
 def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
-    return process_partial_response(  # type: ignore[return-value]
+    return async_process_partial_response(  # type: ignore[return-value]
         event=event, record_handler=record_handler, processor=processor, context=context
     )

@@ -49,8 +49,9 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     local = commands.add_parser(
         "local",
-        help="run the whole system on this machine (embedded moto server, no AWS account)",
-        description="Run the whole system on this machine: a moto server on loopback and, "
+        help="run the whole system on this machine (a moto server, no AWS account)",
+        description="Run the whole system on this machine: a moto server on loopback (in a "
+        "process of its own) and, "
         "around the same Lambda handlers, emulators of API Gateway (JWT), the sweeper's "
         "schedule, the SQS event source mappings and the Fargate worker. Ctrl-C stops it.",
     )
@@ -63,6 +64,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     local.add_argument(
         "--moto-port", type=port, default=0, help="the moto server's port (default: any free)"
+    )
+    local.add_argument(
+        "--lambda-pollers",
+        type=positive_int,
+        default=5,
+        help="concurrent pollers per lambda queue (default 5, where Lambda's SQS event source "
+        "mapping starts)",
     )
     local.add_argument(
         "--no-private-targets",
@@ -306,6 +314,7 @@ def _run_local(args: argparse.Namespace) -> int:
         port=args.port,
         tick_seconds=args.tick_seconds,
         moto_port=args.moto_port,
+        lambda_pollers=args.lambda_pollers,
         allow_private_targets=not args.no_private_targets,
         state_dir=args.state_dir,
         hot_ttl_seconds=args.hot_ttl_seconds,

@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import threading
 from typing import Any
 
 from duetime.domain.jobs import Priority, Runtime
+from duetime.domain.runs import RunStatus
 from duetime.local.lambda_runtime import FakeContext, sqs_event
 from duetime.ports import RunMessage
+from duetime.targets import DEFAULT_HANDLERS, Invocation
 from functions.worker import handler as worker_handler
 from tests.integration.conftest import Engine
 
@@ -74,3 +77,31 @@ def test_given_a_delivery_for_a_deleted_job_then_it_is_dropped_not_retried(
     response = worker_handler.handler(sqs_event(messages, arn, "us-east-1"), FakeContext())
     assert response == {"batchItemFailures": []}
     assert engine.recorder.calls == []
+
+
+def test_given_a_batch_then_its_records_run_concurrently(engine: Engine) -> None:
+    # Each run waits at a barrier for the other two: run one after another, the first would
+    # wait alone until the barrier broke, and its run would fail.
+    together = threading.Barrier(3, timeout=10)
+    met: list[str] = []
+
+    def meet(invocation: Invocation) -> None:
+        together.wait()
+        met.append(invocation.job_id)
+
+    DEFAULT_HANDLERS.register("test.meet", meet)
+    url = engine.aws.settings.queue(Runtime.LAMBDA, Priority.NORMAL).url
+    target = {"type": "handler", "name": "test.meet"}
+    jobs = [engine.submit({"schedule": {"delay_seconds": 0}, "target": target}) for _ in range(3)]
+    messages = receive_all(engine, url)
+    arn = engine.aws.sqs.get_queue_attributes(QueueUrl=url, AttributeNames=["QueueArn"])[
+        "Attributes"
+    ]["QueueArn"]
+
+    response = worker_handler.handler(sqs_event(messages, arn, "us-east-1"), FakeContext())
+
+    assert response == {"batchItemFailures": []}
+    assert sorted(met) == sorted(jobs)
+    assert {r.status for job in jobs for r in engine.parts.runs.list(job, 10, None).items} == {
+        RunStatus.SUCCEEDED
+    }

@@ -1,7 +1,8 @@
-"""`duetime local`: the whole system on one machine, on an embedded moto server.
+"""`duetime local`: the whole system on one machine, on a moto server.
 
 moto stores but never runs: nothing invokes a Lambda, fires a schedule or delivers to an
-event source mapping. `LocalStack` starts moto on loopback, creates the tables and queues
+event source mapping. `LocalStack` starts moto on loopback in a child process
+(duetime.local.moto_process: the emulator gets a core of its own), creates the tables and queues
 from the same definitions as the CDK app (`duetime.resources`), and runs in threads the
 small emulators of what AWS would do around the same handlers:
 
@@ -9,7 +10,8 @@ small emulators of what AWS would do around the same handlers:
 |-------------------|------------------------------------------------------------------|
 | gateway           | API Gateway HTTP API + JWT authorizer → the API Lambda           |
 | tick              | the EventBridge rule rate(1 minute) → the sweeper Lambda         |
-| lambda-<priority> | an SQS event source mapping per lambda queue → the worker Lambda |
+| lambda-<priority> | an SQS event source mapping per lambda queue → the worker Lambda: |
+|                   | `lambda_pollers` threads each, as the mapping's concurrent pollers|
 | fargate worker    | the Fargate service's `duetime worker --runtime fargate` loop    |
 | ttl-reaper        | DynamoDB TTL: deletes expired items (moto never does)            |
 | runs-stream       | the runs table stream's event source mapping → the archiver      |
@@ -27,7 +29,6 @@ import json
 import logging
 import math
 import os
-import socket
 import sys
 import threading
 import time
@@ -60,9 +61,10 @@ REGION = "us-east-1"
 ACCOUNT_ID = "123456789012"
 PREFIX = "duetime"
 # On AWS the queues' visibility timeout is 6 × the worker function's timeout (90 min), so a
-# lease always outlives an execution. Locally one poller thread per queue runs each batch to
-# the end before it receives again, so nothing else can pick a message up while it runs; the
-# timeout only decides how soon a message whose processing crashed comes back: a minute.
+# batch never outlives it. Locally a poller thread runs each batch to the end before it
+# receives again; the timeout decides how soon a message whose processing crashed comes back:
+# a minute. A batch that takes longer (slow targets) lets another poller receive the rest of
+# it: the run claims keep such a second delivery from executing a run twice.
 LOCAL_VISIBILITY_TIMEOUT_SECONDS = 60
 LAMBDA_BATCH_SIZE = 10
 LAMBDA_POLL_WAIT_SECONDS = 1
@@ -96,6 +98,8 @@ class LocalOptions:
     port: int = 8080  # the API gateway's port (0: any free port)
     tick_seconds: float = 60.0  # how often the sweeper runs
     moto_port: int = 0  # the moto server's port (0: any free port)
+    # Concurrent pollers per lambda queue: Lambda's SQS event source mapping starts with five.
+    lambda_pollers: int = 5
     allow_private_targets: bool = True  # loopback webhooks are the point of a local stack
     state_dir: Path = DEFAULT_STATE_DIR
     host: str = "127.0.0.1"
@@ -272,11 +276,6 @@ class LocalStack:
         api_handler = self._api_handler or _default_api_handler()
         self._gateway = self._bind_gateway(api_handler, key)
 
-        from duetime.local.moto_fixes import make_dynamodb_writes_atomic
-        from duetime.local.moto_sqs import make_sqs_fast
-
-        make_dynamodb_writes_atomic()
-        make_sqs_fast()
         self.moto_url = self._start_moto()
         self._set_env({"AWS_ENDPOINT_URL": self.moto_url})
 
@@ -286,7 +285,7 @@ class LocalStack:
         from duetime.resources import create_resources
 
         session = boto3.Session(region_name=REGION)
-        config = Config(max_pool_connections=16, retries={"mode": "standard"})
+        config = Config(max_pool_connections=50, retries={"mode": "standard"})
         self._sqs = session.client("sqs", config=config)
         dynamodb = session.client("dynamodb", config=config)
         hot: dict[str, int] = (
@@ -318,8 +317,10 @@ class LocalStack:
         self._spawn("tick", self._tick_loop)
         for priority in Priority:
             url = self._settings.queue(Runtime.LAMBDA, priority).url
-            source = _event_source(self._sqs, url, _worker_function(priority.value))
-            self._spawn(f"lambda-{priority.value}", self._poll_loop, source, priority.value)
+            for k in range(options.lambda_pollers):
+                name = f"lambda-{priority.value}-{k}"
+                source = _event_source(self._sqs, url, _worker_function(name))
+                self._spawn(name, self._poll_loop, source, priority.value)
         self._start_fargate_worker(parts)
         self._start_history(dynamodb, session.client("dynamodbstreams", config=config))
         if self._on_figures is not None:
@@ -373,24 +374,16 @@ class LocalStack:
         return gateway
 
     def _start_moto(self) -> str:
-        from moto.server import ThreadedMotoServer
+        from duetime.local import moto_process
 
-        host, port = self.options.host, self.options.moto_port
-        if port:
-            # ThreadedMotoServer hangs in start() when it cannot bind: check first.
-            with socket.socket() as probe:
-                try:
-                    probe.bind((host, port))
-                except OSError as exc:
-                    raise LocalStackError(
-                        f"cannot listen on {host}:{port} ({exc.strerror}): "
-                        "choose another port with --moto-port (0: any free port)"
-                    ) from None
-        server = ThreadedMotoServer(ip_address=host, port=port, verbose=False)
-        server.start()
-        self._cleanup.callback(server.stop)
-        bound_host, bound_port = server.get_host_and_port()
-        return f"http://{bound_host}:{bound_port}"
+        try:
+            process, url = moto_process.start(self.options.host, self.options.moto_port)
+        except moto_process.MotoProcessError as exc:
+            raise LocalStackError(
+                f"{exc}: choose another port with --moto-port (0: any free port)"
+            ) from None
+        self._cleanup.callback(moto_process.stop, process)
+        return url
 
     def _write_endpoint_file(self) -> None:
         """Tell `duetime history …` (another process) where this stack's archive is."""

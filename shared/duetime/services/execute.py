@@ -81,13 +81,15 @@ class RunExecutor:
             logger.error("malformed message", extra={"message_id": delivery.message_id})
             self._queue.change_visibility(delivery, 0)
             return Result(Disposition.RETRY_LATER, f"malformed message: {exc}")
-        logger.append_keys(
+        # Thread-safe keys: the Lambda worker runs a batch's records on threads, the Fargate
+        # worker several runs at once; each thread's log lines carry their own run's ids.
+        logger.thread_safe_append_keys(
             job_id=message.job_id, run_id=run_id(message.job_id, message.scheduled_ms)
         )
         try:
             return self._handle(delivery, message)
         finally:
-            logger.remove_keys(["job_id", "run_id"])
+            logger.thread_safe_remove_keys(["job_id", "run_id"])
 
     def _handle(self, delivery: Delivery, message: RunMessage) -> Result:
         early = message.due_ms - self._clock()

@@ -1,0 +1,137 @@
+"""The local stack's moto server, in a process of its own.
+
+moto answers every AWS call in Python; the handlers that make those calls (botocore's
+serialization and parsing included) are Python too. In one process they share one GIL, so
+the local stack used one core of the machine however many threads it ran. With moto in a
+child process the emulator and the handlers each get a core (docs/performance.md has the
+before/after figures).
+
+The child applies the moto fixes (duetime.local.moto_fixes, duetime.local.moto_sqs, and
+`make_dispatch_fast` below),
+starts a ThreadedMotoServer, prints one JSON line (`{"url": ...}` or `{"error": ...}`) and
+serves until its stdin closes: the parent holds the other end of that pipe, so the server
+ends with the parent however the parent ends (a SIGKILL included).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import socket
+import subprocess
+import sys
+from typing import IO
+
+
+class MotoProcessError(RuntimeError):
+    """The moto server process could not start."""
+
+
+def start(host: str, port: int, *, timeout: float = 30.0) -> tuple[subprocess.Popen[str], str]:
+    """Start the server process; returns it and the server's URL once it listens."""
+    process = subprocess.Popen(  # noqa: S603 - our own module, no shell
+        [sys.executable, "-m", __name__, "--host", host, "--port", str(port)],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        text=True,
+        start_new_session=True,  # Ctrl-C stops the parent, which then stops the server
+    )
+    assert process.stdout is not None
+    line = _first_line(process.stdout, timeout)
+    try:
+        answer = json.loads(line)
+    except ValueError:
+        answer = {"error": f"the moto process exited (code {process.poll()})"}
+    if "url" not in answer:
+        stop(process)
+        raise MotoProcessError(str(answer.get("error", "no answer from the moto process")))
+    return process, str(answer["url"])
+
+
+def stop(process: subprocess.Popen[str], timeout: float = 10.0) -> None:
+    """Close the process's stdin (it stops its server and exits); kill it if it lingers."""
+    if process.stdin is not None:
+        process.stdin.close()
+    try:
+        process.wait(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        process.kill()
+        process.wait()
+    if process.stdout is not None:
+        process.stdout.close()
+
+
+def _first_line(stream: IO[str], timeout: float) -> str:
+    import threading
+
+    lines: list[str] = []
+    reader = threading.Thread(target=lambda: lines.append(stream.readline()), daemon=True)
+    reader.start()
+    reader.join(timeout)
+    return lines[0] if lines else ""
+
+
+def make_dispatch_fast() -> None:
+    """moto's server finds the service of every request by listing moto's package directory
+    (`list_of_moto_modules`: ~150 `isdir` calls) and then matching the host against every
+    service's URL patterns: about a tenth of the server's CPU under load. Both depend only on
+    the installed moto and the request's host, so they are computed once."""
+    import functools
+
+    from moto import backends
+    from moto.moto_server.werkzeug_app import DomainDispatcherApplication
+
+    modules = tuple(backends.list_of_moto_modules())
+    backends.list_of_moto_modules = lambda: modules
+    original = DomainDispatcherApplication.get_backend_for_host
+    hosts: dict[str | None, object] = {}
+
+    @functools.wraps(original)
+    def get_backend_for_host(self: object, host: str | None) -> object:
+        if host not in hosts:
+            hosts[host] = original(self, host)  # type: ignore[arg-type]
+        return hosts[host]
+
+    DomainDispatcherApplication.get_backend_for_host = get_backend_for_host  # type: ignore[method-assign]
+
+
+def serve(host: str, port: int, out: IO[str] = sys.stdout, wait: IO[str] = sys.stdin) -> int:
+    from moto.server import ThreadedMotoServer
+
+    from duetime.local.moto_fixes import make_dynamodb_writes_atomic
+    from duetime.local.moto_sqs import make_sqs_fast
+
+    if port:
+        # ThreadedMotoServer hangs in start() when it cannot bind: check first.
+        with socket.socket() as probe:
+            try:
+                probe.bind((host, port))
+            except OSError as exc:
+                error = f"cannot listen on {host}:{port} ({exc.strerror})"
+                print(json.dumps({"error": error}), file=out, flush=True)
+                return 1
+    logging.getLogger("werkzeug").setLevel(logging.ERROR)
+    make_dynamodb_writes_atomic()
+    make_sqs_fast()
+    make_dispatch_fast()
+    server = ThreadedMotoServer(ip_address=host, port=port, verbose=False)
+    server.start()
+    bound_host, bound_port = server.get_host_and_port()
+    print(json.dumps({"url": f"http://{bound_host}:{bound_port}"}), file=out, flush=True)
+    wait.read()  # until the parent closes the pipe (or dies)
+    server.stop()
+    return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--host", default="127.0.0.1")
+    parser.add_argument("--port", type=int, default=0)
+    args = parser.parse_args(argv)
+    return serve(args.host, args.port)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,131 @@
+"""The local stack's moto server process (duetime.local.moto_process) and the SQS fixes it
+applies (duetime.local.moto_sqs): it serves AWS calls, ends with its parent's pipe, refuses a
+port in use with a clear error, and its SQS behaves as SQS does where moto 5.2 does not."""
+
+from __future__ import annotations
+
+import socket
+import subprocess
+import threading
+import time
+from collections.abc import Iterator
+from typing import Any
+
+import boto3
+import pytest
+from botocore.exceptions import EndpointConnectionError
+
+from duetime.local import moto_process
+
+
+@pytest.fixture(scope="module")
+def server() -> Iterator[tuple[subprocess.Popen[str], str]]:
+    process, url = moto_process.start("127.0.0.1", 0)
+    try:
+        yield process, url
+    finally:
+        moto_process.stop(process)
+
+
+@pytest.fixture
+def sqs(server: tuple[subprocess.Popen[str], str]) -> Any:
+    return boto3.client(
+        "sqs",
+        endpoint_url=server[1],
+        region_name="us-east-1",
+        aws_access_key_id="testing",
+        aws_secret_access_key="testing",
+    )
+
+
+def _queue(sqs: Any, name: str) -> str:
+    url: str = sqs.create_queue(QueueName=name, Attributes={"VisibilityTimeout": "60"})["QueueUrl"]
+    return url
+
+
+def test_given_the_process_then_it_serves_aws_calls_until_stopped() -> None:
+    process, url = moto_process.start("127.0.0.1", 0)
+    ddb = boto3.client(
+        "dynamodb",
+        endpoint_url=url,
+        region_name="us-east-1",
+        aws_access_key_id="testing",
+        aws_secret_access_key="testing",
+    )
+    assert ddb.list_tables()["TableNames"] == []
+
+    moto_process.stop(process)
+
+    assert process.returncode == 0
+    with pytest.raises(EndpointConnectionError):
+        ddb.list_tables()
+
+
+def test_given_a_port_in_use_then_start_fails_with_a_message_naming_it() -> None:
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        with pytest.raises(moto_process.MotoProcessError, match=f"cannot listen on .*:{port}"):
+            moto_process.start("127.0.0.1", port)
+
+
+def test_given_concurrent_receivers_then_each_message_goes_to_one_of_them(sqs: Any) -> None:
+    url = _queue(sqs, "one-receiver-each")
+    for batch in range(20):
+        sqs.send_message_batch(
+            QueueUrl=url,
+            Entries=[{"Id": str(i), "MessageBody": f"{batch}-{i}"} for i in range(10)],
+        )
+    received: list[str] = []
+    lock = threading.Lock()
+
+    def receive() -> None:
+        while True:
+            got = sqs.receive_message(QueueUrl=url, MaxNumberOfMessages=10).get("Messages", [])
+            if not got:
+                return
+            with lock:
+                received.extend(m["Body"] for m in got)
+
+    threads = [threading.Thread(target=receive) for _ in range(6)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+
+    assert len(received) == 200
+    assert len(set(received)) == 200
+
+
+def test_given_a_delayed_message_then_a_long_poll_gets_it_when_its_delay_ends(
+    sqs: Any,
+) -> None:
+    url = _queue(sqs, "delayed")
+    sqs.send_message(QueueUrl=url, MessageBody="later", DelaySeconds=2)
+    sqs.send_message(QueueUrl=url, MessageBody="now")
+
+    first = sqs.receive_message(QueueUrl=url, MaxNumberOfMessages=10)["Messages"]
+    assert [m["Body"] for m in first] == ["now"]
+
+    started = time.monotonic()
+    second = sqs.receive_message(QueueUrl=url, MaxNumberOfMessages=10, WaitTimeSeconds=10)
+    waited = time.monotonic() - started
+
+    assert [m["Body"] for m in second["Messages"]] == ["later"]
+    # the long poll answers when the delay ends (~2 s), not at the end of its 10 s wait
+    assert waited < 5
+
+
+def test_given_a_received_message_then_it_is_invisible_until_its_visibility_timeout(
+    sqs: Any,
+) -> None:
+    url = _queue(sqs, "in-flight")
+    sqs.send_message(QueueUrl=url, MessageBody="once")
+    got = sqs.receive_message(QueueUrl=url, VisibilityTimeout=1)["Messages"]
+
+    assert sqs.receive_message(QueueUrl=url).get("Messages") is None
+    again = sqs.receive_message(QueueUrl=url, WaitTimeSeconds=5)["Messages"]
+
+    assert [m["Body"] for m in again] == ["once"]
+    assert again[0]["MessageId"] == got[0]["MessageId"]
