@@ -28,9 +28,11 @@ def wall_ms() -> int:
     return time.time_ns() // 1_000_000
 
 
-# Standard retry mode retries throttling and 5xx with backoff; a larger pool serves the
-# sweeper's parallel partitions and concurrent worker threads.
-_BOTO_CONFIG = Config(retries={"mode": "standard", "max_attempts": 5}, max_pool_connections=32)
+# Standard retry mode retries throttling and 5xx with backoff. The pool serves every thread of
+# the process at once (the sweeper's parallel partitions; the worker's records; locally, all
+# the pollers' batches): a thread that finds the pool empty opens a connection of its own and
+# closes it after one call. Connections are opened lazily, so a large pool costs nothing idle.
+_BOTO_CONFIG = Config(retries={"mode": "standard", "max_attempts": 5}, max_pool_connections=200)
 
 
 @dataclass(frozen=True)
