@@ -409,18 +409,6 @@ class Bench:
             time.sleep(0.05)
         return time.monotonic()
 
-    def cancel(self, job_ids: list[str]) -> None:
-        """Cancel a scenario's recurring jobs, outside its request counts."""
-
-        def one(job_id: str) -> None:
-            with contextlib.suppress(Exception):
-                self.parts.service.cancel(TENANT, job_id)
-
-        self.log.enabled = False
-        with ThreadPoolExecutor(8) as pool:
-            list(pool.map(one, job_ids))
-        self.log.enabled = True
-
     def queued(self) -> int:
         """Messages in every queue and DLQ (visible, in flight or delayed)."""
         from duetime.local.stack import _depth
@@ -516,12 +504,14 @@ class Bench:
     def steady(self) -> None:
         rate, seconds = self.sizes["rate"], self.sizes["seconds"]
         n = rate * seconds
-        # Time to submit them all before the first is due (~15 jobs/s on a loaded 2-core box):
-        # a job submitted after its instant would measure the bench, not the scheduler.
+        # Time to submit them all before the first is due: a job submitted after its instant
+        # would measure the bench, not the scheduler.
         lead_ms = int(n / SUBMIT_RATE * 1000) + 5000
         self.recorder.take()
         self.log.reset()
         start = now_ms() + lead_ms
+        # Recurring jobs end with the window: no occurrence (and no request) after it.
+        until = {"end_at": rfc3339(start + seconds * 1000)}
         raws: list[dict[str, Any]] = []
         dues: list[int] = []
         one_off_index: list[int] = []
@@ -530,10 +520,10 @@ class Bench:
             due = start + i * 1000 // rate
             kind = i % 20
             if kind == 0:  # 5%: a rate job whose next occurrences land in the window
-                raws.append({"schedule": {"rate_seconds": 10}, "target": NOOP_TARGET})
+                raws.append({"schedule": {"rate_seconds": 10, **until}, "target": NOOP_TARGET})
                 recurring.append((i, "rate"))
             elif kind == 1:  # 5%: a cron job (every minute)
-                raws.append({"schedule": {"cron": "* * * * *"}, "target": NOOP_TARGET})
+                raws.append({"schedule": {"cron": "* * * * *", **until}, "target": NOOP_TARGET})
                 recurring.append((i, "cron"))
             elif kind < 6:  # 20%: delay_seconds (whole seconds from submission)
                 raws.append({"schedule": {"at": rfc3339(due)}, "target": NOOP_TARGET})
@@ -591,7 +581,6 @@ class Bench:
             },
             [d for _, d in expected],
         )
-        self.cancel([job.id for job in rec_ids.values()])
 
     def _submit_delays(self, idx: list[int], dues: list[int]) -> dict[int, Any]:
         from duetime.domain.jobs import parse_job_spec
@@ -682,7 +671,12 @@ class Bench:
         due = (now_ms() + lead_ms) // MINUTE_MS * MINUTE_MS + MINUTE_MS
         when = datetime.fromtimestamp(due / 1000, UTC)
         raw = {
-            "schedule": {"cron": f"{when.minute} {when.hour} * * *", "timezone": "UTC"},
+            # Ends a minute later: one occurrence each, nothing to cancel afterwards.
+            "schedule": {
+                "cron": f"{when.minute} {when.hour} * * *",
+                "timezone": "UTC",
+                "end_at": rfc3339(due + MINUTE_MS),
+            },
             "target": NOOP_TARGET,
         }
         jobs = self.submit([raw] * m)
@@ -717,7 +711,6 @@ class Bench:
             },
             [d for _, d in expected],
         )
-        self.cancel([job.id for job in jobs])
 
     # --- due vs stored -------------------------------------------------------------------
 
