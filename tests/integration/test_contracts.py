@@ -37,6 +37,7 @@ from duetime.domain.jobs import (
     Runtime,
 )
 from duetime.domain.runs import (
+    CLOCK_SKEW_ALLOWANCE_MS,
     Attempt,
     ClaimOutcome,
     Lease,
@@ -820,7 +821,7 @@ def test_given_a_running_run_whose_lease_expired_when_claimed_then_it_replaces_t
 ) -> None:
     held = claimed(run_store, make_claim("msg-1"))
     assert held.lease is not None
-    late = make_claim("msg-2", now_ms=held.lease.until_ms)
+    late = make_claim("msg-2", now_ms=held.lease.until_ms + CLOCK_SKEW_ALLOWANCE_MS)
 
     outcome, run = run_store.claim(late)
 
@@ -922,7 +923,9 @@ def test_given_a_reclaimed_run_when_the_old_holder_finishes_then_none_and_reclai
 ) -> None:
     stale = claimed(run_store, make_claim("msg-1"))
     assert stale.lease is not None
-    reclaimed = claimed(run_store, make_claim("msg-2", now_ms=stale.lease.until_ms + 1))
+    reclaimed = claimed(
+        run_store, make_claim("msg-2", now_ms=stale.lease.until_ms + CLOCK_SKEW_ALLOWANCE_MS)
+    )
 
     result = run_store.finish(stale, RunOutcome(RunStatus.SUCCEEDED, SCHEDULED_MS + 70_000))
 

@@ -6,7 +6,7 @@ from concurrent.futures import ThreadPoolExecutor
 
 from duetime.domain.ids import minute_of
 from duetime.domain.jobs import JobStatus, Priority, Runtime
-from duetime.domain.runs import ClaimOutcome, Lease, RunClaim, RunStatus
+from duetime.domain.runs import CLOCK_SKEW_ALLOWANCE_MS, ClaimOutcome, Lease, RunClaim, RunStatus
 from duetime.domain.timeutil import parse_rfc3339, to_ms
 from duetime.ports import RunMessage
 from duetime.wiring import wall_ms
@@ -239,7 +239,11 @@ def test_given_a_copy_of_a_run_held_by_a_dead_worker_then_it_reclaims_when_the_l
     assert outcome == ClaimOutcome.CLAIMED
     engine.drain()  # the copy finds the run busy and comes back when the lease ends
     assert engine.recorder.calls == []
+    # (past its deadline by the clock-skew allowance: the deadline is the dead worker's clock)
     engine.advance_to(scheduled + 62_000)
+    engine.drain()
+    assert engine.recorder.calls == []
+    engine.advance_to(scheduled + 62_000 + CLOCK_SKEW_ALLOWANCE_MS)
     engine.drain()
     assert engine.recorder.runs_of(job_id) == [scheduled]
 

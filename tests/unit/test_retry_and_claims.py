@@ -9,6 +9,7 @@ from hypothesis import strategies as st
 from duetime.domain.jobs import RetryPolicy
 from duetime.domain.retry import backoff_ms, should_retry
 from duetime.domain.runs import (
+    CLOCK_SKEW_ALLOWANCE_MS,
     ClaimOutcome,
     Lease,
     Run,
@@ -63,7 +64,13 @@ LIVE = Lease("m1", 1, 5000)
         (run(RunStatus.RUNNING, 2, LIVE), claim(1), ClaimOutcome.DONE),
         (run(RunStatus.RUNNING, 1, LIVE), claim(1, "m2"), ClaimOutcome.BUSY),
         (run(RunStatus.RUNNING, 1, LIVE), claim(1, "m1", receive=2), ClaimOutcome.CLAIMED),
-        (run(RunStatus.RUNNING, 1, LIVE), claim(1, "m2", now=5000), ClaimOutcome.CLAIMED),
+        # another message reclaims only once the deadline is past by the clock-skew allowance
+        (run(RunStatus.RUNNING, 1, LIVE), claim(1, "m2", now=5000), ClaimOutcome.BUSY),
+        (
+            run(RunStatus.RUNNING, 1, LIVE),
+            claim(1, "m2", now=5000 + CLOCK_SKEW_ALLOWANCE_MS),
+            ClaimOutcome.CLAIMED,
+        ),
         (run(RunStatus.RUNNING, 1, LIVE), claim(2, "m3"), ClaimOutcome.BUSY),
     ],
 )

@@ -114,6 +114,14 @@ class ClaimOutcome(StrEnum):
     BUSY = "busy"  # another holder's lease is live: leave the message for later
 
 
+# A lease's deadline is written with the holder's clock and read with another worker's: it
+# counts as passed only this long after it, so workers whose clocks disagree by less never
+# take a live lease (AWS compute is kept within milliseconds by Amazon Time Sync; the
+# allowance only delays reclaiming through a *different* message of a run whose holder died —
+# the usual reclaim, the same message redelivered, reads no clock).
+CLOCK_SKEW_ALLOWANCE_MS = 120_000
+
+
 def decide_claim(existing: Run | None, claim: RunClaim) -> ClaimOutcome:
     """Timeline of the cases, for one run R:
 
@@ -125,7 +133,8 @@ def decide_claim(existing: Run | None, claim: RunClaim) -> ClaimOutcome:
         * a delivery of an older attempt -> DONE;
         * the same SQS message delivered again (higher receive count): SQS took the lease back
           because its visibility timeout expired, so the holder is gone -> CLAIMED;
-        * the lease's deadline has passed (holder died) -> CLAIMED;
+        * the lease's deadline has passed, by more than the clock-skew allowance (holder
+          died) -> CLAIMED;
         * otherwise someone is executing it right now -> BUSY.
     """
     if existing is None:
@@ -137,7 +146,7 @@ def decide_claim(existing: Run | None, claim: RunClaim) -> ClaimOutcome:
     if claim.attempt < existing.attempt:
         return ClaimOutcome.DONE
     lease = existing.lease
-    if lease is None or lease.until_ms <= claim.now_ms:
+    if lease is None or lease.until_ms + CLOCK_SKEW_ALLOWANCE_MS <= claim.now_ms:
         return ClaimOutcome.CLAIMED
     if (
         lease.message_id == claim.lease.message_id

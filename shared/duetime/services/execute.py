@@ -25,7 +25,15 @@ from duetime.config import Settings
 from duetime.domain.ids import run_id
 from duetime.domain.jobs import Job, JobStatus
 from duetime.domain.retry import backoff_ms, should_retry
-from duetime.domain.runs import ClaimOutcome, Lease, Run, RunClaim, RunOutcome, RunStatus
+from duetime.domain.runs import (
+    CLOCK_SKEW_ALLOWANCE_MS,
+    ClaimOutcome,
+    Lease,
+    Run,
+    RunClaim,
+    RunOutcome,
+    RunStatus,
+)
 from duetime.observability import Metric, count, logger, milliseconds
 from duetime.ports import Delivery, JobQueue, JobStore, RunMessage, RunStore
 from duetime.services.dispatch import delay_seconds
@@ -132,8 +140,9 @@ class RunExecutor:
             # Come back when the holder's lease ends: if it died, this delivery reclaims.
             count(Metric.RUNS_DUPLICATE)
             if run is not None and run.lease is not None:
+                reclaimable = run.lease.until_ms + CLOCK_SKEW_ALLOWANCE_MS
                 self._queue.change_visibility(
-                    delivery, delay_seconds(run.lease.until_ms, self._clock()) + 1
+                    delivery, delay_seconds(reclaimable, self._clock()) + 1
                 )
             return Result(Disposition.RETRY_LATER, "another worker holds the run", run)
         count(Metric.RUNS_STARTED)
