@@ -148,6 +148,8 @@ class SchedulerProps:
     target_resource_arns: Sequence[str] = ()
     # Customer managed KMS keys of encrypted target queues/topics (kms:GenerateDataKey, Decrypt).
     target_kms_key_arns: Sequence[str] = ()
+    # After POST /webhook-secret/rotate, the old secret signs too for this long (0..30 days).
+    webhook_secret_grace_seconds: int = 24 * 3600
 
     # --- Fargate workers (the `fargate` runtime queues)
     vpc: ec2.IVpc | None = None  # None: a new VPC with public subnets only (no NAT gateway)
@@ -185,6 +187,8 @@ class SchedulerProps:
             raise ValueError("retention periods are whole days, at least 1")
         if not 0 <= self.fargate_min_tasks <= self.fargate_max_tasks:
             raise ValueError("need 0 <= fargate_min_tasks <= fargate_max_tasks")
+        if not 0 <= self.webhook_secret_grace_seconds <= 30 * 86_400:
+            raise ValueError("webhook_secret_grace_seconds must be 0..2592000 (30 days)")
         if self.fargate_max_tasks < 1:
             raise ValueError("fargate_max_tasks must be at least 1")
 

@@ -63,6 +63,7 @@ class DuetimeStack(Stack):
             "JobsTable": (data.jobs.table_name, "DynamoDB jobs table"),
             "TimersTable": (data.timers.table_name, "DynamoDB timers table"),
             "RunsTable": (data.runs.table_name, "DynamoDB runs table"),
+            "SecretsKeyArn": (data.secrets_key.key_arn, "KMS key of the webhook secrets"),
             "HistoryBucket": (history.bucket.bucket_name, "S3 bucket of the run history"),
             "GlueDatabase": (history.database_name, "Glue database of the history table"),
             "GlueTable": (history.table_name, "Glue table of the run history"),

@@ -27,7 +27,13 @@ _lock = threading.Lock()
 @functools.cache
 def resolver() -> APIGatewayHttpResolver:
     parts = components()
-    return build_app(parts.service, parts.runs, parts.jobs, ApiSettings.from_env())
+    return build_app(
+        parts.service,
+        parts.runs,
+        parts.jobs,
+        ApiSettings.from_env(),
+        webhook_secrets=parts.webhook_secrets,
+    )
 
 
 @logger.inject_lambda_context(

@@ -28,7 +28,8 @@ if TYPE_CHECKING:
 # ...dispatch over duetime.adapters.dynamodb): jobs are created, read, listed and replaced
 # conditionally (idempotency keys are conditional puts too); a timer is written and the
 # sweep state read (and the cursor moved back) when a submission is due later; runs are read
-# and listed.
+# and listed. Webhook secrets are items of the jobs table (get, conditional puts) encrypted
+# with the data's secrets key.
 API_JOBS_ACTIONS = ("dynamodb:GetItem", "dynamodb:Query", "dynamodb:PutItem")
 API_TIMERS_ACTIONS = (
     "dynamodb:GetItem",
@@ -136,6 +137,7 @@ class Api(Construct):
         data.jobs.grant(function, *API_JOBS_ACTIONS)
         data.timers.grant(function, *API_TIMERS_ACTIONS)
         data.runs.grant(function, *API_RUNS_ACTIONS)
+        data.grant_secrets(function)  # GET /webhook-secret, POST /webhook-secret/rotate
         for run_queue in queues.run_queues:  # the fast path: due soon, straight to SQS
             run_queue.queue.grant(function, "sqs:SendMessage")
         return function

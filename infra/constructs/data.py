@@ -1,10 +1,14 @@
-"""DynamoDB tables: jobs, timers, runs, with the key schemas of `duetime.resources`."""
+"""DynamoDB tables: jobs, timers, runs, with the key schemas of `duetime.resources`; and the
+KMS key that encrypts the tenants' webhook secrets stored in the jobs table."""
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from aws_cdk import Duration
 from aws_cdk import aws_dynamodb as dynamodb
+from aws_cdk import aws_iam as iam
+from aws_cdk import aws_kms as kms
 from constructs import Construct
 
 from duetime.resources import JOBS_TABLE, RUNS_TABLE, TIMERS_TABLE, TableDef
@@ -25,6 +29,9 @@ _STREAM_VIEWS = {
 }
 # Provisioned tables scale to keep this share of their capacity in use.
 _TARGET_UTILIZATION_PERCENT = 70
+# What duetime.webhook_secrets.KmsCipher calls: GenerateDataKey makes a secret (and its
+# ciphertext) without the plain key ever being sent, Decrypt opens it. No kms:Encrypt.
+SECRETS_KEY_ACTIONS = ("kms:GenerateDataKey", "kms:Decrypt")
 
 
 class Data(Construct):
@@ -37,6 +44,28 @@ class Data(Construct):
         self.jobs = self._table("Jobs", JOBS_TABLE)
         self.timers = self._table("Timers", TIMERS_TABLE)
         self.runs = self._table("Runs", RUNS_TABLE)
+        self.secrets_key = kms.Key(
+            self,
+            "SecretsKey",
+            description="duetime: the tenants' webhook signing secrets (jobs table)",
+            enable_key_rotation=True,
+            rotation_period=Duration.days(365),
+            removal_policy=props.removal_policy,
+        )
+
+    def grant_secrets(self, grantee: iam.IGrantable) -> None:
+        """Make and read webhook secrets: only with a `tenant` encryption context, the one
+        duetime.webhook_secrets always sends."""
+        grantee.grant_principal.add_to_principal_policy(
+            iam.PolicyStatement(
+                actions=list(SECRETS_KEY_ACTIONS),
+                resources=[self.secrets_key.key_arn],
+                conditions={
+                    "ForAllValues:StringEquals": {"kms:EncryptionContextKeys": ["tenant"]},
+                    "Null": {"kms:EncryptionContextKeys": "false"},
+                },
+            )
+        )
 
     @property
     def tables(self) -> tuple[dynamodb.Table, ...]:

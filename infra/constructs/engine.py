@@ -34,7 +34,9 @@ SWEEPER_TIMERS_ACTIONS = (
     "dynamodb:UpdateItem",
 )
 # The worker reads the job (cancel/pause check) and claims/records its run (conditional puts).
-WORKER_JOBS_ACTIONS = ("dynamodb:GetItem",)
+# It reads the tenant's webhook secret (an item of the jobs table) to sign HTTP deliveries and
+# creates it, with a conditional put, if the tenant has none yet.
+WORKER_JOBS_ACTIONS = ("dynamodb:GetItem", "dynamodb:PutItem")
 WORKER_RUNS_ACTIONS = ("dynamodb:PutItem",)
 SEND = "sqs:SendMessage"  # also authorizes SendMessageBatch
 CHANGE_VISIBILITY = "sqs:ChangeMessageVisibility"
@@ -110,6 +112,7 @@ class Engine(Construct):
         )
         data.jobs.grant(worker, *WORKER_JOBS_ACTIONS)
         data.runs.grant(worker, *WORKER_RUNS_ACTIONS)
+        data.grant_secrets(worker)  # sign HTTP deliveries
         for run_queue in self._queues.of_runtime(Runtime.LAMBDA):
             # Retries go back to the run's own queue; early or busy runs change visibility.
             run_queue.queue.grant(worker, SEND, CHANGE_VISIBILITY)

@@ -94,6 +94,8 @@ class FunctionFactory(Construct):
             Env.RUN_TTL_SECONDS: str(props.hot_window_days * 86_400),
             Env.ALLOW_PRIVATE_TARGETS: "false",
             Env.REQUIRE_HTTPS: "true",
+            Env.SECRETS_KEY_ARN: data.secrets_key.key_arn,
+            Env.WEBHOOK_SECRET_GRACE_SECONDS: str(props.webhook_secret_grace_seconds),
             **self.observability_env,
         }
 

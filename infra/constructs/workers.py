@@ -38,7 +38,7 @@ WORKER_STOP_TIMEOUT_SECONDS = 90
 WORKER_COMMAND = ("duetime", "worker", "--runtime", "fargate")  # the Dockerfile's ENTRYPOINT
 # What the task's code calls: the same reads/writes as the Lambda worker, and the SQS calls
 # of its own polling loop (duetime.services.queue_worker).
-TASK_JOBS_ACTIONS = ("dynamodb:GetItem",)
+TASK_JOBS_ACTIONS = ("dynamodb:GetItem", "dynamodb:PutItem")  # jobs, webhook secrets
 TASK_RUNS_ACTIONS = ("dynamodb:PutItem",)
 TASK_QUEUE_ACTIONS = (
     "sqs:ReceiveMessage",
@@ -167,6 +167,7 @@ class FargateWorkers(Construct):
         role = self.task_definition.task_role
         data.jobs.grant(role, *TASK_JOBS_ACTIONS)
         data.runs.grant(role, *TASK_RUNS_ACTIONS)
+        data.grant_secrets(role)  # sign HTTP deliveries
         for run_queue in self._queues.of_runtime(Runtime.FARGATE):
             run_queue.queue.grant(role, *TASK_QUEUE_ACTIONS)
             run_queue.dlq.grant(role, "sqs:SendMessage")

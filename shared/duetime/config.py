@@ -39,6 +39,10 @@ class Env:
     SUBMISSIONS_PER_SECOND = "DUETIME_SUBMISSIONS_PER_SECOND"
     SUBMISSION_BURST = "DUETIME_SUBMISSION_BURST"
     MAX_ACTIVE_RECURRING_JOBS = "DUETIME_MAX_ACTIVE_RECURRING_JOBS"
+    # Webhook signatures (duetime.webhook_secrets): the KMS key that encrypts the tenants'
+    # secrets, and how long a rotated-out secret keeps signing.
+    SECRETS_KEY_ARN = "DUETIME_SECRETS_KEY_ARN"
+    WEBHOOK_SECRET_GRACE_SECONDS = "DUETIME_WEBHOOK_SECRET_GRACE_SECONDS"  # noqa: S105
 
 
 def queue_key(runtime: Runtime, priority: Priority) -> str:
@@ -75,6 +79,10 @@ class Settings:
     # run without them.
     history_bucket: str = ""
     archive_failure_queue_url: str = ""
+    # Webhook signatures: the KMS key (ARN, or an alias ARN) of the tenants' secrets. Empty:
+    # no secret can be made or read, so HTTP deliveries fail (retryably) until it is set.
+    secrets_key_arn: str = ""
+    webhook_secret_grace_seconds: int = 24 * 3600
 
     def queue(self, runtime: Runtime, priority: Priority) -> QueueUrls:
         return self.queues[queue_key(runtime, priority)]
@@ -119,6 +127,10 @@ class Settings:
             require_https=_flag(env.get(Env.REQUIRE_HTTPS, "true")),
             history_bucket=env.get(Env.HISTORY_BUCKET, ""),
             archive_failure_queue_url=env.get(Env.ARCHIVE_FAILURE_QUEUE_URL, ""),
+            secrets_key_arn=env.get(Env.SECRETS_KEY_ARN, "").strip(),
+            webhook_secret_grace_seconds=number(
+                Env.WEBHOOK_SECRET_GRACE_SECONDS, 24 * 3600, 0, 30 * 86_400
+            ),
         )
 
     def to_env(self) -> dict[str, str]:
@@ -137,11 +149,13 @@ class Settings:
             Env.TIMER_TTL_SECONDS: str(self.timer_ttl_seconds),
             Env.ALLOW_PRIVATE_TARGETS: str(self.allow_private_targets).lower(),
             Env.REQUIRE_HTTPS: str(self.require_https).lower(),
+            Env.WEBHOOK_SECRET_GRACE_SECONDS: str(self.webhook_secret_grace_seconds),
         } | {
             name: value
             for name, value in (
                 (Env.HISTORY_BUCKET, self.history_bucket),
                 (Env.ARCHIVE_FAILURE_QUEUE_URL, self.archive_failure_queue_url),
+                (Env.SECRETS_KEY_ARN, self.secrets_key_arn),
             )
             if value
         }

@@ -43,6 +43,9 @@ DLQ_RETENTION_SECONDS = 14 * 86_400
 # the archiver could not convert (duetime.history.archive), each named `<prefix>-<suffix>`.
 HISTORY_BUCKET_SUFFIX = "history"
 ARCHIVE_FAILURE_QUEUE_SUFFIX = "archive-failures"
+# The KMS key of the tenants' webhook secrets (duetime.webhook_secrets), by its alias
+# `alias/<prefix>-<suffix>`.
+SECRETS_KEY_ALIAS_SUFFIX = "webhook-secrets"
 
 
 def create_resources(
@@ -51,13 +54,15 @@ def create_resources(
     prefix: str = "duetime",
     *,
     s3: S3Client | None = None,
+    kms: Any = None,
     visibility_timeout_seconds: int = QUEUE_VISIBILITY_TIMEOUT_SECONDS,
     **settings: int | bool,
 ) -> Settings:
     """Create every table and queue (idempotently) and return Settings pointing at them.
 
     With an `s3` client, also the history bucket (`Settings.history_bucket`; without one the
-    setting stays empty). The archive-failure queue is always created."""
+    setting stays empty); with a `kms` client (boto3's), the key of the webhook secrets
+    (`Settings.secrets_key_arn`). The archive-failure queue is always created."""
     existing = set(dynamodb.list_tables().get("TableNames", []))
     for table in TABLES:
         name = f"{prefix}-{table.name}"
@@ -111,6 +116,7 @@ def create_resources(
         Attributes={"MessageRetentionPeriod": str(DLQ_RETENTION_SECONDS)},
     )["QueueUrl"]
     bucket = _create_bucket(s3, f"{prefix}-{HISTORY_BUCKET_SUFFIX}") if s3 is not None else ""
+    key_arn = _create_secrets_key(kms, prefix) if kms is not None else ""
     return Settings(
         jobs_table=f"{prefix}-{JOBS_TABLE.name}",
         timers_table=f"{prefix}-{TIMERS_TABLE.name}",
@@ -118,6 +124,7 @@ def create_resources(
         queues=queues,
         history_bucket=bucket,
         archive_failure_queue_url=failure_queue_url,
+        secrets_key_arn=key_arn,
         **settings,  # type: ignore[arg-type]
     )
 
@@ -134,3 +141,22 @@ def _create_bucket(s3: S3Client, name: str) -> str:
                 CreateBucketConfiguration={"LocationConstraint": region},  # type: ignore[typeddict-item]
             )
     return name
+
+
+def _create_secrets_key(kms: Any, prefix: str) -> str:
+    """The symmetric key of the webhook secrets, found by its alias or created with it."""
+    from botocore.exceptions import ClientError
+
+    alias = f"alias/{prefix}-{SECRETS_KEY_ALIAS_SUFFIX}"
+    try:
+        arn: str = kms.describe_key(KeyId=alias)["KeyMetadata"]["Arn"]
+        return arn
+    except ClientError as exc:
+        if exc.response.get("Error", {}).get("Code") != "NotFoundException":
+            raise
+    metadata = kms.create_key(Description=f"{prefix}: tenants' webhook signing secrets")[
+        "KeyMetadata"
+    ]
+    kms.create_alias(AliasName=alias, TargetKeyId=metadata["KeyId"])
+    created: str = metadata["Arn"]
+    return created

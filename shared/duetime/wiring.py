@@ -22,6 +22,13 @@ from duetime.services.execute import RunExecutor
 from duetime.services.jobs import JobService
 from duetime.services.sweep import Sweeper
 from duetime.targets import AwsClients, TargetExecutor
+from duetime.webhook_secrets import (
+    DynamoSecretStore,
+    KmsCipher,
+    SecretCipher,
+    UnconfiguredCipher,
+    WebhookSecrets,
+)
 
 
 def wall_ms() -> int:
@@ -45,6 +52,7 @@ class Components:
     service: JobService
     sweeper: Sweeper
     executor: RunExecutor
+    webhook_secrets: WebhookSecrets
 
 
 def build(
@@ -63,10 +71,24 @@ def build(
     )
     runs = DynamoRunStore(dynamodb, settings.runs_table)
     queue = SqsJobQueue(sqs, settings.queues)
+    clients = AwsClients(session)
+    # The KMS client is built on first use: the sweeper never signs.
+    cipher: SecretCipher = (
+        KmsCipher(settings.secrets_key_arn, lambda: clients.kms)
+        if settings.secrets_key_arn
+        else UnconfiguredCipher()
+    )
+    webhook_secrets = WebhookSecrets(
+        DynamoSecretStore(dynamodb, settings.jobs_table),
+        cipher,
+        grace_seconds=settings.webhook_secret_grace_seconds,
+        clock=clock,
+    )
     targets = TargetExecutor(
         allow_private=settings.allow_private_targets,
         require_https=settings.require_https,
-        clients=AwsClients(session),
+        clients=clients,
+        webhook_secrets=webhook_secrets,
     )
     return Components(
         settings=settings,
@@ -77,6 +99,7 @@ def build(
         service=JobService(jobs, timers, runs, queue, settings, clock=clock),
         sweeper=Sweeper(jobs, timers, queue, settings, clock=clock),
         executor=RunExecutor(jobs, runs, queue, targets, settings, clock=clock, jitter=jitter),
+        webhook_secrets=webhook_secrets,
     )
 
 

@@ -48,7 +48,8 @@ DYNAMODB: dict[str, dict[str, set[str]]] = {
         "runs": set(),
     },
     "worker": {
-        "jobs": {"dynamodb:GetItem"},  # cancelled/paused check
+        # cancelled/paused check; the tenant's webhook secret (read, made on first delivery)
+        "jobs": {"dynamodb:GetItem", "dynamodb:PutItem"},
         "timers": set(),
         "runs": {"dynamodb:PutItem"},  # claim and outcome: conditional puts of the run
     },
@@ -115,6 +116,8 @@ def test_engine_functions_get_settings_the_code_accepts(synth: Synth, name: str)
     }
     assert settings.require_https is True
     assert settings.allow_private_targets is False
+    assert settings.secrets_key_arn == f"getatt:{synth.logical_id('Scheduler/Data/SecretsKey')}"
+    assert settings.webhook_secret_grace_seconds == 24 * 3600
 
 
 def _render(value: Any) -> str:
@@ -123,6 +126,8 @@ def _render(value: Any) -> str:
         return value
     if "Ref" in value:
         return f"ref:{value['Ref']}"
+    if "Fn::GetAtt" in value:
+        return f"getatt:{value['Fn::GetAtt'][0]}"
     separator, parts = value["Fn::Join"]
     return str(separator).join(_render(part) for part in parts)
 
@@ -185,7 +190,10 @@ def test_worker_queue_access(synth: Synth) -> None:
 def test_fargate_task_role_access(synth: Synth) -> None:
     role = synth.logical_id(TASK_ROLE)
 
-    assert synth.actions_on(role, synth.logical_id("Scheduler/Data/Jobs")) == {"dynamodb:GetItem"}
+    assert synth.actions_on(role, synth.logical_id("Scheduler/Data/Jobs")) == {
+        "dynamodb:GetItem",
+        "dynamodb:PutItem",
+    }
     assert synth.actions_on(role, synth.logical_id("Scheduler/Data/Runs")) == {"dynamodb:PutItem"}
     assert synth.actions_on(role, synth.logical_id("Scheduler/Data/Timers")) == set()
     for queue, dlq in synth.queue_ids(Runtime.FARGATE):
@@ -273,3 +281,24 @@ def test_no_wildcard_action_anywhere(synth: Synth) -> None:
 def test_reserved_concurrency(synth: Synth, name: str, expected: int | None) -> None:
     _, function = synth.function(name)
     assert function.get("ReservedConcurrentExecutions") == expected
+
+
+def test_the_webhook_secrets_key_rotates_and_only_signers_may_use_it(synth: Synth) -> None:
+    key = synth.logical_id("Scheduler/Data/SecretsKey")
+    assert synth.resources[key]["Properties"]["EnableKeyRotation"] is True
+    signers = {synth.role_of("api"), synth.role_of("worker"), synth.logical_id(TASK_ROLE)}
+
+    for role in signers:
+        # GenerateDataKey makes a secret, Decrypt reads it: never kms:Encrypt.
+        assert synth.actions_on(role, key) == {"kms:GenerateDataKey", "kms:Decrypt"}, role
+        [statement] = [
+            s
+            for s in synth.statements(role)
+            if {"Fn::GetAtt": [key, "Arn"]} in listed(s["Resource"])
+        ]
+        assert statement["Condition"] == {
+            "ForAllValues:StringEquals": {"kms:EncryptionContextKeys": ["tenant"]},
+            "Null": {"kms:EncryptionContextKeys": "false"},
+        }
+    for name in ("sweeper", "archiver", "compactor"):
+        assert synth.actions_on(synth.role_of(name), key) == set(), name

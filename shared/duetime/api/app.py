@@ -50,6 +50,7 @@ from duetime.domain.jobs import JobStatus, parse_job_spec
 from duetime.observability import logger
 from duetime.ports import Page, RunStore
 from duetime.services.jobs import JobService, JobView
+from duetime.webhook_secrets import RotationConflict, WebhookSecrets
 
 JsonResponse: TypeAlias = Response[Any]
 T = TypeVar("T")
@@ -62,6 +63,8 @@ MAX_CURSOR_CHARS = 1024
 MAX_TENANT_CHARS = 256
 JOB_ID = re.compile(r"[0-9A-HJKMNP-TV-Z]{26}")  # a ULID (duetime.domain.ids.new_job_id)
 IDEMPOTENCY_KEY = re.compile(r"[\x21-\x7e]{1,255}")  # visible ASCII
+# Answers holding secret material must not sit in a shared or browser cache.
+_NO_STORE = {"Cache-Control": "no-store"}
 
 # Every (method, path) the API serves; the OpenAPI document has exactly these operations.
 ROUTES: tuple[tuple[str, str], ...] = (
@@ -75,6 +78,8 @@ ROUTES: tuple[tuple[str, str], ...] = (
     ("POST", "/jobs/{id}/resume"),
     ("POST", "/jobs/{id}/run"),
     ("GET", "/jobs/{id}/runs"),
+    ("GET", "/webhook-secret"),
+    ("POST", "/webhook-secret/rotate"),
 )
 PUBLIC_ROUTES = frozenset({("GET", "/health"), ("GET", "/openapi.json")})
 _ROUTE_PATTERNS = tuple(
@@ -115,6 +120,7 @@ ERROR_STATUS: tuple[tuple[type[DomainError], HTTPStatus], ...] = (
     (MethodNotAllowed, HTTPStatus.METHOD_NOT_ALLOWED),
     (IllegalTransition, HTTPStatus.CONFLICT),
     (IdempotencyConflict, HTTPStatus.CONFLICT),
+    (RotationConflict, HTTPStatus.CONFLICT),
     (QuotaExceeded, HTTPStatus.TOO_MANY_REQUESTS),
 )
 
@@ -131,9 +137,11 @@ def build_app(
     *,
     clock: Callable[[], int] = _epoch_ms,
     limiter: SubmissionLimiter | None = None,
+    webhook_secrets: WebhookSecrets | None = None,
 ) -> APIGatewayHttpResolver:
     """The resolver with every route. `jobs` is only read to count a tenant's active
-    recurring jobs (duetime.api.quotas)."""
+    recurring jobs (duetime.api.quotas). `webhook_secrets` serves /webhook-secret; without it
+    those routes answer 500 (a wiring mistake, logged)."""
     settings = settings or ApiSettings()
     quotas = settings.quotas
     limiter = limiter or SubmissionLimiter(quotas.submissions_per_second, quotas.submission_burst)
@@ -223,6 +231,23 @@ def build_app(
         service.get(owner, job_id)  # another tenant's job is a 404 like an unknown one
         page = _read_page(lambda: runs.list(job_id, limit, cursor), cursor)
         return _json(HTTPStatus.OK, views.runs_page_json(page))
+
+    def secrets() -> WebhookSecrets:
+        if webhook_secrets is None:
+            raise RuntimeError("build_app was given no webhook_secrets")
+        return webhook_secrets
+
+    @route("GET", "/webhook-secret")
+    def get_webhook_secret() -> JsonResponse:
+        owner = tenant()
+        found = secrets().get(owner)
+        return _json(HTTPStatus.OK, views.webhook_secret_json(found, clock()), _NO_STORE)
+
+    @route("POST", "/webhook-secret/rotate")
+    def rotate_webhook_secret() -> JsonResponse:
+        owner = tenant()
+        found = secrets().rotate(owner)
+        return _json(HTTPStatus.OK, views.webhook_secret_json(found, clock()), _NO_STORE)
 
     @app.not_found
     def no_route(_: NotFoundError) -> JsonResponse:

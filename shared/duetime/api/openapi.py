@@ -68,6 +68,7 @@ _INSTANT = {
 }
 _OPTIONAL_INSTANT = {"type": ["string", "null"], "format": "date-time"}
 _INTEGER_OR_NULL = {"type": ["integer", "null"]}
+_SECRET = {"type": "string", "pattern": "^whsec_[A-Za-z0-9+/]{32,88}={0,2}$"}
 _STRING_OR_NULL = {"type": ["string", "null"]}
 
 
@@ -326,6 +327,31 @@ def _jobs() -> dict[str, Any]:
             {"job_id": {"type": "string"}, "run_id": {"type": "string"}, "scheduled_for": _INSTANT},
             ("job_id", "run_id", "scheduled_for"),
         ),
+        "WebhookSecret": _obj(
+            {
+                "secret": {
+                    **_SECRET,
+                    "description": "The current secret: signs every HTTP delivery.",
+                },
+                "previous_secret": {
+                    "oneOf": [_SECRET, {"type": "null"}],
+                    "description": "The secret before the last rotation while it still "
+                    "signs too (until previous_expires_at); null otherwise.",
+                },
+                "rotated_at": {
+                    **_OPTIONAL_INSTANT,
+                    "description": "When the secret was last rotated; null if never.",
+                },
+                "previous_expires_at": {
+                    **_OPTIONAL_INSTANT,
+                    "description": "When previous_secret stops signing; null when there "
+                    "is no previous secret.",
+                },
+            },
+            ("secret", "previous_secret", "rotated_at", "previous_expires_at"),
+            description="The tenant's webhook signing secrets (Standard Webhooks). The HMAC "
+            "key is the base64 after whsec_.",
+        ),
         "Health": _obj({"status": {"const": "ok"}}, ("status",)),
         "Error": _obj(
             {
@@ -380,6 +406,9 @@ _RESPONSES = {
             }
         },
     ),
+    "RotationConflict": _error(
+        "Another rotation happened at the same time (code conflict); read the secret again."
+    ),
     "InternalError": _error("An unexpected failure (code internal); safe to retry."),
 }
 
@@ -392,10 +421,17 @@ def _param(name: str) -> dict[str, str]:
     return {"$ref": f"#/components/parameters/{name}"}
 
 
-def _ok(status: int, description: str, schema: str, *errors: tuple[int, str]) -> dict[str, Any]:
-    responses: dict[str, Any] = {
-        str(status): {"description": description, "content": _json_content(_ref(schema))}
-    }
+def _ok(
+    status: int,
+    description: str,
+    schema: str,
+    *errors: tuple[int, str],
+    headers: dict[str, Any] | None = None,
+) -> dict[str, Any]:
+    success: dict[str, Any] = {"description": description, "content": _json_content(_ref(schema))}
+    if headers:
+        success["headers"] = headers
+    responses: dict[str, Any] = {str(status): success}
     for code, name in (*errors, (401, "Unauthorized"), (500, "InternalError")):
         responses[str(code)] = _response(name)
     return dict(sorted(responses.items()))
@@ -432,6 +468,12 @@ _PARAMETERS = {
 }
 
 _TRANSITION = (404, "NotFound"), (409, "Conflict")
+_NO_STORE = {
+    "Cache-Control": {
+        "description": "no-store: the answer holds secrets (always sent).",
+        "schema": {"const": "no-store"},
+    }
+}
 
 
 def _paths() -> dict[str, Any]:
@@ -538,6 +580,26 @@ def _paths() -> dict[str, Any]:
                 ),
             },
         },
+        "/webhook-secret": {
+            "get": {
+                "operationId": "getWebhookSecret",
+                "summary": "The tenant's webhook signing secrets (created on first use)",
+                "responses": _ok(200, "The secrets.", "WebhookSecret", headers=_NO_STORE),
+            },
+        },
+        "/webhook-secret/rotate": {
+            "post": {
+                "operationId": "rotateWebhookSecret",
+                "summary": "A new signing secret; the old one signs too for a grace period",
+                "responses": _ok(
+                    200,
+                    "The secrets after the rotation.",
+                    "WebhookSecret",
+                    (409, "RotationConflict"),
+                    headers=_NO_STORE,
+                ),
+            },
+        },
     }
 
 
@@ -548,7 +610,9 @@ OPENAPI: dict[str, Any] = {
         "title": "duetime",
         "version": __version__,
         "description": "Schedule jobs that run at a time, after a delay, on a rate or on a "
-        'cron schedule. Errors are JSON: {"error": {"code", "message", "field"?}}.',
+        'cron schedule. Errors are JSON: {"error": {"code", "message", "field"?}}. HTTP '
+        "deliveries are signed (Standard Webhooks) with the tenant's secret: see "
+        "/webhook-secret.",
     },
     "security": [{"bearerJwt": []}],
     "paths": _paths(),

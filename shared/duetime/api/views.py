@@ -14,6 +14,7 @@ from duetime.domain.schedule import next_occurrence
 from duetime.domain.timeutil import from_ms, rfc3339, rfc3339_ms
 from duetime.ports import Page
 from duetime.services.jobs import JobView
+from duetime.webhook_secrets import TenantSecrets
 
 
 def job_json(view: JobView, now_ms: int) -> dict[str, Any]:
@@ -71,6 +72,17 @@ def run_now_json(job_id: str, scheduled_ms: int) -> dict[str, Any]:
         "job_id": job_id,
         "run_id": run_id(job_id, scheduled_ms),
         "scheduled_for": rfc3339_ms(scheduled_ms),
+    }
+
+
+def webhook_secret_json(secrets: TenantSecrets, now_ms: int) -> dict[str, Any]:
+    """The tenant's signing secrets. The previous secret shows only while it still signs."""
+    previous = secrets.previous_valid(now_ms)
+    return {
+        "secret": secrets.secret,
+        "previous_secret": secrets.previous_secret if previous else None,
+        "rotated_at": _instant(secrets.rotated_ms),
+        "previous_expires_at": _instant(secrets.previous_expires_ms) if previous else None,
     }
 
 

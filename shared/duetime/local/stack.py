@@ -296,6 +296,8 @@ class LocalStack:
             self._sqs,
             PREFIX,
             s3=session.client("s3", config=config),
+            # The webhook secrets' key, in moto's KMS: the same code path as on AWS.
+            kms=session.client("kms", config=config),
             visibility_timeout_seconds=LOCAL_VISIBILITY_TIMEOUT_SECONDS,
             allow_private_targets=options.allow_private_targets,
             require_https=False,

@@ -30,6 +30,7 @@ if TYPE_CHECKING:
 
     from duetime.targets.handlers import HandlerRegistry
     from duetime.targets.http import HttpDelivery
+    from duetime.webhook_secrets import KmsClient, SigningSecrets
 
 # Error messages end up in run records and API responses: keep them bounded.
 MAX_ERROR_CHARS = 500
@@ -111,7 +112,7 @@ _CLIENT_CONFIG = Config(
     read_timeout=30,
     retries={"mode": "standard", "max_attempts": 3},
 )
-_CLIENT_NAMES = frozenset({"sqs", "sns", "events", "lambda_"})
+_CLIENT_NAMES = frozenset({"sqs", "sns", "events", "lambda_", "kms"})
 _C = TypeVar("_C")
 
 
@@ -120,6 +121,7 @@ class AwsClients:
 
     Building a client costs tens of milliseconds, so a Lambda container builds each one once.
     Tests inject ready clients by name: `AwsClients(sqs=..., sns=..., events=..., lambda_=...)`.
+    `kms` opens the webhook secrets that sign HTTP deliveries (duetime.webhook_secrets).
     """
 
     def __init__(self, session: boto3.Session | None = None, **clients: Any) -> None:
@@ -149,6 +151,12 @@ class AwsClients:
     def lambda_(self) -> LambdaClient:
         return self._get("lambda_", lambda session: session.client("lambda", config=_CLIENT_CONFIG))
 
+    @property
+    def kms(self) -> KmsClient:
+        # No KMS stubs are installed: the client is typed by the calls duetime makes.
+        client = self._get("kms", lambda session: session.client("kms", config=_CLIENT_CONFIG))
+        return cast("KmsClient", client)
+
     def _get(self, name: str, build: Callable[[boto3.Session], _C]) -> _C:
         client = self._clients.get(name)
         if client is None:
@@ -165,7 +173,9 @@ class TargetExecutor:
     """Runs one invocation against one target: returns on success, raises TargetError otherwise.
 
     `allow_private` turns the HTTP address guard off (local mode, where targets live on
-    loopback); `require_https` refuses plain-http URLs (on AWS).
+    loopback); `require_https` refuses plain-http URLs (on AWS). `webhook_secrets` signs HTTP
+    deliveries (Standard Webhooks headers); the composition root (duetime.wiring) always
+    passes it; without it (tests, embedding) HTTP requests go unsigned.
     """
 
     def __init__(
@@ -175,6 +185,7 @@ class TargetExecutor:
         require_https: bool = False,
         clients: AwsClients | None = None,
         handlers: HandlerRegistry | None = None,
+        webhook_secrets: SigningSecrets | None = None,
     ) -> None:
         # Imported here rather than at the top: these modules import Invocation and TargetError
         # from this one.
@@ -182,7 +193,9 @@ class TargetExecutor:
         from duetime.targets.http import HttpDelivery
 
         self._http: HttpDelivery = HttpDelivery(
-            allow_private=allow_private, require_https=require_https
+            allow_private=allow_private,
+            require_https=require_https,
+            webhook_secrets=webhook_secrets,
         )
         self._clients = clients if clients is not None else AwsClients()
         self._handlers = handlers if handlers is not None else DEFAULT_HANDLERS

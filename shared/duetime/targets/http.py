@@ -10,12 +10,17 @@ import ssl
 import threading
 import time
 from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING
 from urllib.parse import SplitResult, urlsplit
 
 from duetime import __version__
 from duetime.domain.targets import HttpTarget
 from duetime.targets import address_guard
 from duetime.targets.base import Invocation, TargetError, delivery_metadata, to_json
+from duetime.webhook_secrets import SecretsUnavailable, webhook_headers
+
+if TYPE_CHECKING:
+    from duetime.webhook_secrets import SigningSecrets
 
 # The response body only feeds error messages; never hold more of it than this.
 MAX_RESPONSE_BYTES = 64 * 1024
@@ -38,6 +43,10 @@ class HttpDelivery:
     `resolver` and `ssl_context` exist for tests; by default names are resolved with
     `address_guard.resolve_host` (looked up on each call, so tests may monkeypatch it) and
     certificates are verified against the system trust store.
+
+    With `webhook_secrets`, every request is signed (Standard Webhooks: `webhook-id` is the
+    run id, `webhook-timestamp` the send time in epoch seconds from `wall_clock`,
+    `webhook-signature` one `v1,...` per valid secret of the tenant); without, unsigned.
     """
 
     def __init__(
@@ -47,11 +56,15 @@ class HttpDelivery:
         require_https: bool = False,
         resolver: Resolver | None = None,
         ssl_context: ssl.SSLContext | None = None,
+        webhook_secrets: SigningSecrets | None = None,
+        wall_clock: Callable[[], float] = time.time,
     ) -> None:
         self._allow_private = allow_private
         self._require_https = require_https
         self._resolver = resolver
         self._ssl_context = ssl_context
+        self._webhook_secrets = webhook_secrets
+        self._wall_clock = wall_clock
 
     def deliver(self, target: HttpTarget, invocation: Invocation) -> None:
         if invocation.timeout_seconds <= 0:
@@ -74,10 +87,24 @@ class HttpDelivery:
         method = target.method.upper()
         body = None if method in _NO_BODY_METHODS else to_json(invocation.payload).encode()
         headers = _headers(target, invocation, has_body=body is not None)
+        headers |= self._signature(invocation, body or b"")
         status, reason, location, text = _exchange(
             connection, pin, method=method, path=_path(url), body=body, headers=headers
         )
         _raise_for_status(status, reason, location, text)
+
+    def _signature(self, invocation: Invocation, body: bytes) -> dict[str, str]:
+        """The webhook-* headers for exactly the bytes sent (b"" without a body). Signed
+        last, just before sending, so the timestamp is this attempt's."""
+        if self._webhook_secrets is None:
+            return {}
+        try:
+            secrets = self._webhook_secrets.signing_secrets(invocation.tenant)
+        except SecretsUnavailable as exc:
+            # Not the target's fault and fixable (a KMS hiccup, a key being set up): retry.
+            raise TargetError(f"not sent: {exc}") from exc
+        timestamp = int(self._wall_clock())
+        return webhook_headers(secrets, invocation.run_id, timestamp, body)
 
     def _parse_url(self, raw: str) -> SplitResult:
         try:
