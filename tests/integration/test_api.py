@@ -591,6 +591,10 @@ def test_list_filters_on_the_effective_status(api: Api) -> None:
         ({"cursor": "%%%"}, "cursor"),
         ({"cursor": "eyJ4IjoxfQ"}, "cursor"),  # valid base64 JSON, but not a jobs cursor
         ({"cursor": "x" * 2000}, "cursor"),
+        # ids that are not job ids: they would sort outside the query's key condition (moto
+        # accepts that; DynamoDB refuses it)
+        ({"cursor": "eyJpZCI6IiEifQ=="}, "cursor"),  # {"id": "!"}
+        ({"cursor": "eyJpZCI6IiJ9"}, "cursor"),  # {"id": ""}
     ],
 )
 def test_bad_list_parameters_are_a_400_naming_them(
@@ -730,6 +734,8 @@ def test_runs_of_a_job_with_none_is_an_empty_page(api: Api) -> None:
         ({"limit": "500"}, "limit"),
         ({"cursor": "eyJpZCI6IngifQ"}, "cursor"),
         ({"cursor": "!"}, "cursor"),
+        # a 41-digit number: DynamoDB refuses numbers beyond 38 digits
+        ({"cursor": "eyJzIjoxMDAwMDAwMDAwMDAwMDAwMDAwMDAwMDAwMDAwMDAwMDAwMDAwMDAwMH0="}, "cursor"),
     ],
 )
 def test_bad_runs_parameters_are_a_400(api: Api, query: dict[str, str], field: str) -> None:

@@ -279,3 +279,119 @@ def test_given_a_url_spelling_a_refused_address_when_executed_then_it_is_refused
         TargetExecutor().execute(HttpTarget(url=url), invocation())
 
     assert not caught.value.retryable
+
+
+# --- every refused range, at its edges, and its public neighbours ------------------------------
+
+# (range, its first and last address, or a notable one inside). Both ends of each range are
+# refused: a guard built from a wrong prefix length misses one of them.
+RANGE_EDGES = [
+    ("127.0.0.0/8", "127.0.0.0"),
+    ("127.0.0.0/8", "127.255.255.255"),
+    ("10.0.0.0/8", "10.0.0.0"),
+    ("10.0.0.0/8", "10.255.255.255"),
+    ("172.16.0.0/12", "172.16.0.0"),
+    ("172.16.0.0/12", "172.20.1.1"),
+    ("192.168.0.0/16", "192.168.0.0"),
+    ("192.168.0.0/16", "192.168.255.255"),
+    ("100.64.0.0/10", "100.64.0.0"),
+    ("100.64.0.0/10", "100.127.255.255"),
+    ("169.254.0.0/16", "169.254.0.1"),
+    ("169.254.0.0/16", "169.254.255.255"),
+    ("224.0.0.0/4", "239.255.255.250"),  # SSDP
+    ("0.0.0.0/8", "0.1.2.3"),
+    ("::ffff:0:0/96 loopback", "::ffff:7f00:1"),  # ::ffff:127.0.0.1 written in hex
+    ("::ffff:0:0/96 private", "::ffff:192.168.0.1"),
+    ("::ffff:0:0/96 private", "::ffff:172.16.0.1"),
+    ("::ffff:0:0/96 CGNAT", "::ffff:100.64.0.1"),
+    ("::ffff:0:0/96 unspecified", "::ffff:0.0.0.0"),
+    ("::ffff:0:0/96 ECS credentials", "::ffff:169.254.170.2"),
+    ("fc00::/7", "fdff:ffff:ffff:ffff:ffff:ffff:ffff:ffff"),
+    ("fe80::/10", "febf:ffff:ffff:ffff:ffff:ffff:ffff:ffff"),
+    ("fec0::/10", "fec0::1"),
+    ("ff00::/8", "ff0e::1"),  # global-scope multicast is still multicast
+    ("64:ff9b::/96 NAT64 metadata", "64:ff9b::a9fe:a9fe"),
+    ("64:ff9b::/96 NAT64 ECS credentials", "64:ff9b::a9fe:aa02"),
+    ("2002::/16 6to4 loopback", "2002:7f00:1::"),
+    ("2002::/16 6to4 private", "2002:a00:1::1"),
+    ("2001:db8::/32", "2001:db8:ffff::1"),
+    ("outside 2000::/3", "fbff:ffff::1"),  # Python calls this global; nothing routes it
+    ("outside 2000::/3", "fe00::1"),
+    ("outside 2000::/3, IPv4-translated (SIIT)", "::ffff:0:a00:1"),
+]
+
+# Just outside each range: public, so the guard must not refuse them.
+PUBLIC_NEIGHBOURS = [
+    "9.255.255.255",
+    "11.0.0.0",
+    "126.255.255.255",
+    "128.0.0.0",
+    "172.15.255.255",
+    "172.32.0.0",
+    "192.167.255.255",
+    "192.169.0.0",
+    "100.63.255.255",
+    "100.128.0.0",
+    "169.253.255.255",
+    "169.255.0.0",
+    "223.255.255.255",
+    "2001:4860:4860::8888",
+    "2002:5db8:d822::1",  # 6to4 of the public 93.184.216.34
+]
+
+
+@pytest.mark.parametrize(("network", "address"), RANGE_EDGES)
+def test_given_an_address_at_the_edge_of_a_refused_range_when_checked_then_it_is_refused(
+    network: str, address: str
+) -> None:
+    with pytest.raises(TargetError, match="refused") as caught:
+        check_addresses("edge.example", [address], allow_private=False)
+
+    assert not caught.value.retryable, network
+
+
+@pytest.mark.parametrize("address", PUBLIC_NEIGHBOURS)
+def test_given_a_public_neighbour_of_a_refused_range_when_checked_then_it_is_accepted(
+    address: str,
+) -> None:
+    assert check_addresses("near.example", [address], allow_private=False) == address
+
+
+# One refused answer among public ones taints the name, wherever it is in the answer and
+# whichever family it is in.
+REFUSED_PER_RANGE = [
+    "127.0.0.1",
+    "10.0.0.1",
+    "172.16.0.1",
+    "192.168.0.1",
+    "100.64.0.1",
+    "169.254.169.254",
+    "169.254.170.2",
+    "224.0.0.1",
+    "0.0.0.0",
+    "::1",
+    "::",
+    "fd00::1",
+    "fe80::1",
+    "ff02::1",
+    "::ffff:10.0.0.1",
+    "::ffff:127.0.0.1",
+    "64:ff9b::a00:1",
+    "2002:a9fe:a9fe::1",
+]
+PUBLIC_ANSWERS = ["93.184.216.34", "2606:4700::1111"]
+
+
+@pytest.mark.parametrize("position", [0, 1, 2])
+@pytest.mark.parametrize("bad", REFUSED_PER_RANGE)
+def test_given_a_host_with_several_answers_one_refused_when_checked_then_it_is_refused(
+    bad: str, position: int
+) -> None:
+    answers = list(PUBLIC_ANSWERS)
+    answers.insert(position, bad)
+
+    with pytest.raises(TargetError) as caught:
+        check_addresses("multi.example", answers, allow_private=False)
+
+    assert bad in str(caught.value)
+    assert not caught.value.retryable

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import base64
 import json
+import re
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -101,9 +102,16 @@ def _query_page(
 
 def _cursor_int(start: dict[str, Any], key: str) -> int:
     value = start.get(key)
-    if not isinstance(value, int) or isinstance(value, bool):
+    # Epoch milliseconds: DynamoDB refuses numbers beyond 38 digits with a 500-worthy error.
+    if not isinstance(value, int) or isinstance(value, bool) or not 0 <= value < 10**15:
         raise ValueError("invalid cursor")
     return value
+
+
+# A job cursor names a job id: a ULID (Crockford base32). Anything else could sort outside the
+# query's key condition (DynamoDB refuses such an ExclusiveStartKey) or inside the
+# idempotency records.
+_JOB_ID_CURSOR = re.compile(r"[0-9A-HJKMNP-TV-Z]{26}")
 
 
 # Idempotency records share the jobs table under sort keys that sort before every job id
@@ -180,7 +188,7 @@ class DynamoJobStore:
         }
         if cursor:
             start = _decode_cursor(cursor).get("id")
-            if not isinstance(start, str):
+            if not isinstance(start, str) or not _JOB_ID_CURSOR.fullmatch(start):
                 raise ValueError("invalid cursor")
             # A cursor only ever names this tenant's partition: another tenant's cursor
             # cannot be used to read across tenants.

@@ -9,7 +9,7 @@ import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
-from urllib.parse import urlsplit
+from urllib.parse import SplitResult, urlsplit
 
 from duetime.domain.errors import ValidationError
 
@@ -123,6 +123,15 @@ def _text(obj: Mapping[str, object], path: str, key: str, max_len: int = 2048) -
     return value
 
 
+def _split(url: str, where: str) -> SplitResult:
+    """urlsplit, whose ValueError (a bracketed host that is not an IP address, an unclosed
+    bracket) is the client's mistake, not a server error."""
+    try:
+        return urlsplit(url)
+    except ValueError:
+        raise ValidationError(where, "not a valid URL") from None
+
+
 def _arn(obj: Mapping[str, object], path: str, key: str, service: str) -> str:
     value = _text(obj, path, key)
     if not value.startswith("arn:") or f":{service}:" not in value:
@@ -133,9 +142,13 @@ def _arn(obj: Mapping[str, object], path: str, key: str, service: str) -> str:
 def _http(obj: Mapping[str, object], path: str) -> HttpTarget:
     _only(obj, path, {"type", "url", "method", "headers"})
     url = _text(obj, path, "url")
-    parts = urlsplit(url)
+    parts = _split(url, f"{path}.url")
     if parts.scheme not in ("http", "https") or not parts.hostname:
         raise ValidationError(f"{path}.url", "must be an absolute http(s) URL")
+    try:
+        _ = parts.port  # urlsplit checks the port only when it is read
+    except ValueError:
+        raise ValidationError(f"{path}.url", "the port must be a number from 0 to 65535") from None
     if parts.username or parts.password:
         raise ValidationError(f"{path}.url", "must not carry credentials")
     method = obj.get("method", "POST")
@@ -163,7 +176,7 @@ def _http(obj: Mapping[str, object], path: str) -> HttpTarget:
 def _sqs(obj: Mapping[str, object], path: str) -> SqsTarget:
     _only(obj, path, {"type", "queue_url"})
     url = _text(obj, path, "queue_url")
-    if urlsplit(url).scheme not in ("http", "https"):
+    if _split(url, f"{path}.queue_url").scheme not in ("http", "https"):
         raise ValidationError(f"{path}.queue_url", "must be an SQS queue URL")
     return SqsTarget(queue_url=url)
 

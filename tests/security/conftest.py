@@ -1,0 +1,29 @@
+"""Fixtures of the security tests.
+
+The in-process API (`api`) is the one tests/integration/test_api.py drives: API Gateway
+payload-2.0 events through the real Lambda handler, on moto, every reply validated against the
+OpenAPI document. (The stateful schemathesis test, which needs the local stack, lives with the
+other end-to-end tests in tests/e2e/test_stateful_api.py.)
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import pytest
+
+from duetime.api.quotas import QuotaEnv
+from functions.api import handler as api_handler
+from tests.integration.conftest import Engine, engine  # noqa: F401 - fixture, re-exported
+from tests.integration.test_api import Api
+
+
+@pytest.fixture
+def api(engine: Engine, monkeypatch: pytest.MonkeyPatch) -> Iterator[Api]:  # noqa: F811
+    for name in (*vars(QuotaEnv).values(), "DUETIME_TENANT_CLAIM"):
+        if isinstance(name, str) and name.startswith("DUETIME_"):
+            monkeypatch.delenv(name, raising=False)
+    monkeypatch.setattr(api_handler, "components", lambda: engine.parts)
+    api_handler.resolver.cache_clear()
+    yield Api(engine, monkeypatch)
+    api_handler.resolver.cache_clear()
