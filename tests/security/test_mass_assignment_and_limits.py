@@ -81,6 +81,7 @@ def test_given_a_server_owned_field_when_submitted_then_400_names_it_and_nothing
         ),
         ({**VALID, "retry": {"max_attempts": 2, "attempt": 5}}, "retry.attempt"),
         ({**VALID, "catchup": {"mode": "all", "generation": 3}}, "catchup.generation"),
+        ({**VALID, "": 1}, ""),  # an empty key is named too
     ],
 )
 def test_given_a_nested_unknown_field_when_submitted_then_400_names_its_path(

@@ -434,7 +434,7 @@ def status_of(exc: DomainError) -> HTTPStatus:
 def _error_response(exc: DomainError) -> JsonResponse:
     error: dict[str, Any] = {"code": exc.code, "message": getattr(exc, "message", str(exc))}
     where = getattr(exc, "field", None)
-    if where:
+    if where is not None:  # "" too: a body key spelt "" is named as such
         error["field"] = where
     headers: dict[str, str] = {}
     if isinstance(exc, QuotaExceeded):
