@@ -102,6 +102,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     _register_jobs_commands(commands)
     _register_history_commands(commands)
+    _register_dlq_commands(commands)
 
     args = parser.parse_args(argv)
     try:
@@ -124,6 +125,13 @@ def _register_jobs_commands(commands: argparse._SubParsersAction[argparse.Argume
         print(f"duetime: the jobs commands are unavailable: {exc}", file=sys.stderr)
         return
     cli_jobs.register(commands)
+
+
+def _register_dlq_commands(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    """`duetime dlq …` (list and redrive dead runs) lives in duetime.cli_dlq."""
+    from duetime import cli_dlq
+
+    cli_dlq.register(commands)
 
 
 def _register_history_commands(

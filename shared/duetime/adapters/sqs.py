@@ -7,6 +7,7 @@ import time
 from collections import defaultdict
 from collections.abc import Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from duetime.config import QueueUrls, queue_key
@@ -150,3 +151,69 @@ class SqsJobQueue:
             if urls.url.rstrip("/").endswith("/" + name):
                 return urls.url
         raise KeyError(arn)
+
+
+@dataclass(frozen=True)
+class DeadLetter:
+    """A message on a dead-letter queue, as received (it stays there until deleted)."""
+
+    queue: str  # the DLQ's URL
+    message_id: str
+    receipt_handle: str
+    body: str
+    reason: str | None  # the worker's `duetime-reason`; None when the redrive policy moved it
+    sent_ms: int  # when it was sent (to the DLQ by a worker; to the source queue if moved)
+    receive_count: int
+
+
+class SqsDeadLetters:
+    """Read, release and delete messages on the dead-letter queues (`duetime dlq`).
+
+    SQS cannot peek: reading a message hides it for `visibility_seconds`; `release` makes it
+    visible again at once."""
+
+    def __init__(self, client: SQSClient) -> None:
+        self._client = client
+
+    def approximate_count(self, url: str) -> int:
+        attrs = self._client.get_queue_attributes(
+            QueueUrl=url, AttributeNames=["ApproximateNumberOfMessages"]
+        )["Attributes"]
+        return int(attrs.get("ApproximateNumberOfMessages", "0"))
+
+    def receive(self, url: str, max_messages: int, visibility_seconds: int) -> list[DeadLetter]:
+        response = self._client.receive_message(
+            QueueUrl=url,
+            MaxNumberOfMessages=max(1, min(_BATCH, max_messages)),
+            # Long polling asks every SQS server: a short poll may answer empty too early.
+            WaitTimeSeconds=1,
+            VisibilityTimeout=visibility_seconds,
+            MessageAttributeNames=["duetime-reason"],
+            MessageSystemAttributeNames=["SentTimestamp", "ApproximateReceiveCount"],
+        )
+        letters: list[DeadLetter] = []
+        for m in response.get("Messages", []):
+            attributes = m.get("Attributes", {})
+            reason_attribute = m.get("MessageAttributes", {}).get("duetime-reason")
+            reason = reason_attribute.get("StringValue") if reason_attribute else None
+            letters.append(
+                DeadLetter(
+                    queue=url,
+                    message_id=m["MessageId"],
+                    receipt_handle=m["ReceiptHandle"],
+                    body=m["Body"],
+                    reason=reason,
+                    sent_ms=int(attributes.get("SentTimestamp", "0")),
+                    receive_count=int(attributes.get("ApproximateReceiveCount", "1")),
+                )
+            )
+        return letters
+
+    def release(self, letters: Sequence[DeadLetter]) -> None:
+        for letter in letters:
+            self._client.change_message_visibility(
+                QueueUrl=letter.queue, ReceiptHandle=letter.receipt_handle, VisibilityTimeout=0
+            )
+
+    def delete(self, letter: DeadLetter) -> None:
+        self._client.delete_message(QueueUrl=letter.queue, ReceiptHandle=letter.receipt_handle)

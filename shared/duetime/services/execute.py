@@ -2,7 +2,7 @@
 
 For one delivery of one attempt of one run:
 1. wait for the due instant (SQS may release a message up to a second early);
-2. drop it if the job was cancelled or paused;
+2. drop it if the job was cancelled or paused (or deleted);
 3. claim the run (a duplicate delivery of a claimed run does not execute the target again);
 4. execute the target within the job's timeout;
 5. record the outcome; on failure send the retry (with backoff) or, after the last attempt,
@@ -107,7 +107,10 @@ class RunExecutor:
         if early > 0:
             self._sleep(early / 1000)
         job = self._jobs.get(message.tenant, message.job_id)
-        if job is None or job.status != JobStatus.SCHEDULED:
+        # Only a cancel or a pause stops a run that was handed over. A recurring job reaching
+        # its end_at is marked completed while its last occurrences are still on their way:
+        # those run.
+        if job is None or job.status in (JobStatus.CANCELLED, JobStatus.PAUSED):
             count(Metric.RUNS_DROPPED)
             status = job.status if job else "missing"
             return Result(Disposition.DONE, f"dropped: job is {status}")

@@ -77,7 +77,10 @@ class QueueWorker:
         ]
         for thread in pollers + helpers:
             thread.start()
-        self._stopping.wait()
+        # Wake twice a second: a wait with no timeout was seen to miss SIGTERM's handler after
+        # the process had been stopped and continued (SIGSTOP/SIGCONT).
+        while not self._stopping.wait(0.5):
+            pass
         logger.info("worker stopping", extra={"in_flight": len(self._held)})
         for thread in pollers:
             thread.join(timeout=self._wait + 5)

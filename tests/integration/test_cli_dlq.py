@@ -1,0 +1,193 @@
+"""`duetime dlq list` and `duetime dlq redrive` against moto (docs/cli.md, docs/reliability.md)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from duetime.adapters.sqs import SqsJobQueue
+from duetime.cli import main
+from duetime.domain.ids import run_id
+from duetime.domain.jobs import Priority, Runtime
+from duetime.domain.runs import RunStatus
+from duetime.ports import QueueError
+from tests.integration.conftest import Engine
+
+
+def failing_job(engine: Engine, *, succeed_on: int = 99, priority: str = "normal") -> str:
+    """A one-off job whose two attempts fail (it succeeds from attempt `succeed_on`), driven
+    until its run is in the DLQ."""
+    job_id = engine.submit(
+        {
+            "schedule": {"delay_seconds": 0},
+            "target": {"type": "handler", "name": "duetime.fail"},
+            "payload": {"until_attempt": succeed_on},
+            "retry": {"max_attempts": 2, "backoff_seconds": 2},
+            "priority": priority,
+        }
+    )
+    engine.drain()
+    engine.advance(2)
+    engine.drain()
+    return job_id
+
+
+def scheduled(engine: Engine, job_id: str) -> int:
+    job = engine.parts.jobs.get("tenant-a", job_id)
+    assert job is not None
+    return job.created_ms
+
+
+def dlq(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str, str]:
+    capsys.readouterr()  # the functions' own log lines so far
+    code = main(["dlq", *args])
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def test_given_empty_dlqs_when_listed_then_it_says_so(
+    engine: Engine, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert dlq(capsys, "list") == (0, "no dead runs\n", "")
+
+
+def test_given_a_failed_run_when_listed_then_it_shows_job_run_attempt_reason_and_time(
+    engine: Engine, capsys: pytest.CaptureFixture[str]
+) -> None:
+    job_id = failing_job(engine, priority="high")
+    rid = run_id(job_id, scheduled(engine, job_id))
+
+    code, out, _ = dlq(capsys, "list")
+    assert code == 0
+    header, row = out.splitlines()
+    assert [h.strip() for h in header.split("  ") if h.strip()] == [
+        "QUEUE", "JOB ID", "RUN ID", "ATTEMPT", "DEAD SINCE", "REASON"
+    ]  # fmt: skip
+    assert row.split()[:4] == ["lambda/high", job_id, rid, "2"]
+    assert row.split()[4].startswith("2026-11-21T10:00:")
+    assert row.endswith("attempt 2 of 2: duetime.fail: attempt 2")
+
+    code, out, _ = dlq(capsys, "list", "--json")
+    [item] = json.loads(out)
+    assert item["run_id"] == rid
+    assert item["attempt"] == 2
+    assert item["reason"] == "attempt 2 of 2: duetime.fail: attempt 2"
+    # Listing does not consume: the message is still there, and visible.
+    assert dlq(capsys, "list", "--queue", "lambda/normal")[1] == "no dead runs\n"
+    assert dlq(capsys, "list", "--queue", "lambda/high")[1].count(rid) == 1
+
+
+def test_given_a_dead_run_when_redriven_then_it_runs_as_the_next_attempt_and_leaves_the_dlq(
+    engine: Engine, capsys: pytest.CaptureFixture[str]
+) -> None:
+    job_id = failing_job(engine, succeed_on=3)
+    when = scheduled(engine, job_id)
+    rid = run_id(job_id, when)
+    run = engine.parts.runs.get(job_id, when)
+    assert run is not None
+    assert run.status == RunStatus.FAILED
+
+    code, out, _ = dlq(capsys, "redrive", "--run-id", rid)
+    assert code == 0
+    assert f"redriven  {rid}  attempt 3  to lambda/normal" in out
+    assert dlq(capsys, "list")[1] == "no dead runs\n"
+    engine.drain()
+
+    run = engine.parts.runs.get(job_id, when)
+    assert run is not None
+    assert run.status == RunStatus.SUCCEEDED
+    assert [a.number for a in run.attempts] == [1, 2, 3]
+    assert engine.queue_messages(Runtime.LAMBDA, Priority.NORMAL) == 0
+    assert engine.queue_messages(Runtime.LAMBDA, Priority.NORMAL, dead=True) == 0
+
+
+def test_given_a_redriven_run_that_fails_again_then_it_returns_to_the_dlq_with_a_new_reason(
+    engine: Engine, capsys: pytest.CaptureFixture[str]
+) -> None:
+    job_id = failing_job(engine)
+    assert dlq(capsys, "redrive")[0] == 0
+    engine.drain()
+    _, out, _ = dlq(capsys, "list", "--json")
+    [item] = json.loads(out)
+    assert (item["job_id"], item["attempt"]) == (job_id, 3)
+    assert item["reason"] == "attempt 3 of 2: duetime.fail: attempt 3"
+
+
+def test_given_several_dead_runs_when_redriven_with_a_limit_then_only_that_many_move(
+    engine: Engine, capsys: pytest.CaptureFixture[str]
+) -> None:
+    for _ in range(3):
+        failing_job(engine)
+    code, out, _ = dlq(capsys, "redrive", "--limit", "2")
+    assert code == 0
+    assert out.splitlines()[-1] == "2 redriven, 0 skipped"
+    assert engine.queue_messages(Runtime.LAMBDA, Priority.NORMAL, dead=True) == 1
+    assert engine.queue_messages(Runtime.LAMBDA, Priority.NORMAL) == 2
+
+
+def test_given_an_unreadable_message_when_redriven_then_it_is_skipped_and_kept(
+    engine: Engine, capsys: pytest.CaptureFixture[str]
+) -> None:
+    url = engine.aws.settings.queue(Runtime.FARGATE, Priority.LOW).dlq_url
+    engine.aws.sqs.send_message(QueueUrl=url, MessageBody="not json")
+    code, out, _ = dlq(capsys, "list", "--queue", "fargate/low")
+    assert "unreadable body" in out
+    code, out, _ = dlq(capsys, "redrive")
+    assert code == 0
+    assert "the body is not a run message  (left in the DLQ)" in out
+    assert engine.queue_messages(Runtime.FARGATE, Priority.LOW, dead=True) == 1
+
+
+def test_given_sqs_refuses_the_copy_when_redriving_then_the_message_stays_in_the_dlq(
+    engine: Engine, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    job_id = failing_job(engine)
+
+    def refuse(self: SqsJobQueue, messages: object) -> None:
+        raise QueueError("1 message(s) were not accepted by SQS")
+
+    send = SqsJobQueue.send
+    monkeypatch.setattr(SqsJobQueue, "send", refuse)
+    code, out, err = dlq(capsys, "redrive")
+    assert code == 1
+    assert err.startswith("duetime: redrive stopped: 1 message(s) were not accepted by SQS")
+    assert "Traceback" not in err
+    assert engine.queue_messages(Runtime.LAMBDA, Priority.NORMAL, dead=True) == 1
+    assert engine.queue_messages(Runtime.LAMBDA, Priority.NORMAL) == 0
+    # Afterwards a redrive succeeds (the run was reopened already; the attempt still follows).
+    monkeypatch.setattr(SqsJobQueue, "send", send)
+    code, out, _ = dlq(capsys, "redrive")
+    assert code == 0
+    assert f"redriven  {run_id(job_id, scheduled(engine, job_id))}  attempt 3" in out
+
+
+def test_given_an_unknown_run_id_when_redriven_then_it_says_it_is_not_there(
+    engine: Engine, capsys: pytest.CaptureFixture[str]
+) -> None:
+    code, _, err = dlq(capsys, "redrive", "--run-id", "nope-1")
+    assert code == 1
+    assert err == "duetime: not in the DLQs: nope-1\n"
+
+
+def test_given_no_configuration_then_it_explains_instead_of_a_traceback(
+    aws_env: None,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+    tmp_path: Path,
+) -> None:
+    monkeypatch.delenv("DUETIME_QUEUES", raising=False)
+    code, out, err = dlq(capsys, "list", "--state-dir", str(tmp_path))
+    assert code == 2
+    assert err.startswith("duetime: no queues to read: set the DUETIME_* environment")
+    assert out == ""
+
+
+def test_given_an_unknown_queue_then_argparse_refuses_it(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    with pytest.raises(SystemExit) as exit_:
+        main(["dlq", "list", "--queue", "lambda/urgent"])
+    assert exit_.value.code == 2
+    assert "invalid choice: 'lambda/urgent'" in capsys.readouterr().err
