@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
+import json
 from concurrent.futures import ThreadPoolExecutor
+from typing import Any
+
+from botocore.awsrequest import AWSResponse
 
 from duetime.domain.ids import minute_of
 from duetime.domain.jobs import JobStatus, Priority, Runtime
@@ -11,6 +15,7 @@ from duetime.domain.timeutil import parse_rfc3339, to_ms
 from duetime.ports import RunMessage
 from duetime.wiring import wall_ms
 from tests.integration.conftest import START, Engine
+from tests.reliability.harness import _Body
 
 START_MS = to_ms(START)
 
@@ -337,3 +342,39 @@ def test_given_a_paused_recurring_job_then_it_skips_runs_until_resumed_without_d
     assert len(runs) == len(set(runs))  # no occurrence ran twice (old and new chain)
     anchor = created(engine, job_id) + 30_000
     assert all((s - anchor) % 30_000 == 0 for s in runs)  # still on the rate's grid
+
+
+def test_given_a_claim_that_lands_but_answers_500_then_the_retry_finds_it_ours_and_runs_at_once(
+    engine: Engine,
+) -> None:
+    # DynamoDB may apply a write and still answer 500; the SDK retries it, and the retry's
+    # condition then fails on the record the first request wrote: our own claim.
+    runs_table = engine.aws.settings.runs_table
+    answered: list[str] = []
+
+    def lands_then_500(request: Any, event_name: str, **_: Any) -> AWSResponse | None:
+        body = json.loads(request.body or b"{}")
+        if answered or body.get("TableName") != runs_table or "Item" not in body:
+            return None
+        answered.append(body["Item"]["job_id"]["S"])
+        error = {"__type": "com.amazonaws.dynamodb.v20120810#InternalServerError"}
+        return AWSResponse(
+            request.url,
+            500,
+            {"Content-Type": "application/x-amz-json-1.0"},
+            _Body(json.dumps(error).encode()),  # type: ignore[arg-type]
+        )
+
+    client = engine.parts.runs._client
+    # Runs before moto's own before-send handler, which still applies the request.
+    client.meta.events.register_first("before-send.dynamodb.PutItem", lands_then_500)
+    job_id = engine.submit({"schedule": {"delay_seconds": 0}})
+    engine.advance(1)
+    engine.drain()
+
+    assert answered == [job_id]  # the claim's first write was the one answered with a 500
+    assert engine.recorder.runs_of(job_id) == [created(engine, job_id)]  # run at once
+    assert engine.queue_messages(Runtime.LAMBDA, Priority.NORMAL) == 0
+    run = engine.parts.runs.get(job_id, created(engine, job_id))
+    assert run is not None
+    assert run.status == RunStatus.SUCCEEDED

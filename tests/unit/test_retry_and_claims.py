@@ -64,6 +64,14 @@ LIVE = Lease("m1", 1, 5000)
         (run(RunStatus.RUNNING, 2, LIVE), claim(1), ClaimOutcome.DONE),
         (run(RunStatus.RUNNING, 1, LIVE), claim(1, "m2"), ClaimOutcome.BUSY),
         (run(RunStatus.RUNNING, 1, LIVE), claim(1, "m1", receive=2), ClaimOutcome.CLAIMED),
+        # a claim finds itself (its write landed but answered 500, and was retried)
+        (
+            run(RunStatus.RUNNING, 1, LIVE),
+            claim(1, "m1", receive=1, now=4500),
+            ClaimOutcome.CLAIMED,
+        ),
+        # the same message and receive count from another delivery (another instant): busy
+        (run(RunStatus.RUNNING, 1, LIVE), claim(1, "m1", receive=1), ClaimOutcome.BUSY),
         # another message reclaims only once the deadline is past by the clock-skew allowance
         (run(RunStatus.RUNNING, 1, LIVE), claim(1, "m2", now=5000), ClaimOutcome.BUSY),
         (

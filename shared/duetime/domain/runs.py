@@ -133,6 +133,7 @@ def decide_claim(existing: Run | None, claim: RunClaim) -> ClaimOutcome:
         * a delivery of an older attempt -> DONE;
         * the same SQS message delivered again (higher receive count): SQS took the lease back
           because its visibility timeout expired, so the holder is gone -> CLAIMED;
+        * this very claim, already written by a request that was retried -> CLAIMED;
         * the lease's deadline has passed, by more than the clock-skew allowance (holder
           died) -> CLAIMED;
         * otherwise someone is executing it right now -> BUSY.
@@ -147,6 +148,11 @@ def decide_claim(existing: Run | None, claim: RunClaim) -> ClaimOutcome:
         return ClaimOutcome.DONE
     lease = existing.lease
     if lease is None or lease.until_ms + CLOCK_SKEW_ALLOWANCE_MS <= claim.now_ms:
+        return ClaimOutcome.CLAIMED
+    if lease == claim.lease:
+        # This very claim, already written: the request answered with an error after the write
+        # (a 500) and the SDK's retry then found the record ours. (Another delivery differs in
+        # its message, its receive count or the instant its lease was computed.)
         return ClaimOutcome.CLAIMED
     if (
         lease.message_id == claim.lease.message_id
