@@ -122,6 +122,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         cluster.recover(workload)
         accounting = workload.account(cluster.recorder)
         dead_after = accounting_of_dead(cluster, workload)
+        explained = [explain(cluster, job, ms) for job, ms in accounting.lost_runs()]
 
     elapsed = time.monotonic() - started
     print(accounting.table(only_anomalies=not args.table), end="")
@@ -149,9 +150,29 @@ def main(argv: Sequence[str] | None = None) -> int:
         f"  dead runs (in a DLQ) after the faults: {dead_before}; redriven {len(dlq.redriven)}, "
         f"skipped {len(dlq.skipped)} (already succeeded); dead at the end: {dead_after}"
     )
+    for line in explained:
+        print(f"  lost     {line}")
     ok = totals.lost == 0 and totals.unexpected == 0 and totals.duplicated <= window_deaths
     print("OK" if ok else "FAILED: see the rows above")
     return 0 if ok else 1
+
+
+def explain(cluster: Any, job_id: str, scheduled_ms: int) -> str:
+    """Where a lost run is: its run record (status, attempts, lease) and its job."""
+    parts = cluster.parts
+    run = parts.runs.get(job_id, scheduled_ms)
+    job = next(
+        (j for t in ("tenant-0", "tenant-1", "tenant-2") if (j := parts.jobs.get(t, job_id))),
+        None,
+    )
+    where = (
+        f"run {run.status} attempt {run.attempt}, lease {run.lease}, "
+        f"{len(run.attempts)} attempt record(s)"
+        if run
+        else "no run record"
+    )
+    job_state = f"job {job.status} next_due {job.next_due_ms}" if job else "no job"
+    return f"{job_id} @ {scheduled_ms}: {where}; {job_state}"
 
 
 def accounting_of_dead(cluster: Any, workload: Any) -> int:
