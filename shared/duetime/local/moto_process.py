@@ -21,6 +21,7 @@ import logging
 import socket
 import subprocess
 import sys
+import threading
 from typing import IO
 
 
@@ -64,8 +65,6 @@ def stop(process: subprocess.Popen[str], timeout: float = 10.0) -> None:
 
 
 def _first_line(stream: IO[str], timeout: float) -> str:
-    import threading
-
     lines: list[str] = []
     reader = threading.Thread(target=lambda: lines.append(stream.readline()), daemon=True)
     reader.start()

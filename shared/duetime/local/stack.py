@@ -276,7 +276,7 @@ class LocalStack:
         api_handler = self._api_handler or _default_api_handler()
         self._gateway = self._bind_gateway(api_handler, key)
 
-        self.moto_url = self._start_moto(options.moto_port)
+        self.moto_url = self._start_moto()
         self._set_env({"AWS_ENDPOINT_URL": self.moto_url})
 
         import boto3
@@ -375,11 +375,11 @@ class LocalStack:
         self._cleanup.callback(gateway.stop)
         return gateway
 
-    def _start_moto(self, port: int) -> str:
+    def _start_moto(self) -> str:
         from duetime.local import moto_process
 
         try:
-            process, url = moto_process.start(self.options.host, port)
+            process, url = moto_process.start(self.options.host, self.options.moto_port)
         except moto_process.MotoProcessError as exc:
             raise LocalStackError(
                 f"{exc}: choose another port with --moto-port (0: any free port)"
