@@ -11,13 +11,14 @@ import pytest
 from moto import mock_aws
 
 from duetime.config import Settings
-from duetime.local.moto_fixes import make_dynamodb_writes_atomic
+from duetime.local.moto_fixes import make_dynamodb_writes_atomic, make_sqs_strict
 from duetime.resources import create_resources
 
 REGION = "us-east-1"
 
 # Conditional writes must be atomic, as on DynamoDB (see duetime.local.moto_fixes).
 make_dynamodb_writes_atomic()
+make_sqs_strict()
 
 
 @pytest.fixture

@@ -26,6 +26,9 @@ class Env:
     MISFIRE_GRACE_SECONDS = "DUETIME_MISFIRE_GRACE_SECONDS"
     RUN_TTL_SECONDS = "DUETIME_RUN_TTL_SECONDS"
     TIMER_TTL_SECONDS = "DUETIME_TIMER_TTL_SECONDS"
+    # The coordinator starts each shard's sweep by invoking this function asynchronously;
+    # unset, it sweeps the shards itself (the local stack, tests).
+    SWEEPER_FUNCTION = "DUETIME_SWEEPER_FUNCTION"
     ALLOW_PRIVATE_TARGETS = "DUETIME_ALLOW_PRIVATE_TARGETS"
     REQUIRE_HTTPS = "DUETIME_REQUIRE_HTTPS"
     # Execution history (duetime.history): archive bucket, failure queue, Glue and Athena.
@@ -75,6 +78,7 @@ class Settings:
     timer_ttl_seconds: int = 7 * 86_400  # a timer outlives its due time by this much
     allow_private_targets: bool = False
     require_https: bool = True
+    sweeper_function: str = ""  # see Env.SWEEPER_FUNCTION
     # Execution history (duetime.history): optional, so functions that do not archive can
     # run without them.
     history_bucket: str = ""
@@ -125,6 +129,7 @@ class Settings:
             timer_ttl_seconds=number(Env.TIMER_TTL_SECONDS, 7 * 86_400, 86_400, 3650 * 86_400),
             allow_private_targets=_flag(env.get(Env.ALLOW_PRIVATE_TARGETS, "false")),
             require_https=_flag(env.get(Env.REQUIRE_HTTPS, "true")),
+            sweeper_function=env.get(Env.SWEEPER_FUNCTION, "").strip(),
             history_bucket=env.get(Env.HISTORY_BUCKET, ""),
             archive_failure_queue_url=env.get(Env.ARCHIVE_FAILURE_QUEUE_URL, ""),
             secrets_key_arn=env.get(Env.SECRETS_KEY_ARN, "").strip(),
@@ -156,6 +161,7 @@ class Settings:
                 (Env.HISTORY_BUCKET, self.history_bucket),
                 (Env.ARCHIVE_FAILURE_QUEUE_URL, self.archive_failure_queue_url),
                 (Env.SECRETS_KEY_ARN, self.secrets_key_arn),
+                (Env.SWEEPER_FUNCTION, self.sweeper_function),
             )
             if value
         }

@@ -4,11 +4,11 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
-from dataclasses import dataclass
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, field
 from typing import Generic, Protocol, TypeVar
 
-from duetime.domain.ids import timer_sort_key
+from duetime.domain.ids import minute_of, timer_sort_key
 from duetime.domain.jobs import Job, Priority, Runtime
 from duetime.domain.runs import ClaimOutcome, Run, RunClaim, RunOutcome
 
@@ -39,16 +39,28 @@ class Page(Generic[T]):
 
 @dataclass(frozen=True)
 class Timer:
-    """A pending occurrence, stored in the bucket of its due minute."""
+    """A pending occurrence, stored in a (bucket minute, shard) partition of the timers table.
+
+    The bucket is the minute the occurrence falls due in, except for a catch-up continuation
+    (duetime.domain.planning): an occurrence already in the past, stored in the first bucket
+    the next sweep of its shard reads."""
 
     tenant: str
     job_id: str
     due_ms: int
     generation: int = 0
+    bucket_minute: int | None = None  # None: minute_of(due_ms)
+    # The size of the job item (bytes) when the timer was written: sweeps cut their pages at
+    # a memory budget before reading the jobs. An estimate, not part of the timer's identity.
+    job_bytes: int = field(default=0, compare=False)
 
     @property
     def sort_key(self) -> str:
         return timer_sort_key(self.due_ms, self.job_id)
+
+    @property
+    def bucket(self) -> int:
+        return minute_of(self.due_ms) if self.bucket_minute is None else self.bucket_minute
 
 
 @dataclass(frozen=True)
@@ -61,12 +73,39 @@ class PartitionState:
     complete: bool = False  # the whole minute was swept
     owner: str | None = None
     lease_until_ms: int = 0
+    # Holders that died (their lease ran out unreleased) since the partition last made a
+    # clean step: a sweep that keeps dying on one timer is found by shrinking its pages.
+    stalls: int = 0
 
 
 @dataclass(frozen=True)
 class SweepState:
+    """The sweep progress of one shard."""
+
     cursor_minute: int | None  # oldest bucket minute that may still hold unswept timers
-    horizon_minute: int | None  # newest bucket minute any sweep has started reading
+    horizon_minute: int | None  # newest bucket minute any sweep of the shard has started reading
+
+
+@dataclass(frozen=True)
+class StuckTimer:
+    """A timer whose hand-over to SQS failed on its own (not with the rest of its page).
+
+    It is moved out of its partition's way (the partition's sweep moves past it) and retried
+    by later sweeps of its shard with backoff; after `MAX_HANDOVER_ATTEMPTS` (see
+    duetime.services.sweep) it is quarantined: kept, listed by `duetime timers stuck`, retried
+    only on request."""
+
+    timer: Timer
+    shard: int
+    attempts: int
+    reason: str
+    first_failed_ms: int
+    last_failed_ms: int
+    next_attempt_ms: int | None  # None: quarantined
+
+    @property
+    def quarantined(self) -> bool:
+        return self.next_attempt_ms is None
 
 
 class JobStore(Protocol):
@@ -91,13 +130,29 @@ class JobStore(Protocol):
         """Write `job` if the stored one still has `expected`'s status and generation;
         ConditionFailed otherwise."""
 
+    def scan_scheduled(self, segment: int, segments: int) -> Iterator[Job]:
+        """Every job of every tenant whose status is `scheduled`, in one segment of a
+        parallel scan (segment 0..segments-1): a whole-table read, for the daily reconciler."""
+
 
 class TimerStore(Protocol):
+    """Timers in (bucket minute, shard) partitions, and the sweep's progress per shard.
+
+    `shards` is the count new timers are spread over (this deployment's setting). Every shard
+    ever used stays swept (`shard_count`): lowering the setting orphans no timer."""
+
     shards: int
+
+    def shard_of(self, job_id: str) -> int:
+        """The shard a job's timers are written to."""
 
     def put(self, timers: Sequence[Timer]) -> None: ...
 
     def delete(self, timer: Timer) -> None: ...
+
+    def find(self, timers: Sequence[Timer]) -> list[Timer]:
+        """Those of `timers` that are stored (found by key: bucket, shard, due and job; with
+        the stored generation)."""
 
     def read_due(
         self, minute: int, shard: int, after_key: str | None, before_ms: int, limit: int
@@ -105,14 +160,24 @@ class TimerStore(Protocol):
         """Timers of one partition with sort key > after_key and due < before_ms, in sort-key
         order (strongly consistent); the flag says whether more remain."""
 
-    def sweep_state(self) -> SweepState:
-        """Strongly consistent read of the sweeper's global state."""
+    # --- the sweep's progress, per shard
 
-    def raise_horizon(self, minute: int) -> SweepState:
-        """Set horizon_minute to max(current, minute); cursor_minute starts at `minute`
-        the first time. Returns the state after the write."""
+    def shard_count(self) -> int:
+        """How many shards the sweeps cover: the most this store was ever configured with."""
 
-    def advance_cursor(self, expected: int | None, minute: int) -> bool: ...
+    def raise_shard_count(self, count: int) -> int:
+        """Make sure `count` shards are swept; returns the count after the write."""
+
+    def sweep_states(self, shards: Sequence[int]) -> dict[int, SweepState]:
+        """Strongly consistent reads of some shards' sweep states (never-swept ones are
+        absent)."""
+
+    def raise_horizon(self, shard: int, minute: int) -> SweepState:
+        """Set the shard's horizon_minute to max(current, minute); its cursor_minute starts at
+        `minute` the first time. Returns the state after the write."""
+
+    def advance_cursor(self, shard: int, expected: int | None, minute: int) -> bool:
+        """Move the shard's cursor from `expected` (None: never set) to `minute`."""
 
     def partition_states(
         self, keys: Sequence[tuple[int, int]]
@@ -123,7 +188,8 @@ class TimerStore(Protocol):
         self, minute: int, shard: int, owner: str, now_ms: int, lease_ms: int
     ) -> PartitionState | None:
         """Lease a partition for sweeping; None if another sweeper holds a live lease or the
-        partition is complete."""
+        partition is complete. Taking over a lease that ran out unreleased (its holder died)
+        counts a stall."""
 
     def advance(
         self,
@@ -134,8 +200,24 @@ class TimerStore(Protocol):
         *,
         complete: bool = False,
         release: bool = False,
+        stalls: int | None = None,
     ) -> bool:
-        """Record progress under our lease; False if the lease was lost."""
+        """Record progress under our lease (and reset the stall count when given); False if
+        the lease was lost."""
+
+    # --- stuck timers (hand-over failed on its own), per shard
+
+    def park(self, stuck: StuckTimer, *, replacing: StuckTimer | None = None) -> None:
+        """Store a stuck timer (in place of `replacing`, its previous record)."""
+
+    def parked_due(self, shard: int, now_ms: int, limit: int) -> list[StuckTimer]:
+        """Stuck timers of a shard due for another attempt (not quarantined), oldest first."""
+
+    def stuck(self, shard: int) -> list[StuckTimer]:
+        """Every stuck timer of a shard, quarantined or not."""
+
+    def unpark(self, stuck: StuckTimer) -> None:
+        """Forget a stuck timer (it was handed over)."""
 
 
 class RunStore(Protocol):

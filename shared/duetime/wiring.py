@@ -18,8 +18,11 @@ from botocore.config import Config
 from duetime.adapters.dynamodb import DynamoJobStore, DynamoRunStore, DynamoTimerStore
 from duetime.adapters.sqs import SqsJobQueue
 from duetime.config import Settings
+from duetime.services.coordinator import Coordinator, InProcessLauncher, SweepLauncher
+from duetime.services.dispatch import Dispatcher
 from duetime.services.execute import RunExecutor
 from duetime.services.jobs import JobService
+from duetime.services.reconcile import Reconciler
 from duetime.services.sweep import Sweeper
 from duetime.targets import AwsClients, TargetExecutor
 from duetime.webhook_secrets import (
@@ -51,6 +54,8 @@ class Components:
     queue: SqsJobQueue
     service: JobService
     sweeper: Sweeper
+    coordinator: Coordinator
+    reconciler: Reconciler
     executor: RunExecutor
     webhook_secrets: WebhookSecrets
 
@@ -90,6 +95,14 @@ def build(
         clients=clients,
         webhook_secrets=webhook_secrets,
     )
+    sweeper = Sweeper(jobs, timers, queue, settings, clock=clock)
+    launcher: SweepLauncher = InProcessLauncher(sweeper)
+    if settings.sweeper_function:
+        from duetime.adapters.lambda_launcher import LambdaSweepLauncher
+
+        launcher = LambdaSweepLauncher(
+            session.client("lambda", config=_BOTO_CONFIG), settings.sweeper_function
+        )
     return Components(
         settings=settings,
         jobs=jobs,
@@ -97,7 +110,15 @@ def build(
         runs=runs,
         queue=queue,
         service=JobService(jobs, timers, runs, queue, settings, clock=clock),
-        sweeper=Sweeper(jobs, timers, queue, settings, clock=clock),
+        sweeper=sweeper,
+        coordinator=Coordinator(timers, launcher, settings, clock=clock),
+        reconciler=Reconciler(
+            jobs,
+            timers,
+            Dispatcher(jobs, timers, queue, settings, clock=clock),
+            settings,
+            clock=clock,
+        ),
         executor=RunExecutor(jobs, runs, queue, targets, settings, clock=clock, jitter=jitter),
         webhook_secrets=webhook_secrets,
     )

@@ -57,6 +57,7 @@ from duetime.ports import (
     PartitionState,
     RunMessage,
     RunStore,
+    StuckTimer,
     SweepState,
     Timer,
     TimerStore,
@@ -451,6 +452,24 @@ def test_given_some_missing_keys_when_getting_many_then_only_existing_jobs_are_r
     assert job_store.get_many([]) == {}
 
 
+def test_given_jobs_in_every_status_when_scanning_segments_then_each_scheduled_job_comes_once(
+    job_store: JobStore,
+) -> None:
+    scheduled = [make_job(entropy=n, recurring=n % 2 == 0) for n in range(12)]
+    scheduled += [make_job(OTHER_TENANT, entropy=50 + n) for n in range(3)]
+    for job in scheduled:
+        job_store.create(job)
+    paused = replace(make_job(entropy=90, recurring=True), status=JobStatus.PAUSED)
+    cancelled = replace(make_job(entropy=91), status=JobStatus.CANCELLED)
+    job_store.create(paused)
+    job_store.create(cancelled)
+    job_store.claim_key(TENANT, "idem-1", scheduled[0].id, "f", T0 // 1000 + 60)
+
+    found = [job for segment in range(3) for job in job_store.scan_scheduled(segment, 3)]
+
+    assert sorted(found, key=lambda j: j.id) == sorted(scheduled, key=lambda j: j.id)
+
+
 # --- TimerStore: timers ---------------------------------------------------------------------------
 
 
@@ -590,42 +609,147 @@ def test_given_a_stored_timer_when_deleting_it_then_it_is_no_longer_due(
     assert timer_store.read_due(MINUTE, 2, None, T0 + 60_000, 10) == ([keep], False)
 
 
+def test_given_a_continuation_timer_when_stored_then_it_is_read_from_its_bucket_with_its_size(
+    timer_store: TimerStore,
+) -> None:
+    (job_id,) = job_ids_in_shard(2, 1)
+    # A catch-up continuation: due ten minutes ago, stored in a later bucket.
+    late = Timer(TENANT, job_id, T0 - 600_000, 3, bucket_minute=MINUTE, job_bytes=1234)
+    timer_store.put([late])
+
+    assert timer_store.read_due(MINUTE - 10, 2, None, T0 + 60_000, 10) == ([], False)
+    due, more = timer_store.read_due(MINUTE, 2, None, T0 + 60_000, 10)
+    assert (due, more) == ([late], False)
+    assert due[0].job_bytes == 1234
+    assert due[0].bucket == MINUTE
+
+
+def test_given_stored_timers_when_finding_by_key_then_only_stored_ones_come_back_with_their_gen(
+    timer_store: TimerStore,
+) -> None:
+    a, b = job_ids_in_shard(0, 2)
+    stored = [Timer(TENANT, a, T0 + 1_000, 2), Timer(TENANT, b, T0 + 90_000, 1)]
+    timer_store.put(stored)
+
+    found = timer_store.find(
+        [
+            Timer(TENANT, a, T0 + 1_000),  # generation is not part of the key
+            Timer(TENANT, a, T0 + 2_000),
+            Timer(TENANT, b, T0 + 90_000),
+            Timer(TENANT, b, T0 + 90_000, bucket_minute=MINUTE + 5),  # another bucket
+        ]
+    )
+
+    assert sorted(found, key=lambda t: t.due_ms) == stored
+    assert timer_store.find([]) == []
+
+
+# --- TimerStore: stuck timers ---------------------------------------------------------------------
+
+
+def stuck_timer(job_id: str, shard: int, attempts: int, next_attempt: int | None) -> StuckTimer:
+    return StuckTimer(
+        Timer(TENANT, job_id, T0 + 5_000, 1, job_bytes=700),
+        shard,
+        attempts,
+        f"QueueError: attempt {attempts}",
+        T0,
+        T0 + attempts,
+        next_attempt,
+    )
+
+
+def test_given_parked_timers_when_reading_due_ones_then_only_those_due_and_not_quarantined(
+    timer_store: TimerStore,
+) -> None:
+    a, b, c = job_ids_in_shard(1, 3)
+    early = stuck_timer(a, 1, 1, T0 + 60_000)
+    later = stuck_timer(b, 1, 2, T0 + 120_000)
+    out = stuck_timer(c, 1, 8, None)
+    for entry in (later, out, early):
+        timer_store.park(entry)
+    timer_store.park(stuck_timer(a, 3, 1, T0))  # another shard's
+
+    assert timer_store.parked_due(1, T0 + 59_999, 10) == []
+    assert timer_store.parked_due(1, T0 + 60_000, 10) == [early]
+    assert timer_store.parked_due(1, T0 + 500_000, 10) == [early, later]
+    assert timer_store.parked_due(1, T0 + 500_000, 1) == [early]
+    assert timer_store.stuck(1) == [out, early, later]  # quarantined first
+    assert out.quarantined
+
+
+def test_given_a_parked_timer_when_replaced_then_unparked_then_it_is_gone(
+    timer_store: TimerStore,
+) -> None:
+    (a,) = job_ids_in_shard(0, 1)
+    first = stuck_timer(a, 0, 1, T0 + 60_000)
+    timer_store.park(first)
+    second = stuck_timer(a, 0, 2, T0 + 180_000)
+    timer_store.park(second, replacing=first)
+
+    assert timer_store.stuck(0) == [second]
+    quarantined = stuck_timer(a, 0, 8, None)
+    timer_store.park(quarantined, replacing=second)
+    assert timer_store.stuck(0) == [quarantined]
+    assert timer_store.parked_due(0, T0 + 10**9, 10) == []
+
+    timer_store.unpark(quarantined)
+    assert timer_store.stuck(0) == []
+
+
 # --- TimerStore: sweep state ----------------------------------------------------------------------
 
 
 def test_given_no_sweep_yet_when_raising_the_horizon_then_it_is_a_max_and_sets_the_cursor_once(
     timer_store: TimerStore,
 ) -> None:
-    assert timer_store.sweep_state() == SweepState(None, None)
+    assert timer_store.sweep_states([0, 1]) == {}
 
-    assert timer_store.raise_horizon(MINUTE) == SweepState(MINUTE, MINUTE)
-    assert timer_store.raise_horizon(MINUTE - 5) == SweepState(MINUTE, MINUTE)
-    assert timer_store.raise_horizon(MINUTE + 3) == SweepState(MINUTE, MINUTE + 3)
-    assert timer_store.raise_horizon(MINUTE + 3) == SweepState(MINUTE, MINUTE + 3)
+    assert timer_store.raise_horizon(1, MINUTE) == SweepState(MINUTE, MINUTE)
+    assert timer_store.raise_horizon(1, MINUTE - 5) == SweepState(MINUTE, MINUTE)
+    assert timer_store.raise_horizon(1, MINUTE + 3) == SweepState(MINUTE, MINUTE + 3)
+    assert timer_store.raise_horizon(1, MINUTE + 3) == SweepState(MINUTE, MINUTE + 3)
 
-    assert timer_store.sweep_state() == SweepState(MINUTE, MINUTE + 3)
+    # Each shard has its own progress.
+    assert timer_store.sweep_states([0, 1]) == {1: SweepState(MINUTE, MINUTE + 3)}
+    assert timer_store.raise_horizon(0, MINUTE + 7) == SweepState(MINUTE + 7, MINUTE + 7)
+    assert timer_store.sweep_states([0, 1, 2]) == {
+        0: SweepState(MINUTE + 7, MINUTE + 7),
+        1: SweepState(MINUTE, MINUTE + 3),
+    }
 
 
 def test_given_a_cursor_when_advancing_it_then_only_the_expected_value_is_replaced(
     timer_store: TimerStore,
 ) -> None:
-    timer_store.raise_horizon(MINUTE + 2)
+    timer_store.raise_horizon(2, MINUTE + 2)
 
-    assert timer_store.advance_cursor(MINUTE + 2, MINUTE + 3) is True
-    assert timer_store.advance_cursor(MINUTE + 2, MINUTE + 4) is False  # a stale expectation
-    assert timer_store.advance_cursor(None, MINUTE + 4) is False
+    assert timer_store.advance_cursor(2, MINUTE + 2, MINUTE + 3) is True
+    assert timer_store.advance_cursor(2, MINUTE + 2, MINUTE + 4) is False  # a stale expectation
+    assert timer_store.advance_cursor(2, None, MINUTE + 4) is False
 
-    assert timer_store.sweep_state() == SweepState(MINUTE + 3, MINUTE + 2)
+    assert timer_store.sweep_states([2]) == {2: SweepState(MINUTE + 3, MINUTE + 2)}
 
 
 def test_given_no_cursor_when_advancing_from_none_then_it_is_set_once(
     timer_store: TimerStore,
 ) -> None:
-    assert timer_store.advance_cursor(None, MINUTE) is True
-    assert timer_store.advance_cursor(None, MINUTE + 1) is False
-    assert timer_store.sweep_state() == SweepState(MINUTE, None)
+    assert timer_store.advance_cursor(0, None, MINUTE) is True
+    assert timer_store.advance_cursor(0, None, MINUTE + 1) is False
+    assert timer_store.sweep_states([0]) == {0: SweepState(MINUTE, None)}
 
-    assert timer_store.raise_horizon(MINUTE + 1) == SweepState(MINUTE, MINUTE + 1)
+    assert timer_store.raise_horizon(0, MINUTE + 1) == SweepState(MINUTE, MINUTE + 1)
+
+
+def test_given_a_shard_count_when_raised_then_it_only_grows_and_never_below_the_setting(
+    timer_store: TimerStore,
+) -> None:
+    assert timer_store.shard_count() == SHARDS  # the setting, before anything was recorded
+
+    assert timer_store.raise_shard_count(SHARDS + 3) == SHARDS + 3
+    assert timer_store.raise_shard_count(SHARDS + 1) == SHARDS + 3  # lowering: shards stay swept
+    assert timer_store.raise_shard_count(1) == SHARDS + 3
+    assert timer_store.shard_count() == SHARDS + 3
 
 
 # --- TimerStore: partition leases -----------------------------------------------------------------
@@ -640,9 +764,28 @@ def test_given_a_live_lease_when_another_owner_acquires_then_it_is_refused_until
     assert timer_store.acquire(MINUTE, 1, "sweeper-b", T0 + 9_999, 10_000) is None
     assert timer_store.partition_states([(MINUTE, 1)]) == {(MINUTE, 1): lease}
 
+    # Its holder never released it: taking it over counts a stall.
     taken = timer_store.acquire(MINUTE, 1, "sweeper-b", T0 + 10_000, 10_000)
-    assert taken == PartitionState(MINUTE, 1, owner="sweeper-b", lease_until_ms=T0 + 20_000)
+    assert taken == PartitionState(
+        MINUTE, 1, owner="sweeper-b", lease_until_ms=T0 + 20_000, stalls=1
+    )
     assert timer_store.partition_states([(MINUTE, 1)]) == {(MINUTE, 1): taken}
+
+
+def test_given_holders_that_die_when_taking_over_then_stalls_count_until_reset(
+    timer_store: TimerStore,
+) -> None:
+    for n, owner in enumerate(["a", "b", "c"]):
+        timer_store.acquire(MINUTE, 2, owner, T0 + n * 20_000, 10_000)
+    assert timer_store.partition_states([(MINUTE, 2)])[(MINUTE, 2)].stalls == 2
+
+    # A clean release is not a death; a reset (after the cause was parked) clears the count.
+    assert timer_store.advance(MINUTE, 2, "c", "0000000000001#x", release=True) is True
+    again = timer_store.acquire(MINUTE, 2, "d", T0 + 100_000, 10_000)
+    assert again is not None
+    assert again.stalls == 2
+    assert timer_store.advance(MINUTE, 2, "d", None, stalls=0) is True
+    assert timer_store.partition_states([(MINUTE, 2)])[(MINUTE, 2)].stalls == 0
 
 
 def test_given_our_own_live_lease_when_acquiring_again_then_it_is_extended(

@@ -39,7 +39,7 @@ from duetime.domain.jobs import Priority, Runtime, parse_job_spec
 from duetime.domain.runs import ClaimOutcome
 from duetime.domain.timeutil import from_ms, rfc3339_ms
 from duetime.local.lambda_runtime import FakeContext, SqsEventSource
-from duetime.local.moto_fixes import make_dynamodb_writes_atomic
+from duetime.local.moto_fixes import make_dynamodb_writes_atomic, make_sqs_strict
 from duetime.reliability import Accounting, Execution, account, expected_occurrences
 from duetime.resources import create_resources
 from duetime.services.sweep import Sweeper
@@ -63,6 +63,7 @@ RECOVERY_MINUTES = 4
 EXTRA_RECOVERY_MINUTES = 6
 
 make_dynamodb_writes_atomic()
+make_sqs_strict()
 
 
 class Crash(BaseException):
@@ -185,16 +186,11 @@ def claimed(result: Any) -> bool:
 def sweeper_crash_points(every: int, limit: int | None) -> dict[str, tuple[CrashPoint, Installer]]:
     page = CrashPoint("sweeper: after reading a bucket page", every, limit)
     sent = CrashPoint("sweeper: after sending a page, before recording progress", every, limit)
-    shard = CrashPoint("sweeper: between shards (one shard's progress recorded)", every, limit)
-
-    def between_shards(parts: Components) -> None:
-        parts.sweeper._parallelism = 1  # shards are recorded one after another
-        crash_after(lambda p: p.timers, "advance", shard)(parts)
-
+    shard = CrashPoint("sweeper: after recording a partition's progress", every, limit)
     return {
         "after-read": (page, crash_after(lambda p: p.timers, "read_due", page)),
         "after-send": (sent, crash_after(lambda p: p.sweeper, "_hand_over", sent)),
-        "between-shards": (shard, between_shards),
+        "between-shards": (shard, crash_after(lambda p: p.timers, "advance", shard)),
     }
 
 
@@ -382,25 +378,28 @@ class Cluster:
         return self.parts.service.create(tenant, parse_job_spec(body)).id
 
     def tick(self, offset_ms: int = 0) -> None:
-        """The EventBridge rule invokes the sweeper. `offset_ms` ≠ 0: an invocation whose
-        clock reads `offset_ms` off (a stale tick delivered late, or one running early)."""
-        try:
-            if offset_ms == 0:
-                sweeper_handler.handler({}, FakeContext())
-            else:
-                parts = self.parts
-                Sweeper(
-                    parts.jobs,
-                    parts.timers,
-                    parts.queue,
-                    self.settings,
-                    clock=lambda: wall_ms() + offset_ms,
-                ).sweep()
-        except Crash as crash:
-            self.crashes[str(crash)] += 1
-            self.restart()
-        except Exception:
-            self.failed_ticks += 1  # a failed invocation; the next tick resumes
+        """The EventBridge rule invokes the coordinator, which invokes the sweeper once per
+        shard: each shard's sweep is an invocation of its own, which can die or fail alone.
+        `offset_ms` ≠ 0: invocations whose clock reads `offset_ms` off (a stale tick
+        delivered late, or one running early)."""
+        for shard in range(self.parts.timers.shard_count()):
+            try:
+                if offset_ms == 0:
+                    sweeper_handler.handler({"shard": shard}, FakeContext())
+                else:
+                    parts = self.parts
+                    Sweeper(
+                        parts.jobs,
+                        parts.timers,
+                        parts.queue,
+                        self.settings,
+                        clock=lambda: wall_ms() + offset_ms,
+                    ).sweep_shard(shard)
+            except Crash as crash:
+                self.crashes[str(crash)] += 1
+                self.restart()
+            except Exception:
+                self.failed_ticks += 1  # a failed invocation; the next tick resumes
 
     def drain(self) -> int:
         """Event source mappings poll until no Lambda queue has a visible message."""
@@ -459,7 +458,9 @@ class Cluster:
         through it handed over) and every queue is empty (nothing delayed or in flight): for
         workloads whose jobs all end."""
         for _ in range(max_minutes):
-            cursor = self.parts.timers.sweep_state().cursor_minute or 0
+            timers = self.parts.timers
+            states = timers.sweep_states(range(timers.shard_count())).values()
+            cursor = min((s.cursor_minute or 0 for s in states), default=0)
             swept = cursor > until_ms // 60_000  # every bucket through until_ms is complete
             if wall_ms() >= until_ms and swept and self.pending_messages() == 0:
                 return

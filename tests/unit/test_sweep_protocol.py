@@ -136,7 +136,7 @@ class FlakyQueue(MemoryQueue):
         super().send(messages)
 
 
-def test_given_a_sweep_that_fails_mid_minute_then_the_next_resumes_from_the_watermark() -> None:
+def test_given_a_send_that_fails_once_mid_minute_then_the_sweep_retries_it_in_halves() -> None:
     clock = Clock(T0)
     queues = {
         queue_key(r, p): QueueUrls(f"q/{r}/{p}", f"dlq/{r}/{p}") for r in Runtime for p in Priority
@@ -155,7 +155,53 @@ def test_given_a_sweep_that_fails_mid_minute_then_the_next_resumes_from_the_wate
     first = sweeper.sweep()
     second = sweeper.sweep()
 
-    assert first.errors  # the second page's send failed
+    # The second page's send failed; its halves went through in the same sweep.
+    assert first.errors == []
+    assert first.parked == 0
+    assert first.messages_sent == 12
+    assert second.messages_sent == 0
+    assert sent(queue, clock) == Counter({(j, T0 + 300_000 + i): 1 for i, j in enumerate(created)})
+
+
+class FailingStore(MemoryTimerStore):
+    """A timer store whose read of a second page fails once, as when DynamoDB is unreachable
+    for a moment."""
+
+    def __init__(self, shards: int) -> None:
+        super().__init__(shards)
+        self.failed = False
+
+    def read_due(
+        self, minute: int, shard: int, after_key: str | None, before_ms: int, limit: int
+    ) -> Any:
+        if after_key is not None and not self.failed:
+            self.failed = True
+            raise ConnectionError("network down")
+        return super().read_due(minute, shard, after_key, before_ms, limit)
+
+
+def test_given_a_store_that_fails_mid_minute_then_the_next_sweep_resumes_from_the_watermark() -> (
+    None
+):
+    clock = Clock(T0)
+    queues = {
+        queue_key(r, p): QueueUrls(f"q/{r}/{p}", f"dlq/{r}/{p}") for r in Runtime for p in Priority
+    }
+    config = Settings("jobs", "timers", "runs", queues, timer_shards=1)
+    jobs, timers, runs = MemoryJobStore(), FailingStore(shards=1), MemoryRunStore()
+    queue = MemoryQueue(clock)
+    service = JobService(jobs, timers, runs, queue, config, clock=clock)
+    created = [
+        service.create("t", parse_job_spec(body({"at": rfc3339_ms(T0 + 300_000 + i)}))).id
+        for i in range(12)
+    ]
+    sweeper = Sweeper(jobs, timers, queue, config, clock=clock, page_size=5)
+    clock.now = T0 + 240_000
+
+    first = sweeper.sweep()  # the read of page 2 fails
+    second = sweeper.sweep()
+
+    assert first.errors
     assert first.messages_sent == 5
     assert second.errors == []
     assert second.messages_sent == 7  # resumed after the first page, not from the start

@@ -1,7 +1,8 @@
 """DynamoDB adapters for the job, timer and run stores.
 
 Tables (see duetime.resources): jobs (tenant, id); timers (pk = `<yyyymmddHHMM>#<shard>`,
-sk = `<due ms>#<job id>`, plus one `~sweep` item per partition and a global `sweeper` item);
+sk = `<due ms>#<job id>`, plus one `~sweep` item per partition, one `sweeper#<shard>` state
+item per shard, the `sweeper`/`shards` count, and `stuck#<shard>` partitions of stuck timers);
 runs (job_id, scheduled_ms) with a stream for the archiver.
 """
 
@@ -10,7 +11,8 @@ from __future__ import annotations
 import base64
 import json
 import re
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 from botocore.exceptions import ClientError
@@ -24,7 +26,7 @@ from duetime.adapters.codec import (
     to_item,
 )
 from duetime.domain.ids import shard_of, timer_partition
-from duetime.domain.jobs import Job
+from duetime.domain.jobs import Job, JobStatus
 from duetime.domain.runs import (
     ClaimOutcome,
     Run,
@@ -39,6 +41,7 @@ from duetime.ports import (
     Page,
     PartitionState,
     StoreError,
+    StuckTimer,
     SweepState,
     Timer,
 )
@@ -47,7 +50,9 @@ if TYPE_CHECKING:
     from mypy_boto3_dynamodb import DynamoDBClient
 
 SWEEP_SK = "~sweep"  # sorts after every `<13 digits>#...` timer key in the same partition
-STATE_KEY = {"pk": {"S": "sweeper"}, "sk": {"S": "state"}}
+# How many shards the sweeps cover (the most ever configured): one item for the deployment.
+CONFIG_KEY = {"pk": {"S": "sweeper"}, "sk": {"S": "shards"}}
+MAX_STUCK_REASON_CHARS = 1000
 _BATCH_GET = 100
 _BATCH_WRITE = 25
 
@@ -84,6 +89,14 @@ def _batch_get(
             items += [from_item(i) for i in response.get("Responses", {}).get(table, [])]
             request = response.get("UnprocessedKeys") or None
     return items
+
+
+def _batch_write(client: DynamoDBClient, table: str, requests: list[dict[str, Any]]) -> None:
+    """BatchWriteItem of up to 25 requests, retrying unprocessed ones."""
+    request: Any = {table: requests}
+    while request:
+        response = client.batch_write_item(RequestItems=request)
+        request = response.get("UnprocessedItems") or None
 
 
 def _query_page(
@@ -214,6 +227,24 @@ class DynamoJobStore:
                 raise ConditionFailed(f"job {job.id} changed") from exc
             raise StoreError(str(exc)) from exc
 
+    def scan_scheduled(self, segment: int, segments: int) -> Iterator[Job]:
+        params: dict[str, Any] = {
+            "TableName": self._table,
+            "Segment": segment,
+            "TotalSegments": segments,
+            # Jobs only: idempotency records and webhook secrets have no status.
+            "FilterExpression": "#s = :s",
+            "ExpressionAttributeNames": {"#s": "status"},
+            "ExpressionAttributeValues": {":s": {"S": JobStatus.SCHEDULED.value}},
+        }
+        while True:
+            response = self._client.scan(**params)
+            for item in response.get("Items", []):
+                yield job_from_values(from_item(item))
+            if "LastEvaluatedKey" not in response:
+                return
+            params["ExclusiveStartKey"] = response["LastEvaluatedKey"]
+
 
 class DynamoTimerStore:
     def __init__(
@@ -224,17 +255,20 @@ class DynamoTimerStore:
         self.shards = shards
         self._ttl_seconds = ttl_seconds
 
+    def shard_of(self, job_id: str) -> int:
+        return shard_of(job_id, self.shards)
+
     def _item(self, timer: Timer) -> dict[str, Any]:
-        minute = timer.due_ms // 60_000
-        return to_item(
-            {
-                "pk": timer_partition(minute, shard_of(timer.job_id, self.shards)),
-                "sk": timer.sort_key,
-                "tenant": timer.tenant,
-                "gen": timer.generation,
-                "expires_at": timer.due_ms // 1000 + self._ttl_seconds,
-            }
-        )
+        values: dict[str, Any] = {
+            "pk": timer_partition(timer.bucket, self.shard_of(timer.job_id)),
+            "sk": timer.sort_key,
+            "tenant": timer.tenant,
+            "gen": timer.generation,
+            "expires_at": max(timer.due_ms // 1000, timer.bucket * 60) + self._ttl_seconds,
+        }
+        if timer.job_bytes:
+            values["bytes"] = timer.job_bytes
+        return to_item(values)
 
     def put(self, timers: Sequence[Timer]) -> None:
         # BatchWriteItem rejects a batch that names one key twice: the last write of a key wins.
@@ -243,18 +277,27 @@ class DynamoTimerStore:
             self._client.put_item(TableName=self._table, Item=items[0])
             return
         for start in range(0, len(items), _BATCH_WRITE):
-            request: Any = {
-                self._table: [
-                    {"PutRequest": {"Item": item}} for item in items[start : start + _BATCH_WRITE]
-                ]
-            }
-            while request:
-                response = self._client.batch_write_item(RequestItems=request)
-                request = response.get("UnprocessedItems") or None
+            _batch_write(
+                self._client,
+                self._table,
+                [{"PutRequest": {"Item": item}} for item in items[start : start + _BATCH_WRITE]],
+            )
 
     def delete(self, timer: Timer) -> None:
         item = self._item(timer)
         self._client.delete_item(TableName=self._table, Key={"pk": item["pk"], "sk": item["sk"]})
+
+    def find(self, timers: Sequence[Timer]) -> list[Timer]:
+        keys = {
+            (item["pk"]["S"], item["sk"]["S"]): timer
+            for timer in timers
+            for item in [self._item(timer)]
+        }
+        wanted = [{"pk": {"S": pk}, "sk": {"S": sk}} for pk, sk in keys]
+        return [
+            replace(keys[(values["pk"], values["sk"])], generation=values.get("gen", 0))
+            for values in _batch_get(self._client, self._table, wanted, consistent=True)
+        ]
 
     def read_due(
         self, minute: int, shard: int, after_key: str | None, before_ms: int, limit: int
@@ -278,19 +321,55 @@ class DynamoTimerStore:
         for raw in response.get("Items", []):
             values = from_item(raw)
             due, _, job_id = str(values["sk"]).partition("#")
-            timers.append(Timer(values["tenant"], job_id, int(due), values.get("gen", 0)))
+            timers.append(
+                Timer(
+                    values["tenant"],
+                    job_id,
+                    int(due),
+                    values.get("gen", 0),
+                    bucket_minute=None if int(due) // 60_000 == minute else minute,
+                    job_bytes=values.get("bytes", 0),
+                )
+            )
         return timers[:limit], len(timers) > limit or "LastEvaluatedKey" in response
 
-    def sweep_state(self) -> SweepState:
-        item = self._client.get_item(TableName=self._table, Key=STATE_KEY, ConsistentRead=True)
-        values = from_item(item["Item"]) if "Item" in item else {}
-        return SweepState(values.get("cursor"), values.get("horizon"))
+    # --- sweep progress: the shard count, one state item per shard, one per partition --------
 
-    def raise_horizon(self, minute: int) -> SweepState:
+    def shard_count(self) -> int:
+        item = self._client.get_item(TableName=self._table, Key=CONFIG_KEY, ConsistentRead=True)
+        values = from_item(item["Item"]) if "Item" in item else {}
+        return max(self.shards, int(values.get("shards", 0)))
+
+    def raise_shard_count(self, count: int) -> int:
         try:
             response = self._client.update_item(
                 TableName=self._table,
-                Key=STATE_KEY,
+                Key=CONFIG_KEY,
+                UpdateExpression="SET shards = :n",
+                ConditionExpression="attribute_not_exists(shards) OR shards < :n",
+                ExpressionAttributeValues={":n": {"N": str(count)}},
+                ReturnValues="ALL_NEW",
+            )
+        except ClientError as exc:
+            if not _is_condition_failure(exc):
+                raise StoreError(str(exc)) from exc
+            return self.shard_count()
+        return int(from_item(response["Attributes"])["shards"])
+
+    def sweep_states(self, shards: Sequence[int]) -> dict[int, SweepState]:
+        wanted = [_shard_state_key(s) for s in dict.fromkeys(shards)]
+        return {
+            int(str(values["pk"]).rpartition("#")[2]): SweepState(
+                values.get("cursor"), values.get("horizon")
+            )
+            for values in _batch_get(self._client, self._table, wanted, consistent=True)
+        }
+
+    def raise_horizon(self, shard: int, minute: int) -> SweepState:
+        try:
+            response = self._client.update_item(
+                TableName=self._table,
+                Key=_shard_state_key(shard),
                 UpdateExpression="SET horizon = :m, #c = if_not_exists(#c, :m)",
                 ConditionExpression="attribute_not_exists(horizon) OR horizon < :m",
                 ExpressionAttributeNames={"#c": "cursor"},
@@ -300,21 +379,21 @@ class DynamoTimerStore:
         except ClientError as exc:
             if not _is_condition_failure(exc):
                 raise StoreError(str(exc)) from exc
-            return self.sweep_state()  # someone already raised it at least this far
+            # Someone already raised it at least this far.
+            return self.sweep_states([shard]).get(shard, SweepState(None, None))
         values = from_item(response["Attributes"])
         return SweepState(values.get("cursor"), values.get("horizon"))
 
-    def advance_cursor(self, expected: int | None, minute: int) -> bool:
+    def advance_cursor(self, shard: int, expected: int | None, minute: int) -> bool:
         condition = "#c = :e" if expected is not None else "attribute_not_exists(#c)"
-        names = {"#c": "cursor"}
         values: dict[str, Any] = {":m": {"N": str(minute)}}
         if expected is not None:
             values[":e"] = {"N": str(expected)}
         return self._update_if(
-            Key=STATE_KEY,
+            Key=_shard_state_key(shard),
             UpdateExpression="SET #c = :m",
             ConditionExpression=condition,
-            ExpressionAttributeNames=names,
+            ExpressionAttributeNames={"#c": "cursor"},
             ExpressionAttributeValues=values,
         )
 
@@ -342,28 +421,44 @@ class DynamoTimerStore:
     def acquire(
         self, minute: int, shard: int, owner: str, now_ms: int, lease_ms: int
     ) -> PartitionState | None:
+        key = {"pk": {"S": timer_partition(minute, shard)}, "sk": {"S": SWEEP_SK}}
+        values: dict[str, Any] = {
+            ":o": {"S": owner},
+            ":u": {"N": str(now_ms + lease_ms)},
+            ":f": {"BOOL": False},
+        }
+        open_ = "(attribute_not_exists(complete) OR complete = :f)"
         try:
+            # Free (released, never held) or ours: the usual case, one write.
             response = self._client.update_item(
                 TableName=self._table,
-                Key={"pk": {"S": timer_partition(minute, shard)}, "sk": {"S": SWEEP_SK}},
+                Key=key,
                 UpdateExpression="SET #o = :o, lease_until = :u",
-                ConditionExpression=(
-                    "(attribute_not_exists(complete) OR complete = :f) AND "
-                    "(attribute_not_exists(#o) OR #o = :o OR lease_until <= :now)"
-                ),
+                ConditionExpression=f"{open_} AND (attribute_not_exists(#o) OR #o = :o)",
                 ExpressionAttributeNames={"#o": "owner"},
-                ExpressionAttributeValues={
-                    ":o": {"S": owner},
-                    ":u": {"N": str(now_ms + lease_ms)},
-                    ":now": {"N": str(now_ms)},
-                    ":f": {"BOOL": False},
-                },
+                ExpressionAttributeValues=values,
                 ReturnValues="ALL_NEW",
             )
         except ClientError as exc:
-            if _is_condition_failure(exc):
-                return None
-            raise StoreError(str(exc)) from exc
+            if not _is_condition_failure(exc):
+                raise StoreError(str(exc)) from exc
+            # Held by another: take it over only if its lease ran out, which means its holder
+            # died without releasing it. That counts a stall.
+            try:
+                response = self._client.update_item(
+                    TableName=self._table,
+                    Key=key,
+                    UpdateExpression="SET #o = :o, lease_until = :u ADD stalls :one",
+                    ConditionExpression=f"{open_} AND attribute_exists(#o) AND lease_until <= :now",
+                    ExpressionAttributeNames={"#o": "owner"},
+                    ExpressionAttributeValues=values
+                    | {":now": {"N": str(now_ms)}, ":one": {"N": "1"}},
+                    ReturnValues="ALL_NEW",
+                )
+            except ClientError as again:
+                if _is_condition_failure(again):
+                    return None
+                raise StoreError(str(again)) from again
         return _partition_state(minute, shard, from_item(response["Attributes"]))
 
     def advance(
@@ -375,12 +470,16 @@ class DynamoTimerStore:
         *,
         complete: bool = False,
         release: bool = False,
+        stalls: int | None = None,
     ) -> bool:
         sets = ["complete = :c"]
         values: dict[str, Any] = {":o": {"S": owner}, ":c": {"BOOL": complete}}
         if watermark is not None:
             sets.append("watermark = :w")
             values[":w"] = {"S": watermark}
+        if stalls is not None:
+            sets.append("stalls = :s")
+            values[":s"] = {"N": str(stalls)}
         expression = "SET " + ", ".join(sets) + (" REMOVE #o, lease_until" if release else "")
         return self._update_if(
             Key={"pk": {"S": timer_partition(minute, shard)}, "sk": {"S": SWEEP_SK}},
@@ -389,6 +488,107 @@ class DynamoTimerStore:
             ExpressionAttributeNames={"#o": "owner"},
             ExpressionAttributeValues=values,
         )
+
+    # --- stuck timers: one partition per shard ---------------------------------------------
+
+    def park(self, stuck: StuckTimer, *, replacing: StuckTimer | None = None) -> None:
+        item = to_item(_stuck_to_values(stuck))
+        self._client.put_item(TableName=self._table, Item=item)
+        # Then the old record: a crash in between leaves both, and the timer is retried twice
+        # (the run id absorbs the duplicate), never neither.
+        if replacing is not None:
+            old = to_item(_stuck_key(replacing))
+            if old != {k: item[k] for k in old}:
+                self._client.delete_item(TableName=self._table, Key=old)
+
+    def parked_due(self, shard: int, now_ms: int, limit: int) -> list[StuckTimer]:
+        response = self._client.query(
+            TableName=self._table,
+            KeyConditionExpression="pk = :p AND sk BETWEEN :lo AND :hi",
+            ExpressionAttributeValues={
+                ":p": {"S": _stuck_partition(shard)},
+                ":lo": {"S": RETRYING},
+                ":hi": {"S": f"{RETRYING}{now_ms:013d}~"},
+            },
+            ConsistentRead=True,
+            Limit=limit,
+        )
+        return [_stuck_from_values(from_item(i)) for i in response.get("Items", [])]
+
+    def stuck(self, shard: int) -> list[StuckTimer]:
+        params: dict[str, Any] = {
+            "TableName": self._table,
+            "KeyConditionExpression": "pk = :p",
+            "ExpressionAttributeValues": {":p": {"S": _stuck_partition(shard)}},
+            "ConsistentRead": True,
+        }
+        found: list[StuckTimer] = []
+        while True:
+            response = self._client.query(**params)
+            found += [_stuck_from_values(from_item(i)) for i in response.get("Items", [])]
+            if "LastEvaluatedKey" not in response:
+                return found
+            params["ExclusiveStartKey"] = response["LastEvaluatedKey"]
+
+    def unpark(self, stuck: StuckTimer) -> None:
+        self._client.delete_item(TableName=self._table, Key=to_item(_stuck_key(stuck)))
+
+
+# Stuck timers: pk `stuck#<shard>`; sk `r#<next attempt ms>#<timer sort key>` while they are
+# retried (a range query finds those due), `q#<timer sort key>` once quarantined.
+RETRYING = "r#"
+QUARANTINED = "q#"
+
+
+def _stuck_partition(shard: int) -> str:
+    return f"stuck#{shard}"
+
+
+def _stuck_key(stuck: StuckTimer) -> dict[str, Any]:
+    if stuck.next_attempt_ms is None:
+        sk = QUARANTINED + stuck.timer.sort_key
+    else:
+        sk = f"{RETRYING}{stuck.next_attempt_ms:013d}#{stuck.timer.sort_key}"
+    return {"pk": _stuck_partition(stuck.shard), "sk": sk}
+
+
+def _stuck_to_values(stuck: StuckTimer) -> dict[str, Any]:
+    timer = stuck.timer
+    return _stuck_key(stuck) | {
+        "tenant": timer.tenant,
+        "job_id": timer.job_id,
+        "due": timer.due_ms,
+        "gen": timer.generation,
+        "bytes": timer.job_bytes,
+        "attempts": stuck.attempts,
+        "reason": stuck.reason[:MAX_STUCK_REASON_CHARS],
+        "first_failed": stuck.first_failed_ms,
+        "last_failed": stuck.last_failed_ms,
+    }
+
+
+def _stuck_from_values(values: dict[str, Any]) -> StuckTimer:
+    sk = str(values["sk"])
+    next_attempt = int(sk[len(RETRYING) :].partition("#")[0]) if sk.startswith(RETRYING) else None
+    return StuckTimer(
+        timer=Timer(
+            values["tenant"],
+            values["job_id"],
+            values["due"],
+            values.get("gen", 0),
+            job_bytes=values.get("bytes", 0),
+        ),
+        shard=int(str(values["pk"]).rpartition("#")[2]),
+        attempts=values["attempts"],
+        reason=values.get("reason", ""),
+        first_failed_ms=values["first_failed"],
+        last_failed_ms=values["last_failed"],
+        next_attempt_ms=next_attempt,
+    )
+
+
+def _shard_state_key(shard: int) -> dict[str, Any]:
+    return {"pk": {"S": f"sweeper#{shard}"}, "sk": {"S": "state"}}
 
 
 def _partition_state(minute: int, shard: int, values: dict[str, Any]) -> PartitionState:
@@ -399,6 +599,7 @@ def _partition_state(minute: int, shard: int, values: dict[str, Any]) -> Partiti
         complete=bool(values.get("complete", False)),
         owner=values.get("owner"),
         lease_until_ms=values.get("lease_until", 0),
+        stalls=values.get("stalls", 0),
     )
 
 

@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from duetime.config import QueueUrls, queue_key
+from duetime.domain.ids import message_group_id
 from duetime.domain.jobs import Priority, Runtime
 from duetime.ports import Delivery, QueueError, RunMessage
 
@@ -69,8 +70,8 @@ class SqsJobQueue:
                 "MessageBody": message.to_json(),
                 "DelaySeconds": max(0, min(900, delay)),
                 # The tenant as message group: SQS fair queues keep one noisy tenant from
-                # delaying everyone else's jobs.
-                "MessageGroupId": message.tenant,
+                # delaying everyone else's jobs. Derived: SQS refuses many valid tenants.
+                "MessageGroupId": message_group_id(message.tenant),
             }
             for i, (message, delay) in enumerate(batch)
         }

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import hashlib
+import re
 import zlib
 from datetime import UTC, datetime
 
@@ -36,6 +38,26 @@ def parse_run_id(value: str) -> tuple[str, int]:
 
 def shard_of(job_id: str, shards: int) -> int:
     return zlib.crc32(job_id.encode()) % shards
+
+
+# SQS MessageGroupId: 1..128 characters of ASCII letters, digits and punctuation (no space).
+_GROUP_ID = re.compile(r"[!-~]{1,128}", re.ASCII)
+_HASHED_GROUP = "~"
+
+
+def message_group_id(tenant: str) -> str:
+    """The SQS message group of a tenant's runs: always a value SQS accepts, stable per tenant,
+    and distinct for distinct tenants. A tenant that is already a valid group id is used as
+    it is (readable in the console); any other (spaces, non-ASCII, over 128 characters) is
+    `~` + the SHA-256 of its UTF-8 bytes (65 characters). Tenants starting with `~` are hashed
+    too, so a hashed id never equals a tenant used as it is."""
+    if _GROUP_ID.fullmatch(tenant) and not tenant.startswith(_HASHED_GROUP):
+        return tenant
+    return _HASHED_GROUP + hashlib.sha256(tenant.encode("utf-8", "surrogatepass")).hexdigest()
+
+
+def valid_message_group_id(value: str) -> bool:
+    return _GROUP_ID.fullmatch(value) is not None
 
 
 def minute_of(ms: int) -> int:

@@ -6,6 +6,7 @@ import json
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from enum import StrEnum
+from functools import cached_property
 from typing import Any, TypeVar
 
 from duetime.domain.errors import IllegalTransition, PayloadTooLarge, ValidationError
@@ -17,6 +18,7 @@ E = TypeVar("E", bound=StrEnum)
 MAX_PAYLOAD_BYTES = 64 * 1024
 MAX_NAME_CHARS = 128
 MAX_TIMEOUT_SECONDS = 900
+JOB_OVERHEAD_BYTES = 200  # status, instants, generation and attribute names of a stored job
 
 
 class Priority(StrEnum):
@@ -81,6 +83,12 @@ class JobSpec:
     def recurring(self) -> bool:
         return is_recurring(self.schedule)
 
+    @cached_property
+    def size_bytes(self) -> int:
+        """The size of the spec as JSON: about what the job takes in the table and in memory
+        once read (sweeps budget their pages with it)."""
+        return len(json.dumps(spec_to_dict(self), separators=(",", ":")).encode())
+
 
 @dataclass(frozen=True)
 class Job:
@@ -97,6 +105,11 @@ class Job:
     next_due_ms: int | None = None
     # DynamoDB TTL (epoch seconds) once the job is finished and only history remains.
     expires_at: int | None = None
+
+    @property
+    def size_bytes(self) -> int:
+        """About the size of the job item as stored: the spec plus the ids and bookkeeping."""
+        return self.spec.size_bytes + JOB_OVERHEAD_BYTES + len(self.tenant) + len(self.id)
 
     def transition(self, wanted: JobStatus, now_ms: int) -> Job:
         """The job after a user-requested status change; raises IllegalTransition."""

@@ -2,9 +2,19 @@
 
 A recurring job has one timer at a time: its next occurrence. When the sweeper meets that
 timer it enqueues every occurrence before the sweep's horizon (each is its own run) and writes
-one new timer for the first occurrence at or after the horizon. Occurrences that are already
-older than the misfire grace were *missed* (the system was down or behind); the job's
-catch-up policy decides which of those still run.
+one new timer for the first occurrence it did not plan. Occurrences at or after now − misfire
+grace are *on time* and always run. Older ones were *missed* (the system was down or behind);
+the job's catch-up policy decides which of those still run:
+
+- occurrences older than the catch-up window (now − window) never run, whatever the mode;
+- `latest` runs the most recent missed occurrence inside the window, `none` runs none;
+- `all` runs every missed occurrence inside the window, oldest first, but at most 1,000 missed
+  occurrences per job per sweep; the rest are continued by the next sweep. When the bound is
+  reached the plan stops there: its next timer is the first missed occurrence not enqueued
+  (in the past), and on-time occurrences wait for the continuation to reach them.
+
+Cost: occurrences that do not run are jumped over, not visited, so a plan costs a few
+schedule evaluations plus one per occurrence enqueued, whatever the downtime.
 """
 
 from __future__ import annotations
@@ -13,18 +23,27 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 
 from duetime.domain.jobs import Catchup, CatchupMode
-from duetime.domain.schedule import Cron, Rate, Schedule, next_occurrence
+from duetime.domain.schedule import (
+    Cron,
+    Rate,
+    Schedule,
+    next_occurrence,
+    previous_occurrence,
+)
 from duetime.domain.timeutil import from_ms, to_ms
 
-# `all` never enqueues more than this many missed occurrences of one job in one sweep.
-MAX_CATCHUP_RUNS = 100
+# `all` enqueues at most this many missed occurrences of one job in one plan; the plan's next
+# timer continues from the first one left over.
+MAX_CATCHUP_RUNS = 1000
 
 
 @dataclass(frozen=True)
 class Plan:
     enqueue: tuple[int, ...]  # scheduled instants (ms) to send now, ascending
     next_due_ms: int | None  # the chain's next timer, or None when the schedule is over
-    skipped: int  # missed occurrences visited and not run (a lower bound)
+    # Occurrences that will never run because of this plan: exact for rates, a lower bound for
+    # cron (occurrences jumped over without being visited count as one per jump).
+    skipped: int
 
 
 def plan_recurring(
@@ -38,38 +57,82 @@ def plan_recurring(
     grace_ms: int,
 ) -> Plan:
     """`due_ms` is the timer's occurrence; occurrences in [due_ms, horizon_ms) are planned now."""
-    missed: list[int] = []
-    on_time: list[int] = []
-    skipped = 0
+    on_time_from = now_ms - grace_ms
     window_start = now_ms - catchup.window_seconds * 1000
+    # Occurrences before `lost_before` never run: older than the window and not on time.
+    lost_before = min(window_start, on_time_from)
+    # Missed occurrences that may still run lie in [lost_before, missed_until).
+    missed_until = min(on_time_from, horizon_ms)
+    enqueue: list[int] = []
+    skipped = 0
     occurrence: int | None = due_ms
-    if catchup.mode != CatchupMode.ALL and due_ms < window_start:
-        # Jump over occurrences that are outside the window without visiting each one.
-        # (Those jumped over are not counted in `skipped`.)
-        occurrence = _next(schedule, created_at, window_start - 1)
-    while occurrence is not None and occurrence < horizon_ms:
-        if occurrence >= now_ms - grace_ms:
-            on_time.append(occurrence)
-        elif occurrence >= window_start:
-            missed.append(occurrence)
+
+    if due_ms < lost_before:
+        occurrence = _next(schedule, created_at, lost_before - 1)
+        skipped += _dropped(schedule, created_at, due_ms, occurrence)
+
+    if occurrence is not None and occurrence < missed_until:
+        if catchup.mode == CatchupMode.ALL:
+            while occurrence is not None and occurrence < missed_until:
+                if len(enqueue) == MAX_CATCHUP_RUNS:
+                    # Bounded work per sweep: the continuation timer picks up from here.
+                    return Plan(tuple(enqueue), occurrence, skipped)
+                enqueue.append(occurrence)
+                occurrence = _next(schedule, created_at, occurrence)
+        elif catchup.mode == CatchupMode.LATEST:
+            latest = _previous(schedule, created_at, missed_until)
+            if latest is None or latest < occurrence:
+                latest = occurrence  # `due_ms` itself is the only missed occurrence
+            skipped += _dropped(schedule, created_at, occurrence, latest)
+            enqueue.append(latest)
+            occurrence = _next(schedule, created_at, latest)
         else:
-            skipped += 1
+            following = _next(schedule, created_at, missed_until - 1)
+            skipped += _dropped(schedule, created_at, occurrence, following)
+            occurrence = following
+
+    while occurrence is not None and occurrence < horizon_ms:
+        enqueue.append(occurrence)
         occurrence = _next(schedule, created_at, occurrence)
-    kept = _catch_up(catchup.mode, missed)
-    skipped += len(missed) - len(kept)
-    return Plan(tuple(kept + on_time), occurrence, skipped)
+    return Plan(tuple(enqueue), occurrence, skipped)
 
 
-def _catch_up(mode: CatchupMode, missed: list[int]) -> list[int]:
-    if mode == CatchupMode.ALL:
-        return missed[-MAX_CATCHUP_RUNS:]
-    if mode == CatchupMode.LATEST:
-        return missed[-1:]
-    return []
+def _dropped(schedule: Schedule, created_at: datetime, first: int, until: int | None) -> int:
+    """How many occurrences in [first, until) are dropped: `first` (an occurrence) and every
+    occurrence between; `until` None means all that remain. Exact for rates; for cron, counting
+    would mean visiting them, so only `first` is counted."""
+    if until is not None and until <= first:
+        return 0
+    if isinstance(schedule, Rate):
+        if until is None:
+            if schedule.end_at is None:
+                return 1  # unbounded yet no next occurrence: past year 9999
+            until = to_ms(schedule.end_at) + 1
+        return (
+            1
+            + _rate_count_before(schedule, created_at, until)
+            - _rate_count_before(schedule, created_at, first + 1)
+        )
+    return 1
+
+
+def _rate_count_before(rate: Rate, created_at: datetime, limit: int) -> int:
+    """Occurrences of `rate` before `limit`, mirroring `_rate_next` (anchor, end_at)."""
+    anchor = to_ms(
+        rate.start_at if rate.start_at is not None else created_at + timedelta(seconds=rate.seconds)
+    )
+    if rate.end_at is not None:
+        limit = min(limit, to_ms(rate.end_at) + 1)
+    return max(0, -((anchor - limit) // (rate.seconds * 1000)))  # ceil((limit - anchor) / P)
 
 
 def _next(schedule: Schedule, created_at: datetime, after_ms: int) -> int | None:
     found = next_occurrence(schedule, created_at=created_at, after=from_ms(after_ms))
+    return to_ms(found) if found is not None else None
+
+
+def _previous(schedule: Schedule, created_at: datetime, before_ms: int) -> int | None:
+    found = previous_occurrence(schedule, created_at=created_at, before=from_ms(before_ms))
     return to_ms(found) if found is not None else None
 
 

@@ -112,6 +112,9 @@ _CRON_SHAPE = (
 _SHIFT_WINDOW = timedelta(hours=3)
 _EPSILON = timedelta(microseconds=1)
 _NAIVE_EPOCH = datetime(1970, 1, 1)
+# How far back `previous_occurrence` looks for a cron occurrence. Valid expressions match at
+# least once every 8 years (Feb 29, with 2100 not a leap year); every other one at least yearly.
+_PREVIOUS_SEARCH_LIMIT = timedelta(days=9 * 366)
 
 
 # --- parsing -------------------------------------------------------------------------------------
@@ -310,6 +313,34 @@ def next_occurrence(
         return None  # beyond year 9999
 
 
+def previous_occurrence(
+    schedule: Schedule, *, created_at: datetime, before: datetime
+) -> datetime | None:
+    """The last occurrence strictly before `before`; None when there is none.
+
+    The mirror of `next_occurrence`, and consistent with it: for the result p,
+    `next_occurrence(after=p - 1 ms)` is p and `next_occurrence(after=p)` is >= `before` (or
+    None). An occurrence after `end_at` does not exist.
+    """
+    created_at = truncate_ms(created_at)
+    # Every occurrence is on a millisecond: "< before" is "< the first millisecond >= before".
+    limit = truncate_ms(before)
+    if limit < before:
+        limit += timedelta(milliseconds=1)
+    try:
+        match schedule:
+            case At():
+                return _once_before(schedule.at, limit)
+            case Delay():
+                return _once_before(created_at + timedelta(seconds=schedule.seconds), limit)
+            case Rate():
+                return _rate_previous(schedule, created_at, limit)
+            case Cron():
+                return _cron_previous(schedule, created_at, limit)
+    except OverflowError:
+        return None  # before year 1 or beyond year 9999
+
+
 def _once(instant: datetime, after: datetime | None) -> datetime | None:
     return instant if after is None or instant > after else None
 
@@ -329,6 +360,25 @@ def _rate_next(rate: Rate, created_at: datetime, after: datetime | None) -> date
     return result if rate.end_at is None or result <= rate.end_at else None
 
 
+def _once_before(instant: datetime, before: datetime) -> datetime | None:
+    return instant if instant < before else None
+
+
+def _rate_previous(rate: Rate, created_at: datetime, before: datetime) -> datetime | None:
+    if rate.seconds <= 0:
+        raise ValueError("rate seconds must be positive")
+    anchor = (
+        rate.start_at if rate.start_at is not None else created_at + timedelta(seconds=rate.seconds)
+    )
+    if rate.end_at is not None and before > rate.end_at:
+        before = rate.end_at + timedelta(milliseconds=1)
+    if before <= anchor:
+        return None
+    period_ms = rate.seconds * 1000
+    k = (to_ms(before) - to_ms(anchor) - 1) // period_ms  # the last k with anchor + k·P < before
+    return anchor + timedelta(milliseconds=k * period_ms)
+
+
 def _cron_next(cron: Cron, created_at: datetime, after: datetime | None) -> datetime | None:
     spec = _cron_spec(cron.expression)
     zone = ZoneInfo(cron.timezone)
@@ -341,6 +391,55 @@ def _cron_next(cron: Cron, created_at: datetime, after: datetime | None) -> date
     if found is None or (cron.end_at is not None and found > cron.end_at):
         return None
     return found
+
+
+def _cron_previous(cron: Cron, created_at: datetime, before: datetime) -> datetime | None:
+    """Built on `_cron_next` alone, so it shares its DST policy and bounds exactly.
+
+    Looks back over windows of 1, 2, 4, ... minutes until one holds an occurrence, then finds
+    the last occurrence of that window (the half nearest `before` is known to be empty).
+    """
+    lower = created_at if cron.start_at is None else max(created_at, cron.start_at)
+    if cron.end_at is not None and before > cron.end_at:
+        before = cron.end_at + timedelta(milliseconds=1)
+    if before <= lower:
+        return None
+    width = timedelta(minutes=1)
+    while True:
+        probe = before - width
+        # At or below the lower bound the window covers every occurrence there is.
+        reaches_lower = probe < lower
+        found = _cron_next(cron, created_at, None if reaches_lower else probe)
+        if found is not None and found < before:
+            break
+        if reaches_lower or width >= _PREVIOUS_SEARCH_LIMIT:
+            return None
+        width = min(width * 2, _PREVIOUS_SEARCH_LIMIT)
+    # No occurrence lies in (empty_from, before).
+    empty_from = before - width / 2 if width > timedelta(minutes=1) else before
+    return _last_cron_before(cron, created_at, found, empty_from, before)
+
+
+def _last_cron_before(
+    cron: Cron, created_at: datetime, last: datetime, empty_from: datetime, before: datetime
+) -> datetime:
+    """The last occurrence < before, given an occurrence `last` < before and that none lies in
+    (empty_from, before). Alternates a step forward with a bisection of (last, empty_from], so
+    a dense cluster of occurrences (`* 9 * * *`) costs O(log) evaluations, not one each."""
+    while True:
+        following = _cron_next(cron, created_at, last)
+        if following is None or following >= before:
+            return last
+        last = following
+        empty_from = max(empty_from, last)
+        middle = truncate_ms(last + (empty_from - last) / 2)
+        if middle > last:
+            found = _cron_next(cron, created_at, middle)
+            if found is not None and found < before:
+                last = found
+                empty_from = max(empty_from, last)
+            else:
+                empty_from = middle
 
 
 def _first_cron_instant_after(

@@ -5,6 +5,10 @@ moto (5.2) evaluates the condition and applies the write as separate steps with 
 two threads can both pass the same condition — concurrent sweeps would then both acquire a
 partition's lease, and concurrent claims could both win a run. duetime depends on that
 atomicity, so the local stack and the tests serialize moto's item writes.
+
+SQS refuses a MessageGroupId that is not 1-128 ASCII letters, digits and punctuation; moto
+takes anything, so a value AWS would refuse (a tenant with a space) passed every local test.
+`make_sqs_strict` makes moto refuse it as AWS does.
 """
 
 from __future__ import annotations
@@ -37,6 +41,37 @@ def make_dynamodb_writes_atomic() -> None:
             if original is not None:
                 setattr(DynamoDBBackend, name, _serialized(original))
         _applied = True
+
+
+_sqs_strict = False
+
+
+def make_sqs_strict() -> None:
+    """Make moto refuse MessageGroupIds that SQS refuses (idempotent)."""
+    global _sqs_strict  # noqa: PLW0603 - a process-wide patch, applied once
+    with _lock:
+        if _sqs_strict:
+            return
+        from moto.sqs.exceptions import InvalidParameterValue
+        from moto.sqs.models import SQSBackend
+
+        from duetime.domain.ids import valid_message_group_id
+
+        original = SQSBackend._validate_message
+
+        @functools.wraps(original)
+        def validate(self: Any, queue: Any, *args: Any, **kwargs: Any) -> None:
+            group_id = kwargs.get("group_id", args[3] if len(args) > 3 else None)
+            if group_id is not None and not valid_message_group_id(group_id):
+                raise InvalidParameterValue(
+                    f"Value {group_id} for parameter MessageGroupId is invalid. Reason: "
+                    "MessageGroupId can only include alphanumeric and punctuation characters. "
+                    "1 to 128 in length."
+                )
+            original(self, queue, *args, **kwargs)
+
+        SQSBackend._validate_message = validate  # type: ignore[method-assign]
+        _sqs_strict = True
 
 
 def _serialized(method: Callable[..., Any]) -> Callable[..., Any]:

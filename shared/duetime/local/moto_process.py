@@ -99,7 +99,7 @@ def make_dispatch_fast() -> None:
 def serve(host: str, port: int, out: IO[str] = sys.stdout, wait: IO[str] = sys.stdin) -> int:
     from moto.server import ThreadedMotoServer
 
-    from duetime.local.moto_fixes import make_dynamodb_writes_atomic
+    from duetime.local.moto_fixes import make_dynamodb_writes_atomic, make_sqs_strict
     from duetime.local.moto_sqs import make_sqs_fast
 
     if port:
@@ -113,6 +113,7 @@ def serve(host: str, port: int, out: IO[str] = sys.stdout, wait: IO[str] = sys.s
                 return 1
     logging.getLogger("werkzeug").setLevel(logging.ERROR)
     make_dynamodb_writes_atomic()
+    make_sqs_strict()
     make_sqs_fast()
     make_dispatch_fast()
     server = ThreadedMotoServer(ip_address=host, port=port, verbose=False)

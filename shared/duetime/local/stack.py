@@ -9,7 +9,8 @@ small emulators of what AWS would do around the same handlers:
 | thread            | stands for                                                       |
 |-------------------|------------------------------------------------------------------|
 | gateway           | API Gateway HTTP API + JWT authorizer → the API Lambda           |
-| tick              | the EventBridge rule rate(1 minute) → the sweeper Lambda         |
+| tick              | the EventBridge rule rate(1 minute) → the coordinator Lambda,   |
+|                   | which sweeps the shards on threads (on AWS: a sweeper per shard) |
 | lambda-<priority> | an SQS event source mapping per lambda queue → the worker Lambda: |
 |                   | `lambda_pollers` threads each, as the mapping's concurrent pollers|
 | fargate worker    | the Fargate service's `duetime worker --runtime fargate` loop    |
@@ -441,10 +442,12 @@ class LocalStack:
     # --- the emulators -----------------------------------------------------------------------
 
     def tick(self) -> dict[str, Any] | None:
-        """What the EventBridge rule does once a minute: invoke the sweeper with a scheduled
-        event. A failed sweep is logged; the next tick resumes from its watermarks."""
+        """What the EventBridge rule does once a minute: invoke the coordinator with a
+        scheduled event. It sweeps the shards here, several at once (on AWS it invokes one
+        sweeper per shard). A failed sweep is logged; the next tick resumes from its
+        watermarks."""
         from duetime.observability import logger
-        from functions.sweeper.handler import handler as sweeper
+        from functions.coordinator.handler import handler as coordinator
 
         now = datetime.now(UTC)
         event = {
@@ -459,7 +462,7 @@ class LocalStack:
             "detail": {},
         }
         try:
-            result: dict[str, Any] = sweeper(event, _context("sweeper"))
+            result: dict[str, Any] = coordinator(event, _context("coordinator"))
         except Exception:
             logger.exception("sweep failed")
             return None

@@ -5,11 +5,15 @@ For each (job, occurrence):
 - recurring: every occurrence before the horizon becomes a message (each is its own run) and
   one timer holds the chain's next occurrence; a schedule that has ended completes the job.
 
-The horizon is the newest bucket minute a sweep may already have read (the global horizon,
-or minute(now) + lookahead + 1 when that is further: a sweep starting in the next minute
-reaches that far). After writing timers we read the global horizon again: a timer whose bucket
-it has reached may have been missed by that sweep, so it is dispatched again (as a message),
-and a duplicate is absorbed by the worker's claim (see duetime.services.sweep).
+The horizon is the newest bucket minute a sweep may already have read: minute(now) +
+lookahead + 1 (a sweep starting in the next minute reaches that far), or the horizon of the
+timer's shard when a sweep has gone further. A timer is stored in the bucket of its due minute,
+or, for a catch-up continuation already due, in the first bucket past the horizon.
+
+After writing timers we read the horizon of each shard written to (never a global item: the
+reads spread over the shards): a timer whose bucket it has reached may have been missed by
+that sweep, so it is dispatched again (as a message), and a duplicate is absorbed by the
+worker's claim (see duetime.services.sweep).
 """
 
 from __future__ import annotations
@@ -30,6 +34,19 @@ def delay_seconds(due_ms: int, now_ms: int) -> int:
     """SQS releases the message at most this long after now: never after the due instant (the
     worker waits out the remaining fraction of a second), never beyond SQS's 900 s."""
     return max(0, min(900, (due_ms - now_ms) // 1000))
+
+
+def _timer(job: Job, due_ms: int, horizon: int) -> Timer:
+    """The timer of `job` for `due_ms`, in the first bucket no sweep may have read yet."""
+    bucket = max(minute_of(due_ms), horizon + 1)
+    return Timer(
+        job.tenant,
+        job.id,
+        due_ms,
+        job.generation,
+        bucket_minute=None if bucket == minute_of(due_ms) else bucket,
+        job_bytes=job.size_bytes,
+    )
 
 
 def run_message(job: Job, scheduled_ms: int) -> RunMessage:
@@ -71,21 +88,20 @@ class Dispatcher:
     def dispatch(self, due: Sequence[tuple[Job, int]]) -> Dispatched:
         result = Dispatched()
         now = self._clock()
-        horizon = max(
-            self._timers.sweep_state().horizon_minute or 0,
-            minute_of(now) + self._settings.lookahead_minutes + 1,
-        )
+        horizon = minute_of(now) + self._settings.lookahead_minutes + 1
+        shard_horizons: dict[int, int] = {}  # read after our writes, per shard
         messages: list[tuple[RunMessage, int]] = []
         pending = list(due)
         while pending:
-            horizon_ms = (horizon + 1) * MINUTE_MS
             timers: list[tuple[Job, Timer]] = []
             for job, due_ms in pending:
+                reach = max(horizon, shard_horizons.get(self._timers.shard_of(job.id), 0))
+                horizon_ms = (reach + 1) * MINUTE_MS
                 if not job.spec.recurring:
                     if due_ms < horizon_ms:
                         messages.append((run_message(job, due_ms), delay_seconds(due_ms, now)))
                     else:
-                        timers.append((job, Timer(job.tenant, job.id, due_ms, job.generation)))
+                        timers.append((job, _timer(job, due_ms, reach)))
                     continue
                 plan = plan_recurring(
                     job.spec.schedule,
@@ -99,29 +115,38 @@ class Dispatcher:
                 result.skipped += plan.skipped
                 messages += [(run_message(job, s), delay_seconds(s, now)) for s in plan.enqueue]
                 if plan.next_due_ms is None:
-                    self._complete(job, now)
+                    self.complete(job, now)
                     result.completed += 1
                 else:
-                    timers.append(
-                        (job, Timer(job.tenant, job.id, plan.next_due_ms, job.generation))
-                    )
+                    timers.append((job, _timer(job, plan.next_due_ms, reach)))
             if not timers:
                 break
             self._timers.put([t for _, t in timers])
             result.timers += len(timers)
-            state = self._timers.sweep_state()
-            if state.cursor_minute is None:
-                # Before the very first sweep: make it start from now, not from its own minute.
-                self._timers.advance_cursor(None, minute_of(now))
-            latest = state.horizon_minute or 0
-            pending = [(job, t.due_ms) for job, t in timers if minute_of(t.due_ms) <= latest]
-            horizon = max(horizon, latest)
+            shard_horizons = self._read_horizons(
+                {self._timers.shard_of(t.job_id) for _, t in timers}, now
+            )
+            pending = [
+                (job, t.due_ms)
+                for job, t in timers
+                if t.bucket <= shard_horizons[self._timers.shard_of(t.job_id)]
+            ]
         if messages:
             self._queue.send(messages)
             result.messages += len(messages)
         return result
 
-    def _complete(self, job: Job, now: int) -> None:
+    def _read_horizons(self, shards: set[int], now: int) -> dict[int, int]:
+        """The horizon of each shard (0: never swept). A shard never swept yet gets its cursor
+        (its first sweep starts from now, not from its own minute) and is counted in."""
+        states = self._timers.sweep_states(sorted(shards))
+        for shard in shards - states.keys():
+            self._timers.advance_cursor(shard, None, minute_of(now))
+            self._timers.raise_shard_count(shard + 1)
+        return {s: (states[s].horizon_minute or 0) if s in states else 0 for s in shards}
+
+    def complete(self, job: Job, now: int) -> None:
+        """Mark a recurring job whose schedule has ended completed (unless it changed)."""
         done = replace(
             job,
             status=JobStatus.COMPLETED,

@@ -1,48 +1,91 @@
 """The sweeper: hand the timers that fall due soon to SQS, with DelaySeconds = due − now.
 
-Invoked once a minute. A sweep at time `now` reads every timer bucket from the global cursor
-(the oldest minute that may still hold unswept timers) through minute(now) + lookahead, so a
-missed tick is caught up by the next one. Each (bucket, shard) partition is swept under a
-lease with a watermark: the sort key of the last timer handed to SQS. Progress is written
-once per page of timers, never per timer.
+Each shard is swept on its own (`Sweeper.sweep_shard`: one invocation per shard, started once a
+minute by the coordinator, duetime.services.coordinator), with its own progress: a cursor (the
+oldest bucket minute of the shard that may still hold unswept timers) and a horizon (the newest
+bucket minute any sweep of the shard has started reading). A sweep at time `now` reads the
+shard's buckets from its cursor through minute(now) + lookahead, so a missed tick is caught up
+by the next one. Each (bucket, shard) partition is swept under a lease with a watermark: the
+sort key of the last timer dealt with. Progress is written once per page, never per timer. A
+slow or failing shard delays only its own timers.
 
-Why a timer cannot slip between sweeps: the sweep first raises the global *horizon* (the
-newest bucket any sweep has started reading), then queries with strongly consistent reads.
-Whoever writes a timer (the API, or the sweeper continuing a recurring chain) reads the
-horizon *after* the write; if it has reached the timer's bucket, the writer sends the
-occurrence to SQS itself. Either the sweep's query sees the timer, or the writer sees the
-sweep's horizon. Duplicates that this can produce share a run id and are absorbed by the
-worker's claim.
+Why a timer cannot slip between sweeps: the sweep first raises its shard's horizon, then
+queries with strongly consistent reads. Whoever writes a timer (the API, or a sweep continuing
+a recurring chain) reads the horizon of the timer's shard *after* the write; if it has reached
+the timer's bucket, the writer sends the occurrence to SQS itself. Either the sweep's query
+sees the timer, or the writer sees the sweep's horizon. Duplicates that this can produce share
+a run id and are absorbed by the worker's claim.
+
+Why one bad timer cannot hold a shard back:
+- A page whose hand-over raises is split in halves until the timers that fail on their own
+  are found; those are *parked* (moved to the shard's stuck list, with the reason) and the
+  watermark moves past them in the same sweep. Each later sweep of the shard retries the
+  parked timers that are due for it, with backoff; after `MAX_HANDOVER_ATTEMPTS` a timer is
+  *quarantined*: kept, counted (`TimersQuarantined`), listed and retried by
+  `duetime timers stuck [--retry]`.
+- Work per step is bounded: pages by count and by the bytes of their jobs, catch-up planning
+  per job (duetime.domain.planning), and the deadline is checked between groups of a page.
+- A sweep that *dies* in a partition (its lease runs out unreleased) leaves a stall count:
+  the next sweeps of that partition use pages 8 times smaller per stall, and at
+  `MAX_STALLS` the timer right after the watermark is parked without being tried.
 """
 
 from __future__ import annotations
 
 import uuid
-from collections.abc import Callable, Sequence
+from collections import deque
+from collections.abc import Callable, Iterable, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field
-from functools import partial
+from dataclasses import dataclass, field, fields
 
 from duetime.config import Settings
 from duetime.domain.ids import minute_of
 from duetime.domain.jobs import Job, JobStatus
 from duetime.domain.timeutil import MINUTE_MS
 from duetime.observability import Metric, count, logger, milliseconds
-from duetime.ports import JobQueue, JobStore, Timer, TimerStore
+from duetime.ports import JobQueue, JobStore, StuckTimer, Timer, TimerStore
 from duetime.services.dispatch import Dispatcher
 
 PAGE_SIZE = 500
-# A sweep reads at most this many bucket minutes; a longer backlog (after an outage) is
-# worked off by successive sweeps, oldest first.
+# A page is also cut when its jobs add up to this many bytes (as stored): whatever the jobs'
+# sizes, one page never holds more than this much job data in memory.
+PAGE_BUDGET_BYTES = 16 * 1024 * 1024
+# A timer that does not carry its job's size (written by an older version) counts as the
+# largest item DynamoDB can hold.
+UNKNOWN_JOB_BYTES = 400 * 1024
+# Timers handed over at once: one BatchGetItem of jobs. The deadline is checked between groups.
+HANDOVER_GROUP = 100
+# A sweep reads at most this many bucket minutes of its shard; a longer backlog (after an
+# outage) is worked off by successive sweeps, oldest first.
 MAX_MINUTES_PER_SWEEP = 180
+# A parked timer is retried this many times in all (with backoff), then quarantined.
+MAX_HANDOVER_ATTEMPTS = 8
+MAX_RETRY_BACKOFF_MINUTES = 30
+# Sweeps that died in one partition before the timer after its watermark is parked untried.
+MAX_STALLS = 4
+
+
+class _PartitionFailed(Exception):
+    """Sweeping a leased partition failed; `watermark` is the progress recorded before."""
+
+    def __init__(self, watermark: str | None) -> None:
+        super().__init__(watermark)
+        self.watermark = watermark
+
+
+def retry_backoff_ms(attempts: int) -> int:
+    """How long after its `attempts`-th failed hand-over a parked timer is tried again:
+    1, 2, 4, 8, 16, 30, 30 … minutes (about two hours over eight attempts)."""
+    return int(min(2 ** (attempts - 1), MAX_RETRY_BACKOFF_MINUTES)) * MINUTE_MS
 
 
 @dataclass
 class SweepReport:
     started_ms: int
+    shards: int = 0
     horizon_minute: int = 0
-    partitions: int = 0
-    partitions_busy: int = 0
+    partitions: int = 0  # partitions with timers that this sweep leased
+    partitions_busy: int = 0  # leased by another sweep
     timers_read: int = 0
     messages_sent: int = 0
     skipped: int = 0  # cancelled, paused, stale chain, or missed and not caught up
@@ -50,7 +93,22 @@ class SweepReport:
     pages: int = 0
     duration_ms: int = 0
     backlog_minutes: int = 0
+    parked: int = 0  # timers whose hand-over failed on its own this sweep
+    unparked: int = 0  # stuck timers handed over on a later attempt
+    quarantined: int = 0  # stuck timers out of attempts
     errors: list[str] = field(default_factory=list)
+
+    def add(self, other: SweepReport) -> None:
+        """Fold another shard's report into this one (a sweep of several shards)."""
+        for f in fields(self):
+            if f.name in ("started_ms", "horizon_minute"):
+                continue
+            value = getattr(other, f.name)
+            if f.name in ("duration_ms", "backlog_minutes"):
+                setattr(self, f.name, max(getattr(self, f.name), value))
+            else:
+                setattr(self, f.name, getattr(self, f.name) + value)
+        self.horizon_minute = max(self.horizon_minute, other.horizon_minute)
 
 
 class Sweeper:
@@ -66,169 +124,320 @@ class Sweeper:
         lease_ms: int = 120_000,
         deadline_ms: int = 45_000,
         page_size: int = PAGE_SIZE,
+        page_budget_bytes: int = PAGE_BUDGET_BYTES,
     ) -> None:
         self._jobs = jobs
         self._timers = timers
-        self._queue = queue
         self._settings = settings
         self._clock = clock
         self._parallelism = parallelism
         self._lease_ms = lease_ms
         self._deadline_ms = deadline_ms
         self._page_size = page_size
+        self._page_budget = page_budget_bytes
         self._dispatcher = Dispatcher(jobs, timers, queue, settings, clock=clock)
 
+    # --- sweeping -------------------------------------------------------------------------------
+
     def sweep(self, owner: str | None = None) -> SweepReport:
+        """Sweep every shard in this process, several at once: what the coordinator's fan-out
+        does with one invocation per shard (tests and tools use it)."""
+        report = SweepReport(started_ms=self._clock())
+        shards = range(self._timers.shard_count())
+        with ThreadPoolExecutor(max_workers=max(1, self._parallelism)) as pool:
+            for shard_report in pool.map(lambda s: self.sweep_shard(s, owner), shards):
+                report.add(shard_report)
+        return report
+
+    def sweep_shard(self, shard: int, owner: str | None = None) -> SweepReport:
+        """One sweep of one shard: its due buckets, then its stuck timers due for a retry."""
         owner = owner or uuid.uuid4().hex
         now = self._clock()
-        report = SweepReport(started_ms=now)
+        deadline = now + self._deadline_ms
+        report = SweepReport(started_ms=now, shards=1)
         wanted = minute_of(now) + self._settings.lookahead_minutes
-        state = self._timers.raise_horizon(wanted)
+        state = self._timers.raise_horizon(shard, wanted)
         horizon = state.horizon_minute if state.horizon_minute is not None else wanted
         cursor = state.cursor_minute if state.cursor_minute is not None else wanted
-        # Sweep our own horizon; a sweep whose clock runs ahead may have raised the global one
+        # Sweep our own horizon; a sweep whose clock runs ahead may have raised the shard's
         # further, and its buckets are its own to sweep.
         last = min(wanted, horizon)
         report.horizon_minute = last
         report.backlog_minutes = max(0, last - cursor)
-        # Oldest first; a backlog longer than one sweep's share is continued by the next.
-        minutes = list(range(cursor, min(last, cursor + MAX_MINUTES_PER_SWEEP - 1) + 1))
-        states = self._timers.partition_states(
-            [(m, s) for m in minutes for s in range(self._timers.shards)]
-        )
-        complete = {key for key, state in states.items() if state.complete}
-        deadline = now + self._deadline_ms
-        with ThreadPoolExecutor(max_workers=max(1, self._parallelism)) as pool:
-            for minute in minutes:
-                if self._clock() > deadline:
-                    break  # the next sweep continues from the watermarks
-                complete |= self._sweep_minute(
-                    minute, complete, owner, last, deadline, pool, report
-                )
-        self._advance_cursor(cursor, minutes, complete)
+        minutes = range(cursor, min(last, cursor + MAX_MINUTES_PER_SWEEP - 1) + 1)
+        states = self._timers.partition_states([(m, shard) for m in minutes])
+        horizon_ms = (last + 1) * MINUTE_MS  # every minute swept is whole
+        complete: set[int] = set()
+        for minute in minutes:
+            known = states.get((minute, shard))
+            if known is not None and known.complete:
+                complete.add(minute)
+            elif self._clock() > deadline:
+                break  # the next sweep continues from the watermarks
+            elif self._sweep_partition(
+                minute,
+                shard,
+                known.watermark if known else None,
+                owner,
+                horizon_ms,
+                deadline,
+                report,
+            ):
+                complete.add(minute)
+        self._advance_cursor(shard, cursor, minutes, complete)
+        self._retry_parked(shard, deadline, report)
         report.duration_ms = self._clock() - now
         milliseconds(Metric.SWEEP_DURATION, report.duration_ms)
         count(Metric.TIMERS_ENQUEUED, report.messages_sent)
         count(Metric.SWEEP_BACKLOG_MINUTES, report.backlog_minutes)
-        logger.info("sweep finished", extra={"sweep": report.__dict__})
+        logger.info("sweep finished", extra={"shard": shard, "sweep": report.__dict__})
         return report
 
     def _advance_cursor(
-        self, cursor: int, minutes: Sequence[int], complete: set[tuple[int, int]]
+        self, shard: int, cursor: int, minutes: Iterable[int], complete: set[int]
     ) -> None:
         new_cursor = cursor
         for minute in minutes:
-            if minute != new_cursor:
+            if minute != new_cursor or minute not in complete:
                 break
-            if all((minute, s) in complete for s in range(self._timers.shards)):
-                new_cursor = minute + 1
-            else:
-                break
+            new_cursor = minute + 1
         if new_cursor != cursor:
-            self._timers.advance_cursor(cursor, new_cursor)
+            self._timers.advance_cursor(shard, cursor, new_cursor)
 
-    def _sweep_minute(
+    def _sweep_partition(
         self,
         minute: int,
-        complete: set[tuple[int, int]],
-        owner: str,
-        last_minute: int,
-        deadline: int,
-        pool: ThreadPoolExecutor,
-        report: SweepReport,
-    ) -> set[tuple[int, int]]:
-        """Sweep one bucket minute: its shards are leased and read in parallel, and each round
-        of pages is dispatched together, so SQS batches fill across shards. Returns the
-        (minute, shard) partitions completed."""
-        shards = [s for s in range(self._timers.shards) if (minute, s) not in complete]
-        report.partitions += len(shards)
-        now = self._clock()
-        leases = list(
-            pool.map(lambda s: self._timers.acquire(minute, s, owner, now, self._lease_ms), shards)
-        )
-        watermarks = {s: lease.watermark for s, lease in zip(shards, leases, strict=True) if lease}
-        report.partitions_busy += len(shards) - len(watermarks)
-        horizon_ms = (last_minute + 1) * MINUTE_MS
-        whole_minute = (minute + 1) * MINUTE_MS <= horizon_ms
-        done: set[tuple[int, int]] = set()
-        active = list(watermarks)
-        try:
-            while active:
-                pages = list(
-                    pool.map(
-                        lambda s: self._timers.read_due(
-                            minute, s, watermarks[s], horizon_ms, self._page_size
-                        ),
-                        active,
-                    )
-                )
-                self._hand_over([t for timers, _ in pages for t in timers], report)
-                report.pages += 1
-                for shard, (timers, _) in zip(active, pages, strict=True):
-                    if timers:
-                        watermarks[shard] = timers[-1].sort_key
-                finished = [s for s, (_, more) in zip(active, pages, strict=True) if not more]
-                active = [s for s, (_, more) in zip(active, pages, strict=True) if more]
-                out_of_time = self._clock() > deadline
-                shards_now = finished + active
-                recorded = list(
-                    pool.map(
-                        partial(self._record, minute, owner, watermarks, whole_minute),
-                        shards_now,
-                        [s in finished for s in shards_now],
-                        [out_of_time] * len(shards_now),
-                    )
-                )
-                held = {s for s, ok in zip(shards_now, recorded, strict=True) if ok}
-                done |= {(minute, s) for s in finished if whole_minute and s in held}
-                # Out of time: progress is recorded and the next sweep continues from it. A
-                # shard whose lease was lost is continued by its new holder.
-                active = [] if out_of_time else [s for s in active if s in held]
-        except Exception as exc:  # recorded progress stands; the next sweep resumes from it
-            logger.exception("sweeping minute failed", extra={"minute": minute})
-            report.errors.append(f"{minute}: {exc}")
-            for shard in active:  # best effort: let the next tick resume without waiting
-                try:
-                    self._timers.advance(minute, shard, owner, watermarks[shard], release=True)
-                except Exception:
-                    logger.exception("releasing a partition failed", extra={"shard": shard})
-        return done
-
-    def _record(
-        self,
-        minute: int,
-        owner: str,
-        watermarks: dict[int, str | None],
-        whole_minute: bool,
         shard: int,
-        finished: bool,
-        out_of_time: bool,
+        watermark: str | None,
+        owner: str,
+        horizon_ms: int,
+        deadline: int,
+        report: SweepReport,
     ) -> bool:
-        """Record a shard's watermark; a finished shard of a whole minute is complete."""
-        return self._timers.advance(
-            minute,
-            shard,
-            owner,
-            watermarks[shard],
-            complete=whole_minute and finished,
-            release=finished or out_of_time,
-        )
+        """Sweep one (minute, shard) partition page by page. Returns whether it is complete."""
+        try:
+            first, _ = self._timers.read_due(minute, shard, watermark, horizon_ms, 1)
+            if not first:
+                # Nothing after the watermark: the partition is done. A timer written into it
+                # from now on finds the horizon raised (before this read): its writer sends it.
+                return True
+            lease = self._timers.acquire(minute, shard, owner, self._clock(), self._lease_ms)
+            if lease is None:
+                report.partitions_busy += 1
+                return False
+            report.partitions += 1
+            return self._sweep_leased(
+                minute, shard, owner, lease.watermark, lease.stalls, horizon_ms, deadline, report
+            )
+        except _PartitionFailed as failed:  # recorded progress stands; the next sweep resumes
+            logger.exception("sweeping a partition failed", extra={"minute": minute})
+            report.errors.append(f"{minute}#{shard}: {failed.__cause__}")
+            try:  # let the next tick resume without waiting for the lease
+                self._timers.advance(minute, shard, owner, failed.watermark, release=True)
+            except Exception:
+                logger.exception("releasing a partition failed", extra={"minute": minute})
+            return False
+        except Exception as exc:  # before we held the lease: nothing to release
+            logger.exception("sweeping a partition failed", extra={"minute": minute})
+            report.errors.append(f"{minute}#{shard}: {exc}")
+            return False
 
-    def _hand_over(self, timers: Sequence[Timer], result: SweepReport) -> None:
-        """Send a page of due timers to SQS and continue the chains of recurring jobs."""
-        result.timers_read += len(timers)
+    def _sweep_leased(
+        self,
+        minute: int,
+        shard: int,
+        owner: str,
+        watermark: str | None,
+        stalls: int,
+        horizon_ms: int,
+        deadline: int,
+        report: SweepReport,
+    ) -> bool:
+        try:
+            while True:
+                if stalls >= MAX_STALLS:
+                    watermark = self._park_untried(minute, shard, watermark, horizon_ms, report)
+                    stalls = 0
+                    if not self._timers.advance(minute, shard, owner, watermark, stalls=0):
+                        return False
+                # After a sweep died here, pages shrink 8-fold per death until the cause is
+                # alone in its page (and parked at MAX_STALLS).
+                limit = max(1, self._page_size >> (3 * stalls))
+                read, more = self._timers.read_due(minute, shard, watermark, horizon_ms, limit)
+                page = self._within_budget(read)
+                more = more or len(page) < len(read)
+                done, failed = self._hand_over(page, deadline, report)
+                for timer, reason in failed:
+                    self._park(shard, timer, reason, report)
+                if done:
+                    watermark = page[done - 1].sort_key
+                report.pages += 1
+                finished = not more and done == len(page)
+                out_of_time = self._clock() > deadline
+                held = self._timers.advance(
+                    minute,
+                    shard,
+                    owner,
+                    watermark,
+                    complete=finished,
+                    release=finished or out_of_time,
+                    stalls=0 if finished else None,
+                )
+                if finished:
+                    return held
+                if out_of_time or not held:
+                    return False  # the next sweep (or the lease's new holder) continues
+        except Exception as exc:
+            raise _PartitionFailed(watermark) from exc
+
+    def _within_budget(self, timers: list[Timer]) -> list[Timer]:
+        """The longest prefix of `timers` whose jobs fit the page budget (at least one)."""
+        total = 0
+        for n, timer in enumerate(timers):
+            total += timer.job_bytes or UNKNOWN_JOB_BYTES
+            if total > self._page_budget and n > 0:
+                return timers[:n]
+        return timers
+
+    def _park_untried(
+        self, minute: int, shard: int, watermark: str | None, horizon_ms: int, report: SweepReport
+    ) -> str | None:
+        """Sweeps kept dying right after `watermark`: park the next timer without trying it.
+        Returns the watermark past it."""
+        found, _ = self._timers.read_due(minute, shard, watermark, horizon_ms, 1)
+        if not found:
+            return watermark
+        reason = f"the sweep stopped (timeout or crash) {MAX_STALLS} times while handing it over"
+        self._park(shard, found[0], reason, report)
+        return found[0].sort_key
+
+    # --- handing over ---------------------------------------------------------------------------
+
+    def _hand_over(
+        self, timers: Sequence[Timer], deadline: int, report: SweepReport
+    ) -> tuple[int, list[tuple[Timer, str]]]:
+        """Send `timers` to SQS in order, a group at a time, and continue the chains of
+        recurring jobs. Returns how many were dealt with (a prefix: the rest met the deadline)
+        and those among them whose hand-over failed on its own, with the reason.
+
+        A group whose hand-over raises is split in halves, each tried again, until the
+        failing timers are alone. Work done by a failed attempt (a chain's next timer, sent
+        messages) is repeated by the next: the same keys and run ids absorb it."""
+        groups = deque(
+            timers[i : i + HANDOVER_GROUP] for i in range(0, len(timers), HANDOVER_GROUP)
+        )
+        done = 0
+        failed: list[tuple[Timer, str]] = []
+        while groups:
+            if done and self._clock() > deadline:
+                break
+            group = groups.popleft()
+            try:
+                self._dispatch(group, report)
+            except Exception as exc:
+                if len(group) > 1:
+                    half = len(group) // 2
+                    groups.extendleft([group[half:], group[:half]])
+                    continue
+                logger.warning(
+                    "handing a timer over failed",
+                    extra={"job_id": group[0].job_id, "due_ms": group[0].due_ms},
+                    exc_info=True,
+                )
+                failed.append((group[0], f"{type(exc).__name__}: {exc}"))
+            done += len(group)
+        return done, failed
+
+    def _dispatch(self, timers: Sequence[Timer], report: SweepReport) -> None:
+        report.timers_read += len(timers)
         jobs = self._jobs.get_many([(t.tenant, t.job_id) for t in timers])
         due: list[tuple[Job, int]] = []
         for timer in timers:
             job = jobs.get(timer.job_id)
-            if job is None or job.status != JobStatus.SCHEDULED:
-                result.skipped += 1  # cancelled, paused, finished, or never acknowledged
+            if job is None or job.tenant != timer.tenant or job.status != JobStatus.SCHEDULED:
+                report.skipped += 1  # cancelled, paused, finished, or never acknowledged
             elif job.generation != timer.generation:
-                result.skipped += 1  # a chain from before a pause/resume
+                report.skipped += 1  # a chain from before a pause/resume
             else:
                 due.append((job, timer.due_ms))
         if due:
             dispatched = self._dispatcher.dispatch(due)
-            result.messages_sent += dispatched.messages
-            result.skipped += dispatched.skipped
-            result.jobs_completed += dispatched.completed
+            report.messages_sent += dispatched.messages
+            report.skipped += dispatched.skipped
+            report.jobs_completed += dispatched.completed
+
+    # --- stuck timers ---------------------------------------------------------------------------
+
+    def _park(self, shard: int, timer: Timer, reason: str, report: SweepReport) -> None:
+        now = self._clock()
+        stuck = StuckTimer(timer, shard, 0, reason, now, now, now)
+        self._record_failure(stuck, reason, report)
+        report.parked += 1
+        count(Metric.TIMERS_PARKED)
+
+    def _record_failure(
+        self, stuck: StuckTimer, reason: str, report: SweepReport, *, previous: bool = False
+    ) -> StuckTimer:
+        """Count one more failed attempt: retry later, or quarantine when out of attempts."""
+        now = self._clock()
+        attempts = stuck.attempts + 1
+        out = attempts >= MAX_HANDOVER_ATTEMPTS or stuck.quarantined
+        failed = StuckTimer(
+            stuck.timer,
+            stuck.shard,
+            attempts,
+            reason,
+            stuck.first_failed_ms,
+            now,
+            None if out else now + retry_backoff_ms(attempts),
+        )
+        self._timers.park(failed, replacing=stuck if previous else None)
+        if out and not stuck.quarantined:
+            report.quarantined += 1
+            count(Metric.TIMERS_QUARANTINED)
+            logger.error(
+                "timer quarantined: its hand-over kept failing",
+                extra={"job_id": stuck.timer.job_id, "attempts": attempts, "reason": reason},
+            )
+        return failed
+
+    def _retry_parked(self, shard: int, deadline: int, report: SweepReport) -> None:
+        """Try the shard's parked timers that are due for another attempt, oldest first."""
+        now = self._clock()
+        while self._clock() <= deadline:
+            due = self._timers.parked_due(shard, now, self._page_size)
+            if not due:
+                return
+            results = self.retry(due, deadline=deadline, report=report)
+            if len(results) < len(due):
+                return  # out of time
+
+    def retry(
+        self,
+        stuck: Sequence[StuckTimer],
+        *,
+        deadline: int | None = None,
+        report: SweepReport | None = None,
+    ) -> list[tuple[StuckTimer, str | None]]:
+        """Hand stuck timers over again: each that goes through is forgotten; each that fails
+        counts an attempt (a quarantined one stays quarantined, with the new reason). Returns
+        the entries dealt with (a prefix, when the deadline came) and why each failed (None:
+        handed over)."""
+        report = report or SweepReport(started_ms=self._clock())
+        limit = deadline if deadline is not None else self._clock() + self._deadline_ms
+        done, failed = self._hand_over([s.timer for s in stuck], limit, report)
+        reasons = {id(timer): reason for timer, reason in failed}
+        results: list[tuple[StuckTimer, str | None]] = []
+        for entry in stuck[:done]:
+            reason = reasons.get(id(entry.timer))
+            if reason is None:
+                self._timers.unpark(entry)
+                report.unparked += 1
+            else:
+                self._record_failure(entry, reason, report, previous=True)
+            results.append((entry, reason))
+        return results
+
+    def stuck(self) -> list[StuckTimer]:
+        """Every stuck timer of every shard: quarantined first, then by next attempt."""
+        return [s for shard in range(self._timers.shard_count()) for s in self._timers.stuck(shard)]

@@ -1,0 +1,22 @@
+"""Reconciler Lambda: invoked once a day by an EventBridge rule; re-arms recurring jobs whose
+chain has no live timer (duetime.services.reconcile)."""
+
+from __future__ import annotations
+
+from dataclasses import asdict
+from typing import Any
+
+from aws_lambda_powertools.utilities.typing import LambdaContext
+
+from duetime.observability import logger, metrics, tracer
+from duetime.wiring import components
+
+
+@logger.inject_lambda_context
+@tracer.capture_lambda_handler
+@metrics.log_metrics
+def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
+    report = components().reconciler.reconcile()
+    if report.failed:
+        raise RuntimeError(f"{report.failed} job(s) could not be re-armed (the next run retries)")
+    return asdict(report)

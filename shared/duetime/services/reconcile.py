@@ -1,0 +1,146 @@
+"""The reconciler: find recurring jobs that are `scheduled` but whose chain is broken, and
+re-arm them.
+
+A recurring job's chain lives in one timer at a time (its next occurrence). However a chain
+breaks — a timer removed by hand, expired by TTL while its shard was stuck for a week, a bug —
+the job would stay `scheduled` and never run again. Once a day the reconciler reads every
+scheduled job (a parallel Scan of the jobs table) and, for each recurring one, looks for its
+live timer where a healthy chain keeps it: every chain timer is the first occurrence at or
+after a minute boundary near now (duetime.services.dispatch plans up to a minute boundary), so
+the candidates are the first occurrences at or after each minute from `LOOKBACK_MINUTES` ago to
+lookahead + 3 minutes ahead — a handful of keys per job, one BatchGetItem per 100 keys. A job
+with none of them, nor a stuck timer, is re-armed like a resume: from its next occurrence
+after now (missed occurrences are not caught up).
+
+A job the reconciler wrongly takes for broken (a chain whose shard lags more than
+`LOOKBACK_MINUTES`, or a catch-up continuation stored out of its bucket) is harmless: the
+re-armed chain writes the same timer keys as the live one, so the two merge at the next
+occurrence, and any occurrence sent twice shares its run id.
+
+Cost: the Scan reads the whole jobs table once a day (0.5 read units per 4 KB, eventually
+consistent) plus about 15 strongly consistent timer reads per minute-level recurring job.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+
+from duetime.config import Settings
+from duetime.domain.ids import minute_of
+from duetime.domain.jobs import Job
+from duetime.domain.schedule import next_occurrence
+from duetime.domain.timeutil import MINUTE_MS, from_ms, to_ms
+from duetime.observability import Metric, count, logger
+from duetime.ports import JobStore, Timer, TimerStore
+from duetime.services.dispatch import Dispatcher
+
+# How far back a live chain timer is looked for: a shard lagging more than this makes its
+# chains look broken (harmless, see above).
+LOOKBACK_MINUTES = 10
+# A job changed this recently may be between its item's write and its timer's: left alone.
+SETTLE_MS = 10 * MINUTE_MS
+SCAN_SEGMENTS = 4
+CHECK_BATCH = 25  # jobs whose candidate timers are read together
+
+
+@dataclass
+class ReconcileReport:
+    scanned: int = 0  # scheduled jobs read
+    recurring: int = 0  # of which recurring, and old enough to check
+    rearmed: int = 0
+    failed: int = 0  # re-arming failed (retried by the next run)
+
+
+class Reconciler:
+    def __init__(
+        self,
+        jobs: JobStore,
+        timers: TimerStore,
+        dispatcher: Dispatcher,
+        settings: Settings,
+        *,
+        clock: Callable[[], int],
+        segments: int = SCAN_SEGMENTS,
+    ) -> None:
+        self._jobs = jobs
+        self._timers = timers
+        self._dispatcher = dispatcher
+        self._settings = settings
+        self._clock = clock
+        self._segments = segments
+
+    def reconcile(self) -> ReconcileReport:
+        stuck = {
+            (s.timer.job_id, s.timer.generation)
+            for shard in range(self._timers.shard_count())
+            for s in self._timers.stuck(shard)
+        }
+        with ThreadPoolExecutor(max_workers=self._segments) as pool:
+            reports = list(pool.map(lambda n: self._segment(n, stuck), range(self._segments)))
+        total = ReconcileReport()
+        for r in reports:
+            total.scanned += r.scanned
+            total.recurring += r.recurring
+            total.rearmed += r.rearmed
+            total.failed += r.failed
+        count(Metric.JOBS_REARMED, total.rearmed)
+        logger.info("reconciled", extra={"reconcile": total.__dict__})
+        return total
+
+    def _segment(self, segment: int, stuck: set[tuple[str, int]]) -> ReconcileReport:
+        report = ReconcileReport()
+        batch: list[Job] = []
+        for job in self._jobs.scan_scheduled(segment, self._segments):
+            report.scanned += 1
+            if not job.spec.recurring or job.updated_ms > self._clock() - SETTLE_MS:
+                continue
+            if (job.id, job.generation) in stuck:
+                continue  # its chain waits in the stuck list (`duetime timers stuck`)
+            report.recurring += 1
+            batch.append(job)
+            if len(batch) == CHECK_BATCH:
+                self._check(batch, report)
+                batch = []
+        if batch:
+            self._check(batch, report)
+        return report
+
+    def _check(self, jobs: list[Job], report: ReconcileReport) -> None:
+        now = self._clock()
+        candidates = {job.id: self.candidates(job, now) for job in jobs}
+        found = self._timers.find([t for timers in candidates.values() for t in timers])
+        generations = {job.id: job.generation for job in jobs}
+        armed = {t.job_id for t in found if t.generation == generations[t.job_id]}
+        for job in jobs:
+            if job.id in armed:
+                continue
+            found_next = next_occurrence(
+                job.spec.schedule, created_at=from_ms(job.created_ms), after=from_ms(now - 1)
+            )
+            try:
+                if found_next is None:
+                    self._dispatcher.complete(job, now)  # its schedule is over
+                else:
+                    self._dispatcher.dispatch([(job, to_ms(found_next))])
+            except Exception:
+                logger.exception("re-arming a job failed", extra={"job_id": job.id})
+                report.failed += 1
+                continue
+            report.rearmed += 1
+            logger.warning("re-armed a recurring job without a timer", extra={"job_id": job.id})
+
+    def candidates(self, job: Job, now: int) -> list[Timer]:
+        """Where a healthy chain of `job` keeps its timer now (see the module docstring)."""
+        first = minute_of(now) - LOOKBACK_MINUTES
+        last = minute_of(now) + self._settings.lookahead_minutes + 3
+        created = from_ms(job.created_ms)
+        dues: set[int] = set()
+        for minute in range(first, last + 1):
+            found = next_occurrence(
+                job.spec.schedule, created_at=created, after=from_ms(minute * MINUTE_MS - 1)
+            )
+            if found is not None:
+                dues.add(to_ms(found))
+        return [Timer(job.tenant, job.id, due, job.generation) for due in sorted(dues)]
