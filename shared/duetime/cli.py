@@ -103,6 +103,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     _register_jobs_commands(commands)
     _register_history_commands(commands)
     _register_dlq_commands(commands)
+    _register_timers_commands(commands)
 
     args = parser.parse_args(argv)
     try:
@@ -132,6 +133,15 @@ def _register_dlq_commands(commands: argparse._SubParsersAction[argparse.Argumen
     from duetime import cli_dlq
 
     cli_dlq.register(commands)
+
+
+def _register_timers_commands(
+    commands: argparse._SubParsersAction[argparse.ArgumentParser],
+) -> None:
+    """`duetime timers stuck [--retry]` lives in duetime.cli_timers."""
+    from duetime import cli_timers
+
+    cli_timers.register(commands)
 
 
 def _register_history_commands(

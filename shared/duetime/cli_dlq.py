@@ -144,7 +144,7 @@ def _common(parser: argparse.ArgumentParser) -> None:
 def run_list(args: argparse.Namespace) -> int:
     from botocore.exceptions import BotoCoreError, ClientError
 
-    parts = _components(args)
+    parts = deployment(args)
     letters = _dead_letters(parts)
     try:
         dead, total = _read(parts, letters, args.queues or QUEUE_KEYS, args.limit)
@@ -168,7 +168,7 @@ class RedriveReport:
 def run_redrive(args: argparse.Namespace) -> int:
     from botocore.exceptions import BotoCoreError, ClientError
 
-    parts = _components(args)
+    parts = deployment(args)
     try:
         report = redrive(
             parts,
@@ -335,7 +335,7 @@ def _reason(dead: DeadRun) -> str:
 # --- configuration ------------------------------------------------------------------------------
 
 
-def _components(args: argparse.Namespace) -> Components:
+def deployment(args: argparse.Namespace) -> Components:
     """The deployment: the DUETIME_* environment (as the worker reads it), else the local
     stack started with --state-dir. RuntimeError (a CLI message) when there is neither."""
     from pathlib import Path

@@ -23,19 +23,24 @@ _applied = False
 
 
 def make_dynamodb_writes_atomic() -> None:
-    """Wrap moto's DynamoDB item-write operations in one lock (idempotent)."""
+    """Wrap moto's DynamoDB item writes (and the reads that iterate items) in one lock
+    (idempotent)."""
     global _applied  # noqa: PLW0603 - a process-wide patch, applied once
     with _lock:
         if _applied:
             return
         from moto.dynamodb.models import DynamoDBBackend
 
+        # Queries and scans iterate the table's items: a write landing meanwhile makes them
+        # fail ("dictionary changed size during iteration"), which DynamoDB never does.
         for name in (
             "put_item",
             "update_item",
             "delete_item",
             "transact_write_items",
             "batch_write_item",
+            "query",
+            "scan",
         ):
             original = getattr(DynamoDBBackend, name, None)
             if original is not None:

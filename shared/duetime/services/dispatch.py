@@ -8,7 +8,8 @@ For each (job, occurrence):
 The horizon is the newest bucket minute a sweep may already have read: minute(now) +
 lookahead + 1 (a sweep starting in the next minute reaches that far), or the horizon of the
 timer's shard when a sweep has gone further. A timer is stored in the bucket of its due minute,
-or, for a catch-up continuation already due, in the first bucket past the horizon.
+or, for a catch-up continuation already due, in the first bucket the next sweep of its shard
+reads and none has read yet.
 
 After writing timers we read the horizon of each shard written to (never a global item: the
 reads spread over the shards): a timer whose bucket it has reached may have been missed by
@@ -36,9 +37,10 @@ def delay_seconds(due_ms: int, now_ms: int) -> int:
     return max(0, min(900, (due_ms - now_ms) // 1000))
 
 
-def _timer(job: Job, due_ms: int, horizon: int) -> Timer:
-    """The timer of `job` for `due_ms`, in the first bucket no sweep may have read yet."""
-    bucket = max(minute_of(due_ms), horizon + 1)
+def _timer(job: Job, due_ms: int, unread: int) -> Timer:
+    """The timer of `job` for `due_ms`: in the bucket of its minute, or, for a catch-up
+    continuation already due, in `unread`, the first bucket the next sweep reads."""
+    bucket = max(minute_of(due_ms), unread)
     return Timer(
         job.tenant,
         job.id,
@@ -95,13 +97,15 @@ class Dispatcher:
         while pending:
             timers: list[tuple[Job, Timer]] = []
             for job, due_ms in pending:
-                reach = max(horizon, shard_horizons.get(self._timers.shard_of(job.id), 0))
-                horizon_ms = (reach + 1) * MINUTE_MS
+                swept = shard_horizons.get(self._timers.shard_of(job.id), 0)
+                horizon_ms = (max(horizon, swept) + 1) * MINUTE_MS
+                # The first bucket the next sweep reads that no sweep has read yet.
+                unread = max(horizon, swept + 1)
                 if not job.spec.recurring:
                     if due_ms < horizon_ms:
                         messages.append((run_message(job, due_ms), delay_seconds(due_ms, now)))
                     else:
-                        timers.append((job, _timer(job, due_ms, reach)))
+                        timers.append((job, _timer(job, due_ms, unread)))
                     continue
                 plan = plan_recurring(
                     job.spec.schedule,
@@ -118,7 +122,7 @@ class Dispatcher:
                     self.complete(job, now)
                     result.completed += 1
                 else:
-                    timers.append((job, _timer(job, plan.next_due_ms, reach)))
+                    timers.append((job, _timer(job, plan.next_due_ms, unread)))
             if not timers:
                 break
             self._timers.put([t for _, t in timers])

@@ -55,9 +55,9 @@ PAGE_BUDGET_BYTES = 16 * 1024 * 1024
 UNKNOWN_JOB_BYTES = 400 * 1024
 # Timers handed over at once: one BatchGetItem of jobs. The deadline is checked between groups.
 HANDOVER_GROUP = 100
-# A sweep reads at most this many bucket minutes of its shard; a longer backlog (after an
-# outage) is worked off by successive sweeps, oldest first.
-MAX_MINUTES_PER_SWEEP = 180
+# A sweep reads at most this many minutes of its shard's backlog (buckets before the current
+# minute that are not complete: after an outage); a longer one is worked off by the next sweeps.
+MAX_MINUTES_PER_SWEEP = 1440
 # A parked timer is retried this many times in all (with backoff), then quarantined.
 MAX_HANDOVER_ATTEMPTS = 8
 MAX_RETRY_BACKOFF_MINUTES = 30
@@ -164,11 +164,15 @@ class Sweeper:
         last = min(wanted, horizon)
         report.horizon_minute = last
         report.backlog_minutes = max(0, last - cursor)
-        minutes = range(cursor, min(last, cursor + MAX_MINUTES_PER_SWEEP - 1) + 1)
-        states = self._timers.partition_states([(m, shard) for m in minutes])
+        # The minutes falling due now first (a backlog must not make on-time runs late), then
+        # the backlog, oldest first; a backlog longer than one sweep's share is continued by
+        # the next sweeps.
+        current = range(max(cursor, minute_of(now) - 1), last + 1)
+        backlog = range(cursor, min(current.start, cursor + MAX_MINUTES_PER_SWEEP))
+        states = self._timers.partition_states([(m, shard) for m in [*backlog, *current]])
         horizon_ms = (last + 1) * MINUTE_MS  # every minute swept is whole
         complete: set[int] = set()
-        for minute in minutes:
+        for minute in [*current, *backlog]:
             known = states.get((minute, shard))
             if known is not None and known.complete:
                 complete.add(minute)
@@ -184,7 +188,7 @@ class Sweeper:
                 report,
             ):
                 complete.add(minute)
-        self._advance_cursor(shard, cursor, minutes, complete)
+        self._advance_cursor(shard, cursor, [*backlog, *current], complete)
         self._retry_parked(shard, deadline, report)
         report.duration_ms = self._clock() - now
         milliseconds(Metric.SWEEP_DURATION, report.duration_ms)

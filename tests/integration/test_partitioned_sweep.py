@@ -1,0 +1,362 @@
+"""The partitioned scheduler: shards swept on their own, poison isolated, work bounded, shard
+counts changed, broken chains repaired — on moto (the real handlers) and on the twins."""
+
+from __future__ import annotations
+
+import io
+import json
+from collections import Counter
+from contextlib import redirect_stdout
+from dataclasses import replace
+from datetime import UTC, datetime
+from typing import Any
+
+import pytest
+
+from duetime.adapters.memory import MemoryJobStore, MemoryQueue, MemoryRunStore, MemoryTimerStore
+from duetime.cli import main as cli_main
+from duetime.config import QueueUrls, Settings, queue_key
+from duetime.domain.jobs import JobStatus, Priority, Runtime, parse_job_spec
+from duetime.domain.planning import MAX_CATCHUP_RUNS
+from duetime.domain.timeutil import MINUTE_MS, rfc3339_ms, to_ms
+from duetime.ports import RunMessage, Timer
+from duetime.services.coordinator import Coordinator, InProcessLauncher
+from duetime.services.jobs import JobService
+from duetime.services.sweep import MAX_HANDOVER_ATTEMPTS, Sweeper, retry_backoff_ms
+from tests.integration.conftest import START, Engine
+
+START_MS = to_ms(START)
+T0 = to_ms(datetime(2026, 11, 21, 10, 0, 7, tzinfo=UTC))
+
+
+def at(seconds: float) -> str:
+    return rfc3339_ms(START_MS + int(seconds * 1000))
+
+
+# --- on the twins -------------------------------------------------------------------------------
+
+
+class Clock:
+    def __init__(self, now: int) -> None:
+        self.now = now
+
+    def __call__(self) -> int:
+        return self.now
+
+
+class Twins:
+    """The engine on the in-memory twins, with a hand-driven clock."""
+
+    def __init__(self, shards: int = 4, **sweeper: Any) -> None:
+        self.clock = Clock(T0)
+        queues = {
+            queue_key(r, p): QueueUrls(f"q/{r}/{p}", f"dlq/{r}/{p}")
+            for r in Runtime
+            for p in Priority
+        }
+        self.settings = Settings("jobs", "timers", "runs", queues, timer_shards=shards)
+        self.jobs, self.timers = MemoryJobStore(), MemoryTimerStore(shards=shards)
+        self.queue = MemoryQueue(self.clock)
+        self.service = JobService(
+            self.jobs, self.timers, MemoryRunStore(), self.queue, self.settings, clock=self.clock
+        )
+        self.sweeper = Sweeper(
+            self.jobs, self.timers, self.queue, self.settings, clock=self.clock, **sweeper
+        )
+
+    def submit(self, schedule: dict[str, Any], tenant: str = "t", **extra: Any) -> str:
+        body = {"schedule": schedule, "target": {"type": "handler", "name": "duetime.noop"}}
+        return self.service.create(tenant, parse_job_spec(body | extra)).id
+
+    def sent(self) -> Counter[tuple[str, int]]:
+        """Every run message sent so far, by (job, scheduled instant); the queues are emptied."""
+        now = self.clock.now
+        self.clock.now += 3_600_000  # everything delayed is visible by now
+        counts: Counter[tuple[str, int]] = Counter()
+        for runtime in Runtime:
+            for priority in Priority:
+                while deliveries := self.queue.receive(runtime, priority, 10, 0):
+                    for d in deliveries:
+                        message = RunMessage.from_json(d.body)
+                        counts[(message.job_id, message.scheduled_ms)] += 1
+                    self.queue.delete(deliveries)
+        self.clock.now = now
+        return counts
+
+
+class BrokenShard(MemoryTimerStore):
+    """A timer store whose reads of one shard always fail."""
+
+    broken: int | None = None
+
+    def read_due(
+        self, minute: int, shard: int, after_key: str | None, before_ms: int, limit: int
+    ) -> tuple[list[Timer], bool]:
+        if shard == self.broken:
+            raise ConnectionError(f"shard {shard} is unreachable")
+        return super().read_due(minute, shard, after_key, before_ms, limit)
+
+
+def test_given_a_shard_that_always_fails_then_the_others_run_on_time_and_it_catches_up() -> None:
+    twins = Twins(shards=4)
+    twins.timers = BrokenShard(shards=4)
+    twins.service = JobService(
+        twins.jobs, twins.timers, MemoryRunStore(), twins.queue, twins.settings, clock=twins.clock
+    )
+    twins.sweeper = Sweeper(
+        twins.jobs, twins.timers, twins.queue, twins.settings, clock=twins.clock
+    )
+    due = {twins.submit({"at": rfc3339_ms(T0 + 300_000 + i)}): T0 + 300_000 + i for i in range(40)}
+    broken = twins.timers.shard_of(next(iter(due)))
+    twins.timers.broken = broken
+    launcher = InProcessLauncher(twins.sweeper)
+    coordinator = Coordinator(twins.timers, launcher, twins.settings, clock=twins.clock)
+
+    # When the coordinator ticks every minute for ten minutes with one shard failing throughout
+    for minute in range(1, 11):
+        twins.clock.now = T0 - 7_000 + minute * MINUTE_MS
+        report = coordinator.tick()
+
+    # Then every other shard's runs were sent once, on time; the broken shard lags, alone
+    sent = twins.sent()
+    for job_id, instant in due.items():
+        expected = 0 if twins.timers.shard_of(job_id) == broken else 1
+        assert sent[(job_id, instant)] == expected
+    assert report.lagging == [broken]
+    assert report.lag_minutes >= 5
+
+    # When the shard recovers, the next tick catches it up
+    twins.timers.broken = None
+    coordinator.tick()
+    sent = twins.sent()
+    assert {key for key in sent} == {
+        (j, i) for j, i in due.items() if twins.timers.shard_of(j) == broken
+    }
+    assert coordinator.tick().lagging == []
+
+
+def test_given_a_poisoned_timer_then_its_shard_moves_past_it_and_it_is_quarantined() -> None:
+    twins = Twins(shards=1)
+    jobs = [twins.submit({"at": rfc3339_ms(T0 + 300_000 + i * 10)}) for i in range(30)]
+    poisoned = jobs[7]
+
+    # A job whose item cannot be read back: every hand-over of its timer raises.
+    class Poisoned(MemoryJobStore):
+        def get_many(self, keys: Any) -> Any:
+            if any(job_id == poisoned for _, job_id in keys):
+                raise ValueError("the stored job is not valid JSON")
+            return super().get_many(keys)
+
+    store = Poisoned()
+    store._jobs = twins.jobs._jobs
+    sweeper = Sweeper(store, twins.timers, twins.queue, twins.settings, clock=twins.clock)
+    twins.clock.now = T0 + 240_000
+
+    report = sweeper.sweep()
+
+    # Every other timer of the partition went out in the same sweep; the poisoned one parked
+    assert report.parked == 1
+    assert set(twins.sent()) == {(j, T0 + 300_000 + i * 10) for i, j in enumerate(jobs) if i != 7}
+    (stuck,) = sweeper.stuck()
+    assert (stuck.timer.job_id, stuck.attempts, stuck.quarantined) == (poisoned, 1, False)
+    assert "not valid JSON" in stuck.reason
+
+    # Later sweeps retry it with backoff until it runs out of attempts
+    for attempt in range(1, MAX_HANDOVER_ATTEMPTS):
+        twins.clock.now += retry_backoff_ms(attempt)
+        report = sweeper.sweep()
+    (stuck,) = sweeper.stuck()
+    assert stuck.quarantined
+    assert stuck.attempts == MAX_HANDOVER_ATTEMPTS
+    assert report.quarantined == 1
+    twins.clock.now += 86_400_000
+    assert sweeper.sweep().unparked == 0  # quarantined: no more automatic attempts
+
+    # Once its cause is gone, a retry on request hands it over
+    results = Sweeper(
+        twins.jobs, twins.timers, twins.queue, twins.settings, clock=twins.clock
+    ).retry(sweeper.stuck())
+    assert [(entry.timer.job_id, reason) for entry, reason in results] == [(poisoned, None)]
+    assert sweeper.stuck() == []
+    assert twins.sent() == Counter({(poisoned, T0 + 300_070): 1})
+
+
+def test_given_a_full_page_of_largest_jobs_then_no_page_holds_more_than_its_budget() -> None:
+    budget = 1024 * 1024
+    twins = Twins(shards=1)
+    payload = {"blob": "x" * (64 * 1024 - 20)}  # the largest payload a job may carry
+    jobs = [twins.submit({"at": rfc3339_ms(T0 + 300_000 + i)}, payload=payload) for i in range(60)]
+    job_bytes = twins.jobs.get("t", jobs[0]).size_bytes  # type: ignore[union-attr]
+    assert job_bytes > 64 * 1024
+    pages: list[int] = []
+
+    class Measured(MemoryJobStore):
+        def get_many(self, keys: Any) -> Any:
+            found = super().get_many(keys)
+            pages.append(sum(job.size_bytes for job in found.values()))
+            return found
+
+    store = Measured()
+    store._jobs = twins.jobs._jobs
+    twins.clock.now = T0 + 240_000
+    sweeper = Sweeper(
+        store,
+        twins.timers,
+        twins.queue,
+        twins.settings,
+        clock=twins.clock,
+        page_budget_bytes=budget,
+    )
+    report = sweeper.sweep()
+
+    assert report.messages_sent == 60
+    assert max(pages) <= budget
+    assert report.pages >= 60 * job_bytes // budget  # cut by bytes, not by the 500 count
+    assert sum(twins.sent().values()) == 60
+
+
+def test_given_catchup_all_at_one_second_after_a_day_down_then_the_shard_is_not_stalled() -> None:
+    twins = Twins(shards=1)
+    chain = twins.submit({"rate_seconds": 1}, catchup={"mode": "all", "window_seconds": 86_400})
+    twins.clock.now = T0 + 60_000
+    twins.sweeper.sweep()
+    twins.sent()
+
+    # A day of downtime; meanwhile another tenant's job falls due in the same shard
+    twins.clock.now = T0 + 86_400_000
+    other = twins.submit({"at": rfc3339_ms(T0 + 86_400_000 + 150_000)}, tenant="other")
+    twins.clock.now += 120_000
+    report = twins.sweeper.sweep()
+
+    # The chain's catch-up is bounded per sweep; the other job went out in the same sweep
+    sent = twins.sent()
+    assert sent[(other, T0 + 86_400_000 + 150_000)] == 1
+    caught_up = sorted(instant for job_id, instant in sent if job_id == chain)
+    assert len(caught_up) == MAX_CATCHUP_RUNS
+    assert report.errors == []
+    assert report.duration_ms == 0  # the hand-driven clock: nothing waited on a deadline
+    # ... and the next sweeps continue where it stopped, oldest first, without a repeat
+    twins.clock.now += MINUTE_MS
+    twins.sweeper.sweep()
+    after = sorted(instant for job_id, instant in twins.sent() if job_id == chain)
+    assert len(after) == MAX_CATCHUP_RUNS
+    assert after[0] == caught_up[-1] + 1000
+
+
+def test_given_the_shard_count_raised_then_lowered_then_no_timer_is_lost() -> None:
+    twins = Twins(shards=2)
+    expected: Counter[tuple[str, int]] = Counter()
+
+    def submit_some(offset: int) -> list[str]:
+        created = []
+        for i in range(12):
+            due = T0 + 600_000 + offset + i * 1_000
+            created.append(twins.submit({"at": rfc3339_ms(due)}))
+            expected[(created[-1], due)] += 1
+        return created
+
+    submit_some(0)
+    twins.timers.shards = 7  # a deployment raised the setting
+    twins.settings = replace(twins.settings, timer_shards=7)
+    raised = submit_some(100)
+    used = 1 + max(twins.timers.shard_of(job_id) for job_id in raised)
+    assert used > 3
+    twins.timers.shards = 3  # ... and another lowered it
+    twins.settings = replace(twins.settings, timer_shards=3)
+    submit_some(200)
+    coordinator = Coordinator(
+        twins.timers, InProcessLauncher(twins.sweeper), twins.settings, clock=twins.clock
+    )
+
+    for minute in range(1, 14):
+        twins.clock.now = T0 - 7_000 + minute * MINUTE_MS
+        report = coordinator.tick()
+
+    assert report.shards == used  # every shard ever written to is still swept
+    assert twins.sent() == expected
+
+
+# --- on moto, through the real handlers ---------------------------------------------------------
+
+
+def test_given_a_tenant_sqs_would_refuse_as_a_group_id_then_its_runs_run(engine: Engine) -> None:
+    tenant = "Acme Corp " + "é" * 5 + "x" * 185  # spaces, non-ASCII, 200 characters
+    assert len(tenant) == 200
+    swept = engine.submit({"schedule": {"at": at(300)}}, tenant=tenant)
+    fast = engine.submit({"schedule": {"delay_seconds": 2}}, tenant=tenant)
+
+    engine.advance(240)
+    report = engine.tick()
+    engine.advance(70)
+    engine.drain()
+
+    assert report["messages_sent"] == 1
+    assert sorted(c.job_id for c in engine.recorder.calls) == sorted([swept, fast])
+    assert {c.tenant for c in engine.recorder.calls} == {tenant}
+
+
+def test_given_a_recurring_job_whose_timer_was_deleted_then_the_reconciler_rearms_it(
+    engine: Engine,
+) -> None:
+    broken = engine.submit({"schedule": {"cron": "* * * * *"}})
+    healthy = engine.submit({"schedule": {"rate_seconds": 120}})
+    engine.run_minutes(3)
+    timers = engine.aws.dynamodb.scan(TableName=engine.aws.settings.timers_table)["Items"]
+    for item in timers:
+        if item["sk"]["S"].endswith("#" + broken):
+            engine.aws.dynamodb.delete_item(
+                TableName=engine.aws.settings.timers_table,
+                Key={"pk": item["pk"], "sk": item["sk"]},
+            )
+    engine.run_minutes(3)
+    ran_before = len(engine.recorder.runs_of(broken))
+    engine.advance(600)  # past the reconciler's settle time
+
+    report = engine.parts.reconciler.reconcile()
+
+    assert (report.recurring, report.rearmed) == (2, 1)
+    engine.run_minutes(3)
+    assert len(engine.recorder.runs_of(broken)) >= ran_before + 2
+    assert engine.parts.reconciler.reconcile().rearmed == 0  # healthy again
+    assert engine.recorder.runs_of(healthy)
+
+
+def test_given_a_poisoned_job_on_moto_then_duetime_timers_stuck_lists_and_retries_it(
+    engine: Engine, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    jobs = [engine.submit({"schedule": {"at": at(300 + i)}}) for i in range(5)]
+    table = engine.aws.settings.jobs_table
+    key = {"tenant": {"S": "tenant-a"}, "id": {"S": jobs[2]}}
+    good = engine.aws.dynamodb.get_item(TableName=table, Key=key)["Item"]
+    engine.aws.dynamodb.put_item(TableName=table, Item=good | {"spec": {"S": "{not json"}})
+
+    engine.advance(240)
+    engine.tick()
+    engine.advance(70)
+    engine.drain()
+    assert sorted(c.job_id for c in engine.recorder.calls) == sorted(jobs[:2] + jobs[3:])
+
+    # The CLI lists it (the DUETIME_* environment points it at this deployment)
+    monkeypatch.setattr("duetime.wiring.build", lambda *_a, **_k: engine.parts)
+    capsys.readouterr()  # what the handlers logged so far
+    assert cli_main(["timers", "stuck", "--json"]) == 0
+    (listed,) = json.loads(capsys.readouterr().out)
+    assert (listed["job_id"], listed["attempts"], listed["quarantined"]) == (jobs[2], 1, False)
+
+    # Retried while still broken: kept, with its attempt counted
+    out = io.StringIO()
+    with redirect_stdout(out):
+        assert cli_main(["timers", "stuck", "--retry"]) == 1
+    assert "1 failed" in out.getvalue()
+    assert engine.parts.sweeper.stuck()[0].attempts == 2
+
+    # Repaired, then retried: handed over, gone from the list, and it runs
+    engine.aws.dynamodb.put_item(TableName=table, Item=good)
+    assert cli_main(["timers", "stuck", "--retry"]) == 0
+    assert "1 handed over, 0 failed" in capsys.readouterr().out
+    assert engine.parts.sweeper.stuck() == []
+    engine.advance(5)
+    engine.drain()
+    assert jobs[2] in [c.job_id for c in engine.recorder.calls]
+    view = engine.parts.service.get("tenant-a", jobs[2])
+    assert view.status == JobStatus.SUCCEEDED
