@@ -60,7 +60,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         "--tick-seconds",
         type=positive_seconds,
         default=60.0,
-        help="how often the sweeper runs (default 60, as the EventBridge rule)",
+        help="how often the shards are swept (default 60, as the EventBridge rule)",
     )
     local.add_argument(
         "--moto-port", type=port, default=0, help="the moto server's port (default: any free)"
@@ -411,8 +411,8 @@ def _banner(stack: LocalStack, log_path: Path) -> str:
         "  try it     export DUETIME_TOKEN=$(" + token + ")",
         f'             curl -H "Authorization: Bearer $DUETIME_TOKEN" {url}/jobs',
         f"  moto       {stack.moto_url}   (DynamoDB, SQS, S3: set AWS_ENDPOINT_URL to look inside)",
-        f"  sweeper    every {options.tick_seconds:g} s; Lambda worker: 3 queue pollers, "
-        "Fargate worker: 1 loop",
+        f"  sweeper    every {options.tick_seconds:g} s, {stack.settings.timer_shards} shards at "
+        "once; reconciler hourly; Lambda worker: 3 queue pollers, Fargate worker: 1 loop",
         f"  targets    loopback and private HTTP targets {targets}; plain http allowed",
         f"  history    runs move to s3://{stack.settings.history_bucket}/history/ {hot}; query:",
         f"             {history}",

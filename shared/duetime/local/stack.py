@@ -11,6 +11,7 @@ small emulators of what AWS would do around the same handlers:
 | gateway           | API Gateway HTTP API + JWT authorizer → the API Lambda           |
 | tick              | the EventBridge rule rate(1 minute) → the coordinator Lambda,   |
 |                   | which sweeps the shards on threads (on AWS: a sweeper per shard) |
+| reconciler        | the daily rule → the reconciler Lambda (hourly here)             |
 | lambda-<priority> | an SQS event source mapping per lambda queue → the worker Lambda: |
 |                   | `lambda_pollers` threads each, as the mapping's concurrent pollers|
 | fargate worker    | the Fargate service's `duetime worker --runtime fargate` loop    |
@@ -97,7 +98,8 @@ class LocalStackError(RuntimeError):
 @dataclass(frozen=True)
 class LocalOptions:
     port: int = 8080  # the API gateway's port (0: any free port)
-    tick_seconds: float = 60.0  # how often the sweeper runs
+    tick_seconds: float = 60.0  # how often the coordinator starts the shard sweeps
+    reconcile_seconds: float = 3600.0  # how often the reconciler runs (daily on AWS)
     moto_port: int = 0  # the moto server's port (0: any free port)
     # Concurrent pollers per lambda queue: Lambda's SQS event source mapping starts with five.
     lambda_pollers: int = 5
@@ -318,6 +320,7 @@ class LocalStack:
 
         self._gateway.start()
         self._spawn("tick", self._tick_loop)
+        self._spawn("reconciler", self._reconcile_loop)
         for priority in Priority:
             url = self._settings.queue(Runtime.LAMBDA, priority).url
             for k in range(options.lambda_pollers):
@@ -477,6 +480,17 @@ class LocalStack:
             next_at = max(next_at + self.options.tick_seconds, time.monotonic())
             if self._stopping.wait(max(0.0, next_at - time.monotonic())):
                 return
+
+    def _reconcile_loop(self) -> None:
+        """The daily rule invoking the reconciler (duetime.services.reconcile)."""
+        from duetime.observability import logger
+        from functions.reconciler.handler import handler as reconciler
+
+        while not self._stopping.wait(self.options.reconcile_seconds):
+            try:
+                reconciler({}, _context("reconciler"))
+            except Exception:
+                logger.exception("reconciling failed")
 
     def _poll_loop(self, source: SqsEventSource, priority: str) -> None:
         from duetime.observability import logger
