@@ -22,6 +22,8 @@ class Env:
     RUNS_TABLE = "DUETIME_RUNS_TABLE"
     QUEUES = "DUETIME_QUEUES"  # JSON: {"lambda/normal": {"url": ..., "dlq_url": ...}, ...}
     TIMER_SHARDS = "DUETIME_TIMER_SHARDS"
+    # Partitions a tenant's jobs are spread over (fixed for the jobs table's life).
+    JOB_PARTITIONS = "DUETIME_JOB_PARTITIONS"
     LOOKAHEAD_MINUTES = "DUETIME_LOOKAHEAD_MINUTES"
     MISFIRE_GRACE_SECONDS = "DUETIME_MISFIRE_GRACE_SECONDS"
     RUN_TTL_SECONDS = "DUETIME_RUN_TTL_SECONDS"
@@ -69,6 +71,7 @@ class Settings:
     runs_table: str
     queues: Mapping[str, QueueUrls]  # by queue_key(runtime, priority)
     timer_shards: int = 8
+    job_partitions: int = 1  # see Env.JOB_PARTITIONS
     # The sweeper reads buckets through the current minute + this many: messages are sent
     # with DelaySeconds up to (lookahead + 1) minutes, well under SQS's 900 s.
     lookahead_minutes: int = 1
@@ -121,6 +124,7 @@ class Settings:
             runs_table=env[Env.RUNS_TABLE],
             queues=queues,
             timer_shards=number(Env.TIMER_SHARDS, 8, 1, 1000),
+            job_partitions=number(Env.JOB_PARTITIONS, 1, 1, 64),
             # Messages are sent up to (lookahead + 2) minutes ahead; SQS delays stop at 900 s.
             lookahead_minutes=number(Env.LOOKAHEAD_MINUTES, 1, 1, 13),
             misfire_grace_seconds=number(Env.MISFIRE_GRACE_SECONDS, 60, 0, 86_400),
@@ -148,6 +152,7 @@ class Settings:
                 {k: {"url": q.url, "dlq_url": q.dlq_url} for k, q in self.queues.items()}
             ),
             Env.TIMER_SHARDS: str(self.timer_shards),
+            Env.JOB_PARTITIONS: str(self.job_partitions),
             Env.LOOKAHEAD_MINUTES: str(self.lookahead_minutes),
             Env.MISFIRE_GRACE_SECONDS: str(self.misfire_grace_seconds),
             Env.RUN_TTL_SECONDS: str(self.run_ttl_seconds),

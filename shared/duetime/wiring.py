@@ -70,7 +70,7 @@ def build(
     session = session or boto3.Session()
     dynamodb = session.client("dynamodb", config=_BOTO_CONFIG)
     sqs = session.client("sqs", config=_BOTO_CONFIG)
-    jobs = DynamoJobStore(dynamodb, settings.jobs_table)
+    jobs = DynamoJobStore(dynamodb, settings.jobs_table, settings.job_partitions)
     timers = DynamoTimerStore(
         dynamodb, settings.timers_table, settings.timer_shards, settings.timer_ttl_seconds
     )

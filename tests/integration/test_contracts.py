@@ -79,12 +79,14 @@ def _moto(request: pytest.FixtureRequest) -> Aws:
 # --- fixtures: one per port ----------------------------------------------------------------------
 
 
-@pytest.fixture(params=BACKENDS)
+@pytest.fixture(params=[*BACKENDS, "dynamo-partitioned"])
 def job_store(request: pytest.FixtureRequest) -> JobStore:
     if request.param == "memory":
         return MemoryJobStore()
     aws = _moto(request)
-    return DynamoJobStore(aws.dynamodb, aws.settings.jobs_table)
+    # A tenant's jobs spread over 4 partition keys: the same contract.
+    partitions = 4 if request.param == "dynamo-partitioned" else 1
+    return DynamoJobStore(aws.dynamodb, aws.settings.jobs_table, partitions)
 
 
 @pytest.fixture(params=BACKENDS)

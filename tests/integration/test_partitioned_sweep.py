@@ -358,3 +358,43 @@ def test_given_a_poisoned_job_on_moto_then_duetime_timers_stuck_lists_and_retrie
     assert jobs[2] in [c.job_id for c in engine.recorder.calls]
     view = engine.parts.service.get("tenant-a", jobs[2])
     assert view.status == JobStatus.SUCCEEDED
+
+
+def test_given_job_partitions_then_a_tenants_jobs_spread_over_keys_and_list_newest_first(
+    aws: Any,
+) -> None:
+    from duetime.adapters.dynamodb import DynamoJobStore
+    from duetime.domain.ids import new_job_id
+    from duetime.domain.jobs import Job
+
+    store = DynamoJobStore(aws.dynamodb, aws.settings.jobs_table, partitions=8)
+    target = {"type": "handler", "name": "duetime.noop"}
+    spec = parse_job_spec({"schedule": {"at": rfc3339_ms(T0)}, "target": target})
+    created = [
+        Job(
+            "acme#corp",
+            new_job_id(T0 + n, n.to_bytes(10, "big")),
+            spec,
+            JobStatus.SCHEDULED,
+            T0,
+            T0,
+        )
+        for n in range(40)
+    ]
+    for job in created:
+        store.create(job)
+
+    items = aws.dynamodb.scan(TableName=aws.settings.jobs_table)["Items"]
+    keys = {item["tenant"]["S"] for item in items}
+    assert len(keys) >= 5
+    assert all(key.rpartition("#")[0] == "acme#corp" for key in keys)
+    listed, cursor = [], None
+    while True:
+        page = store.list("acme#corp", 7, cursor)
+        listed += page.items
+        if page.cursor is None:
+            break
+        cursor = page.cursor
+    assert listed == sorted(created, key=lambda j: j.id, reverse=True)
+    assert store.get("acme#corp", created[3].id) == created[3]
+    assert store.list("acme", 50, None).items == []  # a prefix of the tenant is another tenant
