@@ -53,6 +53,11 @@ class Timer:
     # The size of the job item (bytes) when the timer was written: sweeps cut their pages at
     # a memory budget before reading the jobs. An estimate, not part of the timer's identity.
     job_bytes: int = field(default=0, compare=False)
+    # A one-off job's queue: its timer becomes a message without the sweep reading the job
+    # (the worker reads it, and drops the run of a cancelled job). None: a recurring job's
+    # timer, whose sweep reads the job to plan the chain.
+    runtime: Runtime | None = None
+    priority: Priority | None = None
 
     @property
     def sort_key(self) -> str:
@@ -61,6 +66,14 @@ class Timer:
     @property
     def bucket(self) -> int:
         return minute_of(self.due_ms) if self.bucket_minute is None else self.bucket_minute
+
+    def message(self) -> RunMessage | None:
+        """The run message of a one-off timer (None: the job must be read first)."""
+        if self.runtime is None or self.priority is None:
+            return None
+        return RunMessage(
+            self.tenant, self.job_id, self.due_ms, 1, self.due_ms, self.runtime, self.priority
+        )
 
 
 @dataclass(frozen=True)

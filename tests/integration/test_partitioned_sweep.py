@@ -136,9 +136,10 @@ def test_given_a_shard_that_always_fails_then_the_others_run_on_time_and_it_catc
 def test_given_a_poisoned_timer_then_its_shard_moves_past_it_and_it_is_quarantined() -> None:
     twins = Twins(shards=1)
     jobs = [twins.submit({"at": rfc3339_ms(T0 + 300_000 + i * 10)}) for i in range(30)]
-    poisoned = jobs[7]
+    # A recurring job (its sweep reads it to plan the chain) whose item cannot be read back.
+    start = rfc3339_ms(T0 + 300_005)
+    poisoned = twins.submit({"rate_seconds": 3600, "start_at": start})
 
-    # A job whose item cannot be read back: every hand-over of its timer raises.
     class Poisoned(MemoryJobStore):
         def get_many(self, keys: Any) -> Any:
             if any(job_id == poisoned for _, job_id in keys):
@@ -154,7 +155,7 @@ def test_given_a_poisoned_timer_then_its_shard_moves_past_it_and_it_is_quarantin
 
     # Every other timer of the partition went out in the same sweep; the poisoned one parked
     assert report.parked == 1
-    assert set(twins.sent()) == {(j, T0 + 300_000 + i * 10) for i, j in enumerate(jobs) if i != 7}
+    assert set(twins.sent()) == {(j, T0 + 300_000 + i * 10) for i, j in enumerate(jobs)}
     (stuck,) = sweeper.stuck()
     assert (stuck.timer.job_id, stuck.attempts, stuck.quarantined) == (poisoned, 1, False)
     assert "not valid JSON" in stuck.reason
@@ -170,20 +171,28 @@ def test_given_a_poisoned_timer_then_its_shard_moves_past_it_and_it_is_quarantin
     twins.clock.now += 86_400_000
     assert sweeper.sweep().unparked == 0  # quarantined: no more automatic attempts
 
-    # Once its cause is gone, a retry on request hands it over
-    results = Sweeper(
-        twins.jobs, twins.timers, twins.queue, twins.settings, clock=twins.clock
-    ).retry(sweeper.stuck())
+    # Once its cause is gone, a retry on request hands it over: its chain goes on
+    healthy = Sweeper(twins.jobs, twins.timers, twins.queue, twins.settings, clock=twins.clock)
+    results = healthy.retry(sweeper.stuck())
     assert [(entry.timer.job_id, reason) for entry, reason in results] == [(poisoned, None)]
     assert sweeper.stuck() == []
-    assert twins.sent() == Counter({(poisoned, T0 + 300_070): 1})
+    assert {job_id for job_id, _ in twins.sent()} == {poisoned}
+    twins.clock.now += 3_600_000
+    assert {job_id for job_id, _ in twins.sent()} == set()
+    healthy.sweep()
+    assert {job_id for job_id, _ in twins.sent()} == {poisoned}
 
 
 def test_given_a_full_page_of_largest_jobs_then_no_page_holds_more_than_its_budget() -> None:
     budget = 1024 * 1024
     twins = Twins(shards=1)
     payload = {"blob": "x" * (64 * 1024 - 20)}  # the largest payload a job may carry
-    jobs = [twins.submit({"at": rfc3339_ms(T0 + 300_000 + i)}, payload=payload) for i in range(60)]
+    start = rfc3339_ms(T0 + 300_000)
+    # Recurring jobs: their sweep reads each job (a one-off's timer carries its queue instead).
+    jobs = [
+        twins.submit({"rate_seconds": 86_400, "start_at": start}, payload=payload)
+        for _ in range(60)
+    ]
     job_bytes = twins.jobs.get("t", jobs[0]).size_bytes  # type: ignore[union-attr]
     assert job_bytes > 64 * 1024
     pages: list[int] = []
@@ -322,7 +331,9 @@ def test_given_a_recurring_job_whose_timer_was_deleted_then_the_reconciler_rearm
 def test_given_a_poisoned_job_on_moto_then_duetime_timers_stuck_lists_and_retries_it(
     engine: Engine, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    jobs = [engine.submit({"schedule": {"at": at(300 + i)}}) for i in range(5)]
+    jobs = [engine.submit({"schedule": {"at": at(300 + i)}}) for i in range(4)]
+    # A recurring job (its sweep reads it) whose stored spec was corrupted.
+    jobs.insert(2, engine.submit({"schedule": {"rate_seconds": 3600, "start_at": at(302)}}))
     table = engine.aws.settings.jobs_table
     key = {"tenant": {"S": "tenant-a"}, "id": {"S": jobs[2]}}
     good = engine.aws.dynamodb.get_item(TableName=table, Key=key)["Item"]
@@ -356,8 +367,9 @@ def test_given_a_poisoned_job_on_moto_then_duetime_timers_stuck_lists_and_retrie
     engine.advance(5)
     engine.drain()
     assert jobs[2] in [c.job_id for c in engine.recorder.calls]
-    view = engine.parts.service.get("tenant-a", jobs[2])
-    assert view.status == JobStatus.SUCCEEDED
+    run = engine.parts.runs.get(jobs[2], START_MS + 302_000)
+    assert run is not None
+    assert run.status.value == "succeeded"
 
 
 def test_given_job_partitions_then_a_tenants_jobs_spread_over_keys_and_list_newest_first(

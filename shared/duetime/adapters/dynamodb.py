@@ -27,8 +27,9 @@ from duetime.adapters.codec import (
     run_to_values,
     to_item,
 )
+from duetime.config import queue_key
 from duetime.domain.ids import shard_of, timer_partition
-from duetime.domain.jobs import Job, JobStatus
+from duetime.domain.jobs import Job, JobStatus, Priority, Runtime
 from duetime.domain.runs import (
     ClaimOutcome,
     Run,
@@ -308,6 +309,8 @@ class DynamoTimerStore:
         }
         if timer.job_bytes:
             values["bytes"] = timer.job_bytes
+        if timer.runtime is not None and timer.priority is not None:
+            values["q"] = queue_key(timer.runtime, timer.priority)
         return to_item(values)
 
     def put(self, timers: Sequence[Timer]) -> None:
@@ -361,6 +364,7 @@ class DynamoTimerStore:
         for raw in response.get("Items", []):
             values = from_item(raw)
             due, _, job_id = str(values["sk"]).partition("#")
+            runtime, _, priority = str(values.get("q", "")).partition("/")
             timers.append(
                 Timer(
                     values["tenant"],
@@ -369,6 +373,8 @@ class DynamoTimerStore:
                     values.get("gen", 0),
                     bucket_minute=None if int(due) // 60_000 == minute else minute,
                     job_bytes=values.get("bytes", 0),
+                    runtime=Runtime(runtime) if runtime else None,
+                    priority=Priority(priority) if priority else None,
                 )
             )
         return timers[:limit], len(timers) > limit or "LastEvaluatedKey" in response
@@ -600,6 +606,7 @@ def _stuck_to_values(stuck: StuckTimer) -> dict[str, Any]:
         "due": timer.due_ms,
         "gen": timer.generation,
         "bytes": timer.job_bytes,
+        "q": queue_key(timer.runtime, timer.priority) if timer.runtime and timer.priority else "",
         "attempts": stuck.attempts,
         "reason": stuck.reason[:MAX_STUCK_REASON_CHARS],
         "first_failed": stuck.first_failed_ms,
@@ -610,6 +617,7 @@ def _stuck_to_values(stuck: StuckTimer) -> dict[str, Any]:
 def _stuck_from_values(values: dict[str, Any]) -> StuckTimer:
     sk = str(values["sk"])
     next_attempt = int(sk[len(RETRYING) :].partition("#")[0]) if sk.startswith(RETRYING) else None
+    runtime, _, priority = str(values.get("q", "")).partition("/")
     return StuckTimer(
         timer=Timer(
             values["tenant"],
@@ -617,6 +625,8 @@ def _stuck_from_values(values: dict[str, Any]) -> StuckTimer:
             values["due"],
             values.get("gen", 0),
             job_bytes=values.get("bytes", 0),
+            runtime=Runtime(runtime) if runtime else None,
+            priority=Priority(priority) if priority else None,
         ),
         shard=int(str(values["pk"]).rpartition("#")[2]),
         attempts=values["attempts"],

@@ -41,6 +41,7 @@ def _timer(job: Job, due_ms: int, unread: int) -> Timer:
     """The timer of `job` for `due_ms`: in the bucket of its minute, or, for a catch-up
     continuation already due, in `unread`, the first bucket the next sweep reads."""
     bucket = max(minute_of(due_ms), unread)
+    one_off = not job.spec.recurring
     return Timer(
         job.tenant,
         job.id,
@@ -48,6 +49,8 @@ def _timer(job: Job, due_ms: int, unread: int) -> Timer:
         job.generation,
         bucket_minute=None if bucket == minute_of(due_ms) else bucket,
         job_bytes=job.size_bytes,
+        runtime=job.spec.runtime if one_off else None,
+        priority=job.spec.priority if one_off else None,
     )
 
 

@@ -44,7 +44,7 @@ from duetime.domain.jobs import Job, JobStatus
 from duetime.domain.timeutil import MINUTE_MS
 from duetime.observability import Metric, count, logger, milliseconds
 from duetime.ports import JobQueue, JobStore, StuckTimer, Timer, TimerStore
-from duetime.services.dispatch import Dispatcher
+from duetime.services.dispatch import Dispatcher, delay_seconds
 
 PAGE_SIZE = 500
 # A page is also cut when its jobs add up to this many bytes (as stored): whatever the jobs'
@@ -128,6 +128,7 @@ class Sweeper:
     ) -> None:
         self._jobs = jobs
         self._timers = timers
+        self._queue = queue
         self._settings = settings
         self._clock = clock
         self._parallelism = parallelism
@@ -295,10 +296,12 @@ class Sweeper:
             raise _PartitionFailed(watermark) from exc
 
     def _within_budget(self, timers: list[Timer]) -> list[Timer]:
-        """The longest prefix of `timers` whose jobs fit the page budget (at least one)."""
+        """The longest prefix of `timers` whose jobs to read fit the page budget (at least
+        one); a one-off's timer needs no job read."""
         total = 0
         for n, timer in enumerate(timers):
-            total += timer.job_bytes or UNKNOWN_JOB_BYTES
+            if timer.message() is None:
+                total += timer.job_bytes or UNKNOWN_JOB_BYTES
             if total > self._page_budget and n > 0:
                 return timers[:n]
         return timers
@@ -353,10 +356,21 @@ class Sweeper:
         return done, failed
 
     def _dispatch(self, timers: Sequence[Timer], report: SweepReport) -> None:
+        """One-off timers carry their queue: they become messages without reading the job
+        (the worker reads it, and drops the run of a job cancelled meanwhile). A recurring
+        job's timer needs the job, to plan its chain."""
         report.timers_read += len(timers)
-        jobs = self._jobs.get_many([(t.tenant, t.job_id) for t in timers])
+        now = self._clock()
+        messages = [(m, delay_seconds(m.due_ms, now)) for t in timers if (m := t.message())]
+        chains = [t for t in timers if t.message() is None]
+        if messages:
+            self._queue.send(messages)
+            report.messages_sent += len(messages)
+        if not chains:
+            return
+        jobs = self._jobs.get_many([(t.tenant, t.job_id) for t in chains])
         due: list[tuple[Job, int]] = []
-        for timer in timers:
+        for timer in chains:
             job = jobs.get(timer.job_id)
             if job is None or job.tenant != timer.tenant or job.status != JobStatus.SCHEDULED:
                 report.skipped += 1  # cancelled, paused, finished, or never acknowledged
