@@ -2,8 +2,9 @@
 `python3 infra/app.py` (then cdk.json's context is read here). Works offline, no account.
 
 Settings come from context keys `duetime:*` (cdk.json, or `-c duetime:jwtIssuer=...`); see
-docs/deploy.md. cdk-nag's AwsSolutions checks run on every synth: an unacknowledged finding
-makes the synth fail.
+docs/deploy.md. `-c duetime:profile=large` (or `-c profile=large`) starts from a named size of
+infra/profiles.py instead of the defaults; the other settings still apply over it. cdk-nag's
+AwsSolutions checks run on every synth: an unacknowledged finding makes the synth fail.
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ import json
 import os
 import sys
 from collections.abc import Callable, Mapping
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -29,11 +31,14 @@ for _path in (REPO_ROOT / "shared", REPO_ROOT):
 import aws_cdk as cdk  # noqa: E402
 from cdk_nag import AwsSolutionsChecks  # noqa: E402
 
+from infra.profiles import DEFAULT  # noqa: E402
 from infra.scheduler import PriorityConcurrency, SchedulerProps  # noqa: E402
 from infra.stack import DuetimeStack  # noqa: E402
 
 PREFIX = "duetime:"
 PLACEHOLDER_ISSUER = "https://auth.example.com/"
+# The context keys that name a profile (infra/profiles.py): the prefixed one, or the short one.
+PROFILE_KEYS = (PREFIX + "profile", "profile")
 
 
 def cdk_json_context(path: Path = REPO_ROOT / "cdk.json") -> dict[str, Any]:
@@ -49,6 +54,17 @@ class Context:
 
     def raw(self, key: str) -> Any:
         return self._lookup(PREFIX + key)
+
+    def profile(self) -> str:
+        """The profile named by `duetime:profile` or `profile` ("default" when neither)."""
+        names = {
+            str(value).strip()
+            for value in (self._lookup(key) for key in PROFILE_KEYS)
+            if value not in (None, "")
+        }
+        if len(names) > 1:
+            raise ValueError(f"{' and '.join(PROFILE_KEYS)} name different profiles: {names}")
+        return names.pop() if names else DEFAULT.name
 
     def text(self, key: str, default: str) -> str:
         value = self.raw(key)
@@ -88,7 +104,11 @@ class Context:
 
 
 def props_from_context(context: Context) -> SchedulerProps:
-    defaults = SchedulerProps(jwt_issuer=PLACEHOLDER_ISSUER, jwt_audience=("duetime",))
+    """The props of the chosen profile (SchedulerProps.profile), with the context's settings
+    over them."""
+    defaults = SchedulerProps.profile(
+        context.profile(), jwt_issuer=PLACEHOLDER_ISSUER, jwt_audience=("duetime",)
+    )
     concurrency = context.strings("workerMaxConcurrency")
     billing = context.text("billingMode", defaults.billing_mode)
     if billing not in ("on_demand", "provisioned"):
@@ -96,7 +116,8 @@ def props_from_context(context: Context) -> SchedulerProps:
     python_version = context.text("pythonVersion", defaults.python_version)
     if python_version not in ("3.12", "3.13"):
         raise ValueError(f"{PREFIX}pythonVersion must be 3.12 or 3.13: {python_version!r}")
-    return SchedulerProps(
+    return replace(
+        defaults,
         jwt_issuer=context.text("jwtIssuer", defaults.jwt_issuer),
         jwt_audience=context.strings("jwtAudience") or defaults.jwt_audience,
         tenant_claim=context.text("tenantClaim", defaults.tenant_claim),
@@ -105,6 +126,7 @@ def props_from_context(context: Context) -> SchedulerProps:
         write_capacity=context.number("writeCapacity", defaults.write_capacity),
         max_capacity=context.optional_number("maxCapacity"),
         timer_shards=context.number("timerShards", defaults.timer_shards),
+        job_partitions=context.number("jobPartitions", defaults.job_partitions),
         hot_window_days=context.number("hotWindowDays", defaults.hot_window_days),
         history_retention_days=context.number(
             "historyRetentionDays", defaults.history_retention_days

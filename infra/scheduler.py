@@ -7,16 +7,22 @@
     scheduler.api_url, scheduler.data.jobs.table_name, ...
 
 It is composed of one construct per concern (infra/constructs/): data (tables), queues,
-engine (sweeper + Lambda worker), api, history (archive, Glue, Athena), workers (Fargate)
-and monitoring. The deployable app (infra/app.py) puts one in a `DuetimeStack`.
+engine (coordinator, shard sweeps, reconciler, Lambda worker), api, history (archive, Glue,
+Athena), workers (Fargate) and monitoring. The deployable app (infra/app.py) puts one in a
+`DuetimeStack`.
+
+Named sizes (infra/profiles.py) set the props a load needs in one go:
+
+    SchedulerProps.profile("large", jwt_issuer=..., jwt_audience=(...), alarm_topic=topic)
 """
 
 from __future__ import annotations
 
+import itertools
 import re
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass, field
-from typing import Literal
+from typing import Any, Literal
 
 from aws_cdk import RemovalPolicy
 from aws_cdk import aws_ec2 as ec2
@@ -26,6 +32,7 @@ from constructs import Construct
 
 from duetime.config import Env
 from duetime.domain.jobs import Priority
+from duetime.resources import TABLES
 from infra.constructs.api import Api
 from infra.constructs.data import Data
 from infra.constructs.engine import Engine
@@ -34,6 +41,7 @@ from infra.constructs.history import History
 from infra.constructs.monitoring import Monitoring
 from infra.constructs.queues import Queues
 from infra.constructs.workers import FargateWorkers
+from infra.profiles import PROFILES, Pollers, WarmThroughput
 
 # Published versions of the AWS-managed layers (from public references; this machine has no
 # account to list them). Move them with the pinned aws-lambda-powertools / pyarrow versions:
@@ -43,6 +51,12 @@ DEFAULT_PANDAS_LAYER_VERSION = 15
 # SQS accepts a maximum concurrency from 2 to 1000 per event source mapping.
 _MIN_ESM_CONCURRENCY = 2
 _MAX_ESM_CONCURRENCY = 1000
+# Provisioned mode of an SQS mapping: 2..200 minimum pollers, 2..2000 maximum.
+_MIN_POLLERS = 2
+_MAX_MIN_POLLERS = 200
+_MAX_POLLERS = 2000
+_PRIORITIES = tuple(p.value for p in Priority)
+_TABLE_NAMES = tuple(t.name for t in TABLES)
 _MAX_LAMBDA_TIMEOUT_SECONDS = 900
 # SQS caps a visibility timeout at 12 hours: the worker timeout × 6 must fit.
 _MAX_VISIBILITY_SECONDS = 43_200
@@ -55,16 +69,16 @@ class PriorityConcurrency:
     """Maximum concurrency of the Lambda worker's event source mapping, per priority queue.
 
     High-priority runs get the most workers, so a flood of low-priority runs cannot hold back
-    the high-priority ones; the order high > normal > low is enforced."""
+    the high-priority ones: `SchedulerProps` enforces the order high > normal > low among the
+    mappings in standard mode (a priority with provisioned pollers has no maximum
+    concurrency; see `SchedulerProps.worker_pollers`)."""
 
     high: int = 50
     normal: int = 20
     low: int = 5
 
     def __post_init__(self) -> None:
-        if not self.high > self.normal > self.low:
-            raise ValueError(f"concurrency must be ordered high > normal > low: {self}")
-        if self.low < _MIN_ESM_CONCURRENCY or self.high > _MAX_ESM_CONCURRENCY:
+        if not all(_MIN_ESM_CONCURRENCY <= self.of(p) <= _MAX_ESM_CONCURRENCY for p in Priority):
             raise ValueError(
                 f"SQS maximum concurrency is {_MIN_ESM_CONCURRENCY}..{_MAX_ESM_CONCURRENCY}"
             )
@@ -72,6 +86,14 @@ class PriorityConcurrency:
     def of(self, priority: Priority) -> int:
         value: int = getattr(self, priority.value)
         return value
+
+    def check_order(self, priorities: Collection[Priority] = tuple(Priority)) -> None:
+        """Refuse values not ordered high > normal > low among `priorities` (the standard-mode
+        mappings)."""
+        values = [self.of(p) for p in Priority if p in priorities]  # high, normal, low
+        if any(a <= b for a, b in itertools.pairwise(values)):
+            names = " > ".join(p.value for p in Priority if p in priorities)
+            raise ValueError(f"concurrency must be ordered {names}: {self}")
 
 
 @dataclass(frozen=True)
@@ -110,6 +132,12 @@ class SchedulerProps:
     write_capacity: int = 5
     max_capacity: int | None = None  # provisioned only: auto scale (70 % target) up to this
     timer_shards: int = 8  # each (minute, shard) partition takes 1,000 writes/s
+    # Partition keys a tenant's jobs spread over (1..64; each takes 1,000 writes and 3,000
+    # strong reads a second). Fixed for the jobs table's life: choose it before the first job.
+    job_partitions: int = 1
+    # Pre-warmed throughput per table ("jobs", "timers", "runs"): the read and write request
+    # units per second a table takes at once, before on-demand scaling has seen the load.
+    warm_throughput: dict[str, WarmThroughput] = field(default_factory=dict)
     hot_window_days: int = 30  # run records stay in DynamoDB this long, then go to the archive
 
     # --- Execution history
@@ -126,16 +154,26 @@ class SchedulerProps:
     powertools_layer_arn: str | None = None
     pandas_layer_arn: str | None = None
     api_timeout_seconds: int = 29  # API Gateway gives up at 30 s
+    coordinator_timeout_seconds: int = 60  # reads the shards' progress, starts their sweeps
     sweeper_timeout_seconds: int = 90  # a sweep stops reading at 45 s; its lease lasts 120 s
+    reconciler_timeout_seconds: int = 900  # a daily Scan of the jobs table
     worker_timeout_seconds: int = 900  # a job's timeout is at most 900 s
     archiver_timeout_seconds: int = 300
     compactor_timeout_seconds: int = 900
     worker_batch_size: int = 10
     worker_max_concurrency: PriorityConcurrency = field(default_factory=PriorityConcurrency)
-    # Reserved concurrency (None: the account's unreserved pool). One sweep at a time is
-    # enough (a lease guards each partition anyway); a reservation needs an account whose
-    # unreserved concurrency stays above its minimum (100) afterwards.
-    sweeper_reserved_concurrency: int | None = 1
+    # Per priority ("high", "normal", "low"): that lambda queue's event source mapping runs in
+    # provisioned mode (dedicated pollers, min 2..200, max 2..2000; each drives up to 10
+    # concurrent invocations) instead of standard scaling capped by `worker_max_concurrency`.
+    worker_pollers: dict[str, Pollers] | None = None
+    # Each shard sweep is its own invocation (the coordinator starts one per shard a minute):
+    # parallel partition queries, so memory buys CPU (1,769 MB is one vCPU).
+    sweeper_memory_mib: int = 1024
+    # Reserved concurrency (None: the account's unreserved pool). A sweeper reservation must
+    # fit every shard's sweep (>= timer_shards; 2 x for ticks that overlap), or the throttled
+    # shards fall behind. A reservation needs an account whose unreserved concurrency stays
+    # above its minimum (100) afterwards.
+    sweeper_reserved_concurrency: int | None = None
     api_reserved_concurrency: int | None = None
     worker_reserved_concurrency: int | None = None
     log_retention: logs.RetentionDays = logs.RetentionDays.ONE_MONTH
@@ -181,6 +219,8 @@ class SchedulerProps:
             raise ValueError("6 x worker_timeout_seconds exceeds SQS's 12-hour visibility")
         if not 1 <= self.timer_shards <= 1000:
             raise ValueError("timer_shards must be 1..1000")
+        if not 1 <= self.job_partitions <= 64:
+            raise ValueError("job_partitions must be 1..64")
         if not _DATE.fullmatch(self.history_start_date):
             raise ValueError("history_start_date must be YYYY-MM-DD")
         if self.history_retention_days < 1 or self.hot_window_days < 1:
@@ -191,6 +231,95 @@ class SchedulerProps:
             raise ValueError("webhook_secret_grace_seconds must be 0..2592000 (30 days)")
         if self.fargate_max_tasks < 1:
             raise ValueError("fargate_max_tasks must be at least 1")
+        timeouts = {
+            "api": self.api_timeout_seconds,
+            "coordinator": self.coordinator_timeout_seconds,
+            "sweeper": self.sweeper_timeout_seconds,
+            "reconciler": self.reconciler_timeout_seconds,
+            "archiver": self.archiver_timeout_seconds,
+            "compactor": self.compactor_timeout_seconds,
+        }
+        for name, seconds in timeouts.items():
+            if not 1 <= seconds <= _MAX_LAMBDA_TIMEOUT_SECONDS:
+                raise ValueError(f"{name}_timeout_seconds must be 1..900")
+        if not 128 <= self.sweeper_memory_mib <= 10_240:
+            raise ValueError("sweeper_memory_mib must be 128..10240")
+        reserved = self.sweeper_reserved_concurrency
+        if reserved is not None and reserved < self.timer_shards:
+            raise ValueError(
+                f"sweeper_reserved_concurrency ({reserved}) must be None or at least "
+                f"timer_shards ({self.timer_shards}): each shard's sweep is its own invocation"
+            )
+        self._check_pollers()
+        self._check_warm_throughput()
+        self.worker_max_concurrency.check_order(self.standard_priorities)
+
+    def _check_pollers(self) -> None:
+        for priority, pollers in (self.worker_pollers or {}).items():
+            if priority not in _PRIORITIES:
+                raise ValueError(
+                    f"worker_pollers: unknown priority {priority!r} (one of {_PRIORITIES})"
+                )
+            if not (
+                _MIN_POLLERS <= pollers.minimum <= _MAX_MIN_POLLERS
+                and _MIN_POLLERS <= pollers.maximum <= _MAX_POLLERS
+                and pollers.minimum <= pollers.maximum
+            ):
+                raise ValueError(
+                    f"worker_pollers[{priority!r}]: SQS takes {_MIN_POLLERS}..{_MAX_MIN_POLLERS} "
+                    f"minimum and {_MIN_POLLERS}..{_MAX_POLLERS} maximum pollers, minimum <= "
+                    f"maximum: {pollers}"
+                )
+
+    def _check_warm_throughput(self) -> None:
+        for table, warm in self.warm_throughput.items():
+            if table not in _TABLE_NAMES:
+                raise ValueError(
+                    f"warm_throughput: unknown table {table!r} (one of {_TABLE_NAMES})"
+                )
+            if warm.reads < 1 or warm.writes < 1:
+                raise ValueError(f"warm_throughput[{table!r}]: units per second must be >= 1")
+
+    @classmethod
+    def profile(
+        cls,
+        name: str,
+        *,
+        jwt_issuer: str,
+        jwt_audience: Sequence[str],
+        **overrides: Any,
+    ) -> SchedulerProps:
+        """The props of a named size (infra/profiles.py), `overrides` winning over it."""
+        try:
+            chosen = PROFILES[name]
+        except KeyError:
+            raise ValueError(
+                f"unknown profile {name!r}: one of {', '.join(sorted(PROFILES))}"
+            ) from None
+        values: dict[str, Any] = {
+            "timer_shards": chosen.timer_shards,
+            "job_partitions": chosen.job_partitions,
+            "sweeper_memory_mib": chosen.sweeper_memory_mib,
+            "sweeper_reserved_concurrency": chosen.sweeper_reserved_concurrency,
+            "worker_pollers": dict(chosen.worker_pollers) if chosen.worker_pollers else None,
+            "warm_throughput": dict(chosen.warm_throughput),
+            "api_throttle_rate": chosen.api_throttle_rate,
+            "api_throttle_burst": chosen.api_throttle_burst,
+            "tenant_quotas": TenantQuotas(
+                submissions_per_second=chosen.tenant_submissions_per_second,
+                submission_burst=chosen.tenant_submission_burst,
+            ),
+        }
+        return cls(jwt_issuer=jwt_issuer, jwt_audience=jwt_audience, **{**values, **overrides})
+
+    def pollers_of(self, priority: Priority) -> Pollers | None:
+        """The provisioned pollers of a priority's lambda mapping (None: standard mode)."""
+        return (self.worker_pollers or {}).get(priority.value)
+
+    @property
+    def standard_priorities(self) -> tuple[Priority, ...]:
+        """The priorities whose lambda mapping scales in standard mode."""
+        return tuple(p for p in Priority if self.pollers_of(p) is None)
 
     @property
     def visibility_timeout_seconds(self) -> int:

@@ -88,6 +88,7 @@ class Data(Construct):
             ),
             read_capacity=props.read_capacity if provisioned else None,
             write_capacity=props.write_capacity if provisioned else None,
+            warm_throughput=_warm_throughput(props, definition),
             encryption=dynamodb.TableEncryption.AWS_MANAGED,
             point_in_time_recovery_specification=dynamodb.PointInTimeRecoverySpecification(
                 point_in_time_recovery_enabled=True
@@ -110,6 +111,18 @@ class Data(Construct):
             min_capacity=props.write_capacity, max_capacity=props.max_capacity
         )
         writes.scale_on_utilization(target_utilization_percent=_TARGET_UTILIZATION_PERCENT)
+
+
+def _warm_throughput(props: SchedulerProps, definition: TableDef) -> dynamodb.WarmThroughput | None:
+    """The table's pre-warmed throughput (`warm_throughput` prop, by table name): a new or
+    quiet table takes that many request units per second at once, without throttling while
+    on-demand capacity catches up with a sudden peak."""
+    warm = props.warm_throughput.get(definition.name)
+    if warm is None:
+        return None
+    return dynamodb.WarmThroughput(
+        read_units_per_second=warm.reads, write_units_per_second=warm.writes
+    )
 
 
 def _attribute(key: tuple[str, str]) -> dynamodb.Attribute:

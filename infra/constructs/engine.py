@@ -1,4 +1,10 @@
-"""The scheduling engine on Lambda: the once-a-minute sweeper and the SQS worker."""
+"""The scheduling engine on Lambda: the once-a-minute coordinator and the shard sweeps it
+starts, the daily reconciler, and the SQS worker.
+
+    EventBridge rate(1 minute) ──▶ coordinator ──(async invoke, {"shard": n}, per shard)──▶ sweeper
+    EventBridge rate(1 day)    ──▶ reconciler (re-arms recurring jobs without a live timer)
+    lambda run queues ──(event source mappings)──▶ worker
+"""
 
 from __future__ import annotations
 
@@ -7,10 +13,12 @@ from typing import TYPE_CHECKING
 from aws_cdk import Duration
 from aws_cdk import aws_events as events
 from aws_cdk import aws_events_targets as targets
+from aws_cdk import aws_iam as iam
 from aws_cdk import aws_lambda as lambda_
 from aws_cdk import aws_lambda_event_sources as sources
 from constructs import Construct
 
+from duetime.config import Env
 from duetime.domain.jobs import Runtime
 from infra.constructs.functions import grant_targets
 
@@ -21,11 +29,29 @@ if TYPE_CHECKING:
     from infra.scheduler import SchedulerProps
 
 # DynamoDB actions per table, from what each role's code calls (duetime.adapters.dynamodb):
-# the sweeper reads jobs in batches and rewrites them conditionally (a recurring job's next
-# occurrence, a completed chain); it reads, leases and advances timer partitions and writes
-# the next timers.
+# the coordinator reads the shard count (and raises it after a deployment added shards) and
+# every shard's sweep state.
+COORDINATOR_TIMERS_ACTIONS = ("dynamodb:GetItem", "dynamodb:UpdateItem", "dynamodb:BatchGetItem")
+# A shard sweep reads jobs in batches and rewrites them conditionally (a recurring job's next
+# occurrence, a completed chain); it reads, leases and advances its shard's partitions, writes
+# the next timers, and parks a timer whose hand-over failed (re-keyed with each attempt,
+# removed once handed over).
 SWEEPER_JOBS_ACTIONS = ("dynamodb:BatchGetItem", "dynamodb:PutItem")
 SWEEPER_TIMERS_ACTIONS = (
+    "dynamodb:GetItem",
+    "dynamodb:BatchGetItem",
+    "dynamodb:Query",
+    "dynamodb:PutItem",
+    "dynamodb:BatchWriteItem",
+    "dynamodb:UpdateItem",
+    "dynamodb:DeleteItem",
+)
+# The reconciler scans the jobs table for scheduled jobs and marks a chain whose schedule is
+# over completed; it looks for each chain's live timer (batch get), lists the stuck timers
+# (query), and re-arms a broken chain through the dispatcher (timers written, the shard's
+# sweep state read and moved).
+RECONCILER_JOBS_ACTIONS = ("dynamodb:Scan", "dynamodb:PutItem")
+RECONCILER_TIMERS_ACTIONS = (
     "dynamodb:GetItem",
     "dynamodb:BatchGetItem",
     "dynamodb:Query",
@@ -40,8 +66,13 @@ WORKER_JOBS_ACTIONS = ("dynamodb:GetItem", "dynamodb:PutItem")
 WORKER_RUNS_ACTIONS = ("dynamodb:PutItem",)
 SEND = "sqs:SendMessage"  # also authorizes SendMessageBatch
 CHANGE_VISIBILITY = "sqs:ChangeMessageVisibility"
+INVOKE = "lambda:InvokeFunction"
 
 SWEEP_SCHEDULE = events.Schedule.rate(Duration.minutes(1))
+RECONCILE_SCHEDULE = events.Schedule.rate(Duration.days(1))
+# A tick older than this is dropped: the next one (a minute later) does its work.
+TICK_MAX_AGE = Duration.minutes(2)
+RECONCILER_MEMORY_MIB = 1024  # parallel scan segments and timer look-ups
 
 
 class Engine(Construct):
@@ -60,43 +91,102 @@ class Engine(Construct):
         self._data = data
         self._queues = queues
         self.sweeper = self._sweeper()
+        self.coordinator = self._coordinator()
         self.sweep_rule = self._sweep_rule()
+        self.reconciler = self._reconciler()
+        self.reconcile_rule = self._reconcile_rule()
         self.worker = self._worker()
         self.worker_sources = self._worker_sources()
 
     def _sweeper(self) -> lambda_.Function:
+        """One shard's sweep per invocation, started by the coordinator (no schedule)."""
         props, data = self._props, self._data
         sweeper = self._factory.create(
             self,
             "Sweeper",
             name="sweeper",
-            description="duetime sweeper: hands timers due soon to SQS, once a minute",
+            description="duetime sweeper: hands one shard's timers due soon to SQS "
+            "(started by the coordinator, once a minute per shard)",
             timeout_seconds=props.sweeper_timeout_seconds,
-            memory_mib=1024,  # parallel partition queries: more memory, more CPU
+            memory_mib=props.sweeper_memory_mib,  # parallel partition queries: memory buys CPU
+            # No DUETIME_SWEEPER_FUNCTION here: it would name the function in its own
+            # environment (a circular reference); only the coordinator starts sweeps.
             environment=self._factory.engine_env,
             reserved_concurrency=props.sweeper_reserved_concurrency,
         )
-        # A failed or late tick is not retried: the next sweep resumes from the watermarks,
-        # and an old tick replayed later would only overlap it.
-        sweeper.configure_async_invoke(retry_attempts=0, max_event_age=Duration.minutes(2))
+        # A failed or late shard sweep is not retried: the next tick resumes it from the
+        # shard's watermarks, and an old sweep replayed later would only overlap it.
+        sweeper.configure_async_invoke(retry_attempts=0, max_event_age=TICK_MAX_AGE)
         data.jobs.grant(sweeper, *SWEEPER_JOBS_ACTIONS)
         data.timers.grant(sweeper, *SWEEPER_TIMERS_ACTIONS)
         for run_queue in self._queues.run_queues:  # recurring jobs of every runtime/priority
             run_queue.queue.grant(sweeper, SEND)
         return sweeper
 
+    def _coordinator(self) -> lambda_.Function:
+        """Once a minute: one asynchronous sweeper invocation per shard."""
+        props = self._props
+        coordinator = self._factory.create(
+            self,
+            "Coordinator",
+            name="coordinator",
+            description="duetime coordinator: starts one sweep per timer shard, once a minute",
+            timeout_seconds=props.coordinator_timeout_seconds,
+            environment={
+                **self._factory.engine_env,
+                Env.SWEEPER_FUNCTION: self.sweeper.function_name,
+            },
+        )
+        # Not retried either: a retry would start every shard again; the next tick does.
+        coordinator.configure_async_invoke(retry_attempts=0, max_event_age=TICK_MAX_AGE)
+        self._data.timers.grant(coordinator, *COORDINATOR_TIMERS_ACTIONS)
+        # The unqualified function only (the coordinator invokes $LATEST by name): not
+        # `grant_invoke`, which adds its versions and aliases (`<arn>:*`).
+        iam.Grant.add_to_principal(
+            grantee=coordinator, actions=[INVOKE], resource_arns=[self.sweeper.function_arn]
+        )
+        return coordinator
+
     def _sweep_rule(self) -> events.Rule:
         rule = events.Rule(
             self,
             "SweepSchedule",
-            description="duetime: run the sweeper every minute",
+            description="duetime: run the sweep coordinator every minute",
             schedule=SWEEP_SCHEDULE,
         )
         rule.add_target(
-            targets.LambdaFunction(
-                self.sweeper, retry_attempts=2, max_event_age=Duration.minutes(2)
-            )
+            targets.LambdaFunction(self.coordinator, retry_attempts=2, max_event_age=TICK_MAX_AGE)
         )
+        return rule
+
+    def _reconciler(self) -> lambda_.Function:
+        props, data = self._props, self._data
+        reconciler = self._factory.create(
+            self,
+            "Reconciler",
+            name="reconciler",
+            description="duetime reconciler: re-arms recurring jobs without a live timer, daily",
+            timeout_seconds=props.reconciler_timeout_seconds,
+            memory_mib=RECONCILER_MEMORY_MIB,
+            environment=self._factory.engine_env,
+        )
+        # A failed run is not retried at once (it would scan the whole table again): the
+        # next day's run re-arms what this one could not, and the errors alarm tells.
+        reconciler.configure_async_invoke(retry_attempts=0)
+        data.jobs.grant(reconciler, *RECONCILER_JOBS_ACTIONS)
+        data.timers.grant(reconciler, *RECONCILER_TIMERS_ACTIONS)
+        for run_queue in self._queues.run_queues:  # a re-armed chain's due occurrences
+            run_queue.queue.grant(reconciler, SEND)
+        return reconciler
+
+    def _reconcile_rule(self) -> events.Rule:
+        rule = events.Rule(
+            self,
+            "ReconcileSchedule",
+            description="duetime: re-arm broken recurring chains once a day",
+            schedule=RECONCILE_SCHEDULE,
+        )
+        rule.add_target(targets.LambdaFunction(self.reconciler, retry_attempts=2))
         return rule
 
     def _worker(self) -> lambda_.Function:
@@ -122,15 +212,27 @@ class Engine(Construct):
 
     def _worker_sources(self) -> dict[str, sources.SqsEventSource]:
         """One event source mapping per lambda queue, partial batch responses on (the handler
-        reports only the records to deliver again), concurrency capped per priority."""
+        reports only the records to deliver again). Standard mode caps concurrency per
+        priority; a priority with `worker_pollers` gets provisioned mode instead (dedicated
+        pollers: the two are mutually exclusive)."""
         props = self._props
         mappings: dict[str, sources.SqsEventSource] = {}
         for run_queue in self._queues.of_runtime(Runtime.LAMBDA):
+            pollers = props.pollers_of(run_queue.priority)
             source = sources.SqsEventSource(
                 run_queue.queue,
                 batch_size=props.worker_batch_size,
                 report_batch_item_failures=True,
-                max_concurrency=props.worker_max_concurrency.of(run_queue.priority),
+                max_concurrency=(
+                    props.worker_max_concurrency.of(run_queue.priority) if pollers is None else None
+                ),
+                provisioned_poller_config=(
+                    None
+                    if pollers is None
+                    else lambda_.ProvisionedPollerConfig(
+                        minimum_pollers=pollers.minimum, maximum_pollers=pollers.maximum
+                    )
+                ),
             )
             self.worker.add_event_source(source)
             mappings[run_queue.key] = source

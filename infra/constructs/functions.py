@@ -91,6 +91,7 @@ class FunctionFactory(Construct):
             Env.RUNS_TABLE: data.runs.table_name,
             Env.QUEUES: queues.settings_json(),
             Env.TIMER_SHARDS: str(props.timer_shards),
+            Env.JOB_PARTITIONS: str(props.job_partitions),
             Env.RUN_TTL_SECONDS: str(props.hot_window_days * 86_400),
             Env.ALLOW_PRIVATE_TARGETS: "false",
             Env.REQUIRE_HTTPS: "true",

@@ -28,6 +28,10 @@ if TYPE_CHECKING:
 
 MINUTE = Duration.minutes(1)
 FIVE_MINUTES = Duration.minutes(5)
+HOUR = Duration.hours(1)
+# A shard whose cursor is this many minutes behind the current minute for 3 minutes in a row
+# keeps failing (a healthy shard finishes each minute within the next one).
+SWEEP_LAG_THRESHOLD_MINUTES = 3
 # Stream records live 24 hours: an archiver this far behind is close to losing history.
 ARCHIVER_ITERATOR_AGE_THRESHOLD_MS = 6 * 3600 * 1000
 RUN_METRICS = (
@@ -39,7 +43,7 @@ RUN_METRICS = (
     Metric.RUNS_DUPLICATE,
     Metric.RUNS_DROPPED,
 )
-_WIDE, _HALF, _THIRD = 24, 12, 8
+_WIDE, _HALF, _THIRD, _QUARTER = 24, 12, 8, 6
 
 
 class Monitoring(Construct):
@@ -67,8 +71,12 @@ class Monitoring(Construct):
         self.alarms: list[cloudwatch.Alarm] = [
             *self._dlq_alarms(),
             *self._queue_age_alarms(),
-            self._sweeper_errors_alarm(),
+            self._coordinator_errors_alarm(),
             self._sweeper_stopped_alarm(),
+            self._sweeper_errors_alarm(),
+            self._sweep_lag_alarm(),
+            self._timers_quarantined_alarm(),
+            self._reconciler_errors_alarm(),
             self._lateness_alarm(),
             self._archiver_behind_alarm(),
             self._compactor_errors_alarm(),
@@ -97,7 +105,9 @@ class Monitoring(Construct):
         engine, api, history = self._engine, self._api, self._history
         functions = {
             "api": api.function,
+            "coordinator": engine.coordinator,
             "sweeper": engine.sweeper,
+            "reconciler": engine.reconciler,
             "worker": engine.worker,
             "archiver": history.archiver,
             "compactor": history.compactor,
@@ -152,6 +162,44 @@ class Monitoring(Construct):
                         label="archive failures", period=MINUTE, statistic="Maximum"
                     ),
                 ],
+            ),
+        )
+        self.dashboard.add_widgets(
+            cloudwatch.GraphWidget(
+                title="Coordinator: invocations, errors; duration (ms)",
+                width=_QUARTER,
+                left=[
+                    engine.coordinator.metric_invocations(label="invocations", period=MINUTE),
+                    engine.coordinator.metric_errors(label="errors", period=MINUTE),
+                ],
+                right=[
+                    engine.coordinator.metric_duration(
+                        label="duration", period=MINUTE, statistic="Maximum"
+                    )
+                ],
+            ),
+            cloudwatch.GraphWidget(
+                title="Sweep lag (minutes, slowest shard); sweeps not started",
+                width=_QUARTER,
+                left=[self.app_metric(Metric.SWEEP_LAG_MINUTES, "Maximum")],
+                right=[self.app_metric(Metric.SWEEP_LAUNCH_FAILURES)],
+                left_annotations=[
+                    cloudwatch.HorizontalAnnotation(
+                        value=SWEEP_LAG_THRESHOLD_MINUTES, label="alarm"
+                    )
+                ],
+            ),
+            cloudwatch.GraphWidget(
+                title="Timers parked; quarantined (duetime timers stuck)",
+                width=_QUARTER,
+                left=[self.app_metric(Metric.TIMERS_PARKED)],
+                right=[self.app_metric(Metric.TIMERS_QUARANTINED)],
+            ),
+            cloudwatch.GraphWidget(
+                title="Reconciler: jobs re-armed (daily)",
+                width=_QUARTER,
+                left=[self.app_metric(Metric.JOBS_REARMED, period=HOUR)],
+                right=[engine.reconciler.metric_errors(label="errors", period=HOUR)],
             ),
         )
         self.dashboard.add_widgets(
@@ -285,13 +333,14 @@ class Monitoring(Construct):
             for q in self._queues.run_queues
         ]
 
-    def _sweeper_errors_alarm(self) -> cloudwatch.Alarm:
+    def _coordinator_errors_alarm(self) -> cloudwatch.Alarm:
         return cloudwatch.Alarm(
             self,
-            "SweeperErrors",
-            alarm_description="duetime: the sweeper failed in 2 of the last 3 minutes "
-            "(each sweep resumes the last one; repeated failures delay runs)",
-            metric=self._engine.sweeper.metric_errors(period=MINUTE),
+            "CoordinatorErrors",
+            alarm_description="duetime: the sweep coordinator failed in 2 of the last 3 "
+            "minutes (shard sweeps were not started; each tick starts them all again, so "
+            "repeated failures delay runs)",
+            metric=self._engine.coordinator.metric_errors(period=MINUTE),
             threshold=1,
             evaluation_periods=3,
             datapoints_to_alarm=2,
@@ -303,13 +352,70 @@ class Monitoring(Construct):
         return cloudwatch.Alarm(
             self,
             "SweeperStopped",
-            alarm_description="duetime: the sweeper has not run for 10 minutes (the schedule "
-            "rule is disabled or the function is throttled): timers are not dispatched",
-            metric=self._engine.sweeper.metric_invocations(period=FIVE_MINUTES),
+            alarm_description="duetime: the sweep coordinator has not run for 10 minutes (the "
+            "schedule rule is disabled or the function is throttled): no shard is swept, "
+            "timers are not dispatched",
+            metric=self._engine.coordinator.metric_invocations(period=FIVE_MINUTES),
             threshold=1,
             evaluation_periods=2,
             comparison_operator=cloudwatch.ComparisonOperator.LESS_THAN_THRESHOLD,
             treat_missing_data=cloudwatch.TreatMissingData.BREACHING,
+        )
+
+    def _sweeper_errors_alarm(self) -> cloudwatch.Alarm:
+        return cloudwatch.Alarm(
+            self,
+            "SweeperErrors",
+            alarm_description="duetime: a shard sweep failed in 3 of the last 5 minutes (the "
+            "next tick resumes it; SweepLagMinutes shows whether a shard falls behind)",
+            metric=self._engine.sweeper.metric_errors(period=MINUTE),
+            threshold=1,
+            evaluation_periods=5,
+            datapoints_to_alarm=3,
+            comparison_operator=cloudwatch.ComparisonOperator.GREATER_THAN_OR_EQUAL_TO_THRESHOLD,
+            treat_missing_data=cloudwatch.TreatMissingData.NOT_BREACHING,
+        )
+
+    def _sweep_lag_alarm(self) -> cloudwatch.Alarm:
+        return cloudwatch.Alarm(
+            self,
+            "SweepLag",
+            alarm_description=f"duetime: a timer shard has been over "
+            f"{SWEEP_LAG_THRESHOLD_MINUTES} minutes behind for 3 minutes (its sweep keeps "
+            "failing or cannot keep up; the coordinator's log names the lagging shards): "
+            "its timers start late",
+            metric=self.app_metric(Metric.SWEEP_LAG_MINUTES, "Maximum"),
+            threshold=SWEEP_LAG_THRESHOLD_MINUTES,
+            evaluation_periods=3,
+            datapoints_to_alarm=3,
+            comparison_operator=cloudwatch.ComparisonOperator.GREATER_THAN_THRESHOLD,
+            treat_missing_data=cloudwatch.TreatMissingData.NOT_BREACHING,
+        )
+
+    def _timers_quarantined_alarm(self) -> cloudwatch.Alarm:
+        return cloudwatch.Alarm(
+            self,
+            "TimersQuarantined",
+            alarm_description="duetime: a timer is out of hand-over attempts and quarantined: "
+            "its job will not run until an operator acts (run `duetime timers stuck`)",
+            metric=self.app_metric(Metric.TIMERS_QUARANTINED, period=FIVE_MINUTES),
+            threshold=1,
+            evaluation_periods=1,
+            comparison_operator=cloudwatch.ComparisonOperator.GREATER_THAN_OR_EQUAL_TO_THRESHOLD,
+            treat_missing_data=cloudwatch.TreatMissingData.NOT_BREACHING,
+        )
+
+    def _reconciler_errors_alarm(self) -> cloudwatch.Alarm:
+        return cloudwatch.Alarm(
+            self,
+            "ReconcilerErrors",
+            alarm_description="duetime: the daily reconciler failed (recurring jobs without "
+            "a timer may not have been re-armed; the next run retries them)",
+            metric=self._engine.reconciler.metric_errors(period=HOUR),
+            threshold=1,
+            evaluation_periods=1,
+            comparison_operator=cloudwatch.ComparisonOperator.GREATER_THAN_OR_EQUAL_TO_THRESHOLD,
+            treat_missing_data=cloudwatch.TreatMissingData.NOT_BREACHING,
         )
 
     def _lateness_alarm(self) -> cloudwatch.Alarm:
@@ -346,7 +452,7 @@ class Monitoring(Construct):
             self,
             "CompactorErrors",
             alarm_description="duetime: the daily history compaction failed",
-            metric=self._history.compactor.metric_errors(period=Duration.hours(1)),
+            metric=self._history.compactor.metric_errors(period=HOUR),
             threshold=1,
             evaluation_periods=1,
             comparison_operator=cloudwatch.ComparisonOperator.GREATER_THAN_OR_EQUAL_TO_THRESHOLD,

@@ -1,6 +1,9 @@
 """The CDK app synthesized once per test session, the way the CDK CLI runs it: `python3
 infra/app.py` in a subprocess, offline, context in CDK_CONTEXT_JSON (cdk.json's context plus
-the test settings below). cdk-nag runs in that synth; the tests read the cloud assembly."""
+the test settings below). cdk-nag runs in that synth; the tests read the cloud assembly.
+
+`synth` is the app with the default sizes; `large_synth` the same settings with
+`-c profile=large` (infra/profiles.py), synthesized on first use."""
 
 from __future__ import annotations
 
@@ -54,6 +57,8 @@ CLI_CONTEXT = {
     "aws:cdk:enable-asset-metadata": True,
     "aws:cdk:version-reporting": False,
 }
+# `cdk synth -c profile=large`: the CLI passes the value as a string.
+LARGE_PROFILE_CONTEXT: dict[str, Any] = {"profile": "large"}
 SYNTH_TIMEOUT_SECONDS = 240
 
 
@@ -183,24 +188,35 @@ def _refers(resource: Any, logical_id: str, attribute: str) -> bool:
 
 @pytest.fixture(scope="session")
 def synth(tmp_path_factory: pytest.TempPathFactory) -> Synth:
-    """One synth per test run: pytest-xdist workers share it (the first one to get the lock
-    synthesizes; the others read its cloud assembly)."""
+    return _shared_synth(tmp_path_factory, "duetime", {})
+
+
+@pytest.fixture(scope="session")
+def large_synth(tmp_path_factory: pytest.TempPathFactory) -> Synth:
+    return _shared_synth(tmp_path_factory, "duetime-large", LARGE_PROFILE_CONTEXT)
+
+
+def _shared_synth(
+    tmp_path_factory: pytest.TempPathFactory, name: str, context: dict[str, Any]
+) -> Synth:
+    """One synth of a context per test run: pytest-xdist workers share it (the first one to
+    get the lock synthesizes; the others read its cloud assembly)."""
     base = tmp_path_factory.getbasetemp()
     shared = base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base
-    outdir = shared / "duetime-cdk-out"
-    record = shared / "duetime-cdk-synth.json"
-    with (shared / "duetime-cdk-synth.lock").open("w") as lock:
+    outdir = shared / f"{name}-cdk-out"
+    record = shared / f"{name}-cdk-synth.json"
+    with (shared / f"{name}-cdk-synth.lock").open("w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
         if not record.exists():
-            record.write_text(json.dumps(_synthesize(outdir)))
+            record.write_text(json.dumps(_synthesize(outdir, context)))
     result = Synth(outdir=outdir, **json.loads(record.read_text()))
     if result.returncode != 0:
         pytest.fail(f"synth failed (cdk-nag findings fail it too):\n{result.output}")
     return result
 
 
-def _synthesize(outdir: Path) -> dict[str, Any]:
-    context = {**cdk_json_context(), **CLI_CONTEXT, **CONTEXT_OVERRIDES}
+def _synthesize(outdir: Path, extra_context: dict[str, Any]) -> dict[str, Any]:
+    context = {**cdk_json_context(), **CLI_CONTEXT, **CONTEXT_OVERRIDES, **extra_context}
     env = {**os.environ, "CDK_OUTDIR": str(outdir), "CDK_CONTEXT_JSON": json.dumps(context)}
     started = time.monotonic()
     completed = subprocess.run(

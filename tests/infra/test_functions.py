@@ -11,7 +11,7 @@ from duetime.domain.jobs import Priority, Runtime
 from infra import packaging
 from tests.infra.conftest import KMS_KEY_ARN, TARGET_ARNS, Synth, listed
 
-FUNCTIONS = ("api", "sweeper", "worker", "archiver", "compactor")
+FUNCTIONS = ("api", "coordinator", "sweeper", "reconciler", "worker", "archiver", "compactor")
 TASK_ROLE = "Scheduler/Workers/Task/TaskRole"
 ENV_NAMES = {v for k, v in vars(Env).items() if k.isupper()}
 
@@ -32,11 +32,19 @@ DYNAMODB: dict[str, dict[str, set[str]]] = {
         # runs: get and list
         "runs": {"dynamodb:GetItem", "dynamodb:Query"},
     },
+    "coordinator": {
+        "jobs": set(),
+        # timers: the shard count (get; raised by an update after a deployment added
+        # shards), every shard's sweep state (batch get)
+        "timers": {"dynamodb:GetItem", "dynamodb:UpdateItem", "dynamodb:BatchGetItem"},
+        "runs": set(),
+    },
     "sweeper": {
         # jobs: batch get the due jobs, replace (next occurrence, completed chain)
         "jobs": {"dynamodb:BatchGetItem", "dynamodb:PutItem"},
         # timers: state, horizon/cursor/lease/watermark updates, partition states (batch
-        # get), due timers (query), next timers (put / batch write)
+        # get), due timers and parked timers due again (query), next timers (put / batch
+        # write), a parked timer re-keyed for its next attempt or handed over (delete)
         "timers": {
             "dynamodb:GetItem",
             "dynamodb:UpdateItem",
@@ -44,6 +52,23 @@ DYNAMODB: dict[str, dict[str, set[str]]] = {
             "dynamodb:Query",
             "dynamodb:PutItem",
             "dynamodb:BatchWriteItem",
+            "dynamodb:DeleteItem",
+        },
+        "runs": set(),
+    },
+    "reconciler": {
+        # jobs: the scheduled jobs (parallel scan), a chain whose schedule is over completed
+        "jobs": {"dynamodb:Scan", "dynamodb:PutItem"},
+        # timers: shard count (get), stuck timers (query), each chain's live timer and the
+        # shards' sweep states (batch get), a re-armed chain's timer (put / batch write) and
+        # the cursor moved back (update)
+        "timers": {
+            "dynamodb:GetItem",
+            "dynamodb:BatchGetItem",
+            "dynamodb:Query",
+            "dynamodb:PutItem",
+            "dynamodb:BatchWriteItem",
+            "dynamodb:UpdateItem",
         },
         "runs": set(),
     },
@@ -100,7 +125,7 @@ def test_environment_names_come_from_duetime_config(synth: Synth, name: str) -> 
     assert {"POWERTOOLS_SERVICE_NAME", "POWERTOOLS_METRICS_NAMESPACE"} <= names
 
 
-@pytest.mark.parametrize("name", ["api", "sweeper", "worker"])
+@pytest.mark.parametrize("name", ["api", "coordinator", "sweeper", "reconciler", "worker"])
 def test_engine_functions_get_settings_the_code_accepts(synth: Synth, name: str) -> None:
     _, function = synth.function(name)
     environ = {k: _render(v) for k, v in function["Environment"]["Variables"].items()}
@@ -118,6 +143,7 @@ def test_engine_functions_get_settings_the_code_accepts(synth: Synth, name: str)
     assert settings.allow_private_targets is False
     assert settings.secrets_key_arn == f"getatt:{synth.logical_id('Scheduler/Data/SecretsKey')}"
     assert settings.webhook_secret_grace_seconds == 24 * 3600
+    assert settings.timer_shards == 8
 
 
 def _render(value: Any) -> str:
@@ -168,11 +194,18 @@ def test_dynamodb_actions_are_exactly_what_the_code_calls(synth: Synth, name: st
         assert granted == expected, f"{name} on {table_name}"
 
 
-@pytest.mark.parametrize("name", ["api", "sweeper"])
-def test_api_and_sweeper_send_to_every_queue_and_no_dlq(synth: Synth, name: str) -> None:
+@pytest.mark.parametrize("name", ["api", "sweeper", "reconciler"])
+def test_dispatchers_send_to_every_queue_and_no_dlq(synth: Synth, name: str) -> None:
     role = synth.role_of(name)
     for queue, dlq in synth.queue_ids():
         assert synth.actions_on(role, queue) == {"sqs:SendMessage"}
+        assert synth.actions_on(role, dlq) == set()
+
+
+def test_the_coordinator_touches_no_queue(synth: Synth) -> None:
+    role = synth.role_of("coordinator")
+    for queue, dlq in synth.queue_ids():
+        assert synth.actions_on(role, queue) == set()
         assert synth.actions_on(role, dlq) == set()
 
 
@@ -263,7 +296,7 @@ def test_workers_may_deliver_to_the_operators_targets_only(synth: Synth) -> None
             "kms:GenerateDataKey",
             "kms:Decrypt",
         }
-    for name in ("api", "sweeper", "archiver", "compactor"):
+    for name in ("api", "coordinator", "sweeper", "reconciler", "archiver", "compactor"):
         assert not any(arn in str(synth.statements(synth.role_of(name))) for arn in TARGET_ARNS), (
             name
         )
@@ -277,10 +310,11 @@ def test_no_wildcard_action_anywhere(synth: Synth) -> None:
             assert not action.endswith(":*"), statement
 
 
-@pytest.mark.parametrize(("name", "expected"), [("sweeper", 1), ("api", None), ("worker", None)])
-def test_reserved_concurrency(synth: Synth, name: str, expected: int | None) -> None:
+@pytest.mark.parametrize("name", ["api", "coordinator", "sweeper", "reconciler", "worker"])
+def test_no_reserved_concurrency_by_default(synth: Synth, name: str) -> None:
+    """A sweeper reservation must fit every shard's sweep: none unless one is asked for."""
     _, function = synth.function(name)
-    assert function.get("ReservedConcurrentExecutions") == expected
+    assert function.get("ReservedConcurrentExecutions") is None
 
 
 def test_the_webhook_secrets_key_rotates_and_only_signers_may_use_it(synth: Synth) -> None:
@@ -300,5 +334,5 @@ def test_the_webhook_secrets_key_rotates_and_only_signers_may_use_it(synth: Synt
             "ForAllValues:StringEquals": {"kms:EncryptionContextKeys": ["tenant"]},
             "Null": {"kms:EncryptionContextKeys": "false"},
         }
-    for name in ("sweeper", "archiver", "compactor"):
+    for name in ("coordinator", "sweeper", "reconciler", "archiver", "compactor"):
         assert synth.actions_on(synth.role_of(name), key) == set(), name

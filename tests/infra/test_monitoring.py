@@ -47,17 +47,81 @@ def test_every_queue_has_an_oldest_message_alarm(synth: Synth) -> None:
     assert watched == queues
 
 
-def test_sweeper_and_lateness_alarms(synth: Synth) -> None:
-    sweeper, _ = synth.function("sweeper")
-    alarms = _alarms(synth)
-    on_sweeper = {
-        a["MetricName"]
-        for a in alarms
-        if a.get("Namespace") == "AWS/Lambda" and sweeper in _dimension_refs(a)
+def _on_function(synth: Synth, name: str) -> dict[str, dict[str, Any]]:
+    """The alarms on a function's Lambda metrics, by metric name."""
+    function, _ = synth.function(name)
+    return {
+        a["MetricName"]: a
+        for a in _alarms(synth)
+        if a.get("Namespace") == "AWS/Lambda" and function in _dimension_refs(a)
     }
-    lateness = [a for a in alarms if a.get("MetricName") == Metric.START_LATENESS]
 
-    assert {"Errors", "Invocations"} <= on_sweeper
+
+def _on_app_metric(synth: Synth, name: str) -> dict[str, Any]:
+    (alarm,) = [a for a in _alarms(synth) if a.get("MetricName") == name]
+    assert alarm["Namespace"] == "duetime"
+    assert alarm["Dimensions"] == [{"Name": "service", "Value": "duetime"}]
+    return alarm
+
+
+def test_coordinator_errors_and_stopped_alarms(synth: Synth) -> None:
+    alarms = _on_function(synth, "coordinator")
+
+    assert set(alarms) == {"Errors", "Invocations"}
+    errors, stopped = alarms["Errors"], alarms["Invocations"]
+    assert (errors["Period"], errors["EvaluationPeriods"], errors["DatapointsToAlarm"]) == (
+        60,
+        3,
+        2,
+    )
+    # No invocation in two 5-minute periods: the rule or the function has stopped.
+    assert stopped["ComparisonOperator"] == "LessThanThreshold"
+    assert stopped["Period"] * stopped["EvaluationPeriods"] == 600
+    assert stopped["TreatMissingData"] == "breaching"
+
+
+def test_sweeper_errors_alarm_is_3_of_5_minutes(synth: Synth) -> None:
+    alarms = _on_function(synth, "sweeper")
+
+    assert set(alarms) == {"Errors"}  # its invocations follow the coordinator's
+    errors = alarms["Errors"]
+    assert (errors["Period"], errors["EvaluationPeriods"], errors["DatapointsToAlarm"]) == (
+        60,
+        5,
+        3,
+    )
+    assert errors["Threshold"] == 1
+
+
+def test_reconciler_errors_alarm(synth: Synth) -> None:
+    alarms = _on_function(synth, "reconciler")
+    assert set(alarms) == {"Errors"}
+    assert alarms["Errors"]["ComparisonOperator"] == "GreaterThanOrEqualToThreshold"
+
+
+def test_a_quarantined_timer_raises_an_alarm(synth: Synth) -> None:
+    alarm = _on_app_metric(synth, Metric.TIMERS_QUARANTINED)
+
+    assert alarm["Statistic"] == "Sum"
+    assert alarm["Period"] == 300
+    assert alarm["Threshold"] == 1
+    assert alarm["ComparisonOperator"] == "GreaterThanOrEqualToThreshold"
+    assert "duetime timers stuck" in alarm["AlarmDescription"]
+
+
+def test_a_lagging_shard_raises_an_alarm(synth: Synth) -> None:
+    alarm = _on_app_metric(synth, Metric.SWEEP_LAG_MINUTES)
+
+    assert alarm["Statistic"] == "Maximum"
+    assert alarm["Period"] == 60
+    assert (alarm["EvaluationPeriods"], alarm["DatapointsToAlarm"]) == (3, 3)
+    assert alarm["Threshold"] == 3
+    assert alarm["ComparisonOperator"] == "GreaterThanThreshold"
+
+
+def test_lateness_alarm(synth: Synth) -> None:
+    lateness = [a for a in _alarms(synth) if a.get("MetricName") == Metric.START_LATENESS]
+
     assert len(lateness) == 1
     assert lateness[0]["ExtendedStatistic"] == "p99"
     assert lateness[0]["Namespace"] == "duetime"
@@ -73,7 +137,7 @@ def test_alarms_notify_the_topic(synth: Synth) -> None:
     assert subscription["Properties"]["Endpoint"] == "oncall@example.com"
 
 
-def test_dashboard_shows_runs_lateness_queues_and_sweeper(synth: Synth) -> None:
+def test_dashboard_shows_runs_lateness_queues_and_sweeps(synth: Synth) -> None:
     (dashboard,) = synth.of_type("AWS::CloudWatch::Dashboard").values()
     body = json.dumps(dashboard["Properties"]["DashboardBody"])
 
@@ -82,9 +146,17 @@ def test_dashboard_shows_runs_lateness_queues_and_sweeper(synth: Synth) -> None:
         Metric.RUNS_FAILED,
         Metric.START_LATENESS,
         Metric.SWEEP_DURATION,
+        Metric.SWEEP_LAG_MINUTES,
+        Metric.SWEEP_LAUNCH_FAILURES,
+        Metric.TIMERS_PARKED,
+        Metric.TIMERS_QUARANTINED,
+        Metric.JOBS_REARMED,
         "ApproximateNumberOfMessagesVisible",
         "ApproximateAgeOfOldestMessage",
     ):
         assert name in body, name
     assert "p99" in body
     assert "p50" in body
+    for name in ("coordinator", "sweeper", "reconciler"):
+        function, _ = synth.function(name)
+        assert json.dumps({"Ref": function}) in body, name

@@ -5,19 +5,46 @@ from __future__ import annotations
 import pytest
 
 from duetime.domain.jobs import Priority
-from infra.app import PLACEHOLDER_ISSUER, Context, cdk_json_context, props_from_context
+from infra.app import (
+    PLACEHOLDER_ISSUER,
+    Context,
+    cdk_json_context,
+    props_from_context,
+)
 from infra.constructs.functions import TARGET_ACTIONS, _target_actions
-from infra.scheduler import PriorityConcurrency, SchedulerProps
+from infra.profiles import LARGE, PROFILES, Pollers, WarmThroughput
+from infra.scheduler import PriorityConcurrency, SchedulerProps, TenantQuotas
 
 ISSUER = "https://auth.example.com/"
+AUDIENCE = ("duetime",)
 
 
 def test_priority_concurrency_must_be_ordered() -> None:
     assert PriorityConcurrency().of(Priority.HIGH) > PriorityConcurrency().of(Priority.LOW)
+    unordered = PriorityConcurrency(high=5, normal=10, low=2)
     with pytest.raises(ValueError, match="high > normal > low"):
-        PriorityConcurrency(high=5, normal=10, low=2)
+        SchedulerProps(jwt_issuer=ISSUER, jwt_audience=AUDIENCE, worker_max_concurrency=unordered)
     with pytest.raises(ValueError, match="maximum concurrency"):
         PriorityConcurrency(high=10, normal=5, low=1)
+
+
+def test_the_order_applies_to_the_standard_mode_mappings_only() -> None:
+    """A provisioned mapping has no maximum concurrency: its value takes no part."""
+    unordered = PriorityConcurrency(high=5, normal=10, low=2)
+    props = SchedulerProps(
+        jwt_issuer=ISSUER,
+        jwt_audience=AUDIENCE,
+        worker_max_concurrency=unordered,
+        worker_pollers={"normal": Pollers(minimum=2, maximum=20)},
+    )
+    assert props.standard_priorities == (Priority.HIGH, Priority.LOW)
+    with pytest.raises(ValueError, match="high > low"):
+        SchedulerProps(
+            jwt_issuer=ISSUER,
+            jwt_audience=AUDIENCE,
+            worker_max_concurrency=PriorityConcurrency(high=5, normal=3, low=10),
+            worker_pollers={"normal": Pollers(minimum=2, maximum=20)},
+        )
 
 
 @pytest.mark.parametrize(
@@ -30,12 +57,93 @@ def test_priority_concurrency_must_be_ordered() -> None:
         {"timer_shards": 0},
         {"history_start_date": "2025-1-1"},
         {"fargate_min_tasks": 3, "fargate_max_tasks": 2},
+        {"coordinator_timeout_seconds": 0},
+        {"reconciler_timeout_seconds": 901},
+        {"sweeper_memory_mib": 64},
+        # each shard's sweep is its own invocation: a reservation must fit them all
+        {"sweeper_reserved_concurrency": 1},
+        {"timer_shards": 16, "sweeper_reserved_concurrency": 8},
+        # SQS provisioned pollers: minimum 2..200, maximum 2..2000, minimum <= maximum
+        {"worker_pollers": {"normal": Pollers(minimum=1, maximum=10)}},
+        {"worker_pollers": {"normal": Pollers(minimum=201, maximum=400)}},
+        {"worker_pollers": {"normal": Pollers(minimum=2, maximum=2001)}},
+        {"worker_pollers": {"normal": Pollers(minimum=20, maximum=10)}},
+        {"worker_pollers": {"urgent": Pollers(minimum=2, maximum=10)}},
+        {"warm_throughput": {"history": WarmThroughput(reads=1, writes=1)}},
+        {"warm_throughput": {"jobs": WarmThroughput(reads=0, writes=1)}},
     ],
 )
 def test_invalid_props_are_refused(changes: dict[str, object]) -> None:
     settings: dict[str, object] = {"jwt_issuer": ISSUER, "jwt_audience": ("duetime",)}
     with pytest.raises(ValueError):
         SchedulerProps(**{**settings, **changes})  # type: ignore[arg-type]
+
+
+def test_sweeper_reservation_may_cover_every_shard() -> None:
+    props = SchedulerProps(
+        jwt_issuer=ISSUER, jwt_audience=AUDIENCE, timer_shards=16, sweeper_reserved_concurrency=16
+    )
+    assert props.sweeper_reserved_concurrency == 16
+    assert (
+        SchedulerProps(jwt_issuer=ISSUER, jwt_audience=AUDIENCE).sweeper_reserved_concurrency
+        is None
+    )
+
+
+def test_the_default_profile_is_the_defaults() -> None:
+    assert SchedulerProps.profile(
+        "default", jwt_issuer=ISSUER, jwt_audience=AUDIENCE
+    ) == SchedulerProps(jwt_issuer=ISSUER, jwt_audience=AUDIENCE)
+
+
+def test_the_large_profile_maps_onto_the_props() -> None:
+    props = SchedulerProps.profile("large", jwt_issuer=ISSUER, jwt_audience=AUDIENCE)
+
+    assert props.timer_shards == LARGE.timer_shards == 32
+    assert props.sweeper_memory_mib == LARGE.sweeper_memory_mib
+    assert props.sweeper_reserved_concurrency == LARGE.sweeper_reserved_concurrency
+    assert props.worker_pollers == LARGE.worker_pollers
+    assert props.standard_priorities == ()
+    assert props.warm_throughput == LARGE.warm_throughput
+    assert (props.api_throttle_rate, props.api_throttle_burst) == (
+        LARGE.api_throttle_rate,
+        LARGE.api_throttle_burst,
+    )
+    assert props.tenant_quotas == TenantQuotas(
+        submissions_per_second=LARGE.tenant_submissions_per_second,
+        submission_burst=LARGE.tenant_submission_burst,
+    )
+
+
+def test_profile_overrides_win() -> None:
+    quotas = TenantQuotas(submissions_per_second=10)
+    props = SchedulerProps.profile(
+        "large",
+        jwt_issuer=ISSUER,
+        jwt_audience=AUDIENCE,
+        timer_shards=48,
+        sweeper_reserved_concurrency=None,
+        tenant_quotas=quotas,
+        fargate_max_tasks=40,
+    )
+
+    assert props.timer_shards == 48
+    assert props.sweeper_reserved_concurrency is None
+    assert props.tenant_quotas == quotas
+    assert props.fargate_max_tasks == 40
+    assert props.warm_throughput == LARGE.warm_throughput  # the rest stays the profile's
+
+
+def test_overrides_are_validated_with_the_profile() -> None:
+    with pytest.raises(ValueError, match="sweeper_reserved_concurrency"):
+        SchedulerProps.profile("large", jwt_issuer=ISSUER, jwt_audience=AUDIENCE, timer_shards=100)
+
+
+def test_unknown_profile_is_refused_with_the_names() -> None:
+    with pytest.raises(ValueError, match="'nope'") as raised:
+        SchedulerProps.profile("nope", jwt_issuer=ISSUER, jwt_audience=AUDIENCE)
+    for name in PROFILES:
+        assert name in str(raised.value)
 
 
 def test_visibility_is_six_worker_timeouts() -> None:
@@ -88,7 +196,7 @@ def test_command_line_context_strings_are_parsed() -> None:
         "duetime:billingMode": "provisioned",
         "duetime:maxCapacity": "400",
         "duetime:workerMaxConcurrency": "40,10,3",
-        "duetime:sweeperReservedConcurrency": "none",
+        "duetime:sweeperReservedConcurrency": "16",
         "duetime:targetResourceArns": '["arn:aws:sqs:us-east-1:111122223333:q"]',
         "duetime:fargateSpot": "true",
         "duetime:retainData": "false",
@@ -100,7 +208,7 @@ def test_command_line_context_strings_are_parsed() -> None:
     assert props.billing_mode == "provisioned"
     assert props.max_capacity == 400
     assert props.worker_max_concurrency == PriorityConcurrency(high=40, normal=10, low=3)
-    assert props.sweeper_reserved_concurrency is None
+    assert props.sweeper_reserved_concurrency == 16
     assert props.target_resource_arns == ("arn:aws:sqs:us-east-1:111122223333:q",)
     assert props.fargate_spot is True
     assert props.retain_data is False
@@ -110,3 +218,45 @@ def test_unknown_billing_mode_is_refused() -> None:
     context = {"duetime:billingMode": "serverless"}
     with pytest.raises(ValueError, match="billingMode"):
         props_from_context(Context(context.get))
+
+
+@pytest.mark.parametrize("key", ["duetime:profile", "profile"])
+def test_a_profile_is_chosen_by_context(key: str) -> None:
+    """`cdk synth -c duetime:profile=large` (or `-c profile=large`) with cdk.json's context."""
+    context = {**cdk_json_context(), key: "large"}
+
+    props = props_from_context(Context(context.get))
+
+    assert "duetime:timerShards" not in context  # cdk.json leaves the profile's shards alone
+    assert props == SchedulerProps.profile(
+        "large", jwt_issuer=PLACEHOLDER_ISSUER, jwt_audience=AUDIENCE
+    )
+
+
+def test_context_settings_override_the_profile() -> None:
+    context = {
+        **cdk_json_context(),
+        "duetime:profile": "large",
+        "duetime:timerShards": "8",  # from the command line: a choice, even if the default
+        "duetime:sweeperReservedConcurrency": "none",
+        "duetime:jwtIssuer": "https://idp.example.net/",
+    }
+
+    props = props_from_context(Context(context.get))
+
+    assert props.timer_shards == 8
+    assert props.sweeper_reserved_concurrency is None
+    assert props.jwt_issuer == "https://idp.example.net/"
+    assert props.worker_pollers == LARGE.worker_pollers
+
+
+def test_an_edited_cdk_json_value_overrides_the_profile() -> None:
+    context = {**cdk_json_context(), "profile": "large", "duetime:timerShards": 40}
+    assert props_from_context(Context(context.get)).timer_shards == 40
+
+
+def test_unknown_or_conflicting_profile_context_is_refused() -> None:
+    with pytest.raises(ValueError, match="unknown profile"):
+        props_from_context(Context({"duetime:profile": "huge"}.get))
+    with pytest.raises(ValueError, match="different profiles"):
+        props_from_context(Context({"duetime:profile": "large", "profile": "default"}.get))
