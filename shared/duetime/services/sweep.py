@@ -53,8 +53,9 @@ PAGE_BUDGET_BYTES = 16 * 1024 * 1024
 # A timer that does not carry its job's size (written by an older version) counts as the
 # largest item DynamoDB can hold.
 UNKNOWN_JOB_BYTES = 400 * 1024
-# Timers handed over at once: one BatchGetItem of jobs. The deadline is checked between groups.
-HANDOVER_GROUP = 100
+# Timers handed over at once: 16 SendMessageBatch calls, as many as the SQS adapter sends in
+# parallel (a recurring job's read is chunked by 100). The deadline is checked between groups.
+HANDOVER_GROUP = 160
 # A sweep reads at most this many minutes of its shard's backlog (buckets before the current
 # minute that are not complete: after an outage); a longer one is worked off by the next sweeps.
 MAX_MINUTES_PER_SWEEP = 1440
