@@ -104,7 +104,7 @@ def test_a_low_partition_limit_throttles_without_losing_timers(
 def test_a_sweep_past_its_deadline_is_continued_at_the_next_tick(
     capsys: pytest.CaptureFixture[str],
 ) -> None:
-    code, result = run(capsys, "--send-ms", "12000")  # groups of 100 end at 12, 24, 36, 48 s
+    code, result = run(capsys, "--send-ms", "16000")  # groups of 160 end at 16, 32, 48 s
     assert code == 1
     assert result["lost"] == 0
     assert result["minute_handed_over"] is False
