@@ -1,11 +1,12 @@
 """AWS scale model of duetime: what a sustained rate plus a top-of-minute burst needs.
 
-A pure model (no AWS calls): from the requests per run measured in docs/cost.md and AWS's
-published limits, compute shards per minute bucket, the sweeper's fan-out and duration, the
-queues and worker concurrency, the monthly cost, and which limit breaks first.
+A pure model (no AWS calls): from the requests per run measured in docs/cost.md, the per-shard
+sweep throughput measured by scripts/sweep_scale.py and AWS's published limits, compute shards
+per minute bucket, the per-shard sweeps of the burst minute, the queues and worker concurrency,
+the monthly cost, and which limit breaks first, for a deployment profile (infra/profiles.py).
 
-    .venv/bin/python scripts/scale_model.py --rate 10000 --burst 600000 [--run-seconds 0.2]
-    [--json]
+    .venv/bin/python scripts/scale_model.py --rate 10000 --burst 600000 [--profile large]
+    [--sweep-measurement docs/figures/sweep_scale.json] [--run-seconds 0.2] [--json]
 
 docs/scaling.md explains the model and its assumptions.
 """
@@ -15,7 +16,16 @@ from __future__ import annotations
 import argparse
 import json
 import math
+import sys
 from dataclasses import asdict, dataclass, field, replace
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[1]
+if str(ROOT) not in sys.path:  # run as a script from any directory: infra/ is importable
+    sys.path.insert(0, str(ROOT))
+
+from infra.profiles import PROFILES, Profile  # noqa: E402
 
 # --- AWS published limits (checked November 2026) -----------------------------------------
 # DynamoDB, "Best practices for designing and using partition keys effectively" and
@@ -42,14 +52,22 @@ TABLE_QUOTA_RU = 40_000
 SQS_MAX_IN_FLIGHT = 120_000
 SQS_BATCH = 10
 SQS_MAX_DELAY_SECONDS = 900
-# Lambda, "Configuring scaling behavior for SQS event source mappings" (standard mode): an
-# event source mapping starts with 5 concurrent batches and adds up to 300 per minute, at
-# most 1,000 concurrent batches per mapping (MaximumConcurrency is also capped at 1,000).
-# The Nov 2023 announcement spoke of 1,250 concurrent executions; provisioned mode scales
-# about 3x faster. Pass --esm-ramp-per-minute to model either.
+# Lambda, "Configuring scaling behavior for SQS event source mappings".
+# Standard mode: a mapping starts with 5 concurrent batches and adds up to 300 per minute, at
+# most 1,000 per mapping (MaximumConcurrency 2..1,000).
 ESM_RAMP_PER_MINUTE = 300
 ESM_START_CONCURRENCY = 5
 ESM_MAX_CONCURRENCY = 1_000
+# Provisioned mode ("3 times faster scaling and up to 16 times higher processing capacity"):
+# dedicated event pollers, MinimumPollers 2..200 and MaximumPollers 2..2,000; each poller
+# handles up to 1 MB/s, up to 10 concurrent invokes, or 10 SQS polling API calls per second;
+# concurrency rises by up to 1,000 per minute.
+PROVISIONED_RAMP_PER_MINUTE = 1_000
+POLLER_CONCURRENCY = 10
+POLLER_POLLS_PER_SECOND = 10
+POLLER_BYTES_PER_SECOND = 1_000_000
+MIN_POLLERS_RANGE = (2, 200)
+MAX_POLLERS_RANGE = (2, 2_000)
 # Lambda, "Lambda quotas": 1,000 concurrent executions per account and Region by default
 # (a quota increase raises it); a function runs at most 15 minutes.
 ACCOUNT_CONCURRENCY_DEFAULT = 1_000
@@ -61,19 +79,34 @@ PRICE_READ_REQUEST = 0.125e-6  # on-demand, per read request unit
 PRICE_WCU_HOUR = 0.00065  # provisioned
 PRICE_RCU_HOUR = 0.00013
 PRICE_SQS_REQUEST = 0.40e-6  # standard queue, per 64 KB request
-# Lambda pricing page (x86, us-east-1): per GB-second and per request.
-PRICE_LAMBDA_GB_SECOND = 0.0000166667
+# Lambda pricing page, us-east-1: duration on Arm (every duetime function is arm64,
+# infra/constructs/functions.py), first tier, per GB-second; requests.
+PRICE_LAMBDA_GB_SECOND = 0.0000133334
 PRICE_LAMBDA_REQUEST = 0.20e-6
+# Lambda pricing page, "Provisioned Mode for Event Source Mapping (ESM) Pricing": for SQS an
+# Event Poller Unit (EPU) supports one event poller; $0.00925 per EPU-hour in us-east-1 (the
+# page's SQS example). Billed per second (1-minute minimum) for the minimum pollers all the
+# time and for the pollers added while scaling.
+PRICE_EPU_HOUR = 0.00925
 HOURS_PER_MONTH = 730
 
-# --- duetime constants (shared/duetime/services/sweep.py, adapters) ------------------------
+# --- duetime constants (shared/duetime/services/sweep.py, coordinator.py, adapters) --------
 PAGE_SIZE = 500  # timers per Query page
-BATCH_GET = 100  # keys per BatchGetItem
+BATCH_GET = 100  # timers handed over at once: one BatchGetItem of their jobs
+PARALLEL_SENDS = 16  # SendMessageBatch calls at once (duetime.adapters.sqs)
+SWEEP_DEADLINE_SECONDS = 45.0
+COORDINATOR_SECONDS = 0.1  # read the shards' progress, start one async invoke per shard
+# Job reads per run: the sweep's BatchGetItem and the worker's GetItem (strongly consistent).
+SWEEP_JOB_READS = 1
+WORKER_JOB_READS = 1
+# scripts/sweep_scale.py writes its measurement here (relative to the repository).
+DEFAULT_SWEEP_MEASUREMENT = Path("docs/figures/sweep_scale.json")
 
 
 @dataclass(frozen=True)
 class Inputs:
-    """Everything the model depends on; defaults are docs/cost.md and the shipped settings."""
+    """Everything the model depends on; defaults are docs/cost.md and the shipped settings
+    (the `default` profile of infra/profiles.py)."""
 
     rate: float  # sustained runs per second
     burst: int  # extra runs due in one minute (a top-of-minute burst)
@@ -93,6 +126,7 @@ class Inputs:
     reads_recurring: float = 2.0
     sqs_per_run: float = 0.3
     timer_item_bytes: int = 150
+    message_bytes: int = 512  # a run message (assumed; for the poller's 1 MB/s)
     # Per-call latencies in milliseconds (in-Region estimates; measure and pass your own).
     query_ms: float = 10.0  # a Query page of up to 500 timers
     batch_get_ms: float = 15.0  # BatchGetItem of 100 jobs
@@ -100,19 +134,38 @@ class Inputs:
     write_ms: float = 6.0  # a conditional write (lease, watermark)
     run_overhead_ms: float = 30.0  # claim + outcome + job read around each run
     early_wait_seconds: float = 0.5  # messages arrive up to 1 s early; the worker waits
-    # Deployment.
-    timer_shards: int = 8
+    # The sweep: one invocation per shard, all started at once by the coordinator.
+    sweep_timers_per_second: float | None = None  # per shard, measured; None: assumed
+    sweep_throughput_source: str = "assumed"  # or "measured: <file>"
+    coordinator_seconds: float = COORDINATOR_SECONDS
+    # A throttled DynamoDB call is retried (botocore standard mode, 5 attempts: ≈ 7.5 s of
+    # backoff on average): reads above a limit for less than this only slow the sweep.
+    throttle_absorb_seconds: float = 5.0
+    sweep_deadline_seconds: float = SWEEP_DEADLINE_SECONDS
     page_size: int = PAGE_SIZE
-    sweep_parallelism: int = 8  # parallel partition queries
-    send_parallelism: int = 1  # parallel SendMessageBatch/BatchGetItem calls (1 in the code)
-    sweep_deadline_seconds: float = 45.0
+    send_parallelism: int = PARALLEL_SENDS  # SendMessageBatch calls at once
     lookahead_minutes: int = 1
+    # Deployment (infra/profiles.py; `inputs_from_profile`).
+    profile: str = "default"
+    timer_shards: int = 8
+    job_partitions: int = 1  # partitions a tenant's jobs are spread over
+    sweeper_memory_mb: int = 1024
+    sweeper_reserved_concurrency: int | None = None  # None: the account's unreserved pool
     worker_batch_size: int = 10
     worker_memory_mb: int = 512
     worker_timeout_seconds: int = 900
     worker_queues: int = 1  # queues (event source mappings) the load is spread over
+    # Standard mode: MaximumConcurrency per mapping. Provisioned mode when pollers are set
+    # (the `normal` priority's mapping carries the load in the model).
+    worker_max_concurrency: int = ESM_MAX_CONCURRENCY
+    worker_min_pollers: int | None = None
+    worker_max_pollers: int | None = None
+    other_pollers_minimum: int = 0  # minimum pollers of the other priorities' mappings (cost)
     account_concurrency: int = ACCOUNT_CONCURRENCY_DEFAULT
-    esm_ramp_per_minute: float = ESM_RAMP_PER_MINUTE
+    esm_ramp_per_minute: float | None = None  # None: 300 (standard) or 1,000 (provisioned)
+    table_quota: int = TABLE_QUOTA_RU  # per table, reads and writes alike
+    warm_reads: dict[str, int] = field(default_factory=dict)  # by table: pre-warmed RRU/s
+    warm_writes: dict[str, int] = field(default_factory=dict)
     headroom: float = 0.8  # plan partitions and queues to this share of a hard limit
     provisioned_utilisation: float = 0.7  # auto scaling target
 
@@ -125,6 +178,17 @@ class Inputs:
     def reads_per_run(self) -> float:
         share = self.recurring_share
         return (1 - share) * self.reads_one_off + share * self.reads_recurring
+
+    @property
+    def provisioned(self) -> bool:
+        """Whether the worker's event source mapping runs in provisioned mode (pollers)."""
+        return self.worker_max_pollers is not None
+
+    @property
+    def ramp_per_minute(self) -> float:
+        if self.esm_ramp_per_minute is not None:
+            return self.esm_ramp_per_minute
+        return PROVISIONED_RAMP_PER_MINUTE if self.provisioned else ESM_RAMP_PER_MINUTE
 
 
 @dataclass(frozen=True)
@@ -148,7 +212,8 @@ class Check:
 
 @dataclass(frozen=True)
 class Tables:
-    """Peak and sustained request units per second, per table."""
+    """Request units per second per table, averaged over a minute (sustained or at the
+    peak): what the bill and the on-demand warm-up see."""
 
     jobs_wru: float
     jobs_rru: float
@@ -165,30 +230,59 @@ class Tables:
 
 
 @dataclass(frozen=True)
+class SweepMeasurement:
+    """What scripts/sweep_scale.py measured: the real shard-sweep code with simulated AWS
+    latencies (`inputs`), on `machine`."""
+
+    path: str
+    per_shard_timers_per_second: float
+    seconds_to_hand_over: float | None
+    max_shard_seconds: float | None
+    shards: int | None
+    timers: int | None
+    inputs: Any
+    machine: Any
+
+
+@dataclass(frozen=True)
 class Sweep:
+    """The sweep of the burst minute: one invocation per shard, all at once; the minute is
+    handed over when the slowest shard finishes."""
+
     timers: int  # timers in the burst minute
     shards: int
+    timers_per_shard: int
     pages_per_partition: int
-    queries: int
-    batch_gets: int
-    send_batches: int
-    seconds: float
+    queries: int  # Query pages, all shards
+    batch_gets: int  # BatchGetItem calls (jobs), all shards
+    send_batches: int  # SendMessageBatch calls, all shards
+    per_shard_timers_per_second: float
+    throughput_source: str  # "assumed" or "measured: <file>"
+    shard_seconds: float  # the slowest shard at that throughput
+    read_bound_seconds: float  # reading every job at the jobs table's quota (less workers')
+    seconds: float  # coordinator + the slower of the two: when the minute is handed over
     deadline_seconds: float
-    send_parallelism_needed: int  # to finish within the deadline
+    jobs_rru_while_sweeping: float  # what the shards ask of the jobs table, plus the workers
+    shards_for_deadline: int  # shards whose sweeps finish within the deadline
 
 
 @dataclass(frozen=True)
 class Workers:
     peak_runs_per_second: float
     invocation_seconds: float
-    concurrency_sustained: int
+    concurrency_sustained: int  # Lambda invocations at once (Little's law)
     concurrency_peak: int
     in_flight_peak: int
     queues_needed: int
-    ramp_seconds: float  # from sustained to peak concurrency on the configured queues
+    ramp_seconds: float  # from sustained to peak capacity on the configured queues
     drain_seconds: float  # burst start until the backlog is gone
     max_backlog: int
     max_extra_lateness_seconds: float
+    mode: str = "standard"  # or "provisioned"
+    capacity_peak: int = 0  # mapping capacity the peak needs, in concurrent invocations
+    pollers_sustained: int | None = None  # provisioned mode: event pollers needed
+    pollers_peak: int | None = None
+    start_capacity: int = 0  # mapping capacity when the burst starts
 
 
 @dataclass(frozen=True)
@@ -199,10 +293,18 @@ class Cost:
     dynamodb_provisioned_peak: float  # capacity held for the peak all month
     sqs: float
     lambda_workers: float
+    lambda_sweeps: float = 0.0  # coordinator + one sweep per shard a minute
+    event_pollers: float = 0.0  # provisioned-mode pollers (EPU-hours)
 
     @property
     def total_on_demand(self) -> float:
-        return self.dynamodb_on_demand + self.sqs + self.lambda_workers
+        return (
+            self.dynamodb_on_demand
+            + self.sqs
+            + self.lambda_workers
+            + self.lambda_sweeps
+            + self.event_pollers
+        )
 
     @property
     def per_million_on_demand(self) -> float:
@@ -222,6 +324,7 @@ class Plan:
     checks: list[Check] = field(default_factory=list)
 
     breaking_scale: dict[str, float] = field(default_factory=dict)
+    sweep_measurement: SweepMeasurement | None = None
 
     def broken(self) -> list[Check]:
         """Limits that break, first to break (at the lowest load) first."""
@@ -229,6 +332,71 @@ class Plan:
             (c for c in self.checks if not c.ok),
             key=lambda c: (self.breaking_scale.get(c.name, 0.0), -c.ratio),
         )
+
+
+# --- deployment profiles and the sweep measurement ----------------------------------------
+
+
+def inputs_from_profile(profile: Profile, rate: float, burst: int, **overrides: Any) -> Inputs:
+    """The model's deployment inputs from a profile of infra/profiles.py; `overrides` (fields
+    of Inputs) win. The `normal` priority's mapping carries the load in the model; the other
+    priorities' minimum pollers are paid for."""
+    pollers = profile.worker_pollers or {}
+    normal = pollers.get("normal")
+    values: dict[str, Any] = {
+        "profile": profile.name,
+        "timer_shards": profile.timer_shards,
+        "job_partitions": profile.job_partitions,
+        "sweeper_memory_mb": profile.sweeper_memory_mib,
+        "sweeper_reserved_concurrency": profile.sweeper_reserved_concurrency,
+        "account_concurrency": profile.lambda_concurrency_quota,
+        "table_quota": profile.table_quota_request_units,
+        "warm_reads": {table: w.reads for table, w in profile.warm_throughput.items()},
+        "warm_writes": {table: w.writes for table, w in profile.warm_throughput.items()},
+        "worker_min_pollers": normal.minimum if normal else None,
+        "worker_max_pollers": normal.maximum if normal else None,
+        "other_pollers_minimum": sum(p.minimum for k, p in pollers.items() if k != "normal"),
+    }
+    values.update(overrides)
+    return Inputs(rate=rate, burst=burst, **values)
+
+
+def load_sweep_measurement(path: Path) -> SweepMeasurement | None:
+    """The JSON scripts/sweep_scale.py writes, or None when the file is not there."""
+    if not path.is_file():
+        return None
+    data = json.loads(path.read_text())
+    throughput = data.get("per_shard_timers_per_second") if isinstance(data, dict) else None
+    if not isinstance(throughput, int | float) or throughput <= 0:
+        raise ValueError(f"{path}: no positive per_shard_timers_per_second")
+    return SweepMeasurement(
+        path=_shown(path),
+        per_shard_timers_per_second=float(throughput),
+        seconds_to_hand_over=data.get("seconds_to_hand_over"),
+        max_shard_seconds=data.get("max_shard_seconds"),
+        shards=data.get("shards"),
+        timers=data.get("timers"),
+        inputs=data.get("inputs"),
+        machine=data.get("machine"),
+    )
+
+
+def with_measurement(inputs: Inputs, measurement: SweepMeasurement | None) -> Inputs:
+    """`inputs` with the measured per-shard sweep throughput (or the assumed one, marked)."""
+    if measurement is None:
+        return replace(inputs, sweep_timers_per_second=None, sweep_throughput_source="assumed")
+    return replace(
+        inputs,
+        sweep_timers_per_second=measurement.per_shard_timers_per_second,
+        sweep_throughput_source=f"measured: {measurement.path}",
+    )
+
+
+def _shown(path: Path) -> str:
+    try:
+        return str(path.resolve().relative_to(ROOT))
+    except ValueError:
+        return str(path)
 
 
 # --- the model ------------------------------------------------------------------------------
@@ -246,6 +414,14 @@ def timer_writes_per_second(inputs: Inputs, *, burst: bool = True) -> float:
     return sustained + (inputs.burst / inputs.burst_write_seconds if burst else 0.0)
 
 
+def horizon_reads_per_second(inputs: Inputs, *, burst: bool = True) -> float:
+    """Strongly consistent reads of horizon items: one per timer write (the writer reads the
+    horizon of the timer's shard after the write), recurring chains' timers included."""
+    runs = peak_run_rate(inputs) if burst else inputs.rate
+    recurring_timers = inputs.recurring_share * runs / inputs.occurrences_per_sweep
+    return timer_writes_per_second(inputs, burst=burst) + recurring_timers
+
+
 def shards_needed(inputs: Inputs) -> int:
     """Shards per minute bucket so that each (minute, shard) partition stays under the
     per-partition write limit (with headroom) while the bucket is written."""
@@ -253,8 +429,15 @@ def shards_needed(inputs: Inputs) -> int:
     return max(1, math.ceil(timer_writes_per_second(inputs) / per_partition))
 
 
+def shards_for_horizon(inputs: Inputs) -> int:
+    """Shards so that each shard's horizon item stays under a partition's read limit."""
+    per_item = PARTITION_RCU * inputs.headroom
+    return max(1, math.ceil(horizon_reads_per_second(inputs) / per_item))
+
+
 def table_load(inputs: Inputs, *, burst: bool) -> Tables:
-    """Request units per second per table, at the peak (`burst`) or sustained."""
+    """Request units per second per table, averaged over the minute, at the peak (`burst`)
+    or sustained."""
     runs = peak_run_rate(inputs) if burst else inputs.rate
     submissions = (1 - inputs.recurring_share) * inputs.rate + (
         inputs.burst / inputs.burst_write_seconds if burst else 0.0
@@ -262,48 +445,120 @@ def table_load(inputs: Inputs, *, burst: bool) -> Tables:
     timer_writes = timer_writes_per_second(inputs, burst=burst)
     recurring_timers = inputs.recurring_share * runs / inputs.occurrences_per_sweep
     # Reads: the worker's GetItem of the job and the sweeper's BatchGetItem (strongly
-    # consistent, 1 unit each); every timer write reads the horizon (1 unit).
+    # consistent, 1 unit each); every timer write reads its shard's horizon (1 unit).
     return Tables(
         jobs_wru=submissions,
-        jobs_rru=2 * runs,
+        jobs_rru=(SWEEP_JOB_READS + WORKER_JOB_READS) * runs,
         timers_wru=timer_writes + recurring_timers,
-        timers_rru=timer_writes + recurring_timers,
+        timers_rru=horizon_reads_per_second(inputs, burst=burst),
         runs_wru=2 * runs,
         runs_rru=0.0,
     )
 
 
+def assumed_sweep_throughput(inputs: Inputs) -> float:
+    """Timers per second one shard's sweep hands over, from the per-call latencies alone: per
+    page a Query, then per group of 100 a BatchGetItem and its 10 SendMessageBatch calls
+    (`send_parallelism` at once), then the watermark write. No CPU time: an assumption until
+    scripts/sweep_scale.py has measured the real code."""
+    groups = math.ceil(inputs.page_size / BATCH_GET)
+    waves = math.ceil(math.ceil(BATCH_GET / SQS_BATCH) / max(1, inputs.send_parallelism))
+    page_ms = (
+        inputs.query_ms
+        + groups * (inputs.batch_get_ms + waves * inputs.send_batch_ms)
+        + inputs.write_ms
+    )
+    return inputs.page_size / page_ms * 1000
+
+
+def throughput_source(inputs: Inputs) -> str:
+    """Where the per-shard throughput comes from: "assumed", "measured: <file>" or "given"."""
+    if not inputs.sweep_timers_per_second:
+        return "assumed"
+    source = inputs.sweep_throughput_source
+    return "given" if source == "assumed" else source
+
+
+def per_shard_throughput(inputs: Inputs) -> float:
+    """Timers per second one shard's sweep hands over: measured, else assumed."""
+    return inputs.sweep_timers_per_second or assumed_sweep_throughput(inputs)
+
+
+def sweep_read_rate(inputs: Inputs, timers: float, shards: int) -> float:
+    """Job reads per second the shards' sweeps ask of the jobs table for a minute holding
+    `timers`: every shard reads at its throughput. Reads above a limit for less than
+    `throttle_absorb_seconds` only slow the sweep down (throttled calls are retried), so a
+    shorter sweep counts as spread over that long."""
+    if timers <= 0:
+        return 0.0
+    seconds = timers / (shards * per_shard_throughput(inputs))
+    return SWEEP_JOB_READS * timers / max(inputs.throttle_absorb_seconds, seconds)
+
+
+def jobs_reads_while_sweeping(inputs: Inputs, shards: int, *, burst: bool = True) -> float:
+    """Jobs table RRU/s while a minute is swept: the sweep of the burst minute runs in the
+    minute before it falls due (lookahead 1; the workers run the sustained rate), the sweep
+    of the next minute while the burst falls due. Without a burst: a sustained minute."""
+    minute = inputs.rate * inputs.timer_share * 60
+    before = WORKER_JOB_READS * inputs.rate + sweep_read_rate(
+        inputs, minute + (inputs.burst if burst else 0), shards
+    )
+    during = WORKER_JOB_READS * (peak_run_rate(inputs) if burst else inputs.rate) + sweep_read_rate(
+        inputs, minute, shards
+    )
+    return max(before, during)
+
+
+def burst_minute_timers(inputs: Inputs) -> int:
+    return math.ceil(inputs.rate * inputs.timer_share * 60 + inputs.burst)
+
+
+def shards_for_deadline(inputs: Inputs) -> int:
+    """Shards whose sweeps hand the burst minute over within the deadline."""
+    room = inputs.sweep_deadline_seconds - inputs.coordinator_seconds
+    if room <= 0:
+        return 10**9
+    return max(1, math.ceil(burst_minute_timers(inputs) / (room * per_shard_throughput(inputs))))
+
+
 def sweep_estimate(inputs: Inputs, shards: int) -> Sweep:
-    """The sweep of the burst minute: every shard is read page by page; each round queries
-    the active shards in parallel, then fetches the jobs and sends the messages."""
-    timers = math.ceil(inputs.rate * inputs.timer_share * 60 + inputs.burst)
-    per_partition = math.ceil(timers / shards)
-    pages = max(1, math.ceil(per_partition / inputs.page_size))
-    waves = math.ceil(shards / max(1, inputs.sweep_parallelism))
-    batch_gets = math.ceil(timers / BATCH_GET) + shards * pages  # one short chunk per page
-    send_batches = math.ceil(timers / SQS_BATCH) + shards * pages
-    fixed = (waves * inputs.query_ms + waves * inputs.write_ms) * pages + waves * inputs.write_ms
-    handover = batch_gets * inputs.batch_get_ms + send_batches * inputs.send_batch_ms
-    seconds = (fixed + handover / max(1, inputs.send_parallelism)) / 1000
-    room = inputs.sweep_deadline_seconds * 1000 - fixed
-    needed = math.ceil(handover / room) if room > 0 else 10**9
+    """The sweep of the burst minute: the coordinator starts one sweep per shard, all at once;
+    each hands its shard's timers over at the per-shard throughput; the minute is handed over
+    when the slowest finishes. The shards together also need the jobs table to serve every
+    job read: above its quota DynamoDB throttles them, so the sweep takes at least the
+    timers ÷ (quota − the workers' reads)."""
+    timers = burst_minute_timers(inputs)
+    per_shard = math.ceil(timers / shards)
+    throughput = per_shard_throughput(inputs)
+    pages = max(1, math.ceil(per_shard / inputs.page_size))
+    shard_seconds = per_shard / throughput
+    capacity = inputs.table_quota - WORKER_JOB_READS * inputs.rate
+    read_bound = SWEEP_JOB_READS * timers / capacity if capacity > 0 else math.inf
+    seconds = inputs.coordinator_seconds + max(shard_seconds, read_bound)
     return Sweep(
         timers=timers,
         shards=shards,
+        timers_per_shard=per_shard,
         pages_per_partition=pages,
         queries=shards * pages,
-        batch_gets=batch_gets,
-        send_batches=send_batches,
-        seconds=round(seconds, 1),
+        batch_gets=shards * math.ceil(per_shard / BATCH_GET),
+        send_batches=shards * math.ceil(per_shard / SQS_BATCH),
+        per_shard_timers_per_second=round(throughput, 1),
+        throughput_source=throughput_source(inputs),
+        shard_seconds=round(shard_seconds, 2),
+        read_bound_seconds=round(read_bound, 2),
+        seconds=round(seconds, 2),
         deadline_seconds=inputs.sweep_deadline_seconds,
-        send_parallelism_needed=max(1, needed),
+        jobs_rru_while_sweeping=round(jobs_reads_while_sweeping(inputs, shards), 1),
+        shards_for_deadline=shards_for_deadline(inputs),
     )
 
 
 def invocation_seconds(inputs: Inputs) -> float:
-    """One worker invocation: the batch's runs one after another, after the early wait."""
-    per_run = inputs.run_seconds + inputs.run_overhead_ms / 1000
-    return inputs.early_wait_seconds + inputs.worker_batch_size * per_run
+    """One worker invocation: the batch's records run concurrently (a thread each,
+    functions/worker/handler.py), so it lasts the early wait + the run + the claim/outcome
+    around it, whatever the batch size."""
+    return inputs.early_wait_seconds + inputs.run_seconds + inputs.run_overhead_ms / 1000
 
 
 def concurrency_for(inputs: Inputs, runs_per_second: float) -> int:
@@ -311,25 +566,65 @@ def concurrency_for(inputs: Inputs, runs_per_second: float) -> int:
     return math.ceil(runs_per_second / inputs.worker_batch_size * invocation_seconds(inputs))
 
 
-def simulate_drain(inputs: Inputs, cap: int) -> tuple[float, int, float, float]:
+def runs_per_unit(inputs: Inputs) -> float:
+    """Runs per second one unit of mapping capacity (one concurrent invocation) delivers. In
+    provisioned mode a poller drives 10 invocations but also polls at most 10 times a second
+    and 1 MB/s: a unit then takes at most a tenth of that."""
+    per_invocation = inputs.worker_batch_size / invocation_seconds(inputs)
+    if not inputs.provisioned:
+        return per_invocation
+    polls = POLLER_POLLS_PER_SECOND * inputs.worker_batch_size / POLLER_CONCURRENCY
+    throughput = POLLER_BYTES_PER_SECOND / inputs.message_bytes / POLLER_CONCURRENCY
+    return min(per_invocation, polls, throughput)
+
+
+def capacity_for(inputs: Inputs, runs_per_second: float) -> int:
+    """Mapping capacity (concurrent invocations; 10 per poller) that `runs_per_second` needs."""
+    if not inputs.provisioned:
+        return concurrency_for(inputs, runs_per_second)
+    return math.ceil(runs_per_second / runs_per_unit(inputs))
+
+
+def pollers_for(inputs: Inputs, runs_per_second: float) -> int:
+    return max(MIN_POLLERS_RANGE[0], math.ceil(capacity_for(inputs, runs_per_second) / 10))
+
+
+def mapping_cap(inputs: Inputs) -> int:
+    """The most one mapping scales to: MaximumConcurrency (standard) or 10 per poller."""
+    if inputs.worker_max_pollers is not None:
+        return inputs.worker_max_pollers * POLLER_CONCURRENCY
+    return min(inputs.worker_max_concurrency, ESM_MAX_CONCURRENCY)
+
+
+def start_capacity(inputs: Inputs, cap: int) -> int:
+    """Mapping capacity when the burst starts: what the sustained rate keeps busy, at least 5
+    (standard) or 10 per minimum poller (provisioned)."""
+    floor = ESM_START_CONCURRENCY
+    if inputs.provisioned:
+        floor = (inputs.worker_min_pollers or MIN_POLLERS_RANGE[0]) * POLLER_CONCURRENCY
+    return min(cap, max(floor, capacity_for(inputs, inputs.rate)))
+
+
+def simulate_drain(inputs: Inputs, cap: int) -> tuple[float, int, float, float, int]:
     """Second by second: demand is the peak rate for the drain window, then the sustained
-    rate; capacity ramps from the sustained concurrency at the ESM ramp (per queue), up to
-    `cap`. Returns (drain seconds, max backlog, max extra lateness, ramp seconds)."""
-    per_invocation = inputs.worker_batch_size / invocation_seconds(inputs)  # runs/s each
-    start = min(cap, max(ESM_START_CONCURRENCY, concurrency_for(inputs, inputs.rate)))
-    ramp = inputs.esm_ramp_per_minute * inputs.worker_queues / 60  # concurrency per second
-    peak = min(cap, concurrency_for(inputs, peak_run_rate(inputs)))
+    rate; capacity ramps from the start capacity at the mapping's ramp (per queue), up to
+    `cap`. Returns (drain seconds, max backlog, max extra lateness, ramp seconds, start)."""
+    per_unit = runs_per_unit(inputs)
+    start = start_capacity(inputs, cap)
+    ramp = inputs.ramp_per_minute * inputs.worker_queues / 60  # capacity per second
+    peak = min(cap, capacity_for(inputs, peak_run_rate(inputs)))
     ramp_seconds = max(0.0, (peak - start) / ramp) if ramp else math.inf
     backlog = 0.0
     max_backlog = 0.0
     max_lateness = 0.0
     drained = 0.0
-    concurrency = float(start)
+    capacity_units = float(start)
     horizon = 6 * 3600
     for second in range(horizon):
         demand = peak_run_rate(inputs) if second < inputs.burst_drain_seconds else inputs.rate
-        concurrency = min(float(cap), concurrency + ramp) if backlog + demand > 0 else concurrency
-        capacity = concurrency * per_invocation
+        if backlog + demand > 0:
+            capacity_units = min(float(cap), capacity_units + ramp)
+        capacity = capacity_units * per_unit
         backlog = max(0.0, backlog + demand - capacity)
         max_backlog = max(max_backlog, backlog)
         if capacity > 0:
@@ -337,41 +632,64 @@ def simulate_drain(inputs: Inputs, cap: int) -> tuple[float, int, float, float]:
         if second >= inputs.burst_drain_seconds and backlog == 0:
             drained = float(second)
             break
-        if concurrency >= cap and capacity < inputs.rate:
+        if capacity_units >= cap and capacity < inputs.rate:
             drained = max_lateness = math.inf  # never drains: capacity below the rate
             break
     else:
         drained = math.inf
-    return drained, math.ceil(max_backlog), round(max_lateness, 1), round(ramp_seconds, 1)
+    return drained, math.ceil(max_backlog), round(max_lateness, 1), round(ramp_seconds, 1), start
 
 
 def workers_plan(inputs: Inputs, *, queues: int, account_concurrency: int) -> Workers:
     peak_rate = peak_run_rate(inputs)
     sized = replace(inputs, worker_queues=queues, account_concurrency=account_concurrency)
-    cap = min(account_concurrency, queues * ESM_MAX_CONCURRENCY)
-    drain, backlog, lateness, ramp = simulate_drain(sized, cap)
-    peak_concurrency = concurrency_for(inputs, peak_rate)
+    # The account's quota caps invocations; in units of mapping capacity that is more when a
+    # unit takes fewer runs than an invocation could (provisioned: the pollers' polls).
+    per_invocation = inputs.worker_batch_size / invocation_seconds(inputs)
+    account_units = math.floor(account_concurrency * per_invocation / runs_per_unit(inputs))
+    cap = min(account_units, queues * mapping_cap(inputs))
+    drain, backlog, lateness, ramp, start = simulate_drain(sized, cap)
+    peak_capacity = capacity_for(inputs, peak_rate)
     in_flight = math.ceil(peak_rate * invocation_seconds(inputs))
     queues_needed = max(
         math.ceil(in_flight / (SQS_MAX_IN_FLIGHT * inputs.headroom)),
-        math.ceil(peak_concurrency / ESM_MAX_CONCURRENCY),
+        math.ceil(
+            peak_capacity
+            / (
+                MAX_POLLERS_RANGE[1] * POLLER_CONCURRENCY
+                if inputs.provisioned
+                else mapping_cap(inputs)
+            )
+        ),
     )
     return Workers(
         peak_runs_per_second=peak_rate,
         invocation_seconds=round(invocation_seconds(inputs), 2),
         concurrency_sustained=concurrency_for(inputs, inputs.rate),
-        concurrency_peak=peak_concurrency,
+        concurrency_peak=concurrency_for(inputs, peak_rate),
         in_flight_peak=in_flight,
-        queues_needed=queues_needed,
+        queues_needed=max(1, queues_needed),
         ramp_seconds=ramp,
         drain_seconds=drain,
         max_backlog=backlog,
         max_extra_lateness_seconds=lateness,
+        mode="provisioned" if inputs.provisioned else "standard",
+        capacity_peak=peak_capacity,
+        pollers_sustained=pollers_for(inputs, inputs.rate) if inputs.provisioned else None,
+        pollers_peak=pollers_for(inputs, peak_rate) if inputs.provisioned else None,
+        start_capacity=start,
     )
 
 
-def monthly_cost(inputs: Inputs, sustained: Tables, peak: Tables) -> Cost:
-    runs = inputs.rate * HOURS_PER_MONTH * 3600 + inputs.burst * inputs.bursts_per_day * 730 / 24
+def sweeper_concurrency(inputs: Inputs) -> int:
+    """Concurrency the sweeps hold: one per shard, or the reservation when there is one (a
+    reservation is taken out of the account's pool whether used or not)."""
+    return max(inputs.timer_shards, inputs.sweeper_reserved_concurrency or 0)
+
+
+def monthly_cost(inputs: Inputs, sustained: Tables, peak: Tables, workers: Workers) -> Cost:
+    bursts = inputs.bursts_per_day * HOURS_PER_MONTH / 24
+    runs = inputs.rate * HOURS_PER_MONTH * 3600 + inputs.burst * bursts
     on_demand = runs * (
         inputs.writes_per_run * PRICE_WRITE_REQUEST + inputs.reads_per_run * PRICE_READ_REQUEST
     )
@@ -383,6 +701,28 @@ def monthly_cost(inputs: Inputs, sustained: Tables, peak: Tables) -> Cost:
 
     invocations = runs / inputs.worker_batch_size
     gb_seconds = invocations * invocation_seconds(inputs) * inputs.worker_memory_mb / 1024
+    # Sweeps: every minute the coordinator (~0.1 s at 512 MB) and one invocation per shard,
+    # each as long as its share of the minute's timers takes (at least the coordinator's).
+    minutes = HOURS_PER_MONTH * 60
+    timers = inputs.rate * inputs.timer_share * 60 * minutes + inputs.burst * bursts
+    shard_seconds = timers / per_shard_throughput(inputs) + (
+        minutes * inputs.timer_shards * inputs.coordinator_seconds
+    )
+    sweep_gb_seconds = shard_seconds * inputs.sweeper_memory_mb / 1024 + (
+        minutes * inputs.coordinator_seconds * 512 / 1024
+    )
+    sweep_requests = minutes * (inputs.timer_shards + 1)
+    # Provisioned pollers: the minimum (or what the sustained rate needs) all month, on every
+    # priority's mapping; the burst's extra pollers while it drains (at least a minute).
+    pollers = 0.0
+    if inputs.provisioned and workers.pollers_peak is not None:
+        base = max(inputs.worker_min_pollers or 0, workers.pollers_sustained or 0)
+        top = min(workers.pollers_peak, inputs.worker_max_pollers or 0)
+        window = workers.drain_seconds if math.isfinite(workers.drain_seconds) else 3600.0
+        extra_hours = max(0, top - base) * max(60.0, window) / 3600 * bursts
+        pollers = (
+            (base + inputs.other_pollers_minimum) * HOURS_PER_MONTH + extra_hours
+        ) * PRICE_EPU_HOUR
     return Cost(
         runs_per_month=runs,
         dynamodb_on_demand=round(on_demand, 2),
@@ -392,69 +732,116 @@ def monthly_cost(inputs: Inputs, sustained: Tables, peak: Tables) -> Cost:
         lambda_workers=round(
             gb_seconds * PRICE_LAMBDA_GB_SECOND + invocations * PRICE_LAMBDA_REQUEST, 2
         ),
+        lambda_sweeps=round(
+            sweep_gb_seconds * PRICE_LAMBDA_GB_SECOND + sweep_requests * PRICE_LAMBDA_REQUEST, 2
+        ),
+        event_pollers=round(pollers, 2),
     )
 
 
 def limit_checks(inputs: Inputs, peak: Tables, sustained: Tables, workers: Workers) -> list[Check]:
     """The demand on each limit at the peak, as configured (the inputs' deployment)."""
+    shards = inputs.timer_shards
     timer_writes = timer_writes_per_second(inputs)
-    sweep = sweep_estimate(inputs, inputs.timer_shards)
-    planned_sweep = sweep_estimate(inputs, max(inputs.timer_shards, shards_needed(inputs)))
-    per_partition_read = (
-        sweep.timers / inputs.timer_shards * inputs.timer_item_bytes / READ_UNIT_BYTES
-    ) / max(sweep.seconds, 1.0)
-    hot_writes = inputs.hot_tenant_share * peak.jobs_wru
-    hot_reads = inputs.hot_tenant_share * peak.jobs_rru
+    sweep = sweep_estimate(inputs, shards)
+    throughput = per_shard_throughput(inputs)
+    reads_sweeping = jobs_reads_while_sweeping(inputs, shards)
+    reads_sweeping_sustained = jobs_reads_while_sweeping(inputs, shards, burst=False)
+    hot_writes = inputs.hot_tenant_share * peak.jobs_wru / inputs.job_partitions
+    hot_reads = inputs.hot_tenant_share * reads_sweeping / inputs.job_partitions
+    # A Query page of timers costs its bytes ÷ 4 KB (strongly consistent); each partition is
+    # read by its own shard's sweep, at that sweep's throughput.
+    partition_reads = throughput * inputs.timer_item_bytes / READ_UNIT_BYTES
+    sweepers = sweeper_concurrency(inputs)
+    if sweep.read_bound_seconds > sweep.shard_seconds:
+        sweep_fix = (
+            "the jobs table's read quota bounds it: table_quota_request_units ≥ "
+            + _ceil_to(
+                SWEEP_JOB_READS
+                * sweep.timers
+                / (inputs.sweep_deadline_seconds - inputs.coordinator_seconds)
+                + WORKER_JOB_READS * inputs.rate
+            )
+        )
+    else:
+        sweep_fix = (
+            f"more shards: timer_shards ≥ {sweep.shards_for_deadline} "
+            f"(at {throughput:,.0f} timers/s per shard, {sweep.throughput_source})"
+        )
+    if inputs.provisioned:
+        mapping_fix = (
+            "worker_pollers['normal'].maximum ≥ "
+            f"{math.ceil(workers.capacity_peak / inputs.worker_queues / POLLER_CONCURRENCY)}"
+        )
+    else:
+        with_pollers = replace(
+            inputs, worker_min_pollers=MIN_POLLERS_RANGE[0], worker_max_pollers=1
+        )
+        mapping_fix = (
+            "provisioned-mode pollers (worker_pollers['normal'], maximum ≥ "
+            f"{pollers_for(with_pollers, peak_run_rate(inputs))}), or "
+            f"{workers.queues_needed} queues/mappings"
+        )
     checks = [
         Check(
             "timer partition writes/s (minute bucket / shards)",
-            timer_writes / inputs.timer_shards,
+            timer_writes / shards,
             PARTITION_WCU,
-            f"raise DUETIME_TIMER_SHARDS / timer_shards to {shards_needed(inputs)}",
+            f"timer_shards ≥ {shards_needed(inputs)}",
         ),
         Check(
             "timer partition reads (RCU/s while sweeping)",
-            per_partition_read,
+            partition_reads,
             PARTITION_RCU,
-            "more shards",
+            "eventually consistent sweep queries, or smaller timer items",
         ),
         Check(
-            "horizon item reads/s (one item, strongly consistent)",
-            timer_writes,
+            "horizon item reads/s (per shard, strongly consistent)",
+            horizon_reads_per_second(inputs) / shards,
             PARTITION_RCU,
-            "replicate the horizon item over N keys (the sweep raises all, writers read one)",
+            f"more shards (each has its own horizon item): timer_shards ≥ "
+            f"{shards_for_horizon(inputs)}",
         ),
         Check(
             "hot tenant jobs-partition writes/s",
             hot_writes,
             PARTITION_WCU,
-            "per-tenant quota below 1,000/s, or key jobs by tenant#bucket (ULID sort keys "
-            "are monotonic: split-for-heat cannot help)",
+            f"job_partitions ≥ "
+            f"{math.ceil(hot_writes * inputs.job_partitions / (PARTITION_WCU * inputs.headroom))}"
+            ", or a lower per-tenant submission quota",
         ),
         Check(
             "hot tenant jobs-partition reads/s",
             hot_reads,
             PARTITION_RCU,
-            "eventually consistent job reads in the worker, or cache the job per batch",
+            f"job_partitions ≥ "
+            f"{math.ceil(hot_reads * inputs.job_partitions / (PARTITION_RCU * inputs.headroom))}"
+            ", or eventually consistent job reads",
         ),
         Check(
             "sweep of the burst minute (s)",
             sweep.seconds,
             inputs.sweep_deadline_seconds,
-            f"send and fetch in parallel ({planned_sweep.send_parallelism_needed} calls at once "
-            f"with {planned_sweep.shards} shards) or one sweeper invocation per (minute, shard)",
+            sweep_fix,
+        ),
+        Check(
+            "sweeper concurrency: one sweep per shard",
+            shards,
+            inputs.sweeper_reserved_concurrency or inputs.account_concurrency,
+            f"sweeper_reserved_concurrency ≥ {2 * shards} (two ticks may overlap)",
         ),
         Check(
             "worker concurrency vs account quota",
-            workers.concurrency_peak,
+            workers.concurrency_peak + sweepers,
             inputs.account_concurrency,
-            f"raise the account concurrency quota to ≥ {workers.concurrency_peak + 100}",
+            f"lambda_concurrency_quota ≥ {_ceil_to(workers.concurrency_peak + sweepers + 100)} "
+            "(workers + sweeps; plus the API's)",
         ),
         Check(
             "worker concurrency per event source mapping",
-            workers.concurrency_peak / inputs.worker_queues,
-            ESM_MAX_CONCURRENCY,
-            f"split the lambda queue into {workers.queues_needed} queues/mappings",
+            workers.capacity_peak / inputs.worker_queues,
+            mapping_cap(inputs),
+            mapping_fix,
         ),
         Check(
             "SQS in-flight messages per queue",
@@ -466,8 +853,8 @@ def limit_checks(inputs: Inputs, peak: Tables, sustained: Tables, workers: Worke
             "Lambda ESM ramp: burst drained within 2 minutes (s)",
             workers.drain_seconds,
             inputs.burst_drain_seconds + 120,
-            "keep concurrency warm before known bursts, provisioned-mode pollers, more "
-            "queues (each mapping ramps on its own)",
+            "more minimum pollers (provisioned mode starts the burst at 10 per poller and "
+            "adds 1,000 a minute), a higher account quota, or keep concurrency warm",
         ),
         Check(
             "SQS DelaySeconds of the furthest message (s)",
@@ -479,60 +866,83 @@ def limit_checks(inputs: Inputs, peak: Tables, sustained: Tables, workers: Worke
             "worker invocation vs Lambda 15 min (s)",
             invocation_seconds(inputs),
             min(LAMBDA_MAX_SECONDS, inputs.worker_timeout_seconds),
-            "smaller batches, or the fargate runtime for long runs",
+            "the fargate runtime for long runs",
         ),
     ]
-    for name, wru, rru in (
-        ("jobs", (sustained.jobs_wru, peak.jobs_wru), (sustained.jobs_rru, peak.jobs_rru)),
-        (
-            "timers",
+    # Per table: (sustained, peak) request units per second. The jobs table's reads are what
+    # the shards' sweeps ask while they run (every job, strongly consistent) plus the workers':
+    # its per-second peak, far above its per-minute average.
+    loads = {
+        "jobs": ((sustained.jobs_wru, peak.jobs_wru), (reads_sweeping_sustained, reads_sweeping)),
+        "timers": (
             (sustained.timers_wru, peak.timers_wru),
             (sustained.timers_rru, peak.timers_rru),
         ),
-        ("runs", (sustained.runs_wru, peak.runs_wru), (sustained.runs_rru, peak.runs_rru)),
-    ):
+        "runs": ((sustained.runs_wru, peak.runs_wru), (sustained.runs_rru, peak.runs_rru)),
+    }
+    for name, (wru, rru) in loads.items():
+        warm_writes = inputs.warm_writes.get(name, 0)
+        warm_reads = inputs.warm_reads.get(name, 0)
         checks.append(
             Check(
                 f"on-demand {name} table WRU/s vs 2x previous (sustained) peak",
                 wru[1],
-                max(ON_DEMAND_DOUBLING * wru[0], ON_DEMAND_NEW_TABLE_WRU),
-                "pre-warm (warm throughput) to the peak, or provisioned capacity",
+                max(ON_DEMAND_DOUBLING * wru[0], ON_DEMAND_NEW_TABLE_WRU, warm_writes),
+                f"warm throughput: {name} writes ≥ {_ceil_to(wru[1])}",
             )
         )
         checks.append(
             Check(
                 f"on-demand {name} table RRU/s vs 2x previous (sustained) peak",
                 rru[1],
-                max(ON_DEMAND_DOUBLING * rru[0], ON_DEMAND_NEW_TABLE_RRU),
-                "pre-warm (warm throughput) to the peak, or provisioned capacity",
+                max(ON_DEMAND_DOUBLING * rru[0], ON_DEMAND_NEW_TABLE_RRU, warm_reads),
+                f"warm throughput: {name} reads ≥ {_ceil_to(rru[1])}",
             )
         )
         checks.append(
             Check(
                 f"{name} table WRU/s vs per-table quota",
                 wru[1],
-                TABLE_QUOTA_RU,
-                "request a table throughput quota increase",
+                inputs.table_quota,
+                f"table_quota_request_units ≥ {_ceil_to(wru[1])}",
             )
+        )
+        rru_fix = f"table_quota_request_units ≥ {_ceil_to(rru[1])}"
+        if name == "jobs":
+            rru_fix += (
+                " (the shards' sweeps read every job strongly consistently, all at once: "
+                "throttled, a BatchGetItem still failing after its retries parks its timers), "
+                "or pace the sweeps to a shared read budget"
+            )
+        checks.append(
+            Check(f"{name} table RRU/s vs per-table quota", rru[1], inputs.table_quota, rru_fix)
         )
         checks.append(
             Check(
-                f"{name} table RRU/s vs per-table quota",
-                rru[1],
-                TABLE_QUOTA_RU,
-                "request a table throughput quota increase",
+                f"new on-demand {name} table: RRU/s at first traffic",
+                rru[0],
+                max(ON_DEMAND_NEW_TABLE_RRU, warm_reads),
+                f"warm throughput: {name} reads ≥ {_ceil_to(rru[0])}, or ramp over "
+                f"{warmup_minutes(rru[0], ON_DEMAND_NEW_TABLE_RRU)} minutes of doublings",
             )
         )
         checks.append(
             Check(
                 f"new on-demand {name} table: WRU/s at first traffic",
                 wru[0],
-                ON_DEMAND_NEW_TABLE_WRU,
-                f"pre-warm, or ramp over {warmup_minutes(wru[0], ON_DEMAND_NEW_TABLE_WRU)} "
-                "minutes of doublings",
+                max(ON_DEMAND_NEW_TABLE_WRU, warm_writes),
+                f"warm throughput: {name} writes ≥ {_ceil_to(wru[0])}, or ramp over "
+                f"{warmup_minutes(wru[0], ON_DEMAND_NEW_TABLE_WRU)} minutes of doublings",
             )
         )
     return checks
+
+
+def _ceil_to(value: float, step: int = 1_000) -> str:
+    """A figure to configure: `value` rounded up to `step`, with thousands separators."""
+    if not math.isfinite(value):
+        return "∞"
+    return f"{math.ceil(value / step) * step:,}"
 
 
 def warmup_minutes(target: float, start: float) -> int:
@@ -566,31 +976,53 @@ def _checks(inputs: Inputs) -> list[Check]:
     return limit_checks(inputs, peak, sustained, workers)
 
 
-def plan(inputs: Inputs, *, scan: bool = True) -> Plan:
+def plan(inputs: Inputs, *, scan: bool = True, measurement: SweepMeasurement | None = None) -> Plan:
     """The plan for `inputs`; `scan` also finds the load at which each limit breaks."""
-    shards = max(inputs.timer_shards, shards_needed(inputs))
+    shards = max(
+        inputs.timer_shards,
+        shards_needed(inputs),
+        shards_for_horizon(inputs),
+        shards_for_deadline(inputs),
+    )
     sustained = table_load(inputs, burst=False)
     peak = table_load(inputs, burst=True)
     as_configured = workers_plan(
         inputs, queues=inputs.worker_queues, account_concurrency=inputs.account_concurrency
     )
     queues = max(inputs.worker_queues, as_configured.queues_needed)
+    sized = inputs
+    if inputs.provisioned:  # enough pollers for the peak (within AWS's 2,000 per mapping)
+        needed = math.ceil(as_configured.capacity_peak / queues / POLLER_CONCURRENCY)
+        sized = replace(
+            inputs,
+            worker_max_pollers=min(
+                MAX_POLLERS_RANGE[1], max(inputs.worker_max_pollers or 0, needed)
+            ),
+        )
     recommended = workers_plan(
-        inputs,
+        sized,
         queues=queues,
-        account_concurrency=max(inputs.account_concurrency, as_configured.concurrency_peak + 100),
+        account_concurrency=max(
+            inputs.account_concurrency,
+            as_configured.concurrency_peak + sweeper_concurrency(inputs) + 100,
+        ),
     )
+    checks = limit_checks(inputs, peak, sustained, as_configured)
+    breaking = breaking_scales(inputs) if scan else {}
+    if scan:  # a limit failing now breaks at today's load at the latest (the grid is coarse)
+        breaking |= {c.name: min(breaking.get(c.name, 1.0), 1.0) for c in checks if not c.ok}
     return Plan(
         inputs=inputs,
         shards_needed=shards,
         sustained=sustained,
         peak=peak,
-        sweep=sweep_estimate(inputs, shards),
+        sweep=sweep_estimate(inputs, inputs.timer_shards),
         workers=recommended,
         workers_as_configured=as_configured,
-        cost=monthly_cost(inputs, sustained, peak),
-        checks=limit_checks(inputs, peak, sustained, as_configured),
-        breaking_scale=breaking_scales(inputs) if scan else {},
+        cost=monthly_cost(inputs, sustained, peak, as_configured),
+        checks=checks,
+        breaking_scale=breaking,
+        sweep_measurement=measurement,
     )
 
 
@@ -619,10 +1051,24 @@ def to_json(result: Plan) -> dict[str, object]:
         }
         for c in result.checks
     ]
+    data["limits"] = [
+        {
+            "name": c.name,
+            "holds": c.ok,
+            "demand": c.demand,
+            "limit": c.limit,
+            "ratio": round(c.ratio, 3),
+            "fix": c.fix,
+            "breaks_at_rate": _breaks_at(result, c),
+        }
+        for c in result.checks
+    ]
     data["cost"] |= {
         "total_on_demand": round(result.cost.total_on_demand, 2),
         "per_million_on_demand": round(result.cost.per_million_on_demand, 2),
     }
+    data["profile"] = result.inputs.profile
+    data["sweep_throughput_source"] = result.sweep.throughput_source
     data["broken_first"] = result.broken()[0].name if result.broken() else None
     result_json = _finite(data)
     assert isinstance(result_json, dict)
@@ -642,38 +1088,68 @@ def _n(value: float) -> str:
 def render(result: Plan) -> str:
     i, s, w, c = result.inputs, result.sweep, result.workers, result.cost
     cfg = result.workers_as_configured
+    writes_shards, horizon_shards = shards_needed(i), shards_for_horizon(i)
+    deadline_shards = shards_for_deadline(i)
+    source = (
+        s.throughput_source
+        if s.throughput_source != "assumed"
+        else ("**assumed** (from the per-call latencies; no measurement file)")
+    )
+    if i.provisioned:
+        mapping = (
+            f"provisioned mode, {i.worker_min_pollers} to {i.worker_max_pollers} pollers "
+            f"(start {cfg.start_capacity:,}, +{i.ramp_per_minute:,.0f}/minute, cap "
+            f"{mapping_cap(i):,} per mapping); pollers {cfg.pollers_sustained:,} sustained, "
+            f"{cfg.pollers_peak:,} at the peak"
+        )
+    else:
+        mapping = (
+            f"standard mode (start {cfg.start_capacity:,}, +{i.ramp_per_minute:,.0f}/minute, "
+            f"MaximumConcurrency {mapping_cap(i):,} per mapping)"
+        )
     lines = [
         f"# duetime scale plan: {i.rate:,.0f} runs/s sustained + {i.burst:,} due in one minute",
         "",
+        f"- profile `{i.profile}`: {i.timer_shards} timer shards, {i.job_partitions} job "
+        f"partition(s) per tenant, account concurrency {i.account_concurrency:,}, table quota "
+        f"{i.table_quota:,} RU/s, worker mapping in {mapping}",
         f"- peak run rate: {_n(w.peak_runs_per_second)} runs/s "
         f"(burst over {i.burst_drain_seconds:.0f} s); run {i.run_seconds} s; "
         f"{i.writes_per_run:.2f} writes, {i.reads_per_run:.2f} reads, {i.sqs_per_run} SQS "
         "requests per run",
-        f"- timer shards per minute bucket: {result.shards_needed} "
-        f"(configured {i.timer_shards}; {_n(timer_writes_per_second(i))} timer writes/s "
-        f"into one bucket at ≤ {PARTITION_WCU * i.headroom:,.0f} per partition)",
-        f"- sweep of the burst minute with {s.shards} shards: {s.timers:,} timers, "
-        f"{s.pages_per_partition} pages per partition, {s.queries:,} queries, "
-        f"{s.batch_gets:,} BatchGetItem, {s.send_batches:,} SendMessageBatch: "
-        f"≈ {s.seconds:,.1f} s at {i.send_parallelism} call(s) at once "
-        f"(deadline {s.deadline_seconds:.0f} s; needs {s.send_parallelism_needed} at once)",
-        f"- workers: invocation {w.invocation_seconds} s (batch {i.worker_batch_size}); "
-        f"concurrency {w.concurrency_sustained:,} sustained, {w.concurrency_peak:,} at the peak; "
-        f"{w.in_flight_peak:,} messages in flight; {w.queues_needed} queue(s)/mapping(s)",
+        f"- timer shards needed: {max(writes_shards, horizon_shards, deadline_shards)} "
+        f"(configured {i.timer_shards}): {writes_shards} for "
+        f"{_n(timer_writes_per_second(i))} timer writes/s into one bucket at ≤ "
+        f"{PARTITION_WCU * i.headroom:,.0f} per partition, {horizon_shards} for the horizon items "
+        f"({_n(horizon_reads_per_second(i))} reads/s at ≤ {PARTITION_RCU * i.headroom:,.0f} "
+        f"each), {deadline_shards} for the sweep deadline",
+        f"- sweep throughput per shard: {s.per_shard_timers_per_second:,.0f} timers/s, {source}",
+        f"- sweep of the burst minute: {s.timers:,} timers over {s.shards} shards "
+        f"({s.timers_per_shard:,} each, {s.pages_per_partition} pages): slowest shard "
+        f"{_n(s.shard_seconds)} s; reading every job within the jobs table's quota takes ≥ "
+        f"{_n(s.read_bound_seconds)} s; handed over ≈ {_n(s.seconds)} s after the tick "
+        f"(deadline {s.deadline_seconds:.0f} s); jobs "
+        f"table reads while sweeping {_n(s.jobs_rru_while_sweeping)} RRU/s",
+        f"- workers: invocation {w.invocation_seconds} s (batch {i.worker_batch_size}, records "
+        f"run concurrently); concurrency {w.concurrency_sustained:,} sustained, "
+        f"{w.concurrency_peak:,} at the peak; {w.in_flight_peak:,} messages in flight; "
+        f"{w.queues_needed} queue(s)/mapping(s)",
         f"- burst as configured ({i.worker_queues} queue(s), account concurrency "
-        f"{i.account_concurrency:,}): drained {_n(cfg.drain_seconds)} s after it starts, "
-        f"max backlog {cfg.max_backlog:,}, up to {_n(cfg.max_extra_lateness_seconds)} s late"
+        f"{i.account_concurrency:,}): ramp {_n(cfg.ramp_seconds)} s, drained "
+        f"{_n(cfg.drain_seconds)} s after it starts, max backlog {cfg.max_backlog:,}, up to "
+        f"{_n(cfg.max_extra_lateness_seconds)} s late"
         + (
             " (capacity below the sustained rate: never drains)"
             if math.isinf(cfg.drain_seconds)
             else ""
         ),
         f"- burst with the plan ({w.queues_needed} queues, concurrency ≥ "
-        f"{w.concurrency_peak + 100:,}): ramp {_n(w.ramp_seconds)} s, drained "
-        f"{_n(w.drain_seconds)} s after it starts, max backlog {w.max_backlog:,}, up to "
-        f"{_n(w.max_extra_lateness_seconds)} s late",
+        f"{w.concurrency_peak + sweeper_concurrency(i) + 100:,}"
+        + (f", ≤ {w.pollers_peak:,} pollers" if w.pollers_peak is not None else "")
+        + f"): ramp {_n(w.ramp_seconds)} s, drained {_n(w.drain_seconds)} s after it starts, "
+        f"max backlog {w.max_backlog:,}, up to {_n(w.max_extra_lateness_seconds)} s late",
         "",
-        "## Request units per second (sustained → peak)",
+        "## Request units per second (sustained → peak, averaged over the minute)",
         "",
         "| table | WRU/s | RRU/s |",
         "|---|---|---|",
@@ -685,6 +1161,11 @@ def render(result: Plan) -> str:
             f"{_n(getattr(result.sustained, name + '_rru'))} → "
             f"{_n(getattr(result.peak, name + '_rru'))} |"
         )
+    lines.append(
+        f"| jobs, while a minute is swept | | "
+        f"{_n(jobs_reads_while_sweeping(i, i.timer_shards, burst=False))} → "
+        f"{_n(s.jobs_rru_while_sweeping)} |"
+    )
     lines += [
         "",
         f"## Monthly cost ({c.runs_per_month / 1e9:,.2f} billion runs, {HOURS_PER_MONTH} h)",
@@ -696,7 +1177,10 @@ def render(result: Plan) -> str:
         f"{c.dynamodb_provisioned_sustained:,.0f} |",
         f"| DynamoDB provisioned for the peak, all month | {c.dynamodb_provisioned_peak:,.0f} |",
         f"| SQS | {c.sqs:,.0f} |",
-        f"| Lambda workers ({i.worker_memory_mb} MB) | {c.lambda_workers:,.0f} |",
+        f"| Lambda workers ({i.worker_memory_mb} MB, arm64) | {c.lambda_workers:,.0f} |",
+        f"| Lambda coordinator + per-shard sweeps ({i.sweeper_memory_mb} MB) "
+        f"| {c.lambda_sweeps:,.0f} |",
+        f"| SQS event pollers (provisioned mode, EPU-hours) | {c.event_pollers:,.0f} |",
         f"| total on-demand (≈ ${c.per_million_on_demand:.2f} per million runs) "
         f"| {c.total_on_demand:,.0f} |",
         "",
@@ -720,38 +1204,99 @@ def render(result: Plan) -> str:
     return "\n".join(lines)
 
 
-def parse_args(argv: list[str] | None = None) -> tuple[Inputs, bool]:
+def _pollers(value: str) -> tuple[int, int] | None:
+    """`MIN,MAX` event pollers (provisioned mode), or `none` (standard mode)."""
+    if value.lower() == "none":
+        return None
+    try:
+        low, high = (int(part) for part in value.split(","))
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(f"expected MIN,MAX or none, got {value!r}") from exc
+    if not (MIN_POLLERS_RANGE[0] <= low <= MIN_POLLERS_RANGE[1]) or not (
+        MAX_POLLERS_RANGE[0] <= high <= MAX_POLLERS_RANGE[1]
+    ):
+        raise argparse.ArgumentTypeError(
+            f"pollers: minimum {MIN_POLLERS_RANGE[0]}..{MIN_POLLERS_RANGE[1]}, maximum "
+            f"{MAX_POLLERS_RANGE[0]}..{MAX_POLLERS_RANGE[1]}"
+        )
+    if low > high:
+        raise argparse.ArgumentTypeError("pollers: minimum above maximum")
+    return low, high
+
+
+def parse_args(argv: list[str] | None = None) -> tuple[Inputs, bool, SweepMeasurement | None]:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
     parser.add_argument("--rate", type=float, required=True, help="sustained runs per second")
     parser.add_argument("--burst", type=int, default=0, help="extra runs due in one minute")
+    parser.add_argument(
+        "--profile",
+        default="default",
+        choices=sorted(PROFILES),
+        help="deployment profile of infra/profiles.py (default: default)",
+    )
+    parser.add_argument(
+        "--sweep-measurement",
+        type=Path,
+        default=None,
+        metavar="FILE",
+        help="JSON from scripts/sweep_scale.py (default: docs/figures/sweep_scale.json; "
+        "when missing, the per-shard sweep throughput is assumed)",
+    )
     parser.add_argument("--run-seconds", type=float, default=0.2)
     parser.add_argument("--recurring-share", type=float, default=0.0)
     parser.add_argument("--hot-tenant-share", type=float, default=0.1)
-    parser.add_argument("--timer-shards", type=int, default=8)
-    parser.add_argument("--send-parallelism", type=int, default=1)
-    parser.add_argument("--worker-queues", type=int, default=1)
-    parser.add_argument("--account-concurrency", type=int, default=ACCOUNT_CONCURRENCY_DEFAULT)
-    parser.add_argument("--esm-ramp-per-minute", type=float, default=ESM_RAMP_PER_MINUTE)
+    # Deployment: the profile's value unless given.
+    parser.add_argument("--timer-shards", type=int)
+    parser.add_argument("--job-partitions", type=int)
+    parser.add_argument("--worker-queues", type=int)
+    parser.add_argument(
+        "--worker-pollers",
+        type=_pollers,
+        default=argparse.SUPPRESS,
+        metavar="MIN,MAX|none",
+        help="provisioned-mode pollers of the worker mapping, or none (standard mode)",
+    )
+    parser.add_argument("--worker-max-concurrency", type=int, help="standard mode, per mapping")
+    parser.add_argument("--account-concurrency", type=int)
+    parser.add_argument("--table-quota", type=int, help="per-table request units per second")
+    parser.add_argument("--sweeper-reserved-concurrency", type=int)
+    parser.add_argument("--esm-ramp-per-minute", type=float)
+    parser.add_argument("--send-parallelism", type=int)
     parser.add_argument("--json", action="store_true", help="print the plan as JSON")
     args = parser.parse_args(argv)
-    inputs = Inputs(
-        rate=args.rate,
-        burst=args.burst,
-        run_seconds=args.run_seconds,
-        recurring_share=args.recurring_share,
-        hot_tenant_share=args.hot_tenant_share,
-        timer_shards=args.timer_shards,
-        send_parallelism=args.send_parallelism,
-        worker_queues=args.worker_queues,
-        account_concurrency=args.account_concurrency,
-        esm_ramp_per_minute=args.esm_ramp_per_minute,
-    )
-    return inputs, args.json
+    overrides: dict[str, Any] = {
+        "run_seconds": args.run_seconds,
+        "recurring_share": args.recurring_share,
+        "hot_tenant_share": args.hot_tenant_share,
+    }
+    for option, name in (
+        ("timer_shards", "timer_shards"),
+        ("job_partitions", "job_partitions"),
+        ("worker_queues", "worker_queues"),
+        ("worker_max_concurrency", "worker_max_concurrency"),
+        ("account_concurrency", "account_concurrency"),
+        ("table_quota", "table_quota"),
+        ("sweeper_reserved_concurrency", "sweeper_reserved_concurrency"),
+        ("esm_ramp_per_minute", "esm_ramp_per_minute"),
+        ("send_parallelism", "send_parallelism"),
+    ):
+        if getattr(args, option) is not None:
+            overrides[name] = getattr(args, option)
+    if "worker_pollers" in vars(args):  # given: provisioned MIN,MAX, or none (standard)
+        low, high = args.worker_pollers or (None, None)
+        overrides |= {"worker_min_pollers": low, "worker_max_pollers": high}
+    inputs = inputs_from_profile(PROFILES[args.profile], args.rate, args.burst, **overrides)
+    path = args.sweep_measurement or ROOT / DEFAULT_SWEEP_MEASUREMENT
+    try:
+        measurement = load_sweep_measurement(path)
+    except (ValueError, OSError) as exc:
+        parser.error(f"--sweep-measurement: {exc}")
+    return with_measurement(inputs, measurement), args.json, measurement
 
 
 def main(argv: list[str] | None = None) -> int:
-    inputs, as_json = parse_args(argv)
-    result = plan(inputs)
+    inputs, as_json, measurement = parse_args(argv)
+    result = plan(inputs, measurement=measurement)
     if as_json:
         print(json.dumps(to_json(result), indent=2, default=str))
     else:

@@ -4,10 +4,15 @@ from __future__ import annotations
 
 import json
 import math
+import os
+import subprocess
+import sys
 from dataclasses import replace
+from pathlib import Path
 
 import pytest
 
+from infra.profiles import PROFILES
 from scripts import scale_model as sm
 
 
@@ -17,6 +22,39 @@ def inputs(rate: float = 1_000, burst: int = 0, **kwargs: object) -> sm.Inputs:
 
 def check(plan: sm.Plan, prefix: str) -> sm.Check:
     return next(c for c in plan.checks if c.name.startswith(prefix))
+
+
+def run_json(capsys: pytest.CaptureFixture[str], *argv: str) -> dict[str, object]:
+    assert sm.main([*argv, "--json"]) == 0
+    data = json.loads(capsys.readouterr().out)
+    assert isinstance(data, dict)
+    return data
+
+
+@pytest.fixture
+def no_measurement(tmp_path: Path) -> list[str]:
+    """CLI arguments that point the model at a measurement file that does not exist."""
+    return ["--sweep-measurement", str(tmp_path / "missing.json")]
+
+
+def write_measurement(path: Path, per_shard: float) -> Path:
+    path.write_text(
+        json.dumps(
+            {
+                "per_shard_timers_per_second": per_shard,
+                "seconds_to_hand_over": 12.3,
+                "max_shard_seconds": 12.2,
+                "shards": 32,
+                "timers": 1_200_000,
+                "inputs": {"query_ms": 10, "batch_get_ms": 15},
+                "machine": {"cpu": "test"},
+            }
+        )
+    )
+    return path
+
+
+# --- load, shards, horizon --------------------------------------------------------------------
 
 
 def test_shards_scale_with_the_burst() -> None:
@@ -36,12 +74,237 @@ def test_sustained_timers_count_towards_the_bucket() -> None:
     assert sm.timer_writes_per_second(inputs(rate=10_000, burst=0, timer_share=0.5)) == 5_000
 
 
+def test_each_shard_has_its_own_horizon_item() -> None:
+    """Every timer write reads the horizon of its own shard: an item takes writes / shards."""
+    model = inputs(rate=10_000, burst=600_000)  # 20,000 timer writes/s at the peak
+    for shards in (8, 32):
+        plan = sm.plan(replace(model, timer_shards=shards), scan=False)
+        horizon = check(plan, "horizon item reads/s")
+        assert horizon.demand == pytest.approx(20_000 / shards)
+        assert horizon.limit == sm.PARTITION_RCU
+    assert not check(sm.plan(replace(model, timer_shards=4), scan=False), "horizon").ok
+    assert sm.shards_for_horizon(model) == math.ceil(20_000 / (3_000 * 0.8))
+
+
 def test_requests_per_run_default_to_cost_md() -> None:
     one_off = inputs()
     assert one_off.writes_per_run == 4
     assert one_off.reads_per_run == 3
     recurring = inputs(recurring_share=1.0, occurrences_per_sweep=4)
     assert recurring.writes_per_run == 2.25  # claim + outcome + a quarter timer write
+
+
+def test_job_partitions_divide_the_hot_tenant_load() -> None:
+    model = inputs(rate=10_000, burst=600_000, hot_tenant_share=0.1)
+    one = sm.plan(model, scan=False)
+    eight = sm.plan(replace(model, job_partitions=8), scan=False)
+    # Writes: 10 % of the peak submissions (20,000/s), over the tenant's partitions.
+    assert check(one, "hot tenant jobs-partition writes").demand == pytest.approx(2_000)
+    assert check(eight, "hot tenant jobs-partition writes").demand == pytest.approx(250)
+    assert not check(one, "hot tenant jobs-partition writes").ok
+    assert check(eight, "hot tenant jobs-partition writes").ok
+    reads_one = check(one, "hot tenant jobs-partition reads").demand
+    assert check(eight, "hot tenant jobs-partition reads").demand == pytest.approx(reads_one / 8)
+
+
+# --- the per-shard sweeps ---------------------------------------------------------------------
+
+
+def test_sweep_fan_out() -> None:
+    model = inputs(rate=0, burst=1_000_000, sweep_timers_per_second=2_000, table_quota=10**9)
+    sweep = sm.sweep_estimate(model, shards=20)
+    assert sweep.timers == 1_000_000
+    assert sweep.timers_per_shard == 50_000
+    assert sweep.pages_per_partition == 100  # 50,000 timers per partition, 500 a page
+    assert sweep.queries == 2_000
+    assert sweep.batch_gets == 10_000
+    assert sweep.send_batches == 100_000
+    # The minute is handed over when the slowest shard is done: coordinator + 50,000 / 2,000.
+    assert sweep.shard_seconds == pytest.approx(25.0)
+    assert sweep.seconds == pytest.approx(0.1 + 25.0)
+    # Twice the shards, half the time.
+    assert sm.sweep_estimate(model, shards=40).shard_seconds == pytest.approx(12.5)
+    assert sweep.shards_for_deadline == math.ceil(1_000_000 / (44.9 * 2_000))
+
+
+def test_the_jobs_table_quota_bounds_the_sweep() -> None:
+    """Every swept timer's job is read (strongly consistent): above the table's read quota the
+    shards are throttled, so the sweep takes at least timers ÷ (quota − the workers' reads)."""
+    model = inputs(rate=10_000, burst=600_000, sweep_timers_per_second=10_000)
+    sweep = sm.sweep_estimate(model, shards=32)
+    assert sweep.shard_seconds == pytest.approx(37_500 / 10_000)
+    assert sweep.read_bound_seconds == pytest.approx(1_200_000 / (40_000 - 10_000))
+    assert sweep.seconds == pytest.approx(0.1 + 40.0)
+    plan = sm.plan(replace(model, timer_shards=32), scan=False)
+    sweep_check = check(plan, "sweep of the burst minute")
+    assert sweep_check.ok
+    quota = check(plan, "jobs table RRU/s vs per-table quota")
+    assert not quota.ok
+    # The shards would read the 1.2 M jobs in 3.75 s: spread over the 5 s a retry absorbs,
+    # plus the workers' 10,000.
+    assert quota.demand == pytest.approx(10_000 + 1_200_000 / 5)
+
+
+def test_jobs_reads_while_sweeping() -> None:
+    model = inputs(rate=10_000, burst=600_000, sweep_timers_per_second=1_000)
+    # Before the burst falls due: workers 10,000 + 32 shards × 1,000 (37.5 s of sweeping);
+    # while it falls due: workers 20,000 + the next minute's sweep at 32,000.
+    assert sm.jobs_reads_while_sweeping(model, 32) == pytest.approx(20_000 + 32_000)
+    # A sweep shorter than the throttling a retry absorbs counts as spread over that long.
+    short = inputs(rate=100, burst=0, sweep_timers_per_second=1_000)
+    assert sm.jobs_reads_while_sweeping(short, 8) == pytest.approx(100 + 6_000 / 5)
+
+
+def test_assumed_sweep_throughput_comes_from_the_latencies() -> None:
+    model = inputs()
+    # Per page of 500: Query 10 ms, 5 × (BatchGetItem 15 ms + 10 sends 16 at once: 10 ms),
+    # the watermark 6 ms.
+    assert sm.assumed_sweep_throughput(model) == pytest.approx(500 / 0.141)
+    assert sm.per_shard_throughput(model) == sm.assumed_sweep_throughput(model)
+    assert sm.per_shard_throughput(replace(model, sweep_timers_per_second=900)) == 900
+
+
+def test_the_sweep_uses_the_measured_throughput_file(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = write_measurement(tmp_path / "sweep_scale.json", per_shard=500)
+    data = run_json(
+        capsys,
+        *("--rate", "10000", "--burst", "600000", "--profile", "large"),
+        *("--sweep-measurement", str(path)),
+    )
+    assert data["sweep_throughput_source"] == f"measured: {path}"
+    sweep = data["sweep"]
+    assert isinstance(sweep, dict)
+    assert sweep["per_shard_timers_per_second"] == 500
+    assert sweep["throughput_source"] == f"measured: {path}"
+    assert sweep["shard_seconds"] == pytest.approx(1_200_000 / 32 / 500)  # 75 s
+    assert sweep["seconds"] == pytest.approx(0.1 + 75)
+    measurement = data["sweep_measurement"]
+    assert isinstance(measurement, dict)
+    assert measurement["machine"] == {"cpu": "test"}
+    limits = {entry["name"]: entry for entry in data["limits"]}  # type: ignore[attr-defined]
+    sweep_limit = limits["sweep of the burst minute (s)"]
+    assert sweep_limit["holds"] is False
+    assert "more shards: timer_shards ≥ 54" in sweep_limit["fix"]  # 1.2 M / (44.9 s × 500)
+
+
+def test_without_a_measurement_the_throughput_is_marked_assumed(
+    capsys: pytest.CaptureFixture[str], no_measurement: list[str]
+) -> None:
+    data = run_json(capsys, "--rate", "1000", *no_measurement)
+    assert data["sweep_throughput_source"] == "assumed"
+    assert data["sweep_measurement"] is None
+    sweep = data["sweep"]
+    assert isinstance(sweep, dict)
+    assert sweep["throughput_source"] == "assumed"
+    assert sweep["per_shard_timers_per_second"] == pytest.approx(500 / 0.141, abs=0.1)
+    assert sm.main(["--rate", "1000", *no_measurement]) == 0
+    assert "**assumed**" in capsys.readouterr().out
+
+
+def test_a_measurement_without_the_figure_is_a_cli_error(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = tmp_path / "broken.json"
+    path.write_text(json.dumps({"seconds_to_hand_over": 3}))
+    with pytest.raises(SystemExit) as exited:
+        sm.main(["--rate", "1000", "--sweep-measurement", str(path)])
+    assert exited.value.code == 2
+    assert "per_shard_timers_per_second" in capsys.readouterr().err
+
+
+# --- workers ----------------------------------------------------------------------------------
+
+
+def test_a_batch_runs_its_records_concurrently() -> None:
+    """One thread per record (functions/worker/handler.py): an invocation lasts the early
+    wait + one run + its overhead, whatever the batch size."""
+    model = inputs(run_seconds=0.2, run_overhead_ms=30, early_wait_seconds=0.5)
+    assert sm.invocation_seconds(model) == pytest.approx(0.73)
+    assert sm.invocation_seconds(replace(model, worker_batch_size=1)) == pytest.approx(0.73)
+    assert sm.invocation_seconds(replace(model, run_seconds=2.0)) == pytest.approx(2.53)
+
+
+def test_littles_law_concurrency_and_in_flight() -> None:
+    model = inputs(rate=1_000, run_seconds=1.0, run_overhead_ms=0, early_wait_seconds=0)
+    assert sm.invocation_seconds(model) == 1.0  # a batch of 10 one-second runs, side by side
+    assert sm.concurrency_for(model, 1_000) == 100  # 100 batches/s × 1 s
+    workers = sm.workers_plan(model, queues=1, account_concurrency=10_000)
+    assert workers.in_flight_peak == 1_000
+
+
+def test_queues_split_by_concurrency_and_in_flight() -> None:
+    model = inputs(rate=10_000, burst=600_000)
+    workers = sm.plan(model, scan=False).workers
+    assert workers.concurrency_peak > sm.ESM_MAX_CONCURRENCY
+    assert workers.queues_needed == math.ceil(workers.concurrency_peak / sm.ESM_MAX_CONCURRENCY)
+    # Long runs: in-flight messages, not concurrency, decide the number of queues.
+    long = sm.workers_plan(
+        inputs(rate=1_000, run_seconds=300, worker_batch_size=1),
+        queues=1,
+        account_concurrency=10**6,
+    )
+    assert long.in_flight_peak > sm.SQS_MAX_IN_FLIGHT
+    assert long.queues_needed >= math.ceil(long.in_flight_peak / sm.SQS_MAX_IN_FLIGHT)
+
+
+def test_provisioned_mode_ramp_and_cap() -> None:
+    standard = inputs(rate=1_000, burst=600_000)  # peak 11,000 runs/s
+    provisioned = replace(standard, worker_min_pollers=50, worker_max_pollers=100)
+    assert sm.mapping_cap(standard) == 1_000
+    assert sm.mapping_cap(provisioned) == 1_000  # 100 pollers × 10 concurrent invokes
+    assert provisioned.ramp_per_minute == 1_000
+    assert standard.ramp_per_minute == 300
+    # A poller polls at most 10 times a second (10 messages each): 10 runs/s per unit.
+    assert sm.runs_per_unit(provisioned) == pytest.approx(10)
+    assert sm.runs_per_unit(standard) == pytest.approx(10 / 0.73)
+    fast = sm.workers_plan(provisioned, queues=1, account_concurrency=10_000)
+    slow = sm.workers_plan(standard, queues=1, account_concurrency=10_000)
+    # Provisioned starts at 10 per minimum poller (above the sustained 73) and adds 1,000 a
+    # minute up to the cap: (1,000 − 500) / (1,000 / 60 s) = 30 s.
+    assert fast.start_capacity == 500
+    assert fast.ramp_seconds == pytest.approx(30.0)
+    assert slow.start_capacity == sm.concurrency_for(standard, 1_000)
+    # Standard: from the sustained 73 to the 803 the peak needs, at +300 a minute.
+    assert slow.ramp_seconds == pytest.approx((803 - 73) / 5, abs=0.1)
+    assert fast.drain_seconds < slow.drain_seconds
+    assert fast.pollers_peak == 110  # 11,000 runs/s at 100 per poller
+    # The cap: 100 pollers cannot carry 11,000 runs/s; 200 can.
+    plan = sm.plan(provisioned, scan=False)
+    mapping = check(plan, "worker concurrency per event source mapping")
+    assert (mapping.demand, mapping.limit, mapping.ok) == (1_100, 1_000, False)
+    assert "maximum ≥ 110" in mapping.fix
+    roomy = sm.plan(replace(provisioned, worker_max_pollers=200), scan=False)
+    assert check(roomy, "worker concurrency per event source mapping").ok
+
+
+def test_provisioned_mode_starts_at_the_sustained_capacity() -> None:
+    model = inputs(rate=10_000, burst=600_000, worker_min_pollers=50, worker_max_pollers=800)
+    workers = sm.workers_plan(model, queues=1, account_concurrency=10_000)
+    assert workers.start_capacity == 1_000  # 10,000 runs/s at 10 per unit, above 50 × 10
+    assert workers.pollers_sustained == 100
+    assert workers.pollers_peak == 200
+
+
+def test_capacity_below_the_rate_never_drains() -> None:
+    workers = sm.workers_plan(inputs(rate=20_000, burst=0), queues=1, account_concurrency=1_000)
+    assert math.isinf(workers.drain_seconds)  # 1,000 × 10 / 0.73 s ≈ 13,700 runs/s
+    enough = sm.workers_plan(inputs(rate=20_000, burst=0), queues=2, account_concurrency=4_000)
+    assert not math.isinf(enough.drain_seconds)
+
+
+def test_faster_ramp_drains_the_burst_sooner() -> None:
+    model = inputs(rate=1_000, burst=600_000)
+    slow = sm.workers_plan(model, queues=1, account_concurrency=10_000)
+    fast = sm.workers_plan(
+        replace(model, esm_ramp_per_minute=1_250), queues=1, account_concurrency=10_000
+    )
+    assert fast.drain_seconds < slow.drain_seconds
+    assert fast.max_extra_lateness_seconds <= slow.max_extra_lateness_seconds
+
+
+# --- cost -------------------------------------------------------------------------------------
 
 
 @pytest.mark.parametrize("factor", [2, 5, 10])
@@ -60,42 +323,39 @@ def test_dynamodb_cost_per_million_matches_cost_md() -> None:
     assert cost.sqs / cost.runs_per_month * 1e6 == pytest.approx(0.3 * 0.40)
 
 
+def test_lambda_is_priced_at_arm64_rates() -> None:
+    model = inputs(rate=1_000)
+    cost = sm.plan(model, scan=False).cost
+    invocations = cost.runs_per_month / 10
+    expected = invocations * 0.73 * 0.5 * 0.0000133334 + invocations * 0.20e-6
+    assert cost.lambda_workers == pytest.approx(expected, rel=1e-4)
+
+
+def test_provisioned_pollers_are_paid_for() -> None:
+    standard = sm.plan(inputs(rate=10_000), scan=False).cost
+    assert standard.event_pollers == 0
+    model = inputs(
+        rate=10_000, worker_min_pollers=50, worker_max_pollers=800, other_pollers_minimum=12
+    )
+    cost = sm.plan(model, scan=False).cost
+    # 100 pollers carry the sustained rate (above the minimum 50), plus 12 on the other
+    # mappings, all month at $0.00925 per EPU-hour.
+    assert cost.event_pollers == pytest.approx((100 + 12) * 730 * 0.00925, rel=1e-3)
+    assert cost.total_on_demand == pytest.approx(
+        cost.dynamodb_on_demand
+        + cost.sqs
+        + cost.lambda_workers
+        + cost.lambda_sweeps
+        + cost.event_pollers
+    )
+
+
 def test_provisioned_is_cheaper_than_on_demand_at_a_steady_rate() -> None:
     cost = sm.plan(inputs(rate=1_000), scan=False).cost
     assert cost.dynamodb_provisioned_sustained < cost.dynamodb_on_demand
 
 
-def test_littles_law_concurrency_and_in_flight() -> None:
-    model = inputs(rate=1_000, run_seconds=1.0, run_overhead_ms=0, early_wait_seconds=0)
-    assert sm.invocation_seconds(model) == 10.0  # a batch of 10 one-second runs
-    assert sm.concurrency_for(model, 1_000) == 1_000  # 100 batches/s × 10 s
-    workers = sm.workers_plan(model, queues=1, account_concurrency=10_000)
-    assert workers.in_flight_peak == 10_000
-
-
-def test_queues_split_by_concurrency_and_in_flight() -> None:
-    model = inputs(rate=10_000, burst=600_000)
-    workers = sm.plan(model, scan=False).workers
-    assert workers.concurrency_peak > sm.ESM_MAX_CONCURRENCY
-    assert workers.queues_needed == math.ceil(workers.concurrency_peak / sm.ESM_MAX_CONCURRENCY)
-    # Long runs: in-flight messages, not concurrency, decide the number of queues.
-    long = sm.workers_plan(
-        inputs(rate=1_000, run_seconds=300, worker_batch_size=1),
-        queues=1,
-        account_concurrency=10**6,
-    )
-    assert long.in_flight_peak > sm.SQS_MAX_IN_FLIGHT
-    assert long.queues_needed >= math.ceil(long.in_flight_peak / sm.SQS_MAX_IN_FLIGHT)
-
-
-def test_sweep_fan_out() -> None:
-    sweep = sm.sweep_estimate(inputs(rate=0, burst=1_000_000), shards=20)
-    assert sweep.timers == 1_000_000
-    assert sweep.pages_per_partition == 100  # 50,000 timers per partition, 500 a page
-    assert sweep.queries == 2_000
-    assert sweep.send_batches >= 100_000
-    faster = sm.sweep_estimate(inputs(rate=0, burst=1_000_000, send_parallelism=50), shards=20)
-    assert faster.seconds < sweep.seconds / 10
+# --- checks and breaking points ---------------------------------------------------------------
 
 
 def test_the_plan_flags_a_limit_that_breaks() -> None:
@@ -122,21 +382,18 @@ def test_more_shards_fix_the_timer_partitions() -> None:
     assert check(fixed, "timer partition writes").ok
 
 
-def test_capacity_below_the_rate_never_drains() -> None:
-    workers = sm.workers_plan(inputs(rate=10_000, burst=0), queues=1, account_concurrency=1_000)
-    assert math.isinf(workers.drain_seconds)
-    enough = sm.workers_plan(inputs(rate=10_000, burst=0), queues=3, account_concurrency=4_000)
-    assert not math.isinf(enough.drain_seconds)
+def test_the_single_sweepers_send_check_is_gone() -> None:
+    plan = sm.plan(inputs(rate=10_000, burst=600_000), scan=False)
+    assert not any("send" in c.fix and "parallel" in c.fix for c in plan.checks)
 
 
-def test_faster_ramp_drains_the_burst_sooner() -> None:
-    model = inputs(rate=1_000, burst=300_000)
-    slow = sm.workers_plan(model, queues=3, account_concurrency=10_000)
-    fast = sm.workers_plan(
-        replace(model, esm_ramp_per_minute=1_250), queues=3, account_concurrency=10_000
-    )
-    assert fast.drain_seconds < slow.drain_seconds
-    assert fast.max_extra_lateness_seconds <= slow.max_extra_lateness_seconds
+def test_warm_throughput_raises_the_first_traffic_limit() -> None:
+    model = inputs(rate=10_000)
+    cold = check(sm.plan(model, scan=False), "new on-demand runs table: WRU/s")
+    assert (cold.demand, cold.limit, cold.ok) == (20_000, 4_000, False)
+    warm = sm.plan(replace(model, warm_writes={"runs": 40_000}), scan=False)
+    assert check(warm, "new on-demand runs table: WRU/s").limit == 40_000
+    assert check(warm, "new on-demand runs table: WRU/s").ok
 
 
 def test_warmup_minutes() -> None:
@@ -145,20 +402,138 @@ def test_warmup_minutes() -> None:
     assert sm.warmup_minutes(20_000, 4_000) == 90
 
 
-def test_cli_prints_a_plan_and_json(capsys: pytest.CaptureFixture[str]) -> None:
-    assert sm.main(["--rate", "10000", "--burst", "600000"]) == 0
-    text = capsys.readouterr().out
-    assert "timer shards per minute bucket: 25" in text
-    assert "Breaks first:" in text
-    assert sm.main(["--rate", "10000", "--burst", "600000", "--json"]) == 0
-    data = json.loads(capsys.readouterr().out)
-    assert data["shards_needed"] == 25
-    assert data["broken_first"]
-    assert data["workers_as_configured"]["drain_seconds"] is None  # never drains: null
-
-
 def test_per_table_quota_breaks_above_40k_request_units() -> None:
     at_quota = sm.plan(inputs(rate=20_000), scan=False)  # runs: 2 writes × 20,000/s
     assert check(at_quota, "runs table WRU/s vs per-table quota").ok
     above = sm.plan(inputs(rate=25_000), scan=False)
     assert not check(above, "runs table WRU/s vs per-table quota").ok
+    raised = sm.plan(inputs(rate=25_000, table_quota=60_000), scan=False)
+    assert check(raised, "runs table WRU/s vs per-table quota").ok
+
+
+def test_a_large_deployment_can_hold_every_limit() -> None:
+    """What the model asks for 10,000 runs/s + 600,000 in a minute at the assumed sweep
+    throughput: the per-table read quota and warm reads for the sweeps' job reads."""
+    model = inputs(
+        rate=10_000,
+        burst=600_000,
+        timer_shards=32,
+        job_partitions=8,
+        sweeper_reserved_concurrency=64,
+        worker_min_pollers=50,
+        worker_max_pollers=800,
+        account_concurrency=10_000,
+        table_quota=140_000,
+        warm_reads={"jobs": 140_000, "timers": 20_000, "runs": 12_000},
+        warm_writes={"jobs": 20_000, "timers": 20_000, "runs": 40_000},
+    )
+    plan = sm.plan(model, scan=False)
+    assert [c.name for c in plan.broken()] == []
+
+
+# --- the command line -------------------------------------------------------------------------
+
+
+def test_profile_large_loads_infra_profiles(no_measurement: list[str]) -> None:
+    large = PROFILES["large"]
+    model, as_json, measurement = sm.parse_args(
+        ["--rate", "10000", "--profile", "large", *no_measurement]
+    )
+    assert (as_json, measurement) == (False, None)
+    assert model.profile == "large"
+    assert model.timer_shards == large.timer_shards
+    assert model.job_partitions == large.job_partitions
+    assert model.account_concurrency == large.lambda_concurrency_quota
+    assert model.table_quota == large.table_quota_request_units
+    assert model.sweeper_reserved_concurrency == large.sweeper_reserved_concurrency
+    assert model.sweeper_memory_mb == large.sweeper_memory_mib
+    assert large.worker_pollers is not None
+    normal = large.worker_pollers["normal"]
+    assert (model.worker_min_pollers, model.worker_max_pollers) == (normal.minimum, normal.maximum)
+    assert model.provisioned
+    assert model.other_pollers_minimum == sum(
+        p.minimum for k, p in large.worker_pollers.items() if k != "normal"
+    )
+    for table, warm in large.warm_throughput.items():
+        assert model.warm_reads[table] == warm.reads
+        assert model.warm_writes[table] == warm.writes
+
+
+def test_the_default_profile_is_the_default(no_measurement: list[str]) -> None:
+    model, _, _ = sm.parse_args(["--rate", "100", *no_measurement])
+    default = PROFILES["default"]
+    assert model.profile == "default"
+    assert model.timer_shards == default.timer_shards
+    assert model.provisioned is (default.worker_pollers is not None)
+
+
+def test_cli_options_override_the_profile(no_measurement: list[str]) -> None:
+    model, _, _ = sm.parse_args(
+        [
+            *("--rate", "10000", "--profile", "large", *no_measurement),
+            *("--timer-shards", "40", "--job-partitions", "2", "--table-quota", "80000"),
+            *("--account-concurrency", "3000", "--worker-pollers", "none"),
+        ]
+    )
+    assert (model.timer_shards, model.job_partitions, model.table_quota) == (40, 2, 80_000)
+    assert model.account_concurrency == 3_000
+    assert not model.provisioned
+    pollers, _, _ = sm.parse_args(["--rate", "1", "--worker-pollers", "10,300", *no_measurement])
+    assert (pollers.worker_min_pollers, pollers.worker_max_pollers) == (10, 300)
+
+
+def test_an_unknown_profile_is_a_cli_error(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as exited:
+        sm.parse_args(["--rate", "1", "--profile", "huge"])
+    assert exited.value.code == 2
+    assert "invalid choice: 'huge'" in capsys.readouterr().err
+
+
+def test_json_lists_every_limit(
+    capsys: pytest.CaptureFixture[str], no_measurement: list[str]
+) -> None:
+    data = run_json(capsys, "--rate", "10000", "--burst", "600000", *no_measurement)
+    checks = data["checks"]
+    limits = data["limits"]
+    assert isinstance(checks, list)
+    assert isinstance(limits, list)
+    assert [entry["name"] for entry in limits] == [c["name"] for c in checks]
+    for entry in limits:
+        assert set(entry) >= {"name", "holds", "demand", "limit", "ratio", "fix", "breaks_at_rate"}
+        assert isinstance(entry["holds"], bool)
+    assert any(not entry["holds"] for entry in limits)
+    assert data["profile"] == "default"
+    # The keys that were there before stay.
+    for key in ("inputs", "shards_needed", "sustained", "peak", "sweep", "workers", "cost"):
+        assert key in data
+    assert data["broken_first"]
+
+
+def test_cli_prints_a_plan_and_json(
+    capsys: pytest.CaptureFixture[str], no_measurement: list[str]
+) -> None:
+    assert sm.main(["--rate", "10000", "--burst", "600000", *no_measurement]) == 0
+    text = capsys.readouterr().out
+    assert "timer shards needed: 25" in text
+    assert "Breaks first:" in text
+    data = run_json(capsys, "--rate", "20000", "--burst", "0", *no_measurement)
+    assert data["shards_needed"] == 25
+    assert data["broken_first"]
+    assert data["workers_as_configured"]["drain_seconds"] is None  # type: ignore[index]
+
+
+def test_runs_from_any_directory(tmp_path: Path, no_measurement: list[str]) -> None:
+    """Run as a script outside the repository, it still finds infra/profiles.py."""
+    script = Path(sm.__file__).resolve()
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    done = subprocess.run(
+        [sys.executable, str(script), "--rate", "100", "--profile", "large", *no_measurement],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        check=False,
+        timeout=60,
+    )
+    assert done.returncode == 0, done.stderr
+    assert "profile `large`" in done.stdout
