@@ -510,8 +510,13 @@ class Bench:
         self.recorder.take()
         self.log.reset()
         start = now_ms() + lead_ms
-        # Recurring jobs end with the window: no occurrence (and no request) after it.
-        until = {"end_at": rfc3339(start + seconds * 1000)}
+        # Recurring jobs end with the window: no occurrence (and no request) after it. A
+        # `* * * * *` job needs a minute boundary before its end to exist at all: a short window
+        # that crosses none ends it at the next one (that occurrence falls after the window and
+        # is not counted), so the scenario runs whatever the clock's phase.
+        end_ms = start + seconds * 1000
+        until = {"end_at": rfc3339(end_ms)}
+        until_cron = {"end_at": rfc3339(max(end_ms, (start // 60_000 + 1) * 60_000))}
         raws: list[dict[str, Any]] = []
         dues: list[int] = []
         one_off_index: list[int] = []
@@ -523,7 +528,9 @@ class Bench:
                 raws.append({"schedule": {"rate_seconds": 10, **until}, "target": NOOP_TARGET})
                 recurring.append((i, "rate"))
             elif kind == 1:  # 5%: a cron job (every minute)
-                raws.append({"schedule": {"cron": "* * * * *", **until}, "target": NOOP_TARGET})
+                raws.append(
+                    {"schedule": {"cron": "* * * * *", **until_cron}, "target": NOOP_TARGET}
+                )
                 recurring.append((i, "cron"))
             elif kind < 6:  # 20%: delay_seconds (whole seconds from submission)
                 raws.append({"schedule": {"at": rfc3339(due)}, "target": NOOP_TARGET})

@@ -1,12 +1,15 @@
 """AWS scale model of duetime: what a sustained rate plus a top-of-minute burst needs.
 
-A pure model (no AWS calls): from the requests per run measured in docs/cost.md, the per-shard
-sweep throughput measured by scripts/sweep_scale.py and AWS's published limits, compute shards
-per minute bucket, the per-shard sweeps of the burst minute, the queues and worker concurrency,
-the monthly cost, and which limit breaks first, for a deployment profile (infra/profiles.py).
+A pure model (no AWS calls): from the requests per run of the code (docs/cost.md), the per-shard
+sweep throughputs measured by scripts/sweep_scale.py (one-off timers, recurring timers) and AWS's
+published limits, compute shards per minute bucket, the per-shard sweeps of the burst minute,
+the queues and worker concurrency, the monthly cost, and which limit breaks first, for a
+deployment profile (infra/profiles.py).
 
     .venv/bin/python scripts/scale_model.py --rate 10000 --burst 600000 [--profile large]
-    [--sweep-measurement docs/figures/sweep_scale.json] [--run-seconds 0.2] [--json]
+    [--sweep-measurement docs/figures/sweep_scale.json]
+    [--sweep-measurement-recurring docs/figures/sweep_scale_recurring.json]
+    [--recurring-share 0.5] [--run-seconds 0.2] [--json]
 
 docs/scaling.md explains the model and its assumptions.
 """
@@ -92,15 +95,28 @@ HOURS_PER_MONTH = 730
 
 # --- duetime constants (shared/duetime/services/sweep.py, coordinator.py, adapters) --------
 PAGE_SIZE = 500  # timers per Query page
-BATCH_GET = 100  # timers handed over at once: one BatchGetItem of their jobs
+HANDOVER_GROUP = 160  # timers handed over at once (the sweep's groups)
+BATCH_GET = 100  # keys per BatchGetItem (a recurring group's jobs)
+BATCH_WRITE = 25  # requests per BatchWriteItem (a recurring group's next timers)
 PARALLEL_SENDS = 16  # SendMessageBatch calls at once (duetime.adapters.sqs)
 SWEEP_DEADLINE_SECONDS = 45.0
 COORDINATOR_SECONDS = 0.1  # read the shards' progress, start one async invoke per shard
-# Job reads per run: the sweep's BatchGetItem and the worker's GetItem (strongly consistent).
+# Job reads (strongly consistent, 1 unit each). A one-off's timer carries its queue: the sweep
+# turns it into a message without reading the job (services/sweep.py `_dispatch`,
+# ports.Timer.message). A recurring job's timer makes the sweep read the job (BatchGetItem, to
+# plan the chain): SWEEP_JOB_READS per *recurring* timer. The worker reads the job (GetItem)
+# once per run: WORKER_JOB_READS.
 SWEEP_JOB_READS = 1
 WORKER_JOB_READS = 1
-# scripts/sweep_scale.py writes its measurement here (relative to the repository).
+# Horizon reads (the shard's state item, strongly consistent): whoever writes a timer reads its
+# shard's horizon after the write. The API: one per timer it writes. A sweep continuing chains:
+# one per hand-over group whose chains it wrote (services/dispatch.py `_read_horizons`; see
+# `horizon_reads_per_chain_timer`).
+HORIZON_READS_PER_TIMER = 1
+# scripts/sweep_scale.py writes its measurements here (relative to the repository): all
+# one-off timers, and its run with --recurring-share 1.0 (every sustained timer recurring).
 DEFAULT_SWEEP_MEASUREMENT = Path("docs/figures/sweep_scale.json")
+DEFAULT_SWEEP_MEASUREMENT_RECURRING = Path("docs/figures/sweep_scale_recurring.json")
 
 
 @dataclass(frozen=True)
@@ -111,19 +127,21 @@ class Inputs:
     rate: float  # sustained runs per second
     burst: int  # extra runs due in one minute (a top-of-minute burst)
     run_seconds: float = 0.2  # a target's execution time
-    # Workload shape.
-    recurring_share: float = 0.0  # share of runs that are occurrences of recurring jobs
+    # Workload shape. The burst is one-off runs; `recurring_share` is of the sustained rate.
+    recurring_share: float = 0.0  # share of sustained runs that are recurring occurrences
     occurrences_per_sweep: float = 1.0  # a recurring job's occurrences per timer write
-    timer_share: float = 1.0  # share of sustained runs that go through a timer (not fast path)
+    timer_share: float = 1.0  # share of sustained one-off runs that go through a timer
     burst_write_seconds: float = 60.0  # the burst's timers were submitted over this long
     burst_drain_seconds: float = 60.0  # the burst falls due over this long
     hot_tenant_share: float = 0.1  # the largest tenant's share of submissions
     bursts_per_day: float = 1.0
-    # Requests per run (docs/cost.md, measured by tests/integration/test_cost.py).
-    writes_one_off: float = 4.0
-    reads_one_off: float = 3.0
-    writes_recurring: float = 2.0  # plus a timer write per job per sweep
-    reads_recurring: float = 2.0
+    # Requests per run (docs/cost.md: writes measured by tests/integration/test_cost.py; reads
+    # from the code: services/sweep.py, services/dispatch.py, the worker).
+    writes_one_off: float = 4.0  # job item, timer, claim, outcome
+    reads_one_off: float = 2.0  # the worker's GetItem of the job + the horizon after the timer
+    writes_recurring: float = 2.0  # claim, outcome; plus a timer write per job per sweep
+    reads_recurring: float = 1.0  # the worker's GetItem; plus per job per sweep: its job read
+    # by the sweep and a share of a horizon read (one per hand-over group)
     sqs_per_run: float = 0.3
     timer_item_bytes: int = 150
     message_bytes: int = 512  # a run message (assumed; for the poller's 1 MB/s)
@@ -132,11 +150,16 @@ class Inputs:
     batch_get_ms: float = 15.0  # BatchGetItem of 100 jobs
     send_batch_ms: float = 10.0  # SendMessageBatch of 10
     write_ms: float = 6.0  # a conditional write (lease, watermark)
+    batch_write_ms: float = 10.0  # BatchWriteItem of 25 (a recurring group's next timers)
     run_overhead_ms: float = 30.0  # claim + outcome + job read around each run
     early_wait_seconds: float = 0.5  # messages arrive up to 1 s early; the worker waits
-    # The sweep: one invocation per shard, all started at once by the coordinator.
-    sweep_timers_per_second: float | None = None  # per shard, measured; None: assumed
+    # The sweep: one invocation per shard, all started at once by the coordinator. Per shard,
+    # one-off timers and recurring timers are handed over at different rates (measured; None:
+    # assumed from the latencies).
+    sweep_timers_per_second: float | None = None  # one-off timers per second per shard
     sweep_throughput_source: str = "assumed"  # or "measured: <file>"
+    sweep_recurring_timers_per_second: float | None = None  # recurring timers, per shard
+    sweep_recurring_throughput_source: str = "assumed"
     coordinator_seconds: float = COORDINATOR_SECONDS
     # A throttled DynamoDB call is retried (botocore standard mode, 5 attempts: ≈ 7.5 s of
     # backoff on average): reads above a limit for less than this only slow the sweep.
@@ -176,8 +199,15 @@ class Inputs:
 
     @property
     def reads_per_run(self) -> float:
+        """Read units per run: a one-off's worker read and horizon read; a recurring
+        occurrence's worker read plus, per timer (job per sweep), the sweep's job read and its
+        share of a horizon read."""
         share = self.recurring_share
-        return (1 - share) * self.reads_one_off + share * self.reads_recurring
+        horizon = horizon_reads_per_chain_timer(
+            (1 - share) * self.timer_share, share / self.occurrences_per_sweep
+        )
+        recurring = self.reads_recurring + (SWEEP_JOB_READS + horizon) / self.occurrences_per_sweep
+        return (1 - share) * self.reads_one_off + share * recurring
 
     @property
     def provisioned(self) -> bool:
@@ -232,16 +262,28 @@ class Tables:
 @dataclass(frozen=True)
 class SweepMeasurement:
     """What scripts/sweep_scale.py measured: the real shard-sweep code with simulated AWS
-    latencies (`inputs`), on `machine`."""
+    latencies (`inputs`), on `machine`. `per_shard_timers_per_second` is over all the timers
+    it swept: `one_off_timers` and `recurring_timers` (its burst is one-off; its
+    `--recurring-share` is of the sustained timers)."""
 
     path: str
     per_shard_timers_per_second: float
     seconds_to_hand_over: float | None
     max_shard_seconds: float | None
     shards: int | None
-    timers: int | None
+    timers: int
+    one_off_timers: int
+    recurring_timers: int
+    lost: int | None
+    duplicates: int | None
     inputs: Any
     machine: Any
+    time: Any = None  # cpu and wait seconds, waits by call
+
+    @property
+    def shard_seconds(self) -> float:
+        """The shards' sweep seconds, summed: timers ÷ the per-shard throughput."""
+        return self.timers / self.per_shard_timers_per_second
 
 
 @dataclass(frozen=True)
@@ -250,19 +292,25 @@ class Sweep:
     handed over when the slowest shard finishes."""
 
     timers: int  # timers in the burst minute
+    one_off_timers: int  # sent without reading their jobs
+    recurring_timers: int  # each: its job read, its next timer written
     shards: int
     timers_per_shard: int
     pages_per_partition: int
     queries: int  # Query pages, all shards
-    batch_gets: int  # BatchGetItem calls (jobs), all shards
-    send_batches: int  # SendMessageBatch calls, all shards
-    per_shard_timers_per_second: float
+    batch_gets: int  # BatchGetItem calls of recurring timers' jobs, all shards
+    send_batches: int  # SendMessageBatch calls, all shards (the timers' own occurrences)
+    per_shard_timers_per_second: float  # one-off timers
     throughput_source: str  # "assumed" or "measured: <file>"
-    shard_seconds: float  # the slowest shard at that throughput
-    read_bound_seconds: float  # reading every job at the jobs table's quota (less workers')
+    per_shard_recurring_timers_per_second: float
+    recurring_throughput_source: str
+    shard_seconds: float  # the slowest shard: one-off ÷ their rate + recurring ÷ theirs
+    read_bound_seconds: float  # reading the recurring timers' jobs within the jobs table's quota
     seconds: float  # coordinator + the slower of the two: when the minute is handed over
     deadline_seconds: float
-    jobs_rru_while_sweeping: float  # what the shards ask of the jobs table, plus the workers
+    jobs_rru_while_sweeping: float  # the workers' job reads plus the sweeps' (recurring)
+    timers_wru_while_sweeping: float  # the API's timer writes plus the chains' next timers
+    timers_rru_while_sweeping: float  # horizon reads plus the sweeps' Query pages
     shards_for_deadline: int  # shards whose sweeps finish within the deadline
 
 
@@ -325,6 +373,7 @@ class Plan:
 
     breaking_scale: dict[str, float] = field(default_factory=dict)
     sweep_measurement: SweepMeasurement | None = None
+    sweep_measurement_recurring: SweepMeasurement | None = None
 
     def broken(self) -> list[Check]:
         """Limits that break, first to break (at the lowest load) first."""
@@ -369,27 +418,109 @@ def load_sweep_measurement(path: Path) -> SweepMeasurement | None:
     throughput = data.get("per_shard_timers_per_second") if isinstance(data, dict) else None
     if not isinstance(throughput, int | float) or throughput <= 0:
         raise ValueError(f"{path}: no positive per_shard_timers_per_second")
+    timers = data.get("handed_over") or data.get("timers")
+    if not isinstance(timers, int) or timers <= 0:
+        raise ValueError(f"{path}: no positive timers")
+    recurring = _recurring_timers(data, timers)
     return SweepMeasurement(
         path=_shown(path),
         per_shard_timers_per_second=float(throughput),
         seconds_to_hand_over=data.get("seconds_to_hand_over"),
         max_shard_seconds=data.get("max_shard_seconds"),
         shards=data.get("shards"),
-        timers=data.get("timers"),
+        timers=timers,
+        one_off_timers=timers - recurring,
+        recurring_timers=recurring,
+        lost=data.get("lost"),
+        duplicates=data.get("duplicates"),
         inputs=data.get("inputs"),
         machine=data.get("machine"),
+        time=data.get("time"),
     )
 
 
-def with_measurement(inputs: Inputs, measurement: SweepMeasurement | None) -> Inputs:
-    """`inputs` with the measured per-shard sweep throughput (or the assumed one, marked)."""
-    if measurement is None:
-        return replace(inputs, sweep_timers_per_second=None, sweep_throughput_source="assumed")
+def _recurring_timers(data: dict[str, Any], timers: int) -> int:
+    """How many of a measurement's timers were recurring: each continued its chain with one
+    next timer (`chain_timers`); else its inputs' share of the sustained timers."""
+    chains = data.get("chain_timers")
+    if isinstance(chains, int) and chains >= 0:
+        return min(chains, timers)
+    inputs = data.get("inputs")
+    if isinstance(inputs, dict):
+        share = inputs.get("recurring_share") or 0.0
+        sustained = inputs.get("sustained_timers") or 0
+        return min(timers, round(share * sustained))
+    return 0
+
+
+def with_measurement(
+    inputs: Inputs,
+    measurement: SweepMeasurement | None,
+    recurring: SweepMeasurement | None = None,
+) -> Inputs:
+    """`inputs` with the per-shard throughputs of one-off and of recurring timers.
+
+    A measurement gives one equation: its shards' sweep seconds = one-off timers × a +
+    recurring timers × b (a, b: seconds per timer of each kind). `measurement` (all one-off
+    timers) and `recurring` (a run with recurring timers) together give a and b; a kind
+    without its measurement is assumed from the per-call latencies (and marked "assumed"),
+    and the other measurement is read with that assumed figure for the kind it lacks."""
+    if measurement is not None and measurement.one_off_timers <= 0:
+        raise ValueError(f"{measurement.path}: no one-off timers")
+    if recurring is not None and recurring.recurring_timers <= 0:
+        raise ValueError(
+            f"{recurring.path}: no recurring timers (run scripts/sweep_scale.py with "
+            "--recurring-share 1.0)"
+        )
+    a_assumed = 1 / assumed_sweep_throughput(inputs)
+    b_assumed = 1 / assumed_recurring_sweep_throughput(inputs)
+    a: float = a_assumed
+    b: float = b_assumed
+    if measurement is not None and recurring is not None:
+        a, b = _solve(measurement, recurring)
+    elif measurement is not None:
+        a = (measurement.shard_seconds - measurement.recurring_timers * b) / (
+            measurement.one_off_timers
+        )
+    elif recurring is not None:
+        b = (recurring.shard_seconds - recurring.one_off_timers * a) / recurring.recurring_timers
+    for value, m in ((a, measurement), (b, recurring)):
+        if value <= 0 or not math.isfinite(value):
+            shown = m.path if m else "the measurements"
+            raise ValueError(f"{shown}: no positive per-timer time left for its kind")
+    one_off_source = "assumed"
+    recurring_source = "assumed"
+    if measurement is not None:
+        one_off_source = f"measured: {measurement.path}"
+        if measurement.recurring_timers and recurring is None:
+            one_off_source += " (its recurring timers at the assumed rate)"
+    if recurring is not None:
+        recurring_source = f"measured: {recurring.path}"
+        if recurring.one_off_timers:
+            recurring_source += (
+                " (its one-off timers at the measured one-off rate)"
+                if measurement is not None
+                else " (its one-off timers at the assumed rate)"
+            )
     return replace(
         inputs,
-        sweep_timers_per_second=measurement.per_shard_timers_per_second,
-        sweep_throughput_source=f"measured: {measurement.path}",
+        sweep_timers_per_second=round(1 / a, 1) if measurement else None,
+        sweep_throughput_source=one_off_source,
+        sweep_recurring_timers_per_second=round(1 / b, 1) if recurring else None,
+        sweep_recurring_throughput_source=recurring_source,
     )
+
+
+def _solve(one_off: SweepMeasurement, recurring: SweepMeasurement) -> tuple[float, float]:
+    """Seconds per one-off and per recurring timer from two measurements (Cramer's rule)."""
+    n1, r1, t1 = one_off.one_off_timers, one_off.recurring_timers, one_off.shard_seconds
+    n2, r2, t2 = recurring.one_off_timers, recurring.recurring_timers, recurring.shard_seconds
+    det = n1 * r2 - r1 * n2
+    if det == 0:
+        raise ValueError(
+            f"{one_off.path} and {recurring.path}: the same mix of timers, no separate rates"
+        )
+    return (t1 * r2 - r1 * t2) / det, (n1 * t2 - t1 * n2) / det
 
 
 def _shown(path: Path) -> str:
@@ -407,19 +538,48 @@ def peak_run_rate(inputs: Inputs) -> float:
     return inputs.rate + inputs.burst / inputs.burst_drain_seconds
 
 
-def timer_writes_per_second(inputs: Inputs, *, burst: bool = True) -> float:
-    """Timer writes per second into one minute bucket: the sustained timers (a fixed delay puts
-    them all in one bucket) plus the burst's timers written over `burst_write_seconds`."""
-    sustained = inputs.rate * inputs.timer_share
+def one_off_timers_per_second(inputs: Inputs, *, burst: bool = True) -> float:
+    """The API's timer writes per second into one minute bucket: the sustained one-off timers
+    (a fixed delay puts them all in one bucket) plus the burst's, written over
+    `burst_write_seconds`."""
+    sustained = (1 - inputs.recurring_share) * inputs.rate * inputs.timer_share
     return sustained + (inputs.burst / inputs.burst_write_seconds if burst else 0.0)
 
 
+def horizon_reads_per_chain_timer(one_off: float, recurring: float) -> float:
+    """Horizon reads per recurring timer swept, when a minute holds `one_off` and `recurring`
+    timers (or their rates): the sweep reads its shard's horizon once per hand-over group of
+    160 timers whose chains it continued, so 1/160 when every timer is recurring, more when
+    one-off timers fill the groups, at most 1."""
+    if recurring <= 0:
+        return 0.0
+    share = recurring / (one_off + recurring)
+    return min(1.0, 1 / (HANDOVER_GROUP * share))
+
+
+def chain_timers_per_second(inputs: Inputs) -> float:
+    """Next timers the sweeps write for recurring chains, per second on average: one per job
+    per sweep (`occurrences_per_sweep` occurrences each)."""
+    return inputs.recurring_share * inputs.rate / inputs.occurrences_per_sweep
+
+
+def timer_writes_per_second(inputs: Inputs, *, burst: bool = True) -> float:
+    """Timer writes per second into one minute bucket, averaged: the API's one-off timers plus
+    the recurring chains' next timers."""
+    return one_off_timers_per_second(inputs, burst=burst) + chain_timers_per_second(inputs)
+
+
 def horizon_reads_per_second(inputs: Inputs, *, burst: bool = True) -> float:
-    """Strongly consistent reads of horizon items: one per timer write (the writer reads the
-    horizon of the timer's shard after the write), recurring chains' timers included."""
-    runs = peak_run_rate(inputs) if burst else inputs.rate
-    recurring_timers = inputs.recurring_share * runs / inputs.occurrences_per_sweep
-    return timer_writes_per_second(inputs, burst=burst) + recurring_timers
+    """Strongly consistent reads of horizon items (a shard's state), averaged: the API reads
+    its timer's shard after each timer write; a sweep reads its shard once per hand-over group
+    whose chains it continued."""
+    one_off = one_off_timers_per_second(inputs, burst=burst)
+    chains = chain_timers_per_second(inputs)
+    sustained = one_off_timers_per_second(inputs, burst=False)
+    return (
+        HORIZON_READS_PER_TIMER * one_off
+        + horizon_reads_per_chain_timer(sustained, chains) * chains
+    )
 
 
 def shards_needed(inputs: Inputs) -> int:
@@ -442,75 +602,182 @@ def table_load(inputs: Inputs, *, burst: bool) -> Tables:
     submissions = (1 - inputs.recurring_share) * inputs.rate + (
         inputs.burst / inputs.burst_write_seconds if burst else 0.0
     )
-    timer_writes = timer_writes_per_second(inputs, burst=burst)
-    recurring_timers = inputs.recurring_share * runs / inputs.occurrences_per_sweep
-    # Reads: the worker's GetItem of the job and the sweeper's BatchGetItem (strongly
-    # consistent, 1 unit each); every timer write reads its shard's horizon (1 unit).
+    # Reads: the worker's GetItem of the job for every run and the sweep's BatchGetItem for
+    # every recurring timer (strongly consistent, 1 unit each); the horizon reads.
     return Tables(
         jobs_wru=submissions,
-        jobs_rru=(SWEEP_JOB_READS + WORKER_JOB_READS) * runs,
-        timers_wru=timer_writes + recurring_timers,
+        jobs_rru=WORKER_JOB_READS * runs + SWEEP_JOB_READS * chain_timers_per_second(inputs),
+        timers_wru=timer_writes_per_second(inputs, burst=burst),
         timers_rru=horizon_reads_per_second(inputs, burst=burst),
         runs_wru=2 * runs,
         runs_rru=0.0,
     )
 
 
+def _group_sizes(page_size: int) -> list[int]:
+    """The hand-over groups of a full page."""
+    return [min(HANDOVER_GROUP, page_size - start) for start in range(0, page_size, HANDOVER_GROUP)]
+
+
+def _send_waves(messages: int, inputs: Inputs) -> int:
+    """SendMessageBatch latencies for `messages`: batches of 10, `send_parallelism` at once."""
+    return math.ceil(math.ceil(messages / SQS_BATCH) / max(1, inputs.send_parallelism))
+
+
 def assumed_sweep_throughput(inputs: Inputs) -> float:
-    """Timers per second one shard's sweep hands over, from the per-call latencies alone: per
-    page a Query, then per group of 100 a BatchGetItem and its 10 SendMessageBatch calls
-    (`send_parallelism` at once), then the watermark write. No CPU time: an assumption until
-    scripts/sweep_scale.py has measured the real code."""
-    groups = math.ceil(inputs.page_size / BATCH_GET)
-    waves = math.ceil(math.ceil(BATCH_GET / SQS_BATCH) / max(1, inputs.send_parallelism))
+    """One-off timers per second one shard's sweep hands over, from the per-call latencies
+    alone: per page a Query, per hand-over group of 160 its SendMessageBatch calls
+    (`send_parallelism` at once; no job read: the timer carries its queue), then the watermark
+    write. No CPU time: an assumption until scripts/sweep_scale.py has measured the code."""
+    groups = _group_sizes(inputs.page_size)
     page_ms = (
         inputs.query_ms
-        + groups * (inputs.batch_get_ms + waves * inputs.send_batch_ms)
+        + sum(_send_waves(g, inputs) * inputs.send_batch_ms for g in groups)
         + inputs.write_ms
     )
     return inputs.page_size / page_ms * 1000
 
 
+def assumed_recurring_sweep_throughput(inputs: Inputs) -> float:
+    """Recurring timers per second one shard's sweep hands over, from the latencies alone: per
+    group of 160 the BatchGetItem of its jobs (per 100), the BatchWriteItem of their next
+    timers (per 25, one after another), the horizon read after them, the sends of one message
+    per timer; per page a Query and the watermark write. No CPU time."""
+    groups = _group_sizes(inputs.page_size)
+    page_ms = inputs.query_ms + inputs.write_ms
+    for g in groups:
+        page_ms += (
+            math.ceil(g / BATCH_GET) * inputs.batch_get_ms
+            + math.ceil(g / BATCH_WRITE) * inputs.batch_write_ms
+            + inputs.batch_get_ms  # the shard's horizon, after the writes
+            + _send_waves(g, inputs) * inputs.send_batch_ms
+        )
+    return inputs.page_size / page_ms * 1000
+
+
 def throughput_source(inputs: Inputs) -> str:
-    """Where the per-shard throughput comes from: "assumed", "measured: <file>" or "given"."""
+    """Where the one-off throughput comes from: "assumed", "measured: <file>" or "given"."""
     if not inputs.sweep_timers_per_second:
         return "assumed"
     source = inputs.sweep_throughput_source
     return "given" if source == "assumed" else source
 
 
+def recurring_throughput_source(inputs: Inputs) -> str:
+    if not inputs.sweep_recurring_timers_per_second:
+        return "assumed"
+    source = inputs.sweep_recurring_throughput_source
+    return "given" if source == "assumed" else source
+
+
 def per_shard_throughput(inputs: Inputs) -> float:
-    """Timers per second one shard's sweep hands over: measured, else assumed."""
+    """One-off timers per second one shard's sweep hands over: measured, else assumed."""
     return inputs.sweep_timers_per_second or assumed_sweep_throughput(inputs)
 
 
-def sweep_read_rate(inputs: Inputs, timers: float, shards: int) -> float:
-    """Job reads per second the shards' sweeps ask of the jobs table for a minute holding
-    `timers`: every shard reads at its throughput. Reads above a limit for less than
-    `throttle_absorb_seconds` only slow the sweep down (throttled calls are retried), so a
-    shorter sweep counts as spread over that long."""
-    if timers <= 0:
-        return 0.0
-    seconds = timers / (shards * per_shard_throughput(inputs))
-    return SWEEP_JOB_READS * timers / max(inputs.throttle_absorb_seconds, seconds)
+def per_shard_recurring_throughput(inputs: Inputs) -> float:
+    """Recurring timers per second one shard's sweep hands over: measured, else assumed."""
+    return inputs.sweep_recurring_timers_per_second or assumed_recurring_sweep_throughput(inputs)
 
 
-def jobs_reads_while_sweeping(inputs: Inputs, shards: int, *, burst: bool = True) -> float:
-    """Jobs table RRU/s while a minute is swept: the sweep of the burst minute runs in the
-    minute before it falls due (lookahead 1; the workers run the sustained rate), the sweep
-    of the next minute while the burst falls due. Without a burst: a sustained minute."""
-    minute = inputs.rate * inputs.timer_share * 60
-    before = WORKER_JOB_READS * inputs.rate + sweep_read_rate(
-        inputs, minute + (inputs.burst if burst else 0), shards
-    )
-    during = WORKER_JOB_READS * (peak_run_rate(inputs) if burst else inputs.rate) + sweep_read_rate(
-        inputs, minute, shards
-    )
-    return max(before, during)
+def minute_timers(inputs: Inputs, *, burst: bool = True) -> tuple[int, int]:
+    """(one-off, recurring) timers in one minute bucket: the burst minute, or a sustained one."""
+    one_off = (1 - inputs.recurring_share) * inputs.rate * inputs.timer_share * 60
+    recurring = inputs.recurring_share * inputs.rate * 60 / inputs.occurrences_per_sweep
+    return math.ceil(one_off + (inputs.burst if burst else 0)), math.ceil(recurring)
 
 
 def burst_minute_timers(inputs: Inputs) -> int:
-    return math.ceil(inputs.rate * inputs.timer_share * 60 + inputs.burst)
+    return sum(minute_timers(inputs))
+
+
+def shard_seconds(inputs: Inputs, one_off: int, recurring: int, shards: int) -> float:
+    """One shard's sweep of its share of a minute: one-off timers at their rate, recurring
+    timers at theirs."""
+    return math.ceil(one_off / shards) / per_shard_throughput(inputs) + math.ceil(
+        recurring / shards
+    ) / per_shard_recurring_throughput(inputs)
+
+
+@dataclass(frozen=True)
+class SweepLoad:
+    """What the shards' sweeps of one minute ask of the tables, per second while they run.
+    Above a limit for less than `throttle_absorb_seconds` a load only slows the sweep down
+    (throttled calls are retried), so a shorter sweep counts as spread over that long."""
+
+    job_reads: float  # the recurring timers' jobs (BatchGetItem, strongly consistent)
+    chain_writes: float  # their next timers
+    timer_reads: float  # the Query pages (strongly consistent) and the chains' horizon reads
+
+
+def sweep_load(inputs: Inputs, one_off: int, recurring: int, shards: int) -> SweepLoad:
+    """The N shards read jobs and write next timers only while they hand recurring timers
+    over, at N × their recurring rate; they read timer pages throughout the sweep."""
+    absorb = inputs.throttle_absorb_seconds
+    recurring_seconds = math.ceil(recurring / shards) / per_shard_recurring_throughput(inputs)
+    seconds = shard_seconds(inputs, one_off, recurring, shards)
+    chains = recurring / max(absorb, recurring_seconds) if recurring else 0.0
+    pages = (one_off + recurring) * query_units_per_timer(inputs)
+    return SweepLoad(
+        job_reads=SWEEP_JOB_READS * chains,
+        chain_writes=chains,
+        timer_reads=(pages / max(absorb, seconds) if pages else 0.0)
+        + horizon_reads_per_chain_timer(one_off, recurring) * chains,
+    )
+
+
+def query_units_per_timer(inputs: Inputs) -> float:
+    """Read units of a full Query page (its items' bytes summed, rounded up to 4 KB, strongly
+    consistent) per timer."""
+    return math.ceil(inputs.page_size * inputs.timer_item_bytes / READ_UNIT_BYTES) / (
+        inputs.page_size
+    )
+
+
+@dataclass(frozen=True)
+class WhileSweeping:
+    """Request units per second on the jobs and timers tables while a minute is swept: the
+    per-second peaks, far above the per-minute averages when the sweeps are short."""
+
+    jobs_rru: float
+    timers_wru: float
+    timers_rru: float
+
+
+def while_sweeping(inputs: Inputs, shards: int, *, burst: bool = True) -> WhileSweeping:
+    """The burst minute is swept in the minute before it falls due (lookahead 1; the workers
+    run the sustained rate, the API writes later minutes' timers); the next minute is swept
+    while it falls due (the workers at the peak); the burst's timers were written before its
+    minute was swept, while the sweep of an ordinary minute ran. Without a burst: an ordinary
+    minute. Each table takes the larger of its loads in those windows."""
+    ordinary = sweep_load(inputs, *minute_timers(inputs, burst=False), shards)
+    if not burst:
+        return WhileSweeping(
+            jobs_rru=WORKER_JOB_READS * inputs.rate + ordinary.job_reads,
+            timers_wru=one_off_timers_per_second(inputs, burst=False) + ordinary.chain_writes,
+            timers_rru=HORIZON_READS_PER_TIMER * one_off_timers_per_second(inputs, burst=False)
+            + ordinary.timer_reads,
+        )
+    swept = sweep_load(inputs, *minute_timers(inputs, burst=True), shards)
+    api_sustained = one_off_timers_per_second(inputs, burst=False)
+    api_peak = one_off_timers_per_second(inputs, burst=True)
+    return WhileSweeping(
+        jobs_rru=max(
+            WORKER_JOB_READS * inputs.rate + swept.job_reads,
+            WORKER_JOB_READS * peak_run_rate(inputs) + ordinary.job_reads,
+        ),
+        timers_wru=max(api_sustained + swept.chain_writes, api_peak + ordinary.chain_writes),
+        timers_rru=max(
+            HORIZON_READS_PER_TIMER * api_sustained + swept.timer_reads,
+            HORIZON_READS_PER_TIMER * api_peak + ordinary.timer_reads,
+        ),
+    )
+
+
+def jobs_reads_while_sweeping(inputs: Inputs, shards: int, *, burst: bool = True) -> float:
+    """Jobs table RRU/s while a minute is swept: the workers' reads plus the sweeps' reads of
+    the recurring timers' jobs (none for one-off timers)."""
+    return while_sweeping(inputs, shards, burst=burst).jobs_rru
 
 
 def shards_for_deadline(inputs: Inputs) -> int:
@@ -518,38 +785,52 @@ def shards_for_deadline(inputs: Inputs) -> int:
     room = inputs.sweep_deadline_seconds - inputs.coordinator_seconds
     if room <= 0:
         return 10**9
-    return max(1, math.ceil(burst_minute_timers(inputs) / (room * per_shard_throughput(inputs))))
+    one_off, recurring = minute_timers(inputs)
+    seconds = one_off / per_shard_throughput(inputs) + recurring / per_shard_recurring_throughput(
+        inputs
+    )
+    return max(1, math.ceil(seconds / room))
 
 
 def sweep_estimate(inputs: Inputs, shards: int) -> Sweep:
     """The sweep of the burst minute: the coordinator starts one sweep per shard, all at once;
-    each hands its shard's timers over at the per-shard throughput; the minute is handed over
-    when the slowest finishes. The shards together also need the jobs table to serve every
-    job read: above its quota DynamoDB throttles them, so the sweep takes at least the
-    timers ÷ (quota − the workers' reads)."""
-    timers = burst_minute_timers(inputs)
+    each hands its shard's one-off timers over at the one-off rate and its recurring timers at
+    the recurring rate; the minute is handed over when the slowest finishes. The shards
+    together also need the jobs table to serve the recurring timers' job reads: above its
+    quota DynamoDB throttles them, so the sweep takes at least the recurring timers ÷ (quota −
+    the workers' reads). One-off timers read no job: no read bound."""
+    one_off, recurring = minute_timers(inputs)
+    timers = one_off + recurring
     per_shard = math.ceil(timers / shards)
-    throughput = per_shard_throughput(inputs)
+    recurring_per_shard = math.ceil(recurring / shards)
     pages = max(1, math.ceil(per_shard / inputs.page_size))
-    shard_seconds = per_shard / throughput
+    slowest = shard_seconds(inputs, one_off, recurring, shards)
     capacity = inputs.table_quota - WORKER_JOB_READS * inputs.rate
-    read_bound = SWEEP_JOB_READS * timers / capacity if capacity > 0 else math.inf
-    seconds = inputs.coordinator_seconds + max(shard_seconds, read_bound)
+    reads = SWEEP_JOB_READS * recurring
+    read_bound = reads / capacity if capacity > 0 else (math.inf if reads else 0.0)
+    seconds = inputs.coordinator_seconds + max(slowest, read_bound)
+    during = while_sweeping(inputs, shards)
     return Sweep(
         timers=timers,
+        one_off_timers=one_off,
+        recurring_timers=recurring,
         shards=shards,
         timers_per_shard=per_shard,
         pages_per_partition=pages,
         queries=shards * pages,
-        batch_gets=shards * math.ceil(per_shard / BATCH_GET),
+        batch_gets=shards * math.ceil(recurring_per_shard / BATCH_GET),
         send_batches=shards * math.ceil(per_shard / SQS_BATCH),
-        per_shard_timers_per_second=round(throughput, 1),
+        per_shard_timers_per_second=round(per_shard_throughput(inputs), 1),
         throughput_source=throughput_source(inputs),
-        shard_seconds=round(shard_seconds, 2),
+        per_shard_recurring_timers_per_second=round(per_shard_recurring_throughput(inputs), 1),
+        recurring_throughput_source=recurring_throughput_source(inputs),
+        shard_seconds=round(slowest, 2),
         read_bound_seconds=round(read_bound, 2),
         seconds=round(seconds, 2),
         deadline_seconds=inputs.sweep_deadline_seconds,
-        jobs_rru_while_sweeping=round(jobs_reads_while_sweeping(inputs, shards), 1),
+        jobs_rru_while_sweeping=round(during.jobs_rru, 1),
+        timers_wru_while_sweeping=round(during.timers_wru, 1),
+        timers_rru_while_sweeping=round(during.timers_rru, 1),
         shards_for_deadline=shards_for_deadline(inputs),
     )
 
@@ -704,11 +985,13 @@ def monthly_cost(inputs: Inputs, sustained: Tables, peak: Tables, workers: Worke
     # Sweeps: every minute the coordinator (~0.1 s at 512 MB) and one invocation per shard,
     # each as long as its share of the minute's timers takes (at least the coordinator's).
     minutes = HOURS_PER_MONTH * 60
-    timers = inputs.rate * inputs.timer_share * 60 * minutes + inputs.burst * bursts
-    shard_seconds = timers / per_shard_throughput(inputs) + (
-        minutes * inputs.timer_shards * inputs.coordinator_seconds
+    one_off, recurring = minute_timers(inputs, burst=False)
+    sweep_seconds = (
+        (one_off * minutes + inputs.burst * bursts) / per_shard_throughput(inputs)
+        + recurring * minutes / per_shard_recurring_throughput(inputs)
+        + minutes * inputs.timer_shards * inputs.coordinator_seconds
     )
-    sweep_gb_seconds = shard_seconds * inputs.sweeper_memory_mb / 1024 + (
+    sweep_gb_seconds = sweep_seconds * inputs.sweeper_memory_mb / 1024 + (
         minutes * inputs.coordinator_seconds * 512 / 1024
     )
     sweep_requests = minutes * (inputs.timer_shards + 1)
@@ -745,28 +1028,33 @@ def limit_checks(inputs: Inputs, peak: Tables, sustained: Tables, workers: Worke
     timer_writes = timer_writes_per_second(inputs)
     sweep = sweep_estimate(inputs, shards)
     throughput = per_shard_throughput(inputs)
-    reads_sweeping = jobs_reads_while_sweeping(inputs, shards)
-    reads_sweeping_sustained = jobs_reads_while_sweeping(inputs, shards, burst=False)
+    recurring_throughput = per_shard_recurring_throughput(inputs)
+    during = while_sweeping(inputs, shards)
+    during_sustained = while_sweeping(inputs, shards, burst=False)
     hot_writes = inputs.hot_tenant_share * peak.jobs_wru / inputs.job_partitions
-    hot_reads = inputs.hot_tenant_share * reads_sweeping / inputs.job_partitions
+    # The hot tenant's share of the job reads while sweeping: the workers' (every run) and the
+    # sweeps' (its recurring timers), over its partitions.
+    hot_reads = inputs.hot_tenant_share * during.jobs_rru / inputs.job_partitions
     # A Query page of timers costs its bytes ÷ 4 KB (strongly consistent); each partition is
-    # read by its own shard's sweep, at that sweep's throughput.
-    partition_reads = throughput * inputs.timer_item_bytes / READ_UNIT_BYTES
+    # read by its own shard's sweep, at that sweep's (faster, one-off) throughput.
+    partition_reads = max(throughput, recurring_throughput) * query_units_per_timer(inputs)
     sweepers = sweeper_concurrency(inputs)
     if sweep.read_bound_seconds > sweep.shard_seconds:
         sweep_fix = (
-            "the jobs table's read quota bounds it: table_quota_request_units ≥ "
+            "the jobs table's read quota bounds it (the recurring timers' job reads): "
+            "table_quota_request_units ≥ "
             + _ceil_to(
                 SWEEP_JOB_READS
-                * sweep.timers
+                * sweep.recurring_timers
                 / (inputs.sweep_deadline_seconds - inputs.coordinator_seconds)
                 + WORKER_JOB_READS * inputs.rate
             )
         )
     else:
         sweep_fix = (
-            f"more shards: timer_shards ≥ {sweep.shards_for_deadline} "
-            f"(at {throughput:,.0f} timers/s per shard, {sweep.throughput_source})"
+            f"more shards: timer_shards ≥ {sweep.shards_for_deadline} (per shard "
+            f"{throughput:,.0f} one-off timers/s, {sweep.throughput_source}; "
+            f"{recurring_throughput:,.0f} recurring timers/s, {sweep.recurring_throughput_source})"
         )
     if inputs.provisioned:
         mapping_fix = (
@@ -869,14 +1157,15 @@ def limit_checks(inputs: Inputs, peak: Tables, sustained: Tables, workers: Worke
             "the fargate runtime for long runs",
         ),
     ]
-    # Per table: (sustained, peak) request units per second. The jobs table's reads are what
-    # the shards' sweeps ask while they run (every job, strongly consistent) plus the workers':
-    # its per-second peak, far above its per-minute average.
+    # Per table: (sustained, peak) request units per second. The jobs table's reads and the
+    # timers table's reads and writes are what they take while the shards' sweeps run (the
+    # recurring timers' jobs, their next timers, the Query pages) plus the workers' and the
+    # API's: their per-second peaks, above their per-minute averages.
     loads = {
-        "jobs": ((sustained.jobs_wru, peak.jobs_wru), (reads_sweeping_sustained, reads_sweeping)),
+        "jobs": ((sustained.jobs_wru, peak.jobs_wru), (during_sustained.jobs_rru, during.jobs_rru)),
         "timers": (
-            (sustained.timers_wru, peak.timers_wru),
-            (sustained.timers_rru, peak.timers_rru),
+            (during_sustained.timers_wru, during.timers_wru),
+            (during_sustained.timers_rru, during.timers_rru),
         ),
         "runs": ((sustained.runs_wru, peak.runs_wru), (sustained.runs_rru, peak.runs_rru)),
     }
@@ -910,9 +1199,9 @@ def limit_checks(inputs: Inputs, peak: Tables, sustained: Tables, workers: Worke
         rru_fix = f"table_quota_request_units ≥ {_ceil_to(rru[1])}"
         if name == "jobs":
             rru_fix += (
-                " (the shards' sweeps read every job strongly consistently, all at once: "
-                "throttled, a BatchGetItem still failing after its retries parks its timers), "
-                "or pace the sweeps to a shared read budget"
+                " (the shards' sweeps read every recurring timer's job strongly consistently, "
+                "all at once: throttled, a BatchGetItem still failing after its retries parks "
+                "its timers), or pace the sweeps to a shared read budget"
             )
         checks.append(
             Check(f"{name} table RRU/s vs per-table quota", rru[1], inputs.table_quota, rru_fix)
@@ -976,7 +1265,13 @@ def _checks(inputs: Inputs) -> list[Check]:
     return limit_checks(inputs, peak, sustained, workers)
 
 
-def plan(inputs: Inputs, *, scan: bool = True, measurement: SweepMeasurement | None = None) -> Plan:
+def plan(
+    inputs: Inputs,
+    *,
+    scan: bool = True,
+    measurement: SweepMeasurement | None = None,
+    recurring_measurement: SweepMeasurement | None = None,
+) -> Plan:
     """The plan for `inputs`; `scan` also finds the load at which each limit breaks."""
     shards = max(
         inputs.timer_shards,
@@ -1023,6 +1318,7 @@ def plan(inputs: Inputs, *, scan: bool = True, measurement: SweepMeasurement | N
         checks=checks,
         breaking_scale=breaking,
         sweep_measurement=measurement,
+        sweep_measurement_recurring=recurring_measurement,
     )
 
 
@@ -1069,6 +1365,10 @@ def to_json(result: Plan) -> dict[str, object]:
     }
     data["profile"] = result.inputs.profile
     data["sweep_throughput_source"] = result.sweep.throughput_source
+    data["sweep_throughput_sources"] = {
+        "one_off": result.sweep.throughput_source,
+        "recurring": result.sweep.recurring_throughput_source,
+    }
     data["broken_first"] = result.broken()[0].name if result.broken() else None
     result_json = _finite(data)
     assert isinstance(result_json, dict)
@@ -1090,10 +1390,10 @@ def render(result: Plan) -> str:
     cfg = result.workers_as_configured
     writes_shards, horizon_shards = shards_needed(i), shards_for_horizon(i)
     deadline_shards = shards_for_deadline(i)
-    source = (
-        s.throughput_source
-        if s.throughput_source != "assumed"
-        else ("**assumed** (from the per-call latencies; no measurement file)")
+    assumed = "**assumed** (from the per-call latencies; no measurement file)"
+    source = s.throughput_source if s.throughput_source != "assumed" else assumed
+    recurring_source = (
+        s.recurring_throughput_source if s.recurring_throughput_source != "assumed" else assumed
     )
     if i.provisioned:
         mapping = (
@@ -1115,6 +1415,7 @@ def render(result: Plan) -> str:
         f"{i.table_quota:,} RU/s, worker mapping in {mapping}",
         f"- peak run rate: {_n(w.peak_runs_per_second)} runs/s "
         f"(burst over {i.burst_drain_seconds:.0f} s); run {i.run_seconds} s; "
+        f"{i.recurring_share:.0%} of the sustained runs recurring; "
         f"{i.writes_per_run:.2f} writes, {i.reads_per_run:.2f} reads, {i.sqs_per_run} SQS "
         "requests per run",
         f"- timer shards needed: {max(writes_shards, horizon_shards, deadline_shards)} "
@@ -1123,13 +1424,16 @@ def render(result: Plan) -> str:
         f"{PARTITION_WCU * i.headroom:,.0f} per partition, {horizon_shards} for the horizon items "
         f"({_n(horizon_reads_per_second(i))} reads/s at ≤ {PARTITION_RCU * i.headroom:,.0f} "
         f"each), {deadline_shards} for the sweep deadline",
-        f"- sweep throughput per shard: {s.per_shard_timers_per_second:,.0f} timers/s, {source}",
-        f"- sweep of the burst minute: {s.timers:,} timers over {s.shards} shards "
-        f"({s.timers_per_shard:,} each, {s.pages_per_partition} pages): slowest shard "
-        f"{_n(s.shard_seconds)} s; reading every job within the jobs table's quota takes ≥ "
+        f"- sweep throughput per shard: one-off timers {s.per_shard_timers_per_second:,.0f}/s, "
+        f"{source}; recurring timers {s.per_shard_recurring_timers_per_second:,.0f}/s, "
+        f"{recurring_source}",
+        f"- sweep of the burst minute: {s.timers:,} timers ({s.one_off_timers:,} one-off, "
+        f"{s.recurring_timers:,} recurring) over {s.shards} shards ({s.timers_per_shard:,} "
+        f"each, {s.pages_per_partition} pages): slowest shard {_n(s.shard_seconds)} s; reading "
+        f"the recurring timers' jobs within the jobs table's quota takes ≥ "
         f"{_n(s.read_bound_seconds)} s; handed over ≈ {_n(s.seconds)} s after the tick "
-        f"(deadline {s.deadline_seconds:.0f} s); jobs "
-        f"table reads while sweeping {_n(s.jobs_rru_while_sweeping)} RRU/s",
+        f"(deadline {s.deadline_seconds:.0f} s); jobs table reads while sweeping "
+        f"{_n(s.jobs_rru_while_sweeping)} RRU/s",
         f"- workers: invocation {w.invocation_seconds} s (batch {i.worker_batch_size}, records "
         f"run concurrently); concurrency {w.concurrency_sustained:,} sustained, "
         f"{w.concurrency_peak:,} at the peak; {w.in_flight_peak:,} messages in flight; "
@@ -1161,10 +1465,15 @@ def render(result: Plan) -> str:
             f"{_n(getattr(result.sustained, name + '_rru'))} → "
             f"{_n(getattr(result.peak, name + '_rru'))} |"
         )
+    quiet = while_sweeping(i, i.timer_shards, burst=False)
     lines.append(
-        f"| jobs, while a minute is swept | | "
-        f"{_n(jobs_reads_while_sweeping(i, i.timer_shards, burst=False))} → "
+        f"| jobs, while a minute is swept | | {_n(quiet.jobs_rru)} → "
         f"{_n(s.jobs_rru_while_sweeping)} |"
+    )
+    lines.append(
+        f"| timers, while a minute is swept | {_n(quiet.timers_wru)} → "
+        f"{_n(s.timers_wru_while_sweeping)} | {_n(quiet.timers_rru)} → "
+        f"{_n(s.timers_rru_while_sweeping)} |"
     )
     lines += [
         "",
@@ -1224,7 +1533,10 @@ def _pollers(value: str) -> tuple[int, int] | None:
     return low, high
 
 
-def parse_args(argv: list[str] | None = None) -> tuple[Inputs, bool, SweepMeasurement | None]:
+Measurements = tuple[SweepMeasurement | None, SweepMeasurement | None]
+
+
+def parse_args(argv: list[str] | None = None) -> tuple[Inputs, bool, Measurements]:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
     parser.add_argument("--rate", type=float, required=True, help="sustained runs per second")
     parser.add_argument("--burst", type=int, default=0, help="extra runs due in one minute")
@@ -1239,8 +1551,17 @@ def parse_args(argv: list[str] | None = None) -> tuple[Inputs, bool, SweepMeasur
         type=Path,
         default=None,
         metavar="FILE",
-        help="JSON from scripts/sweep_scale.py (default: docs/figures/sweep_scale.json; "
-        "when missing, the per-shard sweep throughput is assumed)",
+        help="JSON from scripts/sweep_scale.py, all one-off timers (default: "
+        "docs/figures/sweep_scale.json; when missing, the one-off throughput is assumed)",
+    )
+    parser.add_argument(
+        "--sweep-measurement-recurring",
+        type=Path,
+        default=None,
+        metavar="FILE",
+        help="JSON from scripts/sweep_scale.py --recurring-share 1.0 (default: "
+        "docs/figures/sweep_scale_recurring.json; when missing, the recurring throughput is "
+        "assumed)",
     )
     parser.add_argument("--run-seconds", type=float, default=0.2)
     parser.add_argument("--recurring-share", type=float, default=0.0)
@@ -1286,17 +1607,30 @@ def parse_args(argv: list[str] | None = None) -> tuple[Inputs, bool, SweepMeasur
         low, high = args.worker_pollers or (None, None)
         overrides |= {"worker_min_pollers": low, "worker_max_pollers": high}
     inputs = inputs_from_profile(PROFILES[args.profile], args.rate, args.burst, **overrides)
-    path = args.sweep_measurement or ROOT / DEFAULT_SWEEP_MEASUREMENT
+    loaded: list[SweepMeasurement | None] = []
+    for option, given, default in (
+        ("--sweep-measurement", args.sweep_measurement, DEFAULT_SWEEP_MEASUREMENT),
+        (
+            "--sweep-measurement-recurring",
+            args.sweep_measurement_recurring,
+            DEFAULT_SWEEP_MEASUREMENT_RECURRING,
+        ),
+    ):
+        try:
+            loaded.append(load_sweep_measurement(given or ROOT / default))
+        except (ValueError, OSError) as exc:
+            parser.error(f"{option}: {exc}")
+    measurement, recurring = loaded
     try:
-        measurement = load_sweep_measurement(path)
-    except (ValueError, OSError) as exc:
-        parser.error(f"--sweep-measurement: {exc}")
-    return with_measurement(inputs, measurement), args.json, measurement
+        inputs = with_measurement(inputs, measurement, recurring)
+    except ValueError as exc:
+        parser.error(f"sweep measurements: {exc}")
+    return inputs, args.json, (measurement, recurring)
 
 
 def main(argv: list[str] | None = None) -> int:
-    inputs, as_json, measurement = parse_args(argv)
-    result = plan(inputs, measurement=measurement)
+    inputs, as_json, (measurement, recurring) = parse_args(argv)
+    result = plan(inputs, measurement=measurement, recurring_measurement=recurring)
     if as_json:
         print(json.dumps(to_json(result), indent=2, default=str))
     else:

@@ -33,25 +33,53 @@ def run_json(capsys: pytest.CaptureFixture[str], *argv: str) -> dict[str, object
 
 @pytest.fixture
 def no_measurement(tmp_path: Path) -> list[str]:
-    """CLI arguments that point the model at a measurement file that does not exist."""
-    return ["--sweep-measurement", str(tmp_path / "missing.json")]
+    """CLI arguments that point the model at measurement files that do not exist."""
+    return [
+        *("--sweep-measurement", str(tmp_path / "missing.json")),
+        *("--sweep-measurement-recurring", str(tmp_path / "missing_recurring.json")),
+    ]
 
 
-def write_measurement(path: Path, per_shard: float) -> Path:
+def write_measurement(
+    path: Path, per_shard: float, *, timers: int = 1_200_000, recurring: int = 0
+) -> Path:
+    """A scripts/sweep_scale.py result: `recurring` of its `timers` were recurring (the
+    sustained half of a 600,000 + 600,000 minute with --recurring-share 1.0)."""
     path.write_text(
         json.dumps(
             {
-                "per_shard_timers_per_second": per_shard,
+                "timers": timers,
+                "shards": 25,
+                "handed_over": timers,
+                "lost": 0,
+                "duplicates": 0,
                 "seconds_to_hand_over": 12.3,
                 "max_shard_seconds": 12.2,
-                "shards": 32,
-                "timers": 1_200_000,
-                "inputs": {"query_ms": 10, "batch_get_ms": 15},
+                "per_shard_timers_per_second": per_shard,
+                "chain_timers": recurring,
+                "time": {"cpu_seconds": 30.0, "wait_seconds_by_call": {"Query": 24.6}},
+                "inputs": {
+                    "query_ms": 10,
+                    "batch_get_ms": 15,
+                    "recurring_share": 1.0 if recurring else 0.0,
+                    "sustained_timers": recurring or timers // 2,
+                },
                 "machine": {"cpu": "test"},
             }
         )
     )
     return path
+
+
+def measurements(tmp_path: Path, one_off: float = 7_243.1, mixed: float = 1_307.2) -> list[str]:
+    """CLI arguments for both measurements: all one-off at `one_off` timers/s per shard, and
+    half recurring (600,000 of 1,200,000) at `mixed`."""
+    first = write_measurement(tmp_path / "sweep_scale.json", one_off)
+    second = write_measurement(tmp_path / "recurring.json", mixed, recurring=600_000)
+    return [
+        *("--sweep-measurement", str(first)),
+        *("--sweep-measurement-recurring", str(second)),
+    ]
 
 
 # --- load, shards, horizon --------------------------------------------------------------------
@@ -86,12 +114,24 @@ def test_each_shard_has_its_own_horizon_item() -> None:
     assert sm.shards_for_horizon(model) == math.ceil(20_000 / (3_000 * 0.8))
 
 
-def test_requests_per_run_default_to_cost_md() -> None:
+def test_requests_per_run_follow_the_code() -> None:
     one_off = inputs()
-    assert one_off.writes_per_run == 4
-    assert one_off.reads_per_run == 3
+    assert one_off.writes_per_run == 4  # job, timer, claim, outcome (docs/cost.md)
+    # The worker's GetItem of the job and the horizon read after the timer write: the sweep
+    # reads no job for a one-off timer (it carries its queue).
+    assert one_off.reads_per_run == 2
     recurring = inputs(recurring_share=1.0, occurrences_per_sweep=4)
     assert recurring.writes_per_run == 2.25  # claim + outcome + a quarter timer write
+    # The worker's read, plus a quarter of the sweep's job read and of its horizon read (one
+    # per hand-over group of 160, all recurring).
+    assert recurring.reads_per_run == pytest.approx(1 + (1 + 1 / 160) / 4)
+
+
+def test_a_sweep_reads_its_horizon_once_per_group_of_chains() -> None:
+    assert sm.horizon_reads_per_chain_timer(0, 1_000) == pytest.approx(1 / 160)
+    assert sm.horizon_reads_per_chain_timer(1_000, 1_000) == pytest.approx(1 / 80)
+    assert sm.horizon_reads_per_chain_timer(10_000, 1) == 1  # a lone chain in its group
+    assert sm.horizon_reads_per_chain_timer(1_000, 0) == 0
 
 
 def test_job_partitions_divide_the_hot_tenant_load() -> None:
@@ -113,11 +153,12 @@ def test_job_partitions_divide_the_hot_tenant_load() -> None:
 def test_sweep_fan_out() -> None:
     model = inputs(rate=0, burst=1_000_000, sweep_timers_per_second=2_000, table_quota=10**9)
     sweep = sm.sweep_estimate(model, shards=20)
-    assert sweep.timers == 1_000_000
+    assert sweep.timers == sweep.one_off_timers == 1_000_000
+    assert sweep.recurring_timers == 0
     assert sweep.timers_per_shard == 50_000
     assert sweep.pages_per_partition == 100  # 50,000 timers per partition, 500 a page
     assert sweep.queries == 2_000
-    assert sweep.batch_gets == 10_000
+    assert sweep.batch_gets == 0  # one-off timers carry their queue: no job read
     assert sweep.send_batches == 100_000
     # The minute is handed over when the slowest shard is done: coordinator + 50,000 / 2,000.
     assert sweep.shard_seconds == pytest.approx(25.0)
@@ -127,41 +168,105 @@ def test_sweep_fan_out() -> None:
     assert sweep.shards_for_deadline == math.ceil(1_000_000 / (44.9 * 2_000))
 
 
-def test_the_jobs_table_quota_bounds_the_sweep() -> None:
-    """Every swept timer's job is read (strongly consistent): above the table's read quota the
-    shards are throttled, so the sweep takes at least timers ÷ (quota − the workers' reads)."""
+def test_one_off_timers_make_no_sweep_job_reads() -> None:
+    """A one-off's timer carries its queue: sweeping only one-off timers reads no job, so the
+    jobs table sees only the workers' reads (one per run) and the sweep has no read bound."""
     model = inputs(rate=10_000, burst=600_000, sweep_timers_per_second=10_000)
+    load = sm.sweep_load(model, *sm.minute_timers(model), shards=32)
+    assert load.job_reads == 0
+    assert load.chain_writes == 0
     sweep = sm.sweep_estimate(model, shards=32)
-    assert sweep.shard_seconds == pytest.approx(37_500 / 10_000)
-    assert sweep.read_bound_seconds == pytest.approx(1_200_000 / (40_000 - 10_000))
-    assert sweep.seconds == pytest.approx(0.1 + 40.0)
+    assert sweep.read_bound_seconds == 0
+    assert sweep.batch_gets == 0
+    assert sweep.seconds == pytest.approx(0.1 + 37_500 / 10_000)
+    # Before the burst falls due the workers read 10,000 jobs a second, while it does 20,000.
+    assert sweep.jobs_rru_while_sweeping == pytest.approx(20_000)
+    assert sm.table_load(model, burst=True).jobs_rru == pytest.approx(20_000)
+
+
+def test_recurring_timers_make_sweep_job_reads() -> None:
+    """A recurring timer's sweep reads its job (to plan the chain) and writes its next timer:
+    the shards read jobs at shards × their recurring rate while they hand those over."""
+    model = inputs(
+        rate=10_000,
+        burst=600_000,
+        recurring_share=0.5,
+        sweep_timers_per_second=10_000,
+        sweep_recurring_timers_per_second=500,
+    )
+    one_off, recurring = sm.minute_timers(model)
+    assert (one_off, recurring) == (300_000 + 600_000, 300_000)
+    load = sm.sweep_load(model, one_off, recurring, shards=32)
+    # 9,375 recurring timers per shard at 500/s: 18.75 s of reading 32 × 500 jobs a second.
+    assert load.job_reads == pytest.approx(300_000 / 18.75)
+    assert load.chain_writes == pytest.approx(16_000)
+    sweep = sm.sweep_estimate(model, shards=32)
+    assert sweep.batch_gets == 32 * math.ceil(9_375 / 100)
+    assert sweep.shard_seconds == pytest.approx(28_125 / 10_000 + 9_375 / 500, abs=0.01)
+    # Only the recurring timers' jobs bound the sweep: 300,000 ÷ (40,000 − the workers' 10,000).
+    assert sweep.read_bound_seconds == pytest.approx(10.0)
+    # While the burst falls due: the workers' 20,000 plus the next minute's sweep's 16,000.
+    assert sweep.jobs_rru_while_sweeping == pytest.approx(20_000 + 16_000)
+    # The API's one-off timers (5,000/s sustained + 10,000/s of the burst) and the chains'.
+    assert sweep.timers_wru_while_sweeping == pytest.approx(15_000 + 16_000)
+    # Averaged over the minute: the workers' reads and one per recurring timer (5,000/s).
+    assert sm.table_load(model, burst=True).jobs_rru == pytest.approx(20_000 + 5_000)
+    plan = sm.plan(replace(model, timer_shards=32), scan=False)
+    assert check(plan, "jobs table RRU/s vs per-table quota").demand == pytest.approx(36_000)
+
+
+def test_the_jobs_table_quota_bounds_a_recurring_sweep() -> None:
+    """Above the table's read quota the recurring timers' job reads are throttled: the sweep
+    takes at least recurring timers ÷ (quota − the workers' reads)."""
+    model = inputs(
+        rate=10_000,
+        burst=0,
+        recurring_share=1.0,
+        table_quota=20_000,
+        sweep_recurring_timers_per_second=10_000,
+    )
+    sweep = sm.sweep_estimate(model, shards=32)
+    assert sweep.recurring_timers == 600_000
+    assert sweep.shard_seconds == pytest.approx(18_750 / 10_000, abs=0.01)  # rounded
+    assert sweep.read_bound_seconds == pytest.approx(600_000 / (20_000 - 10_000))
+    assert sweep.seconds == pytest.approx(0.1 + 60.0)
     plan = sm.plan(replace(model, timer_shards=32), scan=False)
     sweep_check = check(plan, "sweep of the burst minute")
-    assert sweep_check.ok
+    assert not sweep_check.ok
+    assert "the jobs table's read quota bounds it" in sweep_check.fix
     quota = check(plan, "jobs table RRU/s vs per-table quota")
-    assert not quota.ok
-    # The shards would read the 1.2 M jobs in 3.75 s: spread over the 5 s a retry absorbs,
+    # The shards would read the 600,000 jobs in 1.9 s: spread over the 5 s a retry absorbs,
     # plus the workers' 10,000.
-    assert quota.demand == pytest.approx(10_000 + 1_200_000 / 5)
+    assert quota.demand == pytest.approx(10_000 + 600_000 / 5)
 
 
-def test_jobs_reads_while_sweeping() -> None:
-    model = inputs(rate=10_000, burst=600_000, sweep_timers_per_second=1_000)
-    # Before the burst falls due: workers 10,000 + 32 shards × 1,000 (37.5 s of sweeping);
-    # while it falls due: workers 20,000 + the next minute's sweep at 32,000.
-    assert sm.jobs_reads_while_sweeping(model, 32) == pytest.approx(20_000 + 32_000)
-    # A sweep shorter than the throttling a retry absorbs counts as spread over that long.
-    short = inputs(rate=100, burst=0, sweep_timers_per_second=1_000)
-    assert sm.jobs_reads_while_sweeping(short, 8) == pytest.approx(100 + 6_000 / 5)
+def test_the_sweeps_query_pages_load_the_timers_table() -> None:
+    """A Query page of 500 timers (150 bytes each) costs 19 read units: at 32 shards × 10,000
+    timers/s, 1.2 M timers take 3.75 s, spread over the 5 s a retry absorbs."""
+    model = inputs(rate=10_000, burst=600_000, sweep_timers_per_second=10_000)
+    assert sm.query_units_per_timer(model) == pytest.approx(19 / 500)
+    sweep = sm.sweep_estimate(model, shards=32)
+    # Sweeping the burst minute (the API's 10,000 horizon reads) or an ordinary minute while
+    # the burst's timers are written (20,000): the larger.
+    burst_minute = 10_000 + 1_200_000 * 19 / 500 / 5
+    ordinary = 20_000 + 600_000 * 19 / 500 / 5
+    assert sweep.timers_rru_while_sweeping == pytest.approx(max(burst_minute, ordinary))
 
 
 def test_assumed_sweep_throughput_comes_from_the_latencies() -> None:
     model = inputs()
-    # Per page of 500: Query 10 ms, 5 × (BatchGetItem 15 ms + 10 sends 16 at once: 10 ms),
-    # the watermark 6 ms.
-    assert sm.assumed_sweep_throughput(model) == pytest.approx(500 / 0.141)
+    # One-off, per page of 500: Query 10 ms, 4 groups (160, 160, 160, 20) of sends 16 at once
+    # (10 ms each; no job read), the watermark 6 ms.
+    assert sm.assumed_sweep_throughput(model) == pytest.approx(500 / 0.056)
     assert sm.per_shard_throughput(model) == sm.assumed_sweep_throughput(model)
     assert sm.per_shard_throughput(replace(model, sweep_timers_per_second=900)) == 900
+    # Recurring, per group of 160: 2 BatchGetItem of jobs (15 ms), 7 BatchWriteItem of next
+    # timers (10 ms), the horizon read (15 ms), the sends (10 ms): 125 ms; the group of 20:
+    # 15 + 10 + 15 + 10 ms.
+    assert sm.assumed_recurring_sweep_throughput(model) == pytest.approx(
+        500 / (0.010 + 3 * 0.125 + 0.050 + 0.006)
+    )
+    assert sm.per_shard_recurring_throughput(model) == sm.assumed_recurring_sweep_throughput(model)
 
 
 def test_the_sweep_uses_the_measured_throughput_file(
@@ -172,8 +277,13 @@ def test_the_sweep_uses_the_measured_throughput_file(
         capsys,
         *("--rate", "10000", "--burst", "600000", "--profile", "large"),
         *("--sweep-measurement", str(path)),
+        *("--sweep-measurement-recurring", str(tmp_path / "missing.json")),
     )
     assert data["sweep_throughput_source"] == f"measured: {path}"
+    assert data["sweep_throughput_sources"] == {
+        "one_off": f"measured: {path}",
+        "recurring": "assumed",
+    }
     sweep = data["sweep"]
     assert isinstance(sweep, dict)
     assert sweep["per_shard_timers_per_second"] == 500
@@ -194,13 +304,74 @@ def test_without_a_measurement_the_throughput_is_marked_assumed(
 ) -> None:
     data = run_json(capsys, "--rate", "1000", *no_measurement)
     assert data["sweep_throughput_source"] == "assumed"
+    assert data["sweep_throughput_sources"] == {"one_off": "assumed", "recurring": "assumed"}
     assert data["sweep_measurement"] is None
+    assert data["sweep_measurement_recurring"] is None
     sweep = data["sweep"]
     assert isinstance(sweep, dict)
     assert sweep["throughput_source"] == "assumed"
-    assert sweep["per_shard_timers_per_second"] == pytest.approx(500 / 0.141, abs=0.1)
+    assert sweep["recurring_throughput_source"] == "assumed"
+    assert sweep["per_shard_timers_per_second"] == pytest.approx(500 / 0.056, abs=0.1)
     assert sm.main(["--rate", "1000", *no_measurement]) == 0
     assert "**assumed**" in capsys.readouterr().out
+
+
+def test_both_measurements_give_both_throughputs(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The recurring run swept 600,000 one-off and 600,000 recurring timers at 1,307.2/s per
+    shard over all: less the one-off timers' time at the one-off rate, the rest is the
+    recurring timers'."""
+    args = measurements(tmp_path, one_off=7_243.1, mixed=1_307.2)
+    data = run_json(
+        capsys, *("--rate", "10000", "--burst", "600000", "--recurring-share", "0.5"), *args
+    )
+    recurring_rate = 600_000 / (1_200_000 / 1_307.2 - 600_000 / 7_243.1)
+    sweep = data["sweep"]
+    assert isinstance(sweep, dict)
+    assert sweep["per_shard_timers_per_second"] == pytest.approx(7_243.1)
+    assert sweep["per_shard_recurring_timers_per_second"] == pytest.approx(recurring_rate, abs=0.1)
+    sources = data["sweep_throughput_sources"]
+    assert isinstance(sources, dict)
+    assert sources["one_off"] == f"measured: {tmp_path / 'sweep_scale.json'}"
+    assert sources["recurring"].startswith(f"measured: {tmp_path / 'recurring.json'}")
+    recurring = data["sweep_measurement_recurring"]
+    assert isinstance(recurring, dict)
+    assert (recurring["one_off_timers"], recurring["recurring_timers"]) == (600_000, 600_000)
+    # 8 shards: 112,500 one-off and 37,500 recurring timers each, at their own rates.
+    assert sweep["shard_seconds"] == pytest.approx(
+        112_500 / 7_243.1 + 37_500 / recurring_rate, abs=0.01
+    )
+
+
+def test_a_recurring_measurement_alone_is_read_with_the_assumed_one_off_rate(
+    tmp_path: Path,
+) -> None:
+    model = inputs()
+    path = write_measurement(tmp_path / "recurring.json", 1_000, recurring=600_000)
+    measured = sm.load_sweep_measurement(path)
+    assumed_one_off = sm.assumed_sweep_throughput(model)
+    result = sm.with_measurement(model, None, measured)
+    assert result.sweep_timers_per_second is None
+    assert sm.throughput_source(result) == "assumed"
+    expected = 600_000 / (1_200 - 600_000 / assumed_one_off)
+    assert result.sweep_recurring_timers_per_second == pytest.approx(expected, abs=0.1)
+    assert "assumed rate" in sm.recurring_throughput_source(result)
+
+
+def test_a_recurring_measurement_without_recurring_timers_is_a_cli_error(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    one_off = write_measurement(tmp_path / "one_off.json", 7_000)
+    with pytest.raises(SystemExit) as exited:
+        sm.main(
+            [
+                *("--rate", "1000", "--sweep-measurement", str(one_off)),
+                *("--sweep-measurement-recurring", str(one_off)),
+            ]
+        )
+    assert exited.value.code == 2
+    assert "no recurring timers" in capsys.readouterr().err
 
 
 def test_a_measurement_without_the_figure_is_a_cli_error(
@@ -316,10 +487,10 @@ def test_on_demand_cost_scales_linearly_with_rate(factor: int) -> None:
     assert scaled.per_million_on_demand == pytest.approx(base.per_million_on_demand, rel=1e-3)
 
 
-def test_dynamodb_cost_per_million_matches_cost_md() -> None:
+def test_dynamodb_cost_per_million_follows_the_requests_per_run() -> None:
     cost = sm.plan(inputs(rate=1_000), scan=False).cost
     per_million_dynamodb = cost.dynamodb_on_demand / cost.runs_per_month * 1e6
-    assert per_million_dynamodb == pytest.approx(4 * 0.625 + 3 * 0.125)  # $2.875
+    assert per_million_dynamodb == pytest.approx(4 * 0.625 + 2 * 0.125)  # $2.75
     assert cost.sqs / cost.runs_per_month * 1e6 == pytest.approx(0.3 * 0.40)
 
 
@@ -411,24 +582,37 @@ def test_per_table_quota_breaks_above_40k_request_units() -> None:
     assert check(raised, "runs table WRU/s vs per-table quota").ok
 
 
-def test_a_large_deployment_can_hold_every_limit() -> None:
-    """What the model asks for 10,000 runs/s + 600,000 in a minute at the assumed sweep
-    throughput: the per-table read quota and warm reads for the sweeps' job reads."""
-    model = inputs(
-        rate=10_000,
-        burst=600_000,
-        timer_shards=32,
-        job_partitions=8,
-        sweeper_reserved_concurrency=64,
-        worker_min_pollers=50,
-        worker_max_pollers=800,
-        account_concurrency=10_000,
-        table_quota=140_000,
-        warm_reads={"jobs": 140_000, "timers": 20_000, "runs": 12_000},
-        warm_writes={"jobs": 20_000, "timers": 20_000, "runs": 40_000},
+def test_the_large_profile_holds_every_limit_at_its_load(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """10,000 runs/s + 600,000 in a minute, all one-off, at the measured throughputs: the
+    sweeps read no job, so the jobs table's 40,000 RRU/s carry the workers' reads."""
+    data = run_json(
+        capsys,
+        *("--rate", "10000", "--burst", "600000", "--profile", "large"),
+        *measurements(tmp_path),
     )
-    plan = sm.plan(model, scan=False)
-    assert [c.name for c in plan.broken()] == []
+    limits = data["limits"]
+    assert isinstance(limits, list)
+    assert [entry["name"] for entry in limits if not entry["holds"]] == []
+    assert data["broken_first"] is None
+
+
+def test_half_recurring_load_reads_the_jobs_table_while_sweeping(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """With half the sustained runs recurring the large profile's sweeps read 300,000 jobs and
+    write 300,000 next timers at 32 × the recurring rate: above the jobs table's quota while
+    the burst falls due, and above the timers table's warm writes."""
+    data = run_json(
+        capsys,
+        *("--rate", "10000", "--burst", "600000", "--profile", "large"),
+        *("--recurring-share", "0.5", *measurements(tmp_path)),
+    )
+    limits = {entry["name"]: entry for entry in data["limits"]}  # type: ignore[attr-defined]
+    assert limits["sweep of the burst minute (s)"]["holds"]
+    assert not limits["jobs table RRU/s vs per-table quota"]["holds"]
+    assert not limits["new on-demand timers table: WRU/s at first traffic"]["holds"]
 
 
 # --- the command line -------------------------------------------------------------------------
@@ -436,10 +620,10 @@ def test_a_large_deployment_can_hold_every_limit() -> None:
 
 def test_profile_large_loads_infra_profiles(no_measurement: list[str]) -> None:
     large = PROFILES["large"]
-    model, as_json, measurement = sm.parse_args(
+    model, as_json, measured = sm.parse_args(
         ["--rate", "10000", "--profile", "large", *no_measurement]
     )
-    assert (as_json, measurement) == (False, None)
+    assert (as_json, measured) == (False, (None, None))
     assert model.profile == "large"
     assert model.timer_shards == large.timer_shards
     assert model.job_partitions == large.job_partitions
