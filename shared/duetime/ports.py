@@ -61,7 +61,7 @@ class Timer:
 
     @property
     def sort_key(self) -> str:
-        return timer_sort_key(self.due_ms, self.job_id)
+        return timer_sort_key(self.due_ms, self.job_id, self.generation)
 
     @property
     def bucket(self) -> int:
@@ -164,8 +164,8 @@ class TimerStore(Protocol):
     def delete(self, timer: Timer) -> None: ...
 
     def find(self, timers: Sequence[Timer]) -> list[Timer]:
-        """Those of `timers` that are stored (found by key: bucket, shard, due and job; with
-        the stored generation)."""
+        """Those of `timers` that are stored (found by key: bucket, shard, due, job and
+        generation)."""
 
     def read_due(
         self, minute: int, shard: int, after_key: str | None, before_ms: int, limit: int

@@ -560,7 +560,7 @@ def test_given_a_timer_when_stored_then_its_item_is_keyed_by_minute_shard_and_du
     assert items == [
         {
             "pk": {"S": "202701150800#3"},
-            "sk": {"S": f"1800000042123#{job_id}"},
+            "sk": {"S": f"1800000042123#{job_id}#4"},
             "tenant": {"S": TENANT},
             "gen": {"N": "4"},
             "expires_at": {"N": str((T0 + 42_123) // 1000 + 7 * 86_400)},
@@ -576,10 +576,26 @@ def test_given_the_same_timer_put_twice_when_reading_then_it_is_stored_once(
 
     timer_store.put([timer])
     timer_store.put([timer, Timer(TENANT, job_id, T0 + 2_000)])
-    timer_store.put([replace(timer, generation=1), replace(timer, generation=1)])
+    timer_store.put([timer, timer])
 
     due, _ = timer_store.read_due(MINUTE, 0, None, T0 + 60_000, 10)
-    assert due == [replace(timer, generation=1), Timer(TENANT, job_id, T0 + 2_000)]
+    assert due == [timer, Timer(TENANT, job_id, T0 + 2_000)]
+
+
+def test_given_timers_of_two_generations_when_put_in_any_order_then_neither_replaces_the_other(
+    timer_store: TimerStore,
+) -> None:
+    # A sweep that read the job before a pause and a resume writes the chain's next timer
+    # with the old generation, after the resume wrote the new one at the same instant.
+    (job_id,) = job_ids_in_shard(0, 1)
+    resumed = Timer(TENANT, job_id, T0 + 1_000, generation=2)
+    stale = Timer(TENANT, job_id, T0 + 1_000, generation=1)
+
+    timer_store.put([resumed])
+    timer_store.put([stale])
+
+    due, _ = timer_store.read_due(MINUTE, 0, None, T0 + 60_000, 10)
+    assert due == [stale, resumed]
 
 
 def test_given_many_timers_when_put_in_one_call_then_all_are_stored(
@@ -635,10 +651,11 @@ def test_given_stored_timers_when_finding_by_key_then_only_stored_ones_come_back
 
     found = timer_store.find(
         [
-            Timer(TENANT, a, T0 + 1_000),  # generation is not part of the key
-            Timer(TENANT, a, T0 + 2_000),
-            Timer(TENANT, b, T0 + 90_000),
-            Timer(TENANT, b, T0 + 90_000, bucket_minute=MINUTE + 5),  # another bucket
+            Timer(TENANT, a, T0 + 1_000, 2),
+            Timer(TENANT, a, T0 + 1_000, 1),  # another generation: another timer
+            Timer(TENANT, a, T0 + 2_000, 2),
+            Timer(TENANT, b, T0 + 90_000, 1),
+            Timer(TENANT, b, T0 + 90_000, 1, bucket_minute=MINUTE + 5),  # another bucket
         ]
     )
 

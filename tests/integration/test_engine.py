@@ -45,7 +45,7 @@ def test_given_a_one_off_job_when_swept_and_worked_then_it_runs_once_on_time(
     # Given a job due in five minutes: beyond the sweep horizon, so it waits as a timer
     job_id = engine.submit({"schedule": {"at": at(300)}})
     timers = timer_items(engine)
-    assert [t["sk"]["S"] for t in timers] == [f"{START_MS + 300_000:013d}#{job_id}"]
+    assert [t["sk"]["S"] for t in timers] == [f"{START_MS + 300_000:013d}#{job_id}#0"]
     assert timers[0]["pk"]["S"].startswith("202611211005#")
     assert "expires_at" in timers[0]
     assert engine.queue_messages(Runtime.LAMBDA, Priority.NORMAL) == 0

@@ -14,7 +14,6 @@ import re
 import zlib
 from collections.abc import Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 from botocore.exceptions import ClientError
@@ -28,7 +27,7 @@ from duetime.adapters.codec import (
     to_item,
 )
 from duetime.config import queue_key
-from duetime.domain.ids import shard_of, timer_partition
+from duetime.domain.ids import parse_timer_sort_key, shard_of, timer_partition
 from duetime.domain.jobs import Job, JobStatus, Priority, Runtime
 from duetime.domain.runs import (
     ClaimOutcome,
@@ -337,10 +336,8 @@ class DynamoTimerStore:
             for item in [self._item(timer)]
         }
         wanted = [{"pk": {"S": pk}, "sk": {"S": sk}} for pk, sk in keys]
-        return [
-            replace(keys[(values["pk"], values["sk"])], generation=values.get("gen", 0))
-            for values in _batch_get(self._client, self._table, wanted, consistent=True)
-        ]
+        found = _batch_get(self._client, self._table, wanted, consistent=True)
+        return [keys[(values["pk"], values["sk"])] for values in found]
 
     def read_due(
         self, minute: int, shard: int, after_key: str | None, before_ms: int, limit: int
@@ -363,15 +360,15 @@ class DynamoTimerStore:
         timers = []
         for raw in response.get("Items", []):
             values = from_item(raw)
-            due, _, job_id = str(values["sk"]).partition("#")
+            due, job_id, _ = parse_timer_sort_key(str(values["sk"]))
             runtime, _, priority = str(values.get("q", "")).partition("/")
             timers.append(
                 Timer(
                     values["tenant"],
                     job_id,
-                    int(due),
+                    due,
                     values.get("gen", 0),
-                    bucket_minute=None if int(due) // 60_000 == minute else minute,
+                    bucket_minute=None if due // 60_000 == minute else minute,
                     job_bytes=values.get("bytes", 0),
                     runtime=Runtime(runtime) if runtime else None,
                     priority=Priority(priority) if priority else None,

@@ -74,6 +74,17 @@ def timer_partition(minute: int, shard: int) -> str:
     return f"{bucket_name(minute)}#{shard}"
 
 
-def timer_sort_key(due_ms: int, job_id: str) -> str:
-    """Timer sort key: `<due epoch ms, 13 digits>#<job id>`, so a range query is a time range."""
-    return f"{due_ms:013d}#{job_id}"
+def timer_sort_key(due_ms: int, job_id: str, generation: int) -> str:
+    """Timer sort key: `<due epoch ms, 13 digits>#<job id>#<generation>`, so a range query is
+    a time range. The generation is part of the key: a timer written for an older generation
+    of a job (a chain from before a pause and resume) sits beside the newer one and is
+    dropped when swept; it can never replace it."""
+    return f"{due_ms:013d}#{job_id}#{generation}"
+
+
+def parse_timer_sort_key(key: str) -> tuple[int, str, int | None]:
+    """(due ms, job id, generation) of a timer sort key; generation None for a key written
+    before the generation was part of it."""
+    due, _, rest = key.partition("#")
+    job_id, sep, generation = rest.partition("#")
+    return int(due), job_id, int(generation) if sep else None

@@ -113,8 +113,12 @@ class Job:
 
     def transition(self, wanted: JobStatus, now_ms: int) -> Job:
         """The job after a user-requested status change; raises IllegalTransition."""
-        if wanted == self.status and wanted in (JobStatus.CANCELLED, JobStatus.PAUSED):
-            return self  # idempotent
+        if wanted == self.status and wanted in (
+            JobStatus.CANCELLED,
+            JobStatus.PAUSED,
+            JobStatus.SCHEDULED,
+        ):
+            return self  # idempotent (resuming a scheduled job re-arms it: JobService)
         allowed = _TRANSITIONS.get((self.status, wanted), False)
         if wanted in (JobStatus.PAUSED,) and not self.spec.recurring:
             allowed = False

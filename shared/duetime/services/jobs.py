@@ -170,6 +170,15 @@ class JobService:
         now = self._clock()
         updated = job.transition(wanted, now)
         if updated is job:
+            if wanted == JobStatus.SCHEDULED:
+                # Resuming a scheduled job arms it again: a resume whose dispatch failed after
+                # its status was stored is completed by resuming again. Idempotent: the same
+                # timer keys and run ids as a chain that is already armed.
+                due = self._next_due(job, now)
+                if due is not None:
+                    self._dispatcher.dispatch([(job, due)])
+                elif job.spec.recurring:
+                    self._dispatcher.complete(job, now)  # its schedule is over
             return view
         if wanted == JobStatus.CANCELLED:
             updated = replace(updated, expires_at=now // 1000 + self._settings.run_ttl_seconds)
@@ -177,13 +186,10 @@ class JobService:
         if wanted == JobStatus.SCHEDULED:
             # Resume restarts the chain at the first occurrence from now on: occurrences that
             # fell due while paused are skipped, not caught up.
-            found = next_occurrence(
-                job.spec.schedule, created_at=from_ms(job.created_ms), after=from_ms(now - 1)
-            )
-            if found is None:
+            due = self._next_due(job, now)
+            if due is None:
                 updated = replace(updated, status=JobStatus.COMPLETED, next_due_ms=None)
             else:
-                due = to_ms(found)
                 updated = replace(updated, next_due_ms=due)
         try:
             self._jobs.replace(updated, expected=job)
@@ -192,6 +198,16 @@ class JobService:
         if due is not None:
             self._dispatcher.dispatch([(updated, due)])
         return self._view(updated)
+
+    def _next_due(self, job: Job, now: int) -> int | None:
+        """Where an armed job goes on from: a one-off's instant; a recurring job's first
+        occurrence from now on (None when its schedule is over)."""
+        if not job.spec.recurring:
+            return job.next_due_ms
+        found = next_occurrence(
+            job.spec.schedule, created_at=from_ms(job.created_ms), after=from_ms(now - 1)
+        )
+        return to_ms(found) if found is not None else None
 
     def run_now(self, tenant: str, job_id: str) -> int:
         """One extra run now, besides the schedule. Returns its scheduled instant."""

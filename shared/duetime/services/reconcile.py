@@ -111,8 +111,7 @@ class Reconciler:
         now = self._clock()
         candidates = {job.id: self.candidates(job, now) for job in jobs}
         found = self._timers.find([t for timers in candidates.values() for t in timers])
-        generations = {job.id: job.generation for job in jobs}
-        armed = {t.job_id for t in found if t.generation == generations[t.job_id]}
+        armed = {t.job_id for t in found}  # the candidates carry the job's generation
         for job in jobs:
             if job.id in armed:
                 continue
