@@ -93,6 +93,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from duetime.adapters.codec import from_item, job_from_values, job_to_values, to_item
+from duetime.adapters.dynamodb import timer_from_values, timer_values
 from duetime.adapters.memory import MemoryJobStore, MemoryQueue, MemoryTimerStore
 from duetime.config import QueueUrls, Settings, queue_key
 from duetime.domain.ids import message_group_id, minute_of, new_job_id, shard_of, timer_partition
@@ -429,38 +430,6 @@ class SimulatedJobStore(MemoryJobStore):
             super().replace(job, expected=expected)
 
 
-def _timer_values(timer: Timer, shard: int) -> dict[str, Any]:
-    """A timer as DynamoTimerStore stores it."""
-    values: dict[str, Any] = {
-        "pk": timer_partition(timer.bucket, shard),
-        "sk": timer.sort_key,
-        "tenant": timer.tenant,
-        "gen": timer.generation,
-        "expires_at": max(timer.due_ms // 1000, timer.bucket * 60) + TIMER_TTL_SECONDS,
-    }
-    if timer.job_bytes:
-        values["bytes"] = timer.job_bytes
-    if timer.runtime is not None and timer.priority is not None:
-        values["q"] = queue_key(timer.runtime, timer.priority)
-    return values
-
-
-def _timer_from_values(values: dict[str, Any], minute: int) -> Timer:
-    """A timer as DynamoTimerStore.read_due reads it back."""
-    due, _, job_id = str(values["sk"]).partition("#")
-    runtime, _, priority = str(values.get("q", "")).partition("/")
-    return Timer(
-        values["tenant"],
-        job_id,
-        int(due),
-        values.get("gen", 0),
-        bucket_minute=None if minute_of(int(due)) == minute else minute,
-        job_bytes=values.get("bytes", 0),
-        runtime=Runtime(runtime) if runtime else None,
-        priority=Priority(priority) if priority else None,
-    )
-
-
 class SimulatedTimerStore(MemoryTimerStore):
     """The timers table. Every method a shard's sweep calls is charged; the rest (never
     called by a sweep) are the in-memory twin's, free."""
@@ -508,13 +477,13 @@ class SimulatedTimerStore(MemoryTimerStore):
     ) -> tuple[list[Timer], bool]:
         with self._aws.server_side():
             timers, more = super().read_due(minute, shard, after_key, before_ms, limit)
-            items = [to_item(_timer_values(t, shard)) for t in timers]
+            items = [to_item(timer_values(t, shard, TIMER_TTL_SECONDS)) for t in timers]
             body = json.dumps({"Items": items, "Count": len(items)})
         read = len(timers) + (1 if more else 0)  # the adapter asks for one more than `limit`
         units = read_units(read * TIMER_ITEM_BYTES)
         self._aws.request("Query", self._partition(minute, shard), units, write=False)
         with self._aws.codec():
-            found = [_timer_from_values(from_item(i), minute) for i in json.loads(body)["Items"]]
+            found = [timer_from_values(from_item(i), minute) for i in json.loads(body)["Items"]]
         return found, more
 
     def sweep_states(self, shards: Sequence[int]) -> dict[int, SweepState]:

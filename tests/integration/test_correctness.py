@@ -8,10 +8,12 @@ from typing import Any
 import pytest
 
 from duetime.adapters.memory import MemoryJobStore
-from duetime.domain.jobs import JobStatus
+from duetime.domain.jobs import JobStatus, parse_job_spec
 from duetime.domain.timeutil import MINUTE_MS
 from duetime.services.sweep import Sweeper
 from tests.integration.test_partitioned_sweep import T0, Twins
+
+NOOP = {"type": "handler", "name": "duetime.noop"}
 
 
 def test_given_a_pause_and_resume_during_a_sweep_then_the_chain_keeps_running() -> None:
@@ -71,3 +73,62 @@ def test_given_a_resume_whose_dispatch_failed_then_resuming_again_arms_the_chain
         twins.clock.now += MINUTE_MS
         twins.sweeper.sweep()
     assert len({instant for job, instant in twins.sent() if job == job_id}) >= 11
+
+
+class Crash(BaseException):
+    """The process dies here (no `except Exception` stops it)."""
+
+
+def test_given_a_first_request_that_died_before_dispatching_then_its_replay_arms_the_job() -> None:
+    twins = Twins(shards=1)
+    spec = parse_job_spec({"schedule": {"delay_seconds": 30}, "target": NOOP})
+    send = twins.queue.send
+
+    def dying_send(messages: Any) -> None:
+        raise Crash
+
+    twins.queue.send = dying_send  # type: ignore[method-assign]
+    with pytest.raises(Crash):
+        twins.service.create("t", spec, idempotency_key="k1")
+    twins.queue.send = send  # type: ignore[method-assign]
+    assert twins.sent() == Counter()  # stored, never dispatched
+
+    replayed = twins.service.create("t", spec, idempotency_key="k1")
+
+    assert replayed.status == JobStatus.SCHEDULED
+    assert twins.sent() == Counter({(replayed.id, replayed.next_due_ms): 1})
+
+
+def test_given_a_first_request_whose_dispatch_failed_then_its_replay_revives_the_job() -> None:
+    twins = Twins(shards=1)
+    spec = parse_job_spec({"schedule": {"delay_seconds": 30}, "target": NOOP})
+    send = twins.queue.send
+
+    def failing_send(messages: Any) -> None:
+        raise ConnectionError("SQS is unreachable")
+
+    twins.queue.send = failing_send  # type: ignore[method-assign]
+    with pytest.raises(ConnectionError):
+        twins.service.create("t", spec, idempotency_key="k2")
+    (cancelled,) = twins.jobs._jobs.values()
+    assert cancelled.status == JobStatus.CANCELLED  # not left as a job that never runs
+    twins.queue.send = send  # type: ignore[method-assign]
+
+    # Not a 201 for the job the first call cancelled: the replay revives and dispatches it
+    replayed = twins.service.create("t", spec, idempotency_key="k2")
+
+    assert replayed.id == cancelled.id
+    assert replayed.status == JobStatus.SCHEDULED
+    assert twins.jobs.get("t", replayed.id) == replayed
+    assert twins.sent() == Counter({(replayed.id, replayed.next_due_ms): 1})
+
+
+def test_given_a_job_its_owner_cancelled_then_a_replay_shows_it_cancelled() -> None:
+    twins = Twins(shards=1)
+    spec = parse_job_spec({"schedule": {"delay_seconds": 300}, "target": NOOP})
+    first = twins.service.create("t", spec, idempotency_key="k3")
+    twins.service.cancel("t", first.id)
+
+    replayed = twins.service.create("t", spec, idempotency_key="k3")
+
+    assert (replayed.id, replayed.status) == (first.id, JobStatus.CANCELLED)

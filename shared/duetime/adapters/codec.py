@@ -76,6 +76,7 @@ def job_to_values(job: Job) -> dict[str, Any]:
         "gen": job.generation,
         "next_due_ms": job.next_due_ms,
         "expires_at": job.expires_at,
+        "cancel_reason": job.cancel_reason,
     }
 
 
@@ -102,6 +103,7 @@ def job_from_values(values: dict[str, Any]) -> Job:
         generation=values.get("gen", 0),
         next_due_ms=values.get("next_due_ms"),
         expires_at=values.get("expires_at"),
+        cancel_reason=values.get("cancel_reason"),
     )
 
 

@@ -299,18 +299,7 @@ class DynamoTimerStore:
         return shard_of(job_id, self.shards)
 
     def _item(self, timer: Timer) -> dict[str, Any]:
-        values: dict[str, Any] = {
-            "pk": timer_partition(timer.bucket, self.shard_of(timer.job_id)),
-            "sk": timer.sort_key,
-            "tenant": timer.tenant,
-            "gen": timer.generation,
-            "expires_at": max(timer.due_ms // 1000, timer.bucket * 60) + self._ttl_seconds,
-        }
-        if timer.job_bytes:
-            values["bytes"] = timer.job_bytes
-        if timer.runtime is not None and timer.priority is not None:
-            values["q"] = queue_key(timer.runtime, timer.priority)
-        return to_item(values)
+        return to_item(timer_values(timer, self.shard_of(timer.job_id), self._ttl_seconds))
 
     def put(self, timers: Sequence[Timer]) -> None:
         # BatchWriteItem rejects a batch that names one key twice: the last write of a key wins.
@@ -357,23 +346,7 @@ class DynamoTimerStore:
             "Limit": limit + 1,
         }
         response = self._client.query(**params)
-        timers = []
-        for raw in response.get("Items", []):
-            values = from_item(raw)
-            due, job_id, _ = parse_timer_sort_key(str(values["sk"]))
-            runtime, _, priority = str(values.get("q", "")).partition("/")
-            timers.append(
-                Timer(
-                    values["tenant"],
-                    job_id,
-                    due,
-                    values.get("gen", 0),
-                    bucket_minute=None if due // 60_000 == minute else minute,
-                    job_bytes=values.get("bytes", 0),
-                    runtime=Runtime(runtime) if runtime else None,
-                    priority=Priority(priority) if priority else None,
-                )
-            )
+        timers = [timer_from_values(from_item(raw), minute) for raw in response.get("Items", [])]
         return timers[:limit], len(timers) > limit or "LastEvaluatedKey" in response
 
     # --- sweep progress: the shard count, one state item per shard, one per partition --------
@@ -575,6 +548,39 @@ class DynamoTimerStore:
 
     def unpark(self, stuck: StuckTimer) -> None:
         self._client.delete_item(TableName=self._table, Key=to_item(_stuck_key(stuck)))
+
+
+def timer_values(timer: Timer, shard: int, ttl_seconds: int) -> dict[str, Any]:
+    """A timer's item: `pk = <bucket>#<shard>`, `sk = <due>#<job id>#<generation>`, the job's
+    size and a one-off's queue when known, and a TTL of `ttl_seconds` after it is due."""
+    values: dict[str, Any] = {
+        "pk": timer_partition(timer.bucket, shard),
+        "sk": timer.sort_key,
+        "tenant": timer.tenant,
+        "gen": timer.generation,
+        "expires_at": max(timer.due_ms // 1000, timer.bucket * 60) + ttl_seconds,
+    }
+    if timer.job_bytes:
+        values["bytes"] = timer.job_bytes
+    if timer.runtime is not None and timer.priority is not None:
+        values["q"] = queue_key(timer.runtime, timer.priority)
+    return values
+
+
+def timer_from_values(values: dict[str, Any], minute: int) -> Timer:
+    """The timer an item of bucket `minute` holds."""
+    due, job_id, _ = parse_timer_sort_key(str(values["sk"]))
+    runtime, _, priority = str(values.get("q", "")).partition("/")
+    return Timer(
+        values["tenant"],
+        job_id,
+        due,
+        values.get("gen", 0),
+        bucket_minute=None if due // 60_000 == minute else minute,
+        job_bytes=values.get("bytes", 0),
+        runtime=Runtime(runtime) if runtime else None,
+        priority=Priority(priority) if priority else None,
+    )
 
 
 # Stuck timers: pk `stuck#<shard>`; sk `r#<next attempt ms>#<timer sort key>` while they are

@@ -19,6 +19,9 @@ MAX_PAYLOAD_BYTES = 64 * 1024
 MAX_NAME_CHARS = 128
 MAX_TIMEOUT_SECONDS = 900
 JOB_OVERHEAD_BYTES = 200  # status, instants, generation and attribute names of a stored job
+# A submission whose dispatch failed cancels its job rather than leave one that never runs; a
+# replay of the submission (same Idempotency-Key) revives and dispatches it.
+SUBMISSION_FAILED = "submission_failed"
 
 
 class Priority(StrEnum):
@@ -105,6 +108,8 @@ class Job:
     next_due_ms: int | None = None
     # DynamoDB TTL (epoch seconds) once the job is finished and only history remains.
     expires_at: int | None = None
+    # Why a cancelled job was cancelled, when not by its owner: SUBMISSION_FAILED.
+    cancel_reason: str | None = None
 
     @property
     def size_bytes(self) -> int:

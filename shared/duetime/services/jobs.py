@@ -25,7 +25,7 @@ from duetime.domain.errors import (
     ValidationError,
 )
 from duetime.domain.ids import new_job_id
-from duetime.domain.jobs import Job, JobSpec, JobStatus, spec_to_dict
+from duetime.domain.jobs import SUBMISSION_FAILED, Job, JobSpec, JobStatus, spec_to_dict
 from duetime.domain.planning import first_due
 from duetime.domain.runs import Run, RunStatus
 from duetime.domain.schedule import next_occurrence
@@ -73,9 +73,10 @@ class JobService:
 
     def create(self, tenant: str, spec: JobSpec, *, idempotency_key: str | None = None) -> Job:
         """Submit a job. With an idempotency key, a replay of the same request returns the job
-        the first call created (for 24 hours); the same key with another request is an
-        IdempotencyConflict. A first call that died after recording its key is completed by
-        the replay, under the job id it had recorded."""
+        the first call created (for 24 hours), after finishing what that call started (see
+        `_replayed`); the same key with another request is an IdempotencyConflict. A first
+        call that died after recording its key is completed by the replay, under the job id
+        it had recorded."""
         now = self._clock()
         first = first_due(spec.schedule, created_at=from_ms(now))
         if first is None:
@@ -91,7 +92,7 @@ class JobService:
                     raise IdempotencyConflict(idempotency_key)
                 existing = self._jobs.get(tenant, recorded[0])
                 if existing is not None:
-                    return existing
+                    return self._replayed(existing, now)
                 job_id = recorded[0]
         due = to_ms(first)
         job = Job(
@@ -109,13 +110,57 @@ class JobService:
             else max(due, now) // 1000 + self._settings.run_ttl_seconds,
         )
         self._jobs.create(job)
+        self._launch(job, due)
+        return job
+
+    def _launch(self, job: Job, due: int) -> None:
+        """Dispatch a new job's first occurrence. Not acknowledged unless it went out: on a
+        failure the job is cancelled (SUBMISSION_FAILED) rather than left never to run, and
+        the error goes to the caller, whose retry with the same key revives it."""
         try:
             self._dispatcher.dispatch([(job, due)])
         except Exception:
-            # Not acknowledged: cancel it rather than leave a job that never runs.
-            cancelled = replace(job, status=JobStatus.CANCELLED, updated_ms=self._clock())
+            now = self._clock()
+            cancelled = replace(
+                job,
+                status=JobStatus.CANCELLED,
+                updated_ms=now,
+                expires_at=now // 1000 + self._settings.run_ttl_seconds,
+                cancel_reason=SUBMISSION_FAILED,
+            )
             self._jobs.replace(cancelled, expected=job)
             raise
+
+    def _replayed(self, job: Job, now: int) -> Job:
+        """A replay finishes what the first request started, and otherwise shows the job as it
+        is now.
+
+        - The first request died between storing the job and dispatching it: the scheduled
+          job is armed again (idempotent: the same timer keys and run ids).
+        - Its dispatch failed, so it cancelled the job: the replay revives and dispatches it
+          (and, failing again, cancels it again and answers with the error).
+        - Anything else (run, paused, cancelled by its owner since) is the job's true state."""
+        if job.status == JobStatus.SCHEDULED:
+            self._arm(job, now)
+        elif job.status == JobStatus.CANCELLED and job.cancel_reason == SUBMISSION_FAILED:
+            due = self._next_due(job, now) or now
+            revived = replace(
+                job,
+                status=JobStatus.SCHEDULED,
+                updated_ms=now,
+                next_due_ms=due,
+                expires_at=None
+                if job.spec.recurring
+                else max(due, now) // 1000 + self._settings.run_ttl_seconds,
+                cancel_reason=None,
+            )
+            try:
+                self._jobs.replace(revived, expected=job)
+            except ConditionFailed:  # another replay revived it meanwhile
+                current = self._jobs.get(job.tenant, job.id)
+                return current if current is not None else job
+            self._launch(revived, due)
+            return revived
         return job
 
     def _send(self, job: Job, due: int, now: int) -> None:
@@ -172,13 +217,8 @@ class JobService:
         if updated is job:
             if wanted == JobStatus.SCHEDULED:
                 # Resuming a scheduled job arms it again: a resume whose dispatch failed after
-                # its status was stored is completed by resuming again. Idempotent: the same
-                # timer keys and run ids as a chain that is already armed.
-                due = self._next_due(job, now)
-                if due is not None:
-                    self._dispatcher.dispatch([(job, due)])
-                elif job.spec.recurring:
-                    self._dispatcher.complete(job, now)  # its schedule is over
+                # its status was stored is completed by resuming again.
+                self._arm(job, now)
             return view
         if wanted == JobStatus.CANCELLED:
             updated = replace(updated, expires_at=now // 1000 + self._settings.run_ttl_seconds)
@@ -198,6 +238,15 @@ class JobService:
         if due is not None:
             self._dispatcher.dispatch([(updated, due)])
         return self._view(updated)
+
+    def _arm(self, job: Job, now: int) -> None:
+        """Dispatch a scheduled job again, from where it goes on. Idempotent: a chain already
+        armed writes the same timer keys, and an occurrence sent twice shares its run id."""
+        due = self._next_due(job, now)
+        if due is not None:
+            self._dispatcher.dispatch([(job, due)])
+        elif job.spec.recurring:
+            self._dispatcher.complete(job, now)  # its schedule is over
 
     def _next_due(self, job: Job, now: int) -> int | None:
         """Where an armed job goes on from: a one-off's instant; a recurring job's first
