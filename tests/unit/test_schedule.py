@@ -23,6 +23,7 @@ from duetime.domain.schedule import (
     is_recurring,
     next_occurrence,
     parse_schedule,
+    previous_occurrence,
     schedule_to_dict,
 )
 
@@ -121,7 +122,22 @@ def test_given_macro_when_parsed_then_accepted(expression: str) -> None:
 
 @pytest.mark.parametrize(
     "expression",
-    ["0 0 31 2 mon", "0 0 L * *", "0 12 * jan-mar mon-fri", "0 0 29 2 *", "59/15 * * * *"],
+    [
+        "0 0 31 2 mon",
+        "0 0 L * *",
+        "0 12 * jan-mar mon-fri",
+        "0 0 29 2 *",
+        "59/15 * * * *",
+        "0 9 15 * 1#1",  # refused before as having no occurrence
+        "0 0 1-L * *",
+        "0 0 W15 * *",
+        "0 0 * * L5",
+        "0 0 * * 5L",
+        "0 0 * * 1#2,3",  # `#` mixed with plain values: refused before, now their union
+        "0 0 ? * ?",
+        "0 0 * * sat-7",
+        "0 0 30 2 1",  # the Mondays of February
+    ],
 )
 def test_given_valid_cron_variants_when_parsed_then_accepted(expression: str) -> None:
     assert parse_schedule({"cron": expression}) == Cron(expression)
@@ -215,6 +231,15 @@ def test_given_bad_rate_when_parsed_then_rate_error(value: object) -> None:
         "R * * * *",
         "*/0 * * * *",
         "0 0 30 2 *",  # never happens
+        "0 0 31W 4 *",  # never happens: there is no 31 April
+        "0 0 31 4 */2",  # never happens: `*/2` makes it 31 April *and* Sun/Tue/Thu/Sat
+        "0 0 1,15W * *",  # W must be alone
+        "0 0 * * 1#6",
+        "0 0 * * 1#0",
+        "0 0 * * L",
+        "0 0 LW * *",
+        "? 0 * * *",
+        "*-5 * * * *",
         "0 0 * * 8",
         "x y z w v",
         5,
@@ -473,10 +498,161 @@ def test_given_day_of_month_and_weekday_when_next_then_either_matches() -> None:
     ]
 
 
+# --- cron: the day rule --------------------------------------------------------------------------
+# Vixie cron: when the day-of-month or the day-of-week field starts with `*`, a day must match
+# both; otherwise either. `L`, `nW`, `d#n` and `dL` are restricted fields like any other.
+# Random expressions are checked against cronsim and a simulation in test_cron_reference.py.
+
+
+def test_given_nth_weekday_next_to_a_day_of_month_when_next_then_either_matches() -> None:
+    """Audit item 9: `#` with a restricted day of month is the documented OR."""
+    cron = parse_schedule({"cron": "0 9 15 * 1#1"})  # was refused as never occurring
+    assert occurrences(cron, utc(2027, 1, 1), 4) == [
+        utc(2027, 1, 4, 9),  # the first Monday
+        utc(2027, 1, 15, 9),
+        utc(2027, 2, 1, 9),  # the first Monday
+        utc(2027, 2, 15, 9),
+    ]
+
+
+def test_given_nth_weekday_next_to_the_first_when_next_then_the_first_is_kept() -> None:
+    """Audit item 9: `0 9 1 * 1#1` skipped the 1st."""
+    assert occurrences(Cron("0 9 1 * 1#1"), utc(2026, 6, 2), 4) == [
+        utc(2026, 7, 1, 9),  # Wednesday
+        utc(2026, 7, 6, 9),  # the first Monday
+        utc(2026, 8, 1, 9),  # Saturday
+        utc(2026, 8, 3, 9),  # the first Monday
+    ]
+
+
+def test_given_nearest_weekday_next_to_a_weekday_when_next_then_either_matches() -> None:
+    """Audit item 9: `0 0 15W * 3` ignored the Wednesdays."""
+    assert occurrences(Cron("0 0 15W * 3"), utc(2026, 8, 1), 5) == [
+        utc(2026, 8, 5),
+        utc(2026, 8, 12),
+        utc(2026, 8, 14),  # 15W: the 15th is a Saturday, so Friday the 14th
+        utc(2026, 8, 19),
+        utc(2026, 8, 26),
+    ]
+
+
+def test_given_star_step_day_of_month_and_a_weekday_when_next_then_both_must_match() -> None:
+    """Audit item 10: `*/2` starts with `*`, so Vixie requires both fields: odd-day Mondays."""
+    assert occurrences(Cron("0 0 */2 * 1"), utc(2026, 7, 1), 4) == [
+        utc(2026, 7, 13),
+        utc(2026, 7, 27),
+        utc(2026, 8, 3),
+        utc(2026, 8, 17),
+    ]
+
+
+@pytest.mark.parametrize(
+    ("expression", "after", "expected"),
+    [
+        # The same days as `*/2`, written without `*`: either field, so odd days and Mondays.
+        ("0 0 1-31/2 * 1", utc(2026, 6, 30, 12), [utc(2026, 7, d) for d in (1, 3, 5, 6)]),
+        # A star-step day of week: the 1st when it is a Sunday, Tuesday, Thursday or Saturday.
+        ("0 0 1 * */2", utc(2026, 7, 1), [utc(2026, 8, 1), utc(2026, 9, 1), utc(2026, 10, 1)]),
+        # The text decides: `*,15` starts with `*` (both: Fridays), `15,*` does not (either).
+        ("0 0 *,15 * 5", utc(2026, 7, 1), [utc(2026, 7, 3), utc(2026, 7, 10)]),
+        ("0 0 15,* * 5", utc(2026, 7, 1), [utc(2026, 7, 2), utc(2026, 7, 3)]),
+        # `?` is `*`.
+        ("0 0 ? * 5", utc(2026, 7, 1), [utc(2026, 7, 3), utc(2026, 7, 10)]),
+        # L and dL: either field, or with a `*` the other field alone.
+        (
+            "0 18 L * 5L",
+            utc(2026, 7, 1),
+            [utc(2026, 7, 31, 18), utc(2026, 8, 28, 18), utc(2026, 8, 31, 18)],
+        ),
+        (
+            "0 18 L * *",
+            utc(2026, 7, 1),
+            [utc(2026, 7, 31, 18), utc(2026, 8, 31, 18), utc(2026, 9, 30, 18)],
+        ),
+        (
+            "0 18 * * 5L",
+            utc(2026, 7, 1),
+            [utc(2026, 7, 31, 18), utc(2026, 8, 28, 18), utc(2026, 9, 25, 18)],
+        ),
+        (
+            "0 18 * * L5",
+            utc(2026, 7, 1),
+            [utc(2026, 7, 31, 18), utc(2026, 8, 28, 18), utc(2026, 9, 25, 18)],
+        ),
+        # L and a star-step day of week (Sunday): both, so last days that are Sundays.
+        (
+            "0 18 L * */7",
+            utc(2026, 7, 1),
+            [utc(2027, 1, 31, 18), utc(2027, 2, 28, 18), utc(2027, 10, 31, 18)],
+        ),
+        # nW: within the month (a Saturday 1st gives Monday the 3rd), none in months without day n.
+        ("0 0 1W * *", utc(2026, 7, 15), [utc(2026, 8, 3), utc(2026, 9, 1), utc(2026, 10, 1)]),
+        ("0 0 31W * *", utc(2026, 4, 1), [utc(2026, 5, 29), utc(2026, 7, 31), utc(2026, 8, 31)]),
+        ("0 0 1W * 5", utc(2026, 7, 25), [utc(2026, 7, 31), utc(2026, 8, 3), utc(2026, 8, 7)]),
+        # d#n: ranges of weekdays, 7 for Sunday, lists mixing `#`, `L` and plain values.
+        (
+            "0 0 * * mon-wed#2",
+            utc(2026, 7, 1),
+            [utc(2026, 7, 8), utc(2026, 7, 13), utc(2026, 7, 14)],
+        ),
+        ("0 0 1 * 7#1", utc(2026, 7, 1), [utc(2026, 7, 5), utc(2026, 8, 1), utc(2026, 8, 2)]),
+        ("0 0 * * 1#2,5L", utc(2026, 7, 1), [utc(2026, 7, 13), utc(2026, 7, 31), utc(2026, 8, 10)]),
+        (
+            "0 0 * * 1#5,sat",
+            utc(2026, 8, 25),
+            [utc(2026, 8, 29), utc(2026, 8, 31), utc(2026, 9, 5)],
+        ),
+        # A fifth Monday in February: only in a leap year whose February starts on a Monday.
+        ("0 0 * 2 1#5", utc(2026, 1, 1), [utc(2044, 2, 29), utc(2072, 2, 29)]),
+    ],
+)
+def test_given_day_rule_vector_when_next_then_expected(
+    expression: str, after: datetime, expected: list[datetime]
+) -> None:
+    cron = parse_schedule({"cron": expression})
+    assert occurrences(cron, after, len(expected)) == expected
+
+
+@pytest.mark.parametrize(
+    "expression",
+    [
+        "* * 5-1 * *",  # audit item 11
+        "5-1 * * * *",
+        "0 23-1 * * *",
+        "0 0 20-10/2 * *",
+        "0 0 * nov-feb *",
+        "0 0 * * sat-sun",  # Sunday is 0; write sat-7 or sat,sun
+        "0 0 * * 6-0",
+        "0 0 * * wed-mon#2",
+    ],
+)
+def test_given_range_starting_above_its_end_when_parsed_then_refused(expression: str) -> None:
+    """Audit item 11: Vixie refuses these; croniter read them as wrapping around."""
+    error = invalid({"cron": expression})
+    assert error.field == "schedule.cron"
+    assert "starts above its end" in error.message
+
+
+def test_given_rare_day_when_previous_then_found_decades_back() -> None:
+    """29 February on a Sunday (`*/7` is Sunday and starts with `*`: both fields) recurs after
+    28 or 40 years; `previous_occurrence` looks back far enough."""
+    cron = Cron("0 12 29 2 */7")
+    created = utc(1970, 1, 1)
+    assert previous_occurrence(cron, created_at=created, before=utc(2032, 2, 29)) == utc(
+        2004, 2, 29, 12
+    )
+    assert previous_occurrence(cron, created_at=created, before=utc(2128, 2, 29)) == utc(
+        2088, 2, 29, 12
+    )
+    assert next_occurrence(cron, created_at=created, after=utc(2088, 2, 29, 12)) == utc(
+        2128, 2, 29, 12
+    )
+
+
 @pytest.mark.parametrize(
     ("expression", "expected"),
     [
-        # croniter alone reads an equal range as the whole field; duetime means the one value.
+        # An equal range is its one value (croniter, used before, read it as the whole field).
         ("0-0 * * * *", [utc(2026, 5, 1, 11), utc(2026, 5, 1, 12)]),
         ("5-5/2 9 * * *", [utc(2026, 5, 2, 9, 5), utc(2026, 5, 3, 9, 5)]),
         ("0 9 * * 7", [utc(2026, 5, 3, 9), utc(2026, 5, 10, 9)]),  # 7 is Sunday
