@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import threading
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
@@ -44,17 +45,19 @@ class RetryLater(Exception):
     """Marks a record as failed so SQS delivers it again after its visibility timeout."""
 
 
-async def record_handler(record: SQSRecord) -> str:
-    return await asyncio.get_running_loop().run_in_executor(_threads, handle_in_turn, record)
+async def record_handler(record: SQSRecord, lambda_context: LambdaContext) -> str:
+    return await asyncio.get_running_loop().run_in_executor(
+        _threads, handle_in_turn, record, lambda_context.get_remaining_time_in_millis
+    )
 
 
-def handle_in_turn(record: SQSRecord) -> str:
+def handle_in_turn(record: SQSRecord, remaining_ms: Callable[[], int] | None = None) -> str:
     with _copies_lock:
         lock, holders = _copies.get(record.body, (threading.Lock(), 0))
         _copies[record.body] = (lock, holders + 1)
     try:
         with lock:
-            return handle_record(record)
+            return handle_record(record, remaining_ms)
     finally:
         with _copies_lock:
             lock, holders = _copies[record.body]
@@ -64,7 +67,7 @@ def handle_in_turn(record: SQSRecord) -> str:
                 _copies[record.body] = (lock, holders - 1)
 
 
-def handle_record(record: SQSRecord) -> str:
+def handle_record(record: SQSRecord, remaining_ms: Callable[[], int] | None = None) -> str:
     parts = components()
     delivery = Delivery(
         message_id=record.message_id,
@@ -73,7 +76,8 @@ def handle_record(record: SQSRecord) -> str:
         receive_count=int(record.attributes.approximate_receive_count or 1),
         queue=parts.queue.url_for_arn(record.event_source_arn),
     )
-    result = parts.executor.handle(delivery)
+    # A run starts only with time left for its timeout and recording (see RunExecutor).
+    result = parts.executor.handle(delivery, remaining_ms=remaining_ms)
     if result.disposition == Disposition.RETRY_LATER:
         raise RetryLater(result.detail)
     return result.detail

@@ -31,6 +31,11 @@ class Env:
     # The coordinator starts each shard's sweep by invoking this function asynchronously;
     # unset, it sweeps the shards itself (the local stack, tests).
     SWEEPER_FUNCTION = "DUETIME_SWEEPER_FUNCTION"
+    # How far past its deadline a run's lease, written with another worker's clock, counts as
+    # over (the run is then taken as abandoned by a dead or killed worker).
+    CLOCK_SKEW_ALLOWANCE_SECONDS = "DUETIME_CLOCK_SKEW_ALLOWANCE_SECONDS"
+    # The Lambda worker's timeout: a lambda-runtime job's timeout must leave room to record it.
+    WORKER_TIMEOUT_SECONDS = "DUETIME_WORKER_TIMEOUT_SECONDS"
     ALLOW_PRIVATE_TARGETS = "DUETIME_ALLOW_PRIVATE_TARGETS"
     REQUIRE_HTTPS = "DUETIME_REQUIRE_HTTPS"
     # Execution history (duetime.history): archive bucket, failure queue, Glue and Athena.
@@ -82,6 +87,8 @@ class Settings:
     allow_private_targets: bool = False
     require_https: bool = True
     sweeper_function: str = ""  # see Env.SWEEPER_FUNCTION
+    clock_skew_allowance_seconds: int = 120
+    worker_timeout_seconds: int = 900
     # Execution history (duetime.history): optional, so functions that do not archive can
     # run without them.
     history_bucket: str = ""
@@ -134,6 +141,8 @@ class Settings:
             allow_private_targets=_flag(env.get(Env.ALLOW_PRIVATE_TARGETS, "false")),
             require_https=_flag(env.get(Env.REQUIRE_HTTPS, "true")),
             sweeper_function=env.get(Env.SWEEPER_FUNCTION, "").strip(),
+            clock_skew_allowance_seconds=number(Env.CLOCK_SKEW_ALLOWANCE_SECONDS, 120, 0, 3600),
+            worker_timeout_seconds=number(Env.WORKER_TIMEOUT_SECONDS, 900, 1, 900),
             history_bucket=env.get(Env.HISTORY_BUCKET, ""),
             archive_failure_queue_url=env.get(Env.ARCHIVE_FAILURE_QUEUE_URL, ""),
             secrets_key_arn=env.get(Env.SECRETS_KEY_ARN, "").strip(),
@@ -160,6 +169,8 @@ class Settings:
             Env.ALLOW_PRIVATE_TARGETS: str(self.allow_private_targets).lower(),
             Env.REQUIRE_HTTPS: str(self.require_https).lower(),
             Env.WEBHOOK_SECRET_GRACE_SECONDS: str(self.webhook_secret_grace_seconds),
+            Env.CLOCK_SKEW_ALLOWANCE_SECONDS: str(self.clock_skew_allowance_seconds),
+            Env.WORKER_TIMEOUT_SECONDS: str(self.worker_timeout_seconds),
         } | {
             name: value
             for name, value in (

@@ -128,12 +128,15 @@ def account(
     `expected` are reported as a job of kind "unknown" with only unexpected runs. With
     `until_ms`, runs scheduled after it are outside the experiment and not counted at all
     (the expected runs must have been computed with the same bound)."""
-    calls: dict[str, Counter[tuple[int, int]]] = {}
+    # Per scheduled instant, whatever the attempt: the recording target records the calls that
+    # completed, so a second one is a duplicate even under a new attempt number (an attempt
+    # whose outcome was lost is abandoned and retried).
+    calls: dict[str, Counter[int]] = {}
     for e in executions:
         if until_ms is not None and e.scheduled_ms > until_ms:
             continue
-        calls.setdefault(e.job_id, Counter())[(e.scheduled_ms, e.attempt)] += 1
-    ran = {job_id: {s for s, _ in counted} for job_id, counted in calls.items()}
+        calls.setdefault(e.job_id, Counter())[e.scheduled_ms] += 1
+    ran = {job_id: set(counted) for job_id, counted in calls.items()}
     accounts: list[JobAccount] = []
     for job_id in [*expected, *(j for j in ran if j not in expected)]:
         wanted = set(expected.get(job_id, ()))
@@ -147,8 +150,8 @@ def account(
                 expected=len(wanted),
                 started=len(wanted & seen),
                 lost=len(lost),
-                duplicated=sum(n - 1 for (s, _), n in counted.items() if s in wanted),
-                unexpected=sum(n for (s, _), n in counted.items() if s not in wanted),
+                duplicated=sum(n - 1 for s, n in counted.items() if s in wanted),
+                unexpected=sum(n for s, n in counted.items() if s not in wanted),
                 lost_runs=tuple(lost),
             )
         )

@@ -962,37 +962,30 @@ def test_given_a_running_run_with_a_live_lease_when_a_duplicate_arrives_then_bus
     assert run_store.get(JOB_ID, SCHEDULED_MS) == held
 
 
-def test_given_a_running_run_when_its_message_is_redelivered_then_claimed_again(
+def test_given_a_running_run_when_its_message_is_redelivered_under_a_live_lease_then_busy(
     run_store: RunStore,
 ) -> None:
+    # SQS took the message's visibility back (a failed heartbeat): the holder may be running
+    # it still, and the run record's lease says it is.
     held = claimed(run_store, make_claim("msg-1", receive_count=1))
     redelivered = make_claim("msg-1", receive_count=2, now_ms=SCHEDULED_MS + 30_000)
 
-    outcome, run = run_store.claim(redelivered)
-
-    assert outcome == ClaimOutcome.CLAIMED
-    assert run is not None
-    assert run.lease == redelivered.lease
-    assert run.attempts == (Attempt(1, SCHEDULED_MS + 30_000, 30_000),)
-    assert run.version == held.version + 1
-    assert run_store.get(JOB_ID, SCHEDULED_MS) == run
+    assert run_store.claim(redelivered) == (ClaimOutcome.BUSY, held)
+    assert run_store.get(JOB_ID, SCHEDULED_MS) == held
 
 
-def test_given_a_running_run_whose_lease_expired_when_claimed_then_it_replaces_the_attempt(
+def test_given_a_running_run_whose_lease_expired_when_claimed_then_it_is_abandoned(
     run_store: RunStore,
 ) -> None:
     held = claimed(run_store, make_claim("msg-1"))
     assert held.lease is not None
-    late = make_claim("msg-2", now_ms=held.lease.until_ms + CLOCK_SKEW_ALLOWANCE_MS)
+    late = make_claim(
+        "msg-1", receive_count=2, now_ms=held.lease.until_ms + CLOCK_SKEW_ALLOWANCE_MS
+    )
 
-    outcome, run = run_store.claim(late)
-
-    assert outcome == ClaimOutcome.CLAIMED
-    assert run is not None
-    assert run.status == RunStatus.RUNNING
-    assert run.lease == late.lease
-    assert run.attempts == (Attempt(1, late.now_ms, late.lateness_ms),)
-    assert run_store.get(JOB_ID, SCHEDULED_MS) == run
+    # The record is left as it was: the caller records the abandoned attempt as failed.
+    assert run_store.claim(late) == (ClaimOutcome.ABANDONED, held)
+    assert run_store.get(JOB_ID, SCHEDULED_MS) == held
 
 
 @pytest.mark.parametrize("status", [RunStatus.SUCCEEDED, RunStatus.FAILED])
@@ -1080,20 +1073,22 @@ def test_given_a_claimed_run_when_finishing_then_the_outcome_is_stored_and_retur
     assert run_store.get(JOB_ID, SCHEDULED_MS) == done
 
 
-def test_given_a_reclaimed_run_when_the_old_holder_finishes_then_none_and_reclaim_is_intact(
+def test_given_an_abandoned_attempt_retried_when_the_old_holder_finishes_then_none(
     run_store: RunStore,
 ) -> None:
     stale = claimed(run_store, make_claim("msg-1"))
     assert stale.lease is not None
-    reclaimed = claimed(
-        run_store, make_claim("msg-2", now_ms=stale.lease.until_ms + CLOCK_SKEW_ALLOWANCE_MS)
-    )
+    later = stale.lease.until_ms + CLOCK_SKEW_ALLOWANCE_MS
+    # Whoever found it abandoned recorded attempt 1 as failed and sent attempt 2.
+    failed = run_store.finish(stale, RunOutcome(RunStatus.RETRYING, later, "worker stopped"))
+    assert failed is not None
+    retried = claimed(run_store, make_claim("msg-2", attempt=2, now_ms=later + 1_000))
 
     result = run_store.finish(stale, RunOutcome(RunStatus.SUCCEEDED, SCHEDULED_MS + 70_000))
 
     assert result is None
-    assert run_store.get(JOB_ID, SCHEDULED_MS) == reclaimed
-    finished = run_store.finish(reclaimed, RunOutcome(RunStatus.SUCCEEDED, SCHEDULED_MS + 71_000))
+    assert run_store.get(JOB_ID, SCHEDULED_MS) == retried
+    finished = run_store.finish(retried, RunOutcome(RunStatus.SUCCEEDED, later + 2_000))
     assert finished is not None
     assert run_store.get(JOB_ID, SCHEDULED_MS) == finished
 

@@ -13,6 +13,7 @@ from duetime.domain.jobs import JobStatus, Priority, Runtime
 from duetime.domain.runs import CLOCK_SKEW_ALLOWANCE_MS, ClaimOutcome, Lease, RunClaim, RunStatus
 from duetime.domain.timeutil import parse_rfc3339, to_ms
 from duetime.ports import RunMessage
+from duetime.services.execute import ABANDONED_ERROR
 from duetime.wiring import wall_ms
 from tests.integration.conftest import START, Engine
 from tests.reliability.harness import _Body
@@ -213,14 +214,17 @@ def test_given_a_worker_that_dies_holding_a_run_then_the_run_is_reclaimed_after_
     assert outcome == ClaimOutcome.CLAIMED
     engine.drain()
     assert engine.recorder.calls == []  # still leased: SQS hides it
-    # When the visibility timeout expires, SQS delivers it again and the run is reclaimed
+    # When the visibility timeout expires, SQS delivers it again: the run's lease is long
+    # over, so attempt 1 was abandoned (it counts), and attempt 2 runs after its backoff
     engine.advance(engine_visibility(engine) + 1)
+    engine.drain()
+    engine.advance(5)
     engine.drain()
     assert engine.recorder.runs_of(job_id) == [scheduled]
     run = engine.parts.runs.get(job_id, scheduled)
     assert run is not None
     assert run.status == RunStatus.SUCCEEDED
-    assert len(run.attempts) == 1
+    assert [(a.number, a.error) for a in run.attempts] == [(1, ABANDONED_ERROR), (2, None)]
 
 
 def test_given_a_copy_of_a_run_held_by_a_dead_worker_then_it_reclaims_when_the_lease_ends(
@@ -249,8 +253,13 @@ def test_given_a_copy_of_a_run_held_by_a_dead_worker_then_it_reclaims_when_the_l
     engine.drain()
     assert engine.recorder.calls == []
     engine.advance_to(scheduled + 62_000 + CLOCK_SKEW_ALLOWANCE_MS)
+    engine.drain()  # abandoned: attempt 2 follows after its backoff
+    engine.advance(5)
     engine.drain()
     assert engine.recorder.runs_of(job_id) == [scheduled]
+    run = engine.parts.runs.get(job_id, scheduled)
+    assert run is not None
+    assert (run.status, run.attempt) == (RunStatus.SUCCEEDED, 2)
 
 
 def engine_visibility(engine: Engine) -> int:

@@ -5,11 +5,13 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Iterator
+from typing import Any
 
 import pytest
 
 from duetime.domain.jobs import Priority, Runtime
 from duetime.domain.runs import RunStatus
+from duetime.ports import Delivery, RunMessage
 from duetime.services.queue_worker import QueueWorker
 from duetime.targets import DEFAULT_HANDLERS, Invocation
 from tests.integration.conftest import RECORDER, Engine
@@ -100,3 +102,64 @@ def test_given_a_run_in_flight_when_stopped_then_it_finishes_and_the_worker_exit
     assert run is not None
     assert run.status == RunStatus.SUCCEEDED
     wait_for(lambda: engine.queue_messages(Runtime.FARGATE, Priority.NORMAL) == 0)
+
+
+class FailingHeartbeat:
+    """A queue whose visibility extensions fail for one job's message (throttled, say)."""
+
+    def __init__(self, queue: Any, job_id: str) -> None:
+        self._queue = queue
+        self.job_id = job_id
+        self.failed = 0
+
+    def change_visibility(self, delivery: Delivery, seconds: int) -> None:
+        if RunMessage.from_json(delivery.body).job_id == self.job_id and seconds > 0:
+            self.failed += 1
+            raise ConnectionError("ThrottlingException")
+        self._queue.change_visibility(delivery, seconds)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._queue, name)
+
+
+def test_given_one_heartbeat_failing_then_other_runs_keep_their_lease_and_none_runs_twice(
+    engine: Engine,
+) -> None:
+    slow_job = {
+        "schedule": {"delay_seconds": 0},
+        "runtime": "fargate",
+        "target": {"type": "handler", "name": "test.slow"},
+        "payload": {"seconds": 4},
+    }
+    first, second = engine.submit(dict(slow_job)), engine.submit(dict(slow_job))
+    queue = FailingHeartbeat(engine.parts.queue, first)
+    workers = [
+        QueueWorker(
+            q,
+            engine.parts.executor,
+            Runtime.FARGATE,
+            concurrency=4,
+            wait_seconds=1,
+            visibility_seconds=2,
+            heartbeat_seconds=0.5,
+            stop_timeout_seconds=10,
+        )
+        for q in (queue, engine.parts.queue)  # a second worker picks up what lapses
+    ]
+    threads = [threading.Thread(target=w.run, daemon=True) for w in workers]
+    threads[0].start()  # the worker whose heartbeat fails takes both runs
+    wait_for(lambda: workers[0].processed == 0 and len(workers[0]._held) == 2, 10)
+    threads[1].start()
+    try:
+        wait_for(lambda: engine.recorder.runs_of(first) and engine.recorder.runs_of(second), 20)
+        time.sleep(2)
+    finally:
+        for w in workers:
+            w.stop()
+        for thread in threads:
+            thread.join(timeout=15)
+    # The first run's message lapsed (its heartbeat failed) and came back; whoever got it found
+    # the run's lease live in its record and left it: each target ran once.
+    assert queue.failed > 0
+    assert len(engine.recorder.runs_of(first)) == 1
+    assert len(engine.recorder.runs_of(second)) == 1

@@ -37,19 +37,21 @@ def test_given_executions_then_each_job_reports_started_lost_duplicated_unexpect
         Execution("a", 1),
         Execution("a", 1),  # the same attempt twice: a duplicate
         Execution("a", 2, attempt=1),
-        Execution("a", 2, attempt=2),  # a retry is not a duplicate
+        # Recorded executions completed: a second one is a duplicate even as another attempt
+        # (an attempt whose outcome was lost is abandoned and retried).
+        Execution("a", 2, attempt=2),
         Execution("b", 11),  # not an occurrence of b
         Execution("c", 5),  # not a job of the experiment
     ]
     accounting = account(expected, executions, {"a": "rate", "b": "at"})
     a, b, c = accounting.jobs
-    assert (a.expected, a.started, a.lost, a.duplicated, a.unexpected) == (3, 2, 1, 1, 0)
+    assert (a.expected, a.started, a.lost, a.duplicated, a.unexpected) == (3, 2, 1, 2, 0)
     assert a.lost_runs == (3,)
     assert (b.expected, b.started, b.lost, b.duplicated, b.unexpected) == (1, 0, 1, 0, 1)
     assert (c.kind, c.expected, c.unexpected) == ("unknown", 0, 1)
     totals = accounting.totals
     assert (totals.jobs, totals.expected, totals.started) == (3, 4, 2)
-    assert (totals.lost, totals.duplicated, totals.unexpected) == (2, 1, 2)
+    assert (totals.lost, totals.duplicated, totals.unexpected) == (2, 2, 2)
     assert accounting.lost_runs() == [("a", 3), ("b", 10)]
 
 

@@ -184,7 +184,8 @@ def test_given_poison_messages_then_they_end_in_the_dlq_and_the_rest_still_runs(
                 "retry": {"max_attempts": 2, "backoff_seconds": 2},
             }
         )
-        # A run that kills its worker every time: the redrive policy moves it after 10 receives.
+        # A run that kills its worker every time: each killed attempt counts, so after its last
+        # (3 by default) it goes to the DLQ with the reason, as any failing run.
         killer = cluster.submit({"schedule": {"delay_seconds": 0}, "priority": "high"})
         point = CrashPoint(
             "worker: crashes on this run every time",
@@ -201,7 +202,7 @@ def test_given_poison_messages_then_they_end_in_the_dlq_and_the_rest_still_runs(
             cluster.drain()
         cluster.recover(workload)
 
-        assert point.crashes == 10
+        assert point.crashes == 3
         dead = cluster.dead_messages()
         by_body = {m["Body"]: m for m in dead}
         assert len(dead) == 3, [m["Body"] for m in dead]
@@ -213,7 +214,10 @@ def test_given_poison_messages_then_they_end_in_the_dlq_and_the_rest_still_runs(
             if m["Body"] != '{"not": "a run"}'
         }
         assert reasons[failing] == "attempt 2 of 2: duetime.fail: attempt 2"
-        assert reasons[killer] is None  # moved by the redrive policy: no worker saw it through
+        assert reasons[killer] == (
+            "attempt 3 of 3: the worker stopped during the attempt (killed at its timeout, "
+            "or crashed)"
+        )
         assert '{"not": "a run"}' in by_body
         failed = next(RunMessage.from_json(b) for b in by_body if failing in b)
         run = cluster.parts.runs.get(failing, failed.scheduled_ms)

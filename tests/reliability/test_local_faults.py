@@ -1,10 +1,12 @@
 """Process faults on the local stack's pieces: `duetime worker --runtime fargate` processes
 against a moto server, killed (SIGKILL) or stalled (SIGSTOP) in the middle of a run.
 
-The run is reclaimed by another worker once the dead or stalled one's message visibility
-expires (the heartbeat stops with the process), and completes; the accounting shows no loss
-and exactly the one duplicate execution of the documented window (the first worker's target
-had started, its outcome was never recorded).
+The dead or stalled worker's message comes back when its visibility expires (the heartbeat
+stops with the process), but the run is taken from it only once the run's lease (its timeout +
+30 s, plus the clock-skew allowance, 2 s here) has passed: the attempt counts as failed
+(abandoned) and attempt 2 completes the run. The accounting shows no loss and exactly the one
+duplicate execution of the documented window (the first worker's target had started, its
+outcome was never recorded).
 """
 
 from __future__ import annotations
@@ -22,10 +24,12 @@ import boto3
 import pytest
 from moto.server import ThreadedMotoServer
 
+from duetime.config import Env
 from duetime.domain.jobs import parse_job_spec
 from duetime.domain.runs import RunStatus
 from duetime.reliability import account
 from duetime.resources import create_resources
+from duetime.services.execute import ABANDONED_ERROR
 from duetime.wiring import Components, build
 from tests.reliability.local_handlers import pids, read_executions
 from tests.waiting import wait_for
@@ -34,6 +38,10 @@ pytestmark = pytest.mark.slow
 
 ROOT = Path(__file__).resolve().parents[2]
 VISIBILITY_SECONDS = 2
+TIMEOUT_SECONDS = 5  # the job's: its run's lease lasts this + 30 s
+SKEW_ALLOWANCE_SECONDS = 2
+# Until a dead worker's run is taken over: its lease, the allowance, a retry's backoff.
+TAKEOVER_SECONDS = TIMEOUT_SECONDS + 30 + SKEW_ALLOWANCE_SECONDS + 10
 
 
 @pytest.fixture
@@ -55,6 +63,7 @@ def stack(aws_env: None) -> Iterator[tuple[Components, dict[str, str]]]:
             **settings.to_env(),
             "AWS_ENDPOINT_URL": endpoint,
             "PYTHONPATH": os.pathsep.join([str(ROOT), str(ROOT / "shared")]),
+            Env.CLOCK_SKEW_ALLOWANCE_SECONDS: str(SKEW_ALLOWANCE_SECONDS),
         }
         yield build(settings, session), env
     finally:
@@ -109,6 +118,7 @@ def submit(parts: Components, record: Path, first_seconds: float) -> tuple[str, 
             {
                 "schedule": {"delay_seconds": 0},
                 "runtime": "fargate",
+                "timeout_seconds": TIMEOUT_SECONDS,
                 "target": {"type": "handler", "name": "reliability.file_record"},
                 "payload": {"path": str(record), "first_seconds": first_seconds},
             }
@@ -122,7 +132,7 @@ def test_given_a_worker_killed_mid_run_then_another_reclaims_the_run_and_complet
 ) -> None:
     parts, env = stack
     record = tmp_path / "executions.jsonl"
-    job_id, scheduled = submit(parts, record, first_seconds=30)
+    job_id, scheduled = submit(parts, record, first_seconds=4)
     first = start_worker(env)
     second: subprocess.Popen[str] | None = None
     try:
@@ -130,7 +140,10 @@ def test_given_a_worker_killed_mid_run_then_another_reclaims_the_run_and_complet
         first.send_signal(signal.SIGKILL)
         first.wait(timeout=10)
         second = start_worker(env)
-        wait_for(lambda: _status(parts, job_id, scheduled) == RunStatus.SUCCEEDED, seconds=30)
+        wait_for(
+            lambda: _status(parts, job_id, scheduled) == RunStatus.SUCCEEDED,
+            seconds=TAKEOVER_SECONDS + 30,
+        )
     finally:
         first.kill()
         output = stop(second) if second else ""
@@ -142,7 +155,8 @@ def test_given_a_worker_killed_mid_run_then_another_reclaims_the_run_and_complet
     assert pids(record) == [first.pid, second.pid]
     run = parts.runs.get(job_id, scheduled)
     assert run is not None
-    assert len(run.attempts) == 1  # one attempt, reclaimed: not a retry
+    # The killed attempt counts: it failed (abandoned), and attempt 2 ran
+    assert [(a.number, a.error) for a in run.attempts] == [(1, ABANDONED_ERROR), (2, None)]
 
 
 def test_given_a_worker_stalled_past_its_visibility_then_the_run_is_reclaimed_once(
@@ -157,7 +171,10 @@ def test_given_a_worker_stalled_past_its_visibility_then_the_run_is_reclaimed_on
         wait_for(lambda: len(read_executions(record)) == 1, seconds=30)
         stalled.send_signal(signal.SIGSTOP)  # no heartbeat: its lease runs out
         other = start_worker(env)
-        wait_for(lambda: _status(parts, job_id, scheduled) == RunStatus.SUCCEEDED, seconds=30)
+        wait_for(
+            lambda: _status(parts, job_id, scheduled) == RunStatus.SUCCEEDED,
+            seconds=TAKEOVER_SECONDS + 30,
+        )
         recorded = parts.runs.get(job_id, scheduled)
         # It wakes up, finishes its work, and finds the run recorded by the other worker: its
         # own outcome is refused (the record's version moved on).
@@ -180,7 +197,7 @@ def test_given_a_worker_stalled_past_its_visibility_then_the_run_is_reclaimed_on
     assert run == recorded  # the stalled worker's late outcome did not overwrite it
     assert run.status == RunStatus.SUCCEEDED
     assert run.lease is None
-    assert [a.number for a in run.attempts] == [1]
+    assert [a.number for a in run.attempts] == [1, 2]
 
 
 def _status(parts: Components, job_id: str, scheduled: int) -> RunStatus | None:

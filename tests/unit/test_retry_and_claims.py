@@ -63,7 +63,9 @@ LIVE = Lease("m1", 1, 5000)
         (run(RunStatus.RETRYING, 2), claim(2), ClaimOutcome.DONE),
         (run(RunStatus.RUNNING, 2, LIVE), claim(1), ClaimOutcome.DONE),
         (run(RunStatus.RUNNING, 1, LIVE), claim(1, "m2"), ClaimOutcome.BUSY),
-        (run(RunStatus.RUNNING, 1, LIVE), claim(1, "m1", receive=2), ClaimOutcome.CLAIMED),
+        # a redelivery of the holder's message (SQS took its visibility back) while the run's
+        # lease is live: the holder may well be running it
+        (run(RunStatus.RUNNING, 1, LIVE), claim(1, "m1", receive=2), ClaimOutcome.BUSY),
         # a claim finds itself (its write landed but answered 500, and was retried)
         (
             run(RunStatus.RUNNING, 1, LIVE),
@@ -72,13 +74,20 @@ LIVE = Lease("m1", 1, 5000)
         ),
         # the same message and receive count from another delivery (another instant): busy
         (run(RunStatus.RUNNING, 1, LIVE), claim(1, "m1", receive=1), ClaimOutcome.BUSY),
-        # another message reclaims only once the deadline is past by the clock-skew allowance
+        # the attempt is abandoned (its holder killed or dead) only once the lease's deadline
+        # is past by the clock-skew allowance, whichever message comes
         (run(RunStatus.RUNNING, 1, LIVE), claim(1, "m2", now=5000), ClaimOutcome.BUSY),
         (
             run(RunStatus.RUNNING, 1, LIVE),
             claim(1, "m2", now=5000 + CLOCK_SKEW_ALLOWANCE_MS),
-            ClaimOutcome.CLAIMED,
+            ClaimOutcome.ABANDONED,
         ),
+        (
+            run(RunStatus.RUNNING, 1, LIVE),
+            claim(1, "m1", receive=2, now=5000 + CLOCK_SKEW_ALLOWANCE_MS),
+            ClaimOutcome.ABANDONED,
+        ),
+        (run(RunStatus.RUNNING, 1, None), claim(1, "m2"), ClaimOutcome.ABANDONED),
         (run(RunStatus.RUNNING, 1, LIVE), claim(2, "m3"), ClaimOutcome.BUSY),
     ],
 )
@@ -86,7 +95,7 @@ def test_claim_rule(existing: Run | None, request_: RunClaim, expected: ClaimOut
     assert decide_claim(existing, request_) == expected
 
 
-def test_a_reclaim_replaces_the_dead_holders_attempt_entry() -> None:
+def test_a_claim_of_an_attempt_already_recorded_replaces_its_entry() -> None:
     first = claimed_run(None, claim())
     again = claimed_run(first, claim(1, "m1", receive=2, now=2000))
     assert [(a.number, a.started_ms) for a in again.attempts] == [(1, 2000)]

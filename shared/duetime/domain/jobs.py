@@ -18,6 +18,9 @@ E = TypeVar("E", bound=StrEnum)
 MAX_PAYLOAD_BYTES = 64 * 1024
 MAX_NAME_CHARS = 128
 MAX_TIMEOUT_SECONDS = 900
+# A Lambda invocation keeps this long past a job's timeout to record the outcome and send the
+# retry: a lambda-runtime job's timeout is at most the worker's timeout minus this.
+RECORDING_MARGIN_SECONDS = 60
 JOB_OVERHEAD_BYTES = 200  # status, instants, generation and attribute names of a stored job
 # A submission whose dispatch failed cancels its job rather than leave one that never runs; a
 # replay of the submission (same Idempotency-Key) revives and dispatches it.

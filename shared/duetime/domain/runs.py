@@ -28,6 +28,11 @@ TERMINAL_RUN_STATUSES = frozenset({RunStatus.SUCCEEDED, RunStatus.FAILED})
 MAX_ERROR_CHARS = 300
 EARLIER_ERROR_CHARS = 80
 MAX_ATTEMPTS_KEPT = 5
+# A lease's deadline is written with the holder's clock and read with another worker's: it
+# counts as passed only this long after it (the claim's `skew_allowance_ms`, by default this),
+# so workers whose clocks disagree by less never take a live lease. AWS compute is kept within
+# milliseconds by Amazon Time Sync; the allowance delays taking over a run whose holder died.
+CLOCK_SKEW_ALLOWANCE_MS = 120_000
 
 
 @dataclass(frozen=True)
@@ -64,6 +69,9 @@ class RunClaim:
     target_type: str = ""
     priority: str = "normal"
     runtime: str = "lambda"
+    # How far past its deadline another worker's lease counts as over (see
+    # CLOCK_SKEW_ALLOWANCE_MS): a deployment setting, DUETIME_CLOCK_SKEW_ALLOWANCE_SECONDS.
+    skew_allowance_ms: int = CLOCK_SKEW_ALLOWANCE_MS
 
     @property
     def run_id(self) -> str:
@@ -112,14 +120,9 @@ class ClaimOutcome(StrEnum):
     CLAIMED = "claimed"  # execute the target
     DONE = "done"  # this delivery is a duplicate of finished work: drop it
     BUSY = "busy"  # another holder's lease is live: leave the message for later
-
-
-# A lease's deadline is written with the holder's clock and read with another worker's: it
-# counts as passed only this long after it, so workers whose clocks disagree by less never
-# take a live lease (AWS compute is kept within milliseconds by Amazon Time Sync; the
-# allowance only delays reclaiming through a *different* message of a run whose holder died —
-# the usual reclaim, the same message redelivered, reads no clock).
-CLOCK_SKEW_ALLOWANCE_MS = 120_000
+    # The attempt recorded as running has no live holder (its lease ran out: the worker was
+    # killed by a timeout, or crashed): that attempt failed, and counts as one.
+    ABANDONED = "abandoned"
 
 
 def decide_claim(existing: Run | None, claim: RunClaim) -> ClaimOutcome:
@@ -131,12 +134,14 @@ def decide_claim(existing: Run | None, claim: RunClaim) -> ClaimOutcome:
       attempt <= n -> DONE (attempt n's outcome is already recorded).
     - R running attempt n:
         * a delivery of an older attempt -> DONE;
-        * the same SQS message delivered again (higher receive count): SQS took the lease back
-          because its visibility timeout expired, so the holder is gone -> CLAIMED;
         * this very claim, already written by a request that was retried -> CLAIMED;
-        * the lease's deadline has passed, by more than the clock-skew allowance (holder
-          died) -> CLAIMED;
-        * otherwise someone is executing it right now -> BUSY.
+        * the lease's deadline has passed by the clock-skew allowance: its holder
+          was killed or died -> ABANDONED (attempt n failed; the caller records it and retries
+          or gives up as for any failure);
+        * otherwise someone is executing it right now -> BUSY: whatever SQS says. A second
+          delivery of the same message (a higher receive count) means only that SQS took the
+          message's visibility back — a heartbeat failed, or the visibility ran out under a
+          live holder — not that the holder is gone: the run record's lease decides.
     """
     if existing is None:
         return ClaimOutcome.CLAIMED
@@ -147,18 +152,13 @@ def decide_claim(existing: Run | None, claim: RunClaim) -> ClaimOutcome:
     if claim.attempt < existing.attempt:
         return ClaimOutcome.DONE
     lease = existing.lease
-    if lease is None or lease.until_ms + CLOCK_SKEW_ALLOWANCE_MS <= claim.now_ms:
-        return ClaimOutcome.CLAIMED
     if lease == claim.lease:
         # This very claim, already written: the request answered with an error after the write
         # (a 500) and the SDK's retry then found the record ours. (Another delivery differs in
         # its message, its receive count or the instant its lease was computed.)
         return ClaimOutcome.CLAIMED
-    if (
-        lease.message_id == claim.lease.message_id
-        and claim.lease.receive_count > lease.receive_count
-    ):
-        return ClaimOutcome.CLAIMED
+    if lease is None or lease.until_ms + claim.skew_allowance_ms <= claim.now_ms:
+        return ClaimOutcome.ABANDONED
     return ClaimOutcome.BUSY
 
 

@@ -3,9 +3,12 @@
 For one delivery of one attempt of one run:
 1. wait for the due instant (SQS may release a message up to a second early);
 2. drop it if the job was cancelled or paused (or deleted);
-3. claim the run (a duplicate delivery of a claimed run does not execute the target again);
-4. execute the target within the job's timeout;
-5. record the outcome; on failure send the retry (with backoff) or, after the last attempt,
+3. in a Lambda invocation, start only with time left for the job's timeout and the recording
+   of its outcome (otherwise hand the message to another invocation, no attempt counted);
+4. claim the run (a duplicate delivery of a claimed run does not execute the target again; an
+   attempt whose holder was killed or died counts as a failed attempt, retried as any other);
+5. execute the target within the job's timeout;
+6. record the outcome; on failure send the retry (with backoff) or, after the last attempt,
    put the message on the DLQ with the reason. The follow-up message is sent *before* the
    outcome is recorded, so a crash in between can duplicate an attempt but never lose one.
 
@@ -18,15 +21,14 @@ from __future__ import annotations
 import random
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from enum import StrEnum
 
 from duetime.config import Settings
 from duetime.domain.ids import run_id
-from duetime.domain.jobs import Job, JobStatus
+from duetime.domain.jobs import RECORDING_MARGIN_SECONDS, Job, JobStatus
 from duetime.domain.retry import backoff_ms, should_retry
 from duetime.domain.runs import (
-    CLOCK_SKEW_ALLOWANCE_MS,
     ClaimOutcome,
     Lease,
     Run,
@@ -44,6 +46,7 @@ from duetime.targets import Invocation, TargetError, TargetExecutor
 MAX_EARLY_WAIT_MS = 2_000
 # The lease outlives the target's timeout by this margin before another delivery may reclaim.
 LEASE_MARGIN_MS = 30_000
+ABANDONED_ERROR = "the worker stopped during the attempt (killed at its timeout, or crashed)"
 
 
 class Disposition(StrEnum):
@@ -80,7 +83,11 @@ class RunExecutor:
         self._sleep = sleep
         self._jitter = jitter
 
-    def handle(self, delivery: Delivery) -> Result:
+    def handle(
+        self, delivery: Delivery, *, remaining_ms: Callable[[], int] | None = None
+    ) -> Result:
+        """`remaining_ms`: the time this invocation has left (Lambda's context); None where a
+        run may take as long as its timeout (the Fargate worker)."""
         try:
             message = RunMessage.from_json(delivery.body)
         except (ValueError, KeyError, TypeError) as exc:
@@ -95,11 +102,13 @@ class RunExecutor:
             job_id=message.job_id, run_id=run_id(message.job_id, message.scheduled_ms)
         )
         try:
-            return self._handle(delivery, message)
+            return self._handle(delivery, message, remaining_ms)
         finally:
             logger.thread_safe_remove_keys(["job_id", "run_id"])
 
-    def _handle(self, delivery: Delivery, message: RunMessage) -> Result:
+    def _handle(
+        self, delivery: Delivery, message: RunMessage, remaining_ms: Callable[[], int] | None
+    ) -> Result:
         early = message.due_ms - self._clock()
         if early > MAX_EARLY_WAIT_MS:
             self._queue.change_visibility(delivery, delay_seconds(message.due_ms, self._clock()))
@@ -114,6 +123,12 @@ class RunExecutor:
             count(Metric.RUNS_DROPPED)
             status = job.status if job else "missing"
             return Result(Disposition.DONE, f"dropped: job is {status}")
+        needed = (job.spec.timeout_seconds + RECORDING_MARGIN_SECONDS) * 1000
+        if remaining_ms is not None and remaining_ms() < needed:
+            # This invocation would be killed before the outcome is recorded: another one
+            # (with its whole timeout ahead) takes the message, which is visible again at once.
+            self._queue.change_visibility(delivery, 0)
+            return Result(Disposition.RETRY_LATER, "not enough time left in this invocation")
         now = self._clock()
         claim = RunClaim(
             tenant=job.tenant,
@@ -134,16 +149,24 @@ class RunExecutor:
             target_type=job.spec.target.type,
             priority=job.spec.priority.value,
             runtime=job.spec.runtime.value,
+            skew_allowance_ms=self._settings.clock_skew_allowance_seconds * 1000,
         )
         outcome, run = self._runs.claim(claim)
         if outcome == ClaimOutcome.DONE:
             count(Metric.RUNS_DUPLICATE)
             return Result(Disposition.DONE, "duplicate of finished work", run)
+        if outcome == ClaimOutcome.ABANDONED and run is not None:
+            # Its holder was killed or died mid-attempt: that attempt failed. Retry (or give up)
+            # as for any failure; this delivery is done.
+            logger.warning("attempt abandoned by its worker", extra={"attempt": run.attempt})
+            return self._failed(
+                job, replace(message, attempt=run.attempt), run, ABANDONED_ERROR, True
+            )
         if outcome == ClaimOutcome.BUSY or run is None:
             # Come back when the holder's lease ends: if it died, this delivery reclaims.
             count(Metric.RUNS_DUPLICATE)
             if run is not None and run.lease is not None:
-                reclaimable = run.lease.until_ms + CLOCK_SKEW_ALLOWANCE_MS
+                reclaimable = run.lease.until_ms + claim.skew_allowance_ms
                 self._queue.change_visibility(
                     delivery, delay_seconds(reclaimable, self._clock()) + 1
                 )

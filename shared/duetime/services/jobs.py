@@ -25,7 +25,15 @@ from duetime.domain.errors import (
     ValidationError,
 )
 from duetime.domain.ids import new_job_id
-from duetime.domain.jobs import SUBMISSION_FAILED, Job, JobSpec, JobStatus, spec_to_dict
+from duetime.domain.jobs import (
+    RECORDING_MARGIN_SECONDS,
+    SUBMISSION_FAILED,
+    Job,
+    JobSpec,
+    JobStatus,
+    Runtime,
+    spec_to_dict,
+)
 from duetime.domain.planning import first_due
 from duetime.domain.runs import Run, RunStatus
 from duetime.domain.schedule import next_occurrence
@@ -77,6 +85,7 @@ class JobService:
         `_replayed`); the same key with another request is an IdempotencyConflict. A first
         call that died after recording its key is completed by the replay, under the job id
         it had recorded."""
+        self._check_runtime(spec)
         now = self._clock()
         first = first_due(spec.schedule, created_at=from_ms(now))
         if first is None:
@@ -112,6 +121,18 @@ class JobService:
         self._jobs.create(job)
         self._launch(job, due)
         return job
+
+    def _check_runtime(self, spec: JobSpec) -> None:
+        """A lambda-runtime run must fit in the worker's invocation with time to record it."""
+        worker = self._settings.worker_timeout_seconds
+        limit = worker - RECORDING_MARGIN_SECONDS
+        if spec.runtime == Runtime.LAMBDA and spec.timeout_seconds > limit:
+            raise ValidationError(
+                "timeout_seconds",
+                f"must be at most {limit} for the lambda runtime (its worker stops after "
+                f"{worker} s and keeps {RECORDING_MARGIN_SECONDS} s to record the outcome); "
+                "use the fargate runtime for longer jobs",
+            )
 
     def _launch(self, job: Job, due: int) -> None:
         """Dispatch a new job's first occurrence. Not acknowledged unless it went out: on a

@@ -149,12 +149,22 @@ class QueueWorker:
                 logger.exception("worker housekeeping failed")
 
     def _extend(self) -> None:
-        """Heartbeat: keep the lease of every run still executing."""
+        """Heartbeat: keep the SQS visibility of every run still executing. Each message on its
+        own: one that fails (throttled, its receipt gone) must not leave the others to lapse.
+        A message that lapses comes back to another worker, which finds the run's lease live
+        in the run record and leaves it alone (duetime.domain.runs.decide_claim)."""
         with self._lock:
             done = {d.message_id for d in self._finished}
             running = [d for i, d in self._held.items() if i not in done]
         for delivery in running:
-            self._queue.change_visibility(delivery, self._visibility)
+            try:
+                self._queue.change_visibility(delivery, self._visibility)
+            except Exception:
+                logger.warning(
+                    "extending a message's visibility failed",
+                    extra={"message_id": delivery.message_id},
+                    exc_info=True,
+                )
 
     def _flush(self) -> None:
         with self._lock:
