@@ -8,9 +8,19 @@ from typing import Any
 import pytest
 
 from duetime.adapters.memory import MemoryJobStore
-from duetime.domain.jobs import JobStatus, parse_job_spec
+from duetime.domain.errors import ValidationError
+from duetime.domain.jobs import (
+    RECORDING_MARGIN_SECONDS,
+    JobStatus,
+    Priority,
+    Runtime,
+    parse_job_spec,
+)
 from duetime.domain.timeutil import MINUTE_MS
+from duetime.local.lambda_runtime import FakeContext, sqs_event
 from duetime.services.sweep import Sweeper
+from functions.worker import handler as worker_handler
+from tests.integration.conftest import Engine
 from tests.integration.test_partitioned_sweep import T0, Twins
 
 NOOP = {"type": "handler", "name": "duetime.noop"}
@@ -132,3 +142,52 @@ def test_given_a_job_its_owner_cancelled_then_a_replay_shows_it_cancelled() -> N
     replayed = twins.service.create("t", spec, idempotency_key="k3")
 
     assert (replayed.id, replayed.status) == (first.id, JobStatus.CANCELLED)
+
+
+# --- Lambda runs near the function's timeout (moto, the real worker handler) ---------------------
+
+
+def test_given_an_invocation_without_time_for_a_run_then_it_is_not_started_and_comes_back(
+    engine: Engine,
+) -> None:
+    job_id = engine.submit({"schedule": {"delay_seconds": 0}, "timeout_seconds": 300})
+    url = engine.aws.settings.queue(Runtime.LAMBDA, Priority.NORMAL).url
+    messages = engine.aws.sqs.receive_message(
+        QueueUrl=url, MaxNumberOfMessages=10, MessageSystemAttributeNames=["All"]
+    )["Messages"]
+    event = sqs_event(messages, _arn(url), "us-east-1")
+    # An invocation with 5 minutes left: not enough for a 300 s timeout and its recording
+    reply = worker_handler.handler(event, FakeContext(timeout_ms=300_000))
+
+    assert reply["batchItemFailures"] == [{"itemIdentifier": messages[0]["MessageId"]}]
+    assert engine.parts.runs.get(job_id, created(engine, job_id)) is None  # no attempt counted
+    assert engine.recorder.calls == []
+    # ... and the message is visible again at once, for an invocation with its time ahead
+    engine.drain()
+    assert engine.recorder.runs_of(job_id) == [created(engine, job_id)]
+
+
+def test_given_a_lambda_job_whose_timeout_leaves_no_time_to_record_then_400(
+    engine: Engine,
+) -> None:
+    worker = engine.parts.settings.worker_timeout_seconds
+    with pytest.raises(ValidationError) as refused:
+        engine.submit({"schedule": {"delay_seconds": 5}, "timeout_seconds": worker})
+    assert refused.value.field == "timeout_seconds"
+    assert "fargate" in refused.value.message
+    limit = worker - RECORDING_MARGIN_SECONDS
+    assert engine.submit({"schedule": {"delay_seconds": 5}, "timeout_seconds": limit})
+    assert engine.submit(
+        {"schedule": {"delay_seconds": 5}, "timeout_seconds": worker, "runtime": "fargate"}
+    )
+
+
+def _arn(url: str) -> str:
+    return "arn:aws:sqs:us-east-1:123456789012:" + url.rsplit("/", 1)[-1]
+
+
+def created(engine: Engine, job_id: str) -> int:
+    job = engine.parts.jobs.get("tenant-a", job_id)
+    assert job is not None
+    assert job.next_due_ms is not None
+    return job.next_due_ms
