@@ -30,7 +30,6 @@ def resolver() -> APIGatewayHttpResolver:
     return build_app(
         parts.service,
         parts.runs,
-        parts.jobs,
         ApiSettings.from_env(),
         webhook_secrets=parts.webhook_secrets,
     )

@@ -19,4 +19,4 @@ def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
     report = components().reconciler.reconcile()
     if report.failed:
         raise RuntimeError(f"{report.failed} job(s) could not be re-armed (the next run retries)")
-    return asdict(report)
+    return asdict(report) | {"active_recurring": len(report.active_recurring)}

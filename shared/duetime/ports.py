@@ -143,9 +143,20 @@ class JobStore(Protocol):
         """Write `job` if the stored one still has `expected`'s status and generation;
         ConditionFailed otherwise."""
 
-    def scan_scheduled(self, segment: int, segments: int) -> Iterator[Job]:
-        """Every job of every tenant whose status is `scheduled`, in one segment of a
-        parallel scan (segment 0..segments-1): a whole-table read, for the daily reconciler."""
+    def scan_active(self, segment: int, segments: int) -> Iterator[Job]:
+        """Every job of every tenant whose status is `scheduled` or `paused`, in one segment
+        of a parallel scan (segment 0..segments-1): a whole-table read, for the daily
+        reconciler."""
+
+    def reserve_recurring(self, tenant: str, limit: int) -> bool:
+        """Count one more active (scheduled or paused) recurring job of the tenant, if it has
+        fewer than `limit`: an atomic check and increment. False when at the limit."""
+
+    def release_recurring(self, tenant: str) -> None:
+        """Count one active recurring job fewer (never below zero)."""
+
+    def set_recurring_count(self, tenant: str, count: int) -> None:
+        """Overwrite the count (the reconciler's daily recount repairs drift)."""
 
 
 class TimerStore(Protocol):

@@ -454,7 +454,7 @@ def test_given_some_missing_keys_when_getting_many_then_only_existing_jobs_are_r
     assert job_store.get_many([]) == {}
 
 
-def test_given_jobs_in_every_status_when_scanning_segments_then_each_scheduled_job_comes_once(
+def test_given_jobs_in_every_status_when_scanning_segments_then_each_active_job_comes_once(
     job_store: JobStore,
 ) -> None:
     scheduled = [make_job(entropy=n, recurring=n % 2 == 0) for n in range(12)]
@@ -467,9 +467,40 @@ def test_given_jobs_in_every_status_when_scanning_segments_then_each_scheduled_j
     job_store.create(cancelled)
     job_store.claim_key(TENANT, "idem-1", scheduled[0].id, "f", T0 // 1000 + 60)
 
-    found = [job for segment in range(3) for job in job_store.scan_scheduled(segment, 3)]
+    found = [job for segment in range(3) for job in job_store.scan_active(segment, 3)]
 
-    assert sorted(found, key=lambda j: j.id) == sorted(scheduled, key=lambda j: j.id)
+    active = [*scheduled, paused]
+    assert sorted(found, key=lambda j: j.id) == sorted(active, key=lambda j: j.id)
+
+
+def test_given_a_recurring_quota_when_reserving_then_the_check_and_increment_are_atomic(
+    job_store: JobStore,
+) -> None:
+    reserved = []
+    lock = threading.Lock()
+
+    def reserve() -> None:
+        ok = job_store.reserve_recurring(TENANT, 5)
+        with lock:
+            reserved.append(ok)
+
+    threads = [threading.Thread(target=reserve) for _ in range(8)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+
+    assert sorted(reserved) == [False] * 3 + [True] * 5
+    assert job_store.reserve_recurring(OTHER_TENANT, 5) is True  # per tenant
+    job_store.release_recurring(TENANT)
+    assert job_store.reserve_recurring(TENANT, 5) is True
+    assert job_store.reserve_recurring(TENANT, 5) is False
+    job_store.set_recurring_count(TENANT, 0)
+    for _ in range(3):
+        job_store.release_recurring(TENANT)  # never below zero
+    assert [job_store.reserve_recurring(TENANT, 2) for _ in range(3)] == [True, True, False]
+    # The counter is not a job: it is never listed
+    assert job_store.list(TENANT, 50, None).items == []
 
 
 # --- TimerStore: timers ---------------------------------------------------------------------------

@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 
 from duetime.adapters.memory import MemoryJobStore
-from duetime.domain.errors import ValidationError
+from duetime.domain.errors import QuotaExceeded, ValidationError
 from duetime.domain.jobs import (
     RECORDING_MARGIN_SECONDS,
     JobStatus,
@@ -16,8 +16,10 @@ from duetime.domain.jobs import (
     Runtime,
     parse_job_spec,
 )
-from duetime.domain.timeutil import MINUTE_MS
+from duetime.domain.timeutil import MINUTE_MS, rfc3339_ms
 from duetime.local.lambda_runtime import FakeContext, sqs_event
+from duetime.services.dispatch import Dispatcher
+from duetime.services.reconcile import Reconciler
 from duetime.services.sweep import Sweeper
 from functions.worker import handler as worker_handler
 from tests.integration.conftest import Engine
@@ -191,3 +193,58 @@ def created(engine: Engine, job_id: str) -> int:
     assert job is not None
     assert job.next_due_ms is not None
     return job.next_due_ms
+
+
+# --- the active-recurring quota: a counter, not a scan ------------------------------------------
+
+
+def test_given_the_recurring_quota_then_cancelling_or_completing_makes_room_and_pausing_does_not() -> (
+    None
+):
+    twins = Twins(shards=1)
+    rate = {"rate_seconds": 600}
+    jobs = [twins.service.create("t", _spec(rate), recurring_limit=3) for _ in range(3)]
+    with pytest.raises(QuotaExceeded) as refused:
+        twins.service.create("t", _spec(rate), recurring_limit=3)
+    assert refused.value.field == "schedule"
+    twins.service.create("t", _spec({"delay_seconds": 5}), recurring_limit=3)  # one-offs: free
+    twins.service.create("other", _spec(rate), recurring_limit=3)  # per tenant
+
+    twins.service.pause("t", jobs[0].id)  # a paused job still counts
+    with pytest.raises(QuotaExceeded):
+        twins.service.create("t", _spec(rate), recurring_limit=3)
+    twins.service.cancel("t", jobs[0].id)
+    fourth = twins.service.create("t", _spec(rate), recurring_limit=3)
+    assert twins.jobs.recurring_count("t") == 3
+
+    # A schedule that ends completes its job: room again
+    ending = {"rate_seconds": 60, "end_at": rfc3339_ms(T0 + 90_000)}
+    twins.service.cancel("t", fourth.id)
+    short = twins.service.create("t", _spec(ending), recurring_limit=3)
+    twins.clock.now += 5 * MINUTE_MS
+    twins.sweeper.sweep()
+    assert twins.jobs.get("t", short.id).status == JobStatus.COMPLETED  # type: ignore[union-attr]
+    assert twins.jobs.recurring_count("t") == 2
+
+
+def test_given_a_drifted_counter_then_the_reconciler_recounts_it() -> None:
+    twins = Twins(shards=1)
+    for _ in range(2):
+        twins.service.create("t", _spec({"rate_seconds": 600}), recurring_limit=10)
+    twins.jobs.set_recurring_count("t", 7)  # a crash between counting and creating, say
+    twins.clock.now += 3_600_000
+    reconciler = Reconciler(
+        twins.jobs,
+        twins.timers,
+        Dispatcher(twins.jobs, twins.timers, twins.queue, twins.settings, clock=twins.clock),
+        twins.settings,
+        clock=twins.clock,
+    )
+
+    reconciler.reconcile()
+
+    assert twins.jobs.recurring_count("t") == 2
+
+
+def _spec(schedule: dict[str, Any]) -> Any:
+    return parse_job_spec({"schedule": schedule, "target": NOOP})

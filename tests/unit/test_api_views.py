@@ -9,7 +9,6 @@ from typing import Any
 
 import pytest
 
-from duetime.adapters.memory import MemoryJobStore
 from duetime.api.app import (
     ApiSettings,
     Unauthorized,
@@ -23,7 +22,6 @@ from duetime.api.quotas import (
     QuotaExceeded,
     Quotas,
     SubmissionLimiter,
-    count_active_recurring,
 )
 from duetime.api.views import job_json, run_json
 from duetime.domain.errors import (
@@ -281,19 +279,3 @@ def test_the_limiter_forgets_the_least_recently_used_tenants() -> None:
     with pytest.raises(QuotaExceeded) as raised:
         limiter.take("c")
     assert raised.value.retry_after_seconds == 1000
-
-
-def test_active_recurring_jobs_are_counted_across_pages() -> None:
-    store = MemoryJobStore()
-    statuses = [JobStatus.SCHEDULED, JobStatus.PAUSED, JobStatus.CANCELLED, JobStatus.COMPLETED]
-    for n in range(12):
-        store.create(
-            job({"rate_seconds": 60}, statuses[n % 4], id=f"01KAAAAAAAAAAAAAAAAAAAAA{n:02d}")
-        )
-    for n in range(5):
-        store.create(job({"delay_seconds": 60}, id=f"01KBBBBBBBBBBBBBBBBBBBBB{n:02d}"))
-    store.create(job({"rate_seconds": 60}, tenant="other"))
-
-    assert count_active_recurring(store, "t", page_size=2) == 6
-    assert count_active_recurring(store, "t", stop_at=3, page_size=2) == 3
-    assert count_active_recurring(store, "nobody") == 0

@@ -132,6 +132,7 @@ _JOB_ID_CURSOR = re.compile(r"[0-9A-HJKMNP-TV-Z]{26}")
 # Idempotency records share the jobs table under sort keys that sort before every job id
 # (ULIDs start with a digit), so a tenant's job listing never meets them.
 IDEMPOTENCY_PREFIX = "!idem#"
+RECURRING_COUNTER = "!count#recurring"
 
 
 class DynamoJobStore:
@@ -267,15 +268,18 @@ class DynamoJobStore:
                 raise ConditionFailed(f"job {job.id} changed") from exc
             raise StoreError(str(exc)) from exc
 
-    def scan_scheduled(self, segment: int, segments: int) -> Iterator[Job]:
+    def scan_active(self, segment: int, segments: int) -> Iterator[Job]:
         params: dict[str, Any] = {
             "TableName": self._table,
             "Segment": segment,
             "TotalSegments": segments,
-            # Jobs only: idempotency records and webhook secrets have no status.
-            "FilterExpression": "#s = :s",
+            # Jobs only: idempotency records, counters and webhook secrets have no status.
+            "FilterExpression": "#s IN (:s, :p)",
             "ExpressionAttributeNames": {"#s": "status"},
-            "ExpressionAttributeValues": {":s": {"S": JobStatus.SCHEDULED.value}},
+            "ExpressionAttributeValues": {
+                ":s": {"S": JobStatus.SCHEDULED.value},
+                ":p": {"S": JobStatus.PAUSED.value},
+            },
         }
         while True:
             response = self._client.scan(**params)
@@ -284,6 +288,47 @@ class DynamoJobStore:
             if "LastEvaluatedKey" not in response:
                 return
             params["ExclusiveStartKey"] = response["LastEvaluatedKey"]
+
+    # A tenant's count of active recurring jobs: one item beside its jobs (ids never start
+    # with `!`), changed once per recurring job created, cancelled or completed.
+    def _counter_key(self, tenant: str) -> dict[str, Any]:
+        return {"tenant": {"S": tenant}, "id": {"S": RECURRING_COUNTER}}
+
+    def reserve_recurring(self, tenant: str, limit: int) -> bool:
+        try:
+            self._client.update_item(
+                TableName=self._table,
+                Key=self._counter_key(tenant),
+                UpdateExpression="ADD active :one",
+                ConditionExpression="attribute_not_exists(active) OR active < :limit",
+                ExpressionAttributeValues={":one": {"N": "1"}, ":limit": {"N": str(limit)}},
+            )
+        except ClientError as exc:
+            if _is_condition_failure(exc):
+                return False
+            raise StoreError(str(exc)) from exc
+        return True
+
+    def release_recurring(self, tenant: str) -> None:
+        try:
+            self._client.update_item(
+                TableName=self._table,
+                Key=self._counter_key(tenant),
+                UpdateExpression="ADD active :minus",
+                ConditionExpression="active > :zero",
+                ExpressionAttributeValues={":minus": {"N": "-1"}, ":zero": {"N": "0"}},
+            )
+        except ClientError as exc:
+            if not _is_condition_failure(exc):  # already at zero: nothing to release
+                raise StoreError(str(exc)) from exc
+
+    def set_recurring_count(self, tenant: str, count: int) -> None:
+        self._client.update_item(
+            TableName=self._table,
+            Key=self._counter_key(tenant),
+            UpdateExpression="SET active = :n",
+            ExpressionAttributeValues={":n": {"N": str(count)}},
+        )
 
 
 class DynamoTimerStore:

@@ -41,6 +41,7 @@ class MemoryJobStore:
     def __init__(self) -> None:
         self._jobs: dict[tuple[str, str], Job] = {}
         self._keys: dict[tuple[str, str], tuple[str, str]] = {}
+        self._recurring: dict[str, int] = {}  # active recurring jobs per tenant
         self._lock = threading.Lock()
 
     def claim_key(
@@ -84,15 +85,31 @@ class MemoryJobStore:
                 raise ConditionFailed(f"job {job.id} changed")
             self._jobs[(job.tenant, job.id)] = job
 
-    def scan_scheduled(self, segment: int, segments: int) -> Iterator[Job]:
+    def scan_active(self, segment: int, segments: int) -> Iterator[Job]:
         with self._lock:
             jobs = list(self._jobs.values())
         for job in jobs:
-            if (
-                job.status == JobStatus.SCHEDULED
-                and zlib.crc32(job.id.encode()) % segments == segment
-            ):
+            active = job.status in (JobStatus.SCHEDULED, JobStatus.PAUSED)
+            if active and zlib.crc32(job.id.encode()) % segments == segment:
                 yield job
+
+    def reserve_recurring(self, tenant: str, limit: int) -> bool:
+        with self._lock:
+            if self._recurring.get(tenant, 0) >= limit:
+                return False
+            self._recurring[tenant] = self._recurring.get(tenant, 0) + 1
+            return True
+
+    def release_recurring(self, tenant: str) -> None:
+        with self._lock:
+            self._recurring[tenant] = max(0, self._recurring.get(tenant, 0) - 1)
+
+    def set_recurring_count(self, tenant: str, count: int) -> None:
+        with self._lock:
+            self._recurring[tenant] = count
+
+    def recurring_count(self, tenant: str) -> int:
+        return self._recurring.get(tenant, 0)
 
 
 class MemoryTimerStore:

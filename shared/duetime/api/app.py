@@ -29,14 +29,7 @@ from aws_lambda_powertools.event_handler.exceptions import NotFoundError
 
 from duetime.api import views
 from duetime.api.openapi import OPENAPI
-from duetime.api.quotas import (
-    JobLister,
-    QuotaExceeded,
-    Quotas,
-    SubmissionLimiter,
-    check_active_recurring,
-    check_min_rate,
-)
+from duetime.api.quotas import Quotas, SubmissionLimiter, check_min_rate
 from duetime.config import Env
 from duetime.domain.errors import (
     DomainError,
@@ -44,6 +37,7 @@ from duetime.domain.errors import (
     IllegalTransition,
     NotFound,
     PayloadTooLarge,
+    QuotaExceeded,
     ValidationError,
 )
 from duetime.domain.jobs import JobStatus, parse_job_spec
@@ -132,15 +126,13 @@ def _epoch_ms() -> int:
 def build_app(
     service: JobService,
     runs: RunStore,
-    jobs: JobLister,
     settings: ApiSettings | None = None,
     *,
     clock: Callable[[], int] = _epoch_ms,
     limiter: SubmissionLimiter | None = None,
     webhook_secrets: WebhookSecrets | None = None,
 ) -> APIGatewayHttpResolver:
-    """The resolver with every route. `jobs` is only read to count a tenant's active
-    recurring jobs (duetime.api.quotas). `webhook_secrets` serves /webhook-secret; without it
+    """The resolver with every route. `webhook_secrets` serves /webhook-secret; without it
     those routes answer 500 (a wiring mistake, logged)."""
     settings = settings or ApiSettings()
     quotas = settings.quotas
@@ -175,8 +167,9 @@ def build_app(
         key = idempotency_key(app.current_event.headers.get("Idempotency-Key"))
         spec = parse_job_spec(json_body(app.current_event.raw_event))
         check_min_rate(spec, quotas)
-        check_active_recurring(jobs, owner, spec, quotas)
-        job = service.create(owner, spec, idempotency_key=key)
+        job = service.create(
+            owner, spec, idempotency_key=key, recurring_limit=quotas.max_active_recurring_jobs
+        )
         # With a key this may be a replay: show the job as it is now (it may have run or been
         # cancelled since). A new job has no run yet.
         view = service.get(owner, job.id) if key else JobView(job, job.status, None)

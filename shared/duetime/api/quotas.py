@@ -15,17 +15,11 @@ import time
 from collections import OrderedDict
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Protocol
 
 from duetime.config import Env
-from duetime.domain.errors import DomainError
-from duetime.domain.jobs import Job, JobSpec, JobStatus
+from duetime.domain.errors import COUNT_QUOTA_RETRY_AFTER_SECONDS, QuotaExceeded
+from duetime.domain.jobs import JobSpec
 from duetime.domain.schedule import Rate
-from duetime.ports import Page
-
-# Retry-After for quotas that time alone does not lift (a count or an interval): a hint, not
-# a promise; the same request fails again until jobs end or the quota is raised.
-COUNT_QUOTA_RETRY_AFTER_SECONDS = 60
 
 
 class QuotaEnv:
@@ -35,18 +29,6 @@ class QuotaEnv:
     SUBMISSIONS_PER_SECOND = Env.SUBMISSIONS_PER_SECOND
     SUBMISSION_BURST = Env.SUBMISSION_BURST
     MAX_ACTIVE_RECURRING_JOBS = Env.MAX_ACTIVE_RECURRING_JOBS
-
-
-class QuotaExceeded(DomainError):
-    """A tenant quota refused the request. `retry_after_seconds` feeds `Retry-After`."""
-
-    code = "quota_exceeded"
-
-    def __init__(self, message: str, retry_after_seconds: int, field: str | None = None) -> None:
-        super().__init__(message)
-        self.message = message
-        self.retry_after_seconds = retry_after_seconds
-        self.field = field
 
 
 @dataclass(frozen=True)
@@ -91,47 +73,6 @@ def check_min_rate(spec: JobSpec, quotas: Quotas) -> None:
             f"rate_seconds must be at least {quotas.min_rate_seconds} for this deployment",
             COUNT_QUOTA_RETRY_AFTER_SECONDS,
             field="schedule.rate_seconds",
-        )
-
-
-class JobLister(Protocol):
-    def list(self, tenant: str, limit: int, cursor: str | None) -> Page[Job]: ...
-
-
-ACTIVE_STATUSES = frozenset({JobStatus.SCHEDULED, JobStatus.PAUSED})
-
-
-def count_active_recurring(
-    jobs: JobLister, tenant: str, *, stop_at: int | None = None, page_size: int = 500
-) -> int:
-    """How many of the tenant's recurring jobs are scheduled or paused, counting up to
-    `stop_at`. Pages through every job of the tenant (one-offs included, until their TTL):
-    one Query per `page_size` jobs. A recurring job's stored status is its real status (only
-    one-offs resolve theirs from runs), so no run is read."""
-    count = 0
-    cursor: str | None = None
-    while True:
-        page = jobs.list(tenant, page_size, cursor)
-        count += sum(
-            1 for job in page.items if job.spec.recurring and job.status in ACTIVE_STATUSES
-        )
-        if page.cursor is None or (stop_at is not None and count >= stop_at):
-            return count
-        cursor = page.cursor
-
-
-def check_active_recurring(jobs: JobLister, tenant: str, spec: JobSpec, quotas: Quotas) -> None:
-    """Refuse a new recurring job when the tenant has reached its quota. Two concurrent
-    submissions can both pass the check: the quota is a guard rail, not an exact limit."""
-    if not spec.recurring:
-        return
-    limit = quotas.max_active_recurring_jobs
-    if count_active_recurring(jobs, tenant, stop_at=limit) >= limit:
-        raise QuotaExceeded(
-            f"at most {limit} active (scheduled or paused) recurring jobs per tenant; "
-            "cancel one first",
-            COUNT_QUOTA_RETRY_AFTER_SECONDS,
-            field="schedule",
         )
 
 

@@ -50,3 +50,20 @@ class IdempotencyConflict(DomainError):
     def __init__(self, key: str) -> None:
         super().__init__(f"Idempotency-Key {key!r} was already used for a different request")
         self.key = key
+
+
+# Retry-After for quotas that time alone does not lift (a count or an interval): a hint, not
+# a promise; the same request fails again until jobs end or the quota is raised.
+COUNT_QUOTA_RETRY_AFTER_SECONDS = 60
+
+
+class QuotaExceeded(DomainError):
+    """A tenant quota refused the request. `retry_after_seconds` feeds `Retry-After`."""
+
+    code = "quota_exceeded"
+
+    def __init__(self, message: str, retry_after_seconds: int, field: str | None = None) -> None:
+        super().__init__(message)
+        self.message = message
+        self.retry_after_seconds = retry_after_seconds
+        self.field = field

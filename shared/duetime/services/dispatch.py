@@ -165,3 +165,5 @@ class Dispatcher:
             self._jobs.replace(done, expected=job)
         except ConditionFailed:
             logger.warning("job changed while completing it", extra={"job_id": job.id})
+            return
+        self._jobs.release_recurring(job.tenant)  # no longer an active recurring job

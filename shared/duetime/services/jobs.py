@@ -19,9 +19,11 @@ from dataclasses import dataclass, replace
 
 from duetime.config import Settings
 from duetime.domain.errors import (
+    COUNT_QUOTA_RETRY_AFTER_SECONDS,
     IdempotencyConflict,
     IllegalTransition,
     NotFound,
+    QuotaExceeded,
     ValidationError,
 )
 from duetime.domain.ids import new_job_id
@@ -79,7 +81,14 @@ class JobService:
         self._entropy = entropy
         self._dispatcher = Dispatcher(jobs, timers, queue, settings, clock=clock)
 
-    def create(self, tenant: str, spec: JobSpec, *, idempotency_key: str | None = None) -> Job:
+    def create(
+        self,
+        tenant: str,
+        spec: JobSpec,
+        *,
+        idempotency_key: str | None = None,
+        recurring_limit: int | None = None,
+    ) -> Job:
         """Submit a job. With an idempotency key, a replay of the same request returns the job
         the first call created (for 24 hours), after finishing what that call started (see
         `_replayed`); the same key with another request is an IdempotencyConflict. A first
@@ -101,8 +110,10 @@ class JobService:
                     raise IdempotencyConflict(idempotency_key)
                 existing = self._jobs.get(tenant, recorded[0])
                 if existing is not None:
-                    return self._replayed(existing, now)
+                    return self._replayed(existing, now, recurring_limit)
                 job_id = recorded[0]
+        if spec.recurring and recurring_limit is not None:
+            self._reserve_recurring(tenant, recurring_limit)
         due = to_ms(first)
         job = Job(
             tenant=tenant,
@@ -118,9 +129,29 @@ class JobService:
             if spec.recurring
             else max(due, now) // 1000 + self._settings.run_ttl_seconds,
         )
-        self._jobs.create(job)
+        try:
+            self._jobs.create(job)
+        except Exception:
+            self._release(job)
+            raise
         self._launch(job, due)
         return job
+
+    def _reserve_recurring(self, tenant: str, limit: int) -> None:
+        """Count the new recurring job against the tenant's quota of active ones (an atomic
+        check and increment of a counter: O(1), whatever the tenant holds)."""
+        if not self._jobs.reserve_recurring(tenant, limit):
+            raise QuotaExceeded(
+                f"at most {limit} active (scheduled or paused) recurring jobs per tenant; "
+                "cancel one first",
+                COUNT_QUOTA_RETRY_AFTER_SECONDS,
+                field="schedule",
+            )
+
+    def _release(self, job: Job) -> None:
+        """A recurring job stopped being active (cancelled, completed, never created)."""
+        if job.spec.recurring:
+            self._jobs.release_recurring(job.tenant)
 
     def _check_runtime(self, spec: JobSpec) -> None:
         """A lambda-runtime run must fit in the worker's invocation with time to record it."""
@@ -150,9 +181,10 @@ class JobService:
                 cancel_reason=SUBMISSION_FAILED,
             )
             self._jobs.replace(cancelled, expected=job)
+            self._release(job)
             raise
 
-    def _replayed(self, job: Job, now: int) -> Job:
+    def _replayed(self, job: Job, now: int, recurring_limit: int | None) -> Job:
         """A replay finishes what the first request started, and otherwise shows the job as it
         is now.
 
@@ -164,6 +196,8 @@ class JobService:
         if job.status == JobStatus.SCHEDULED:
             self._arm(job, now)
         elif job.status == JobStatus.CANCELLED and job.cancel_reason == SUBMISSION_FAILED:
+            if job.spec.recurring and recurring_limit is not None:
+                self._reserve_recurring(job.tenant, recurring_limit)
             due = self._next_due(job, now) or now
             revived = replace(
                 job,
@@ -178,6 +212,7 @@ class JobService:
             try:
                 self._jobs.replace(revived, expected=job)
             except ConditionFailed:  # another replay revived it meanwhile
+                self._release(job)
                 current = self._jobs.get(job.tenant, job.id)
                 return current if current is not None else job
             self._launch(revived, due)
@@ -256,6 +291,8 @@ class JobService:
             self._jobs.replace(updated, expected=job)
         except ConditionFailed:
             raise IllegalTransition(job.id, "changed concurrently", wanted) from None
+        if updated.status in (JobStatus.CANCELLED, JobStatus.COMPLETED):
+            self._release(job)
         if due is not None:
             self._dispatcher.dispatch([(updated, due)])
         return self._view(updated)

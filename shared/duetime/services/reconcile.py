@@ -23,13 +23,14 @@ consistent) plus about 15 strongly consistent timer reads per minute-level recur
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from duetime.config import Settings
 from duetime.domain.ids import minute_of
-from duetime.domain.jobs import Job
+from duetime.domain.jobs import Job, JobStatus
 from duetime.domain.schedule import next_occurrence
 from duetime.domain.timeutil import MINUTE_MS, from_ms, to_ms
 from duetime.observability import Metric, count, logger
@@ -47,10 +48,13 @@ CHECK_BATCH = 25  # jobs whose candidate timers are read together
 
 @dataclass
 class ReconcileReport:
-    scanned: int = 0  # scheduled jobs read
-    recurring: int = 0  # of which recurring, and old enough to check
+    scanned: int = 0  # scheduled or paused jobs read
+    recurring: int = 0  # scheduled recurring ones old enough to check
     rearmed: int = 0
     failed: int = 0  # re-arming failed (retried by the next run)
+    # Per tenant, the active (scheduled or paused) recurring jobs counted by the scan: the
+    # quota counters are set to these, repairing any drift.
+    active_recurring: Counter[str] = field(default_factory=Counter)
 
 
 class Reconciler:
@@ -85,15 +89,25 @@ class Reconciler:
             total.recurring += r.recurring
             total.rearmed += r.rearmed
             total.failed += r.failed
+            total.active_recurring.update(r.active_recurring)
+        for tenant, active in total.active_recurring.items():
+            self._jobs.set_recurring_count(tenant, active)
         count(Metric.JOBS_REARMED, total.rearmed)
-        logger.info("reconciled", extra={"reconcile": total.__dict__})
+        logger.info(
+            "reconciled",
+            extra={"reconcile": total.__dict__ | {"active_recurring": len(total.active_recurring)}},
+        )
         return total
 
     def _segment(self, segment: int, stuck: set[tuple[str, int]]) -> ReconcileReport:
         report = ReconcileReport()
         batch: list[Job] = []
-        for job in self._jobs.scan_scheduled(segment, self._segments):
+        for job in self._jobs.scan_active(segment, self._segments):
             report.scanned += 1
+            if job.spec.recurring:
+                report.active_recurring[job.tenant] += 1
+            if job.status != JobStatus.SCHEDULED:
+                continue  # paused: nothing to arm
             if not job.spec.recurring or job.updated_ms > self._clock() - SETTLE_MS:
                 continue
             if (job.id, job.generation) in stuck:
