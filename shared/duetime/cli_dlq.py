@@ -32,9 +32,10 @@ from duetime.cli_types import positive_int
 from duetime.config import Env, QueueUrls, Settings, queue_key, queue_name
 from duetime.domain.ids import run_id
 from duetime.domain.jobs import JobStatus, Priority, Runtime
-from duetime.domain.runs import RunOutcome, RunStatus
+from duetime.domain.runs import CLOCK_SKEW_ALLOWANCE_MS, RunOutcome, RunStatus
 from duetime.domain.timeutil import rfc3339_ms
 from duetime.ports import QueueError, RunMessage, StoreError
+from duetime.services.execute import ABANDONED_ERROR
 
 if TYPE_CHECKING:
     import boto3
@@ -252,6 +253,15 @@ def _redrive_one(
     run = parts.runs.get(message.job_id, message.scheduled_ms)
     if run is not None and run.status == RunStatus.SUCCEEDED:
         return "the run already succeeded"
+    if run is not None and run.status == RunStatus.RUNNING:
+        # Moved by the redrive policy while its attempt is recorded as running: a worker
+        # died on it (or, with a live lease, is running it now: leave it).
+        if run.lease is not None and run.lease.until_ms + CLOCK_SKEW_ALLOWANCE_MS > now_ms:
+            return "the run is running now"
+        reopened = parts.runs.finish(run, RunOutcome(RunStatus.RETRYING, now_ms, ABANDONED_ERROR))
+        if reopened is None:
+            return "the run changed meanwhile; try again"
+        run = reopened
     if run is not None and run.status == RunStatus.FAILED:
         # Reopen: a failed run is final for the claim rule; `retrying` admits attempt n + 1.
         reopened = parts.runs.finish(

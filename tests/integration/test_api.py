@@ -695,6 +695,33 @@ def test_run_now_is_accepted_queued_and_run(api: Api) -> None:
     assert fetched["next_run_at"] == at(3600)
 
 
+def test_a_failed_one_off_can_be_run_again_as_a_run_of_its_own(api: Api) -> None:
+    job = api.create(
+        {
+            "schedule": {"delay_seconds": 0},
+            "target": {"type": "handler", "name": "duetime.fail"},
+            "retry": {"max_attempts": 1},
+        }
+    )
+    api.engine.drain()
+    assert api.call("GET", f"/jobs/{job['id']}").json["status"] == "failed"
+    api.engine.advance(2)
+
+    rerun = api.call("POST", f"/jobs/{job['id']}/run")
+    api.engine.drain()
+
+    assert rerun.status == 202
+    runs = api.call("GET", f"/jobs/{job['id']}/runs").json["items"]
+    assert [r["run_id"] for r in runs] == [rerun.json["run_id"], f"{job['id']}-{job_ms(job)}"]
+    assert [r["status"] for r in runs] == ["failed", "failed"]  # it fails again, on its own
+    # The job's status stays its scheduled run's
+    assert api.call("GET", f"/jobs/{job['id']}").json["status"] == "failed"
+
+
+def job_ms(job: dict[str, Any]) -> int:
+    return to_ms_of(job["next_run_at"])
+
+
 def test_runs_are_listed_newest_first_with_cursors(api: Api) -> None:
     job = api.create({"schedule": {"delay_seconds": 0}})
     api.engine.drain()

@@ -11,8 +11,9 @@ from duetime.adapters.sqs import SqsJobQueue
 from duetime.cli import main
 from duetime.domain.ids import run_id
 from duetime.domain.jobs import Priority, Runtime
-from duetime.domain.runs import RunStatus
+from duetime.domain.runs import CLOCK_SKEW_ALLOWANCE_MS, Lease, RunClaim, RunStatus
 from duetime.ports import QueueError
+from duetime.services.execute import ABANDONED_ERROR
 from tests.integration.conftest import Engine
 
 
@@ -191,3 +192,36 @@ def test_given_an_unknown_queue_then_argparse_refuses_it(
         main(["dlq", "list", "--queue", "lambda/urgent"])
     assert exit_.value.code == 2
     assert "invalid choice: 'lambda/urgent'" in capsys.readouterr().err
+
+
+def test_given_a_run_left_running_by_a_dead_worker_when_redriven_then_it_runs_once_more(
+    engine: Engine, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # A worker claimed attempt 1 of 1, died, and the redrive policy moved its message
+    job_id = engine.submit({"schedule": {"delay_seconds": 0}, "retry": {"max_attempts": 1}})
+    when = scheduled(engine, job_id)
+    url = engine.aws.settings.queue(Runtime.LAMBDA, Priority.NORMAL).url
+    (message,) = engine.aws.sqs.receive_message(QueueUrl=url)["Messages"]
+    engine.parts.runs.claim(
+        RunClaim(
+            "tenant-a", job_id, when, 1, Lease(message["MessageId"], 1, when + 60_000), when, 0, 0
+        )
+    )
+    engine.aws.sqs.delete_message(QueueUrl=url, ReceiptHandle=message["ReceiptHandle"])
+    dead = engine.aws.settings.queue(Runtime.LAMBDA, Priority.NORMAL).dlq_url
+    engine.aws.sqs.send_message(QueueUrl=dead, MessageBody=message["Body"])
+    rid = run_id(job_id, when)
+
+    # While its lease is live, the run is someone's: left in the DLQ
+    code, out, _ = dlq(capsys, "redrive", "--run-id", rid)
+    assert "the run is running now" in out
+    engine.advance(60 + CLOCK_SKEW_ALLOWANCE_MS / 1000)
+    code, out, _ = dlq(capsys, "redrive", "--run-id", rid)
+    assert (code, f"redriven  {rid}  attempt 2  to lambda/normal" in out) == (0, True)
+    engine.drain()
+
+    run = engine.parts.runs.get(job_id, when)
+    assert run is not None
+    assert run.status == RunStatus.SUCCEEDED
+    assert [(a.number, a.error) for a in run.attempts] == [(1, ABANDONED_ERROR), (2, None)]
+    assert engine.recorder.runs_of(job_id) == [when]

@@ -198,7 +198,7 @@ def created(engine: Engine, job_id: str) -> int:
 # --- the active-recurring quota: a counter, not a scan ------------------------------------------
 
 
-def test_given_the_recurring_quota_then_cancelling_or_completing_makes_room_and_pausing_does_not() -> (
+def test_given_the_recurring_quota_then_cancel_or_completion_frees_a_place_and_pause_does_not() -> (
     None
 ):
     twins = Twins(shards=1)

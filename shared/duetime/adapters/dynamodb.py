@@ -10,9 +10,11 @@ from __future__ import annotations
 
 import base64
 import json
+import random
 import re
+import time
 import zlib
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import TYPE_CHECKING, Any
 
@@ -86,19 +88,44 @@ def _batch_get(
         request: Any = {
             table: {"Keys": keys[start : start + _BATCH_GET], "ConsistentRead": consistent}
         }
-        while request:
+        for _ in _unprocessed_rounds("BatchGetItem"):
             response = client.batch_get_item(RequestItems=request)
             items += [from_item(i) for i in response.get("Responses", {}).get(table, [])]
             request = response.get("UnprocessedKeys") or None
+            if not request:
+                break
     return items
 
 
 def _batch_write(client: DynamoDBClient, table: str, requests: list[dict[str, Any]]) -> None:
     """BatchWriteItem of up to 25 requests, retrying unprocessed ones."""
     request: Any = {table: requests}
-    while request:
+    for _ in _unprocessed_rounds("BatchWriteItem"):
         response = client.batch_write_item(RequestItems=request)
         request = response.get("UnprocessedItems") or None
+        if not request:
+            break
+
+
+# Items a batch call leaves unprocessed (throttled partitions) are sent again after a backoff
+# with full jitter, as DynamoDB asks, not at once: an immediate resend lands on the same
+# throttled partition. After this many rounds the call fails.
+UNPROCESSED_ROUNDS = 8
+UNPROCESSED_BACKOFF_S = 0.05
+UNPROCESSED_BACKOFF_CAP_S = 2.0
+
+
+def _unprocessed_rounds(
+    operation: str, sleep: Callable[[float], None] = time.sleep
+) -> Iterator[int]:
+    """Round numbers for a batch call and its resends; sleeps before each resend, and raises
+    StoreError when the rounds run out with items still unprocessed."""
+    for round_ in range(UNPROCESSED_ROUNDS):
+        if round_:
+            ceiling = min(UNPROCESSED_BACKOFF_CAP_S, UNPROCESSED_BACKOFF_S * 2**round_)
+            time.sleep(random.uniform(0, ceiling))
+        yield round_
+    raise StoreError(f"{operation}: items still unprocessed after {UNPROCESSED_ROUNDS} rounds")
 
 
 def _query_page(
