@@ -596,7 +596,7 @@ class SimulatedQueue(MemoryQueue):
                     entries = [
                         {
                             "Id": str(i),
-                            "MessageBody": message.to_json(),
+                            "MessageBody": self.auth.seal(message),
                             "DelaySeconds": max(0, min(900, delay)),
                             "MessageGroupId": message_group_id(message.tenant),
                         }

@@ -34,7 +34,7 @@ from duetime.domain.ids import run_id
 from duetime.domain.jobs import JobStatus, Priority, Runtime
 from duetime.domain.runs import CLOCK_SKEW_ALLOWANCE_MS, RunOutcome, RunStatus
 from duetime.domain.timeutil import rfc3339_ms
-from duetime.ports import QueueError, RunMessage, StoreError
+from duetime.ports import QueueError, RunMessage, StoreError, UnauthenticatedMessage
 from duetime.services.execute import ABANDONED_ERROR
 
 if TYPE_CHECKING:
@@ -58,6 +58,7 @@ class DeadRun:
     queue: str  # queue key, e.g. lambda/high
     letter: DeadLetter
     message: RunMessage | None  # None: the body is not a run message
+    signed: bool = False  # signed by duetime (duetime.ports.MessageAuth): may be sent back
 
     @property
     def run_id(self) -> str | None:
@@ -217,7 +218,7 @@ def redrive(
                     break
                 budget -= len(batch)
                 for letter in batch:
-                    dead = _dead_run(key, letter)
+                    dead = _dead_run(parts, key, letter)
                     unwanted = run_ids is not None and dead.run_id not in run_ids
                     if unwanted or (limit is not None and len(report.redriven) >= limit):
                         held.append(letter)
@@ -246,6 +247,10 @@ def _redrive_one(
     message = dead.message
     if message is None:
         return "the body is not a run message"
+    if not dead.signed:
+        # Not written by duetime (or signed with a retired key): sending it back would sign
+        # it, and a worker would run whatever job and tenant it names.
+        return "the message is not signed by duetime: never sent back"
     job = parts.jobs.get(message.tenant, message.job_id)
     if job is None or job.status in (JobStatus.CANCELLED, JobStatus.PAUSED):
         # The worker drops runs of cancelled or paused jobs: sending it would do nothing.
@@ -296,19 +301,20 @@ def _read(
                 if not batch:
                     break
                 held += batch
-                dead += [_dead_run(key, letter) for letter in batch]
+                dead += [_dead_run(parts, key, letter) for letter in batch]
         finally:
             letters.release(held)
     dead.sort(key=lambda d: d.letter.sent_ms)
     return dead, total
 
 
-def _dead_run(key: str, letter: DeadLetter) -> DeadRun:
+def _dead_run(parts: Components, key: str, letter: DeadLetter) -> DeadRun:
     try:
-        message: RunMessage | None = RunMessage.from_json(letter.body)
+        return DeadRun(key, letter, parts.auth.open(letter.body), signed=True)
+    except UnauthenticatedMessage as exc:
+        return DeadRun(key, letter, exc.message)
     except (ValueError, KeyError, TypeError):
-        message = None
-    return DeadRun(key, letter, message)
+        return DeadRun(key, letter, None)
 
 
 def _table(dead: Sequence[DeadRun]) -> str:
@@ -354,6 +360,7 @@ def deployment(args: argparse.Namespace) -> Components:
 
     if os.environ.get(Env.QUEUES):
         return build(Settings.from_env())
+    from duetime.local.keys import message_key
     from duetime.local.stack import read_local_endpoint
 
     local = read_local_endpoint(Path(args.state_dir))
@@ -366,7 +373,10 @@ def deployment(args: argparse.Namespace) -> Components:
     # The clients `build` makes reach the local moto server (boto3 reads AWS_ENDPOINT_URL).
     os.environ["AWS_ENDPOINT_URL"] = local.endpoint_url
     session = _local_session(local.region)
-    return build(_local_settings(session, local.endpoint_url), session)
+    settings = _local_settings(session, local.endpoint_url)
+    # Runs sent back must be signed with the key the local stack's workers verify.
+    settings = replace(settings, run_signing_key=message_key(Path(args.state_dir)))
+    return build(settings, session)
 
 
 def _local_session(region: str) -> boto3.Session:

@@ -31,6 +31,11 @@ class Env:
     # The coordinator starts each shard's sweep by invoking this function asynchronously;
     # unset, it sweeps the shards itself (the local stack, tests).
     SWEEPER_FUNCTION = "DUETIME_SWEEPER_FUNCTION"
+    # The key(s) that sign run messages (duetime.ports.MessageAuth), comma-separated, the
+    # signing one first: set directly (the local stack, tests), or read at cold start from a
+    # Secrets Manager secret (AWS). One of the two is required.
+    RUN_SIGNING_KEY = "DUETIME_RUN_SIGNING_KEY"
+    RUN_SIGNING_SECRET_ARN = "DUETIME_RUN_SIGNING_SECRET_ARN"  # noqa: S105
     # How far past its deadline a run's lease, written with another worker's clock, counts as
     # over (the run is then taken as abandoned by a dead or killed worker).
     CLOCK_SKEW_ALLOWANCE_SECONDS = "DUETIME_CLOCK_SKEW_ALLOWANCE_SECONDS"
@@ -87,6 +92,8 @@ class Settings:
     allow_private_targets: bool = False
     require_https: bool = True
     sweeper_function: str = ""  # see Env.SWEEPER_FUNCTION
+    run_signing_key: str = ""  # see Env.RUN_SIGNING_KEY
+    run_signing_secret_arn: str = ""
     clock_skew_allowance_seconds: int = 120
     worker_timeout_seconds: int = 900
     # Execution history (duetime.history): optional, so functions that do not archive can
@@ -141,6 +148,8 @@ class Settings:
             allow_private_targets=_flag(env.get(Env.ALLOW_PRIVATE_TARGETS, "false")),
             require_https=_flag(env.get(Env.REQUIRE_HTTPS, "true")),
             sweeper_function=env.get(Env.SWEEPER_FUNCTION, "").strip(),
+            run_signing_key=env.get(Env.RUN_SIGNING_KEY, "").strip(),
+            run_signing_secret_arn=env.get(Env.RUN_SIGNING_SECRET_ARN, "").strip(),
             clock_skew_allowance_seconds=number(Env.CLOCK_SKEW_ALLOWANCE_SECONDS, 120, 0, 3600),
             worker_timeout_seconds=number(Env.WORKER_TIMEOUT_SECONDS, 900, 1, 900),
             history_bucket=env.get(Env.HISTORY_BUCKET, ""),
@@ -178,6 +187,8 @@ class Settings:
                 (Env.ARCHIVE_FAILURE_QUEUE_URL, self.archive_failure_queue_url),
                 (Env.SECRETS_KEY_ARN, self.secrets_key_arn),
                 (Env.SWEEPER_FUNCTION, self.sweeper_function),
+                (Env.RUN_SIGNING_KEY, self.run_signing_key),
+                (Env.RUN_SIGNING_SECRET_ARN, self.run_signing_secret_arn),
             )
             if value
         }

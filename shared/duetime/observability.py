@@ -43,6 +43,7 @@ class Metric:
     SWEEP_LAG_MINUTES = "SweepLagMinutes"  # the most any shard's cursor is behind its horizon
     SWEEP_LAUNCH_FAILURES = "SweepLaunchFailures"  # shard sweeps the coordinator could not start
     JOBS_REARMED = "JobsRearmed"  # recurring jobs the reconciler found without a timer
+    MESSAGES_REFUSED = "RunMessagesRefused"  # run messages duetime did not sign
 
 
 @contextlib.contextmanager

@@ -3,7 +3,11 @@
 
 from __future__ import annotations
 
+import base64
+import hashlib
+import hmac
 import json
+import os
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Generic, Protocol, TypeVar
@@ -302,6 +306,65 @@ class RunMessage:
         )
 
 
+class UnauthenticatedMessage(ValueError):
+    """A message body that duetime did not write: no signature, or not one of its keys'.
+    `message` is what the body claims to be (to route it to a dead-letter queue)."""
+
+    def __init__(self, reason: str, message: RunMessage) -> None:
+        super().__init__(reason)
+        self.message = message
+
+
+class MessageAuth:
+    """Run messages are signed: HMAC-SHA256 over the message's canonical JSON, with a key only
+    duetime's functions hold (AWS: a Secrets Manager secret; locally: a key file). A worker
+    runs only a message it can verify, so a tenant's target pointed at duetime's own queue (or
+    anyone who may send to it) cannot make it run another tenant's job.
+
+    The first key signs; every key verifies (a rotation lists the new key first, then the old
+    one, until no message signed with the old one is left)."""
+
+    FIELD = "sig"
+
+    def __init__(self, keys: Sequence[bytes]) -> None:
+        if not keys or not all(keys):
+            raise ValueError("a message key is needed")
+        self._keys = tuple(keys)
+
+    @classmethod
+    def from_text(cls, text: str) -> MessageAuth:
+        """Keys as configured: comma-separated, first the one that signs."""
+        return cls([k.strip().encode() for k in text.split(",") if k.strip()])
+
+    @classmethod
+    def ephemeral(cls) -> MessageAuth:
+        """A key of this process only: for in-memory twins and tests, never a deployment."""
+        return cls([base64.urlsafe_b64encode(os.urandom(32))])
+
+    def _mac(self, key: bytes, canonical: str) -> str:
+        digest = hmac.new(key, canonical.encode(), hashlib.sha256).digest()
+        return base64.urlsafe_b64encode(digest).decode().rstrip("=")
+
+    def seal(self, message: RunMessage) -> str:
+        canonical = message.to_json()
+        return canonical[:-1] + f',"{self.FIELD}":"{self._mac(self._keys[0], canonical)}"}}'
+
+    def open(self, body: str) -> RunMessage:
+        """The message of a sealed body. ValueError (or a subclass) on a malformed body,
+        UnauthenticatedMessage on a missing or wrong signature."""
+        data = json.loads(body)
+        if not isinstance(data, dict):
+            raise ValueError("not a JSON object")
+        signature = data.pop(self.FIELD, None)
+        message = RunMessage.from_json(json.dumps(data))
+        if not isinstance(signature, str):
+            raise UnauthenticatedMessage("the run message is not signed", message)
+        canonical = message.to_json()
+        if not any(hmac.compare_digest(signature, self._mac(k, canonical)) for k in self._keys):
+            raise UnauthenticatedMessage("the run message's signature is not duetime's", message)
+        return message
+
+
 @dataclass(frozen=True)
 class Delivery:
     """A received message, in the form both the Lambda event and a receive call give."""
@@ -318,8 +381,10 @@ class JobQueue(Protocol):
         """Send (message, delay seconds 0..900) pairs to their runtime×priority queues in
         batches of 10. Raises QueueError naming what was not sent after retries."""
 
-    def send_dead(self, message: RunMessage, reason: str) -> None:
-        """Put a message on its queue's dead-letter queue with the reason."""
+    def send_dead(self, message: RunMessage, reason: str, *, signed: bool = True) -> None:
+        """Put a message on its queue's dead-letter queue with the reason. `signed=False`
+        for a message duetime did not write: its copy stays unsigned, so a redrive never
+        turns it into one a worker runs."""
 
     def receive(
         self,

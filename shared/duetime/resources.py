@@ -7,6 +7,7 @@ the tests create them in moto with `create_resources`.
 from __future__ import annotations
 
 import json
+import secrets
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -56,6 +57,7 @@ def create_resources(
     s3: S3Client | None = None,
     kms: Any = None,
     visibility_timeout_seconds: int = QUEUE_VISIBILITY_TIMEOUT_SECONDS,
+    run_signing_key: str = "",
     **settings: int | bool,
 ) -> Settings:
     """Create every table and queue (idempotently) and return Settings pointing at them.
@@ -125,6 +127,8 @@ def create_resources(
         history_bucket=bucket,
         archive_failure_queue_url=failure_queue_url,
         secrets_key_arn=key_arn,
+        # A fresh key for run messages; the local stack passes its own (the state dir's).
+        run_signing_key=run_signing_key or secrets.token_urlsafe(32),
         **settings,  # type: ignore[arg-type]
     )
 

@@ -17,7 +17,8 @@ from botocore.config import Config
 
 from duetime.adapters.dynamodb import DynamoJobStore, DynamoRunStore, DynamoTimerStore
 from duetime.adapters.sqs import SqsJobQueue
-from duetime.config import Settings
+from duetime.config import Env, Settings
+from duetime.ports import MessageAuth
 from duetime.services.coordinator import Coordinator, InProcessLauncher, SweepLauncher
 from duetime.services.dispatch import Dispatcher
 from duetime.services.execute import RunExecutor
@@ -52,6 +53,7 @@ class Components:
     timers: DynamoTimerStore
     runs: DynamoRunStore
     queue: SqsJobQueue
+    auth: MessageAuth  # signs and verifies run messages
     service: JobService
     sweeper: Sweeper
     coordinator: Coordinator
@@ -75,7 +77,8 @@ def build(
         dynamodb, settings.timers_table, settings.timer_shards, settings.timer_ttl_seconds
     )
     runs = DynamoRunStore(dynamodb, settings.runs_table)
-    queue = SqsJobQueue(sqs, settings.queues)
+    auth = message_auth(settings, session)
+    queue = SqsJobQueue(sqs, settings.queues, auth)
     clients = AwsClients(session)
     # The KMS client is built on first use: the sweeper never signs.
     cipher: SecretCipher = (
@@ -109,6 +112,7 @@ def build(
         timers=timers,
         runs=runs,
         queue=queue,
+        auth=auth,
         service=JobService(jobs, timers, runs, queue, settings, clock=clock),
         sweeper=sweeper,
         coordinator=Coordinator(timers, launcher, settings, clock=clock),
@@ -119,8 +123,24 @@ def build(
             settings,
             clock=clock,
         ),
-        executor=RunExecutor(jobs, runs, queue, targets, settings, clock=clock, jitter=jitter),
+        executor=RunExecutor(
+            jobs, runs, queue, targets, settings, clock=clock, auth=auth, jitter=jitter
+        ),
         webhook_secrets=webhook_secrets,
+    )
+
+
+def message_auth(settings: Settings, session: boto3.Session) -> MessageAuth:
+    """The keys that sign and verify run messages: configured, or read once from Secrets
+    Manager (comma-separated, the signing key first)."""
+    if settings.run_signing_key:
+        return MessageAuth.from_text(settings.run_signing_key)
+    if settings.run_signing_secret_arn:
+        secrets = session.client("secretsmanager", config=_BOTO_CONFIG)
+        value = secrets.get_secret_value(SecretId=settings.run_signing_secret_arn)
+        return MessageAuth.from_text(value["SecretString"])
+    raise RuntimeError(
+        f"no key for run messages: set {Env.RUN_SIGNING_SECRET_ARN} or {Env.RUN_SIGNING_KEY}"
     )
 
 

@@ -28,7 +28,7 @@ import pytest
 
 from duetime.domain.jobs import Job, Priority, Runtime
 from duetime.domain.runs import CLOCK_SKEW_ALLOWANCE_MS, Run, RunStatus
-from duetime.ports import Delivery
+from duetime.ports import Delivery, MessageAuth
 from duetime.services.dispatch import run_message
 from duetime.services.execute import (
     ABANDONED_ERROR,
@@ -96,6 +96,7 @@ def skewed_worker(engine: Engine, skew_ms: int) -> RunExecutor:
         TargetExecutor(allow_private=True),
         parts.settings,
         clock=lambda: wall_ms() + skew_ms,
+        auth=MessageAuth.from_text(parts.settings.run_signing_key),
         sleep=engine.advance,
     )
 

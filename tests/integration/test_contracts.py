@@ -53,6 +53,7 @@ from duetime.ports import (
     Delivery,
     JobQueue,
     JobStore,
+    MessageAuth,
     Page,
     PartitionState,
     RunMessage,
@@ -164,7 +165,7 @@ def job_queue(request: pytest.FixtureRequest) -> QueueUnderTest:
             total += sum(int(attributes["Attributes"][name]) for name in counts)
         return total
 
-    queue = SqsJobQueue(aws.sqs, aws.settings.queues)
+    queue = SqsJobQueue(aws.sqs, aws.settings.queues, MessageAuth.ephemeral())
     return QueueUnderTest(queue, time.sleep, aws_dead_letters, stored)
 
 

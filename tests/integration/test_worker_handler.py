@@ -68,7 +68,7 @@ def test_given_a_delivery_for_a_deleted_job_then_it_is_dropped_not_retried(
 ) -> None:
     url = engine.aws.settings.queue(Runtime.LAMBDA, Priority.NORMAL).url
     engine.aws.sqs.send_message(
-        QueueUrl=url, MessageBody=RunMessage("tenant-a", "gone", 0, 1, 0).to_json()
+        QueueUrl=url, MessageBody=engine.parts.auth.seal(RunMessage("tenant-a", "gone", 0, 1, 0))
     )
     messages = receive_all(engine, url)
     arn = engine.aws.sqs.get_queue_attributes(QueueUrl=url, AttributeNames=["QueueArn"])[

@@ -28,6 +28,7 @@ from duetime.domain.runs import (
 from duetime.ports import (
     ConditionFailed,
     Delivery,
+    MessageAuth,
     Page,
     PartitionState,
     RunMessage,
@@ -315,8 +316,16 @@ class _Stored:
 class MemoryQueue:
     """Queues per runtime × priority with delays, visibility timeouts and dead letters."""
 
-    def __init__(self, clock: Callable[[], int], visibility_timeout_seconds: int = 30) -> None:
+    def __init__(
+        self,
+        clock: Callable[[], int],
+        visibility_timeout_seconds: int = 30,
+        auth: MessageAuth | None = None,
+    ) -> None:
         self._clock = clock
+        # Messages are signed as the SQS adapter signs them; by default with a key of this
+        # twin's own (give the executor `queue.auth`).
+        self.auth = auth or MessageAuth.ephemeral()
         self._visibility_ms = visibility_timeout_seconds * 1000
         self._queues: dict[str, list[_Stored]] = {
             queue_key(r, p): [] for r in Runtime for p in Priority
@@ -331,10 +340,11 @@ class MemoryQueue:
             for message, delay in messages:
                 if not 0 <= delay <= 900:
                     raise ValueError(f"delay {delay} outside 0..900")
-                stored = _Stored(f"m{next(self._ids)}", message.to_json(), now + delay * 1000)
+                body = self.auth.seal(message)
+                stored = _Stored(f"m{next(self._ids)}", body, now + delay * 1000)
                 self._queues[queue_key(message.runtime, message.priority)].append(stored)
 
-    def send_dead(self, message: RunMessage, reason: str) -> None:
+    def send_dead(self, message: RunMessage, reason: str, *, signed: bool = True) -> None:
         with self._lock:
             self.dead[queue_key(message.runtime, message.priority)].append((message, reason))
 

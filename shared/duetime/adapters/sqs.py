@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 from duetime.config import QueueUrls, queue_key
 from duetime.domain.ids import message_group_id
 from duetime.domain.jobs import Priority, Runtime
-from duetime.ports import Delivery, QueueError, RunMessage
+from duetime.ports import Delivery, MessageAuth, QueueError, RunMessage
 
 if TYPE_CHECKING:
     from mypy_boto3_sqs import SQSClient
@@ -24,9 +24,12 @@ _PARALLEL_SENDS = 16  # within the connection pool of the boto3 config (duetime.
 
 
 class SqsJobQueue:
-    def __init__(self, client: SQSClient, queues: Mapping[str, QueueUrls]) -> None:
+    def __init__(
+        self, client: SQSClient, queues: Mapping[str, QueueUrls], auth: MessageAuth
+    ) -> None:
         self._client = client
         self._queues = queues
+        self._auth = auth  # every run message is signed (duetime.ports.MessageAuth)
         self._executor: ThreadPoolExecutor | None = None
         self._executor_lock = threading.Lock()
 
@@ -67,7 +70,7 @@ class SqsJobQueue:
         entries = {
             str(i): {
                 "Id": str(i),
-                "MessageBody": message.to_json(),
+                "MessageBody": self._auth.seal(message),
                 "DelaySeconds": max(0, min(900, delay)),
                 # The tenant as message group: SQS fair queues keep one noisy tenant from
                 # delaying everyone else's jobs. Derived: SQS refuses many valid tenants.
@@ -87,11 +90,11 @@ class SqsJobQueue:
             time.sleep(0.05 * 2**attempt)
         return [batch[int(i)][0] for i in entries]
 
-    def send_dead(self, message: RunMessage, reason: str) -> None:
+    def send_dead(self, message: RunMessage, reason: str, *, signed: bool = True) -> None:
         dlq = self._queues[queue_key(message.runtime, message.priority)].dlq_url
         self._client.send_message(
             QueueUrl=dlq,
-            MessageBody=message.to_json(),
+            MessageBody=self._auth.seal(message) if signed else message.to_json(),
             MessageAttributes={
                 "duetime-reason": {"DataType": "String", "StringValue": reason[:1000] or "-"}
             },

@@ -22,6 +22,10 @@ AUDIENCE = "duetime"
 ALGORITHM = "HS256"
 DEFAULT_STATE_DIR = Path(".duetime")
 KEY_FILE_NAME = "jwt-hs256.key"
+# The key that signs run messages (duetime.ports.MessageAuth): `duetime local` and the
+# commands that send runs to its queues (`duetime dlq redrive`, `duetime timers stuck --retry`)
+# share it through this file.
+MESSAGE_KEY_FILE_NAME = "run-messages.key"
 MAX_TTL_SECONDS = 366 * 86_400
 # The tenant becomes the JWT `sub` and the SQS MessageGroupId of its runs (≤ 128 characters).
 _TENANT = re.compile(r"[A-Za-z0-9!#$%&'()*+,\-./:;<=>?@\[\]^_`{|}~]{1,128}")
@@ -36,14 +40,16 @@ class InvalidToken(Exception):
     """A bearer token that the local authorizer refuses; the message says why."""
 
 
-def key_path(state_dir: Path = DEFAULT_STATE_DIR) -> Path:
-    return state_dir / KEY_FILE_NAME
+def key_path(state_dir: Path = DEFAULT_STATE_DIR, name: str = KEY_FILE_NAME) -> Path:
+    return state_dir / name
 
 
-def load_or_create_key(state_dir: Path = DEFAULT_STATE_DIR) -> tuple[bytes, bool]:
-    """The signing key under `state_dir`, created (mode 0600) if there is none yet.
+def load_or_create_key(
+    state_dir: Path = DEFAULT_STATE_DIR, name: str = KEY_FILE_NAME
+) -> tuple[bytes, bool]:
+    """The key `name` under `state_dir`, created (mode 0600) if there is none yet.
     Returns (key, created)."""
-    path = key_path(state_dir)
+    path = key_path(state_dir, name)
     try:
         state_dir.mkdir(mode=0o700, parents=True, exist_ok=True)
         # O_EXCL: two processes starting together agree on one key (the loser reads it).
@@ -56,6 +62,12 @@ def load_or_create_key(state_dir: Path = DEFAULT_STATE_DIR) -> tuple[bytes, bool
     with os.fdopen(fd, "wb") as out:
         out.write(key + b"\n")
     return key, True
+
+
+def message_key(state_dir: Path = DEFAULT_STATE_DIR) -> str:
+    """The local stack's run-message key (created on first use)."""
+    key, _ = load_or_create_key(state_dir, MESSAGE_KEY_FILE_NAME)
+    return key.decode()
 
 
 def _read_key(path: Path) -> bytes:

@@ -45,7 +45,7 @@ from typing import TYPE_CHECKING, Any, TextIO
 
 from duetime.domain.jobs import Priority, Runtime
 from duetime.domain.runs import RunStatus
-from duetime.local.keys import DEFAULT_STATE_DIR, load_or_create_key
+from duetime.local.keys import DEFAULT_STATE_DIR, load_or_create_key, message_key
 from duetime.local.lambda_runtime import FakeContext, Handler, SqsEventSource
 
 if TYPE_CHECKING:
@@ -148,10 +148,10 @@ class RunFigures:
         self._lateness: deque[int] = deque(maxlen=window)
         self.started = self.succeeded = self.failed = self.retried = 0
 
-    def wrap(self, handle: Callable[[Delivery], Result]) -> Callable[[Delivery], Result]:
-        def observed(delivery: Delivery) -> Result:
+    def wrap(self, handle: Callable[..., Result]) -> Callable[..., Result]:
+        def observed(delivery: Delivery, **options: Any) -> Result:
             since_ms = time.time_ns() // 1_000_000
-            result = handle(delivery)
+            result = handle(delivery, **options)
             self.record(result, since_ms)
             return result
 
@@ -304,6 +304,7 @@ class LocalStack:
             visibility_timeout_seconds=LOCAL_VISIBILITY_TIMEOUT_SECONDS,
             allow_private_targets=options.allow_private_targets,
             require_https=False,
+            run_signing_key=message_key(options.state_dir),
             **hot,
         )
         self._set_env(self._settings.to_env())
@@ -832,7 +833,7 @@ def _observe_runs(executor: RunExecutor, figures: RunFigures) -> None:
     """Every run of either worker goes through the executor: count them there. The wrapper is
     set on this process's instance (rebuilt by the next stack), not on the class."""
     wrapped = figures.wrap(executor.handle)
-    executor.handle = wrapped  # type: ignore[method-assign,assignment]
+    executor.handle = wrapped  # type: ignore[method-assign]
 
 
 def _worker_function(instance: str) -> Handler:

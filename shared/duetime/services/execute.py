@@ -37,7 +37,15 @@ from duetime.domain.runs import (
     RunStatus,
 )
 from duetime.observability import Metric, count, logger, milliseconds
-from duetime.ports import Delivery, JobQueue, JobStore, RunMessage, RunStore
+from duetime.ports import (
+    Delivery,
+    JobQueue,
+    JobStore,
+    MessageAuth,
+    RunMessage,
+    RunStore,
+    UnauthenticatedMessage,
+)
 from duetime.services.dispatch import delay_seconds
 from duetime.targets import Invocation, TargetError, TargetExecutor
 
@@ -71,9 +79,11 @@ class RunExecutor:
         settings: Settings,
         *,
         clock: Callable[[], int],
+        auth: MessageAuth,
         sleep: Callable[[float], None] = time.sleep,
         jitter: Callable[[], float] = random.random,
     ) -> None:
+        self._auth = auth  # a run message is run only if duetime signed it
         self._jobs = jobs
         self._runs = runs
         self._queue = queue
@@ -89,7 +99,14 @@ class RunExecutor:
         """`remaining_ms`: the time this invocation has left (Lambda's context); None where a
         run may take as long as its timeout (the Fargate worker)."""
         try:
-            message = RunMessage.from_json(delivery.body)
+            message = self._auth.open(delivery.body)
+        except UnauthenticatedMessage as exc:
+            # Not written by duetime (a target pointed at duetime's queue, say): never run,
+            # whatever job and tenant it names; parked in the DLQ with the reason.
+            logger.error("unauthenticated run message", extra={"message_id": delivery.message_id})
+            count(Metric.MESSAGES_REFUSED)
+            self._queue.send_dead(exc.message, f"refused: {exc}", signed=False)
+            return Result(Disposition.DONE, f"refused: {exc}")
         except (ValueError, KeyError, TypeError) as exc:
             # Visible again at once: the redrive policy moves it to the DLQ after
             # maxReceiveCount deliveries, in seconds rather than visibility timeouts.

@@ -1,0 +1,108 @@
+"""Forged run messages: a message on a run queue that duetime did not sign never runs.
+
+The attack (issue 12, item 7): anyone who can put a message on a run queue (a tenant's `sqs`
+target pointed at it, a principal with SendMessage) writes a body naming another tenant's
+job. The worker must refuse it before the claim (no run record, no execution, no webhook
+signed with the victim's secret), park it in the DLQ with the reason, and `duetime dlq
+redrive` must never send it back (which would sign it).
+"""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from duetime.cli import main
+from duetime.domain.ids import run_id
+from duetime.domain.jobs import Priority, Runtime
+from duetime.observability import Metric
+from duetime.ports import MessageAuth, RunMessage
+from tests.integration.conftest import Engine
+
+
+def victim_job(engine: Engine) -> tuple[str, int]:
+    """Tenant B's job, far in the future: nothing of duetime's own runs it during the test."""
+    job_id = engine.submit(
+        {"schedule": {"cron": "0 0 1 1 *"}, "payload": {"of": "tenant-b"}}, tenant="tenant-b"
+    )
+    job = engine.parts.jobs.get("tenant-b", job_id)
+    assert job is not None
+    return job_id, job.created_ms
+
+
+def dead_letters(engine: Engine) -> list[dict[str, object]]:
+    dlq = engine.aws.settings.queue(Runtime.LAMBDA, Priority.NORMAL).dlq_url
+    messages = engine.aws.sqs.receive_message(
+        QueueUrl=dlq, MaxNumberOfMessages=10, MessageAttributeNames=["All"], VisibilityTimeout=0
+    ).get("Messages", [])
+    return [
+        {
+            "body": json.loads(m["Body"]),
+            "reason": m["MessageAttributes"]["duetime-reason"]["StringValue"],
+        }
+        for m in messages
+    ]
+
+
+@pytest.mark.parametrize(
+    "forge",
+    [
+        pytest.param(lambda m: m.to_json(), id="unsigned"),
+        pytest.param(lambda m: MessageAuth([b"a guessed key"]).seal(m), id="wrong-key"),
+        pytest.param(
+            lambda m: json.dumps({**json.loads(m.to_json()), "sig": "A" * 43}), id="made-up-sig"
+        ),
+    ],
+)
+def test_given_a_forged_message_naming_another_tenants_job_then_it_never_runs_and_is_parked(
+    engine: Engine, forge: object, capsys: pytest.CaptureFixture[str]
+) -> None:
+    job_id, when = victim_job(engine)
+    forged = RunMessage("tenant-b", job_id, when, 1, when)
+    url = engine.aws.settings.queue(Runtime.LAMBDA, Priority.NORMAL).url
+    engine.aws.sqs.send_message(QueueUrl=url, MessageBody=forge(forged))  # type: ignore[operator]
+
+    capsys.readouterr()
+    engine.drain()
+
+    # Never ran, never claimed: no execution, no run record for the victim's job
+    assert engine.recorder.runs_of(job_id) == []
+    assert engine.parts.runs.get(job_id, when) is None
+    # Parked with the reason, unsigned; counted
+    (letter,) = dead_letters(engine)
+    assert str(letter["reason"]).startswith("refused: the run message")
+    assert "sig" not in letter["body"]  # type: ignore[operator]
+    assert Metric.MESSAGES_REFUSED in capsys.readouterr().out
+    # A redrive leaves it where it is
+    code = main(["dlq", "redrive", "--run-id", run_id(job_id, when)])
+    out = capsys.readouterr().out
+    assert "the message is not signed by duetime: never sent back" in out
+    assert code == 0
+    engine.drain()
+    assert engine.recorder.runs_of(job_id) == []
+    assert engine.parts.runs.get(job_id, when) is None
+
+
+def test_given_a_message_signed_by_duetime_then_tampering_with_any_field_voids_it(
+    engine: Engine,
+) -> None:
+    job_id, when = victim_job(engine)
+    genuine = json.loads(engine.parts.auth.seal(RunMessage("tenant-a", "own-job", when, 1, when)))
+    for name, value in (("tenant", "tenant-b"), ("job_id", job_id), ("attempt", 2)):
+        url = engine.aws.settings.queue(Runtime.LAMBDA, Priority.NORMAL).url
+        engine.aws.sqs.send_message(QueueUrl=url, MessageBody=json.dumps({**genuine, name: value}))
+    engine.drain()
+
+    assert engine.recorder.calls == []
+    assert engine.parts.runs.get(job_id, when) is None
+    assert len(dead_letters(engine)) == 3
+
+
+def test_given_rotated_keys_then_messages_signed_with_the_old_key_still_run() -> None:
+    old = MessageAuth([b"old-key"])
+    rotated = MessageAuth.from_text("new-key, old-key")
+    message = RunMessage("tenant-a", "j1", 1_000, 1, 1_000)
+
+    assert rotated.open(old.seal(message)) == message
+    assert MessageAuth.from_text("new-key").open(rotated.seal(message)) == message
