@@ -9,9 +9,11 @@ from aws_cdk import Duration
 from aws_cdk import aws_dynamodb as dynamodb
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_kms as kms
+from aws_cdk import aws_secretsmanager as secretsmanager
 from constructs import Construct
 
 from duetime.resources import JOBS_TABLE, RUNS_TABLE, TIMERS_TABLE, TableDef
+from infra.constructs.nag import acknowledge
 
 if TYPE_CHECKING:
     from infra.scheduler import SchedulerProps
@@ -51,6 +53,24 @@ class Data(Construct):
             enable_key_rotation=True,
             rotation_period=Duration.days(365),
             removal_policy=props.removal_policy,
+        )
+
+        # The key that signs run messages (duetime.ports.MessageAuth): only duetime's engine
+        # functions and the Fargate task may read it. Rotation: docs/security.md.
+        self.run_signing_secret = secretsmanager.Secret(
+            self,
+            "RunSigningKey",
+            description="duetime: signs the run messages on its queues (HMAC-SHA256)",
+            generate_secret_string=secretsmanager.SecretStringGenerator(
+                password_length=64, exclude_punctuation=True, include_space=False
+            ),
+            removal_policy=props.removal_policy,
+        )
+        acknowledge(
+            self.run_signing_secret,
+            "AwsSolutions-SMG4",
+            "Rotated by the operator, without downtime: the secret holds comma-separated keys, "
+            "the first signs and all verify (docs/security.md, 'Run messages').",
         )
 
     def grant_secrets(self, grantee: iam.IGrantable) -> None:

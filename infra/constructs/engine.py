@@ -20,7 +20,6 @@ from constructs import Construct
 
 from duetime.config import Env
 from duetime.domain.jobs import Runtime
-from infra.constructs.functions import grant_targets
 
 if TYPE_CHECKING:
     from infra.constructs.data import Data
@@ -207,7 +206,7 @@ class Engine(Construct):
             # Retries go back to the run's own queue; early or busy runs change visibility.
             run_queue.queue.grant(worker, SEND, CHANGE_VISIBILITY)
             run_queue.dlq.grant(worker, SEND)  # a run out of attempts, with its reason
-        grant_targets(worker, props.target_resource_arns, props.target_kms_key_arns)
+        self._factory.reach_targets(worker)  # targets: as the target role only
         return worker
 
     def _worker_sources(self) -> dict[str, sources.SqsEventSource]:

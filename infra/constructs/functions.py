@@ -84,6 +84,17 @@ class FunctionFactory(Construct):
             POWERTOOLS_SERVICE_NAME: props.service_name,
             POWERTOOLS_METRICS_NAMESPACE: props.metrics_namespace,
         }
+        self._run_signing_secret = data.run_signing_secret
+        # Workers reach AWS targets as this role (duetime.targets.AwsClients): it may do
+        # exactly what the operator's target ARNs need, and nothing to duetime's own
+        # resources. Its trust is the account; only workers are allowed to assume it.
+        self.target_role = iam.Role(
+            self,
+            "TargetRole",
+            assumed_by=iam.AccountPrincipal(Stack.of(self).account),
+            description="duetime: what job targets may reach (assumed by the workers)",
+        )
+        grant_targets(self.target_role, props.target_resource_arns, props.target_kms_key_arns)
         # What the engine (api, sweeper, worker: duetime.config.Settings) reads.
         self.engine_env = {
             Env.JOBS_TABLE: data.jobs.table_name,
@@ -98,6 +109,10 @@ class FunctionFactory(Construct):
             Env.REQUIRE_HTTPS: "true",
             Env.SECRETS_KEY_ARN: data.secrets_key.key_arn,
             Env.WEBHOOK_SECRET_GRACE_SECONDS: str(props.webhook_secret_grace_seconds),
+            Env.RUN_SIGNING_SECRET_ARN: data.run_signing_secret.secret_arn,
+            # CloudFormation starts every name it generates with the stack's name.
+            Env.RESOURCE_PREFIX: Stack.of(self).stack_name,
+            Env.TARGET_ROLE_ARN: self.target_role.role_arn,
             **self.observability_env,
         }
 
@@ -144,6 +159,9 @@ class FunctionFactory(Construct):
             log_group=log_group,
             reserved_concurrent_executions=reserved_concurrency,
         )
+        if Env.RUN_SIGNING_SECRET_ARN in environment:
+            # Functions of the engine sign or verify run messages: they read the key.
+            self.grant_run_signing(function)
         acknowledge(
             function,
             f"AwsSolutions-IAM4[{_BASIC_EXECUTION_ROLE}]",
@@ -165,6 +183,15 @@ class FunctionFactory(Construct):
             "for; a runtime upgrade goes with the layer versions. The code runs on 3.11+.",
         )
         return function
+
+    def reach_targets(self, grantee: iam.IGrantable) -> None:
+        """Let a worker act as the target role: its AWS targets are reached with its
+        credentials (duetime.targets.AwsClients)."""
+        self.target_role.grant_assume_role(grantee.grant_principal)
+
+    def grant_run_signing(self, grantee: iam.IGrantable) -> None:
+        """Read the key that signs run messages (every engine function, the Fargate task)."""
+        self._run_signing_secret.grant_read(grantee)
 
 
 def grant_targets(

@@ -20,7 +20,7 @@ from aws_cdk import aws_logs as logs
 from constructs import Construct
 
 from duetime.domain.jobs import Runtime
-from infra.constructs.functions import POWERTOOLS_TRACE_DISABLED, grant_targets
+from infra.constructs.functions import POWERTOOLS_TRACE_DISABLED
 from infra.constructs.nag import acknowledge
 from infra.packaging import REPO_ROOT
 
@@ -79,7 +79,7 @@ class FargateWorkers(Construct):
             self, "Logs", retention=props.log_retention, removal_policy=props.removal_policy
         )
         self.task_definition = self._task_definition(factory)
-        self._grant(data)
+        self._grant(data, factory)
         self.service = self._service()
         self.backlog = self._backlog_metric()
         self._autoscale()
@@ -162,8 +162,7 @@ class FargateWorkers(Construct):
         )
         return task
 
-    def _grant(self, data: Data) -> None:
-        props = self._props
+    def _grant(self, data: Data, factory: FunctionFactory) -> None:
         role = self.task_definition.task_role
         data.jobs.grant(role, *TASK_JOBS_ACTIONS)
         data.runs.grant(role, *TASK_RUNS_ACTIONS)
@@ -171,7 +170,8 @@ class FargateWorkers(Construct):
         for run_queue in self._queues.of_runtime(Runtime.FARGATE):
             run_queue.queue.grant(role, *TASK_QUEUE_ACTIONS)
             run_queue.dlq.grant(role, "sqs:SendMessage")
-        grant_targets(role, props.target_resource_arns, props.target_kms_key_arns)
+        factory.reach_targets(role)  # targets: as the target role only
+        factory.grant_run_signing(role)  # verify and sign run messages
 
     def _service(self) -> ecs.FargateService:
         props = self._props

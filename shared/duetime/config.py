@@ -12,6 +12,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from duetime.domain.jobs import Priority, Runtime
+from duetime.domain.targets import OwnResources
 
 
 class Env:
@@ -36,6 +37,12 @@ class Env:
     # Secrets Manager secret (AWS). One of the two is required.
     RUN_SIGNING_KEY = "DUETIME_RUN_SIGNING_KEY"
     RUN_SIGNING_SECRET_ARN = "DUETIME_RUN_SIGNING_SECRET_ARN"  # noqa: S105
+    # The start of every name the deployment gives its resources (the stack name on AWS):
+    # targets naming such a queue, topic, function or bus are refused (domain.targets).
+    RESOURCE_PREFIX = "DUETIME_RESOURCE_PREFIX"
+    # Workers reach AWS targets with this role's credentials (AssumeRole): it may reach the
+    # operator's allowed target ARNs only, never duetime's own resources. Unset: their own.
+    TARGET_ROLE_ARN = "DUETIME_TARGET_ROLE_ARN"
     # How far past its deadline a run's lease, written with another worker's clock, counts as
     # over (the run is then taken as abandoned by a dead or killed worker).
     CLOCK_SKEW_ALLOWANCE_SECONDS = "DUETIME_CLOCK_SKEW_ALLOWANCE_SECONDS"
@@ -94,6 +101,8 @@ class Settings:
     sweeper_function: str = ""  # see Env.SWEEPER_FUNCTION
     run_signing_key: str = ""  # see Env.RUN_SIGNING_KEY
     run_signing_secret_arn: str = ""
+    resource_prefix: str = ""  # see Env.RESOURCE_PREFIX
+    target_role_arn: str = ""  # see Env.TARGET_ROLE_ARN
     clock_skew_allowance_seconds: int = 120
     worker_timeout_seconds: int = 900
     # Execution history (duetime.history): optional, so functions that do not archive can
@@ -107,6 +116,13 @@ class Settings:
 
     def queue(self, runtime: Runtime, priority: Priority) -> QueueUrls:
         return self.queues[queue_key(runtime, priority)]
+
+    def own_resources(self) -> OwnResources:
+        """What no job may target: every queue of this deployment, and names it owns."""
+        urls = [u for q in self.queues.values() for u in (q.url, q.dlq_url)]
+        urls.append(self.archive_failure_queue_url)
+        names = {url.rstrip("/").rsplit("/", 1)[-1] for url in urls if url}
+        return OwnResources(frozenset(names), self.resource_prefix)
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str] | None = None) -> Settings:
@@ -150,6 +166,8 @@ class Settings:
             sweeper_function=env.get(Env.SWEEPER_FUNCTION, "").strip(),
             run_signing_key=env.get(Env.RUN_SIGNING_KEY, "").strip(),
             run_signing_secret_arn=env.get(Env.RUN_SIGNING_SECRET_ARN, "").strip(),
+            resource_prefix=env.get(Env.RESOURCE_PREFIX, "").strip(),
+            target_role_arn=env.get(Env.TARGET_ROLE_ARN, "").strip(),
             clock_skew_allowance_seconds=number(Env.CLOCK_SKEW_ALLOWANCE_SECONDS, 120, 0, 3600),
             worker_timeout_seconds=number(Env.WORKER_TIMEOUT_SECONDS, 900, 1, 900),
             history_bucket=env.get(Env.HISTORY_BUCKET, ""),
@@ -189,6 +207,8 @@ class Settings:
                 (Env.SWEEPER_FUNCTION, self.sweeper_function),
                 (Env.RUN_SIGNING_KEY, self.run_signing_key),
                 (Env.RUN_SIGNING_SECRET_ARN, self.run_signing_secret_arn),
+                (Env.RESOURCE_PREFIX, self.resource_prefix),
+                (Env.TARGET_ROLE_ARN, self.target_role_arn),
             )
             if value
         }

@@ -129,6 +129,7 @@ def create_resources(
         secrets_key_arn=key_arn,
         # A fresh key for run messages; the local stack passes its own (the state dir's).
         run_signing_key=run_signing_key or secrets.token_urlsafe(32),
+        resource_prefix=prefix,  # jobs may not target the deployment's own resources
         **settings,  # type: ignore[arg-type]
     )
 

@@ -79,7 +79,7 @@ def build(
     runs = DynamoRunStore(dynamodb, settings.runs_table)
     auth = message_auth(settings, session)
     queue = SqsJobQueue(sqs, settings.queues, auth)
-    clients = AwsClients(session)
+    clients = AwsClients(session, target_role_arn=settings.target_role_arn)
     # The KMS client is built on first use: the sweeper never signs.
     cipher: SecretCipher = (
         KmsCipher(settings.secrets_key_arn, lambda: clients.kms)
@@ -97,6 +97,7 @@ def build(
         require_https=settings.require_https,
         clients=clients,
         webhook_secrets=webhook_secrets,
+        own=settings.own_resources(),
     )
     sweeper = Sweeper(jobs, timers, queue, settings, clock=clock)
     launcher: SweepLauncher = InProcessLauncher(sweeper)

@@ -274,32 +274,71 @@ def test_object_grants_are_limited_to_the_history_prefix(synth: Synth) -> None:
                         assert parts[1:] == ["/history/*"], name
 
 
-def test_workers_may_deliver_to_the_operators_targets_only(synth: Synth) -> None:
+TARGET_ROLE = "Scheduler/Functions/TargetRole"
+
+
+def test_targets_are_reached_as_a_role_that_can_reach_the_operators_targets_only(
+    synth: Synth,
+) -> None:
+    """Issue 12, item 7c: workers invoke AWS targets with the target role's credentials; that
+    role may reach exactly the operator's target ARNs and nothing of duetime's own."""
     expected = {
         "sqs:SendMessage": TARGET_ARNS[0],
         "sns:Publish": TARGET_ARNS[1],
         "events:PutEvents": TARGET_ARNS[2],
         "lambda:InvokeFunction": TARGET_ARNS[3],
     }
+    target_role = synth.logical_id(TARGET_ROLE)
+    statements = synth.statements(target_role)
+    for action, arn in expected.items():
+        granted = [
+            s for s in statements if action in listed(s["Action"]) and arn in listed(s["Resource"])
+        ]
+        assert granted, f"{action} on {arn}"
+    kms = [s for s in statements if KMS_KEY_ARN in listed(s["Resource"])]
+    assert {a for s in kms for a in listed(s["Action"])} == {"kms:GenerateDataKey", "kms:Decrypt"}
+    # Every resource it may touch is one the operator named: no duetime queue, function,
+    # table, topic or key (those are references to resources of the template).
+    for statement in statements:
+        for resource in listed(statement["Resource"]):
+            assert resource in (*TARGET_ARNS, KMS_KEY_ARN), statement
+
+    # The workers assume it (and its ARN reaches them); they hold no target permission.
     task_role = synth.logical_id(TASK_ROLE)
     for role in (synth.role_of("worker"), task_role):
-        statements = synth.statements(role)
-        for action, arn in expected.items():
-            granted = [
-                s
-                for s in statements
-                if action in listed(s["Action"]) and arn in listed(s["Resource"])
-            ]
-            assert granted, f"{action} on {arn}"
-        kms = [s for s in statements if KMS_KEY_ARN in listed(s["Resource"])]
-        assert {a for s in kms for a in listed(s["Action"])} == {
-            "kms:GenerateDataKey",
-            "kms:Decrypt",
-        }
+        assume = [s for s in synth.statements(role) if "sts:AssumeRole" in listed(s["Action"])]
+        assert [listed(s["Resource"]) for s in assume] == [[{"Fn::GetAtt": [target_role, "Arn"]}]]
+        assert not any(arn in str(synth.statements(role)) for arn in TARGET_ARNS), role
+    _, worker = synth.function("worker")
+    assert worker["Environment"]["Variables"]["DUETIME_TARGET_ROLE_ARN"] == {
+        "Fn::GetAtt": [target_role, "Arn"]
+    }
+    # No other function may assume it or reach the targets.
     for name in ("api", "coordinator", "sweeper", "reconciler", "archiver", "compactor"):
-        assert not any(arn in str(synth.statements(synth.role_of(name))) for arn in TARGET_ARNS), (
-            name
-        )
+        role_statements = str(synth.statements(synth.role_of(name)))
+        assert "sts:AssumeRole" not in role_statements, name
+        assert not any(arn in role_statements for arn in TARGET_ARNS), name
+
+
+def test_the_run_signing_key_is_a_secret_only_the_engine_reads(synth: Synth) -> None:
+    (secret_id,) = synth.of_type("AWS::SecretsManager::Secret")
+    readers = {
+        synth.role_of(name) for name in ("api", "coordinator", "sweeper", "reconciler", "worker")
+    } | {synth.logical_id(TASK_ROLE)}
+    for role in readers:
+        actions = {
+            a
+            for s in synth.statements(role)
+            if {"Ref": secret_id} in listed(s["Resource"])
+            for a in listed(s["Action"])
+        }
+        assert "secretsmanager:GetSecretValue" in actions, role
+    for name in ("archiver", "compactor"):
+        assert secret_id not in str(synth.statements(synth.role_of(name))), name
+    _, worker = synth.function("worker")
+    assert worker["Environment"]["Variables"]["DUETIME_RUN_SIGNING_SECRET_ARN"] == {
+        "Ref": secret_id
+    }
 
 
 def test_no_wildcard_action_anywhere(synth: Synth) -> None:

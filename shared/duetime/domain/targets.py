@@ -9,7 +9,7 @@ import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
-from urllib.parse import SplitResult, urlsplit
+from urllib.parse import SplitResult, unquote, urlsplit
 
 from duetime.domain.errors import ValidationError
 
@@ -100,6 +100,57 @@ def target_to_dict(target: Target) -> dict[str, Any]:
             return {"type": "lambda", "function_arn": target.function_arn}
         case HandlerTarget():
             return {"type": "handler", "name": target.name}
+
+
+@dataclass(frozen=True)
+class OwnResources:
+    """duetime's own queues, topics, functions and buses: never a job's target.
+
+    A target that reaches them would let a tenant act as duetime (send another tenant's run
+    to a run queue, invoke the worker with a forged event). Named by `queue_names` (every run
+    queue and DLQ) and by `name_prefix`: on AWS the stack name, with which CloudFormation
+    begins every name it generates (`<stack>-<logical id>-<suffix>`); locally `duetime`.
+    Names compare without regard to case (a refused look-alike costs nothing)."""
+
+    queue_names: frozenset[str] = frozenset()
+    name_prefix: str = ""
+
+    def refusal(self, target: Target) -> tuple[str, str] | None:
+        """(the target's field, why) when `target` reaches one of duetime's own resources."""
+        match target:
+            case SqsTarget(queue_url=url):
+                field_name, kind, name = "queue_url", "queue", _queue_name(url)
+            case SnsTarget(topic_arn=arn):
+                field_name, kind, name = "topic_arn", "topic", _arn_resource(arn, 5)
+            case LambdaTarget(function_arn=arn):
+                field_name, kind, name = "function_arn", "function", _arn_resource(arn, 6)
+            case EventBridgeTarget(event_bus=bus):
+                field_name, kind = "event_bus", "event bus"
+                name = bus.rsplit("event-bus/", 1)[-1] if bus.startswith("arn:") else bus
+            case _:
+                return None
+        folded = name.casefold()
+        prefix = self.name_prefix.casefold()
+        if folded in {q.casefold() for q in self.queue_names} or (
+            prefix and folded.startswith(prefix + "-")
+        ):
+            return field_name, f"is one of duetime's own {kind}s: not a job target"
+        return None
+
+
+def _queue_name(url: str) -> str:
+    """The queue name of an SQS queue URL (`.../<account>/<name>`), however spelled."""
+    try:
+        path = urlsplit(url).path
+    except ValueError:
+        return ""
+    segments = [unquote(s) for s in path.split("/") if s]
+    return segments[-1] if segments else ""
+
+
+def _arn_resource(arn: str, index: int) -> str:
+    parts = arn.split(":")
+    return parts[index] if len(parts) > index else ""
 
 
 def _object(raw: object, path: str) -> Mapping[str, object]:

@@ -95,6 +95,7 @@ class JobService:
         call that died after recording its key is completed by the replay, under the job id
         it had recorded."""
         self._check_runtime(spec)
+        self._check_target(spec)
         now = self._clock()
         first = first_due(spec.schedule, created_at=from_ms(now))
         if first is None:
@@ -152,6 +153,12 @@ class JobService:
         """A recurring job stopped being active (cancelled, completed, never created)."""
         if job.spec.recurring:
             self._jobs.release_recurring(job.tenant)
+
+    def _check_target(self, spec: JobSpec) -> None:
+        """A job may not reach duetime's own queues, topics, functions or buses."""
+        refused = self._settings.own_resources().refusal(spec.target)
+        if refused is not None:
+            raise ValidationError(f"target.{refused[0]}", refused[1])
 
     def _check_runtime(self, spec: JobSpec) -> None:
         """A lambda-runtime run must fit in the worker's invocation with time to record it."""

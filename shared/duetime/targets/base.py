@@ -16,6 +16,7 @@ from duetime.domain.targets import (
     HandlerTarget,
     HttpTarget,
     LambdaTarget,
+    OwnResources,
     SnsTarget,
     SqsTarget,
     Target,
@@ -122,34 +123,45 @@ class AwsClients:
     Building a client costs tens of milliseconds, so a Lambda container builds each one once.
     Tests inject ready clients by name: `AwsClients(sqs=..., sns=..., events=..., lambda_=...)`.
     `kms` opens the webhook secrets that sign HTTP deliveries (duetime.webhook_secrets).
+
+    With `target_role_arn`, the target clients (sqs, sns, events, lambda) act as that role
+    (AssumeRole, refreshed before the credentials expire): on AWS it may reach the operator's
+    allowed targets and nothing of duetime's, so even a target that slipped past the checks
+    cannot touch duetime's queues or functions. `kms` stays with the function's own role.
     """
 
-    def __init__(self, session: boto3.Session | None = None, **clients: Any) -> None:
+    def __init__(
+        self, session: boto3.Session | None = None, target_role_arn: str = "", **clients: Any
+    ) -> None:
         if "lambda" in clients:  # `lambda` is a keyword, but `**{"lambda": c}` still reaches us
             clients["lambda_"] = clients.pop("lambda")
         unknown = set(clients) - _CLIENT_NAMES
         if unknown:
             raise TypeError(f"unknown AWS clients: {', '.join(sorted(unknown))}")
         self._session = session
+        self._target_role_arn = target_role_arn
+        self._target_session: boto3.Session | None = None
         self._clients: dict[str, Any] = dict(clients)
         # boto3 sessions are not thread-safe while building clients; built clients are.
         self._lock = threading.Lock()
 
     @property
     def sqs(self) -> SQSClient:
-        return self._get("sqs", lambda session: session.client("sqs", config=_CLIENT_CONFIG))
+        return self._get("sqs", lambda s: s.client("sqs", config=_CLIENT_CONFIG), target=True)
 
     @property
     def sns(self) -> SNSClient:
-        return self._get("sns", lambda session: session.client("sns", config=_CLIENT_CONFIG))
+        return self._get("sns", lambda s: s.client("sns", config=_CLIENT_CONFIG), target=True)
 
     @property
     def events(self) -> EventBridgeClient:
-        return self._get("events", lambda session: session.client("events", config=_CLIENT_CONFIG))
+        return self._get("events", lambda s: s.client("events", config=_CLIENT_CONFIG), target=True)
 
     @property
     def lambda_(self) -> LambdaClient:
-        return self._get("lambda_", lambda session: session.client("lambda", config=_CLIENT_CONFIG))
+        return self._get(
+            "lambda_", lambda s: s.client("lambda", config=_CLIENT_CONFIG), target=True
+        )
 
     @property
     def kms(self) -> KmsClient:
@@ -157,7 +169,7 @@ class AwsClients:
         client = self._get("kms", lambda session: session.client("kms", config=_CLIENT_CONFIG))
         return cast("KmsClient", client)
 
-    def _get(self, name: str, build: Callable[[boto3.Session], _C]) -> _C:
+    def _get(self, name: str, build: Callable[[boto3.Session], _C], target: bool = False) -> _C:
         client = self._clients.get(name)
         if client is None:
             with self._lock:
@@ -165,8 +177,35 @@ class AwsClients:
                 if client is None:
                     if self._session is None:
                         self._session = boto3.Session()
-                    client = self._clients[name] = build(self._session)
+                    session = self._session
+                    if target and self._target_role_arn:
+                        if self._target_session is None:
+                            self._target_session = assumed_role_session(
+                                session, self._target_role_arn
+                            )
+                        session = self._target_session
+                    client = self._clients[name] = build(session)
         return cast(_C, client)
+
+
+def assumed_role_session(session: boto3.Session, role_arn: str) -> boto3.Session:
+    """A session acting as `role_arn`, its credentials fetched with the source session's and
+    refreshed by botocore before they expire."""
+    import botocore.session
+    from botocore.credentials import AssumeRoleCredentialFetcher, DeferredRefreshableCredentials
+
+    source = session._session  # the botocore session: its credentials and config
+    fetcher = AssumeRoleCredentialFetcher(
+        client_creator=source.create_client,
+        source_credentials=source.get_credentials(),
+        role_arn=role_arn,
+        extra_args={"RoleSessionName": "duetime-targets"},
+    )
+    assumed = botocore.session.Session()
+    assumed._credentials = DeferredRefreshableCredentials(  # type: ignore[attr-defined]
+        refresh_using=fetcher.fetch_credentials, method="assume-role"
+    )
+    return boto3.Session(botocore_session=assumed, region_name=session.region_name)
 
 
 class TargetExecutor:
@@ -186,6 +225,7 @@ class TargetExecutor:
         clients: AwsClients | None = None,
         handlers: HandlerRegistry | None = None,
         webhook_secrets: SigningSecrets | None = None,
+        own: OwnResources | None = None,
     ) -> None:
         # Imported here rather than at the top: these modules import Invocation and TargetError
         # from this one.
@@ -199,10 +239,19 @@ class TargetExecutor:
         )
         self._clients = clients if clients is not None else AwsClients()
         self._handlers = handlers if handlers is not None else DEFAULT_HANDLERS
+        self._own = own or OwnResources()
+
+    def check(self, target: Target) -> None:
+        """Refuse a target that reaches duetime's own resources (checked at submission too;
+        again here for jobs stored before, or settings that changed since)."""
+        refused = self._own.refusal(target)
+        if refused is not None:
+            raise TargetError(f"refused: target.{refused[0]} {refused[1]}", retryable=False)
 
     def execute(self, target: Target, invocation: Invocation) -> None:
         from duetime.targets import aws
 
+        self.check(target)
         try:
             match target:
                 case HttpTarget():
