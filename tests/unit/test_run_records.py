@@ -1,0 +1,164 @@
+"""The record of a run after a claim and after its outcome: every field carried over, the
+attempts kept and how their errors are shortened."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+from duetime.domain.runs import (
+    EARLIER_ERROR_CHARS,
+    MAX_ATTEMPTS_KEPT,
+    MAX_ERROR_CHARS,
+    Attempt,
+    Lease,
+    Run,
+    RunClaim,
+    RunOutcome,
+    RunStatus,
+    claimed_run,
+    finished_run,
+)
+
+LEASE = Lease("message-7", 2, 9_000)
+
+
+def claim_of(attempt: int, now: int = 5_000) -> RunClaim:
+    return RunClaim(
+        tenant="tenant-a",
+        job_id="job-1",
+        scheduled_ms=1_000,
+        attempt=attempt,
+        lease=LEASE,
+        now_ms=now,
+        lateness_ms=40,
+        expires_at=777,
+        job_name="nightly",
+        target_type="http",
+        priority="high",
+        runtime="fargate",
+    )
+
+
+def running(attempts: tuple[Attempt, ...], version: int = 3) -> Run:
+    return Run(
+        tenant="tenant-a",
+        job_id="job-1",
+        scheduled_ms=1_000,
+        status=RunStatus.RUNNING,
+        attempt=attempts[-1].number,
+        attempts=attempts,
+        lease=LEASE,
+        expires_at=777,
+        job_name="nightly",
+        target_type="http",
+        priority="high",
+        runtime="fargate",
+        version=version,
+    )
+
+
+def failed_attempt(number: int, error: str | None) -> Attempt:
+    return Attempt(number, number * 100, 10, number * 100 + 50, error)
+
+
+def test_given_a_running_run_when_finished_then_every_field_is_kept_but_status_lease_version() -> (
+    None
+):
+    # Given attempt 2 of a run is running
+    earlier = failed_attempt(1, "connection refused")
+    run = running((earlier, Attempt(2, 300, 25)), version=3)
+
+    # When it succeeds
+    done = finished_run(run, RunOutcome(RunStatus.SUCCEEDED, finished_ms=450))
+
+    # Then the run is the same run, finished, without a lease, one version on
+    assert done == Run(
+        tenant="tenant-a",
+        job_id="job-1",
+        scheduled_ms=1_000,
+        status=RunStatus.SUCCEEDED,
+        attempt=2,
+        attempts=(earlier, Attempt(2, 300, 25, 450, None)),
+        lease=None,
+        expires_at=777,
+        job_name="nightly",
+        target_type="http",
+        priority="high",
+        runtime="fargate",
+        version=4,
+    )
+
+
+def test_given_an_error_longer_than_the_limit_when_finished_then_it_is_cut_to_the_limit() -> None:
+    run = running((Attempt(1, 100, 0),))
+    error = "e" * (MAX_ERROR_CHARS + 50)
+
+    done = finished_run(run, RunOutcome(RunStatus.RETRYING, finished_ms=200, error=error))
+
+    assert done.status == RunStatus.RETRYING
+    assert done.error == "e" * MAX_ERROR_CHARS
+    assert done.finished_ms == 200
+
+
+def test_given_an_empty_error_when_finished_then_the_attempt_has_no_error() -> None:
+    done = finished_run(
+        running((Attempt(1, 100, 0),)), RunOutcome(RunStatus.FAILED, finished_ms=200, error="")
+    )
+    assert done.error is None
+
+
+def test_given_a_retry_when_claimed_then_earlier_errors_are_shortened_and_it_is_added() -> None:
+    # Given attempts 1 and 2 failed, with a long error and with no error text
+    long_error = "x" * MAX_ERROR_CHARS
+    existing = replace(
+        running((failed_attempt(1, long_error), failed_attempt(2, None)), version=5),
+        status=RunStatus.RETRYING,
+    )
+
+    # When attempt 3 is claimed
+    claimed = claimed_run(existing, claim_of(3))
+
+    # Then the earlier attempts are kept with their errors shortened, and attempt 3 is running
+    assert claimed.attempts == (
+        failed_attempt(1, "x" * EARLIER_ERROR_CHARS),
+        failed_attempt(2, None),
+        Attempt(3, 5_000, 40),
+    )
+    assert claimed.status == RunStatus.RUNNING
+    assert claimed.attempt == 3
+    assert claimed.version == 6
+
+
+def test_given_many_failed_attempts_when_claimed_then_only_the_latest_ones_are_kept() -> None:
+    # Given more failed attempts than a record keeps
+    previous = tuple(failed_attempt(n, f"error {n}") for n in range(1, MAX_ATTEMPTS_KEPT + 3))
+    existing = running(previous)
+
+    # When the next attempt is claimed
+    number = MAX_ATTEMPTS_KEPT + 3
+    claimed = claimed_run(existing, claim_of(number))
+
+    # Then the record holds the latest MAX_ATTEMPTS_KEPT attempts, the new one last
+    assert len(claimed.attempts) == MAX_ATTEMPTS_KEPT
+    assert [a.number for a in claimed.attempts] == list(
+        range(number - MAX_ATTEMPTS_KEPT + 1, number + 1)
+    )
+
+
+def test_given_no_record_when_claimed_then_the_record_carries_the_claims_fields() -> None:
+    claimed = claimed_run(None, claim_of(1))
+    assert claimed == Run(
+        tenant="tenant-a",
+        job_id="job-1",
+        scheduled_ms=1_000,
+        status=RunStatus.RUNNING,
+        attempt=1,
+        attempts=(Attempt(1, 5_000, 40),),
+        lease=LEASE,
+        expires_at=777,
+        job_name="nightly",
+        target_type="http",
+        priority="high",
+        runtime="fargate",
+        version=1,
+    )
