@@ -924,7 +924,7 @@ class EngineMachine(RuleBasedStateMachine):
         rnd.shuffle(keys)
         for key in keys:
             self._deliver_batch(key, 1, Calls(), order=rnd)
-            if self.target_plan is None:
+            if self.target_plan is not while_running:  # a run took it, and has run
                 break
         self.target_plan = None
 

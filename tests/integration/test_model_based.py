@@ -25,8 +25,8 @@ from tests.integration.engine_model import EngineMachine, quiet
 
 # Derandomized, no example database: the same sequences every run, so never flaky.
 BUDGET = settings(
-    max_examples=40,
-    stateful_step_count=40,
+    max_examples=100,
+    stateful_step_count=50,
     deadline=None,
     derandomize=True,
     database=None,

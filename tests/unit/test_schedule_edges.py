@@ -1,0 +1,136 @@
+"""Schedules at their edges: the 1970 lower bound, the length and zone limits, instants between
+milliseconds, a rate's `end_at` between two occurrences, and the end of year 9999."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+
+import pytest
+
+from duetime.domain.errors import ValidationError
+from duetime.domain.schedule import (
+    MAX_CRON_LENGTH,
+    At,
+    Cron,
+    Rate,
+    next_occurrence,
+    parse_schedule,
+    previous_occurrence,
+)
+
+T0 = datetime(2026, 11, 21, 10, 0, tzinfo=UTC)
+MS = timedelta(milliseconds=1)
+MINUTE = timedelta(minutes=1)
+
+
+def refusal(raw: object) -> ValidationError:
+    with pytest.raises(ValidationError) as caught:
+        parse_schedule(raw)
+    return caught.value
+
+
+# --- the 1970 lower bound ------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("raw", "expected"),
+    [
+        ({"at": "1970-01-01T00:00:00Z"}, At(datetime(1970, 1, 1, tzinfo=UTC))),
+        (
+            {"rate_seconds": 60, "start_at": "1970-01-01T00:00:00.000Z"},
+            Rate(60, start_at=datetime(1970, 1, 1, tzinfo=UTC)),
+        ),
+    ],
+)
+def test_given_the_first_instant_of_1970_when_parsed_then_accepted(
+    raw: dict[str, object], expected: object
+) -> None:
+    assert parse_schedule(raw) == expected
+
+
+@pytest.mark.parametrize(
+    ("raw", "field"),
+    [
+        ({"at": "1969-12-31T23:59:59.999Z"}, "schedule.at"),
+        ({"cron": "@daily", "end_at": "1970-01-01T00:59:59.999+01:00"}, "schedule.end_at"),
+    ],
+)
+def test_given_the_last_millisecond_before_1970_when_parsed_then_refused(
+    raw: dict[str, object], field: str
+) -> None:
+    assert refusal(raw).field == field
+
+
+# --- the cron length limit and the time zones ----------------------------------------------------
+
+
+def test_given_a_cron_of_exactly_the_length_limit_when_parsed_then_accepted() -> None:
+    expression = "0 0 * * " + ",".join(["1"] * ((MAX_CRON_LENGTH - 8 + 1) // 2))
+    expression = expression.ljust(MAX_CRON_LENGTH)  # trailing blanks count, and are allowed
+    assert len(expression) == MAX_CRON_LENGTH
+    assert parse_schedule({"cron": expression}) == Cron(expression)
+
+
+def test_given_a_cron_one_character_over_the_limit_when_parsed_then_refused() -> None:
+    expression = "0 0 * * 1".ljust(MAX_CRON_LENGTH + 1)
+    error = refusal({"cron": expression})
+    assert error.field == "schedule.cron"
+    assert str(MAX_CRON_LENGTH) in error.message
+
+
+@pytest.mark.parametrize("zone", ["right/UTC", "right/Europe/Berlin"])
+def test_given_a_leap_second_zone_when_parsed_then_refused(zone: str) -> None:
+    # `right/` zones count leap seconds, so their wall clock drifts from POSIX time.
+    assert refusal({"cron": "0 9 * * *", "timezone": zone}).field == "schedule.timezone"
+
+
+# --- instants between milliseconds ---------------------------------------------------------------
+
+
+def test_given_before_inside_a_millisecond_when_previous_then_the_next_one_is_excluded() -> None:
+    half_a_millisecond = timedelta(microseconds=500)
+    assert previous_occurrence(At(T0 + MS), created_at=T0, before=T0 + half_a_millisecond) is None
+    assert previous_occurrence(At(T0), created_at=T0, before=T0 + half_a_millisecond) == T0
+
+
+# --- a rate's end_at -----------------------------------------------------------------------------
+
+
+def test_given_before_equal_to_end_at_when_previous_then_the_occurrence_at_end_at_is_excluded() -> (
+    None
+):
+    rate = Rate(60, start_at=T0, end_at=T0 + 2 * MINUTE)
+    assert previous_occurrence(rate, created_at=T0, before=T0 + 2 * MINUTE) == T0 + MINUTE
+    assert previous_occurrence(rate, created_at=T0, before=T0 + 2 * MINUTE + MS) == T0 + 2 * MINUTE
+
+
+def test_given_end_at_just_before_an_occurrence_when_previous_then_that_one_is_gone() -> None:
+    rate = Rate(60, start_at=T0, end_at=T0 + MINUTE - MS)
+    assert previous_occurrence(rate, created_at=T0, before=T0 + 10 * MINUTE) == T0
+    assert next_occurrence(rate, created_at=T0, after=T0) is None
+
+
+def test_given_a_zero_second_rate_built_in_code_when_asked_then_value_error() -> None:
+    # parse_schedule refuses it; code that builds one directly gets a ValueError, not a loop
+    # or a division by zero.
+    with pytest.raises(ValueError, match="positive"):
+        previous_occurrence(Rate(0), created_at=T0, before=T0 + MINUTE)
+    with pytest.raises(ValueError, match="positive"):
+        next_occurrence(Rate(0), created_at=T0, after=T0)
+
+
+# --- the end of year 9999 ------------------------------------------------------------------------
+
+
+def test_given_a_cron_when_its_next_occurrence_is_in_year_9999_then_found() -> None:
+    yearly = Cron("0 0 1 1 *")
+    after = datetime(9998, 12, 31, 12, 0, tzinfo=UTC)
+    assert next_occurrence(yearly, created_at=T0, after=after) == datetime(9999, 1, 1, tzinfo=UTC)
+
+
+def test_given_a_cron_on_the_last_minute_of_year_9999_then_it_is_an_occurrence() -> None:
+    last_minute = Cron("59 23 31 12 *")
+    after = datetime(9999, 12, 31, tzinfo=UTC)
+    expected = datetime(9999, 12, 31, 23, 59, tzinfo=UTC)
+    assert next_occurrence(last_minute, created_at=T0, after=after) == expected
+    assert next_occurrence(last_minute, created_at=T0, after=expected) is None
