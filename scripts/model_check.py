@@ -19,8 +19,11 @@ object:
 - paused_window_runs: runs of the known bug of docs/reliability.md ("Model-based test");
 - seconds: wall time.
 
-When an invariant breaks, hypothesis shrinks the sequence and prints the shortest it found
-(a failure is reproduced by the same command); the exit status is then 1.
+When an invariant breaks, hypothesis shrinks the sequence; the error and the shortest
+sequence of steps it found go to stderr (the same command reproduces it), the figures still
+to stdout, and the exit status is 1. `--suite` runs the
+profile of the test itself (derandomized: the very sequences `pytest` runs), with shrinking,
+to get the shortest form of a failure the test reported.
 """
 
 from __future__ import annotations
@@ -42,29 +45,42 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--examples", type=int, default=200, help="sequences to run")
     parser.add_argument("--steps", type=int, default=100, help="at most this many steps each")
     parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument(
+        "--suite", action="store_true", help="the test's own profile, shrinking a failure"
+    )
     args = parser.parse_args(argv)
     if args.examples < 1 or args.steps < 1:
         parser.error("--examples and --steps must be at least 1")
 
-    from hypothesis import HealthCheck, seed, settings
+    from hypothesis import HealthCheck, Phase, seed, settings
     from hypothesis.stateful import run_state_machine_as_test
 
     from tests.integration.engine_model import FIGURES, EngineMachine, quiet
+    from tests.integration.test_model_based import BUDGET
 
-    profile = settings(
-        max_examples=args.examples,
-        stateful_step_count=args.steps,
-        deadline=None,
-        database=None,
-        suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
-    )
+    if args.suite:
+        profile = settings(BUDGET, phases=list(Phase))
+        machine = EngineMachine
+        args.examples, args.steps, args.seed = BUDGET.max_examples, BUDGET.stateful_step_count, None
+    else:
+        profile = settings(
+            max_examples=args.examples,
+            stateful_step_count=args.steps,
+            deadline=None,
+            database=None,
+            suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
+        )
+        machine = seed(args.seed)(EngineMachine)
     started = time.monotonic()
     failure = None
     try:
         with quiet():
-            run_state_machine_as_test(seed(args.seed)(EngineMachine), settings=profile)
-    except Exception as exc:  # hypothesis has printed the shrunk sequence of steps
+            run_state_machine_as_test(machine, settings=profile)
+    except Exception as exc:
         failure = f"{type(exc).__name__}: {exc}".splitlines()[0]
+        # The error, then hypothesis's notes: the (shrunk) sequence of steps that fails.
+        notes = getattr(exc, "__notes__", [])
+        print(f"{type(exc).__name__}: {exc}", *notes, sep="\n", file=sys.stderr)
     figures = dataclasses.asdict(FIGURES)
     report = {
         "examples": figures.pop("examples"),
