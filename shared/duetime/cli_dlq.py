@@ -276,7 +276,9 @@ def _redrive_one(
             return "the run changed meanwhile; try again"
         run = reopened
     attempt = max(message.attempt, run.attempt if run is not None else 0) + 1
-    parts.queue.send([(replace(message, attempt=attempt, due_ms=now_ms), 0)])
+    # Sent back for the job as it is now: a redrive is asked for after any pause.
+    again = replace(message, attempt=attempt, due_ms=now_ms, generation=job.generation)
+    parts.queue.send([(again, 0)])
     letters.delete(dead.letter)  # only now: the copy is in the source queue
     report.redriven.append((dead, attempt))
     return None

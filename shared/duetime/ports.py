@@ -76,7 +76,14 @@ class Timer:
         if self.runtime is None or self.priority is None:
             return None
         return RunMessage(
-            self.tenant, self.job_id, self.due_ms, 1, self.due_ms, self.runtime, self.priority
+            self.tenant,
+            self.job_id,
+            self.due_ms,
+            1,
+            self.due_ms,
+            self.runtime,
+            self.priority,
+            self.generation,
         )
 
 
@@ -276,20 +283,24 @@ class RunMessage:
     due_ms: int  # when this attempt may start (the occurrence, or the retry's backoff end)
     runtime: Runtime = Runtime.LAMBDA
     priority: Priority = Priority.NORMAL
+    # The job's generation when the run was handed over: a pause (and its resume) bumps it,
+    # and a worker drops a message of an older generation. None: a message written before
+    # messages carried it (runs as before).
+    generation: int | None = None
 
     def to_json(self) -> str:
-        return json.dumps(
-            {
-                "tenant": self.tenant,
-                "job_id": self.job_id,
-                "scheduled_ms": self.scheduled_ms,
-                "attempt": self.attempt,
-                "due_ms": self.due_ms,
-                "runtime": self.runtime.value,
-                "priority": self.priority.value,
-            },
-            separators=(",", ":"),
-        )
+        body: dict[str, object] = {
+            "tenant": self.tenant,
+            "job_id": self.job_id,
+            "scheduled_ms": self.scheduled_ms,
+            "attempt": self.attempt,
+            "due_ms": self.due_ms,
+            "runtime": self.runtime.value,
+            "priority": self.priority.value,
+        }
+        if self.generation is not None:
+            body["generation"] = self.generation
+        return json.dumps(body, separators=(",", ":"))
 
     @classmethod
     def from_json(cls, body: str) -> RunMessage:
@@ -303,6 +314,7 @@ class RunMessage:
             due_ms=int(data["due_ms"]),
             runtime=Runtime(data["runtime"]),
             priority=Priority(data["priority"]),
+            generation=None if data.get("generation") is None else int(data["generation"]),
         )
 
 

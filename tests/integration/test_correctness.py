@@ -248,3 +248,106 @@ def test_given_a_drifted_counter_then_the_reconciler_recounts_it() -> None:
 
 def _spec(schedule: dict[str, Any]) -> Any:
     return parse_job_spec({"schedule": schedule, "target": NOOP})
+
+
+# --- found by the model-based test (tests/integration/engine_model.py) ---------------------------
+
+
+def test_given_a_run_handed_over_before_a_pause_then_it_does_not_run_after_the_resume(
+    engine: Engine,
+) -> None:
+    # Found by the model: an occurrence due while its job was paused ran after the resume,
+    # because its message (sent before the pause) was delivered only then.
+    job_id = engine.submit({"schedule": {"rate_seconds": 60}})
+    first = created(engine, job_id)
+    assert engine.queue_messages(Runtime.LAMBDA, Priority.NORMAL) >= 1  # handed over already
+    engine.parts.service.pause("tenant-a", job_id)
+    engine.advance_to(first + 5_000)  # due while paused; no worker polled meanwhile
+    engine.parts.service.resume("tenant-a", job_id)
+
+    engine.drain()
+    engine.run_minutes(2)
+
+    runs = engine.recorder.runs_of(job_id)
+    assert first not in runs
+    assert runs
+    assert min(runs) > first  # the resumed chain runs from the resume on
+
+
+def test_given_a_message_then_its_generation_survives_the_wire_and_a_retry() -> None:
+    from duetime.ports import MessageAuth, RunMessage
+
+    auth = MessageAuth.ephemeral()
+    message = RunMessage("t", "j", 1_000, 1, 1_000, generation=3)
+    assert auth.open(auth.seal(message)) == message
+    older = RunMessage("t", "j", 1_000, 1, 1_000)  # written before messages carried it
+    assert "generation" not in older.to_json()
+    assert auth.open(auth.seal(older)).generation is None
+
+
+def _ending_job(twins: Twins) -> str:
+    return twins.submit(
+        {"rate_seconds": 60, "end_at": rfc3339_ms(T0 + 10 * MINUTE_MS)}, catchup={"mode": "all"}
+    )
+
+
+def _sweep_minutes(twins: Twins, first: int, last: int) -> None:
+    for minute in range(first, last + 1):
+        twins.clock.now = T0 - 7_000 + minute * MINUTE_MS
+        twins.sweeper.sweep()
+
+
+def _instants(twins: Twins, job_id: str) -> set[int]:
+    return {instant for job, instant in twins.sent() if job == job_id}
+
+
+def test_given_a_sweep_that_fails_to_send_a_jobs_last_round_then_the_round_still_runs() -> None:
+    # Found by the model: the job was marked completed before its last round was sent; when
+    # the send failed, later sweeps skipped the completed job's timer and the round was lost.
+    reference = Twins(shards=1)
+    expected = _ending_job(reference)
+    _sweep_minutes(reference, 1, 15)
+    wanted = _instants(reference, expected)
+
+    twins = Twins(shards=1)
+    job_id = _ending_job(twins)
+    send = twins.queue.send
+    failed: list[int] = []
+
+    def failing_once(messages: Any) -> None:
+        last_round = any(m.job_id == job_id and m.scheduled_ms == max(wanted) for m, _ in messages)
+        if not failed and last_round:
+            failed.append(len(messages))
+            raise ConnectionError("SQS is unreachable")
+        send(messages)
+
+    twins.queue.send = failing_once  # type: ignore[method-assign]
+    _sweep_minutes(twins, 1, 15)
+
+    assert failed
+    assert _instants(twins, job_id) == wanted
+    assert twins.jobs.get("t", job_id).status == JobStatus.COMPLETED  # type: ignore[union-attr]
+    assert twins.jobs.recurring_count("t") == 0  # released once
+
+
+def test_given_a_resume_after_the_end_while_the_chain_is_behind_then_its_last_rounds_run() -> None:
+    # Found by the model: resuming a scheduled job after its end_at completed it at once, and
+    # the sweep then skipped the timer still holding its last occurrences.
+    reference = Twins(shards=1)
+    expected = _ending_job(reference)
+    _sweep_minutes(reference, 1, 5)
+    reference.clock.now = T0 + 11 * MINUTE_MS  # past the end; the chain is 6 minutes behind
+    _sweep_minutes(reference, 12, 16)
+    wanted = _instants(reference, expected)
+
+    twins = Twins(shards=1)
+    job_id = _ending_job(twins)
+    _sweep_minutes(twins, 1, 5)
+    twins.clock.now = T0 + 11 * MINUTE_MS
+    view = twins.service.resume("t", job_id)
+    assert view.status == JobStatus.COMPLETED
+    _sweep_minutes(twins, 12, 16)
+
+    assert len(wanted) >= 9
+    assert _instants(twins, job_id) == wanted
+    assert twins.jobs.recurring_count("t") == 0

@@ -63,6 +63,7 @@ def run_message(job: Job, scheduled_ms: int) -> RunMessage:
         due_ms=scheduled_ms,
         runtime=job.spec.runtime,
         priority=job.spec.priority,
+        generation=job.generation,
     )
 
 
@@ -96,6 +97,7 @@ class Dispatcher:
         horizon = minute_of(now) + self._settings.lookahead_minutes + 1
         shard_horizons: dict[int, int] = {}  # read after our writes, per shard
         messages: list[tuple[RunMessage, int]] = []
+        finished: list[Job] = []  # completed once their last runs are sent, not before
         pending = list(due)
         while pending:
             timers: list[tuple[Job, Timer]] = []
@@ -122,8 +124,7 @@ class Dispatcher:
                 result.skipped += plan.skipped
                 messages += [(run_message(job, s), delay_seconds(s, now)) for s in plan.enqueue]
                 if plan.next_due_ms is None:
-                    self.complete(job, now)
-                    result.completed += 1
+                    finished.append(job)
                 else:
                     timers.append((job, _timer(job, plan.next_due_ms, unread)))
             if not timers:
@@ -141,6 +142,9 @@ class Dispatcher:
         if messages:
             self._queue.send(messages)
             result.messages += len(messages)
+        for job in finished:
+            self.complete(job, now)
+            result.completed += 1
         return result
 
     def _read_horizons(self, shards: set[int], now: int) -> dict[int, int]:
@@ -154,6 +158,8 @@ class Dispatcher:
 
     def complete(self, job: Job, now: int) -> None:
         """Mark a recurring job whose schedule has ended completed (unless it changed)."""
+        if job.status == JobStatus.COMPLETED:
+            return  # its last timer, handed over after an early completion (JobService._arm)
         done = replace(
             job,
             status=JobStatus.COMPLETED,

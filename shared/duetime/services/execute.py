@@ -140,6 +140,11 @@ class RunExecutor:
             count(Metric.RUNS_DROPPED)
             status = job.status if job else "missing"
             return Result(Disposition.DONE, f"dropped: job is {status}")
+        if message.generation is not None and message.generation < job.generation:
+            # Handed over before a pause: a pause drops what it stopped, even once resumed
+            # (the resumed chain sends its own runs, from the resume on).
+            count(Metric.RUNS_DROPPED)
+            return Result(Disposition.DONE, "dropped: sent before the job was paused")
         needed = (job.spec.timeout_seconds + RECORDING_MARGIN_SECONDS) * 1000
         if remaining_ms is not None and remaining_ms() < needed:
             # This invocation would be killed before the outcome is recorded: another one
@@ -217,15 +222,7 @@ class RunExecutor:
         now = self._clock()
         if should_retry(job.spec.retry, message.attempt, retryable):
             wait = backoff_ms(job.spec.retry, message.attempt, self._jitter())
-            retry = RunMessage(
-                tenant=message.tenant,
-                job_id=message.job_id,
-                scheduled_ms=message.scheduled_ms,
-                attempt=message.attempt + 1,
-                due_ms=now + wait,
-                runtime=message.runtime,
-                priority=message.priority,
-            )
+            retry = replace(message, attempt=message.attempt + 1, due_ms=now + wait)
             self._queue.send([(retry, delay_seconds(retry.due_ms, now))])
             done = self._runs.finish(run, RunOutcome(RunStatus.RETRYING, self._clock(), error))
             count(Metric.RUNS_RETRIED)

@@ -278,10 +278,10 @@ class JobService:
         now = self._clock()
         updated = job.transition(wanted, now)
         if updated is job:
-            if wanted == JobStatus.SCHEDULED:
-                # Resuming a scheduled job arms it again: a resume whose dispatch failed after
-                # its status was stored is completed by resuming again.
-                self._arm(job, now)
+            # Resuming a scheduled job arms it again: a resume whose dispatch failed after its
+            # status was stored is completed by resuming again.
+            if wanted == JobStatus.SCHEDULED and self._arm(job, now):
+                return self.get(tenant, job_id)  # its schedule was over: completed
             return view
         if wanted == JobStatus.CANCELLED:
             updated = replace(updated, expires_at=now // 1000 + self._settings.run_ttl_seconds)
@@ -304,14 +304,19 @@ class JobService:
             self._dispatcher.dispatch([(updated, due)])
         return self._view(updated)
 
-    def _arm(self, job: Job, now: int) -> None:
+    def _arm(self, job: Job, now: int) -> bool:
         """Dispatch a scheduled job again, from where it goes on. Idempotent: a chain already
-        armed writes the same timer keys, and an occurrence sent twice shares its run id."""
+        armed writes the same timer keys, and an occurrence sent twice shares its run id.
+        True when the job was completed instead: its schedule is over (a timer of its chain
+        still pending is handed over all the same: the sweep's _CHAINED)."""
         due = self._next_due(job, now)
         if due is not None:
             self._dispatcher.dispatch([(job, due)])
-        elif job.spec.recurring:
-            self._dispatcher.complete(job, now)  # its schedule is over
+            return False
+        if not job.spec.recurring:
+            return False
+        self._dispatcher.complete(job, now)
+        return True
 
     def _next_due(self, job: Job, now: int) -> int | None:
         """Where an armed job goes on from: a one-off's instant; a recurring job's first

@@ -64,6 +64,10 @@ MAX_HANDOVER_ATTEMPTS = 8
 MAX_RETRY_BACKOFF_MINUTES = 30
 # Sweeps that died in one partition before the timer after its watermark is parked untried.
 MAX_STALLS = 4
+# Job statuses whose chain timers are handed over. A completed job's timer of its own
+# generation still holds its last rounds: a job resumed after its end (JobService._arm) is
+# completed before its pending timer is swept.
+_CHAINED = (JobStatus.SCHEDULED, JobStatus.COMPLETED)
 
 
 class _PartitionFailed(Exception):
@@ -373,8 +377,8 @@ class Sweeper:
         due: list[tuple[Job, int]] = []
         for timer in chains:
             job = jobs.get(timer.job_id)
-            if job is None or job.tenant != timer.tenant or job.status != JobStatus.SCHEDULED:
-                report.skipped += 1  # cancelled, paused, finished, or never acknowledged
+            if job is None or job.tenant != timer.tenant or job.status not in _CHAINED:
+                report.skipped += 1  # cancelled, paused, or never acknowledged
             elif job.generation != timer.generation:
                 report.skipped += 1  # a chain from before a pause/resume
             else:
