@@ -16,7 +16,6 @@ object:
   executing and recording, or its lease ran out while it ran): the documented window;
 - lost: runs the model required that never started (any is a failure);
 - required, drains, crashes, interleavings: how much the model checked and injected;
-- paused_window_runs: runs of the known bug of docs/reliability.md ("Model-based test");
 - seconds: wall time.
 
 When an invariant breaks, hypothesis shrinks the sequence; the error and the shortest

@@ -493,8 +493,6 @@ class Figures:
     sweeper_crashes: int = 0
     worker_crashes: int = 0
     interleavings: int = 0
-    paused_window_runs: int = 0  # see EngineMachine._check_execution (a known bug)
-    completed_early_lost: int = 0  # see EngineMachine.completed_early (a known bug)
 
 
 FIGURES = Figures()
@@ -609,13 +607,6 @@ class EngineMachine(RuleBasedStateMachine):
         self.executions: list[Execution] = []
         self.tallies: dict[tuple[str, int], RunTally] = {}
         self.abandoned: set[tuple[str, int]] = set()  # runs whose holder died after its claim
-        # KNOWN BUG (docs/reliability.md, "Model-based test"): sweeps skip every timer of a
-        # `completed` job, so a recurring job marked completed before all its occurrences up
-        # to end_at were handed over never runs the rest. Two ways in: a sweep that dies
-        # between completing the job (in the round that plans its last occurrences) and
-        # sending that round; a resume of a scheduled job after its end_at while its chain is
-        # behind (the re-arm completes it). Per such job: the last occurrence sent before.
-        self.completed_early: dict[str, int] = {}
         self.target_plan: Callable[[], None] | None = None
         self.figures = Figures()
         self._seq = itertools.count(1)
@@ -722,13 +713,6 @@ class EngineMachine(RuleBasedStateMachine):
         assert view.status in (JobStatus.SCHEDULED, JobStatus.COMPLETED), view.status
         if job.status == "paused":
             self._change(job, "scheduled")
-        elif job.end_ms is not None and not job.occurrences(self.clock.now, job.end_ms):
-            self._completed_early(job_id)  # re-armed after its end: completed at once
-
-    def _completed_early(self, job_id: str) -> None:
-        """The known bug of `completed_early`: occurrences not sent by now never run."""
-        sent = [m.scheduled_ms for m in self.engine.queue.sent if m.job_id == job_id]
-        self.completed_early.setdefault(job_id, max(sent, default=0))
 
     @rule(job=jobs)
     def run_now(self, job: str) -> None:
@@ -859,21 +843,10 @@ class EngineMachine(RuleBasedStateMachine):
         return multiple(*created)
 
     def _sweep(self, shard: int, calls: Calls, offset_ms: int = 0) -> None:
-        completed: set[str] = set()  # recurring jobs this sweep completed, round not yet sent
-
-        def observe(part: str, method: str, args: Any, result: Any) -> None:
-            if (part, method) == ("jobs", "replace") and args[0].status == JobStatus.COMPLETED:
-                completed.add(args[0].id)
-            elif (part, method) == ("queue", "send"):
-                completed.clear()
-
-        calls.observe = observe
         try:
             self.engine.sweeper(calls, offset_ms).sweep_shard(shard, f"sweep-{next(self._owners)}")
         except Crash:
             self.figures.sweeper_crashes += 1
-            for job_id in completed:
-                self._completed_early(job_id)
         if calls.hook is not None and calls.hook.failure is not None:
             raise calls.hook.failure  # a check that failed in what ran concurrently
 
@@ -1094,9 +1067,6 @@ class EngineMachine(RuleBasedStateMachine):
                 if (job.job_id, scheduled) in dead and (job.job_id, scheduled) in self.abandoned:
                     self.figures.dead_unexecuted += 1
                     continue
-                if scheduled > self.completed_early.get(job.job_id, scheduled):
-                    self.figures.completed_early_lost += 1  # the known bug: not failed
-                    continue
                 lost.append((job.job_id, scheduled, job.plan, job.changes, job.run_now))
         self.figures.lost += len(lost)
         assert not lost, f"runs lost (never started): {lost}"
@@ -1137,12 +1107,12 @@ class EngineMachine(RuleBasedStateMachine):
         assert execution.started_ms >= execution.scheduled_ms, f"started early: {execution}"
         # 2. Nothing starts while the job is paused or cancelled (the worker reads it first).
         assert execution.status_at_start == "scheduled", (execution, job.changes)
+        # ... nor after a resume, if it fell due while paused: a pause drops what was handed
+        # over before it (its messages carry the older generation).
         for paused, resumed in job.paused_windows():
-            if paused.ms < execution.scheduled_ms < resumed.ms and execution.seq > resumed.seq:
-                # KNOWN BUG (see docs/reliability.md, "Model-based test"): an occurrence that
-                # fell due while its job was paused runs after a resume if its message, sent
-                # before the pause, is delivered only after the resume. Counted, not failed.
-                self.figures.paused_window_runs += 1
+            assert not paused.ms < execution.scheduled_ms < resumed.ms, (
+                f"a run due while its job was paused ran: {execution}; {job.changes}"
+            )
         # 3. A run executes again only after an execution that licences it: a failure with
         #    attempts left, or an execution whose outcome was never recorded by its worker.
         key = (execution.job_id, execution.scheduled_ms)
