@@ -88,15 +88,18 @@ def test_given_a_message_signed_by_duetime_then_tampering_with_any_field_voids_i
     engine: Engine,
 ) -> None:
     job_id, when = victim_job(engine)
-    genuine = json.loads(engine.parts.auth.seal(RunMessage("tenant-a", "own-job", when, 1, when)))
-    for name, value in (("tenant", "tenant-b"), ("job_id", job_id), ("attempt", 2)):
+    own = RunMessage("tenant-a", "own-job", when, 1, when, generation=3)
+    genuine = json.loads(engine.parts.auth.seal(own))
+    # ... the generation too: dropping it would make a message sent before a pause run.
+    tampered = (("tenant", "tenant-b"), ("job_id", job_id), ("attempt", 2), ("generation", None))
+    for name, value in tampered:
         url = engine.aws.settings.queue(Runtime.LAMBDA, Priority.NORMAL).url
         engine.aws.sqs.send_message(QueueUrl=url, MessageBody=json.dumps({**genuine, name: value}))
     engine.drain()
 
     assert engine.recorder.calls == []
     assert engine.parts.runs.get(job_id, when) is None
-    assert len(dead_letters(engine)) == 3
+    assert len(dead_letters(engine)) == 4
 
 
 def test_given_rotated_keys_then_messages_signed_with_the_old_key_still_run() -> None:
