@@ -11,7 +11,6 @@ WORKDIR /app
 # Only what the package build needs (.dockerignore keeps the rest out of the context).
 COPY pyproject.toml README.md ./
 COPY shared ./shared
-COPY functions ./functions
 # The package and its runtime dependencies, no dev or infra extras.
 RUN pip install . \
     && useradd --system --uid 10001 --no-create-home duetime

@@ -3,8 +3,8 @@
 One directory holds everything the functions import besides the Lambda runtime (boto3) and
 the managed layers (Powertools; AWS SDK for pandas for pyarrow):
 
-    duetime/      shared/duetime without duetime/local (the local stack is not deployed)
-    functions/    the thin handlers
+    duetime/      shared/duetime without duetime/local (the local stack is not deployed);
+                  the handlers are its duetime/entrypoints/<name>.py
     croniter/, dateutil/, six.py, ...   pure-Python runtime dependencies, copied from the
                   environment that runs the synth (the pinned versions of pyproject.toml)
 
@@ -46,8 +46,8 @@ PROVIDED = frozenset(
         "pandas",
     }
 )
-# Where a Lambda handler lives in the asset: functions.<name>.handler.handler
-HANDLER_MODULE = "functions.{name}.handler"
+# Where a Lambda handler lives in the asset: duetime.entrypoints.<name>.handler
+HANDLER_MODULE = "duetime.entrypoints.{name}"
 
 _IGNORED = shutil.ignore_patterns("__pycache__", "*.pyc", "*.pyo", ".mypy_cache")
 _NATIVE_SUFFIXES = (".so", ".pyd", ".dylib")
@@ -58,7 +58,7 @@ class PackagingError(RuntimeError):
 
 
 def handler(name: str) -> str:
-    """The handler string of the function in `functions/<name>/handler.py`."""
+    """The handler string of the function in `shared/duetime/entrypoints/<name>.py`."""
     return HANDLER_MODULE.format(name=name) + ".handler"
 
 
@@ -73,7 +73,8 @@ def lambda_asset_dir() -> Path:
 
 
 def build_lambda_asset(target: Path, repo_root: Path = REPO_ROOT) -> Path:
-    """Copy the library, the handlers and the runtime dependencies into `target`."""
+    """Copy the library (its entrypoints are the handlers) and the runtime dependencies into
+    `target`."""
     package = repo_root / "shared" / "duetime"
     shutil.copytree(
         package,
@@ -81,7 +82,6 @@ def build_lambda_asset(target: Path, repo_root: Path = REPO_ROOT) -> Path:
         ignore=_ignore_local(package),
         dirs_exist_ok=True,
     )
-    shutil.copytree(repo_root / "functions", target / "functions", ignore=_IGNORED)
     for dist in runtime_distributions():
         _copy_distribution(dist, target)
     return target

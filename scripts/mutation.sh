@@ -115,7 +115,7 @@ if [ "$incremental" = false ]; then
 fi
 mkdir -p mutants
 ln -sfn "$root/shared/duetime" mutants/duetime
-for name in tests functions scripts infra docs pyproject.toml; do
+for name in tests scripts infra docs pyproject.toml; do
   ln -sfn "$root/$name" "mutants/$name"
 done
 

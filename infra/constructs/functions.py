@@ -129,7 +129,7 @@ class FunctionFactory(Construct):
         reserved_concurrency: int | None = None,
         with_pyarrow: bool = False,
     ) -> lambda_.Function:
-        """A function running `functions/<name>/handler.py`."""
+        """A function running `duetime.entrypoints.<name>.handler` (infra.packaging)."""
         props = self._props
         log_group = logs.LogGroup(
             scope,

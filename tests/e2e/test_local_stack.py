@@ -26,7 +26,7 @@ from tests.waiting import wait_for
 
 pytestmark = pytest.mark.slow
 
-API_HANDLER = Path(__file__).resolve().parents[2] / "functions" / "api" / "handler.py"
+API_HANDLER = Path(__file__).resolve().parents[2] / "shared" / "duetime" / "entrypoints" / "api.py"
 
 
 @dataclass

@@ -131,8 +131,8 @@ class Synth:
         ]
 
     def function(self, name: str) -> tuple[str, dict[str, Any]]:
-        """(logical id, properties) of the function running functions/<name>/handler.py."""
-        handler = f"functions.{name}.handler.handler"
+        """(logical id, properties) of the function running duetime.entrypoints.<name>."""
+        handler = f"duetime.entrypoints.{name}.handler"
         found = [
             (k, r["Properties"])
             for k, r in self.of_type("AWS::Lambda::Function").items()

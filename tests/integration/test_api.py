@@ -26,8 +26,8 @@ from duetime.api.openapi import OPENAPI
 from duetime.api.quotas import QuotaEnv
 from duetime.domain.jobs import MAX_PAYLOAD_BYTES, Priority, Runtime
 from duetime.domain.timeutil import parse_rfc3339, rfc3339_ms, to_ms
+from duetime.entrypoints import api as api_handler
 from duetime.local.lambda_runtime import FakeContext
-from functions.api import handler as api_handler
 from tests.integration.conftest import START, Engine
 
 START_MS = to_ms(START)

@@ -17,11 +17,11 @@ from duetime.domain.jobs import (
     parse_job_spec,
 )
 from duetime.domain.timeutil import MINUTE_MS, rfc3339_ms
+from duetime.entrypoints import worker as worker_handler
 from duetime.local.lambda_runtime import FakeContext, sqs_event
 from duetime.services.dispatch import Dispatcher
 from duetime.services.reconcile import Reconciler
 from duetime.services.sweep import Sweeper
-from functions.worker import handler as worker_handler
 from tests.integration.conftest import Engine
 from tests.integration.test_partitioned_sweep import T0, Twins
 

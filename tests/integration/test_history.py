@@ -24,6 +24,7 @@ from duetime.adapters.codec import from_item, run_from_values, run_to_values, to
 from duetime.cli import main
 from duetime.config import Env, Settings
 from duetime.domain.runs import Attempt, Run, RunStatus
+from duetime.entrypoints import archiver as archiver_handler
 from duetime.history.archive import HistoryBucket
 from duetime.history.compaction import compact_partition
 from duetime.history.query import LocalEngine
@@ -32,7 +33,6 @@ from duetime.local.lambda_runtime import FakeContext
 from duetime.local.stack import StreamEventSource, TtlDeletes, TtlReaper
 from duetime.resources import create_resources
 from duetime.targets import DEFAULT_HANDLERS, Invocation
-from functions.archiver import handler as archiver_handler
 from tests.conftest import Aws
 from tests.integration.conftest import Engine
 
@@ -540,7 +540,7 @@ def test_history_query_runs_on_athena_when_asked(
 def test_the_compactor_function_compacts_the_day_in_its_event_or_the_settled_days(
     history: History, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from functions.compactor import handler as compactor
+    from duetime.entrypoints import compactor
 
     # The newest day no longer written to: 30-day window, two days of TTL lag, the day itself
     noon = datetime.now(UTC).replace(hour=12, minute=0, second=0, microsecond=0)

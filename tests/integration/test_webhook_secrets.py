@@ -23,6 +23,7 @@ from duetime import wiring
 from duetime.api.app import build_app
 from duetime.api.openapi import OPENAPI
 from duetime.domain.jobs import Priority, Runtime, parse_job_spec
+from duetime.entrypoints import worker as worker_handler
 from duetime.local.lambda_runtime import FakeContext, SqsEventSource
 from duetime.ports import ConditionFailed
 from duetime.resources import create_resources
@@ -37,7 +38,6 @@ from duetime.webhook_secrets import (
     key_from_secret,
 )
 from duetime.wiring import Components, build
-from functions.worker import handler as worker_handler
 from tests.conftest import Aws
 from tests.unit.test_webhook_signing import verifier
 

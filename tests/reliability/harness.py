@@ -38,6 +38,8 @@ from duetime.config import Settings
 from duetime.domain.jobs import Priority, Runtime, parse_job_spec
 from duetime.domain.runs import ClaimOutcome
 from duetime.domain.timeutil import from_ms, rfc3339_ms
+from duetime.entrypoints import sweeper as sweeper_handler
+from duetime.entrypoints import worker as worker_handler
 from duetime.local.lambda_runtime import FakeContext, SqsEventSource
 from duetime.local.moto_fixes import make_dynamodb_writes_atomic, make_sqs_strict
 from duetime.reliability import Accounting, Execution, account, expected_occurrences
@@ -45,8 +47,6 @@ from duetime.resources import create_resources
 from duetime.services.sweep import Sweeper
 from duetime.targets import DEFAULT_HANDLERS, Invocation
 from duetime.wiring import Components, build, wall_ms
-from functions.sweeper import handler as sweeper_handler
-from functions.worker import handler as worker_handler
 
 START = datetime(2026, 11, 21, 10, 0, 5, tzinfo=UTC)
 RECORD_TARGET = "reliability.record"

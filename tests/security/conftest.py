@@ -13,7 +13,7 @@ from collections.abc import Iterator
 import pytest
 
 from duetime.api.quotas import QuotaEnv
-from functions.api import handler as api_handler
+from duetime.entrypoints import api as api_handler
 from tests.integration.conftest import Engine, engine  # noqa: F401 - fixture, re-exported
 from tests.integration.test_api import Api
 

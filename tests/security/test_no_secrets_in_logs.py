@@ -18,9 +18,9 @@ from collections.abc import Iterator
 
 import pytest
 
+from duetime.entrypoints import worker as worker_handler
 from duetime.observability import logger
 from duetime.wiring import build
-from functions.worker import handler as worker_handler
 from tests.integration.test_api import Api
 
 TOKEN = "s3cr3t-d2b1c9f0e8a7"  # the header value: must not appear in any log line

@@ -24,9 +24,9 @@ from duetime.config import Env, Settings, queue_key
 from duetime.domain.jobs import Priority, Runtime
 from duetime.domain.runs import RunStatus
 from duetime.domain.targets import HttpTarget
+from duetime.entrypoints import worker as worker_handler
 from duetime.targets import Invocation, TargetError, TargetExecutor, address_guard
 from duetime.wiring import build
-from functions.worker import handler as worker_handler
 from tests.integration.conftest import Engine
 
 PUBLIC = "93.184.216.34"

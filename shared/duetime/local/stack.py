@@ -208,8 +208,8 @@ class LocalStack:
         on_figures: Callable[[Figures], None] | None = None,
         log_stream: TextIO | None = None,
     ) -> None:
-        """`api_handler`: the API Lambda's handler (default: functions.api.handler, imported
-        at start). `on_figures`: called with the live figures every `figures_seconds`.
+        """`api_handler`: the API Lambda's handler (default: duetime.entrypoints.api.handler,
+        imported at start). `on_figures`: called with the live figures every `figures_seconds`.
         `log_stream`: where the functions' logs and EMF metrics go (stdout if None)."""
         self.options = options or LocalOptions()
         self.figures_recorder = RunFigures()
@@ -402,7 +402,7 @@ class LocalStack:
 
     def _start_history(self, dynamodb: DynamoDBClient, streams: Any) -> None:
         """The TTL reaper and the runs table's stream event source mapping → the archiver."""
-        from functions.archiver import handler as archiver
+        from duetime.entrypoints import archiver
 
         # Its S3 and SQS clients are built on the first invocation: a previous stack's are stale.
         archiver.archiver.cache_clear()
@@ -450,8 +450,8 @@ class LocalStack:
         scheduled event. It sweeps the shards here, several at once (on AWS it invokes one
         sweeper per shard). A failed sweep is logged; the next tick resumes from its
         watermarks."""
+        from duetime.entrypoints.coordinator import handler as coordinator
         from duetime.observability import logger
-        from functions.coordinator.handler import handler as coordinator
 
         now = datetime.now(UTC)
         event = {
@@ -484,8 +484,8 @@ class LocalStack:
 
     def _reconcile_loop(self) -> None:
         """The daily rule invoking the reconciler (duetime.services.reconcile)."""
+        from duetime.entrypoints.reconciler import handler as reconciler
         from duetime.observability import logger
-        from functions.reconciler.handler import handler as reconciler
 
         while not self._stopping.wait(self.options.reconcile_seconds):
             try:
@@ -821,7 +821,7 @@ def _context(function: str) -> FakeContext:
 
 def _default_api_handler() -> Handler:
     """The API Lambda's handler, imported only now (it is written alongside this stack)."""
-    from functions.api import handler as api
+    from duetime.entrypoints import api
 
     # Its resolver is built once per process from the components; a previous stack's is stale.
     with contextlib.suppress(AttributeError):
@@ -839,17 +839,13 @@ def _observe_runs(executor: RunExecutor, figures: RunFigures) -> None:
 def _worker_function(instance: str) -> Handler:
     """A fresh instance of the worker Lambda's module: one per event source mapping, as each
     invokes its own execution environments. The module's Powertools BatchProcessor holds the
-    batch being processed, so two threads must not share one."""
-    spec = importlib.util.find_spec("functions.worker.handler")
-    if spec is None or spec.origin is None:
-        raise LocalStackError("functions.worker.handler is not importable")
-    copy = importlib.util.spec_from_file_location(
-        f"functions.worker.handler__{instance}", spec.origin
-    )
-    if copy is None or copy.loader is None:
-        raise LocalStackError(f"cannot load {spec.origin}")
-    module = importlib.util.module_from_spec(copy)
-    copy.loader.exec_module(module)
+    batch being processed, so two threads must not share one. The copy is found by its module
+    name, like any import, but executed into a module of its own (not in sys.modules)."""
+    spec = importlib.util.find_spec("duetime.entrypoints.worker")
+    if spec is None or spec.loader is None:
+        raise LocalStackError(f"duetime.entrypoints.worker is not importable ({instance})")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
     handler: Handler = module.handler
 
     def invoke(event: dict[str, Any], context: Any) -> Any:

@@ -1,1 +1,0 @@
-"""Lambda functions: thin handlers over duetime's services."""
