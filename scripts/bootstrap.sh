@@ -17,6 +17,6 @@ if [ ! -x "$venv/bin/python" ] || [ "$(cat "$stamp" 2>/dev/null)" != "$want" ]; 
   echo "Setting up $venv (one time, about a minute)..." >&2
   [ -x "$venv/bin/python" ] || "$python" -m venv "$venv"
   "$venv/bin/python" -m pip install --quiet --disable-pip-version-check "uv==0.13.8"
-  "$venv/bin/uv" pip install --quiet --python "$venv/bin/python" -e "$root[dev,infra]"
+  "$venv/bin/uv" pip install --quiet --python "$venv/bin/python" -e "$root[dev,infra,local]"
   echo "$want" > "$stamp"
 fi

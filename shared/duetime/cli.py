@@ -25,6 +25,10 @@ if TYPE_CHECKING:
 
 DEFAULT_STATE_DIR = ".duetime"  # duetime.local.keys.DEFAULT_STATE_DIR, without importing it
 EXAMPLE_HISTORY_QUERY = "SELECT status, count(*) AS runs FROM runs GROUP BY status"
+# What the `local` extra installs (pyproject.toml) that these commands import: the runtime (the
+# Lambda asset, the Fargate image) goes without it.
+LOCAL_STACK_MODULES = ("moto", "flask")  # moto[server]
+LOCAL_QUERY_MODULES = ("duckdb",)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -253,6 +257,8 @@ def _run_history_query(args: argparse.Namespace) -> int:
             timeout_seconds=args.timeout_seconds,
         )
     else:
+        if _missing_local_extra("duetime history query (DuckDB)", LOCAL_QUERY_MODULES):
+            return 2
         engine = LocalEngine(_history_bucket(args))
     result = engine.query(args.sql)
     sys.stdout.write(render(result, "json" if args.json else "csv" if args.csv else "table"))
@@ -325,7 +331,21 @@ def _run_token(args: argparse.Namespace) -> int:
     return 0
 
 
+def _missing_local_extra(command: str, modules: Sequence[str]) -> bool:
+    """Whether a module of the `local` extra is missing (then says how to install it)."""
+    missing = [name for name in modules if importlib.util.find_spec(name) is None]
+    if missing:
+        print(
+            f"{command} needs the local extra: pip install 'duetime[local]' "
+            f"({', '.join(missing)} not installed)",
+            file=sys.stderr,
+        )
+    return bool(missing)
+
+
 def _run_local(args: argparse.Namespace) -> int:
+    if _missing_local_extra("duetime local", LOCAL_STACK_MODULES):
+        return 2
     from duetime.local.stack import LocalOptions, LocalStack
 
     options = LocalOptions(

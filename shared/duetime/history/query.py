@@ -8,6 +8,9 @@
 - **Athena** (`AthenaEngine`): StartQueryExecution in the workgroup and Glue database of the
   deployment, poll until it ends, page through GetQueryResults.
 
+DuckDB is in the `local` extra (`pip install 'duetime[local]'`), imported only by a local
+query: Athena queries run without it.
+
 The SQL dialects differ (DuckDB, Trino); the example queries of docs/history.md stick to what
 both accept. The one function they spell differently, Trino's `approx_percentile(x, p)`, is
 defined locally as a macro for DuckDB's `quantile_disc(x, p)` (exact, and like Trino's on
@@ -27,7 +30,6 @@ from datetime import UTC, date, datetime
 from decimal import Decimal
 from typing import Any, cast
 
-import duckdb
 import pyarrow as pa
 from botocore.exceptions import BotoCoreError, ClientError
 
@@ -95,6 +97,8 @@ def load_archive(bucket: HistoryBucket) -> pa.Table:
 def duckdb_query(sql: str, tables: dict[str, pa.Table]) -> QueryResult:
     """Run `sql` on a fresh in-memory DuckDB that sees only `tables` (no file or network
     access, like Athena), in UTC."""
+    import duckdb  # the local extra (see the module's docstring)
+
     con = duckdb.connect(":memory:")
     try:
         con.execute("SET TimeZone = 'UTC'")
