@@ -837,7 +837,7 @@ def sweep_estimate(inputs: Inputs, shards: int) -> Sweep:
 
 def invocation_seconds(inputs: Inputs) -> float:
     """One worker invocation: the batch's records run concurrently (a thread each,
-    functions/worker/handler.py), so it lasts the early wait + the run + the claim/outcome
+    shared/duetime/entrypoints/worker.py), so it lasts the early wait + the run + the claim/outcome
     around it, whatever the batch size."""
     return inputs.early_wait_seconds + inputs.run_seconds + inputs.run_overhead_ms / 1000
 

@@ -389,7 +389,7 @@ def test_a_measurement_without_the_figure_is_a_cli_error(
 
 
 def test_a_batch_runs_its_records_concurrently() -> None:
-    """One thread per record (functions/worker/handler.py): an invocation lasts the early
+    """One thread per record (duetime/entrypoints/worker.py): an invocation lasts the early
     wait + one run + its overhead, whatever the batch size."""
     model = inputs(run_seconds=0.2, run_overhead_ms=30, early_wait_seconds=0.5)
     assert sm.invocation_seconds(model) == pytest.approx(0.73)
