@@ -10,11 +10,17 @@ import json
 import os
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
-from typing import Generic, Protocol, TypeVar
+from typing import TYPE_CHECKING, Generic, Protocol, TypeVar
 
 from duetime.domain.ids import minute_of, timer_sort_key
 from duetime.domain.jobs import Job, Priority, Runtime
 from duetime.domain.runs import ClaimOutcome, Run, RunClaim, RunOutcome
+from duetime.domain.targets import Target
+
+if TYPE_CHECKING:
+    # Only named in annotations: duetime.targets imports webhook_secrets, which imports this
+    # module's StoreError and ConditionFailed.
+    from duetime.targets.invocation import Invocation
 
 T = TypeVar("T")
 
@@ -412,3 +418,12 @@ class JobQueue(Protocol):
     def delete(self, deliveries: Sequence[Delivery]) -> None: ...
 
     def change_visibility(self, delivery: Delivery, seconds: int) -> None: ...
+
+
+class TargetRunner(Protocol):
+    """Runs a job's target (duetime.targets.executor.TargetExecutor)."""
+
+    def execute(self, target: Target, invocation: Invocation) -> None:
+        """Run one invocation against one target: return on success, raise
+        duetime.targets.TargetError otherwise (`retryable` False: another attempt cannot help,
+        e.g. a refused address or an unknown handler)."""

@@ -44,10 +44,11 @@ from duetime.ports import (
     MessageAuth,
     RunMessage,
     RunStore,
+    TargetRunner,
     UnauthenticatedMessage,
 )
 from duetime.services.dispatch import delay_seconds
-from duetime.targets import Invocation, TargetError, TargetExecutor
+from duetime.targets import Invocation, TargetError
 
 # A message that arrives earlier than this is put back with a visibility timeout instead of
 # holding a worker while it waits.
@@ -75,7 +76,7 @@ class RunExecutor:
         jobs: JobStore,
         runs: RunStore,
         queue: JobQueue,
-        targets: TargetExecutor,
+        targets: TargetRunner,
         settings: Settings,
         *,
         clock: Callable[[], int],
