@@ -25,7 +25,7 @@ from duetime.adapters.memory import (
 )
 from duetime.adapters.sqs import SqsJobQueue
 from duetime.config import queue_key
-from duetime.domain.ids import new_job_id, shard_of
+from duetime.domain.ids import new_job_id
 from duetime.domain.jobs import (
     Catchup,
     CatchupMode,
@@ -36,6 +36,7 @@ from duetime.domain.jobs import (
     RetryPolicy,
     Runtime,
 )
+from duetime.domain.messages import MessageAuth, RunMessage
 from duetime.domain.runs import (
     CLOCK_SKEW_ALLOWANCE_MS,
     Attempt,
@@ -48,21 +49,8 @@ from duetime.domain.runs import (
 )
 from duetime.domain.schedule import At, Rate
 from duetime.domain.targets import HandlerTarget
-from duetime.ports import (
-    ConditionFailed,
-    Delivery,
-    JobQueue,
-    JobStore,
-    MessageAuth,
-    Page,
-    PartitionState,
-    RunMessage,
-    RunStore,
-    StuckTimer,
-    SweepState,
-    Timer,
-    TimerStore,
-)
+from duetime.domain.timers import PartitionState, StuckTimer, SweepState, Timer, shard_of
+from duetime.ports import ConditionFailed, Delivery, JobQueue, JobStore, Page, RunStore, TimerStore
 from tests.conftest import Aws
 
 BACKENDS = ["memory", "dynamo"]
