@@ -48,7 +48,6 @@ QUEUE_KEYS = [queue_key(r, p) for r in Runtime for p in Priority]
 LOCAL_PREFIX = "duetime"  # the local stack's resource names (duetime.resources)
 # How long a listed or redriven message stays hidden while the command works on it.
 HOLD_SECONDS = 60
-NO_REASON = "-"
 MAX_REASON_CHARS = 80
 
 

@@ -103,8 +103,6 @@ class TimerStore(Protocol):
 
     def put(self, timers: Sequence[Timer]) -> None: ...
 
-    def delete(self, timer: Timer) -> None: ...
-
     def find(self, timers: Sequence[Timer]) -> list[Timer]:
         """Those of `timers` that are stored (found by key: bucket, shard, due, job and
         generation)."""

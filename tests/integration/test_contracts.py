@@ -633,20 +633,6 @@ def test_given_many_timers_when_put_in_one_call_then_all_are_stored(
     assert sorted(found, key=lambda t: t.job_id) == timers
 
 
-def test_given_a_stored_timer_when_deleting_it_then_it_is_no_longer_due(
-    timer_store: TimerStore,
-) -> None:
-    first, second = job_ids_in_shard(2, 2)
-    keep = Timer(TENANT, first, T0 + 1_000)
-    gone = Timer(TENANT, second, T0 + 2_000)
-    timer_store.put([keep, gone])
-
-    timer_store.delete(gone)
-    timer_store.delete(Timer(TENANT, second, T0 + 3_000))  # absent: no error
-
-    assert timer_store.read_due(MINUTE, 2, None, T0 + 60_000, 10) == ([keep], False)
-
-
 def test_given_a_continuation_timer_when_stored_then_it_is_read_from_its_bucket_with_its_size(
     timer_store: TimerStore,
 ) -> None:

@@ -386,10 +386,6 @@ class DynamoTimerStore:
                 [{"PutRequest": {"Item": item}} for item in items[start : start + _BATCH_WRITE]],
             )
 
-    def delete(self, timer: Timer) -> None:
-        item = self._item(timer)
-        self._client.delete_item(TableName=self._table, Key={"pk": item["pk"], "sk": item["sk"]})
-
     def find(self, timers: Sequence[Timer]) -> list[Timer]:
         keys = {
             (item["pk"]["S"], item["sk"]["S"]): timer

@@ -123,11 +123,6 @@ class MemoryTimerStore:
                 key = (timer.bucket, self.shard_of(timer.job_id))
                 self._timers.setdefault(key, {})[timer.sort_key] = timer
 
-    def delete(self, timer: Timer) -> None:
-        key = (timer.bucket, self.shard_of(timer.job_id))
-        with self._lock:
-            self._timers.get(key, {}).pop(timer.sort_key, None)
-
     def find(self, timers: Sequence[Timer]) -> builtins.list[Timer]:
         with self._lock:
             found = (

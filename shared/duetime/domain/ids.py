@@ -28,13 +28,6 @@ def run_id(job_id: str, scheduled_ms: int) -> str:
     return f"{job_id}-{scheduled_ms}"
 
 
-def parse_run_id(value: str) -> tuple[str, int]:
-    job_id, _, ms = value.rpartition("-")
-    if not job_id or not ms.isdigit():
-        raise ValueError(f"not a run id: {value!r}")
-    return job_id, int(ms)
-
-
 # SQS MessageGroupId: 1..128 characters of ASCII letters, digits and punctuation (no space).
 _GROUP_ID = re.compile(r"[!-~]{1,128}", re.ASCII)
 _HASHED_GROUP = "~"
