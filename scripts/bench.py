@@ -727,8 +727,8 @@ class Bench:
         import boto3
 
         from duetime.domain.jobs import parse_job_spec
+        from duetime.domain.timers import Timer
         from duetime.domain.timeutil import MINUTE_MS
-        from duetime.ports import Timer
         from duetime.resources import create_resources
         from duetime.wiring import build
 

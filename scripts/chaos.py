@@ -177,7 +177,7 @@ def explain(cluster: Any, job_id: str, scheduled_ms: int) -> str:
 
 def accounting_of_dead(cluster: Any, workload: Any) -> int:
     """Runs of the workload whose message sits in a DLQ."""
-    from duetime.ports import RunMessage
+    from duetime.domain.messages import RunMessage
 
     dead = 0
     for message in cluster.dead_messages():

@@ -103,9 +103,9 @@ SWEEP_DEADLINE_SECONDS = 45.0
 COORDINATOR_SECONDS = 0.1  # read the shards' progress, start one async invoke per shard
 # Job reads (strongly consistent, 1 unit each). A one-off's timer carries its queue: the sweep
 # turns it into a message without reading the job (services/sweep.py `_dispatch`,
-# ports.Timer.message). A recurring job's timer makes the sweep read the job (BatchGetItem, to
-# plan the chain): SWEEP_JOB_READS per *recurring* timer. The worker reads the job (GetItem)
-# once per run: WORKER_JOB_READS.
+# domain/timers.py `Timer.message`). A recurring job's timer makes the sweep read the job
+# (BatchGetItem, to plan the chain): SWEEP_JOB_READS per *recurring* timer. The worker reads the
+# job (GetItem) once per run: WORKER_JOB_READS.
 SWEEP_JOB_READS = 1
 WORKER_JOB_READS = 1
 # Horizon reads (the shard's state item, strongly consistent): whoever writes a timer reads its

@@ -96,13 +96,23 @@ from duetime.adapters.codec import from_item, job_from_values, job_to_values, to
 from duetime.adapters.dynamodb import timer_from_values, timer_values
 from duetime.adapters.memory import MemoryJobStore, MemoryQueue, MemoryTimerStore
 from duetime.config import QueueUrls, Settings, queue_key
-from duetime.domain.ids import message_group_id, minute_of, new_job_id, shard_of, timer_partition
+from duetime.domain.ids import message_group_id, new_job_id
 from duetime.domain.jobs import Job, JobSpec, JobStatus, Priority, Runtime
+from duetime.domain.messages import RunMessage
 from duetime.domain.schedule import At, Rate
 from duetime.domain.targets import HttpTarget
+from duetime.domain.timers import (
+    PartitionState,
+    StuckTimer,
+    SweepState,
+    Timer,
+    minute_of,
+    shard_of,
+    timer_partition,
+)
 from duetime.domain.timeutil import MINUTE_MS, from_ms, to_ms
 from duetime.observability import logger, metrics
-from duetime.ports import PartitionState, RunMessage, StoreError, StuckTimer, SweepState, Timer
+from duetime.ports import StoreError
 from duetime.services.sweep import Sweeper
 
 # --- AWS and SDK figures ---------------------------------------------------------------------

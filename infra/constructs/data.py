@@ -55,8 +55,8 @@ class Data(Construct):
             removal_policy=props.removal_policy,
         )
 
-        # The key that signs run messages (duetime.ports.MessageAuth): only duetime's engine
-        # functions and the Fargate task may read it. Rotation: docs/security.md.
+        # The key that signs run messages (duetime.domain.messages.MessageAuth): only duetime's
+        # engine functions and the Fargate task may read it. Rotation: docs/security.md.
         self.run_signing_secret = secretsmanager.Secret(
             self,
             "RunSigningKey",

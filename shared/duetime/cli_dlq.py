@@ -32,9 +32,10 @@ from duetime.cli_types import positive_int
 from duetime.config import Env, QueueUrls, Settings, queue_key, queue_name
 from duetime.domain.ids import run_id
 from duetime.domain.jobs import JobStatus, Priority, Runtime
+from duetime.domain.messages import RunMessage, UnauthenticatedMessage
 from duetime.domain.runs import CLOCK_SKEW_ALLOWANCE_MS, RunOutcome, RunStatus
 from duetime.domain.timeutil import rfc3339_ms
-from duetime.ports import QueueError, RunMessage, StoreError, UnauthenticatedMessage
+from duetime.ports import QueueError, StoreError
 from duetime.services.execute import ABANDONED_ERROR
 
 if TYPE_CHECKING:
@@ -47,7 +48,6 @@ QUEUE_KEYS = [queue_key(r, p) for r in Runtime for p in Priority]
 LOCAL_PREFIX = "duetime"  # the local stack's resource names (duetime.resources)
 # How long a listed or redriven message stays hidden while the command works on it.
 HOLD_SECONDS = 60
-NO_REASON = "-"
 MAX_REASON_CHARS = 80
 
 
@@ -58,7 +58,8 @@ class DeadRun:
     queue: str  # queue key, e.g. lambda/high
     letter: DeadLetter
     message: RunMessage | None  # None: the body is not a run message
-    signed: bool = False  # signed by duetime (duetime.ports.MessageAuth): may be sent back
+    # Signed by duetime (duetime.domain.messages.MessageAuth): may be sent back.
+    signed: bool = False
 
     @property
     def run_id(self) -> str | None:

@@ -20,8 +20,8 @@ from collections.abc import Sequence
 from typing import Any
 
 from duetime.cli_dlq import deployment
+from duetime.domain.timers import StuckTimer
 from duetime.domain.timeutil import rfc3339_ms
-from duetime.ports import StuckTimer
 
 MAX_REASON_CHARS = 80
 

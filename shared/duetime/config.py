@@ -32,8 +32,8 @@ class Env:
     # The coordinator starts each shard's sweep by invoking this function asynchronously;
     # unset, it sweeps the shards itself (the local stack, tests).
     SWEEPER_FUNCTION = "DUETIME_SWEEPER_FUNCTION"
-    # The key(s) that sign run messages (duetime.ports.MessageAuth), comma-separated, the
-    # signing one first: set directly (the local stack, tests), or read at cold start from a
+    # The key(s) that sign run messages (duetime.domain.messages.MessageAuth), comma-separated,
+    # the signing one first: set directly (the local stack, tests), or read at cold start from a
     # Secrets Manager secret (AWS). One of the two is required.
     RUN_SIGNING_KEY = "DUETIME_RUN_SIGNING_KEY"
     RUN_SIGNING_SECRET_ARN = "DUETIME_RUN_SIGNING_SECRET_ARN"  # noqa: S105

@@ -18,7 +18,7 @@ from botocore.config import Config
 from duetime.adapters.dynamodb import DynamoJobStore, DynamoRunStore, DynamoTimerStore
 from duetime.adapters.sqs import SqsJobQueue
 from duetime.config import Env, Settings
-from duetime.ports import MessageAuth
+from duetime.domain.messages import MessageAuth
 from duetime.services.coordinator import Coordinator, InProcessLauncher, SweepLauncher
 from duetime.services.dispatch import Dispatcher
 from duetime.services.execute import RunExecutor

@@ -48,13 +48,13 @@ from duetime.adapters.memory import MemoryJobStore, MemoryQueue, MemoryRunStore,
 from duetime.config import QueueUrls, Settings, queue_key
 from duetime.domain.errors import IllegalTransition, NotFound, ValidationError
 from duetime.domain.jobs import JobStatus, Priority, Runtime, parse_job_spec
+from duetime.domain.messages import RunMessage, delay_seconds
 from duetime.domain.runs import TERMINAL_RUN_STATUSES, ClaimOutcome, RunStatus
 from duetime.domain.targets import HandlerTarget, Target
 from duetime.domain.timeutil import MINUTE_MS, rfc3339_ms, to_ms
 from duetime.observability import metrics
-from duetime.ports import Delivery, RunMessage
+from duetime.ports import Delivery
 from duetime.services.coordinator import Coordinator, InProcessLauncher
-from duetime.services.dispatch import delay_seconds
 from duetime.services.execute import Disposition, Result, RunExecutor
 from duetime.services.jobs import JobService
 from duetime.services.sweep import Sweeper

@@ -27,9 +27,9 @@ from dataclasses import dataclass, field
 import pytest
 
 from duetime.domain.jobs import Job, Priority, Runtime
+from duetime.domain.messages import MessageAuth, run_message
 from duetime.domain.runs import CLOCK_SKEW_ALLOWANCE_MS, Run, RunStatus
-from duetime.ports import Delivery, MessageAuth
-from duetime.services.dispatch import run_message
+from duetime.ports import Delivery
 from duetime.services.execute import (
     ABANDONED_ERROR,
     LEASE_MARGIN_MS,

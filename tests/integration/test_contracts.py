@@ -25,7 +25,7 @@ from duetime.adapters.memory import (
 )
 from duetime.adapters.sqs import SqsJobQueue
 from duetime.config import queue_key
-from duetime.domain.ids import new_job_id, shard_of
+from duetime.domain.ids import new_job_id
 from duetime.domain.jobs import (
     Catchup,
     CatchupMode,
@@ -36,6 +36,7 @@ from duetime.domain.jobs import (
     RetryPolicy,
     Runtime,
 )
+from duetime.domain.messages import MessageAuth, RunMessage
 from duetime.domain.runs import (
     CLOCK_SKEW_ALLOWANCE_MS,
     Attempt,
@@ -48,21 +49,8 @@ from duetime.domain.runs import (
 )
 from duetime.domain.schedule import At, Rate
 from duetime.domain.targets import HandlerTarget
-from duetime.ports import (
-    ConditionFailed,
-    Delivery,
-    JobQueue,
-    JobStore,
-    MessageAuth,
-    Page,
-    PartitionState,
-    RunMessage,
-    RunStore,
-    StuckTimer,
-    SweepState,
-    Timer,
-    TimerStore,
-)
+from duetime.domain.timers import PartitionState, StuckTimer, SweepState, Timer, shard_of
+from duetime.ports import ConditionFailed, Delivery, JobQueue, JobStore, Page, RunStore, TimerStore
 from tests.conftest import Aws
 
 BACKENDS = ["memory", "dynamo"]
@@ -643,20 +631,6 @@ def test_given_many_timers_when_put_in_one_call_then_all_are_stored(
         for t in timer_store.read_due(MINUTE, shard, None, T0 + 60_000, 100)[0]
     ]
     assert sorted(found, key=lambda t: t.job_id) == timers
-
-
-def test_given_a_stored_timer_when_deleting_it_then_it_is_no_longer_due(
-    timer_store: TimerStore,
-) -> None:
-    first, second = job_ids_in_shard(2, 2)
-    keep = Timer(TENANT, first, T0 + 1_000)
-    gone = Timer(TENANT, second, T0 + 2_000)
-    timer_store.put([keep, gone])
-
-    timer_store.delete(gone)
-    timer_store.delete(Timer(TENANT, second, T0 + 3_000))  # absent: no error
-
-    assert timer_store.read_due(MINUTE, 2, None, T0 + 60_000, 10) == ([keep], False)
 
 
 def test_given_a_continuation_timer_when_stored_then_it_is_read_from_its_bucket_with_its_size(

@@ -275,7 +275,7 @@ def test_given_a_run_handed_over_before_a_pause_then_it_does_not_run_after_the_r
 
 
 def test_given_a_message_then_its_generation_survives_the_wire_and_a_retry() -> None:
-    from duetime.ports import MessageAuth, RunMessage
+    from duetime.domain.messages import MessageAuth, RunMessage
 
     auth = MessageAuth.ephemeral()
     message = RunMessage("t", "j", 1_000, 1, 1_000, generation=3)

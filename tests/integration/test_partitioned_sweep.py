@@ -17,9 +17,10 @@ from duetime.adapters.memory import MemoryJobStore, MemoryQueue, MemoryRunStore,
 from duetime.cli import main as cli_main
 from duetime.config import QueueUrls, Settings, queue_key
 from duetime.domain.jobs import JobStatus, Priority, Runtime, parse_job_spec
+from duetime.domain.messages import RunMessage
 from duetime.domain.planning import MAX_CATCHUP_RUNS
+from duetime.domain.timers import Timer
 from duetime.domain.timeutil import MINUTE_MS, rfc3339_ms, to_ms
-from duetime.ports import RunMessage, Timer
 from duetime.services.coordinator import Coordinator, InProcessLauncher
 from duetime.services.jobs import JobService
 from duetime.services.sweep import MAX_HANDOVER_ATTEMPTS, Sweeper, retry_backoff_ms

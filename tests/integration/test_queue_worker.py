@@ -10,8 +10,9 @@ from typing import Any
 import pytest
 
 from duetime.domain.jobs import Priority, Runtime
+from duetime.domain.messages import RunMessage
 from duetime.domain.runs import RunStatus
-from duetime.ports import Delivery, RunMessage
+from duetime.ports import Delivery
 from duetime.services.queue_worker import QueueWorker
 from duetime.targets import DEFAULT_HANDLERS, Invocation
 from tests.integration.conftest import RECORDER, Engine

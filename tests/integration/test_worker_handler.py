@@ -6,10 +6,10 @@ import threading
 from typing import Any
 
 from duetime.domain.jobs import Priority, Runtime
+from duetime.domain.messages import RunMessage
 from duetime.domain.runs import RunStatus
 from duetime.entrypoints import worker as worker_handler
 from duetime.local.lambda_runtime import FakeContext, sqs_event
-from duetime.ports import RunMessage
 from duetime.targets import DEFAULT_HANDLERS, Invocation
 from tests.integration.conftest import Engine
 

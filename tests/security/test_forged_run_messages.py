@@ -16,8 +16,8 @@ import pytest
 from duetime.cli import main
 from duetime.domain.ids import run_id
 from duetime.domain.jobs import Priority, Runtime
+from duetime.domain.messages import MessageAuth, RunMessage
 from duetime.observability import Metric
-from duetime.ports import MessageAuth, RunMessage
 from tests.integration.conftest import Engine
 
 

@@ -16,8 +16,8 @@ from hypothesis import strategies as st
 from duetime.adapters.memory import MemoryJobStore, MemoryQueue, MemoryRunStore, MemoryTimerStore
 from duetime.config import QueueUrls, Settings, queue_key
 from duetime.domain.jobs import Priority, Runtime, parse_job_spec
+from duetime.domain.messages import RunMessage
 from duetime.domain.timeutil import rfc3339_ms, to_ms
-from duetime.ports import RunMessage
 from duetime.services.jobs import JobService
 from duetime.services.sweep import Sweeper
 

@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 
 from duetime.domain.jobs import Priority, Runtime
-from duetime.ports import RunMessage
+from duetime.domain.messages import RunMessage
 
 SCRIPT = Path(__file__).resolve().parents[2] / "scripts" / "sweep_scale.py"
 TINY = ["--timers-burst", "800", "--rate", "20", "--shards", "4", "--processes", "1"]

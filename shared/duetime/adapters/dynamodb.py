@@ -29,7 +29,6 @@ from duetime.adapters.codec import (
     to_item,
 )
 from duetime.config import queue_key
-from duetime.domain.ids import parse_timer_sort_key, shard_of, timer_partition
 from duetime.domain.jobs import Job, JobStatus, Priority, Runtime
 from duetime.domain.runs import (
     ClaimOutcome,
@@ -40,15 +39,16 @@ from duetime.domain.runs import (
     decide_claim,
     finished_run,
 )
-from duetime.ports import (
-    ConditionFailed,
-    Page,
+from duetime.domain.timers import (
     PartitionState,
-    StoreError,
     StuckTimer,
     SweepState,
     Timer,
+    parse_timer_sort_key,
+    shard_of,
+    timer_partition,
 )
+from duetime.ports import ConditionFailed, Page, StoreError
 
 if TYPE_CHECKING:
     from mypy_boto3_dynamodb import DynamoDBClient
@@ -385,10 +385,6 @@ class DynamoTimerStore:
                 self._table,
                 [{"PutRequest": {"Item": item}} for item in items[start : start + _BATCH_WRITE]],
             )
-
-    def delete(self, timer: Timer) -> None:
-        item = self._item(timer)
-        self._client.delete_item(TableName=self._table, Key={"pk": item["pk"], "sk": item["sk"]})
 
     def find(self, timers: Sequence[Timer]) -> list[Timer]:
         keys = {

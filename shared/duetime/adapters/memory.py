@@ -14,8 +14,8 @@ from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, replace
 
 from duetime.config import queue_key
-from duetime.domain.ids import shard_of
 from duetime.domain.jobs import Job, JobStatus, Priority, Runtime
+from duetime.domain.messages import MessageAuth, RunMessage
 from duetime.domain.runs import (
     ClaimOutcome,
     Run,
@@ -25,17 +25,8 @@ from duetime.domain.runs import (
     decide_claim,
     finished_run,
 )
-from duetime.ports import (
-    ConditionFailed,
-    Delivery,
-    MessageAuth,
-    Page,
-    PartitionState,
-    RunMessage,
-    StuckTimer,
-    SweepState,
-    Timer,
-)
+from duetime.domain.timers import PartitionState, StuckTimer, SweepState, Timer, shard_of
+from duetime.ports import ConditionFailed, Delivery, Page
 
 
 class MemoryJobStore:
@@ -131,11 +122,6 @@ class MemoryTimerStore:
             for timer in timers:
                 key = (timer.bucket, self.shard_of(timer.job_id))
                 self._timers.setdefault(key, {})[timer.sort_key] = timer
-
-    def delete(self, timer: Timer) -> None:
-        key = (timer.bucket, self.shard_of(timer.job_id))
-        with self._lock:
-            self._timers.get(key, {}).pop(timer.sort_key, None)
 
     def find(self, timers: Sequence[Timer]) -> builtins.list[Timer]:
         with self._lock:

@@ -13,7 +13,8 @@ from typing import TYPE_CHECKING, Any
 from duetime.config import QueueUrls, queue_key
 from duetime.domain.ids import message_group_id
 from duetime.domain.jobs import Priority, Runtime
-from duetime.ports import Delivery, MessageAuth, QueueError, RunMessage
+from duetime.domain.messages import MessageAuth, RunMessage
+from duetime.ports import Delivery, QueueError
 
 if TYPE_CHECKING:
     from mypy_boto3_sqs import SQSClient
@@ -29,7 +30,7 @@ class SqsJobQueue:
     ) -> None:
         self._client = client
         self._queues = queues
-        self._auth = auth  # every run message is signed (duetime.ports.MessageAuth)
+        self._auth = auth  # every run message is signed (duetime.domain.messages.MessageAuth)
         self._executor: ThreadPoolExecutor | None = None
         self._executor_lock = threading.Lock()
 

@@ -47,11 +47,6 @@ class JobStatus(StrEnum):
     COMPLETED = "completed"  # a recurring job past its end
 
 
-TERMINAL_JOB_STATUSES = frozenset(
-    {JobStatus.SUCCEEDED, JobStatus.FAILED, JobStatus.CANCELLED, JobStatus.COMPLETED}
-)
-
-
 class CatchupMode(StrEnum):
     LATEST = "latest"  # after downtime, run the most recent missed occurrence once
     ALL = "all"  # run every missed occurrence inside the window

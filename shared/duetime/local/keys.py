@@ -22,7 +22,7 @@ AUDIENCE = "duetime"
 ALGORITHM = "HS256"
 DEFAULT_STATE_DIR = Path(".duetime")
 KEY_FILE_NAME = "jwt-hs256.key"
-# The key that signs run messages (duetime.ports.MessageAuth): `duetime local` and the
+# The key that signs run messages (duetime.domain.messages.MessageAuth): `duetime local` and the
 # commands that send runs to its queues (`duetime dlq redrive`, `duetime timers stuck --retry`)
 # share it through this file.
 MESSAGE_KEY_FILE_NAME = "run-messages.key"

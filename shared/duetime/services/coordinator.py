@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 from typing import Protocol
 
 from duetime.config import Settings
-from duetime.domain.ids import minute_of
+from duetime.domain.timers import minute_of
 from duetime.observability import Metric, count, logger
 from duetime.ports import TimerStore
 from duetime.services.sweep import Sweeper

@@ -23,18 +23,13 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 
 from duetime.config import Settings
-from duetime.domain.ids import minute_of
 from duetime.domain.jobs import Job, JobStatus
+from duetime.domain.messages import RunMessage, delay_seconds, run_message
 from duetime.domain.planning import plan_recurring
+from duetime.domain.timers import Timer, minute_of
 from duetime.domain.timeutil import MINUTE_MS, from_ms
 from duetime.observability import logger
-from duetime.ports import ConditionFailed, JobQueue, JobStore, RunMessage, Timer, TimerStore
-
-
-def delay_seconds(due_ms: int, now_ms: int) -> int:
-    """SQS releases the message at most this long after now: never after the due instant (the
-    worker waits out the remaining fraction of a second), never beyond SQS's 900 s."""
-    return max(0, min(900, (due_ms - now_ms) // 1000))
+from duetime.ports import ConditionFailed, JobQueue, JobStore, TimerStore
 
 
 def _timer(job: Job, due_ms: int, unread: int) -> Timer:
@@ -51,19 +46,6 @@ def _timer(job: Job, due_ms: int, unread: int) -> Timer:
         job_bytes=job.size_bytes,
         runtime=job.spec.runtime if one_off else None,
         priority=job.spec.priority if one_off else None,
-    )
-
-
-def run_message(job: Job, scheduled_ms: int) -> RunMessage:
-    return RunMessage(
-        tenant=job.tenant,
-        job_id=job.id,
-        scheduled_ms=scheduled_ms,
-        attempt=1,
-        due_ms=scheduled_ms,
-        runtime=job.spec.runtime,
-        priority=job.spec.priority,
-        generation=job.generation,
     )
 
 

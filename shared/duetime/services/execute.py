@@ -27,6 +27,7 @@ from enum import StrEnum
 from duetime.config import Settings
 from duetime.domain.ids import run_id
 from duetime.domain.jobs import RECORDING_MARGIN_SECONDS, Job, JobStatus
+from duetime.domain.messages import MessageAuth, RunMessage, UnauthenticatedMessage, delay_seconds
 from duetime.domain.retry import backoff_ms, should_retry
 from duetime.domain.runs import (
     ClaimOutcome,
@@ -37,17 +38,8 @@ from duetime.domain.runs import (
     RunStatus,
 )
 from duetime.observability import Metric, count, logger, milliseconds
-from duetime.ports import (
-    Delivery,
-    JobQueue,
-    JobStore,
-    MessageAuth,
-    RunMessage,
-    RunStore,
-    UnauthenticatedMessage,
-)
-from duetime.services.dispatch import delay_seconds
-from duetime.targets import Invocation, TargetError, TargetExecutor
+from duetime.ports import Delivery, JobQueue, JobStore, RunStore, TargetRunner
+from duetime.targets import Invocation, TargetError
 
 # A message that arrives earlier than this is put back with a visibility timeout instead of
 # holding a worker while it waits.
@@ -75,7 +67,7 @@ class RunExecutor:
         jobs: JobStore,
         runs: RunStore,
         queue: JobQueue,
-        targets: TargetExecutor,
+        targets: TargetRunner,
         settings: Settings,
         *,
         clock: Callable[[], int],

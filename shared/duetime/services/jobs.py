@@ -36,12 +36,13 @@ from duetime.domain.jobs import (
     Runtime,
     spec_to_dict,
 )
+from duetime.domain.messages import delay_seconds, run_message
 from duetime.domain.planning import first_due
 from duetime.domain.runs import Run, RunStatus
 from duetime.domain.schedule import next_occurrence
 from duetime.domain.timeutil import from_ms, to_ms
 from duetime.ports import ConditionFailed, JobQueue, JobStore, Page, RunStore, TimerStore
-from duetime.services.dispatch import Dispatcher, delay_seconds, run_message
+from duetime.services.dispatch import Dispatcher
 
 IDEMPOTENCY_SECONDS = 86_400
 

@@ -39,12 +39,13 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, fields
 
 from duetime.config import Settings
-from duetime.domain.ids import minute_of
 from duetime.domain.jobs import Job, JobStatus
+from duetime.domain.messages import delay_seconds
+from duetime.domain.timers import StuckTimer, Timer, minute_of
 from duetime.domain.timeutil import MINUTE_MS
 from duetime.observability import Metric, count, logger, milliseconds
-from duetime.ports import JobQueue, JobStore, StuckTimer, Timer, TimerStore
-from duetime.services.dispatch import Dispatcher, delay_seconds
+from duetime.ports import JobQueue, JobStore, TimerStore
+from duetime.services.dispatch import Dispatcher
 
 PAGE_SIZE = 500
 # A page is also cut when its jobs add up to this many bytes (as stored): whatever the jobs'

@@ -13,7 +13,7 @@ import ipaddress
 import socket
 from collections.abc import Sequence
 
-from duetime.targets.base import TargetError
+from duetime.targets.invocation import TargetError
 
 IPAddress = ipaddress.IPv4Address | ipaddress.IPv6Address
 

@@ -17,7 +17,7 @@ from typing import Any
 
 from duetime.domain.errors import ValidationError
 from duetime.domain.targets import parse_target
-from duetime.targets.base import Invocation, TargetError
+from duetime.targets.invocation import Invocation, TargetError
 
 Handler = Callable[[Invocation], None]
 

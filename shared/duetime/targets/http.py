@@ -16,7 +16,7 @@ from urllib.parse import SplitResult, urlsplit
 from duetime import __version__
 from duetime.domain.targets import HttpTarget
 from duetime.targets import address_guard
-from duetime.targets.base import Invocation, TargetError, delivery_metadata, to_json
+from duetime.targets.invocation import Invocation, TargetError, delivery_metadata, to_json
 from duetime.webhook_secrets import SecretsUnavailable, webhook_headers
 
 if TYPE_CHECKING:

@@ -1,0 +1,144 @@
+"""Run messages: what travels on the queues, from the dispatcher and the sweeper to a worker.
+
+A run message names one attempt of one run (a job's occurrence): `RunMessage` and its JSON wire
+format, signed by `MessageAuth` so a worker runs only what duetime wrote. `run_message` is the
+first attempt of an occurrence, `delay_seconds` the SQS delay that releases it on time.
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import hmac
+import json
+import os
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from duetime.domain.jobs import Job, Priority, Runtime
+
+
+@dataclass(frozen=True)
+class RunMessage:
+    """The body of a queue message: one attempt of one run."""
+
+    tenant: str
+    job_id: str
+    scheduled_ms: int
+    attempt: int
+    due_ms: int  # when this attempt may start (the occurrence, or the retry's backoff end)
+    runtime: Runtime = Runtime.LAMBDA
+    priority: Priority = Priority.NORMAL
+    # The job's generation when the run was handed over: a pause (and its resume) bumps it,
+    # and a worker drops a message of an older generation. None: a message written before
+    # messages carried it (runs as before).
+    generation: int | None = None
+
+    def to_json(self) -> str:
+        body: dict[str, object] = {
+            "tenant": self.tenant,
+            "job_id": self.job_id,
+            "scheduled_ms": self.scheduled_ms,
+            "attempt": self.attempt,
+            "due_ms": self.due_ms,
+            "runtime": self.runtime.value,
+            "priority": self.priority.value,
+        }
+        if self.generation is not None:
+            body["generation"] = self.generation
+        return json.dumps(body, separators=(",", ":"))
+
+    @classmethod
+    def from_json(cls, body: str) -> RunMessage:
+        """Raises ValueError (or a subclass) on a malformed body."""
+        data = json.loads(body)
+        return cls(
+            tenant=str(data["tenant"]),
+            job_id=str(data["job_id"]),
+            scheduled_ms=int(data["scheduled_ms"]),
+            attempt=int(data["attempt"]),
+            due_ms=int(data["due_ms"]),
+            runtime=Runtime(data["runtime"]),
+            priority=Priority(data["priority"]),
+            generation=None if data.get("generation") is None else int(data["generation"]),
+        )
+
+
+class UnauthenticatedMessage(ValueError):
+    """A message body that duetime did not write: no signature, or not one of its keys'.
+    `message` is what the body claims to be (to route it to a dead-letter queue)."""
+
+    def __init__(self, reason: str, message: RunMessage) -> None:
+        super().__init__(reason)
+        self.message = message
+
+
+class MessageAuth:
+    """Run messages are signed: HMAC-SHA256 over the message's canonical JSON, with a key only
+    duetime's functions hold (AWS: a Secrets Manager secret; locally: a key file). A worker
+    runs only a message it can verify, so a tenant's target pointed at duetime's own queue (or
+    anyone who may send to it) cannot make it run another tenant's job.
+
+    The first key signs; every key verifies (a rotation lists the new key first, then the old
+    one, until no message signed with the old one is left)."""
+
+    FIELD = "sig"
+
+    def __init__(self, keys: Sequence[bytes]) -> None:
+        if not keys or not all(keys):
+            raise ValueError("a message key is needed")
+        self._keys = tuple(keys)
+
+    @classmethod
+    def from_text(cls, text: str) -> MessageAuth:
+        """Keys as configured: comma-separated, first the one that signs."""
+        return cls([k.strip().encode() for k in text.split(",") if k.strip()])
+
+    @classmethod
+    def ephemeral(cls) -> MessageAuth:
+        """A key of this process only: for in-memory twins and tests, never a deployment."""
+        return cls([base64.urlsafe_b64encode(os.urandom(32))])
+
+    def _mac(self, key: bytes, canonical: str) -> str:
+        digest = hmac.new(key, canonical.encode(), hashlib.sha256).digest()
+        return base64.urlsafe_b64encode(digest).decode().rstrip("=")
+
+    def seal(self, message: RunMessage) -> str:
+        canonical = message.to_json()
+        return canonical[:-1] + f',"{self.FIELD}":"{self._mac(self._keys[0], canonical)}"}}'
+
+    def open(self, body: str) -> RunMessage:
+        """The message of a sealed body. ValueError (or a subclass) on a malformed body,
+        UnauthenticatedMessage on a missing or wrong signature."""
+        data = json.loads(body)
+        if not isinstance(data, dict):
+            raise ValueError("not a JSON object")
+        signature = data.pop(self.FIELD, None)
+        message = RunMessage.from_json(json.dumps(data))
+        if not isinstance(signature, str):
+            raise UnauthenticatedMessage("the run message is not signed", message)
+        canonical = message.to_json()
+        if not any(hmac.compare_digest(signature, self._mac(k, canonical)) for k in self._keys):
+            raise UnauthenticatedMessage("the run message's signature is not duetime's", message)
+        return message
+
+
+def run_message(job: Job, scheduled_ms: int) -> RunMessage:
+    """The first attempt of `job`'s occurrence at `scheduled_ms`, in the job's queue and of its
+    current generation."""
+    return RunMessage(
+        tenant=job.tenant,
+        job_id=job.id,
+        scheduled_ms=scheduled_ms,
+        attempt=1,
+        due_ms=scheduled_ms,
+        runtime=job.spec.runtime,
+        priority=job.spec.priority,
+        generation=job.generation,
+    )
+
+
+def delay_seconds(due_ms: int, now_ms: int) -> int:
+    """SQS releases the message at most this long after now: never after the due instant (the
+    worker waits out the remaining fraction of a second), never beyond SQS's 900 s."""
+    return max(0, min(900, (due_ms - now_ms) // 1000))

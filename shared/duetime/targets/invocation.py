@@ -1,0 +1,86 @@
+"""What every target shares: the invocation, the one error type, and the documents a delivery
+carries (its metadata, the envelope of header-less targets, compact JSON).
+
+The delivery modules (http, aws, handlers, address_guard) import this one; the executor
+(duetime.targets.executor) imports them. Nothing here imports a delivery module.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from typing import Any
+
+from duetime.domain.timeutil import rfc3339_ms
+
+# Error messages end up in run records and API responses: keep them bounded.
+MAX_ERROR_CHARS = 500
+
+
+@dataclass(frozen=True)
+class Invocation:
+    """One attempt at running one occurrence of a job."""
+
+    tenant: str
+    job_id: str
+    run_id: str
+    scheduled_ms: int  # the occurrence's due instant, epoch ms
+    attempt: int  # 1-based
+    payload: Any  # JSON value
+    timeout_seconds: float
+
+
+class TargetError(Exception):
+    """The target failed. `retryable` False means retrying cannot help (e.g. refused address,
+    unknown handler)."""
+
+    def __init__(self, message: str, *, retryable: bool = True) -> None:
+        message = truncate(message)
+        super().__init__(message)
+        self.message = message
+        self.retryable = retryable
+
+    def __repr__(self) -> str:
+        return f"TargetError({self.message!r}, retryable={self.retryable})"
+
+
+def truncate(text: str, limit: int = MAX_ERROR_CHARS) -> str:
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def delivery_metadata(invocation: Invocation) -> dict[str, str]:
+    """The identifying values sent with every delivery: HTTP headers, SQS/SNS attributes."""
+    return {
+        "duetime-job-id": invocation.job_id,
+        "duetime-run-id": invocation.run_id,
+        "duetime-scheduled-for": rfc3339_ms(invocation.scheduled_ms),
+        "duetime-attempt": str(invocation.attempt),
+    }
+
+
+def envelope(invocation: Invocation) -> dict[str, Any]:
+    """The JSON document for targets that carry no headers (EventBridge detail, Lambda event)."""
+    return {
+        "job_id": invocation.job_id,
+        "run_id": invocation.run_id,
+        "scheduled_for": rfc3339_ms(invocation.scheduled_ms),
+        "attempt": invocation.attempt,
+        "payload": invocation.payload,
+    }
+
+
+def to_json(value: Any) -> str:
+    """Compact JSON, keeping non-ASCII text readable.
+
+    A payload parsed from JSON may hold a lone surrogate (`"\\ud800"`), which has no UTF-8
+    encoding; such a document is written with ASCII escapes instead, exactly as it arrived.
+    """
+    try:
+        text = json.dumps(value, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+    except (TypeError, ValueError) as exc:
+        raise TargetError(f"payload is not JSON: {exc}", retryable=False) from exc
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        text = json.dumps(value, ensure_ascii=True, separators=(",", ":"), allow_nan=False)
+    return text
