@@ -107,6 +107,21 @@ duetime.domain.schedule.x__transition__mutmut_8 equivalent: / not //: whole seco
 duetime.domain.runs.x_finished_run__mutmut_36 equivalent: drops lease=None: None is the field's default
 duetime.domain.planning.x__dropped__mutmut_11 equivalent: end_at + 2: _rate_count_before clamps to end_at + 1 anyway
 duetime.domain.planning.x_first_due__mutmut_10 equivalent: <= not <: a first occurrence at created_at is found again
+duetime.domain.schedule.x__cron_previous__mutmut_48 equivalent: empty_from only steers _last_cron_before's halving search; the answer is the same
+duetime.domain.schedule.x__cron_previous__mutmut_49 equivalent: empty_from only steers _last_cron_before's halving search; the answer is the same
+duetime.domain.schedule.x__cron_previous__mutmut_50 equivalent: empty_from only steers _last_cron_before's halving search; the answer is the same
+duetime.domain.schedule.x__cron_previous__mutmut_52 equivalent: empty_from only steers _last_cron_before's halving search; the answer is the same
+duetime.domain.schedule.x__cron_previous__mutmut_53 equivalent: empty_from only steers _last_cron_before's halving search; the answer is the same
+duetime.domain.schedule.x__cron_previous__mutmut_55 equivalent: empty_from only steers _last_cron_before's halving search; the answer is the same
+duetime.domain.schedule.x__last_cron_before__mutmut_23 equivalent: the halving step only steers the search; the answer is checked against `before`
+duetime.domain.schedule.x__last_cron_before__mutmut_24 equivalent: one more evaluation when the midpoint equals `last`; same answer
+duetime.domain.schedule.x__cron_previous__mutmut_19 equivalent: a search window from 2 minutes still finds the occurrence before `before`
+duetime.domain.schedule.x__cron_previous__mutmut_46 equivalent: a window that triples instead of doubling finds the same occurrence
+duetime.domain.schedule.x__cron_previous__mutmut_15 equivalent: no occurrence lies after end_at and instants are whole ms: before end_at + 2 ms equals at or before end_at
+duetime.domain.schedule.x__cron_previous__mutmut_24 equivalent: differs only when a 15,006-day window holds no occurrence; the rarest cron (29 Feb on a weekday) has gaps of at most 14,609 days
+duetime.domain.schedule.x__cron_previous__mutmut_39 equivalent: differs only when a 15,006-day window holds no occurrence; the rarest cron (29 Feb on a weekday) has gaps of at most 14,609 days
+duetime.domain.schedule.x__first_cron_instant_after__mutmut_37 equivalent: on equality no instant of that wall time can replace `best`; one more wall time examined
+duetime.domain.planning.x__dropped__mutmut_28 equivalent: `first` is always an occurrence and occurrences are >= 1 s apart: first + 1 and first + 2 count the same
 EOF
 )"
 
