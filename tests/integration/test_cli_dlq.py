@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from duetime.adapters.sqs import SqsJobQueue
-from duetime.cli import main
+from duetime.cli.main import main
 from duetime.domain.ids import run_id
 from duetime.domain.jobs import Priority, Runtime
 from duetime.domain.runs import CLOCK_SKEW_ALLOWANCE_MS, Lease, RunClaim, RunStatus

@@ -21,7 +21,7 @@ import pytest
 from botocore.config import Config
 
 from duetime.adapters.codec import from_item, run_from_values, run_to_values, to_item
-from duetime.cli import main
+from duetime.cli.main import main
 from duetime.config import Env, Settings
 from duetime.domain.runs import Attempt, Run, RunStatus
 from duetime.entrypoints import archiver as archiver_handler

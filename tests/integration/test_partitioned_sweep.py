@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 
 from duetime.adapters.memory import MemoryJobStore, MemoryQueue, MemoryRunStore, MemoryTimerStore
-from duetime.cli import main as cli_main
+from duetime.cli.main import main as cli_main
 from duetime.config import QueueUrls, Settings, queue_key
 from duetime.domain.jobs import JobStatus, Priority, Runtime, parse_job_spec
 from duetime.domain.messages import RunMessage

@@ -77,7 +77,7 @@ def start_worker(env: dict[str, str]) -> subprocess.Popen[str]:
             sys.executable,
             "-c",
             "import faulthandler, signal; faulthandler.register(signal.SIGUSR1); "
-            "import tests.reliability.local_handlers; from duetime.cli import main; "
+            "import tests.reliability.local_handlers; from duetime.cli.main import main; "
             "raise SystemExit(main())",
             "worker",
             "--runtime",

@@ -13,7 +13,7 @@ import json
 
 import pytest
 
-from duetime.cli import main
+from duetime.cli.main import main
 from duetime.domain.ids import run_id
 from duetime.domain.jobs import Priority, Runtime
 from duetime.domain.messages import MessageAuth, RunMessage

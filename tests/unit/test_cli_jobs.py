@@ -18,7 +18,7 @@ from urllib.parse import parse_qs, urlsplit
 
 import pytest
 
-from duetime.cli_jobs import client_for, format_duration, register, schedule_summary
+from duetime.cli.jobs import client_for, format_duration, register, schedule_summary
 
 TOKEN = "t0ken"
 

@@ -17,7 +17,7 @@ from typing import Any
 import jwt
 import pytest
 
-from duetime.cli import main
+from duetime.cli.main import main
 from duetime.local.gateway import MAX_BODY_BYTES, Gateway
 from duetime.local.keys import (
     AUDIENCE,

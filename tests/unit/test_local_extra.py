@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from duetime.cli import main
+from duetime.cli.main import main
 
 ROOT = Path(__file__).resolve().parents[2]
 LOCAL_EXTRA = ("moto", "duckdb", "flask")

@@ -21,7 +21,7 @@ from http.client import HTTPException
 from typing import Any
 
 from duetime import __version__
-from duetime.cli_types import positive_float, positive_int
+from duetime.cli.types import positive_float, positive_int
 from duetime.domain.jobs import CatchupMode, JobStatus, Priority, Runtime
 
 API_URL_ENV = "DUETIME_API_URL"

@@ -19,7 +19,7 @@ import sys
 from collections.abc import Sequence
 from typing import Any
 
-from duetime.cli_dlq import deployment
+from duetime.cli.dlq import deployment
 from duetime.domain.timers import StuckTimer
 from duetime.domain.timeutil import rfc3339_ms
 

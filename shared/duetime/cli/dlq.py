@@ -28,7 +28,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
-from duetime.cli_types import positive_int
+from duetime.cli.types import positive_int
 from duetime.config import Env, QueueUrls, Settings, queue_key, queue_name
 from duetime.domain.ids import run_id
 from duetime.domain.jobs import JobStatus, Priority, Runtime

@@ -16,7 +16,8 @@ from pathlib import Path
 from types import FrameType
 from typing import TYPE_CHECKING, TextIO
 
-from duetime.cli_types import port, positive_int, positive_seconds
+from duetime.cli import dlq, jobs, timers
+from duetime.cli.types import port, positive_int, positive_seconds
 from duetime.domain.jobs import Priority, Runtime
 
 if TYPE_CHECKING:
@@ -104,10 +105,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     _state_dir_option(token)
     token.set_defaults(run=_run_token)
 
-    _register_jobs_commands(commands)
+    jobs.register(commands)
     _register_history_commands(commands)
-    _register_dlq_commands(commands)
-    _register_timers_commands(commands)
+    dlq.register(commands)
+    timers.register(commands)
 
     args = parser.parse_args(argv)
     try:
@@ -118,34 +119,6 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"duetime: {exc}", file=sys.stderr)
         return 2
     return code
-
-
-def _register_jobs_commands(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    """`duetime jobs …` lives in duetime.cli_jobs when that module is present."""
-    if importlib.util.find_spec("duetime.cli_jobs") is None:
-        return
-    try:
-        from duetime import cli_jobs
-    except ImportError as exc:  # the other commands still work
-        print(f"duetime: the jobs commands are unavailable: {exc}", file=sys.stderr)
-        return
-    cli_jobs.register(commands)
-
-
-def _register_dlq_commands(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    """`duetime dlq …` (list and redrive dead runs) lives in duetime.cli_dlq."""
-    from duetime import cli_dlq
-
-    cli_dlq.register(commands)
-
-
-def _register_timers_commands(
-    commands: argparse._SubParsersAction[argparse.ArgumentParser],
-) -> None:
-    """`duetime timers stuck [--retry]` lives in duetime.cli_timers."""
-    from duetime import cli_timers
-
-    cli_timers.register(commands)
 
 
 def _register_history_commands(
@@ -475,7 +448,3 @@ class _FiguresPrinter:
             self._last = line
             self._out.write(f"{time.strftime('%H:%M:%S')}  {line}\n")
             self._out.flush()
-
-
-if __name__ == "__main__":
-    raise SystemExit(main())
