@@ -18,7 +18,9 @@ from urllib.parse import parse_qs, urlsplit
 
 import pytest
 
-from duetime.cli.jobs import client_for, format_duration, register, schedule_summary
+from duetime.cli.client import client_for
+from duetime.cli.format import format_duration, schedule_summary
+from duetime.cli.jobs import register
 
 TOKEN = "t0ken"
 

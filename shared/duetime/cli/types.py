@@ -3,6 +3,11 @@
 from __future__ import annotations
 
 import argparse
+import json
+import sys
+from typing import Any
+
+from duetime.cli.format import is_control
 
 
 def positive_int(text: str) -> int:
@@ -38,4 +43,59 @@ def port(text: str) -> int:
         raise argparse.ArgumentTypeError(f"{text!r} is not a port number") from None
     if not 0 <= value <= 65_535:
         raise argparse.ArgumentTypeError("must be from 0 to 65535 (0: any free port)")
+    return value
+
+
+def number(text: str) -> int | float:
+    """A number kept as the user wrote it: `2` is sent as 2, `2.5` as 2.5."""
+    try:
+        return int(text)
+    except ValueError:
+        pass
+    try:
+        return float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
+
+
+def json_value(text: str) -> Any:
+    """JSON text, or `@path` to read it from a file (`@-`: standard input)."""
+    source = "JSON"
+    if text.startswith("@"):
+        path = text[1:]
+        source = "standard input" if path == "-" else path
+        try:
+            if path == "-":
+                text = sys.stdin.read()
+            else:
+                with open(path, encoding="utf-8") as file:
+                    text = file.read()
+        except (OSError, UnicodeDecodeError) as exc:
+            raise argparse.ArgumentTypeError(f"cannot read {path}: {exc}") from None
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as exc:
+        quoted = source == "JSON" and not text.lstrip().startswith(("{", "[", '"'))
+        hint = f" (a string must be quoted: '\"{text}\"')" if quoted else ""
+        raise argparse.ArgumentTypeError(f"{source} is not valid JSON: {exc}{hint}") from None
+
+
+def key_value(text: str) -> tuple[str, str]:
+    key, sep, value = text.partition("=")
+    if not sep or not key.strip():
+        raise argparse.ArgumentTypeError(f"{text!r} is not K=V")
+    return key.strip(), value
+
+
+def source_detail_type(text: str) -> tuple[str, str]:
+    source, sep, detail_type = text.partition(":")
+    if not sep or not source or not detail_type:
+        raise argparse.ArgumentTypeError(f"{text!r} is not SOURCE:DETAIL_TYPE")
+    return source, detail_type
+
+
+def header_value(text: str) -> str:
+    value = text.strip()
+    if not value or any(is_control(char) for char in value):
+        raise argparse.ArgumentTypeError("must be non-empty, without control characters")
     return value

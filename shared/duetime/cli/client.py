@@ -1,0 +1,165 @@
+"""The HTTP client of the duetime API for `duetime jobs` (docs/cli.md): the base URL and the
+token from the flags or the environment, JSON requests, and the API's errors as exceptions.
+
+HTTP is `urllib.request` on purpose: no dependency for a handful of JSON calls.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import urllib.error
+import urllib.parse
+import urllib.request
+from collections.abc import Mapping
+from dataclasses import dataclass
+from http.client import HTTPException
+from typing import Any
+
+from duetime import __version__
+from duetime.cli.format import cut, is_control
+
+API_URL_ENV = "DUETIME_API_URL"
+TOKEN_ENV = "DUETIME_TOKEN"  # noqa: S105 (the variable's name, not a secret)
+DEFAULT_API_URL = "http://127.0.0.1:8080"
+DEFAULT_TIMEOUT_SECONDS = 30.0
+
+
+class UsageError(Exception):
+    """The command cannot be sent as given (exit 2)."""
+
+
+class Unreachable(Exception):
+    """No HTTP answer from the API (exit 1)."""
+
+
+class ApiError(Exception):
+    """The API answered with an error (exit 1)."""
+
+    def __init__(self, status: int, code: str, message: str, field: str | None) -> None:
+        super().__init__(message)
+        self.status = status
+        self.code = code
+        self.message = message
+        self.field = field
+
+    def __str__(self) -> str:
+        text = f"{self.status} {self.code}: {self.message}"
+        return f"{text} (field: {self.field})" if self.field else text
+
+
+def client_for(args: argparse.Namespace) -> ApiClient:
+    base_url = (args.api_url or os.environ.get(API_URL_ENV) or DEFAULT_API_URL).rstrip("/")
+    try:
+        parts = urllib.parse.urlsplit(base_url)
+    except ValueError:
+        parts = urllib.parse.urlsplit("")
+    if parts.scheme not in ("http", "https") or not parts.netloc:
+        raise UsageError(f"the API URL must be http:// or https://, not {base_url!r}")
+    token = args.token
+    if token is None:
+        token = os.environ.get(TOKEN_ENV, "").strip()
+        if any(is_control(char) for char in token):
+            raise UsageError(f"{TOKEN_ENV} holds control characters")
+    if not token:
+        raise UsageError(
+            f"no API token: pass --token or set {TOKEN_ENV} "
+            '(for the local stack: export DUETIME_TOKEN="$(duetime token --tenant me)")'
+        )
+    return ApiClient(base_url, token, args.timeout)
+
+
+@dataclass(frozen=True)
+class ApiClient:
+    """JSON over HTTP with a bearer token. Raises ApiError or Unreachable."""
+
+    base_url: str
+    token: str
+    timeout: float
+
+    def call(
+        self,
+        method: str,
+        path: str,
+        *,
+        query: Mapping[str, str | int | None] | None = None,
+        body: Any = None,
+        headers: Mapping[str, str] | None = None,
+    ) -> Any:
+        url = self.base_url + path
+        params = {key: str(value) for key, value in (query or {}).items() if value is not None}
+        if params:
+            url += "?" + urllib.parse.urlencode(params)
+        # The scheme was checked in client_for: http(s) only, never file:.
+        request = urllib.request.Request(url, method=method)  # noqa: S310
+        request.add_header("Authorization", f"Bearer {self.token}")
+        request.add_header("Accept", "application/json")
+        request.add_header("User-Agent", f"duetime-cli/{__version__}")
+        for name, value in (headers or {}).items():
+            request.add_header(name, value)
+        if body is not None:
+            request.add_header("Content-Type", "application/json")
+            request.data = json.dumps(body, separators=(",", ":")).encode()
+        try:
+            opener = urllib.request.build_opener(_RefuseRedirects)
+            with opener.open(request, timeout=self.timeout) as response:
+                status, raw = response.status, response.read()
+        except urllib.error.HTTPError as exc:
+            try:
+                error_body = exc.read()
+            except (OSError, HTTPException):
+                error_body = b""
+            finally:
+                exc.close()
+            raise _api_error(exc.code, exc.reason, error_body) from None
+        except urllib.error.URLError as exc:
+            raise self._unreachable(exc.reason) from None
+        except (OSError, HTTPException) as exc:  # timeouts and resets after connecting
+            raise self._unreachable(exc) from None
+        if not raw.strip():
+            return None
+        try:
+            return json.loads(raw)
+        except (json.JSONDecodeError, UnicodeDecodeError):
+            raise ApiError(
+                status, "bad_response", "the API answered with something not JSON", None
+            ) from None
+
+    def _unreachable(self, reason: object) -> Unreachable:
+        if isinstance(reason, ConnectionRefusedError):
+            return Unreachable(
+                f'cannot reach the API at {self.base_url} — is "duetime local" running?'
+            )
+        if isinstance(reason, TimeoutError):
+            return Unreachable(f"no answer from the API at {self.base_url} in {self.timeout:g} s")
+        return Unreachable(f"cannot reach the API at {self.base_url}: {reason}")
+
+
+class _RefuseRedirects(urllib.request.HTTPRedirectHandler):
+    """The API never redirects, and urllib would carry the bearer token to wherever a redirect
+    points: a 3xx is reported as an error instead."""
+
+    def redirect_request(
+        self,
+        req: urllib.request.Request,
+        fp: Any,
+        code: int,
+        msg: str,
+        headers: Any,
+        newurl: str,
+    ) -> None:
+        return None
+
+
+def _api_error(status: int, reason: object, raw: bytes) -> ApiError:
+    """The error from the API's `{"error": {"code", "message", "field"}}`, or the best we have
+    when something in between (a proxy, a gateway) answered instead."""
+    try:
+        error = json.loads(raw)["error"]
+        code, message = str(error["code"]), str(error["message"])
+        field = error.get("field")
+        return ApiError(status, code, message, str(field) if field else None)
+    except (ValueError, UnicodeDecodeError, TypeError, KeyError, AttributeError):
+        text = raw.decode("utf-8", "replace").strip()
+        return ApiError(status, "http_error", cut(" ".join(text.split())) or str(reason), None)
