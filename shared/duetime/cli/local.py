@@ -1,0 +1,229 @@
+"""`duetime local` and `duetime token`: the whole system on this machine, and a dev token for
+its API."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shlex
+import shutil
+import signal
+import sys
+import threading
+import time
+from pathlib import Path
+from types import FrameType
+from typing import TYPE_CHECKING, TextIO
+
+from duetime.cli.options import LOCAL_STACK_MODULES, missing_local_extra, state_dir_option
+from duetime.cli.types import port, positive_int, positive_seconds
+
+if TYPE_CHECKING:
+    from duetime.local.stack import Figures, LocalStack
+
+EXAMPLE_HISTORY_QUERY = "SELECT status, count(*) AS runs FROM runs GROUP BY status"
+
+
+def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    """Add `local` and `token` to the main CLI's subcommands."""
+    local = subparsers.add_parser(
+        "local",
+        help="run the whole system on this machine (a moto server, no AWS account)",
+        description="Run the whole system on this machine: a moto server on loopback (in a "
+        "process of its own) and, "
+        "around the same Lambda handlers, emulators of API Gateway (JWT), the sweeper's "
+        "schedule, the SQS event source mappings and the Fargate worker. Ctrl-C stops it.",
+    )
+    local.add_argument("--port", type=port, default=8080, help="the API's port (default 8080)")
+    local.add_argument(
+        "--tick-seconds",
+        type=positive_seconds,
+        default=60.0,
+        help="how often the shards are swept (default 60, as the EventBridge rule)",
+    )
+    local.add_argument(
+        "--moto-port", type=port, default=0, help="the moto server's port (default: any free)"
+    )
+    local.add_argument(
+        "--lambda-pollers",
+        type=positive_int,
+        default=5,
+        help="concurrent pollers per lambda queue (default 5, where Lambda's SQS event source "
+        "mapping starts)",
+    )
+    local.add_argument(
+        "--no-private-targets",
+        action="store_true",
+        help="refuse HTTP targets on loopback and private addresses, as on AWS",
+    )
+    local.add_argument(
+        "--hot-ttl-seconds",
+        type=positive_int,
+        default=None,
+        help="how long run records stay in the runs table before they expire to the history "
+        "archive (default 30 days; e.g. 10 to watch runs reach `duetime history query`)",
+    )
+    state_dir_option(local)
+    local.set_defaults(run=_run_local)
+
+    token = subparsers.add_parser(
+        "token",
+        help="print a dev token for the local stack's API",
+        description="Print a JWT for the local gateway, signed with the key under the state "
+        "directory (created if needed). Use it as 'Authorization: Bearer <token>'.",
+    )
+    token.add_argument("--tenant", required=True, help="the tenant (the token's sub claim)")
+    token.add_argument(
+        "--ttl-seconds", type=positive_int, default=86_400, help="lifetime (default one day)"
+    )
+    state_dir_option(token)
+    token.set_defaults(run=_run_token)
+
+
+def _run_token(args: argparse.Namespace) -> int:
+    from duetime.local.keys import issue_token, key_path, load_or_create_key
+
+    key, created = load_or_create_key(args.state_dir)
+    try:
+        token = issue_token(args.tenant, args.ttl_seconds, key)
+    except ValueError as exc:
+        print(f"duetime: {exc}", file=sys.stderr)
+        return 2
+    if created:
+        print(f"duetime: created the local signing key {key_path(args.state_dir)}", file=sys.stderr)
+    print(token)
+    return 0
+
+
+def _run_local(args: argparse.Namespace) -> int:
+    if missing_local_extra("duetime local", LOCAL_STACK_MODULES):
+        return 2
+    from duetime.local.stack import LocalOptions, LocalStack
+
+    options = LocalOptions(
+        port=args.port,
+        tick_seconds=args.tick_seconds,
+        moto_port=args.moto_port,
+        lambda_pollers=args.lambda_pollers,
+        allow_private_targets=not args.no_private_targets,
+        state_dir=args.state_dir,
+        hot_ttl_seconds=args.hot_ttl_seconds,
+    )
+    stopping = threading.Event()
+
+    def on_signal(signum: int, frame: FrameType | None) -> None:
+        if stopping.is_set():  # a second Ctrl-C: the user does not want to wait
+            os.write(2, b"duetime local: forced stop\n")
+            os._exit(130)
+        stopping.set()
+
+    # Ctrl-C and SIGTERM (from now on, during start-up too) end the wait below, then stop().
+    signal.signal(signal.SIGTERM, on_signal)
+    signal.signal(signal.SIGINT, on_signal)
+
+    console = sys.stdout
+    args.state_dir.mkdir(parents=True, exist_ok=True)
+    log_path = args.state_dir / "functions.log"
+    with log_path.open("w", encoding="utf-8", buffering=1) as log:
+        printer = _FiguresPrinter(console)
+        stack = LocalStack(options, on_figures=printer, log_stream=log)
+        console.write("duetime local: starting...\n")
+        console.flush()
+        stack.start()
+        try:
+            console.write(_banner(stack, log_path))
+            console.flush()
+            while not stopping.wait(0.5):
+                pass
+            console.write("duetime local: stopping...\n")
+            console.flush()
+        finally:
+            stack.stop()
+    console.write("duetime local: stopped\n")
+    console.flush()
+    return 0
+
+
+def _banner(stack: LocalStack, log_path: Path) -> str:
+    from duetime.local.keys import key_path
+
+    options = stack.options
+    token = shlex.join(
+        [
+            _program(),
+            "token",
+            "--tenant",
+            "demo",
+            "--state-dir",
+            str(options.state_dir.resolve()),
+        ]
+    )
+    url = stack.api_url
+    history = shlex.join(
+        [
+            _program(),
+            "history",
+            "query",
+            "--state-dir",
+            str(options.state_dir.resolve()),
+            EXAMPLE_HISTORY_QUERY,
+        ]
+    )
+    ttl = stack.settings.run_ttl_seconds
+    hot = (
+        f"{ttl} s after they are due (--hot-ttl-seconds)"
+        if options.hot_ttl_seconds
+        else f"when they expire ({ttl // 86_400} days; --hot-ttl-seconds shortens it)"
+    )
+    targets = "refused" if not options.allow_private_targets else "allowed"
+    lines = [
+        "",
+        f"  API        {url}   (GET /health and GET /openapi.json need no token)",
+        f"  token      {token}",
+        "  try it     export DUETIME_TOKEN=$(" + token + ")",
+        f'             curl -H "Authorization: Bearer $DUETIME_TOKEN" {url}/jobs',
+        f"  moto       {stack.moto_url}   (DynamoDB, SQS, S3: set AWS_ENDPOINT_URL to look inside)",
+        f"  sweeper    every {options.tick_seconds:g} s, {stack.settings.timer_shards} shards at "
+        "once; reconciler hourly; Lambda worker: 3 queue pollers, Fargate worker: 1 loop",
+        f"  targets    loopback and private HTTP targets {targets}; plain http allowed",
+        f"  history    runs move to s3://{stack.settings.history_bucket}/history/ {hot}; query:",
+        f"             {history}",
+        f"  logs       {log_path.resolve()}",
+        *(
+            [f"  key        created {key_path(options.state_dir).resolve()} (mode 0600)"]
+            if stack.key_created
+            else []
+        ),
+        "",
+        "Live figures below (a line when they change); Ctrl-C stops.",
+        "",
+    ]
+    return "\n".join(lines)
+
+
+def _program() -> str:
+    """How the user can run this same `duetime` (it may not be on PATH: scripts/local)."""
+    here = Path(sys.argv[0]).resolve()
+    if here.name == "duetime":
+        on_path = shutil.which("duetime")
+        return "duetime" if on_path and Path(on_path).resolve() == here else str(here)
+    return "duetime"
+
+
+class _FiguresPrinter:
+    """Writes the live figures as a timestamped line whenever they change (a terminal wraps a
+    long line by itself; rewriting one in place would leave wrapped rows behind)."""
+
+    def __init__(self, out: TextIO) -> None:
+        self._out = out
+        self._last = ""
+        self._lock = threading.Lock()
+
+    def __call__(self, figures: Figures) -> None:
+        line = figures.line()
+        with self._lock:
+            if line == self._last:
+                return
+            self._last = line
+            self._out.write(f"{time.strftime('%H:%M:%S')}  {line}\n")
+            self._out.flush()

@@ -1,0 +1,37 @@
+"""What the commands around the local stack share: its state directory, and the check that
+the `local` extra is installed."""
+
+from __future__ import annotations
+
+import argparse
+import importlib.util
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+
+DEFAULT_STATE_DIR = ".duetime"  # duetime.local.keys.DEFAULT_STATE_DIR, without importing it
+# What the `local` extra installs (pyproject.toml) that these commands import: the runtime (the
+# Lambda asset, the Fargate image) goes without it.
+LOCAL_STACK_MODULES = ("moto", "flask")  # moto[server]
+LOCAL_QUERY_MODULES = ("duckdb",)
+
+
+def state_dir_option(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--state-dir",
+        type=Path,
+        default=Path(DEFAULT_STATE_DIR),
+        help="where the local signing key and logs live (default .duetime)",
+    )
+
+
+def missing_local_extra(command: str, modules: Sequence[str]) -> bool:
+    """Whether a module of the `local` extra is missing (then says how to install it)."""
+    missing = [name for name in modules if importlib.util.find_spec(name) is None]
+    if missing:
+        print(
+            f"{command} needs the local extra: pip install 'duetime[local]' "
+            f"({', '.join(missing)} not installed)",
+            file=sys.stderr,
+        )
+    return bool(missing)

@@ -1,0 +1,55 @@
+"""`duetime worker`: a long-lived worker over the queues (the Fargate worker's command)."""
+
+from __future__ import annotations
+
+import argparse
+import signal
+from types import FrameType
+
+from duetime.cli.types import positive_int
+from duetime.domain.jobs import Priority, Runtime
+
+
+def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    """Add `worker` to the main CLI's subcommands."""
+    worker = subparsers.add_parser(
+        "worker", help="run a long-lived worker over the queues (the Fargate worker)"
+    )
+    worker.add_argument("--runtime", choices=[r.value for r in Runtime], default="fargate")
+    worker.add_argument(
+        "--priority",
+        action="append",
+        choices=[p.value for p in Priority],
+        help="queue priorities to serve (repeatable; default: all)",
+    )
+    worker.add_argument("--concurrency", type=positive_int, default=8)
+    worker.add_argument("--wait-seconds", type=positive_int, default=10, help="long-poll wait")
+    worker.add_argument("--visibility-seconds", type=positive_int, default=60)
+    worker.add_argument("--stop-timeout-seconds", type=positive_int, default=90)
+    worker.set_defaults(run=_run_worker)
+
+
+def _run_worker(args: argparse.Namespace) -> int:
+    from duetime.services.queue_worker import QueueWorker
+    from duetime.wiring import components
+
+    parts = components()
+    worker = QueueWorker(
+        parts.queue,
+        parts.executor,
+        Runtime(args.runtime),
+        priorities=[Priority(p) for p in args.priority] if args.priority else list(Priority),
+        concurrency=args.concurrency,
+        wait_seconds=args.wait_seconds,
+        visibility_seconds=args.visibility_seconds,
+        heartbeat_seconds=max(1.0, args.visibility_seconds / 3),
+        stop_timeout_seconds=args.stop_timeout_seconds,
+    )
+
+    def on_signal(signum: int, frame: FrameType | None) -> None:
+        worker.stop()
+
+    signal.signal(signal.SIGTERM, on_signal)
+    signal.signal(signal.SIGINT, on_signal)
+    worker.run()
+    return 0
