@@ -3,8 +3,9 @@
 One directory holds everything the functions import besides the Lambda runtime (boto3) and
 the managed layers (Powertools; AWS SDK for pandas for pyarrow):
 
-    duetime/      shared/duetime without duetime/local (the local stack is not deployed);
-                  the handlers are its duetime/entrypoints/<name>.py
+    duetime/      shared/duetime without duetime/local and duetime/cli (the local stack and
+                  the command line are not deployed); the handlers are its
+                  duetime/entrypoints/<name>.py
     croniter/, dateutil/, six.py, ...   pure-Python runtime dependencies, copied from the
                   environment that runs the synth (the pinned versions of pyproject.toml)
 
@@ -79,7 +80,7 @@ def build_lambda_asset(target: Path, repo_root: Path = REPO_ROOT) -> Path:
     shutil.copytree(
         package,
         target / "duetime",
-        ignore=_ignore_local(package),
+        ignore=_ignore_undeployed(package),
         dirs_exist_ok=True,
     )
     for dist in runtime_distributions():
@@ -138,11 +139,12 @@ def _copy_distribution(name: str, target: Path) -> None:
         shutil.copyfile(source, destination)
 
 
-def _ignore_local(package: Path) -> Callable[[str, list[str]], set[str]]:
+def _ignore_undeployed(package: Path) -> Callable[[str, list[str]], set[str]]:
     def ignore(directory: str, names: list[str]) -> set[str]:
         skipped = set(_IGNORED(directory, names))
         if Path(directory) == package:
-            skipped.add("local")  # the local stack (moto server, emulators) stays home
+            # The local stack (moto server, emulators) and the command line stay home.
+            skipped.update(("local", "cli"))
         return skipped
 
     return ignore

@@ -185,6 +185,13 @@ def test_handlers_are_in_the_code_asset() -> None:
     assert not (asset / "aws_lambda_powertools").exists()  # the layer's
 
 
+def test_the_command_line_is_not_in_the_code_asset() -> None:
+    asset = packaging.lambda_asset_dir()
+
+    assert (asset / "duetime" / "entrypoints").is_dir()
+    assert not (asset / "duetime" / "cli").exists()  # the `duetime` command is not deployed
+
+
 @pytest.mark.parametrize("name", FUNCTIONS)
 def test_dynamodb_actions_are_exactly_what_the_code_calls(synth: Synth, name: str) -> None:
     role = synth.role_of(name)
