@@ -10,6 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 from duetime import __version__
+from duetime.domain.cron import MAX_CRON_LENGTH
 from duetime.domain.jobs import (
     MAX_NAME_CHARS,
     MAX_PAYLOAD_BYTES,
@@ -20,7 +21,7 @@ from duetime.domain.jobs import (
     Runtime,
 )
 from duetime.domain.runs import RunStatus
-from duetime.domain.schedule import MAX_CRON_LENGTH, MAX_DELAY_SECONDS, MAX_RATE_SECONDS
+from duetime.domain.schedule import MAX_DELAY_SECONDS, MAX_RATE_SECONDS
 from duetime.domain.targets import HTTP_METHODS, MAX_HEADERS
 
 ERROR_CODES = (
