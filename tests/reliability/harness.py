@@ -189,7 +189,7 @@ def sweeper_crash_points(every: int, limit: int | None) -> dict[str, tuple[Crash
     shard = CrashPoint("sweeper: after recording a partition's progress", every, limit)
     return {
         "after-read": (page, crash_after(lambda p: p.timers, "read_due", page)),
-        "after-send": (sent, crash_after(lambda p: p.sweeper, "_hand_over", sent)),
+        "after-send": (sent, crash_after(lambda p: p.sweeper._handover, "hand_over", sent)),
         "between-shards": (shard, crash_after(lambda p: p.timers, "advance", shard)),
     }
 
