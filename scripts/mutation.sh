@@ -2,7 +2,7 @@
 # Mutation testing of the pure core, on demand (not part of scripts/test or CI).
 #
 # mutmut (configured in pyproject.toml, [tool.mutmut]) mutates shared/duetime/domain/{runs,
-# retry,planning,schedule}.py and runs the unit tests and the in-memory contract suite against
+# retry,planning,schedule,cron}.py and runs the unit tests and the in-memory contract suite against
 # each mutant, then this prints the figures and the survivors. The score leaves out the
 # mutants listed in `excluded` below (an error message's text, or equivalent: no input tells
 # them apart); see docs/reliability.md.
@@ -45,65 +45,65 @@ duetime.domain.schedule.x__instant__mutmut_20 message: only an error message's t
 duetime.domain.schedule.x__instant__mutmut_23 message: only an error message's text changes
 duetime.domain.schedule.x__instant__mutmut_24 message: only an error message's text changes
 duetime.domain.schedule.x__instant__mutmut_25 message: only an error message's text changes
-duetime.domain.schedule.x__item_values__mutmut_4 message: only an error message's text changes
-duetime.domain.schedule.x__item_values__mutmut_15 message: only an error message's text changes
-duetime.domain.schedule.x__item_values__mutmut_16 message: only an error message's text changes
-duetime.domain.schedule.x__item_values__mutmut_17 message: only an error message's text changes
-duetime.domain.schedule.x__item_values__mutmut_35 message: only an error message's text changes
-duetime.domain.schedule.x__item_values__mutmut_36 message: only an error message's text changes
-duetime.domain.schedule.x__item_values__mutmut_37 message: only an error message's text changes
-duetime.domain.schedule.x__item_values__mutmut_38 message: only an error message's text changes
-duetime.domain.schedule.x__item_values__mutmut_39 message: only an error message's text changes
-duetime.domain.schedule.x__item_values__mutmut_40 message: only an error message's text changes
-duetime.domain.schedule.x__item_values__mutmut_41 message: only an error message's text changes
-duetime.domain.schedule.x__item_values__mutmut_42 message: only an error message's text changes
-duetime.domain.schedule.x__item_values__mutmut_43 message: only an error message's text changes
-duetime.domain.schedule.x__item_values__mutmut_60 message: only an error message's text changes
-duetime.domain.schedule.x__item_values__mutmut_61 message: only an error message's text changes
-duetime.domain.schedule.x__item_values__mutmut_62 message: only an error message's text changes
-duetime.domain.schedule.x__value__mutmut_14 message: only an error message's text changes
-duetime.domain.schedule.x__value__mutmut_16 message: only an error message's text changes
-duetime.domain.schedule.x__value__mutmut_17 message: only an error message's text changes
-duetime.domain.schedule.x__value__mutmut_18 message: only an error message's text changes
-duetime.domain.schedule.x__value__mutmut_19 message: only an error message's text changes
-duetime.domain.schedule.x__value__mutmut_20 message: only an error message's text changes
-duetime.domain.schedule.x__value__mutmut_21 message: only an error message's text changes
-duetime.domain.schedule.x__value__mutmut_26 message: only an error message's text changes
-duetime.domain.schedule.x__day_of_month__mutmut_37 message: only an error message's text changes
-duetime.domain.schedule.x__day_of_month__mutmut_38 message: only an error message's text changes
-duetime.domain.schedule.x__day_of_month__mutmut_39 message: only an error message's text changes
-duetime.domain.schedule.x__day_of_month__mutmut_40 message: only an error message's text changes
-duetime.domain.schedule.x__day_of_week__mutmut_32 message: only an error message's text changes
+duetime.domain.cron.x__item_values__mutmut_4 message: only an error message's text changes
+duetime.domain.cron.x__item_values__mutmut_15 message: only an error message's text changes
+duetime.domain.cron.x__item_values__mutmut_16 message: only an error message's text changes
+duetime.domain.cron.x__item_values__mutmut_17 message: only an error message's text changes
+duetime.domain.cron.x__item_values__mutmut_35 message: only an error message's text changes
+duetime.domain.cron.x__item_values__mutmut_36 message: only an error message's text changes
+duetime.domain.cron.x__item_values__mutmut_37 message: only an error message's text changes
+duetime.domain.cron.x__item_values__mutmut_38 message: only an error message's text changes
+duetime.domain.cron.x__item_values__mutmut_39 message: only an error message's text changes
+duetime.domain.cron.x__item_values__mutmut_40 message: only an error message's text changes
+duetime.domain.cron.x__item_values__mutmut_41 message: only an error message's text changes
+duetime.domain.cron.x__item_values__mutmut_42 message: only an error message's text changes
+duetime.domain.cron.x__item_values__mutmut_43 message: only an error message's text changes
+duetime.domain.cron.x__item_values__mutmut_60 message: only an error message's text changes
+duetime.domain.cron.x__item_values__mutmut_61 message: only an error message's text changes
+duetime.domain.cron.x__item_values__mutmut_62 message: only an error message's text changes
+duetime.domain.cron.x__value__mutmut_14 message: only an error message's text changes
+duetime.domain.cron.x__value__mutmut_16 message: only an error message's text changes
+duetime.domain.cron.x__value__mutmut_17 message: only an error message's text changes
+duetime.domain.cron.x__value__mutmut_18 message: only an error message's text changes
+duetime.domain.cron.x__value__mutmut_19 message: only an error message's text changes
+duetime.domain.cron.x__value__mutmut_20 message: only an error message's text changes
+duetime.domain.cron.x__value__mutmut_21 message: only an error message's text changes
+duetime.domain.cron.x__value__mutmut_26 message: only an error message's text changes
+duetime.domain.cron.x__day_of_month__mutmut_37 message: only an error message's text changes
+duetime.domain.cron.x__day_of_month__mutmut_38 message: only an error message's text changes
+duetime.domain.cron.x__day_of_month__mutmut_39 message: only an error message's text changes
+duetime.domain.cron.x__day_of_month__mutmut_40 message: only an error message's text changes
+duetime.domain.cron.x__day_of_week__mutmut_32 message: only an error message's text changes
 duetime.domain.schedule.x__rate_previous__mutmut_4 message: only an error message's text changes
 duetime.domain.retry.x_backoff_ms__mutmut_6 message: only an error message's text changes
 duetime.domain.retry.x_backoff_ms__mutmut_7 message: only an error message's text changes
 duetime.domain.retry.x_backoff_ms__mutmut_8 message: only an error message's text changes
-duetime.domain.schedule.x__value__mutmut_13 equivalent: a-L ends at 32, not 31: days are only looked up from 1 to the month's length
-duetime.domain.schedule.x__day_of_month__mutmut_5 equivalent: ? with L unset as None: ? already lists every day, L adds none
-duetime.domain.schedule.x__day_of_month__mutmut_18 equivalent: ? with L set: ? already lists every day, L adds none
-duetime.domain.schedule.x__day_of_month__mutmut_14 equivalent: ? as days 0-31: day 0 is never looked up
-duetime.domain.schedule.x__day_of_month__mutmut_17 equivalent: ? as days 1-32: day 32 is never looked up
-duetime.domain.schedule.x__day_of_month__mutmut_23 equivalent: L starts as None, not False: it is only read as a truth value
-duetime.domain.schedule.x__day_of_month__mutmut_51 equivalent: break, not continue, after W: W is the field's only item (checked just before)
-duetime.domain.schedule.x__day_of_week__mutmut_5 equivalent: ? with no #n set (None): never read, ? matches every weekday first
-duetime.domain.schedule.x__day_of_week__mutmut_6 equivalent: ? with no L set (None): never read, ? matches every weekday first
-duetime.domain.schedule.x__day_of_week__mutmut_14 equivalent: ? as weekdays 0-7: weekdays are looked up as 0-6 only
-duetime.domain.schedule.x__matching_days__mutmut_18 equivalent: also tries day 0: only added beside real days of its weekday, never selected
+duetime.domain.cron.x__value__mutmut_13 equivalent: a-L ends at 32, not 31: days are only looked up from 1 to the month's length
+duetime.domain.cron.x__day_of_month__mutmut_5 equivalent: ? with L unset as None: ? already lists every day, L adds none
+duetime.domain.cron.x__day_of_month__mutmut_18 equivalent: ? with L set: ? already lists every day, L adds none
+duetime.domain.cron.x__day_of_month__mutmut_14 equivalent: ? as days 0-31: day 0 is never looked up
+duetime.domain.cron.x__day_of_month__mutmut_17 equivalent: ? as days 1-32: day 32 is never looked up
+duetime.domain.cron.x__day_of_month__mutmut_23 equivalent: L starts as None, not False: it is only read as a truth value
+duetime.domain.cron.x__day_of_month__mutmut_51 equivalent: break, not continue, after W: W is the field's only item (checked just before)
+duetime.domain.cron.x__day_of_week__mutmut_5 equivalent: ? with no #n set (None): never read, ? matches every weekday first
+duetime.domain.cron.x__day_of_week__mutmut_6 equivalent: ? with no L set (None): never read, ? matches every weekday first
+duetime.domain.cron.x__day_of_week__mutmut_14 equivalent: ? as weekdays 0-7: weekdays are looked up as 0-6 only
+duetime.domain.cron.x__matching_days__mutmut_18 equivalent: also tries day 0: only added beside real days of its weekday, never selected
 duetime.domain.schedule.x__cron_next__mutmut_22 equivalent: end_at check > not >=: at equality the found instant is > end_at, refused next
 duetime.domain.schedule.x__cron_previous__mutmut_32 equivalent: asks with the probe below the lower bound: the same question as None
-duetime.domain.schedule.x__next_wall__mutmut_6 equivalent: keeps the start's seconds: only its minute and above are read
-duetime.domain.schedule.x__next_wall__mutmut_7 equivalent: keeps the start's microseconds: only its minute and above are read
-duetime.domain.schedule.x__next_wall__mutmut_8 equivalent: start's second 1: only its minute and above are read
-duetime.domain.schedule.x__next_wall__mutmut_9 equivalent: start's microsecond 1: only its minute and above are read
-duetime.domain.schedule.x__first_cron_instant_after__mutmut_21 equivalent: walk start keeps seconds: only its minute and above are read
-duetime.domain.schedule.x__first_cron_instant_after__mutmut_22 equivalent: walk start keeps microseconds: only its minute and above are read
-duetime.domain.schedule.x__first_cron_instant_after__mutmut_24 equivalent: walk start's second 1: only its minute and above are read
-duetime.domain.schedule.x__first_cron_instant_after__mutmut_25 equivalent: walk start's microsecond 1: only its minute and above are read
-duetime.domain.schedule.x__first_cron_instant_after__mutmut_27 equivalent: initial highest None: never read before best, which sets it
-duetime.domain.schedule.x__first_cron_instant_after__mutmut_29 equivalent: initial highest 1 day: never read before best, which sets it
-duetime.domain.schedule.x__first_cron_instant_after__mutmut_49 equivalent: <= not <: replaces best with an equal instant
-duetime.domain.schedule.x__transition__mutmut_2 equivalent: / not //: whole seconds give exact integral floats, the same probes
-duetime.domain.schedule.x__transition__mutmut_8 equivalent: / not //: whole seconds give exact integral floats, the same result
+duetime.domain.cron.x__next_wall__mutmut_6 equivalent: keeps the start's seconds: only its minute and above are read
+duetime.domain.cron.x__next_wall__mutmut_7 equivalent: keeps the start's microseconds: only its minute and above are read
+duetime.domain.cron.x__next_wall__mutmut_8 equivalent: start's second 1: only its minute and above are read
+duetime.domain.cron.x__next_wall__mutmut_9 equivalent: start's microsecond 1: only its minute and above are read
+duetime.domain.cron.x__first_cron_instant_after__mutmut_21 equivalent: walk start keeps seconds: only its minute and above are read
+duetime.domain.cron.x__first_cron_instant_after__mutmut_22 equivalent: walk start keeps microseconds: only its minute and above are read
+duetime.domain.cron.x__first_cron_instant_after__mutmut_24 equivalent: walk start's second 1: only its minute and above are read
+duetime.domain.cron.x__first_cron_instant_after__mutmut_25 equivalent: walk start's microsecond 1: only its minute and above are read
+duetime.domain.cron.x__first_cron_instant_after__mutmut_27 equivalent: initial highest None: never read before best, which sets it
+duetime.domain.cron.x__first_cron_instant_after__mutmut_29 equivalent: initial highest 1 day: never read before best, which sets it
+duetime.domain.cron.x__first_cron_instant_after__mutmut_49 equivalent: <= not <: replaces best with an equal instant
+duetime.domain.cron.x__transition__mutmut_2 equivalent: / not //: whole seconds give exact integral floats, the same probes
+duetime.domain.cron.x__transition__mutmut_8 equivalent: / not //: whole seconds give exact integral floats, the same result
 duetime.domain.runs.x_finished_run__mutmut_36 equivalent: drops lease=None: None is the field's default
 duetime.domain.planning.x__dropped__mutmut_11 equivalent: end_at + 2: _rate_count_before clamps to end_at + 1 anyway
 duetime.domain.planning.x_first_due__mutmut_10 equivalent: <= not <: a first occurrence at created_at is found again
@@ -120,7 +120,7 @@ duetime.domain.schedule.x__cron_previous__mutmut_46 equivalent: a window that tr
 duetime.domain.schedule.x__cron_previous__mutmut_15 equivalent: no occurrence lies after end_at and instants are whole ms: before end_at + 2 ms equals at or before end_at
 duetime.domain.schedule.x__cron_previous__mutmut_24 equivalent: differs only when a 15,006-day window holds no occurrence; the rarest cron (29 Feb on a weekday) has gaps of at most 14,609 days
 duetime.domain.schedule.x__cron_previous__mutmut_39 equivalent: differs only when a 15,006-day window holds no occurrence; the rarest cron (29 Feb on a weekday) has gaps of at most 14,609 days
-duetime.domain.schedule.x__first_cron_instant_after__mutmut_37 equivalent: on equality no instant of that wall time can replace `best`; one more wall time examined
+duetime.domain.cron.x__first_cron_instant_after__mutmut_37 equivalent: on equality no instant of that wall time can replace `best`; one more wall time examined
 duetime.domain.planning.x__dropped__mutmut_28 equivalent: `first` is always an occurrence and occurrences are >= 1 s apart: first + 1 and first + 2 count the same
 EOF
 )"

@@ -93,7 +93,7 @@ PRICE_LAMBDA_REQUEST = 0.20e-6
 PRICE_EPU_HOUR = 0.00925
 HOURS_PER_MONTH = 730
 
-# --- duetime constants (shared/duetime/services/sweep.py, coordinator.py, adapters) --------
+# --- duetime constants (shared/duetime/services/sweep.py, handover.py, coordinator.py, adapters)
 PAGE_SIZE = 500  # timers per Query page
 HANDOVER_GROUP = 160  # timers handed over at once (the sweep's groups)
 BATCH_GET = 100  # keys per BatchGetItem (a recurring group's jobs)
@@ -102,7 +102,7 @@ PARALLEL_SENDS = 16  # SendMessageBatch calls at once (duetime.adapters.sqs)
 SWEEP_DEADLINE_SECONDS = 45.0
 COORDINATOR_SECONDS = 0.1  # read the shards' progress, start one async invoke per shard
 # Job reads (strongly consistent, 1 unit each). A one-off's timer carries its queue: the sweep
-# turns it into a message without reading the job (services/sweep.py `_dispatch`,
+# turns it into a message without reading the job (services/handover.py `_dispatch`,
 # domain/timers.py `Timer.message`). A recurring job's timer makes the sweep read the job
 # (BatchGetItem, to plan the chain): SWEEP_JOB_READS per *recurring* timer. The worker reads the
 # job (GetItem) once per run: WORKER_JOB_READS.
@@ -136,7 +136,7 @@ class Inputs:
     hot_tenant_share: float = 0.1  # the largest tenant's share of submissions
     bursts_per_day: float = 1.0
     # Requests per run (docs/cost.md: writes measured by tests/integration/test_cost.py; reads
-    # from the code: services/sweep.py, services/dispatch.py, the worker).
+    # from the code: services/handover.py, services/dispatch.py, the worker).
     writes_one_off: float = 4.0  # job item, timer, claim, outcome
     reads_one_off: float = 2.0  # the worker's GetItem of the job + the horizon after the timer
     writes_recurring: float = 2.0  # claim, outcome; plus a timer write per job per sweep

@@ -93,7 +93,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from duetime.adapters.codec import from_item, job_from_values, job_to_values, to_item
-from duetime.adapters.dynamodb import timer_from_values, timer_values
+from duetime.adapters.dynamodb.timer_items import timer_from_values, timer_values
 from duetime.adapters.memory import MemoryJobStore, MemoryQueue, MemoryTimerStore
 from duetime.config import QueueUrls, Settings, queue_key
 from duetime.domain.ids import message_group_id, new_job_id

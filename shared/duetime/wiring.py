@@ -15,7 +15,9 @@ from dataclasses import dataclass
 import boto3
 from botocore.config import Config
 
-from duetime.adapters.dynamodb import DynamoJobStore, DynamoRunStore, DynamoTimerStore
+from duetime.adapters.dynamodb.jobs import DynamoJobStore
+from duetime.adapters.dynamodb.runs import DynamoRunStore
+from duetime.adapters.dynamodb.timers import DynamoTimerStore
 from duetime.adapters.sqs import SqsJobQueue
 from duetime.config import Env, Settings
 from duetime.domain.messages import MessageAuth

@@ -16,7 +16,9 @@ from typing import Any, cast
 
 import pytest
 
-from duetime.adapters.dynamodb import DynamoJobStore, DynamoRunStore, DynamoTimerStore
+from duetime.adapters.dynamodb.jobs import DynamoJobStore
+from duetime.adapters.dynamodb.runs import DynamoRunStore
+from duetime.adapters.dynamodb.timers import DynamoTimerStore
 from duetime.adapters.memory import (
     MemoryJobStore,
     MemoryQueue,

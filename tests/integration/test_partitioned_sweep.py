@@ -376,7 +376,7 @@ def test_given_a_poisoned_job_on_moto_then_duetime_timers_stuck_lists_and_retrie
 def test_given_job_partitions_then_a_tenants_jobs_spread_over_keys_and_list_newest_first(
     aws: Any,
 ) -> None:
-    from duetime.adapters.dynamodb import DynamoJobStore
+    from duetime.adapters.dynamodb.jobs import DynamoJobStore
     from duetime.domain.ids import new_job_id
     from duetime.domain.jobs import Job
 

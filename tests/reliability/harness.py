@@ -42,11 +42,11 @@ from duetime.entrypoints import sweeper as sweeper_handler
 from duetime.entrypoints import worker as worker_handler
 from duetime.local.lambda_runtime import FakeContext, SqsEventSource
 from duetime.local.moto_fixes import make_dynamodb_writes_atomic, make_sqs_strict
-from duetime.reliability import Accounting, Execution, account, expected_occurrences
 from duetime.resources import create_resources
 from duetime.services.sweep import Sweeper
 from duetime.targets import DEFAULT_HANDLERS, Invocation
 from duetime.wiring import Components, build, wall_ms
+from tests.reliability.accounting import Accounting, Execution, account, expected_occurrences
 
 START = datetime(2026, 11, 21, 10, 0, 5, tzinfo=UTC)
 RECORD_TARGET = "reliability.record"
@@ -189,7 +189,7 @@ def sweeper_crash_points(every: int, limit: int | None) -> dict[str, tuple[Crash
     shard = CrashPoint("sweeper: after recording a partition's progress", every, limit)
     return {
         "after-read": (page, crash_after(lambda p: p.timers, "read_due", page)),
-        "after-send": (sent, crash_after(lambda p: p.sweeper, "_hand_over", sent)),
+        "after-send": (sent, crash_after(lambda p: p.sweeper._handover, "hand_over", sent)),
         "between-shards": (shard, crash_after(lambda p: p.timers, "advance", shard)),
     }
 

@@ -13,8 +13,8 @@ import os
 import time
 from pathlib import Path
 
-from duetime.reliability import Execution
 from duetime.targets import Invocation, handler
+from tests.reliability.accounting import Execution
 
 
 @handler("reliability.file_record")

@@ -1,4 +1,5 @@
-"""The pure accounting of duetime.reliability: expected occurrences and the per-job report."""
+"""The pure accounting of tests.reliability.accounting: expected occurrences and the per-job
+report."""
 
 from __future__ import annotations
 
@@ -8,7 +9,7 @@ import pytest
 
 from duetime.domain.schedule import parse_schedule
 from duetime.domain.timeutil import to_ms
-from duetime.reliability import Execution, account, expected_occurrences
+from tests.reliability.accounting import Execution, account, expected_occurrences
 
 CREATED = datetime(2026, 11, 21, 10, 0, 5, tzinfo=UTC)
 T0 = to_ms(CREATED)

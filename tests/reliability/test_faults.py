@@ -16,8 +16,8 @@ import pytest
 from duetime.domain.jobs import Priority, Runtime
 from duetime.domain.messages import RunMessage
 from duetime.domain.runs import RunStatus
-from duetime.reliability import Accounting
 from duetime.wiring import wall_ms
+from tests.reliability.accounting import Accounting
 from tests.reliability.harness import (
     Cluster,
     CrashPoint,

@@ -7,8 +7,8 @@ from typing import Any
 
 import pytest
 
-from duetime.adapters import dynamodb
-from duetime.adapters.dynamodb import DynamoJobStore
+from duetime.adapters.dynamodb import common as dynamodb
+from duetime.adapters.dynamodb.jobs import DynamoJobStore
 from duetime.ports import StoreError
 
 

@@ -7,9 +7,9 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
+from duetime.domain.cron import MAX_CRON_LENGTH
 from duetime.domain.errors import ValidationError
 from duetime.domain.schedule import (
-    MAX_CRON_LENGTH,
     At,
     Cron,
     Rate,

@@ -21,9 +21,10 @@ and runs each.
 - Whoever writes a timer reads its shard's horizon afterwards and sends the occurrence itself
   if a sweep already reached the bucket: no timer slips between sweeps.
 
-Keys (one DynamoDB table, duetime.adapters.dynamodb): partition `<yyyymmddHHMM>#<shard>`
-(`timer_partition`), sort key `<due epoch ms, 13 digits>#<job id>#<generation>`
-(`timer_sort_key`), so reading a partition's due timers is one range query.
+Keys (one DynamoDB table, duetime.adapters.dynamodb.timer_items): partition
+`<yyyymmddHHMM>#<shard>` (`timer_partition`), sort key
+`<due epoch ms, 13 digits>#<job id>#<generation>` (`timer_sort_key`), so reading a partition's
+due timers is one range query.
 
 The sweep's bookkeeping belongs to the same design: `PartitionState` (per partition: lease and
 watermark), `SweepState` (per shard: cursor and horizon) and `StuckTimer` (a timer whose

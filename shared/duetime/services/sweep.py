@@ -17,12 +17,12 @@ sees the timer, or the writer sees the sweep's horizon. Duplicates that this can
 a run id and are absorbed by the worker's claim.
 
 Why one bad timer cannot hold a shard back:
-- A page whose hand-over raises is split in halves until the timers that fail on their own
-  are found; those are *parked* (moved to the shard's stuck list, with the reason) and the
-  watermark moves past them in the same sweep. Each later sweep of the shard retries the
-  parked timers that are due for it, with backoff; after `MAX_HANDOVER_ATTEMPTS` a timer is
-  *quarantined*: kept, counted (`TimersQuarantined`), listed and retried by
-  `duetime timers stuck [--retry]`.
+- A page whose hand-over (duetime.services.handover) raises is split in halves until the
+  timers that fail on their own are found; those are *parked* (moved to the shard's stuck
+  list, with the reason) and the watermark moves past them in the same sweep. Each later
+  sweep of the shard retries the parked timers that are due for it, with backoff; after
+  `MAX_HANDOVER_ATTEMPTS` a timer is *quarantined*: kept, counted (`TimersQuarantined`),
+  listed and retried by `duetime timers stuck [--retry]`.
 - Work per step is bounded: pages by count and by the bytes of their jobs, catch-up planning
   per job (duetime.domain.planning), and the deadline is checked between groups of a page.
 - A sweep that *dies* in a partition (its lease runs out unreleased) leaves a stall count:
@@ -33,19 +33,16 @@ Why one bad timer cannot hold a shard back:
 from __future__ import annotations
 
 import uuid
-from collections import deque
 from collections.abc import Callable, Iterable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, fields
 
 from duetime.config import Settings
-from duetime.domain.jobs import Job, JobStatus
-from duetime.domain.messages import delay_seconds
 from duetime.domain.timers import StuckTimer, Timer, minute_of
 from duetime.domain.timeutil import MINUTE_MS
 from duetime.observability import Metric, count, logger, milliseconds
 from duetime.ports import JobQueue, JobStore, TimerStore
-from duetime.services.dispatch import Dispatcher
+from duetime.services.handover import HandOver
 
 PAGE_SIZE = 500
 # A page is also cut when its jobs add up to this many bytes (as stored): whatever the jobs'
@@ -54,9 +51,6 @@ PAGE_BUDGET_BYTES = 16 * 1024 * 1024
 # A timer that does not carry its job's size (written by an older version) counts as the
 # largest item DynamoDB can hold.
 UNKNOWN_JOB_BYTES = 400 * 1024
-# Timers handed over at once: 16 SendMessageBatch calls, as many as the SQS adapter sends in
-# parallel (a recurring job's read is chunked by 100). The deadline is checked between groups.
-HANDOVER_GROUP = 160
 # A sweep reads at most this many minutes of its shard's backlog (buckets before the current
 # minute that are not complete: after an outage); a longer one is worked off by the next sweeps.
 MAX_MINUTES_PER_SWEEP = 1440
@@ -65,10 +59,6 @@ MAX_HANDOVER_ATTEMPTS = 8
 MAX_RETRY_BACKOFF_MINUTES = 30
 # Sweeps that died in one partition before the timer after its watermark is parked untried.
 MAX_STALLS = 4
-# Job statuses whose chain timers are handed over. A completed job's timer of its own
-# generation still holds its last rounds: a job resumed after its end (JobService._arm) is
-# completed before its pending timer is swept.
-_CHAINED = (JobStatus.SCHEDULED, JobStatus.COMPLETED)
 
 
 class _PartitionFailed(Exception):
@@ -132,9 +122,7 @@ class Sweeper:
         page_size: int = PAGE_SIZE,
         page_budget_bytes: int = PAGE_BUDGET_BYTES,
     ) -> None:
-        self._jobs = jobs
         self._timers = timers
-        self._queue = queue
         self._settings = settings
         self._clock = clock
         self._parallelism = parallelism
@@ -142,7 +130,7 @@ class Sweeper:
         self._deadline_ms = deadline_ms
         self._page_size = page_size
         self._page_budget = page_budget_bytes
-        self._dispatcher = Dispatcher(jobs, timers, queue, settings, clock=clock)
+        self._handover = HandOver(jobs, timers, queue, settings, clock=clock)
 
     # --- sweeping -------------------------------------------------------------------------------
 
@@ -277,7 +265,7 @@ class Sweeper:
                 read, more = self._timers.read_due(minute, shard, watermark, horizon_ms, limit)
                 page = self._within_budget(read)
                 more = more or len(page) < len(read)
-                done, failed = self._hand_over(page, deadline, report)
+                done, failed = self._handover.hand_over(page, deadline, report)
                 for timer, reason in failed:
                     self._park(shard, timer, reason, report)
                 if done:
@@ -323,72 +311,6 @@ class Sweeper:
         reason = f"the sweep stopped (timeout or crash) {MAX_STALLS} times while handing it over"
         self._park(shard, found[0], reason, report)
         return found[0].sort_key
-
-    # --- handing over ---------------------------------------------------------------------------
-
-    def _hand_over(
-        self, timers: Sequence[Timer], deadline: int, report: SweepReport
-    ) -> tuple[int, list[tuple[Timer, str]]]:
-        """Send `timers` to SQS in order, a group at a time, and continue the chains of
-        recurring jobs. Returns how many were dealt with (a prefix: the rest met the deadline)
-        and those among them whose hand-over failed on its own, with the reason.
-
-        A group whose hand-over raises is split in halves, each tried again, until the
-        failing timers are alone. Work done by a failed attempt (a chain's next timer, sent
-        messages) is repeated by the next: the same keys and run ids absorb it."""
-        groups = deque(
-            timers[i : i + HANDOVER_GROUP] for i in range(0, len(timers), HANDOVER_GROUP)
-        )
-        done = 0
-        failed: list[tuple[Timer, str]] = []
-        while groups:
-            if done and self._clock() > deadline:
-                break
-            group = groups.popleft()
-            try:
-                self._dispatch(group, report)
-            except Exception as exc:
-                if len(group) > 1:
-                    half = len(group) // 2
-                    groups.extendleft([group[half:], group[:half]])
-                    continue
-                logger.warning(
-                    "handing a timer over failed",
-                    extra={"job_id": group[0].job_id, "due_ms": group[0].due_ms},
-                    exc_info=True,
-                )
-                failed.append((group[0], f"{type(exc).__name__}: {exc}"))
-            done += len(group)
-        return done, failed
-
-    def _dispatch(self, timers: Sequence[Timer], report: SweepReport) -> None:
-        """One-off timers carry their queue: they become messages without reading the job
-        (the worker reads it, and drops the run of a job cancelled meanwhile). A recurring
-        job's timer needs the job, to plan its chain."""
-        report.timers_read += len(timers)
-        now = self._clock()
-        messages = [(m, delay_seconds(m.due_ms, now)) for t in timers if (m := t.message())]
-        chains = [t for t in timers if t.message() is None]
-        if messages:
-            self._queue.send(messages)
-            report.messages_sent += len(messages)
-        if not chains:
-            return
-        jobs = self._jobs.get_many([(t.tenant, t.job_id) for t in chains])
-        due: list[tuple[Job, int]] = []
-        for timer in chains:
-            job = jobs.get(timer.job_id)
-            if job is None or job.tenant != timer.tenant or job.status not in _CHAINED:
-                report.skipped += 1  # cancelled, paused, or never acknowledged
-            elif job.generation != timer.generation:
-                report.skipped += 1  # a chain from before a pause/resume
-            else:
-                due.append((job, timer.due_ms))
-        if due:
-            dispatched = self._dispatcher.dispatch(due)
-            report.messages_sent += dispatched.messages
-            report.skipped += dispatched.skipped
-            report.jobs_completed += dispatched.completed
 
     # --- stuck timers ---------------------------------------------------------------------------
 
@@ -449,7 +371,7 @@ class Sweeper:
         handed over)."""
         report = report or SweepReport(started_ms=self._clock())
         limit = deadline if deadline is not None else self._clock() + self._deadline_ms
-        done, failed = self._hand_over([s.timer for s in stuck], limit, report)
+        done, failed = self._handover.hand_over([s.timer for s in stuck], limit, report)
         reasons = {id(timer): reason for timer, reason in failed}
         results: list[tuple[StuckTimer, str | None]] = []
         for entry in stuck[:done]:

@@ -1,0 +1,101 @@
+"""What the DynamoDB stores share: batch calls that resend what DynamoDB left unprocessed,
+one page of a newest-first query, opaque page cursors, and telling a failed condition apart."""
+
+from __future__ import annotations
+
+import base64
+import json
+import random
+import time
+from collections.abc import Iterator, Sequence
+from typing import TYPE_CHECKING, Any
+
+from botocore.exceptions import ClientError
+
+from duetime.adapters.codec import from_item
+from duetime.ports import StoreError
+
+if TYPE_CHECKING:
+    from mypy_boto3_dynamodb import DynamoDBClient
+
+_BATCH_GET = 100
+BATCH_WRITE = 25
+
+
+def is_condition_failure(exc: ClientError) -> bool:
+    return exc.response.get("Error", {}).get("Code") == "ConditionalCheckFailedException"
+
+
+def encode_cursor(key: dict[str, Any]) -> str:
+    return base64.urlsafe_b64encode(json.dumps(key, separators=(",", ":")).encode()).decode()
+
+
+def decode_cursor(cursor: str) -> dict[str, Any]:
+    try:
+        value = json.loads(base64.urlsafe_b64decode(cursor.encode()))
+    except ValueError as exc:
+        raise ValueError("invalid cursor") from exc
+    if not isinstance(value, dict) or not value:
+        raise ValueError("invalid cursor")
+    return value
+
+
+def batch_get(
+    client: DynamoDBClient, table: str, keys: Sequence[dict[str, Any]], *, consistent: bool
+) -> list[dict[str, Any]]:
+    """BatchGetItem in chunks of 100, retrying unprocessed keys; items in plain values."""
+    items: list[dict[str, Any]] = []
+    for start in range(0, len(keys), _BATCH_GET):
+        request: Any = {
+            table: {"Keys": keys[start : start + _BATCH_GET], "ConsistentRead": consistent}
+        }
+        for _ in _unprocessed_rounds("BatchGetItem"):
+            response = client.batch_get_item(RequestItems=request)
+            items += [from_item(i) for i in response.get("Responses", {}).get(table, [])]
+            request = response.get("UnprocessedKeys") or None
+            if not request:
+                break
+    return items
+
+
+def batch_write(client: DynamoDBClient, table: str, requests: list[dict[str, Any]]) -> None:
+    """BatchWriteItem of up to 25 requests, retrying unprocessed ones."""
+    request: Any = {table: requests}
+    for _ in _unprocessed_rounds("BatchWriteItem"):
+        response = client.batch_write_item(RequestItems=request)
+        request = response.get("UnprocessedItems") or None
+        if not request:
+            break
+
+
+# Items a batch call leaves unprocessed (throttled partitions) are sent again after a backoff
+# with full jitter, as DynamoDB asks, not at once: an immediate resend lands on the same
+# throttled partition. After this many rounds the call fails.
+UNPROCESSED_ROUNDS = 8
+UNPROCESSED_BACKOFF_S = 0.05
+UNPROCESSED_BACKOFF_CAP_S = 2.0
+
+
+def _unprocessed_rounds(operation: str) -> Iterator[int]:
+    """Round numbers for a batch call and its resends; sleeps before each resend, and raises
+    StoreError when the rounds run out with items still unprocessed."""
+    for round_ in range(UNPROCESSED_ROUNDS):
+        if round_:
+            ceiling = min(UNPROCESSED_BACKOFF_CAP_S, UNPROCESSED_BACKOFF_S * 2**round_)
+            time.sleep(random.uniform(0, ceiling))
+        yield round_
+    raise StoreError(f"{operation}: items still unprocessed after {UNPROCESSED_ROUNDS} rounds")
+
+
+def query_page(
+    client: DynamoDBClient, params: dict[str, Any], limit: int, sort_key: str
+) -> tuple[list[dict[str, Any]], Any]:
+    """One page of a query, newest first, and the sort-key value to continue after (None at
+    the end). One extra item tells whether another page exists: a query that stops at its
+    Limit returns a LastEvaluatedKey even when nothing follows."""
+    response = client.query(**params, ScanIndexForward=False, Limit=limit + 1)
+    items = [from_item(i) for i in response.get("Items", [])]
+    last = response.get("LastEvaluatedKey")  # also set when the 1 MB page limit cut it short
+    if len(items) > limit:
+        return items[:limit], items[limit - 1][sort_key]
+    return items, from_item(last)[sort_key] if last else None

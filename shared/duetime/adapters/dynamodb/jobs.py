@@ -1,0 +1,231 @@
+"""The job store on DynamoDB: jobs by (tenant, id), beside each tenant's idempotency records
+and its count of active recurring jobs."""
+
+from __future__ import annotations
+
+import re
+import zlib
+from collections.abc import Iterator, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from typing import TYPE_CHECKING, Any
+
+from botocore.exceptions import ClientError
+
+from duetime.adapters.codec import from_item, job_from_values, job_to_values, to_item
+from duetime.adapters.dynamodb.common import (
+    batch_get,
+    decode_cursor,
+    encode_cursor,
+    is_condition_failure,
+    query_page,
+)
+from duetime.domain.jobs import Job, JobStatus
+from duetime.ports import ConditionFailed, Page, StoreError
+
+if TYPE_CHECKING:
+    from mypy_boto3_dynamodb import DynamoDBClient
+
+# A job cursor names a job id: a ULID (Crockford base32). Anything else could sort outside the
+# query's key condition (DynamoDB refuses such an ExclusiveStartKey) or inside the
+# idempotency records.
+_JOB_ID_CURSOR = re.compile(r"[0-9A-HJKMNP-TV-Z]{26}")
+
+
+# Idempotency records share the jobs table under sort keys that sort before every job id
+# (ULIDs start with a digit), so a tenant's job listing never meets them.
+IDEMPOTENCY_PREFIX = "!idem#"
+RECURRING_COUNTER = "!count#recurring"
+
+
+class DynamoJobStore:
+    """Jobs by (tenant, id). With `partitions` > 1 a tenant's items are spread over that many
+    partition keys, `<tenant>#<crc32(sort key) mod partitions>`: one DynamoDB partition takes
+    1,000 writes and 3,000 strong reads a second, and that is a tenant's ceiling when all its
+    jobs share one. The count is fixed for a table's life (a job is found by recomputing its
+    key); 1 keeps the key the tenant itself."""
+
+    def __init__(self, client: DynamoDBClient, table: str, partitions: int = 1) -> None:
+        self._client = client
+        self._table = table
+        self._partitions = partitions
+
+    def _pk(self, tenant: str, sort_key: str) -> str:
+        if self._partitions == 1:
+            return tenant
+        return f"{tenant}#{zlib.crc32(sort_key.encode()) % self._partitions}"
+
+    def _key(self, tenant: str, job_id: str) -> dict[str, Any]:
+        return {"tenant": {"S": self._pk(tenant, job_id)}, "id": {"S": job_id}}
+
+    def _item(self, job: Job) -> dict[str, Any]:
+        return to_item(job_to_values(job) | {"tenant": self._pk(job.tenant, job.id)})
+
+    def _job(self, values: dict[str, Any]) -> Job:
+        if self._partitions > 1:
+            values = values | {"tenant": str(values["tenant"]).rpartition("#")[0]}
+        return job_from_values(values)
+
+    def claim_key(
+        self, tenant: str, key: str, job_id: str, fingerprint: str, expires_at: int
+    ) -> tuple[str, str] | None:
+        try:
+            self._client.put_item(
+                TableName=self._table,
+                Item=to_item(
+                    {
+                        "tenant": self._pk(tenant, IDEMPOTENCY_PREFIX + key),
+                        "id": IDEMPOTENCY_PREFIX + key,
+                        "job_id": job_id,
+                        "fingerprint": fingerprint,
+                        "expires_at": expires_at,
+                    }
+                ),
+                ConditionExpression="attribute_not_exists(id)",
+                ReturnValuesOnConditionCheckFailure="ALL_OLD",
+            )
+        except ClientError as exc:
+            if not is_condition_failure(exc):
+                raise StoreError(str(exc)) from exc
+            old: Any = exc.response.get("Item") or {}
+            values = from_item(old)
+            return str(values.get("job_id", "")), str(values.get("fingerprint", ""))
+        return None
+
+    def create(self, job: Job) -> None:
+        try:
+            self._client.put_item(
+                TableName=self._table,
+                Item=self._item(job),
+                ConditionExpression="attribute_not_exists(id)",
+            )
+        except ClientError as exc:
+            if is_condition_failure(exc):
+                raise ConditionFailed(f"job {job.id} exists") from exc
+            raise StoreError(str(exc)) from exc
+
+    def get(self, tenant: str, job_id: str) -> Job | None:
+        if job_id.startswith(IDEMPOTENCY_PREFIX[0]):
+            return None  # not a job id: an idempotency record's key
+        item = self._client.get_item(
+            TableName=self._table, Key=self._key(tenant, job_id), ConsistentRead=True
+        ).get("Item")
+        return self._job(from_item(item)) if item else None
+
+    def get_many(self, keys: Sequence[tuple[str, str]]) -> dict[str, Job]:
+        unique = [self._key(t, i) for t, i in dict.fromkeys(keys)]
+        jobs = (self._job(v) for v in batch_get(self._client, self._table, unique, consistent=True))
+        return {job.id: job for job in jobs}
+
+    def list(self, tenant: str, limit: int, cursor: str | None) -> Page[Job]:
+        start: str | None = None
+        if cursor:
+            start = decode_cursor(cursor).get("id")
+            if not isinstance(start, str) or not _JOB_ID_CURSOR.fullmatch(start):
+                raise ValueError("invalid cursor")
+
+        def page_of(pk: str) -> tuple[list[dict[str, Any]], Any]:
+            params: dict[str, Any] = {
+                "TableName": self._table,
+                "KeyConditionExpression": "tenant = :t AND id >= :first",
+                "ExpressionAttributeValues": {":t": {"S": pk}, ":first": {"S": "0"}},
+            }
+            if start is not None:
+                # A cursor only ever names this tenant's partitions: another tenant's cursor
+                # cannot be used to read across tenants.
+                params["ExclusiveStartKey"] = {"tenant": {"S": pk}, "id": {"S": start}}
+            return query_page(self._client, params, limit, "id")  # ULIDs: newest first
+
+        if self._partitions == 1:
+            items, last = page_of(tenant)
+            return Page(
+                [self._job(v) for v in items], encode_cursor({"id": last}) if last else None
+            )
+        # Each partition's newest `limit` after the cursor hold the tenant's newest `limit`.
+        pks = [f"{tenant}#{k}" for k in range(self._partitions)]
+        with ThreadPoolExecutor(max_workers=self._partitions) as pool:
+            pages = list(pool.map(page_of, pks))
+        merged = sorted(
+            (v for items, _ in pages for v in items), key=lambda v: v["id"], reverse=True
+        )
+        more = len(merged) > limit or any(last is not None for _, last in pages)
+        jobs = [self._job(v) for v in merged[:limit]]
+        return Page(jobs, encode_cursor({"id": jobs[-1].id}) if more and jobs else None)
+
+    def replace(self, job: Job, *, expected: Job) -> None:
+        try:
+            self._client.put_item(
+                TableName=self._table,
+                Item=self._item(job),
+                ConditionExpression="#s = :s AND gen = :g",
+                ExpressionAttributeNames={"#s": "status"},
+                ExpressionAttributeValues={
+                    ":s": {"S": expected.status.value},
+                    ":g": {"N": str(expected.generation)},
+                },
+            )
+        except ClientError as exc:
+            if is_condition_failure(exc):
+                raise ConditionFailed(f"job {job.id} changed") from exc
+            raise StoreError(str(exc)) from exc
+
+    def scan_active(self, segment: int, segments: int) -> Iterator[Job]:
+        params: dict[str, Any] = {
+            "TableName": self._table,
+            "Segment": segment,
+            "TotalSegments": segments,
+            # Jobs only: idempotency records, counters and webhook secrets have no status.
+            "FilterExpression": "#s IN (:s, :p)",
+            "ExpressionAttributeNames": {"#s": "status"},
+            "ExpressionAttributeValues": {
+                ":s": {"S": JobStatus.SCHEDULED.value},
+                ":p": {"S": JobStatus.PAUSED.value},
+            },
+        }
+        while True:
+            response = self._client.scan(**params)
+            for item in response.get("Items", []):
+                yield self._job(from_item(item))
+            if "LastEvaluatedKey" not in response:
+                return
+            params["ExclusiveStartKey"] = response["LastEvaluatedKey"]
+
+    # A tenant's count of active recurring jobs: one item beside its jobs (ids never start
+    # with `!`), changed once per recurring job created, cancelled or completed.
+    def _counter_key(self, tenant: str) -> dict[str, Any]:
+        return {"tenant": {"S": tenant}, "id": {"S": RECURRING_COUNTER}}
+
+    def reserve_recurring(self, tenant: str, limit: int) -> bool:
+        try:
+            self._client.update_item(
+                TableName=self._table,
+                Key=self._counter_key(tenant),
+                UpdateExpression="ADD active :one",
+                ConditionExpression="attribute_not_exists(active) OR active < :limit",
+                ExpressionAttributeValues={":one": {"N": "1"}, ":limit": {"N": str(limit)}},
+            )
+        except ClientError as exc:
+            if is_condition_failure(exc):
+                return False
+            raise StoreError(str(exc)) from exc
+        return True
+
+    def release_recurring(self, tenant: str) -> None:
+        try:
+            self._client.update_item(
+                TableName=self._table,
+                Key=self._counter_key(tenant),
+                UpdateExpression="ADD active :minus",
+                ConditionExpression="active > :zero",
+                ExpressionAttributeValues={":minus": {"N": "-1"}, ":zero": {"N": "0"}},
+            )
+        except ClientError as exc:
+            if not is_condition_failure(exc):  # already at zero: nothing to release
+                raise StoreError(str(exc)) from exc
+
+    def set_recurring_count(self, tenant: str, count: int) -> None:
+        self._client.update_item(
+            TableName=self._table,
+            Key=self._counter_key(tenant),
+            UpdateExpression="SET active = :n",
+            ExpressionAttributeValues={":n": {"N": str(count)}},
+        )

@@ -1,0 +1,129 @@
+"""The run store on DynamoDB: one record per (job id, scheduled instant), claimed and finished
+by conditional writes that the pure claim rule decides."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
+
+from botocore.exceptions import ClientError
+
+from duetime.adapters.codec import from_item, run_from_values, run_to_values, to_item
+from duetime.adapters.dynamodb.common import (
+    batch_get,
+    decode_cursor,
+    encode_cursor,
+    is_condition_failure,
+    query_page,
+)
+from duetime.domain.runs import (
+    ClaimOutcome,
+    Run,
+    RunClaim,
+    RunOutcome,
+    claimed_run,
+    decide_claim,
+    finished_run,
+)
+from duetime.ports import Page, StoreError
+
+if TYPE_CHECKING:
+    from mypy_boto3_dynamodb import DynamoDBClient
+
+
+def _cursor_int(start: dict[str, Any], key: str) -> int:
+    value = start.get(key)
+    # Epoch milliseconds: DynamoDB refuses numbers beyond 38 digits with a 500-worthy error.
+    if not isinstance(value, int) or isinstance(value, bool) or not 0 <= value < 10**15:
+        raise ValueError("invalid cursor")
+    return value
+
+
+class DynamoRunStore:
+    def __init__(self, client: DynamoDBClient, table: str) -> None:
+        self._client = client
+        self._table = table
+
+    def claim(self, claim: RunClaim) -> tuple[ClaimOutcome, Run | None]:
+        """First delivery: one conditional put. Otherwise the failed put returns the stored
+        record (ALL_OLD), the pure claim rule decides, and a compare-and-set on its version
+        applies the claim."""
+        existing: Run | None = None
+        for _ in range(5):
+            outcome = decide_claim(existing, claim)
+            if outcome != ClaimOutcome.CLAIMED:
+                return outcome, existing
+            run = claimed_run(existing, claim)
+            current = self._put_if(run, existing)
+            if current is None:
+                return ClaimOutcome.CLAIMED, run
+            existing = current
+        raise StoreError(f"claim of {claim.run_id} kept conflicting")
+
+    def _put_if(self, run: Run, expected: Run | None) -> Run | None:
+        """Put `run` if the stored record is still `expected`; else return the stored one."""
+        if expected is None:
+            condition = "attribute_not_exists(job_id)"
+            values: dict[str, Any] = {}
+        else:
+            condition = "v = :v"
+            values = {":v": {"N": str(expected.version)}}
+        params: dict[str, Any] = {
+            "TableName": self._table,
+            "Item": to_item(run_to_values(run)),
+            "ConditionExpression": condition,
+            "ReturnValuesOnConditionCheckFailure": "ALL_OLD",
+        }
+        if values:
+            params["ExpressionAttributeValues"] = values
+        try:
+            self._client.put_item(**params)
+        except ClientError as exc:
+            if not is_condition_failure(exc):
+                raise StoreError(str(exc)) from exc
+            old: Any = exc.response.get("Item")  # the ALL_OLD item, when there was one
+            if old:
+                return run_from_values(from_item(old))
+            stored = self.get(run.job_id, run.scheduled_ms)
+            if stored is None:
+                raise StoreError(f"run {run.run_id} vanished during a claim") from exc
+            return stored
+        return None
+
+    def finish(self, run: Run, outcome: RunOutcome) -> Run | None:
+        done = finished_run(run, outcome)
+        return None if self._put_if(done, run) is not None else done
+
+    def get(self, job_id: str, scheduled_ms: int) -> Run | None:
+        item = self._client.get_item(
+            TableName=self._table,
+            Key={"job_id": {"S": job_id}, "scheduled_ms": {"N": str(scheduled_ms)}},
+            ConsistentRead=True,
+        ).get("Item")
+        return run_from_values(from_item(item)) if item else None
+
+    def get_many(self, keys: Sequence[tuple[str, int]]) -> dict[tuple[str, int], Run]:
+        wanted = [
+            {"job_id": {"S": j}, "scheduled_ms": {"N": str(ms)}} for j, ms in dict.fromkeys(keys)
+        ]
+        runs = (
+            run_from_values(v)
+            for v in batch_get(self._client, self._table, wanted, consistent=True)
+        )
+        return {(run.job_id, run.scheduled_ms): run for run in runs}
+
+    def list(self, job_id: str, limit: int, cursor: str | None) -> Page[Run]:
+        params: dict[str, Any] = {
+            "TableName": self._table,
+            "KeyConditionExpression": "job_id = :j",
+            "ExpressionAttributeValues": {":j": {"S": job_id}},
+        }
+        if cursor:
+            start = _cursor_int(decode_cursor(cursor), "s")
+            params["ExclusiveStartKey"] = {
+                "job_id": {"S": job_id},
+                "scheduled_ms": {"N": str(start)},
+            }
+        items, last = query_page(self._client, params, limit, "scheduled_ms")
+        runs = [run_from_values(v) for v in items]
+        return Page(runs, encode_cursor({"s": last}) if last is not None else None)

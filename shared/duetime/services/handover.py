@@ -1,0 +1,120 @@
+"""Handing timers over to SQS, for the sweeper (duetime.services.sweep).
+
+A one-off's timer carries its queue and becomes a message as it is; a recurring job's timer
+needs the job, to plan its chain (duetime.services.dispatch). Timers go a group at a time, and
+a group whose hand-over raises is split in halves until the timers that fail on their own are
+found: the sweeper parks those, and the rest of the page goes through.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from collections.abc import Callable, Sequence
+from typing import Protocol
+
+from duetime.config import Settings
+from duetime.domain.jobs import Job, JobStatus
+from duetime.domain.messages import delay_seconds
+from duetime.domain.timers import Timer
+from duetime.observability import logger
+from duetime.ports import JobQueue, JobStore, TimerStore
+from duetime.services.dispatch import Dispatcher
+
+# Timers handed over at once: 16 SendMessageBatch calls, as many as the SQS adapter sends in
+# parallel (a recurring job's read is chunked by 100). The deadline is checked between groups.
+HANDOVER_GROUP = 160
+# Job statuses whose chain timers are handed over. A completed job's timer of its own
+# generation still holds its last rounds: a job resumed after its end (JobService._arm) is
+# completed before its pending timer is swept.
+_CHAINED = (JobStatus.SCHEDULED, JobStatus.COMPLETED)
+
+
+class Tally(Protocol):
+    """What a hand-over counts (the sweep's report)."""
+
+    timers_read: int
+    messages_sent: int
+    skipped: int
+    jobs_completed: int
+
+
+class HandOver:
+    """The sweeper's hand-over of due timers (one-offs as messages, chains planned on)."""
+
+    def __init__(
+        self,
+        jobs: JobStore,
+        timers: TimerStore,
+        queue: JobQueue,
+        settings: Settings,
+        *,
+        clock: Callable[[], int],
+    ) -> None:
+        self._jobs = jobs
+        self._queue = queue
+        self._clock = clock
+        self._dispatcher = Dispatcher(jobs, timers, queue, settings, clock=clock)
+
+    def hand_over(
+        self, timers: Sequence[Timer], deadline: int, report: Tally
+    ) -> tuple[int, list[tuple[Timer, str]]]:
+        """Send `timers` to SQS in order, a group at a time, and continue the chains of
+        recurring jobs. Returns how many were dealt with (a prefix: the rest met the deadline)
+        and those among them whose hand-over failed on its own, with the reason.
+
+        A group whose hand-over raises is split in halves, each tried again, until the
+        failing timers are alone. Work done by a failed attempt (a chain's next timer, sent
+        messages) is repeated by the next: the same keys and run ids absorb it."""
+        groups = deque(
+            timers[i : i + HANDOVER_GROUP] for i in range(0, len(timers), HANDOVER_GROUP)
+        )
+        done = 0
+        failed: list[tuple[Timer, str]] = []
+        while groups:
+            if done and self._clock() > deadline:
+                break
+            group = groups.popleft()
+            try:
+                self._dispatch(group, report)
+            except Exception as exc:
+                if len(group) > 1:
+                    half = len(group) // 2
+                    groups.extendleft([group[half:], group[:half]])
+                    continue
+                logger.warning(
+                    "handing a timer over failed",
+                    extra={"job_id": group[0].job_id, "due_ms": group[0].due_ms},
+                    exc_info=True,
+                )
+                failed.append((group[0], f"{type(exc).__name__}: {exc}"))
+            done += len(group)
+        return done, failed
+
+    def _dispatch(self, timers: Sequence[Timer], report: Tally) -> None:
+        """One-off timers carry their queue: they become messages without reading the job
+        (the worker reads it, and drops the run of a job cancelled meanwhile). A recurring
+        job's timer needs the job, to plan its chain."""
+        report.timers_read += len(timers)
+        now = self._clock()
+        messages = [(m, delay_seconds(m.due_ms, now)) for t in timers if (m := t.message())]
+        chains = [t for t in timers if t.message() is None]
+        if messages:
+            self._queue.send(messages)
+            report.messages_sent += len(messages)
+        if not chains:
+            return
+        jobs = self._jobs.get_many([(t.tenant, t.job_id) for t in chains])
+        due: list[tuple[Job, int]] = []
+        for timer in chains:
+            job = jobs.get(timer.job_id)
+            if job is None or job.tenant != timer.tenant or job.status not in _CHAINED:
+                report.skipped += 1  # cancelled, paused, or never acknowledged
+            elif job.generation != timer.generation:
+                report.skipped += 1  # a chain from before a pause/resume
+            else:
+                due.append((job, timer.due_ms))
+        if due:
+            dispatched = self._dispatcher.dispatch(due)
+            report.messages_sent += dispatched.messages
+            report.skipped += dispatched.skipped
+            report.jobs_completed += dispatched.completed
