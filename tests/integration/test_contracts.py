@@ -17,12 +17,10 @@ from typing import Any, cast
 import pytest
 
 from duetime.adapters.dynamodb import DynamoJobStore, DynamoRunStore, DynamoTimerStore
-from duetime.adapters.memory import (
-    MemoryJobStore,
-    MemoryQueue,
-    MemoryRunStore,
-    MemoryTimerStore,
-)
+from duetime.adapters.memory.jobs import MemoryJobStore
+from duetime.adapters.memory.queues import MemoryQueue
+from duetime.adapters.memory.runs import MemoryRunStore
+from duetime.adapters.memory.timers import MemoryTimerStore
 from duetime.adapters.sqs import SqsJobQueue
 from duetime.config import queue_key
 from duetime.domain.ids import new_job_id
