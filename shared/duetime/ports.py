@@ -7,9 +7,10 @@ Only the Protocols live here, with the few types that exist because of them and 
 outside a port call: the errors a port raises for its callers to catch (`StoreError`,
 `ConditionFailed`, `QueueError`: the adapters turn SDK errors into these; `SecretsUnavailable`
 when secrets can be neither made nor read), a page of a listing with its opaque cursor
-(`Page`), and a received message with its receipt handle (`Delivery`). What the calls carry —
-jobs, runs, timers, run messages, secret records — is the design's vocabulary, in
-duetime.domain (`timers`, `messages`, `jobs`, `runs`, `signing`).
+(`Page`), and a received message with its receipt handle (`Delivery`, and `DeadLetter` on a
+dead-letter queue). What the calls carry — jobs, runs, timers, run messages, secret records —
+is the design's vocabulary, in duetime.domain (`timers`, `messages`, `jobs`, `runs`,
+`signing`).
 """
 
 from __future__ import annotations
@@ -227,6 +228,39 @@ class JobQueue(Protocol):
     def delete(self, deliveries: Sequence[Delivery]) -> None: ...
 
     def change_visibility(self, delivery: Delivery, seconds: int) -> None: ...
+
+
+@dataclass(frozen=True)
+class DeadLetter:
+    """A message on a dead-letter queue, as received (it stays there until deleted)."""
+
+    queue: str  # the queue key of the queue it died on, e.g. lambda/high
+    message_id: str
+    receipt_handle: str
+    body: str
+    reason: str | None  # the worker's `duetime-reason`; None when the redrive policy moved it
+    sent_ms: int  # when it was sent (to the DLQ by a worker; to the source queue if moved)
+    receive_count: int
+
+
+class DeadLetters(Protocol):
+    """The dead-letter queues, one per runtime × priority queue, each named by the queue key
+    of its source queue (`duetime dlq`: duetime.services.dead_letters).
+
+    SQS cannot peek: reading a message hides it for `visibility_seconds`; `release` makes it
+    visible again at once. A message leaves a dead-letter queue only by `delete`."""
+
+    def approximate_count(self, queue: str) -> int:
+        """How many messages are visible on the queue's DLQ (approximate, as SQS counts)."""
+
+    def receive(self, queue: str, max_messages: int, visibility_seconds: int) -> list[DeadLetter]:
+        """Visible messages of the queue's DLQ (at most 10 per call, and max_messages); each
+        stays hidden for visibility_seconds."""
+
+    def release(self, letters: Sequence[DeadLetter]) -> None:
+        """Make received messages visible again at once."""
+
+    def delete(self, letter: DeadLetter) -> None: ...
 
 
 class TargetRunner(Protocol):

@@ -1,5 +1,5 @@
-"""The in-memory JobQueue (duetime.ports): queues per runtime × priority with delays,
-visibility timeouts and dead letters."""
+"""The in-memory JobQueue and DeadLetters (duetime.ports): queues per runtime × priority with
+delays, visibility timeouts and dead letters, and dead-letter queues read as SQS reads them."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from duetime.config import queue_key
 from duetime.domain.jobs import Priority, Runtime
 from duetime.domain.messages import MessageAuth, RunMessage
-from duetime.ports import Delivery
+from duetime.ports import DeadLetter, Delivery
 
 
 @dataclass
@@ -114,3 +114,79 @@ class MemoryQueue:
 
     def depth(self) -> int:
         return sum(len(q) for q in self._queues.values())
+
+
+@dataclass
+class _Dead:
+    message_id: str
+    body: str
+    reason: str | None
+    sent_ms: int
+    visible_at_ms: int
+    receive_count: int = 0
+    receipt: str = ""
+
+
+class MemoryDeadLetters:
+    """Dead-letter queues per runtime × priority. Receiving hides a message for a while, as
+    SQS does; it leaves only when deleted. `add` is a message arriving: one a worker sent
+    (with its reason), or one the redrive policy moved (no reason)."""
+
+    def __init__(self, clock: Callable[[], int]) -> None:
+        self._clock = clock
+        self._letters: dict[str, list[_Dead]] = {
+            queue_key(r, p): [] for r in Runtime for p in Priority
+        }
+        self._ids = itertools.count(1)
+        self._lock = threading.Lock()
+
+    def add(self, queue: str, body: str, reason: str | None = None) -> None:
+        now = self._clock()
+        with self._lock:
+            self._letters[queue].append(_Dead(f"d{next(self._ids)}", body, reason, now, now))
+
+    def approximate_count(self, queue: str) -> int:
+        now = self._clock()
+        with self._lock:
+            return sum(1 for dead in self._letters[queue] if dead.visible_at_ms <= now)
+
+    def receive(self, queue: str, max_messages: int, visibility_seconds: int) -> list[DeadLetter]:
+        now = self._clock()
+        wanted = max(1, min(10, max_messages))  # as SQS: at most 10 per call
+        out: list[DeadLetter] = []
+        with self._lock:
+            for dead in self._letters[queue]:
+                if len(out) == wanted:
+                    break
+                if dead.visible_at_ms <= now:
+                    dead.receive_count += 1
+                    dead.receipt = f"{dead.message_id}:{dead.receive_count}"
+                    dead.visible_at_ms = now + visibility_seconds * 1000
+                    out.append(
+                        DeadLetter(
+                            queue,
+                            dead.message_id,
+                            dead.receipt,
+                            dead.body,
+                            dead.reason,
+                            dead.sent_ms,
+                            dead.receive_count,
+                        )
+                    )
+        return out
+
+    def release(self, letters: Sequence[DeadLetter]) -> None:
+        now = self._clock()
+        with self._lock:
+            for letter in letters:
+                for dead in self._letters[letter.queue]:
+                    if dead.receipt == letter.receipt_handle:
+                        dead.visible_at_ms = now
+
+    def delete(self, letter: DeadLetter) -> None:
+        with self._lock:
+            self._letters[letter.queue] = [
+                dead
+                for dead in self._letters[letter.queue]
+                if dead.receipt != letter.receipt_handle
+            ]
