@@ -17,13 +17,13 @@ docs/reliability.md at once, at `--fault-rate`:
 
 Then the faults heal and the system runs on normally for four simulated minutes (longer than
 every recovery path). Runs that a dying worker received ten times are in a DLQ by then (the
-redrive policy's poison protection): they are counted as dead, sent back with the code of
-`duetime dlq redrive`, and the system runs on for four more minutes. It prints, for every
-job with a lost, duplicated or unexpected run (or every job with --table), runs expected,
-started, lost, duplicated, unexpected (runs of recurring jobs count up to the end of the
-window), and the totals. Exit status 1 if a run was lost or ran unexpectedly, or if there
-were more duplicates than deaths in the documented window (target executed, outcome not
-recorded). `--faults` picks a subset of crashes,deliveries,ticks,errors.
+redrive policy's poison protection): they are counted as dead, sent back by the service of
+`duetime dlq redrive` (duetime.services.dead_letters), and the system runs on for four more
+minutes. It prints, for every job with a lost, duplicated or unexpected run (or every job with
+--table), runs expected, started, lost, duplicated, unexpected (runs of recurring jobs count up
+to the end of the window), and the totals. Exit status 1 if a run was lost or ran
+unexpectedly, or if there were more duplicates than deaths in the documented window (target
+executed, outcome not recorded). `--faults` picks a subset of crashes,deliveries,ticks,errors.
 """
 
 from __future__ import annotations
@@ -187,19 +187,14 @@ def accounting_of_dead(cluster: Any, workload: Any) -> int:
 
 
 def dlq_redrive(cluster: Any) -> Any:
-    from duetime.adapters.sqs import SqsDeadLetters
-    from duetime.cli_dlq import QUEUE_KEYS, redrive
+    from duetime.services.dead_letters import QUEUE_KEYS, DeadRuns
     from duetime.wiring import wall_ms
 
     parts = cluster.parts
-    return redrive(
-        parts,
-        SqsDeadLetters(parts.queue._client),
-        QUEUE_KEYS,
-        run_ids=None,
-        limit=None,
-        now_ms=wall_ms(),
+    dead_runs = DeadRuns(
+        parts.jobs, parts.runs, parts.queue, parts.queue.dead_letters(), parts.auth
     )
+    return dead_runs.redrive(QUEUE_KEYS, run_ids=None, limit=None, now_ms=wall_ms())
 
 
 if __name__ == "__main__":

@@ -94,7 +94,9 @@ from typing import Any, TypeVar
 
 from duetime.adapters.codec import from_item, job_from_values, job_to_values, to_item
 from duetime.adapters.dynamodb.timer_items import timer_from_values, timer_values
-from duetime.adapters.memory import MemoryJobStore, MemoryQueue, MemoryTimerStore
+from duetime.adapters.memory.jobs import MemoryJobStore
+from duetime.adapters.memory.queues import MemoryQueue
+from duetime.adapters.memory.timers import MemoryTimerStore
 from duetime.config import QueueUrls, Settings, queue_key
 from duetime.domain.ids import message_group_id, new_job_id
 from duetime.domain.jobs import Job, JobSpec, JobStatus, Priority, Runtime

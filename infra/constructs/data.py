@@ -31,7 +31,7 @@ _STREAM_VIEWS = {
 }
 # Provisioned tables scale to keep this share of their capacity in use.
 _TARGET_UTILIZATION_PERCENT = 70
-# What duetime.webhook_secrets.KmsCipher calls: GenerateDataKey makes a secret (and its
+# What duetime.adapters.kms.KmsCipher calls: GenerateDataKey makes a secret (and its
 # ciphertext) without the plain key ever being sent, Decrypt opens it. No kms:Encrypt.
 SECRETS_KEY_ACTIONS = ("kms:GenerateDataKey", "kms:Decrypt")
 
@@ -75,7 +75,7 @@ class Data(Construct):
 
     def grant_secrets(self, grantee: iam.IGrantable) -> None:
         """Make and read webhook secrets: only with a `tenant` encryption context, the one
-        duetime.webhook_secrets always sends."""
+        duetime.adapters.kms.KmsCipher always sends."""
         grantee.grant_principal.add_to_principal_policy(
             iam.PolicyStatement(
                 actions=list(SECRETS_KEY_ACTIONS),

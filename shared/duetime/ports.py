@@ -1,13 +1,16 @@
 """The ports the services depend on. Each store and queue has a DynamoDB/SQS adapter and an
 in-memory twin (`duetime.adapters.memory`), and one contract test suite runs against both;
-`TargetRunner` is duetime.targets' executor.
+so has `SecretCipher` (KMS: `duetime.adapters.kms`). `TargetRunner` is duetime.targets'
+executor, and `SigningSecrets` what its HTTP delivery signs with.
 
 Only the Protocols live here, with the few types that exist because of them and mean nothing
 outside a port call: the errors a port raises for its callers to catch (`StoreError`,
-`ConditionFailed`, `QueueError`: the adapters turn SDK errors into these), a page of a listing
-with its opaque cursor (`Page`), and a received message with its receipt handle (`Delivery`).
-What the calls carry — jobs, runs, timers, run messages — is the design's vocabulary, in
-duetime.domain (`timers`, `messages`, `jobs`, `runs`).
+`ConditionFailed`, `QueueError`: the adapters turn SDK errors into these; `SecretsUnavailable`
+when secrets can be neither made nor read), a page of a listing with its opaque cursor
+(`Page`), and a received message with its receipt handle (`Delivery`, and `DeadLetter` on a
+dead-letter queue). What the calls carry — jobs, runs, timers, run messages, secret records —
+is the design's vocabulary, in duetime.domain (`timers`, `messages`, `jobs`, `runs`,
+`signing`).
 """
 
 from __future__ import annotations
@@ -19,12 +22,12 @@ from typing import TYPE_CHECKING, Generic, Protocol, TypeVar
 from duetime.domain.jobs import Job, Priority, Runtime
 from duetime.domain.messages import RunMessage
 from duetime.domain.runs import ClaimOutcome, Run, RunClaim, RunOutcome
+from duetime.domain.signing import SecretRecord
 from duetime.domain.targets import Target
 from duetime.domain.timers import PartitionState, StuckTimer, SweepState, Timer
 
 if TYPE_CHECKING:
-    # Only named in annotations: duetime.targets imports webhook_secrets, which imports this
-    # module's StoreError and ConditionFailed.
+    # Only named in annotations: duetime.targets imports this module (SecretsUnavailable).
     from duetime.targets.invocation import Invocation
 
 T = TypeVar("T")
@@ -227,6 +230,39 @@ class JobQueue(Protocol):
     def change_visibility(self, delivery: Delivery, seconds: int) -> None: ...
 
 
+@dataclass(frozen=True)
+class DeadLetter:
+    """A message on a dead-letter queue, as received (it stays there until deleted)."""
+
+    queue: str  # the queue key of the queue it died on, e.g. lambda/high
+    message_id: str
+    receipt_handle: str
+    body: str
+    reason: str | None  # the worker's `duetime-reason`; None when the redrive policy moved it
+    sent_ms: int  # when it was sent (to the DLQ by a worker; to the source queue if moved)
+    receive_count: int
+
+
+class DeadLetters(Protocol):
+    """The dead-letter queues, one per runtime × priority queue, each named by the queue key
+    of its source queue (`duetime dlq`: duetime.services.dead_letters).
+
+    SQS cannot peek: reading a message hides it for `visibility_seconds`; `release` makes it
+    visible again at once. A message leaves a dead-letter queue only by `delete`."""
+
+    def approximate_count(self, queue: str) -> int:
+        """How many messages are visible on the queue's DLQ (approximate, as SQS counts)."""
+
+    def receive(self, queue: str, max_messages: int, visibility_seconds: int) -> list[DeadLetter]:
+        """Visible messages of the queue's DLQ (at most 10 per call, and max_messages); each
+        stays hidden for visibility_seconds."""
+
+    def release(self, letters: Sequence[DeadLetter]) -> None:
+        """Make received messages visible again at once."""
+
+    def delete(self, letter: DeadLetter) -> None: ...
+
+
 class TargetRunner(Protocol):
     """Runs a job's target (duetime.targets.executor.TargetExecutor)."""
 
@@ -234,3 +270,35 @@ class TargetRunner(Protocol):
         """Run one invocation against one target: return on success, raise
         duetime.targets.TargetError otherwise (`retryable` False: another attempt cannot help,
         e.g. a refused address or an unknown handler)."""
+
+
+# --- webhook secrets (duetime.services.webhook_secrets) --------------------------------------
+
+
+class SecretsUnavailable(Exception):
+    """The secrets cannot be read or made (no key configured, KMS or the store failed)."""
+
+
+class SecretStore(Protocol):
+    def get(self, tenant: str) -> SecretRecord | None: ...
+
+    def put(self, record: SecretRecord) -> None:
+        """Write `record` if the stored one has version `record.version - 1` (none at all
+        for version 1); ConditionFailed otherwise."""
+        ...
+
+
+class SecretCipher(Protocol):
+    """Makes and opens secret keys. `generate` returns a fresh random key and its
+    ciphertext; the tenant is bound to the ciphertext (KMS encryption context), so one
+    tenant's ciphertext does not decrypt as another's."""
+
+    def generate(self, tenant: str) -> tuple[bytes, bytes]: ...
+
+    def decrypt(self, tenant: str, ciphertext: bytes) -> bytes: ...
+
+
+class SigningSecrets(Protocol):
+    """What an HTTP delivery needs: the secrets that sign a tenant's requests now."""
+
+    def signing_secrets(self, tenant: str) -> tuple[str, ...]: ...

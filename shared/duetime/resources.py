@@ -44,7 +44,7 @@ DLQ_RETENTION_SECONDS = 14 * 86_400
 # the archiver could not convert (duetime.history.archive), each named `<prefix>-<suffix>`.
 HISTORY_BUCKET_SUFFIX = "history"
 ARCHIVE_FAILURE_QUEUE_SUFFIX = "archive-failures"
-# The KMS key of the tenants' webhook secrets (duetime.webhook_secrets), by its alias
+# The KMS key of the tenants' webhook secrets (duetime.adapters.kms), by its alias
 # `alias/<prefix>-<suffix>`.
 SECRETS_KEY_ALIAS_SUFFIX = "webhook-secrets"
 

@@ -17,24 +17,21 @@ from botocore.config import Config
 
 from duetime.adapters.dynamodb.jobs import DynamoJobStore
 from duetime.adapters.dynamodb.runs import DynamoRunStore
+from duetime.adapters.dynamodb.secrets import DynamoSecretStore
 from duetime.adapters.dynamodb.timers import DynamoTimerStore
+from duetime.adapters.kms import KmsCipher, UnconfiguredCipher
 from duetime.adapters.sqs import SqsJobQueue
 from duetime.config import Env, Settings
 from duetime.domain.messages import MessageAuth
+from duetime.ports import SecretCipher
 from duetime.services.coordinator import Coordinator, InProcessLauncher, SweepLauncher
 from duetime.services.dispatch import Dispatcher
 from duetime.services.execute import RunExecutor
 from duetime.services.jobs import JobService
 from duetime.services.reconcile import Reconciler
 from duetime.services.sweep import Sweeper
+from duetime.services.webhook_secrets import WebhookSecrets
 from duetime.targets import AwsClients, TargetExecutor
-from duetime.webhook_secrets import (
-    DynamoSecretStore,
-    KmsCipher,
-    SecretCipher,
-    UnconfiguredCipher,
-    WebhookSecrets,
-)
 
 
 def wall_ms() -> int:

@@ -44,7 +44,10 @@ from hypothesis.stateful import (
     rule,
 )
 
-from duetime.adapters.memory import MemoryJobStore, MemoryQueue, MemoryRunStore, MemoryTimerStore
+from duetime.adapters.memory.jobs import MemoryJobStore
+from duetime.adapters.memory.queues import MemoryQueue
+from duetime.adapters.memory.runs import MemoryRunStore
+from duetime.adapters.memory.timers import MemoryTimerStore
 from duetime.config import QueueUrls, Settings, queue_key
 from duetime.domain.errors import IllegalTransition, NotFound, ValidationError
 from duetime.domain.jobs import JobStatus, Priority, Runtime, parse_job_spec

@@ -1,4 +1,5 @@
-"""Contract tests for the storage ports.
+"""Contract tests for the ports with two implementations: the stores, the queue, the
+dead-letter queues and the webhook secrets' store and cipher.
 
 Every test runs twice through a parametrised fixture: against the in-memory twin
 (`duetime.adapters.memory`) and against the AWS adapter on moto. Assertions are on state read
@@ -15,16 +16,18 @@ from datetime import UTC, datetime
 from typing import Any, cast
 
 import pytest
+from botocore.exceptions import ClientError
 
 from duetime.adapters.dynamodb.jobs import DynamoJobStore
 from duetime.adapters.dynamodb.runs import DynamoRunStore
+from duetime.adapters.dynamodb.secrets import DynamoSecretStore
 from duetime.adapters.dynamodb.timers import DynamoTimerStore
-from duetime.adapters.memory import (
-    MemoryJobStore,
-    MemoryQueue,
-    MemoryRunStore,
-    MemoryTimerStore,
-)
+from duetime.adapters.kms import KmsCipher
+from duetime.adapters.memory.jobs import MemoryJobStore
+from duetime.adapters.memory.queues import MemoryDeadLetters, MemoryQueue
+from duetime.adapters.memory.runs import MemoryRunStore
+from duetime.adapters.memory.secrets import MemoryCipher, MemorySecretStore
+from duetime.adapters.memory.timers import MemoryTimerStore
 from duetime.adapters.sqs import SqsJobQueue
 from duetime.config import queue_key
 from duetime.domain.ids import new_job_id
@@ -50,9 +53,23 @@ from duetime.domain.runs import (
     RunStatus,
 )
 from duetime.domain.schedule import At, Rate
+from duetime.domain.signing import SECRET_BYTES, SecretRecord, rotated
 from duetime.domain.targets import HandlerTarget
 from duetime.domain.timers import PartitionState, StuckTimer, SweepState, Timer, shard_of
-from duetime.ports import ConditionFailed, Delivery, JobQueue, JobStore, Page, RunStore, TimerStore
+from duetime.ports import (
+    ConditionFailed,
+    DeadLetter,
+    DeadLetters,
+    Delivery,
+    JobQueue,
+    JobStore,
+    Page,
+    RunStore,
+    SecretCipher,
+    SecretStore,
+    SecretsUnavailable,
+    TimerStore,
+)
 from tests.conftest import Aws
 
 BACKENDS = ["memory", "dynamo"]
@@ -157,6 +174,62 @@ def job_queue(request: pytest.FixtureRequest) -> QueueUnderTest:
 
     queue = SqsJobQueue(aws.sqs, aws.settings.queues, MessageAuth.ephemeral())
     return QueueUnderTest(queue, time.sleep, aws_dead_letters, stored)
+
+
+@dataclass
+class DeadLettersUnderTest:
+    """A DeadLetters port plus what a test needs to feed and observe it that the port does not
+    offer: `bury` puts a message on a queue's DLQ (queue key, body, reason or None), as a worker
+    or the redrive policy does."""
+
+    letters: DeadLetters
+    bury: Callable[[str, str, str | None], None]
+    pass_time: Callable[[float], None]
+    now_ms: Callable[[], int]
+
+
+@pytest.fixture(params=["memory", "sqs"])
+def dead_letters(request: pytest.FixtureRequest) -> DeadLettersUnderTest:
+    if request.param == "memory":
+        clock = ManualClock(T0)
+        memory = MemoryDeadLetters(clock)
+
+        def advance(seconds: float) -> None:
+            clock.now_ms += int(seconds * 1000)
+
+        return DeadLettersUnderTest(memory, memory.add, advance, clock)
+    aws = _moto(request)
+
+    def bury(queue: str, body: str, reason: str | None) -> None:
+        reason_attribute = {"DataType": "String", "StringValue": reason} if reason else None
+        aws.sqs.send_message(
+            QueueUrl=aws.settings.queues[queue].dlq_url,
+            MessageBody=body,
+            **({"MessageAttributes": {"duetime-reason": reason_attribute}} if reason else {}),
+        )
+
+    queue = SqsJobQueue(aws.sqs, aws.settings.queues, MessageAuth.ephemeral())
+    return DeadLettersUnderTest(
+        queue.dead_letters(), bury, time.sleep, lambda: time.time_ns() // 1_000_000
+    )
+
+
+@pytest.fixture(params=BACKENDS)
+def secret_store(request: pytest.FixtureRequest) -> SecretStore:
+    if request.param == "memory":
+        return MemorySecretStore()
+    aws = _moto(request)
+    return DynamoSecretStore(aws.dynamodb, aws.settings.jobs_table)
+
+
+@pytest.fixture(params=["memory", "kms"])
+def secret_cipher(request: pytest.FixtureRequest) -> SecretCipher:
+    if request.param == "memory":
+        return MemoryCipher()
+    aws = _moto(request)
+    kms = aws.session.client("kms")
+    key_arn = kms.create_key(Description="webhook secrets")["KeyMetadata"]["Arn"]
+    return KmsCipher(key_arn, lambda: kms)
 
 
 # --- builders ------------------------------------------------------------------------------------
@@ -1331,3 +1404,214 @@ def test_given_a_poison_message_when_sent_dead_then_its_dlq_holds_it_with_the_re
     ]
     assert job_queue.dead_letters(Runtime.LAMBDA, Priority.NORMAL) == []
     assert drain(job_queue.queue, Runtime.FARGATE, Priority.NORMAL) == []
+
+
+# --- DeadLetters ---------------------------------------------------------------------------------
+
+DLQ = "lambda/normal"
+
+
+def receive_all(letters: DeadLetters, queue: str) -> list[DeadLetter]:
+    received: list[DeadLetter] = []
+    while batch := letters.receive(queue, 10, 60):
+        assert len(batch) <= 10
+        received += batch
+    return received
+
+
+def test_given_letters_on_two_dlqs_when_received_then_each_gives_its_own_with_reason_and_time(
+    dead_letters: DeadLettersUnderTest,
+) -> None:
+    before = dead_letters.now_ms()
+    dead_letters.bury("lambda/high", "body-1", "attempt 2 of 2: boom")
+    dead_letters.bury("lambda/high", "body-2", None)  # moved by the redrive policy: no reason
+    dead_letters.bury("fargate/low", "body-3", "target refused")
+    after = dead_letters.now_ms()
+    letters = dead_letters.letters
+
+    assert [letters.approximate_count(q) for q in ("lambda/high", "fargate/low", DLQ)] == [2, 1, 0]
+    high = receive_all(letters, "lambda/high")
+    assert sorted((d.body, d.reason) for d in high) == [
+        ("body-1", "attempt 2 of 2: boom"),
+        ("body-2", None),
+    ]
+    assert [d.queue for d in high] == ["lambda/high", "lambda/high"]
+    assert [d.receive_count for d in high] == [1, 1]
+    assert all(before <= d.sent_ms <= after for d in high)
+    assert high[0].message_id != high[1].message_id
+    (low,) = receive_all(letters, "fargate/low")
+    assert (low.queue, low.body, low.reason) == ("fargate/low", "body-3", "target refused")
+    assert receive_all(letters, DLQ) == []
+
+
+def test_given_received_letters_when_released_then_they_are_visible_again_at_once(
+    dead_letters: DeadLettersUnderTest,
+) -> None:
+    dead_letters.bury(DLQ, "body-1", "boom")
+    dead_letters.bury(DLQ, "body-2", "boom")
+    letters = dead_letters.letters
+    first = receive_all(letters, DLQ)
+    assert len(first) == 2
+    assert letters.approximate_count(DLQ) == 0  # hidden while held, not gone
+
+    letters.release(first)
+
+    assert letters.approximate_count(DLQ) == 2
+    again = receive_all(letters, DLQ)
+    assert sorted(d.message_id for d in again) == sorted(d.message_id for d in first)
+    assert sorted(d.body for d in again) == ["body-1", "body-2"]
+    assert [d.receive_count for d in again] == [2, 2]
+
+
+def test_given_a_held_letter_when_its_hold_ends_then_it_comes_back_without_a_release(
+    dead_letters: DeadLettersUnderTest,
+) -> None:
+    dead_letters.bury(DLQ, "body", None)
+    (held,) = dead_letters.letters.receive(DLQ, 10, 1)
+
+    dead_letters.pass_time(1.2)
+
+    (again,) = dead_letters.letters.receive(DLQ, 10, 60)
+    assert (again.message_id, again.body, again.receive_count) == (held.message_id, "body", 2)
+
+
+def test_given_a_deleted_letter_then_only_the_others_remain(
+    dead_letters: DeadLettersUnderTest,
+) -> None:
+    for i in range(3):
+        dead_letters.bury(DLQ, f"body-{i}", None)
+    letters = dead_letters.letters
+    received = receive_all(letters, DLQ)
+    (gone,) = [d for d in received if d.body == "body-1"]
+
+    letters.delete(gone)
+    letters.release([d for d in received if d is not gone])
+
+    assert letters.approximate_count(DLQ) == 2
+    assert sorted(d.body for d in receive_all(letters, DLQ)) == ["body-0", "body-2"]
+
+
+def test_given_more_than_ten_letters_when_receiving_then_at_most_ten_a_call_and_each_once(
+    dead_letters: DeadLettersUnderTest,
+) -> None:
+    bodies = [f"body-{i:02d}" for i in range(12)]
+    for body in bodies:
+        dead_letters.bury(DLQ, body, None)
+    letters = dead_letters.letters
+
+    (one,) = letters.receive(DLQ, 1, 60)
+    rest: list[DeadLetter] = []
+    while batch := letters.receive(DLQ, 50, 60):
+        assert len(batch) <= 10
+        rest += batch
+
+    assert sorted([one.body, *(d.body for d in rest)]) == bodies
+
+
+# --- SecretStore ---------------------------------------------------------------------------------
+
+
+def test_given_no_record_when_the_first_one_is_written_then_it_is_read_back_whole(
+    secret_store: SecretStore,
+) -> None:
+    assert secret_store.get(TENANT) is None
+    first = SecretRecord(TENANT, b"\x00\xffciphertext")
+
+    secret_store.put(first)
+
+    assert secret_store.get(TENANT) == first
+    assert secret_store.get(OTHER_TENANT) is None
+
+
+def test_given_rotations_when_written_then_each_version_is_read_back_with_its_previous_secret(
+    secret_store: SecretStore,
+) -> None:
+    first = SecretRecord(TENANT, b"one")
+    secret_store.put(first)
+    second = rotated(first, b"two", T0, grace_seconds=3600)
+    secret_store.put(second)
+    assert secret_store.get(TENANT) == second
+    assert (second.version, second.previous, second.previous_expires_ms) == (
+        2,
+        b"one",
+        T0 + 3_600_000,
+    )
+
+    third = rotated(second, b"three", T0 + 60_000, grace_seconds=3600)
+    secret_store.put(third)
+
+    assert secret_store.get(TENANT) == third
+    assert (third.version, third.current, third.previous) == (3, b"three", b"two")
+
+
+def test_given_a_record_when_another_first_write_arrives_then_condition_failed_and_it_stays(
+    secret_store: SecretStore,
+) -> None:
+    first = SecretRecord(TENANT, b"first")
+    secret_store.put(first)
+
+    with pytest.raises(ConditionFailed):
+        secret_store.put(SecretRecord(TENANT, b"second first"))
+
+    assert secret_store.get(TENANT) == first
+
+
+def test_given_a_stale_or_skipped_version_when_writing_then_condition_failed(
+    secret_store: SecretStore,
+) -> None:
+    first = SecretRecord(TENANT, b"one")
+    secret_store.put(first)
+    second = rotated(first, b"two", T0, grace_seconds=3600)
+    secret_store.put(second)
+
+    with pytest.raises(ConditionFailed):
+        secret_store.put(rotated(first, b"late", T0 + 1, grace_seconds=3600))  # read version 1
+    with pytest.raises(ConditionFailed):
+        secret_store.put(replace(second, current=b"ahead", version=4))
+
+    assert secret_store.get(TENANT) == second
+
+
+def test_given_records_of_two_tenants_then_each_has_its_own_versions(
+    secret_store: SecretStore,
+) -> None:
+    mine = SecretRecord(TENANT, b"mine")
+    secret_store.put(mine)
+    mine_rotated = rotated(mine, b"mine again", T0, grace_seconds=60)
+    secret_store.put(mine_rotated)
+    theirs = SecretRecord(OTHER_TENANT, b"theirs")
+
+    secret_store.put(theirs)  # a first write, while the other tenant is at version 2
+
+    assert secret_store.get(TENANT) == mine_rotated
+    assert secret_store.get(OTHER_TENANT) == theirs
+
+
+# --- SecretCipher --------------------------------------------------------------------------------
+
+
+def test_given_generated_keys_when_decrypted_for_their_tenant_then_each_opens_to_its_key(
+    secret_cipher: SecretCipher,
+) -> None:
+    key, ciphertext = secret_cipher.generate(TENANT)
+    other_key, other_ciphertext = secret_cipher.generate(TENANT)
+
+    assert len(key) == len(other_key) == SECRET_BYTES
+    assert key != other_key
+    assert ciphertext != other_ciphertext
+    assert key not in ciphertext
+    assert secret_cipher.decrypt(TENANT, ciphertext) == key
+    assert secret_cipher.decrypt(TENANT, other_ciphertext) == other_key
+
+
+def test_given_a_ciphertext_when_decrypted_for_another_tenant_or_never_made_then_it_does_not_open(
+    secret_cipher: SecretCipher,
+) -> None:
+    _, ciphertext = secret_cipher.generate(TENANT)
+
+    # The twin refuses with SecretsUnavailable; KMS with its ClientError
+    # (InvalidCiphertextException), which duetime.services.webhook_secrets turns into one.
+    with pytest.raises((SecretsUnavailable, ClientError)):
+        secret_cipher.decrypt(OTHER_TENANT, ciphertext)
+    with pytest.raises((SecretsUnavailable, ClientError)):
+        secret_cipher.decrypt(TENANT, b"\x01" * 64)

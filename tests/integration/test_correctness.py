@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from duetime.adapters.memory import MemoryJobStore
+from duetime.adapters.memory.jobs import MemoryJobStore
 from duetime.domain.errors import QuotaExceeded, ValidationError
 from duetime.domain.jobs import (
     RECORDING_MARGIN_SECONDS,

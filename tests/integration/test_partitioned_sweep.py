@@ -13,7 +13,10 @@ from typing import Any
 
 import pytest
 
-from duetime.adapters.memory import MemoryJobStore, MemoryQueue, MemoryRunStore, MemoryTimerStore
+from duetime.adapters.memory.jobs import MemoryJobStore
+from duetime.adapters.memory.queues import MemoryQueue
+from duetime.adapters.memory.runs import MemoryRunStore
+from duetime.adapters.memory.timers import MemoryTimerStore
 from duetime.cli.main import main as cli_main
 from duetime.config import QueueUrls, Settings, queue_key
 from duetime.domain.jobs import JobStatus, Priority, Runtime, parse_job_spec

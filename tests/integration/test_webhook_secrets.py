@@ -20,23 +20,17 @@ from referencing import Registry, Resource
 from referencing.jsonschema import DRAFT202012
 
 from duetime import wiring
+from duetime.adapters.dynamodb.secrets import RECORD_ID, DynamoSecretStore
+from duetime.adapters.kms import KmsCipher
+from duetime.adapters.memory.secrets import MemorySecretStore
 from duetime.api.app import build_app
 from duetime.api.openapi import OPENAPI
 from duetime.domain.jobs import Priority, Runtime, parse_job_spec
+from duetime.domain.signing import SECRET_BYTES, SecretRecord, key_from_secret
 from duetime.entrypoints import worker as worker_handler
 from duetime.local.lambda_runtime import FakeContext, SqsEventSource
-from duetime.ports import ConditionFailed
+from duetime.ports import ConditionFailed, SecretStore
 from duetime.resources import create_resources
-from duetime.webhook_secrets import (
-    RECORD_ID,
-    SECRET_BYTES,
-    DynamoSecretStore,
-    KmsCipher,
-    MemorySecretStore,
-    SecretRecord,
-    SecretStore,
-    key_from_secret,
-)
 from duetime.wiring import Components, build
 from tests.conftest import Aws
 from tests.unit.test_webhook_signing import verifier

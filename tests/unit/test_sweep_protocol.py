@@ -13,7 +13,10 @@ from typing import Any
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
-from duetime.adapters.memory import MemoryJobStore, MemoryQueue, MemoryRunStore, MemoryTimerStore
+from duetime.adapters.memory.jobs import MemoryJobStore
+from duetime.adapters.memory.queues import MemoryQueue
+from duetime.adapters.memory.runs import MemoryRunStore
+from duetime.adapters.memory.timers import MemoryTimerStore
 from duetime.config import QueueUrls, Settings, queue_key
 from duetime.domain.jobs import Priority, Runtime, parse_job_spec
 from duetime.domain.messages import RunMessage

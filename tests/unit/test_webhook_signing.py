@@ -16,23 +16,21 @@ from types import ModuleType
 
 import pytest
 
-from duetime.domain.targets import HttpTarget
-from duetime.targets import HttpDelivery, Invocation, TargetError
-from duetime.webhook_secrets import (
-    DEFAULT_GRACE_SECONDS,
+from duetime.adapters.kms import UnconfiguredCipher
+from duetime.adapters.memory.secrets import MemoryCipher, MemorySecretStore
+from duetime.domain.signing import (
     SECRET_PREFIX,
-    MemoryCipher,
-    MemorySecretStore,
     SecretRecord,
-    SecretsUnavailable,
     TenantSecrets,
-    UnconfiguredCipher,
-    WebhookSecrets,
     key_from_secret,
     rotated,
     sign,
     webhook_headers,
 )
+from duetime.domain.targets import HttpTarget
+from duetime.ports import SecretsUnavailable
+from duetime.services.webhook_secrets import DEFAULT_GRACE_SECONDS, WebhookSecrets
+from duetime.targets import HttpDelivery, Invocation, TargetError
 
 VERIFY_PATH = Path(__file__).resolve().parents[2] / "scripts" / "verify_webhook.py"
 NOW_MS = 1_795_237_200_000  # 2026-11-21T05:00:00Z
@@ -267,7 +265,7 @@ def test_given_concurrent_rotations_then_the_loser_gets_a_conflict_and_nothing_i
 
     loser = WebhookSecrets(StaleStore(), secrets.cipher, clock=lambda: NOW_MS)
 
-    from duetime.webhook_secrets import RotationConflict
+    from duetime.services.webhook_secrets import RotationConflict
 
     with pytest.raises(RotationConflict):
         loser.rotate("acme")

@@ -1,4 +1,5 @@
-"""SQS adapter: one standard queue per runtime × priority, each with a DLQ by redrive policy."""
+"""SQS adapter: one standard queue per runtime × priority, each with a DLQ by redrive policy
+(the JobQueue and DeadLetters ports)."""
 
 from __future__ import annotations
 
@@ -7,14 +8,13 @@ import time
 from collections import defaultdict
 from collections.abc import Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from duetime.config import QueueUrls, queue_key
 from duetime.domain.ids import message_group_id
 from duetime.domain.jobs import Priority, Runtime
 from duetime.domain.messages import MessageAuth, RunMessage
-from duetime.ports import Delivery, QueueError
+from duetime.ports import DeadLetter, Delivery, QueueError
 
 if TYPE_CHECKING:
     from mypy_boto3_sqs import SQSClient
@@ -149,6 +149,10 @@ class SqsJobQueue:
             VisibilityTimeout=max(0, min(43_200, seconds)),
         )
 
+    def dead_letters(self) -> SqsDeadLetters:
+        """The dead-letter queues of these queues, read with the same client."""
+        return SqsDeadLetters(self._client, self._queues)
+
     def url_for_arn(self, arn: str) -> str:
         """The queue URL for an event source ARN (Lambda events carry ARNs)."""
         name = arn.rsplit(":", 1)[-1]
@@ -158,37 +162,25 @@ class SqsJobQueue:
         raise KeyError(arn)
 
 
-@dataclass(frozen=True)
-class DeadLetter:
-    """A message on a dead-letter queue, as received (it stays there until deleted)."""
-
-    queue: str  # the DLQ's URL
-    message_id: str
-    receipt_handle: str
-    body: str
-    reason: str | None  # the worker's `duetime-reason`; None when the redrive policy moved it
-    sent_ms: int  # when it was sent (to the DLQ by a worker; to the source queue if moved)
-    receive_count: int
-
-
 class SqsDeadLetters:
-    """Read, release and delete messages on the dead-letter queues (`duetime dlq`).
+    """The dead-letter queues (the DeadLetters port): each queue's DLQ, by its queue key.
 
     SQS cannot peek: reading a message hides it for `visibility_seconds`; `release` makes it
     visible again at once."""
 
-    def __init__(self, client: SQSClient) -> None:
+    def __init__(self, client: SQSClient, queues: Mapping[str, QueueUrls]) -> None:
         self._client = client
+        self._queues = queues
 
-    def approximate_count(self, url: str) -> int:
+    def approximate_count(self, queue: str) -> int:
         attrs = self._client.get_queue_attributes(
-            QueueUrl=url, AttributeNames=["ApproximateNumberOfMessages"]
+            QueueUrl=self._queues[queue].dlq_url, AttributeNames=["ApproximateNumberOfMessages"]
         )["Attributes"]
         return int(attrs.get("ApproximateNumberOfMessages", "0"))
 
-    def receive(self, url: str, max_messages: int, visibility_seconds: int) -> list[DeadLetter]:
+    def receive(self, queue: str, max_messages: int, visibility_seconds: int) -> list[DeadLetter]:
         response = self._client.receive_message(
-            QueueUrl=url,
+            QueueUrl=self._queues[queue].dlq_url,
             MaxNumberOfMessages=max(1, min(_BATCH, max_messages)),
             # Long polling asks every SQS server: a short poll may answer empty too early.
             WaitTimeSeconds=1,
@@ -203,7 +195,7 @@ class SqsDeadLetters:
             reason = reason_attribute.get("StringValue") if reason_attribute else None
             letters.append(
                 DeadLetter(
-                    queue=url,
+                    queue=queue,
                     message_id=m["MessageId"],
                     receipt_handle=m["ReceiptHandle"],
                     body=m["Body"],
@@ -217,8 +209,12 @@ class SqsDeadLetters:
     def release(self, letters: Sequence[DeadLetter]) -> None:
         for letter in letters:
             self._client.change_message_visibility(
-                QueueUrl=letter.queue, ReceiptHandle=letter.receipt_handle, VisibilityTimeout=0
+                QueueUrl=self._queues[letter.queue].dlq_url,
+                ReceiptHandle=letter.receipt_handle,
+                VisibilityTimeout=0,
             )
 
     def delete(self, letter: DeadLetter) -> None:
-        self._client.delete_message(QueueUrl=letter.queue, ReceiptHandle=letter.receipt_handle)
+        self._client.delete_message(
+            QueueUrl=self._queues[letter.queue].dlq_url, ReceiptHandle=letter.receipt_handle
+        )

@@ -44,7 +44,7 @@ from duetime.domain.jobs import JobStatus, parse_job_spec
 from duetime.observability import logger
 from duetime.ports import Page, RunStore
 from duetime.services.jobs import JobService, JobView
-from duetime.webhook_secrets import RotationConflict, WebhookSecrets
+from duetime.services.webhook_secrets import RotationConflict, WebhookSecrets
 
 JsonResponse: TypeAlias = Response[Any]
 T = TypeVar("T")

@@ -11,10 +11,10 @@ from duetime.domain.ids import run_id
 from duetime.domain.jobs import Job, JobStatus, spec_to_dict
 from duetime.domain.runs import TERMINAL_RUN_STATUSES, Run
 from duetime.domain.schedule import next_occurrence
+from duetime.domain.signing import TenantSecrets
 from duetime.domain.timeutil import from_ms, rfc3339, rfc3339_ms
 from duetime.ports import Page
 from duetime.services.jobs import JobView
-from duetime.webhook_secrets import TenantSecrets
 
 
 def job_json(view: JobView, now_ms: int) -> dict[str, Any]:

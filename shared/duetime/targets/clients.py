@@ -15,7 +15,7 @@ if TYPE_CHECKING:
     from mypy_boto3_sns import SNSClient
     from mypy_boto3_sqs import SQSClient
 
-    from duetime.webhook_secrets import KmsClient
+    from duetime.adapters.kms import KmsClient
 
 # botocore retries throttling and 5xx itself; these bounds keep one delivery from hanging on a
 # stalled connection for botocore's default 60 s per attempt.
@@ -33,7 +33,7 @@ class AwsClients:
 
     Building a client costs tens of milliseconds, so a Lambda container builds each one once.
     Tests inject ready clients by name: `AwsClients(sqs=..., sns=..., events=..., lambda_=...)`.
-    `kms` opens the webhook secrets that sign HTTP deliveries (duetime.webhook_secrets).
+    `kms` opens the webhook secrets that sign HTTP deliveries (duetime.services.webhook_secrets).
 
     With `target_role_arn`, the target clients (sqs, sns, events, lambda) act as that role
     (AssumeRole, refreshed before the credentials expire): on AWS it may reach the operator's

@@ -23,7 +23,7 @@ from duetime.targets.http import HttpDelivery
 from duetime.targets.invocation import Invocation, TargetError
 
 if TYPE_CHECKING:
-    from duetime.webhook_secrets import SigningSecrets
+    from duetime.ports import SigningSecrets
 
 
 class TargetExecutor:

@@ -14,13 +14,14 @@ from typing import TYPE_CHECKING
 from urllib.parse import SplitResult, urlsplit
 
 from duetime import __version__
+from duetime.domain.signing import webhook_headers
 from duetime.domain.targets import HttpTarget
+from duetime.ports import SecretsUnavailable
 from duetime.targets import address_guard
 from duetime.targets.invocation import Invocation, TargetError, delivery_metadata, to_json
-from duetime.webhook_secrets import SecretsUnavailable, webhook_headers
 
 if TYPE_CHECKING:
-    from duetime.webhook_secrets import SigningSecrets
+    from duetime.ports import SigningSecrets
 
 # The response body only feeds error messages; never hold more of it than this.
 MAX_RESPONSE_BYTES = 64 * 1024

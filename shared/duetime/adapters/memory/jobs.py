@@ -1,0 +1,85 @@
+"""The in-memory JobStore (duetime.ports)."""
+
+from __future__ import annotations
+
+import threading
+import zlib
+from collections.abc import Iterator, Sequence
+
+from duetime.domain.jobs import Job, JobStatus
+from duetime.ports import ConditionFailed, Page
+
+
+class MemoryJobStore:
+    def __init__(self) -> None:
+        self._jobs: dict[tuple[str, str], Job] = {}
+        self._keys: dict[tuple[str, str], tuple[str, str]] = {}
+        self._recurring: dict[str, int] = {}  # active recurring jobs per tenant
+        self._lock = threading.Lock()
+
+    def claim_key(
+        self, tenant: str, key: str, job_id: str, fingerprint: str, expires_at: int
+    ) -> tuple[str, str] | None:
+        with self._lock:
+            existing = self._keys.get((tenant, key))
+            if existing is None:
+                self._keys[(tenant, key)] = (job_id, fingerprint)
+            return existing
+
+    def create(self, job: Job) -> None:
+        with self._lock:
+            if (job.tenant, job.id) in self._jobs:
+                raise ConditionFailed(f"job {job.id} exists")
+            self._jobs[(job.tenant, job.id)] = job
+
+    def get(self, tenant: str, job_id: str) -> Job | None:
+        return self._jobs.get((tenant, job_id))
+
+    def get_many(self, keys: Sequence[tuple[str, str]]) -> dict[str, Job]:
+        return {job_id: self._jobs[(t, job_id)] for t, job_id in keys if (t, job_id) in self._jobs}
+
+    def list(self, tenant: str, limit: int, cursor: str | None) -> Page[Job]:
+        with self._lock:  # iterating while another thread inserts would raise
+            ids = sorted((i for t, i in self._jobs if t == tenant), reverse=True)
+        if cursor is not None:
+            ids = [i for i in ids if i < cursor]
+        page = ids[:limit]
+        more = len(ids) > limit
+        return Page([self._jobs[(tenant, i)] for i in page], page[-1] if more and page else None)
+
+    def replace(self, job: Job, *, expected: Job) -> None:
+        with self._lock:
+            current = self._jobs.get((job.tenant, job.id))
+            if (
+                current is None
+                or current.status != expected.status
+                or current.generation != expected.generation
+            ):
+                raise ConditionFailed(f"job {job.id} changed")
+            self._jobs[(job.tenant, job.id)] = job
+
+    def scan_active(self, segment: int, segments: int) -> Iterator[Job]:
+        with self._lock:
+            jobs = list(self._jobs.values())
+        for job in jobs:
+            active = job.status in (JobStatus.SCHEDULED, JobStatus.PAUSED)
+            if active and zlib.crc32(job.id.encode()) % segments == segment:
+                yield job
+
+    def reserve_recurring(self, tenant: str, limit: int) -> bool:
+        with self._lock:
+            if self._recurring.get(tenant, 0) >= limit:
+                return False
+            self._recurring[tenant] = self._recurring.get(tenant, 0) + 1
+            return True
+
+    def release_recurring(self, tenant: str) -> None:
+        with self._lock:
+            self._recurring[tenant] = max(0, self._recurring.get(tenant, 0) - 1)
+
+    def set_recurring_count(self, tenant: str, count: int) -> None:
+        with self._lock:
+            self._recurring[tenant] = count
+
+    def recurring_count(self, tenant: str) -> int:
+        return self._recurring.get(tenant, 0)

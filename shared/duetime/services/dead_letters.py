@@ -1,0 +1,189 @@
+"""Dead runs: the runs parked in the dead-letter queues, read, and sent back (`duetime dlq`).
+
+A run reaches a DLQ in one of two ways (docs/reliability.md): a worker put it there after its
+last attempt failed, with the reason as the `duetime-reason` message attribute; or the queue's
+redrive policy moved it after `maxReceiveCount` receives that never finished (a worker died on
+it every time, or its body could not be read), with no reason.
+
+`read` lists the DLQs without consuming them: SQS cannot peek, so each message is received
+with a short visibility timeout and made visible again at once.
+
+`redrive` sends runs back to the queue they came from (the message's runtime and priority) as
+**one more attempt**: attempt numbers continue (n + 1), they are not reset. The worker's claim
+rule lets a run be claimed only by an attempt newer than the one recorded, so a reset attempt
+would be dropped as a duplicate; continuing keeps the run record's attempt history truthful.
+A run that failed is first reopened (its record goes from `failed` to `retrying`); if the
+extra attempt fails too, the run returns to the DLQ with its new reason. A message is deleted
+from the DLQ only after the queue accepted the new one: a crash in between leaves a copy in the
+DLQ (which a later redrive skips or runs once more, the claim absorbing the rest), never
+neither.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
+
+from duetime.config import queue_key
+from duetime.domain.ids import run_id
+from duetime.domain.jobs import JobStatus, Priority, Runtime
+from duetime.domain.messages import MessageAuth, RunMessage, UnauthenticatedMessage
+from duetime.domain.runs import CLOCK_SKEW_ALLOWANCE_MS, RunOutcome, RunStatus
+from duetime.ports import DeadLetter, DeadLetters, JobQueue, JobStore, RunStore
+from duetime.services.execute import ABANDONED_ERROR
+
+QUEUE_KEYS = [queue_key(r, p) for r in Runtime for p in Priority]
+# How long a read or redriven message stays hidden while the service works on it.
+HOLD_SECONDS = 60
+
+
+@dataclass(frozen=True)
+class DeadRun:
+    """One DLQ message, read."""
+
+    letter: DeadLetter
+    message: RunMessage | None  # None: the body is not a run message
+    # Signed by duetime (duetime.domain.messages.MessageAuth): may be sent back.
+    signed: bool = False
+
+    @property
+    def queue(self) -> str:
+        """The queue key, e.g. lambda/high."""
+        return self.letter.queue
+
+    @property
+    def run_id(self) -> str | None:
+        return run_id(self.message.job_id, self.message.scheduled_ms) if self.message else None
+
+
+@dataclass
+class RedriveReport:
+    redriven: list[tuple[DeadRun, int]]  # and the new attempt number
+    skipped: list[tuple[DeadRun, str]]
+
+
+class DeadRuns:
+    """Reads the dead-letter queues and redrives their runs; see the module docstring."""
+
+    def __init__(
+        self,
+        jobs: JobStore,
+        runs: RunStore,
+        queue: JobQueue,
+        letters: DeadLetters,
+        auth: MessageAuth,
+    ) -> None:
+        self._jobs = jobs
+        self._runs = runs
+        self._queue = queue
+        self._letters = letters
+        self._auth = auth
+
+    def read(self, queues: Sequence[str], limit: int) -> tuple[list[DeadRun], int]:
+        """Up to `limit` dead runs of the queues, oldest first, and about how many there are."""
+        dead: list[DeadRun] = []
+        total = 0
+        for key in queues:
+            count = self._letters.approximate_count(key)
+            total += count
+            held: list[DeadLetter] = []
+            try:
+                while len(held) < count and len(dead) < limit:
+                    batch = self._letters.receive(key, limit - len(dead), HOLD_SECONDS)
+                    if not batch:
+                        break
+                    held += batch
+                    dead += [self._dead_run(letter) for letter in batch]
+            finally:
+                self._letters.release(held)
+        dead.sort(key=lambda d: d.letter.sent_ms)
+        return dead, total
+
+    def redrive(
+        self,
+        queues: Sequence[str],
+        *,
+        run_ids: set[str] | None,
+        limit: int | None,
+        now_ms: int,
+    ) -> RedriveReport:
+        """Send the selected dead runs back; see the module docstring for the rules."""
+        report = RedriveReport([], [])
+        for key in queues:
+            # What is there now: reading stops there (no trailing long poll on an emptied queue).
+            budget = self._letters.approximate_count(key)
+            held: list[DeadLetter] = []  # read and not redriven: made visible again at the end
+            try:
+                while budget > 0 and (limit is None or len(report.redriven) < limit):
+                    batch = self._letters.receive(key, 10, HOLD_SECONDS)
+                    if not batch:
+                        break
+                    budget -= len(batch)
+                    for letter in batch:
+                        dead = self._dead_run(letter)
+                        unwanted = run_ids is not None and dead.run_id not in run_ids
+                        if unwanted or (limit is not None and len(report.redriven) >= limit):
+                            held.append(letter)
+                        else:
+                            try:
+                                why = self._redrive_one(dead, now_ms, report)
+                            except BaseException:
+                                held.append(letter)  # not sent back: visible in the DLQ again
+                                raise
+                            if why is not None:
+                                report.skipped.append((dead, why))
+                                held.append(letter)
+            finally:
+                self._letters.release(held)
+        return report
+
+    def _redrive_one(self, dead: DeadRun, now_ms: int, report: RedriveReport) -> str | None:
+        """Redrive one message; the reason it was skipped, or None when it was sent back."""
+        message = dead.message
+        if message is None:
+            return "the body is not a run message"
+        if not dead.signed:
+            # Not written by duetime (or signed with a retired key): sending it back would sign
+            # it, and a worker would run whatever job and tenant it names.
+            return "the message is not signed by duetime: never sent back"
+        job = self._jobs.get(message.tenant, message.job_id)
+        if job is None or job.status in (JobStatus.CANCELLED, JobStatus.PAUSED):
+            # The worker drops runs of cancelled or paused jobs: sending it would do nothing.
+            return f"job is {job.status.value if job else 'gone'}"
+        run = self._runs.get(message.job_id, message.scheduled_ms)
+        if run is not None and run.status == RunStatus.SUCCEEDED:
+            return "the run already succeeded"
+        if run is not None and run.status == RunStatus.RUNNING:
+            # Moved by the redrive policy while its attempt is recorded as running: a worker
+            # died on it (or, with a live lease, is running it now: leave it).
+            if run.lease is not None and run.lease.until_ms + CLOCK_SKEW_ALLOWANCE_MS > now_ms:
+                return "the run is running now"
+            reopened = self._runs.finish(
+                run, RunOutcome(RunStatus.RETRYING, now_ms, ABANDONED_ERROR)
+            )
+            if reopened is None:
+                return "the run changed meanwhile; try again"
+            run = reopened
+        if run is not None and run.status == RunStatus.FAILED:
+            # Reopen: a failed run is final for the claim rule; `retrying` admits attempt n + 1.
+            reopened = self._runs.finish(
+                run, RunOutcome(RunStatus.RETRYING, run.finished_ms or now_ms, run.error)
+            )
+            if reopened is None:
+                return "the run changed meanwhile; try again"
+            run = reopened
+        attempt = max(message.attempt, run.attempt if run is not None else 0) + 1
+        # Sent back for the job as it is now: a redrive is asked for after any pause.
+        again = replace(message, attempt=attempt, due_ms=now_ms, generation=job.generation)
+        self._queue.send([(again, 0)])
+        self._letters.delete(dead.letter)  # only now: the copy is in the source queue
+        report.redriven.append((dead, attempt))
+        return None
+
+    def _dead_run(self, letter: DeadLetter) -> DeadRun:
+        try:
+            return DeadRun(letter, self._auth.open(letter.body), signed=True)
+        except UnauthenticatedMessage as exc:
+            return DeadRun(letter, exc.message)
+        except (ValueError, KeyError, TypeError):
+            return DeadRun(letter, None)
