@@ -95,7 +95,6 @@ from typing import Any, TypeVar
 from duetime.adapters.codec import from_item, job_from_values, job_to_values, to_item
 from duetime.adapters.dynamodb import timer_from_values, timer_values
 from duetime.adapters.memory import MemoryJobStore, MemoryQueue, MemoryTimerStore
-from duetime.config import QueueUrls, Settings, queue_key
 from duetime.domain.ids import message_group_id, new_job_id
 from duetime.domain.jobs import Job, JobSpec, JobStatus, Priority, Runtime
 from duetime.domain.messages import RunMessage
@@ -114,6 +113,7 @@ from duetime.domain.timeutil import MINUTE_MS, from_ms, to_ms
 from duetime.observability import logger, metrics
 from duetime.ports import StoreError
 from duetime.services.sweep import Sweeper
+from duetime.settings import QueueUrls, Settings, queue_key
 
 # --- AWS and SDK figures ---------------------------------------------------------------------
 # DynamoDB, "Best practices for designing and using partition keys effectively" (as

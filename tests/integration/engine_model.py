@@ -45,7 +45,6 @@ from hypothesis.stateful import (
 )
 
 from duetime.adapters.memory import MemoryJobStore, MemoryQueue, MemoryRunStore, MemoryTimerStore
-from duetime.config import QueueUrls, Settings, queue_key
 from duetime.domain.errors import IllegalTransition, NotFound, ValidationError
 from duetime.domain.jobs import JobStatus, Priority, Runtime, parse_job_spec
 from duetime.domain.messages import RunMessage, delay_seconds
@@ -58,6 +57,7 @@ from duetime.services.coordinator import Coordinator, InProcessLauncher
 from duetime.services.execute import Disposition, Result, RunExecutor
 from duetime.services.jobs import JobService
 from duetime.services.sweep import Sweeper
+from duetime.settings import QueueUrls, Settings, queue_key
 from duetime.targets import Invocation, TargetError
 
 T0 = to_ms(datetime(2026, 11, 21, 10, 0, 7, 250_000, tzinfo=UTC))

@@ -24,7 +24,6 @@ from duetime.adapters.memory import (
     MemoryTimerStore,
 )
 from duetime.adapters.sqs import SqsJobQueue
-from duetime.config import queue_key
 from duetime.domain.ids import new_job_id
 from duetime.domain.jobs import (
     Catchup,
@@ -51,6 +50,7 @@ from duetime.domain.schedule import At, Rate
 from duetime.domain.targets import HandlerTarget
 from duetime.domain.timers import PartitionState, StuckTimer, SweepState, Timer, shard_of
 from duetime.ports import ConditionFailed, Delivery, JobQueue, JobStore, Page, RunStore, TimerStore
+from duetime.settings import queue_key
 from tests.conftest import Aws
 
 BACKENDS = ["memory", "dynamo"]

@@ -14,12 +14,12 @@ from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from duetime.adapters.memory import MemoryJobStore, MemoryQueue, MemoryRunStore, MemoryTimerStore
-from duetime.config import QueueUrls, Settings, queue_key
 from duetime.domain.jobs import Priority, Runtime, parse_job_spec
 from duetime.domain.messages import RunMessage
 from duetime.domain.timeutil import rfc3339_ms, to_ms
 from duetime.services.jobs import JobService
 from duetime.services.sweep import Sweeper
+from duetime.settings import QueueUrls, Settings, queue_key
 
 T0 = to_ms(datetime(2026, 11, 21, 10, 0, 7, tzinfo=UTC))
 MINUTES = 20
