@@ -189,7 +189,7 @@ class Settings:
         )
 
     def to_env(self) -> dict[str, str]:
-        """The environment that makes `from_env` return these settings (local stack, tests)."""
+        """The environment that makes `from_env` return these settings (tests, a worker process)."""
         return {
             Env.JOBS_TABLE: self.jobs_table,
             Env.TIMERS_TABLE: self.timers_table,
