@@ -30,9 +30,9 @@ from aws_cdk import aws_logs as logs
 from aws_cdk import aws_sns as sns
 from constructs import Construct
 
-from duetime.config import Env
 from duetime.domain.jobs import Priority
 from duetime.resources import TABLES
+from duetime.settings import Env
 from infra.constructs.api import Api
 from infra.constructs.data import Data
 from infra.constructs.engine import Engine

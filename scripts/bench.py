@@ -37,6 +37,8 @@ from typing import Any
 ROOT = Path(__file__).resolve().parent.parent
 sys.path[:0] = [str(ROOT / "shared"), str(ROOT)]
 
+from duetime.clock import wall_ms  # noqa: E402 - from the path just set
+
 TENANT = "bench"
 NOOP_TARGET = {"type": "handler", "name": "duetime.noop"}
 READ_OPERATIONS = {"GetItem", "BatchGetItem", "Query", "Scan"}
@@ -240,7 +242,7 @@ class Recorder:
 
     def wrap(self, execute: Callable[[Any, Any], None]) -> Callable[[Any, Any], None]:
         def observed(target: Any, invocation: Any) -> None:
-            started = time.time_ns() // 1_000_000
+            started = wall_ms()
             with self.lock:
                 self.executions.append(
                     (
@@ -279,10 +281,6 @@ def say(text: str) -> None:
     print(text, file=sys.stderr, flush=True)
 
 
-def now_ms() -> int:
-    return time.time_ns() // 1_000_000
-
-
 def rfc3339(ms: int) -> str:
     return datetime.fromtimestamp(ms / 1000, UTC).strftime("%Y-%m-%dT%H:%M:%S.%f")[:-3] + "Z"
 
@@ -314,7 +312,6 @@ class Bench:
         self.log = RequestLog()
 
     def run(self) -> None:
-        from duetime import wiring
         from duetime.local.stack import LocalOptions, LocalStack
 
         state = Path(tempfile.mkdtemp(prefix="duetime-bench-"))
@@ -327,7 +324,7 @@ class Bench:
         )
         with open(os.devnull, "w") as devnull, LocalStack(options, log_stream=devnull) as stack:
             self.stack = stack
-            parts = wiring.components()
+            parts = stack.components
             self.parts = parts
             targets = parts.executor._targets
             targets.execute = self.recorder.wrap(targets.execute)  # type: ignore[method-assign]
@@ -342,14 +339,15 @@ class Bench:
         self.results["finished"] = datetime.now(UTC).isoformat()
         self.write()
 
+    def client(self, service: str) -> Any:
+        """A boto3 client of the local stack's moto server."""
+        assert self.stack.session is not None
+        return self.stack.session.client(service, endpoint_url=self.stack.moto_url)
+
     # --- the emulator's raw rate ---------------------------------------------------------
 
     def raw_rate(self) -> None:
-        import boto3
-
-        session = boto3.Session()
-        sqs = session.client("sqs")
-        ddb = session.client("dynamodb")
+        sqs, ddb = self.client("sqs"), self.client("dynamodb")
         name = f"bench-raw-{uuid.uuid4().hex[:6]}"
         url = sqs.create_queue(QueueName=name)["QueueUrl"]
         ddb.create_table(
@@ -411,15 +409,13 @@ class Bench:
 
     def queued(self) -> int:
         """Messages in every queue and DLQ (visible, in flight or delayed)."""
-        from duetime.local.stack import _depth
+        from duetime.local.figures import queue_depth
 
         if not hasattr(self, "_depth_sqs"):
-            import boto3
-
-            self._depth_sqs = boto3.client("sqs")  # not counted: not the scheduler's calls
+            self._depth_sqs = self.client("sqs")  # not counted: not the scheduler's calls
         settings = self.stack.settings
         urls = [u for q in settings.queues.values() for u in (q.url, q.dlq_url)]
-        return sum(_depth(self._depth_sqs, url) for url in urls)
+        return sum(queue_depth(self._depth_sqs, url) for url in urls)
 
     def settle(
         self, expected: list[tuple[str, int]], executions: list[tuple[str, int, int, int]]
@@ -509,7 +505,7 @@ class Bench:
         lead_ms = int(n / SUBMIT_RATE * 1000) + 5000
         self.recorder.take()
         self.log.reset()
-        start = now_ms() + lead_ms
+        start = wall_ms() + lead_ms
         # Recurring jobs end with the window: no occurrence (and no request) after it. A
         # `* * * * *` job needs a minute boundary before its end to exist at all: a short window
         # that crosses none ends it at the next one (that occurrence falls after the window and
@@ -552,7 +548,7 @@ class Bench:
             (jobs[i].id, jobs[i].next_due_ms) for i in one_off_index if i in jobs
         ]
         end = start + seconds * 1000
-        time.sleep(max(0.0, (end - now_ms()) / 1000) + 3)
+        time.sleep(max(0.0, (end - wall_ms()) / 1000) + 3)
         # A run that has not started when the wait ends counts as lost: give a backlog time.
         self.wait_for(len(expected), max(20.0, n / 20))
         executions = self.recorder.take()
@@ -602,7 +598,7 @@ class Bench:
 
         for i in pending:
             delay = 2
-            wait = (dues[i] - delay * 1000 - now_ms()) / 1000
+            wait = (dues[i] - delay * 1000 - wall_ms()) / 1000
             if wait > 0:
                 time.sleep(wait)
             pool.submit(submit, i, delay)
@@ -627,14 +623,14 @@ class Bench:
         lead_ms = int(n / SUBMIT_RATE * 1000) + 5000
         self.recorder.take()
         self.log.reset()
-        due = (now_ms() + lead_ms) // 1000 * 1000
+        due = (wall_ms() + lead_ms) // 1000 * 1000
         raws = [
             {"schedule": {"at": rfc3339(due + (i * 997) % 1000)}, "target": NOOP_TARGET}
             for i in range(n)
         ]
         jobs = self.submit(raws)
         expected = [(j.id, j.next_due_ms) for j in jobs]
-        time.sleep(max(0.0, (due - now_ms()) / 1000))
+        time.sleep(max(0.0, (due - wall_ms()) / 1000))
         t0 = time.monotonic()
         last = self.wait_for(n, max(60.0, n / 5))
         executions = self.recorder.take()
@@ -675,7 +671,7 @@ class Bench:
         lead_ms = int(m / SUBMIT_RATE * 1000) + (lookahead + 1) * MINUTE_MS
         self.recorder.take()
         self.log.reset()
-        due = (now_ms() + lead_ms) // MINUTE_MS * MINUTE_MS + MINUTE_MS
+        due = (wall_ms() + lead_ms) // MINUTE_MS * MINUTE_MS + MINUTE_MS
         when = datetime.fromtimestamp(due / 1000, UTC)
         raw = {
             # Ends a minute later: one occurrence each, nothing to cancel afterwards.
@@ -691,8 +687,8 @@ class Bench:
         self.log.reset()
         expected = [(j.id, due) for j in jobs]
         wrong = [j.id for j in jobs if j.next_due_ms != due]
-        say(f"cron: {m} jobs due at {when:%H:%M}:00 UTC ({(due - now_ms()) / 1000:.0f} s ahead)")
-        time.sleep(max(0.0, (due - now_ms()) / 1000))
+        say(f"cron: {m} jobs due at {when:%H:%M}:00 UTC ({(due - wall_ms()) / 1000:.0f} s ahead)")
+        time.sleep(max(0.0, (due - wall_ms()) / 1000))
         t0 = time.monotonic()
         last = self.wait_for(m, max(60.0, m / 5))
         time.sleep(2)
@@ -724,8 +720,6 @@ class Bench:
     def due_vs_stored(self) -> None:
         """D due jobs among S stored future ones, on a separate set of tables nobody polls,
         with a controlled clock: the sweeper's reads per due job as S grows."""
-        import boto3
-
         from duetime.domain.jobs import parse_job_spec
         from duetime.domain.timers import Timer
         from duetime.domain.timeutil import MINUTE_MS
@@ -736,12 +730,13 @@ class Bench:
         sizes = [100, 1000] if self.quick else [100, 10_000]
         rows = []
         for stored in sizes:
-            session = boto3.Session()
-            ddb, sqs = session.client("dynamodb"), session.client("sqs")
+            ddb, sqs = self.client("dynamodb"), self.client("sqs")
             prefix = f"bench{stored}x{uuid.uuid4().hex[:4]}"
             settings = create_resources(ddb, sqs, prefix)
-            clock = ManualClock((now_ms() // MINUTE_MS) * MINUTE_MS + 1000)
-            parts = build(settings, session, clock=clock)
+            clock = ManualClock((wall_ms() // MINUTE_MS) * MINUTE_MS + 1000)
+            parts = build(
+                settings, self.stack.session, clock=clock, endpoint_url=self.stack.moto_url
+            )
             log = RequestLog()
             log.attach(parts.timers._client)
             log.attach(parts.queue._client)

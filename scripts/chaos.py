@@ -187,14 +187,11 @@ def accounting_of_dead(cluster: Any, workload: Any) -> int:
 
 
 def dlq_redrive(cluster: Any) -> Any:
-    from duetime.services.dead_letters import QUEUE_KEYS, DeadRuns
-    from duetime.wiring import wall_ms
+    from duetime.clock import wall_ms
+    from duetime.services.dead_letters import QUEUE_KEYS
+    from duetime.wiring import dead_runs
 
-    parts = cluster.parts
-    dead_runs = DeadRuns(
-        parts.jobs, parts.runs, parts.queue, parts.queue.dead_letters(), parts.auth
-    )
-    return dead_runs.redrive(QUEUE_KEYS, run_ids=None, limit=None, now_ms=wall_ms())
+    return dead_runs(cluster.parts).redrive(QUEUE_KEYS, run_ids=None, limit=None, now_ms=wall_ms())
 
 
 if __name__ == "__main__":

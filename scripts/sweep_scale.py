@@ -97,7 +97,6 @@ from duetime.adapters.dynamodb.timer_items import timer_from_values, timer_value
 from duetime.adapters.memory.jobs import MemoryJobStore
 from duetime.adapters.memory.queues import MemoryQueue
 from duetime.adapters.memory.timers import MemoryTimerStore
-from duetime.config import QueueUrls, Settings, queue_key
 from duetime.domain.ids import message_group_id, new_job_id
 from duetime.domain.jobs import Job, JobSpec, JobStatus, Priority, Runtime
 from duetime.domain.messages import RunMessage
@@ -116,6 +115,7 @@ from duetime.domain.timeutil import MINUTE_MS, from_ms, to_ms
 from duetime.observability import logger, metrics
 from duetime.ports import StoreError
 from duetime.services.sweep import Sweeper
+from duetime.settings import QueueUrls, Settings, queue_key
 
 # --- AWS and SDK figures ---------------------------------------------------------------------
 # DynamoDB, "Best practices for designing and using partition keys effectively" (as

@@ -10,9 +10,9 @@ import boto3
 import pytest
 from moto import mock_aws
 
-from duetime.config import Settings
 from duetime.local.moto_fixes import make_dynamodb_writes_atomic, make_sqs_strict
 from duetime.resources import create_resources
+from duetime.settings import Settings
 
 REGION = "us-east-1"
 

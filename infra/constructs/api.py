@@ -15,7 +15,7 @@ from aws_cdk import aws_logs as logs
 from constructs import Construct
 
 from duetime.api.app import PUBLIC_ROUTES, ROUTES
-from duetime.config import Env
+from duetime.settings import Env
 from infra.constructs.nag import acknowledge
 
 if TYPE_CHECKING:

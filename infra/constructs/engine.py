@@ -18,8 +18,8 @@ from aws_cdk import aws_lambda as lambda_
 from aws_cdk import aws_lambda_event_sources as sources
 from constructs import Construct
 
-from duetime.config import Env
 from duetime.domain.jobs import Runtime
+from duetime.settings import Env
 
 if TYPE_CHECKING:
     from infra.constructs.data import Data

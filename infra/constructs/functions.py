@@ -2,7 +2,7 @@
 
 arm64, one Python runtime, the code asset of `infra.packaging`, the AWS-managed Powertools
 layer, JSON logs in a log group with a retention, X-Ray tracing, and an environment whose
-names come from `duetime.config.Env` (the module the code reads them with).
+names come from `duetime.settings.Env` (the module the code reads them with).
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ from aws_cdk import aws_lambda as lambda_
 from aws_cdk import aws_logs as logs
 from constructs import Construct
 
-from duetime.config import Env
+from duetime.settings import Env
 from infra import packaging
 from infra.constructs.nag import acknowledge
 
@@ -95,7 +95,7 @@ class FunctionFactory(Construct):
             description="duetime: what job targets may reach (assumed by the workers)",
         )
         grant_targets(self.target_role, props.target_resource_arns, props.target_kms_key_arns)
-        # What the engine (api, sweeper, worker: duetime.config.Settings) reads.
+        # What the engine (api, sweeper, worker: duetime.settings.Settings) reads.
         self.engine_env = {
             Env.JOBS_TABLE: data.jobs.table_name,
             Env.TIMERS_TABLE: data.timers.table_name,

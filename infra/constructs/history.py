@@ -21,8 +21,8 @@ from aws_cdk import aws_s3 as s3
 from aws_cdk import aws_sqs as sqs
 from constructs import Construct
 
-from duetime.config import Env
 from duetime.history.schema import PARTITION_KEY, PREFIX, TABLE_NAME, glue_columns
+from duetime.settings import Env
 from infra.constructs.nag import acknowledge
 
 if TYPE_CHECKING:

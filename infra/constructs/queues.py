@@ -9,9 +9,9 @@ from aws_cdk import Duration, Stack
 from aws_cdk import aws_sqs as sqs
 from constructs import Construct
 
-from duetime.config import queue_key
 from duetime.domain.jobs import Priority, Runtime
 from duetime.resources import DLQ_RETENTION_SECONDS, MAX_RECEIVE_COUNT
+from duetime.settings import queue_key
 
 if TYPE_CHECKING:
     from infra.scheduler import SchedulerProps

@@ -2,7 +2,7 @@
 
 Created lazily-configurable singletons: importing this module touches no AWS service. The
 service name and metrics namespace come from POWERTOOLS_SERVICE_NAME and
-POWERTOOLS_METRICS_NAMESPACE (set by the CDK app and the local stack).
+POWERTOOLS_METRICS_NAMESPACE (set by the CDK app; `duetime` where they are not set).
 """
 
 from __future__ import annotations

@@ -11,8 +11,8 @@ import secrets
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from duetime.config import QueueUrls, Settings, queue_key, queue_name
 from duetime.domain.jobs import Priority, Runtime
+from duetime.settings import QueueUrls, Settings, queue_key, queue_name
 
 if TYPE_CHECKING:
     from mypy_boto3_dynamodb import DynamoDBClient

@@ -1,16 +1,18 @@
-"""Composition root: build the adapters and services once per process from Settings.
+"""Composition root: the one place that builds the adapters and services, from settings objects.
 
-Lambda handlers call `components()` lazily on first invocation (nothing touches AWS at import
-time); the Fargate worker, the local stack and the tests call `build()` directly.
+The Lambda handlers (duetime.entrypoints) get theirs on first invocation, from the environment
+(`components()`; nothing touches AWS at import time). The Fargate worker, the local stack and
+the tests call `build()` and the builders below with settings objects of their own; the local
+stack adds its moto server's `endpoint_url` and an executor that counts the runs.
 """
 
 from __future__ import annotations
 
 import functools
 import random
-import time
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
 
 import boto3
 from botocore.config import Config
@@ -21,22 +23,27 @@ from duetime.adapters.dynamodb.secrets import DynamoSecretStore
 from duetime.adapters.dynamodb.timers import DynamoTimerStore
 from duetime.adapters.kms import KmsCipher, UnconfiguredCipher
 from duetime.adapters.sqs import SqsJobQueue
-from duetime.config import Env, Settings
+from duetime.clock import wall_ms
+from duetime.domain.jobs import Runtime
 from duetime.domain.messages import MessageAuth
 from duetime.ports import SecretCipher
 from duetime.services.coordinator import Coordinator, InProcessLauncher, SweepLauncher
 from duetime.services.dispatch import Dispatcher
 from duetime.services.execute import RunExecutor
 from duetime.services.jobs import JobService
+from duetime.services.queue_worker import QueueWorker
 from duetime.services.reconcile import Reconciler
 from duetime.services.sweep import Sweeper
 from duetime.services.webhook_secrets import WebhookSecrets
+from duetime.settings import ArchiverSettings, Env, Settings
 from duetime.targets import AwsClients, TargetExecutor
 
+if TYPE_CHECKING:
+    from aws_lambda_powertools.event_handler import APIGatewayHttpResolver
 
-def wall_ms() -> int:
-    return time.time_ns() // 1_000_000
-
+    from duetime.history.archive import Archiver, HistoryBucket
+    from duetime.services.dead_letters import DeadRuns
+    from duetime.settings import ApiSettings
 
 # Standard retry mode retries throttling and 5xx with backoff. The pool serves every thread of
 # the process at once (the sweeper's parallel partitions; the worker's records; locally, all
@@ -67,18 +74,25 @@ def build(
     *,
     clock: Callable[[], int] = wall_ms,
     jitter: Callable[[], float] = random.random,
+    endpoint_url: str | None = None,
+    make_executor: Callable[..., RunExecutor] = RunExecutor,
 ) -> Components:
+    """The engine's components. `endpoint_url`: where every AWS client sends its calls (the
+    local stack's moto server; None: AWS). `make_executor`: called with RunExecutor's
+    arguments (the local stack passes a subclass that counts the runs)."""
     session = session or boto3.Session()
-    dynamodb = session.client("dynamodb", config=_BOTO_CONFIG)
-    sqs = session.client("sqs", config=_BOTO_CONFIG)
+    dynamodb = session.client("dynamodb", config=_BOTO_CONFIG, endpoint_url=endpoint_url)
+    sqs = session.client("sqs", config=_BOTO_CONFIG, endpoint_url=endpoint_url)
     jobs = DynamoJobStore(dynamodb, settings.jobs_table, settings.job_partitions)
     timers = DynamoTimerStore(
         dynamodb, settings.timers_table, settings.timer_shards, settings.timer_ttl_seconds
     )
     runs = DynamoRunStore(dynamodb, settings.runs_table)
-    auth = message_auth(settings, session)
+    auth = message_auth(settings, session, endpoint_url=endpoint_url)
     queue = SqsJobQueue(sqs, settings.queues, auth)
-    clients = AwsClients(session, target_role_arn=settings.target_role_arn)
+    clients = AwsClients(
+        session, target_role_arn=settings.target_role_arn, endpoint_url=endpoint_url
+    )
     # The KMS client is built on first use: the sweeper never signs.
     cipher: SecretCipher = (
         KmsCipher(settings.secrets_key_arn, lambda: clients.kms)
@@ -104,7 +118,8 @@ def build(
         from duetime.adapters.lambda_launcher import LambdaSweepLauncher
 
         launcher = LambdaSweepLauncher(
-            session.client("lambda", config=_BOTO_CONFIG), settings.sweeper_function
+            session.client("lambda", config=_BOTO_CONFIG, endpoint_url=endpoint_url),
+            settings.sweeper_function,
         )
     return Components(
         settings=settings,
@@ -123,25 +138,75 @@ def build(
             settings,
             clock=clock,
         ),
-        executor=RunExecutor(
+        executor=make_executor(
             jobs, runs, queue, targets, settings, clock=clock, auth=auth, jitter=jitter
         ),
         webhook_secrets=webhook_secrets,
     )
 
 
-def message_auth(settings: Settings, session: boto3.Session) -> MessageAuth:
+def message_auth(
+    settings: Settings, session: boto3.Session, *, endpoint_url: str | None = None
+) -> MessageAuth:
     """The keys that sign and verify run messages: configured, or read once from Secrets
     Manager (comma-separated, the signing key first)."""
     if settings.run_signing_key:
         return MessageAuth.from_text(settings.run_signing_key)
     if settings.run_signing_secret_arn:
-        secrets = session.client("secretsmanager", config=_BOTO_CONFIG)
+        secrets = session.client("secretsmanager", config=_BOTO_CONFIG, endpoint_url=endpoint_url)
         value = secrets.get_secret_value(SecretId=settings.run_signing_secret_arn)
         return MessageAuth.from_text(value["SecretString"])
     raise RuntimeError(
         f"no key for run messages: set {Env.RUN_SIGNING_SECRET_ARN} or {Env.RUN_SIGNING_KEY}"
     )
+
+
+def api(parts: Components, settings: ApiSettings) -> APIGatewayHttpResolver:
+    """The HTTP API (duetime.api.app) over the engine's components."""
+    from duetime.api.app import build_app
+
+    return build_app(parts.service, parts.runs, settings, webhook_secrets=parts.webhook_secrets)
+
+
+def queue_worker(parts: Components, runtime: Runtime, **options: Any) -> QueueWorker:
+    """The long-running worker over the engine's components (the Fargate service's `duetime
+    worker`, the local stack's); `options` are QueueWorker's."""
+    return QueueWorker(parts.queue, parts.executor, runtime, **options)
+
+
+def dead_runs(parts: Components) -> DeadRuns:
+    """The dead-letter queues' runs: listed and redriven (`duetime dlq`, the chaos script)."""
+    from duetime.services.dead_letters import DeadRuns
+
+    return DeadRuns(parts.jobs, parts.runs, parts.queue, parts.queue.dead_letters(), parts.auth)
+
+
+def archiver(
+    settings: ArchiverSettings,
+    session: boto3.Session | None = None,
+    *,
+    endpoint_url: str | None = None,
+) -> Archiver:
+    """The history archiver: Parquet objects in the bucket, malformed records to the queue."""
+    from duetime.history.archive import Archiver, FailureQueue
+
+    session = session or boto3.Session()
+    sqs = session.client("sqs", config=_BOTO_CONFIG, endpoint_url=endpoint_url)
+    return Archiver(
+        history_bucket(settings.bucket, session, endpoint_url=endpoint_url),
+        FailureQueue(sqs, settings.failure_queue_url),
+    )
+
+
+def history_bucket(
+    bucket: str, session: boto3.Session | None = None, *, endpoint_url: str | None = None
+) -> HistoryBucket:
+    """The archive's objects (the archiver, the compactor)."""
+    from duetime.history.archive import HistoryBucket
+
+    session = session or boto3.Session()
+    s3 = session.client("s3", config=_BOTO_CONFIG, endpoint_url=endpoint_url)
+    return HistoryBucket(s3, bucket)
 
 
 @functools.cache

@@ -13,10 +13,10 @@ import boto3
 import pytest
 from moto.server import ThreadedMotoServer
 
-from duetime.config import Settings
 from duetime.domain.jobs import Priority, Runtime, parse_job_spec
 from duetime.domain.runs import RunStatus
 from duetime.resources import create_resources
+from duetime.settings import Settings
 from duetime.wiring import Components, build
 from tests.waiting import wait_for
 

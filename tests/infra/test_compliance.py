@@ -78,7 +78,7 @@ def test_assets_are_the_lambda_code_and_the_worker_image(synth: Synth) -> None:
     assert len(code) == 1  # one asset for every function
     code_dir = synth.outdir / code.pop()
     assert (code_dir / "duetime" / "entrypoints" / "worker.py").is_file()
-    assert (code_dir / "duetime" / "config.py").is_file()
+    assert (code_dir / "duetime" / "settings.py").is_file()
     assert (code_dir / "croniter").is_dir()
 
 

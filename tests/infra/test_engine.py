@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from duetime.config import Env
 from duetime.domain.jobs import Priority, Runtime
+from duetime.settings import Env
 from tests.infra.conftest import Synth, listed, queue_name
 
 ENGINE_FUNCTIONS = ("api", "coordinator", "sweeper", "reconciler", "worker")

@@ -6,8 +6,8 @@ from typing import Any
 
 import pytest
 
-from duetime.config import Env, Settings, queue_key
 from duetime.domain.jobs import Priority, Runtime
+from duetime.settings import Env, Settings, queue_key
 from infra import packaging
 from tests.infra.conftest import KMS_KEY_ARN, TARGET_ARNS, Synth, listed
 
@@ -176,7 +176,7 @@ def test_handlers_are_in_the_code_asset() -> None:
     for name in FUNCTIONS:
         module = packaging.handler(name).rsplit(".", 1)[0]
         assert (asset / (module.replace(".", "/") + ".py")).is_file(), module
-    assert (asset / "duetime" / "config.py").is_file()
+    assert (asset / "duetime" / "settings.py").is_file()
     assert not (asset / "duetime" / "local").exists()  # the local stack is not deployed
     assert (asset / "croniter").is_dir()
     assert (asset / "dateutil").is_dir()

@@ -9,8 +9,8 @@ from typing import Any
 import pytest
 from cfnlint.api import lint  # type: ignore[import-untyped]
 
-from duetime.config import Env
 from duetime.domain.jobs import Priority, Runtime
+from duetime.settings import Env
 from infra.profiles import LARGE
 from tests.infra.conftest import STACK, Synth, queue_name
 from tests.infra.test_compliance import IGNORED_CFN_LINT_RULES

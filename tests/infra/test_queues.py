@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from duetime.config import queue_key
 from duetime.domain.jobs import Priority, Runtime
 from duetime.resources import DLQ_RETENTION_SECONDS, MAX_RECEIVE_COUNT
+from duetime.settings import queue_key
 from tests.infra.conftest import Synth
 
 KEYS = [queue_key(r, p) for r in Runtime for p in Priority]

@@ -8,8 +8,8 @@ from typing import Any
 
 import pytest
 
-from duetime.config import Env
 from duetime.domain.jobs import Runtime
+from duetime.settings import Env
 from infra.constructs.workers import WORKER_COMMAND, scaling_steps
 from tests.infra.conftest import REPO_ROOT, Synth
 

@@ -14,12 +14,13 @@ import pytest
 import time_machine
 
 from duetime import wiring
+from duetime.clock import wall_ms
 from duetime.domain.jobs import Priority, Runtime, parse_job_spec
 from duetime.entrypoints import sweeper as sweeper_handler
 from duetime.entrypoints import worker as worker_handler
 from duetime.local.lambda_runtime import FakeContext, SqsEventSource
 from duetime.targets import DEFAULT_HANDLERS, Invocation
-from duetime.wiring import Components, build, wall_ms
+from duetime.wiring import Components, build
 from tests.conftest import Aws
 
 START = datetime(2026, 11, 21, 10, 0, 5, tzinfo=UTC)

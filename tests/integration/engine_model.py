@@ -48,7 +48,6 @@ from duetime.adapters.memory.jobs import MemoryJobStore
 from duetime.adapters.memory.queues import MemoryQueue
 from duetime.adapters.memory.runs import MemoryRunStore
 from duetime.adapters.memory.timers import MemoryTimerStore
-from duetime.config import QueueUrls, Settings, queue_key
 from duetime.domain.errors import IllegalTransition, NotFound, ValidationError
 from duetime.domain.jobs import JobStatus, Priority, Runtime, parse_job_spec
 from duetime.domain.messages import RunMessage, delay_seconds
@@ -61,6 +60,7 @@ from duetime.services.coordinator import Coordinator, InProcessLauncher
 from duetime.services.execute import Disposition, Result, RunExecutor
 from duetime.services.jobs import JobService
 from duetime.services.sweep import Sweeper
+from duetime.settings import QueueUrls, Settings, queue_key
 from duetime.targets import Invocation, TargetError
 
 T0 = to_ms(datetime(2026, 11, 21, 10, 0, 7, 250_000, tzinfo=UTC))

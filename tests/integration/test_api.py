@@ -23,11 +23,11 @@ from referencing.jsonschema import DRAFT202012
 
 from duetime.api.app import MAX_BODY_BYTES, PUBLIC_ROUTES, ROUTES
 from duetime.api.openapi import OPENAPI
-from duetime.api.quotas import QuotaEnv
 from duetime.domain.jobs import MAX_PAYLOAD_BYTES, Priority, Runtime
 from duetime.domain.timeutil import parse_rfc3339, rfc3339_ms, to_ms
 from duetime.entrypoints import api as api_handler
 from duetime.local.lambda_runtime import FakeContext
+from duetime.settings import QuotaEnv
 from tests.integration.conftest import START, Engine
 
 START_MS = to_ms(START)

@@ -26,6 +26,7 @@ from dataclasses import dataclass, field
 
 import pytest
 
+from duetime.clock import wall_ms
 from duetime.domain.jobs import Job, Priority, Runtime
 from duetime.domain.messages import MessageAuth, run_message
 from duetime.domain.runs import CLOCK_SKEW_ALLOWANCE_MS, Run, RunStatus
@@ -39,7 +40,6 @@ from duetime.services.execute import (
 )
 from duetime.services.queue_worker import QueueWorker
 from duetime.targets import DEFAULT_HANDLERS, Invocation, TargetExecutor
-from duetime.wiring import wall_ms
 from tests.integration.conftest import Engine
 from tests.waiting import wait_for
 

@@ -29,7 +29,6 @@ from duetime.adapters.memory.runs import MemoryRunStore
 from duetime.adapters.memory.secrets import MemoryCipher, MemorySecretStore
 from duetime.adapters.memory.timers import MemoryTimerStore
 from duetime.adapters.sqs import SqsJobQueue
-from duetime.config import queue_key
 from duetime.domain.ids import new_job_id
 from duetime.domain.jobs import (
     Catchup,
@@ -70,6 +69,7 @@ from duetime.ports import (
     SecretsUnavailable,
     TimerStore,
 )
+from duetime.settings import queue_key
 from tests.conftest import Aws
 
 BACKENDS = ["memory", "dynamo"]

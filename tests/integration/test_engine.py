@@ -8,13 +8,13 @@ from typing import Any
 
 from botocore.awsrequest import AWSResponse
 
+from duetime.clock import wall_ms
 from duetime.domain.jobs import JobStatus, Priority, Runtime
 from duetime.domain.messages import RunMessage
 from duetime.domain.runs import CLOCK_SKEW_ALLOWANCE_MS, ClaimOutcome, Lease, RunClaim, RunStatus
 from duetime.domain.timers import minute_of
 from duetime.domain.timeutil import parse_rfc3339, to_ms
 from duetime.services.execute import ABANDONED_ERROR
-from duetime.wiring import wall_ms
 from tests.integration.conftest import START, Engine
 from tests.reliability.harness import _Body
 

@@ -22,7 +22,6 @@ from botocore.config import Config
 
 from duetime.adapters.codec import from_item, run_from_values, run_to_values, to_item
 from duetime.cli.main import main
-from duetime.config import Env, Settings
 from duetime.domain.runs import Attempt, Run, RunStatus
 from duetime.entrypoints import archiver as archiver_handler
 from duetime.history.archive import HistoryBucket
@@ -30,8 +29,10 @@ from duetime.history.compaction import compact_partition
 from duetime.history.query import LocalEngine
 from duetime.history.schema import HISTORY_SCHEMA, glue_columns
 from duetime.local.lambda_runtime import FakeContext
-from duetime.local.stack import StreamEventSource, TtlDeletes, TtlReaper
+from duetime.local.streams import StreamEventSource
+from duetime.local.ttl import TtlDeletes, TtlReaper
 from duetime.resources import create_resources
+from duetime.settings import Env, Settings
 from duetime.targets import DEFAULT_HANDLERS, Invocation
 from tests.conftest import Aws
 from tests.integration.conftest import Engine

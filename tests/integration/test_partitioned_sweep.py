@@ -18,7 +18,6 @@ from duetime.adapters.memory.queues import MemoryQueue
 from duetime.adapters.memory.runs import MemoryRunStore
 from duetime.adapters.memory.timers import MemoryTimerStore
 from duetime.cli.main import main as cli_main
-from duetime.config import QueueUrls, Settings, queue_key
 from duetime.domain.jobs import JobStatus, Priority, Runtime, parse_job_spec
 from duetime.domain.messages import RunMessage
 from duetime.domain.planning import MAX_CATCHUP_RUNS
@@ -27,6 +26,7 @@ from duetime.domain.timeutil import MINUTE_MS, rfc3339_ms, to_ms
 from duetime.services.coordinator import Coordinator, InProcessLauncher
 from duetime.services.jobs import JobService
 from duetime.services.sweep import MAX_HANDOVER_ATTEMPTS, Sweeper, retry_backoff_ms
+from duetime.settings import QueueUrls, Settings, queue_key
 from tests.integration.conftest import START, Engine
 
 START_MS = to_ms(START)

@@ -34,7 +34,7 @@ from botocore.awsrequest import AWSResponse
 from botocore.retries import standard
 from moto import mock_aws
 
-from duetime.config import Settings
+from duetime.clock import wall_ms
 from duetime.domain.jobs import Priority, Runtime, parse_job_spec
 from duetime.domain.runs import ClaimOutcome
 from duetime.domain.timeutil import from_ms, rfc3339_ms
@@ -44,8 +44,9 @@ from duetime.local.lambda_runtime import FakeContext, SqsEventSource
 from duetime.local.moto_fixes import make_dynamodb_writes_atomic, make_sqs_strict
 from duetime.resources import create_resources
 from duetime.services.sweep import Sweeper
+from duetime.settings import Settings
 from duetime.targets import DEFAULT_HANDLERS, Invocation
-from duetime.wiring import Components, build, wall_ms
+from duetime.wiring import Components, build
 from tests.reliability.accounting import Accounting, Execution, account, expected_occurrences
 
 START = datetime(2026, 11, 21, 10, 0, 5, tzinfo=UTC)

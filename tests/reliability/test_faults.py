@@ -13,10 +13,10 @@ from collections.abc import Callable, Sequence
 
 import pytest
 
+from duetime.clock import wall_ms
 from duetime.domain.jobs import Priority, Runtime
 from duetime.domain.messages import RunMessage
 from duetime.domain.runs import RunStatus
-from duetime.wiring import wall_ms
 from tests.reliability.accounting import Accounting
 from tests.reliability.harness import (
     Cluster,

@@ -24,11 +24,11 @@ import boto3
 import pytest
 from moto.server import ThreadedMotoServer
 
-from duetime.config import Env
 from duetime.domain.jobs import parse_job_spec
 from duetime.domain.runs import RunStatus
 from duetime.resources import create_resources
 from duetime.services.execute import ABANDONED_ERROR
+from duetime.settings import Env
 from duetime.wiring import Components, build
 from tests.reliability.accounting import account
 from tests.reliability.local_handlers import pids, read_executions

@@ -12,8 +12,8 @@ from collections.abc import Iterator
 
 import pytest
 
-from duetime.api.quotas import QuotaEnv
 from duetime.entrypoints import api as api_handler
+from duetime.settings import QuotaEnv
 from tests.integration.conftest import Engine, engine  # noqa: F401 - fixture, re-exported
 from tests.integration.test_api import Api
 

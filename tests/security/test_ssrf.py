@@ -20,11 +20,11 @@ from typing import Any
 
 import pytest
 
-from duetime.config import Env, Settings, queue_key
 from duetime.domain.jobs import Priority, Runtime
 from duetime.domain.runs import RunStatus
 from duetime.domain.targets import HttpTarget
 from duetime.entrypoints import worker as worker_handler
+from duetime.settings import Env, Settings, queue_key
 from duetime.targets import Invocation, TargetError, TargetExecutor, address_guard
 from duetime.wiring import build
 from tests.integration.conftest import Engine

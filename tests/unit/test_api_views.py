@@ -10,19 +10,13 @@ from typing import Any
 import pytest
 
 from duetime.api.app import (
-    ApiSettings,
     Unauthorized,
     json_body,
     parse_limit,
     status_of,
     tenant_from_event,
 )
-from duetime.api.quotas import (
-    QuotaEnv,
-    QuotaExceeded,
-    Quotas,
-    SubmissionLimiter,
-)
+from duetime.api.quotas import QuotaExceeded, SubmissionLimiter
 from duetime.api.views import job_json, run_json
 from duetime.domain.errors import (
     IdempotencyConflict,
@@ -35,6 +29,7 @@ from duetime.domain.jobs import Job, JobStatus, parse_job_spec
 from duetime.domain.runs import Attempt, Run, RunStatus
 from duetime.domain.timeutil import to_ms
 from duetime.services.jobs import JobView
+from duetime.settings import ApiSettings, QuotaEnv, Quotas
 
 NOW = to_ms(datetime(2026, 11, 21, 10, 0, 5, tzinfo=UTC))
 TARGET = {"type": "handler", "name": "test.record"}

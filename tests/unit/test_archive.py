@@ -13,12 +13,10 @@ import pyarrow.parquet as pq
 import pytest
 
 from duetime.adapters.codec import run_to_values, to_item
-from duetime.config import Env, QueueUrls, Settings, queue_key
 from duetime.domain.jobs import Priority, Runtime
 from duetime.domain.runs import Attempt, Run, RunStatus
 from duetime.history.archive import (
     TTL_USER_IDENTITY,
-    ArchiverSettings,
     Rejected,
     StoredObject,
     failure_message,
@@ -47,6 +45,7 @@ from duetime.history.schema import (
     partition_of,
     partition_prefix,
 )
+from duetime.settings import ArchiverSettings, Env, QueueUrls, Settings, queue_key
 
 DAY1_MS = 1_795_219_200_000  # 2026-11-21T00:00:00Z
 DAY2_MS = DAY1_MS + 86_400_000

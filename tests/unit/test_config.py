@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from duetime.config import Env, QueueUrls, Settings, queue_key
 from duetime.domain.jobs import Priority, Runtime
+from duetime.settings import Env, QueueUrls, Settings, queue_key
 
 SETTINGS = Settings(
     "j",

@@ -10,7 +10,6 @@ from duetime.adapters.memory.jobs import MemoryJobStore
 from duetime.adapters.memory.queues import MemoryDeadLetters, MemoryQueue
 from duetime.adapters.memory.runs import MemoryRunStore
 from duetime.adapters.memory.timers import MemoryTimerStore
-from duetime.config import QueueUrls, Settings, queue_key
 from duetime.domain.ids import run_id
 from duetime.domain.jobs import Priority, Runtime, parse_job_spec
 from duetime.domain.messages import RunMessage
@@ -18,6 +17,7 @@ from duetime.domain.runs import Lease, RunClaim, RunOutcome, RunStatus
 from duetime.domain.timeutil import to_ms
 from duetime.services.dead_letters import QUEUE_KEYS, DeadRuns
 from duetime.services.jobs import JobService
+from duetime.settings import QueueUrls, Settings, queue_key
 
 T0 = to_ms(datetime(2026, 11, 21, 10, 0, 7, tzinfo=UTC))
 DLQ = queue_key(Runtime.LAMBDA, Priority.NORMAL)

@@ -11,12 +11,12 @@ from duetime.adapters.memory.jobs import MemoryJobStore
 from duetime.adapters.memory.queues import MemoryQueue
 from duetime.adapters.memory.runs import MemoryRunStore
 from duetime.adapters.memory.timers import MemoryTimerStore
-from duetime.config import QueueUrls, Settings, queue_key
 from duetime.domain.errors import IdempotencyConflict, IllegalTransition, NotFound
 from duetime.domain.jobs import JobStatus, Priority, Runtime, parse_job_spec
 from duetime.domain.timeutil import to_ms
 from duetime.ports import ConditionFailed
 from duetime.services.jobs import JobService
+from duetime.settings import QueueUrls, Settings, queue_key
 
 T0 = to_ms(datetime(2026, 11, 21, 10, 0, 7, tzinfo=UTC))
 

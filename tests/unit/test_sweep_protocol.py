@@ -17,12 +17,12 @@ from duetime.adapters.memory.jobs import MemoryJobStore
 from duetime.adapters.memory.queues import MemoryQueue
 from duetime.adapters.memory.runs import MemoryRunStore
 from duetime.adapters.memory.timers import MemoryTimerStore
-from duetime.config import QueueUrls, Settings, queue_key
 from duetime.domain.jobs import Priority, Runtime, parse_job_spec
 from duetime.domain.messages import RunMessage
 from duetime.domain.timeutil import rfc3339_ms, to_ms
 from duetime.services.jobs import JobService
 from duetime.services.sweep import Sweeper
+from duetime.settings import QueueUrls, Settings, queue_key
 
 T0 = to_ms(datetime(2026, 11, 21, 10, 0, 7, tzinfo=UTC))
 MINUTES = 20

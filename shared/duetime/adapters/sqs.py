@@ -10,11 +10,11 @@ from collections.abc import Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import TYPE_CHECKING, Any
 
-from duetime.config import QueueUrls, queue_key
 from duetime.domain.ids import message_group_id
 from duetime.domain.jobs import Priority, Runtime
 from duetime.domain.messages import MessageAuth, RunMessage
 from duetime.ports import DeadLetter, Delivery, QueueError
+from duetime.settings import QueueUrls, queue_key
 
 if TYPE_CHECKING:
     from mypy_boto3_sqs import SQSClient

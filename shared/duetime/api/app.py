@@ -16,11 +16,8 @@ import base64
 import binascii
 import json
 import math
-import os
 import re
-import time
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
 from http import HTTPStatus
 from typing import Any, TypeAlias, TypeVar
 
@@ -29,8 +26,8 @@ from aws_lambda_powertools.event_handler.exceptions import NotFoundError
 
 from duetime.api import views
 from duetime.api.openapi import OPENAPI
-from duetime.api.quotas import Quotas, SubmissionLimiter, check_min_rate
-from duetime.config import Env
+from duetime.api.quotas import SubmissionLimiter, check_min_rate
+from duetime.clock import wall_ms
 from duetime.domain.errors import (
     DomainError,
     IdempotencyConflict,
@@ -45,6 +42,7 @@ from duetime.observability import logger
 from duetime.ports import Page, RunStore
 from duetime.services.jobs import JobService, JobView
 from duetime.services.webhook_secrets import RotationConflict, WebhookSecrets
+from duetime.settings import ApiSettings
 
 JsonResponse: TypeAlias = Response[Any]
 T = TypeVar("T")
@@ -81,18 +79,6 @@ _ROUTE_PATTERNS = tuple(
 )
 
 
-@dataclass(frozen=True)
-class ApiSettings:
-    tenant_claim: str = "sub"
-    quotas: Quotas = field(default_factory=Quotas)
-
-    @classmethod
-    def from_env(cls, environ: Mapping[str, str] | None = None) -> ApiSettings:
-        env = os.environ if environ is None else environ
-        claim = env.get(Env.TENANT_CLAIM, "").strip() or "sub"
-        return cls(tenant_claim=claim, quotas=Quotas.from_env(env))
-
-
 class Unauthorized(DomainError):
     code = "unauthorized"
 
@@ -119,16 +105,12 @@ ERROR_STATUS: tuple[tuple[type[DomainError], HTTPStatus], ...] = (
 )
 
 
-def _epoch_ms() -> int:
-    return time.time_ns() // 1_000_000
-
-
 def build_app(
     service: JobService,
     runs: RunStore,
     settings: ApiSettings | None = None,
     *,
-    clock: Callable[[], int] = _epoch_ms,
+    clock: Callable[[], int] = wall_ms,
     limiter: SubmissionLimiter | None = None,
     webhook_secrets: WebhookSecrets | None = None,
 ) -> APIGatewayHttpResolver:

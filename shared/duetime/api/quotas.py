@@ -1,5 +1,5 @@
 """Per-tenant quotas of the HTTP API: minimum rate interval, submissions per second, active
-recurring jobs.
+recurring jobs (their values: duetime.settings.Quotas).
 
 The submission rate is a token bucket per tenant kept in the Lambda container, so it is
 approximate: N warm containers admit up to N times the rate. The global cap is API Gateway's
@@ -9,61 +9,16 @@ stage throttling (infra); this bucket stops one tenant from taking a container's
 from __future__ import annotations
 
 import math
-import os
 import threading
 import time
 from collections import OrderedDict
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from dataclasses import dataclass
 
-from duetime.config import Env
 from duetime.domain.errors import COUNT_QUOTA_RETRY_AFTER_SECONDS, QuotaExceeded
 from duetime.domain.jobs import JobSpec
 from duetime.domain.schedule import Rate
-
-
-class QuotaEnv:
-    """Environment variable names of the quotas (defined in duetime.config.Env)."""
-
-    MIN_RATE_SECONDS = Env.MIN_RATE_SECONDS
-    SUBMISSIONS_PER_SECOND = Env.SUBMISSIONS_PER_SECOND
-    SUBMISSION_BURST = Env.SUBMISSION_BURST
-    MAX_ACTIVE_RECURRING_JOBS = Env.MAX_ACTIVE_RECURRING_JOBS
-
-
-@dataclass(frozen=True)
-class Quotas:
-    min_rate_seconds: int = 1
-    submissions_per_second: float = 50.0
-    submission_burst: int = 100
-    max_active_recurring_jobs: int = 1000
-
-    @classmethod
-    def from_env(cls, environ: Mapping[str, str] | None = None) -> Quotas:
-        """Read once at cold start; a malformed value fails loudly here."""
-        env = os.environ if environ is None else environ
-
-        def number(name: str, default: float, low: float, high: float, whole: bool) -> float:
-            raw = env.get(name, "").strip() or str(default)
-            try:
-                value = int(raw) if whole else float(raw)
-            except ValueError:
-                value = math.nan
-            if not low <= value <= high:  # NaN fails too
-                kind = "whole number" if whole else "number"
-                raise RuntimeError(f"{name} must be a {kind} from {low} to {high}: {raw!r}")
-            return value
-
-        return cls(
-            min_rate_seconds=int(number(QuotaEnv.MIN_RATE_SECONDS, 1, 1, 86_400, True)),
-            submissions_per_second=number(
-                QuotaEnv.SUBMISSIONS_PER_SECOND, 50.0, 0.001, 100_000, False
-            ),
-            submission_burst=int(number(QuotaEnv.SUBMISSION_BURST, 100, 1, 1_000_000, True)),
-            max_active_recurring_jobs=int(
-                number(QuotaEnv.MAX_ACTIVE_RECURRING_JOBS, 1000, 1, 10_000_000, True)
-            ),
-        )
+from duetime.settings import Quotas
 
 
 def check_min_rate(spec: JobSpec, quotas: Quotas) -> None:

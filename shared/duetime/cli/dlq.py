@@ -16,11 +16,12 @@ from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 from duetime.cli.types import positive_int
-from duetime.config import Env, QueueUrls, Settings, queue_key, queue_name
+from duetime.clock import wall_ms
 from duetime.domain.jobs import Priority, Runtime
 from duetime.domain.timeutil import rfc3339_ms
 from duetime.ports import QueueError, StoreError
-from duetime.services.dead_letters import QUEUE_KEYS, DeadRun, DeadRuns
+from duetime.services.dead_letters import QUEUE_KEYS, DeadRun
+from duetime.settings import Env, QueueUrls, Settings, queue_key, queue_name
 
 if TYPE_CHECKING:
     import boto3
@@ -97,7 +98,9 @@ def _common(parser: argparse.ArgumentParser) -> None:
 def run_list(args: argparse.Namespace) -> int:
     from botocore.exceptions import BotoCoreError, ClientError
 
-    dead_runs = _dead_runs(deployment(args))
+    from duetime import wiring
+
+    dead_runs = wiring.dead_runs(deployment(args))
     try:
         dead, total = dead_runs.read(args.queues or QUEUE_KEYS, args.limit)
     except (BotoCoreError, ClientError) as exc:
@@ -114,13 +117,15 @@ def run_list(args: argparse.Namespace) -> int:
 def run_redrive(args: argparse.Namespace) -> int:
     from botocore.exceptions import BotoCoreError, ClientError
 
-    dead_runs = _dead_runs(deployment(args))
+    from duetime import wiring
+
+    dead_runs = wiring.dead_runs(deployment(args))
     try:
         report = dead_runs.redrive(
             args.queues or QUEUE_KEYS,
             run_ids=set(args.run_ids) if args.run_ids else None,
             limit=args.limit,
-            now_ms=_now_ms(),
+            now_ms=wall_ms(),
         )
     except (BotoCoreError, ClientError, StoreError, QueueError) as exc:
         return _failed(f"redrive stopped: {exc} (messages not yet sent back are still in the DLQ)")
@@ -199,8 +204,8 @@ def deployment(args: argparse.Namespace) -> Components:
 
     if os.environ.get(Env.QUEUES):
         return build(Settings.from_env())
+    from duetime.local.endpoint import moto_session, read_local_endpoint
     from duetime.local.keys import message_key
-    from duetime.local.stack import read_local_endpoint
 
     local = read_local_endpoint(Path(args.state_dir))
     if local is None:
@@ -209,23 +214,11 @@ def deployment(args: argparse.Namespace) -> Components:
             "for the worker, or start `duetime local` (from this directory, or pass its "
             "--state-dir)"
         )
-    # The clients `build` makes reach the local moto server (boto3 reads AWS_ENDPOINT_URL).
-    os.environ["AWS_ENDPOINT_URL"] = local.endpoint_url
-    session = _local_session(local.region)
+    session = moto_session(local.region)
     settings = _local_settings(session, local.endpoint_url)
     # Runs sent back must be signed with the key the local stack's workers verify.
     settings = replace(settings, run_signing_key=message_key(Path(args.state_dir)))
-    return build(settings, session)
-
-
-def _local_session(region: str) -> boto3.Session:
-    import boto3
-
-    return boto3.Session(
-        aws_access_key_id="duetime-local",
-        aws_secret_access_key="duetime-local",  # noqa: S106 - moto takes any
-        region_name=region,
-    )
+    return build(settings, session, endpoint_url=local.endpoint_url)
 
 
 def _local_settings(session: boto3.Session, endpoint_url: str) -> Settings:
@@ -251,16 +244,6 @@ def _local_settings(session: boto3.Session, endpoint_url: str) -> Settings:
         runs_table=f"{LOCAL_PREFIX}-runs",
         queues=queues,
     )
-
-
-def _dead_runs(parts: Components) -> DeadRuns:
-    return DeadRuns(parts.jobs, parts.runs, parts.queue, parts.queue.dead_letters(), parts.auth)
-
-
-def _now_ms() -> int:
-    from duetime.wiring import wall_ms
-
-    return wall_ms()
 
 
 def _failed(message: str) -> int:

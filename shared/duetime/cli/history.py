@@ -77,9 +77,9 @@ def _history_bucket(args: argparse.Namespace) -> HistoryBucket:
     $AWS_ENDPOINT_URL), else the local stack started with the same --state-dir."""
     import boto3
 
-    from duetime.config import Env
     from duetime.history.archive import HistoryBucket
-    from duetime.local.stack import read_local_endpoint
+    from duetime.local.endpoint import read_local_endpoint
+    from duetime.settings import Env
 
     name = args.bucket or os.environ.get(Env.HISTORY_BUCKET, "")
     endpoint = args.endpoint_url
@@ -102,8 +102,8 @@ def _history_bucket(args: argparse.Namespace) -> HistoryBucket:
 
 
 def _run_history_query(args: argparse.Namespace) -> int:
-    from duetime.config import Env
     from duetime.history.query import AthenaEngine, LocalEngine, render
+    from duetime.settings import Env
 
     workgroup = args.workgroup or os.environ.get(Env.ATHENA_WORKGROUP, "")
     engine: AthenaEngine | LocalEngine

@@ -19,7 +19,8 @@ from duetime.cli.options import LOCAL_STACK_MODULES, missing_local_extra, state_
 from duetime.cli.types import port, positive_int, positive_seconds
 
 if TYPE_CHECKING:
-    from duetime.local.stack import Figures, LocalStack
+    from duetime.local.figures import Figures
+    from duetime.local.stack import LocalStack
 
 EXAMPLE_HISTORY_QUERY = "SELECT status, count(*) AS runs FROM runs GROUP BY status"
 

@@ -9,15 +9,13 @@ import functools
 from datetime import UTC, date, datetime
 from typing import Any
 
-import boto3
 from aws_lambda_powertools.utilities.typing import LambdaContext
-from botocore.config import Config
 
+from duetime import wiring
 from duetime.history.archive import HistoryBucket
-from duetime.history.compaction import CompactorSettings, compact_partition, settled_days
+from duetime.history.compaction import compact_partition, settled_days
 from duetime.observability import count, logger, metrics, tracer
-
-_BOTO_CONFIG = Config(retries={"mode": "standard", "max_attempts": 5})
+from duetime.settings import CompactorSettings
 
 
 class CompactionMetric:
@@ -32,7 +30,7 @@ def settings() -> CompactorSettings:
 
 @functools.cache
 def bucket() -> HistoryBucket:
-    return HistoryBucket(boto3.Session().client("s3", config=_BOTO_CONFIG), settings().bucket)
+    return wiring.history_bucket(settings().bucket)
 
 
 def days_to_compact(event: dict[str, Any], today: date) -> list[str]:

@@ -29,7 +29,6 @@ from __future__ import annotations
 
 import io
 import json
-import os
 import struct
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
@@ -39,7 +38,6 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from duetime.adapters.codec import from_item, run_from_values
-from duetime.config import Env
 from duetime.history.schema import (
     HISTORY_SCHEMA,
     PARTITION_KEY,
@@ -408,20 +406,3 @@ class Archiver:
         return ArchiveReport(
             tuple(o.key for o in plan.objects), plan.rows, plan.ignored, plan.rejected
         )
-
-
-@dataclass(frozen=True)
-class ArchiverSettings:
-    """The archiver function's environment: it needs only the bucket and the failure queue."""
-
-    bucket: str
-    failure_queue_url: str
-
-    @classmethod
-    def from_env(cls, environ: Mapping[str, str] | None = None) -> ArchiverSettings:
-        env = os.environ if environ is None else environ
-        names = (Env.HISTORY_BUCKET, Env.ARCHIVE_FAILURE_QUEUE_URL)
-        missing = [name for name in names if not env.get(name)]
-        if missing:
-            raise RuntimeError(f"environment variable(s) not set: {', '.join(missing)}")
-        return cls(env[Env.HISTORY_BUCKET], env[Env.ARCHIVE_FAILURE_QUEUE_URL])

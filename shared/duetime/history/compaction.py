@@ -42,14 +42,12 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import date, timedelta
 
 import pyarrow as pa
 
-from duetime.config import Env
 from duetime.history.archive import HistoryBucket, StoredObject
 from duetime.history.schema import conform, partition_prefix
 
@@ -196,21 +194,3 @@ def settled_days(today: date, run_ttl_seconds: int, days: int = COMPACTION_DAYS)
     window_days = -(-run_ttl_seconds // 86_400)  # rounded up
     newest = today - timedelta(days=window_days + TTL_LAG_DAYS + 1)
     return [newest - timedelta(days=i) for i in range(days)]
-
-
-@dataclass(frozen=True)
-class CompactorSettings:
-    """The compactor function's environment: the bucket, and the hot window (optional)."""
-
-    bucket: str
-    run_ttl_seconds: int = 30 * 86_400
-
-    @classmethod
-    def from_env(cls, environ: Mapping[str, str] | None = None) -> CompactorSettings:
-        env = os.environ if environ is None else environ
-        if not env.get(Env.HISTORY_BUCKET):
-            raise RuntimeError(f"environment variable(s) not set: {Env.HISTORY_BUCKET}")
-        raw = env.get(Env.RUN_TTL_SECONDS, str(cls.run_ttl_seconds))
-        if not raw.strip().isdigit() or int(raw) < 1:
-            raise RuntimeError(f"{Env.RUN_TTL_SECONDS} must be a whole number of seconds: {raw!r}")
-        return cls(env[Env.HISTORY_BUCKET], int(raw))

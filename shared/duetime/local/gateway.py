@@ -17,7 +17,6 @@ import base64
 import binascii
 import json
 import threading
-import time
 import uuid
 from collections.abc import Callable, Mapping
 from email.utils import formatdate
@@ -26,6 +25,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 from urllib.parse import parse_qsl, urlsplit
 
+from duetime.clock import wall_ms
 from duetime.local.keys import InvalidToken, bearer_token, scopes_of, verify_token
 from duetime.local.lambda_runtime import FakeContext
 from duetime.observability import logger
@@ -179,7 +179,7 @@ class _RequestHandler(BaseHTTPRequestHandler):
             name = raw_name.lower()
             headers[name] = f"{headers[name]},{value}" if name in headers else value
         cookie_header = headers.pop("cookie", None)
-        now_ms = time.time_ns() // 1_000_000
+        now_ms = wall_ms()
         context: dict[str, Any] = {
             "accountId": ACCOUNT_ID,
             "apiId": API_ID,

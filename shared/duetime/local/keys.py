@@ -11,11 +11,12 @@ from __future__ import annotations
 import os
 import re
 import secrets
-import time
 from pathlib import Path
 from typing import Any
 
 import jwt
+
+from duetime.clock import wall_ms
 
 ISSUER = "duetime-local"
 AUDIENCE = "duetime"
@@ -96,7 +97,7 @@ def issue_token(
         raise ValueError("the tenant must be 1 to 128 visible ASCII characters, no spaces")
     if not 1 <= ttl_seconds <= MAX_TTL_SECONDS:
         raise ValueError(f"the token lifetime must be 1 to {MAX_TTL_SECONDS} seconds")
-    issued = int(time.time()) if now is None else now
+    issued = wall_ms() // 1000 if now is None else now
     claims: dict[str, Any] = {
         "iss": ISSUER,
         "aud": AUDIENCE,

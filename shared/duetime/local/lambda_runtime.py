@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import hashlib
+import threading
 import uuid
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
@@ -27,6 +29,22 @@ class FakeContext:
 
     def get_remaining_time_in_millis(self) -> int:
         return self.timeout_ms
+
+
+def scheduled_event(rule_arn: str, now: datetime) -> dict[str, Any]:
+    """The event an EventBridge schedule rule gives its target."""
+    _, _, _, region, account, _ = rule_arn.split(":", 5)
+    return {
+        "version": "0",
+        "id": str(uuid.uuid4()),
+        "detail-type": "Scheduled Event",
+        "source": "aws.events",
+        "account": account,
+        "time": now.strftime("%Y-%m-%dT%H:%M:%SZ"),
+        "region": region,
+        "resources": [rule_arn],
+        "detail": {},
+    }
 
 
 def sqs_event(messages: Sequence[MessageTypeDef], queue_arn: str, region: str) -> dict[str, Any]:
@@ -105,3 +123,15 @@ class SqsEventSource:
                 ],
             )
         return len(messages)
+
+    def run(self, stopping: threading.Event, label: str) -> None:
+        """Poll until `stopping` is set, as the mapping's pollers do; a failed poll is logged
+        (with `label`) and the next comes a second later."""
+        from duetime.observability import logger
+
+        while not stopping.is_set():
+            try:
+                self.poll_once()
+            except Exception:
+                logger.exception("event source mapping poll failed", extra={"queue": label})
+                stopping.wait(1)

@@ -22,11 +22,11 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Protocol
 
-from duetime.config import Settings
 from duetime.domain.timers import minute_of
 from duetime.observability import Metric, count, logger
 from duetime.ports import TimerStore
 from duetime.services.sweep import Sweeper
+from duetime.settings import Settings
 
 
 class SweepLauncher(Protocol):

@@ -24,13 +24,13 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
-from duetime.config import queue_key
 from duetime.domain.ids import run_id
 from duetime.domain.jobs import JobStatus, Priority, Runtime
 from duetime.domain.messages import MessageAuth, RunMessage, UnauthenticatedMessage
 from duetime.domain.runs import CLOCK_SKEW_ALLOWANCE_MS, RunOutcome, RunStatus
 from duetime.ports import DeadLetter, DeadLetters, JobQueue, JobStore, RunStore
 from duetime.services.execute import ABANDONED_ERROR
+from duetime.settings import queue_key
 
 QUEUE_KEYS = [queue_key(r, p) for r in Runtime for p in Priority]
 # How long a read or redriven message stays hidden while the service works on it.

@@ -22,7 +22,6 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 
-from duetime.config import Settings
 from duetime.domain.jobs import Job, JobStatus
 from duetime.domain.messages import RunMessage, delay_seconds, run_message
 from duetime.domain.planning import plan_recurring
@@ -30,6 +29,7 @@ from duetime.domain.timers import Timer, minute_of
 from duetime.domain.timeutil import MINUTE_MS, from_ms
 from duetime.observability import logger
 from duetime.ports import ConditionFailed, JobQueue, JobStore, TimerStore
+from duetime.settings import Settings
 
 
 def _timer(job: Job, due_ms: int, unread: int) -> Timer:

@@ -24,7 +24,6 @@ from collections.abc import Callable
 from dataclasses import dataclass, replace
 from enum import StrEnum
 
-from duetime.config import Settings
 from duetime.domain.ids import run_id
 from duetime.domain.jobs import RECORDING_MARGIN_SECONDS, Job, JobStatus
 from duetime.domain.messages import MessageAuth, RunMessage, UnauthenticatedMessage, delay_seconds
@@ -39,6 +38,7 @@ from duetime.domain.runs import (
 )
 from duetime.observability import Metric, count, logger, milliseconds
 from duetime.ports import Delivery, JobQueue, JobStore, RunStore, TargetRunner
+from duetime.settings import Settings
 from duetime.targets import Invocation, TargetError
 
 # A message that arrives earlier than this is put back with a visibility timeout instead of

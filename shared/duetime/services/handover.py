@@ -12,13 +12,13 @@ from collections import deque
 from collections.abc import Callable, Sequence
 from typing import Protocol
 
-from duetime.config import Settings
 from duetime.domain.jobs import Job, JobStatus
 from duetime.domain.messages import delay_seconds
 from duetime.domain.timers import Timer
 from duetime.observability import logger
 from duetime.ports import JobQueue, JobStore, TimerStore
 from duetime.services.dispatch import Dispatcher
+from duetime.settings import Settings
 
 # Timers handed over at once: 16 SendMessageBatch calls, as many as the SQS adapter sends in
 # parallel (a recurring job's read is chunked by 100). The deadline is checked between groups.

@@ -17,7 +17,6 @@ import os
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 
-from duetime.config import Settings
 from duetime.domain.errors import (
     COUNT_QUOTA_RETRY_AFTER_SECONDS,
     IdempotencyConflict,
@@ -43,6 +42,7 @@ from duetime.domain.schedule import next_occurrence
 from duetime.domain.timeutil import from_ms, to_ms
 from duetime.ports import ConditionFailed, JobQueue, JobStore, Page, RunStore, TimerStore
 from duetime.services.dispatch import Dispatcher
+from duetime.settings import Settings
 
 IDEMPOTENCY_SECONDS = 86_400
 

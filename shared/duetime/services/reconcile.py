@@ -28,7 +28,6 @@ from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 
-from duetime.config import Settings
 from duetime.domain.jobs import Job, JobStatus
 from duetime.domain.schedule import next_occurrence
 from duetime.domain.timers import Timer, minute_of
@@ -36,6 +35,7 @@ from duetime.domain.timeutil import MINUTE_MS, from_ms, to_ms
 from duetime.observability import Metric, count, logger
 from duetime.ports import JobStore, TimerStore
 from duetime.services.dispatch import Dispatcher
+from duetime.settings import Settings
 
 # How far back a live chain timer is looked for: a shard lagging more than this makes its
 # chains look broken (harmless, see above).

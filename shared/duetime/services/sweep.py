@@ -37,12 +37,12 @@ from collections.abc import Callable, Iterable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, fields
 
-from duetime.config import Settings
 from duetime.domain.timers import StuckTimer, Timer, minute_of
 from duetime.domain.timeutil import MINUTE_MS
 from duetime.observability import Metric, count, logger, milliseconds
 from duetime.ports import JobQueue, JobStore, TimerStore
 from duetime.services.handover import HandOver
+from duetime.settings import Settings
 
 PAGE_SIZE = 500
 # A page is also cut when its jobs add up to this many bytes (as stored): whatever the jobs'

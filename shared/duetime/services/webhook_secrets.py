@@ -16,6 +16,7 @@ from collections.abc import Callable
 
 from botocore.exceptions import ClientError
 
+from duetime.clock import wall_ms
 from duetime.domain.errors import DomainError
 from duetime.domain.signing import SecretRecord, TenantSecrets, rotated, secret_from_key
 from duetime.ports import (
@@ -36,10 +37,6 @@ class RotationConflict(DomainError):
     code = "conflict"
 
 
-def _wall_ms() -> int:
-    return time.time_ns() // 1_000_000
-
-
 class WebhookSecrets:
     """Reads, creates and rotates tenants' secrets; `signing_secrets` is what workers call.
 
@@ -57,7 +54,7 @@ class WebhookSecrets:
         *,
         grace_seconds: int = DEFAULT_GRACE_SECONDS,
         cache_seconds: float = DEFAULT_CACHE_SECONDS,
-        clock: Callable[[], int] = _wall_ms,
+        clock: Callable[[], int] = wall_ms,
         monotonic: Callable[[], float] = time.monotonic,
     ) -> None:
         self._store = store

@@ -39,10 +39,16 @@ class AwsClients:
     (AssumeRole, refreshed before the credentials expire): on AWS it may reach the operator's
     allowed targets and nothing of duetime's, so even a target that slipped past the checks
     cannot touch duetime's queues or functions. `kms` stays with the function's own role.
+    With `endpoint_url` (the local stack's moto server), every client is built to call it.
     """
 
     def __init__(
-        self, session: boto3.Session | None = None, target_role_arn: str = "", **clients: Any
+        self,
+        session: boto3.Session | None = None,
+        target_role_arn: str = "",
+        *,
+        endpoint_url: str | None = None,
+        **clients: Any,
     ) -> None:
         if "lambda" in clients:  # `lambda` is a keyword, but `**{"lambda": c}` still reaches us
             clients["lambda_"] = clients.pop("lambda")
@@ -51,6 +57,7 @@ class AwsClients:
             raise TypeError(f"unknown AWS clients: {', '.join(sorted(unknown))}")
         self._session = session
         self._target_role_arn = target_role_arn
+        self._endpoint_url = endpoint_url
         self._target_session: boto3.Session | None = None
         self._clients: dict[str, Any] = dict(clients)
         # boto3 sessions are not thread-safe while building clients; built clients are.
@@ -58,27 +65,29 @@ class AwsClients:
 
     @property
     def sqs(self) -> SQSClient:
-        return self._get("sqs", lambda s: s.client("sqs", config=_CLIENT_CONFIG), target=True)
+        return self._get("sqs", lambda s: s.client("sqs", **self._options), target=True)
 
     @property
     def sns(self) -> SNSClient:
-        return self._get("sns", lambda s: s.client("sns", config=_CLIENT_CONFIG), target=True)
+        return self._get("sns", lambda s: s.client("sns", **self._options), target=True)
 
     @property
     def events(self) -> EventBridgeClient:
-        return self._get("events", lambda s: s.client("events", config=_CLIENT_CONFIG), target=True)
+        return self._get("events", lambda s: s.client("events", **self._options), target=True)
 
     @property
     def lambda_(self) -> LambdaClient:
-        return self._get(
-            "lambda_", lambda s: s.client("lambda", config=_CLIENT_CONFIG), target=True
-        )
+        return self._get("lambda_", lambda s: s.client("lambda", **self._options), target=True)
 
     @property
     def kms(self) -> KmsClient:
         # No KMS stubs are installed: the client is typed by the calls duetime makes.
-        client = self._get("kms", lambda session: session.client("kms", config=_CLIENT_CONFIG))
+        client = self._get("kms", lambda session: session.client("kms", **self._options))
         return cast("KmsClient", client)
+
+    @property
+    def _options(self) -> dict[str, Any]:
+        return {"config": _CLIENT_CONFIG, "endpoint_url": self._endpoint_url}
 
     def _get(self, name: str, build: Callable[[boto3.Session], _C], target: bool = False) -> _C:
         client = self._clients.get(name)

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING
 from urllib.parse import SplitResult, urlsplit
 
 from duetime import __version__
+from duetime.clock import wall_ms
 from duetime.domain.signing import webhook_headers
 from duetime.domain.targets import HttpTarget
 from duetime.ports import SecretsUnavailable
@@ -58,7 +59,7 @@ class HttpDelivery:
         resolver: Resolver | None = None,
         ssl_context: ssl.SSLContext | None = None,
         webhook_secrets: SigningSecrets | None = None,
-        wall_clock: Callable[[], float] = time.time,
+        wall_clock: Callable[[], float] = lambda: wall_ms() / 1000,
     ) -> None:
         self._allow_private = allow_private
         self._require_https = require_https

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 from typing import Any
 
-from duetime.config import queue_key
 from duetime.domain.jobs import Priority, Runtime
 from duetime.domain.timers import (
     PartitionState,
@@ -14,6 +13,7 @@ from duetime.domain.timers import (
     parse_timer_sort_key,
     timer_partition,
 )
+from duetime.settings import queue_key
 
 
 def timer_values(timer: Timer, shard: int, ttl_seconds: int) -> dict[str, Any]:

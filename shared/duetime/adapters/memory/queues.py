@@ -8,10 +8,10 @@ import threading
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-from duetime.config import queue_key
 from duetime.domain.jobs import Priority, Runtime
 from duetime.domain.messages import MessageAuth, RunMessage
 from duetime.ports import DeadLetter, Delivery
+from duetime.settings import queue_key
 
 
 @dataclass

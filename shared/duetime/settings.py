@@ -1,15 +1,23 @@
-"""Configuration: environment variable names (shared with the CDK app) and typed settings.
+"""Settings: the environment variable names (shared with the CDK app, `Env`) and one frozen
+settings class per function, each read once at cold start with `from_env()`; a missing or
+malformed variable fails loudly there instead of at the first request.
 
-Each function reads its settings once, at cold start, with `Settings.from_env()`; a missing
-variable fails loudly there instead of at the first request.
+- `Settings`, the engine's: the api, coordinator, sweeper, reconciler and worker functions and
+  the Fargate worker (tables, queues, shards, signing keys, targets, webhook secrets);
+- `ApiSettings`, the api function's besides: the tenant claim and its `Quotas`;
+- `ArchiverSettings`: the archive bucket and the failure queue;
+- `CompactorSettings`: the archive bucket and the hot window.
+
+The local stack builds these objects itself and hands them to duetime.wiring: no environment.
 """
 
 from __future__ import annotations
 
 import json
+import math
 import os
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from duetime.domain.jobs import Priority, Runtime
 from duetime.domain.targets import OwnResources
@@ -61,7 +69,7 @@ class Env:
     SUBMISSIONS_PER_SECOND = "DUETIME_SUBMISSIONS_PER_SECOND"
     SUBMISSION_BURST = "DUETIME_SUBMISSION_BURST"
     MAX_ACTIVE_RECURRING_JOBS = "DUETIME_MAX_ACTIVE_RECURRING_JOBS"
-    # Webhook signatures (duetime.services.webhook_secrets): the KMS key that encrypts the tenants'
+    # Webhook signatures (duetime.webhook_secrets): the KMS key that encrypts the tenants'
     # secrets, and how long a rotated-out secret keeps signing.
     SECRETS_KEY_ARN = "DUETIME_SECRETS_KEY_ARN"
     WEBHOOK_SECRET_GRACE_SECONDS = "DUETIME_WEBHOOK_SECRET_GRACE_SECONDS"  # noqa: S105
@@ -83,6 +91,8 @@ class QueueUrls:
 
 @dataclass(frozen=True)
 class Settings:
+    """The engine's settings (see Env for what each variable means)."""
+
     jobs_table: str
     timers_table: str
     runs_table: str
@@ -179,7 +189,7 @@ class Settings:
         )
 
     def to_env(self) -> dict[str, str]:
-        """The environment that makes `from_env` return these settings (local stack, tests)."""
+        """The environment that makes `from_env` return these settings (tests, a worker process)."""
         return {
             Env.JOBS_TABLE: self.jobs_table,
             Env.TIMERS_TABLE: self.timers_table,
@@ -216,3 +226,98 @@ class Settings:
 
 def _flag(value: str) -> bool:
     return value.strip().lower() in ("1", "true", "yes", "on")
+
+
+class QuotaEnv:
+    """The quotas' names among Env (what `Quotas.from_env` reads)."""
+
+    MIN_RATE_SECONDS = Env.MIN_RATE_SECONDS
+    SUBMISSIONS_PER_SECOND = Env.SUBMISSIONS_PER_SECOND
+    SUBMISSION_BURST = Env.SUBMISSION_BURST
+    MAX_ACTIVE_RECURRING_JOBS = Env.MAX_ACTIVE_RECURRING_JOBS
+
+
+@dataclass(frozen=True)
+class Quotas:
+    """Per-tenant quotas of the HTTP API (duetime.api.quotas applies them)."""
+
+    min_rate_seconds: int = 1
+    submissions_per_second: float = 50.0
+    submission_burst: int = 100
+    max_active_recurring_jobs: int = 1000
+
+    @classmethod
+    def from_env(cls, environ: Mapping[str, str] | None = None) -> Quotas:
+        """Read once at cold start; a malformed value fails loudly here."""
+        env = os.environ if environ is None else environ
+
+        def number(name: str, default: float, low: float, high: float, whole: bool) -> float:
+            raw = env.get(name, "").strip() or str(default)
+            try:
+                value = int(raw) if whole else float(raw)
+            except ValueError:
+                value = math.nan
+            if not low <= value <= high:  # NaN fails too
+                kind = "whole number" if whole else "number"
+                raise RuntimeError(f"{name} must be a {kind} from {low} to {high}: {raw!r}")
+            return value
+
+        return cls(
+            min_rate_seconds=int(number(QuotaEnv.MIN_RATE_SECONDS, 1, 1, 86_400, True)),
+            submissions_per_second=number(
+                QuotaEnv.SUBMISSIONS_PER_SECOND, 50.0, 0.001, 100_000, False
+            ),
+            submission_burst=int(number(QuotaEnv.SUBMISSION_BURST, 100, 1, 1_000_000, True)),
+            max_active_recurring_jobs=int(
+                number(QuotaEnv.MAX_ACTIVE_RECURRING_JOBS, 1000, 1, 10_000_000, True)
+            ),
+        )
+
+
+@dataclass(frozen=True)
+class ApiSettings:
+    """The API function's own settings, besides the engine's."""
+
+    tenant_claim: str = "sub"
+    quotas: Quotas = field(default_factory=Quotas)
+
+    @classmethod
+    def from_env(cls, environ: Mapping[str, str] | None = None) -> ApiSettings:
+        env = os.environ if environ is None else environ
+        claim = env.get(Env.TENANT_CLAIM, "").strip() or "sub"
+        return cls(tenant_claim=claim, quotas=Quotas.from_env(env))
+
+
+@dataclass(frozen=True)
+class ArchiverSettings:
+    """The archiver function's environment: it needs only the bucket and the failure queue."""
+
+    bucket: str
+    failure_queue_url: str
+
+    @classmethod
+    def from_env(cls, environ: Mapping[str, str] | None = None) -> ArchiverSettings:
+        env = os.environ if environ is None else environ
+        names = (Env.HISTORY_BUCKET, Env.ARCHIVE_FAILURE_QUEUE_URL)
+        missing = [name for name in names if not env.get(name)]
+        if missing:
+            raise RuntimeError(f"environment variable(s) not set: {', '.join(missing)}")
+        return cls(env[Env.HISTORY_BUCKET], env[Env.ARCHIVE_FAILURE_QUEUE_URL])
+
+
+@dataclass(frozen=True)
+class CompactorSettings:
+    """The compactor function's environment: the bucket, and the hot window (optional)."""
+
+    bucket: str
+    run_ttl_seconds: int = 30 * 86_400
+
+    @classmethod
+    def from_env(cls, environ: Mapping[str, str] | None = None) -> CompactorSettings:
+        env = os.environ if environ is None else environ
+        if not env.get(Env.HISTORY_BUCKET):
+            raise RuntimeError(f"environment variable(s) not set: {Env.HISTORY_BUCKET}")
+        raw = env.get(Env.RUN_TTL_SECONDS, str(cls.run_ttl_seconds))
+        if not raw.strip().isdigit() or int(raw) < 1:
+            raise RuntimeError(f"{Env.RUN_TTL_SECONDS} must be a whole number of seconds: {raw!r}")
+        return cls(env[Env.HISTORY_BUCKET], int(raw))

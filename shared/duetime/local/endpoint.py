@@ -1,0 +1,61 @@
+"""How to reach a local stack's moto server: where `duetime local` tells other commands
+(`duetime history …`, `duetime dlq …`) its endpoint and bucket, <state dir>/local.json, written
+at start and removed at stop; and the credentials every client of it uses.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from duetime.local.keys import DEFAULT_STATE_DIR
+
+if TYPE_CHECKING:
+    import boto3
+
+ENDPOINT_FILE = "local.json"
+CREDENTIALS = "duetime-local"  # moto takes any
+
+
+@dataclass(frozen=True)
+class LocalEndpoint:
+    """How to reach a running local stack's moto server and history bucket."""
+
+    endpoint_url: str
+    region: str
+    history_bucket: str
+
+
+def write_endpoint_file(state_dir: Path, endpoint: LocalEndpoint) -> Path:
+    """Tell the commands run with `state_dir` where this stack is; returns the file."""
+    path = state_dir / ENDPOINT_FILE
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(asdict(endpoint)) + "\n", encoding="utf-8")
+    return path
+
+
+def read_local_endpoint(state_dir: Path = DEFAULT_STATE_DIR) -> LocalEndpoint | None:
+    """What the local stack running with `state_dir` wrote at start (None: none running)."""
+    try:
+        raw = json.loads((state_dir / ENDPOINT_FILE).read_text(encoding="utf-8"))
+        return LocalEndpoint(raw["endpoint_url"], raw["region"], raw["history_bucket"])
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+
+
+def moto_session(region: str) -> boto3.Session:
+    """boto3 with moto's credentials and `region`, whatever the user's environment holds (keys,
+    a profile: AWS_PROFILE is not read); build each client with the moto server's endpoint."""
+    import boto3
+    import botocore.session
+
+    core = botocore.session.Session(session_vars={"profile": (None, None, None, None)})
+    return boto3.Session(
+        aws_access_key_id=CREDENTIALS,
+        aws_secret_access_key=CREDENTIALS,
+        aws_session_token=CREDENTIALS,
+        region_name=region,
+        botocore_session=core,
+    )
