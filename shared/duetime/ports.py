@@ -17,18 +17,15 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Generic, Protocol, TypeVar
+from typing import Generic, Protocol, TypeVar
 
+from duetime.domain.invocation import Invocation
 from duetime.domain.jobs import Job, Priority, Runtime
 from duetime.domain.messages import RunMessage
 from duetime.domain.runs import ClaimOutcome, Run, RunClaim, RunOutcome
 from duetime.domain.signing import SecretRecord
 from duetime.domain.targets import Target
 from duetime.domain.timers import PartitionState, StuckTimer, SweepState, Timer
-
-if TYPE_CHECKING:
-    # Only named in annotations: duetime.targets imports this module (SecretsUnavailable).
-    from duetime.targets.invocation import Invocation
 
 T = TypeVar("T")
 

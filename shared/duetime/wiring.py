@@ -165,7 +165,7 @@ def api(parts: Components, settings: ApiSettings) -> APIGatewayHttpResolver:
     """The HTTP API (duetime.api.app) over the engine's components."""
     from duetime.api.app import build_app
 
-    return build_app(parts.service, parts.runs, settings, webhook_secrets=parts.webhook_secrets)
+    return build_app(parts.service, settings, webhook_secrets=parts.webhook_secrets)
 
 
 def queue_worker(parts: Components, runtime: Runtime, **options: Any) -> QueueWorker:

@@ -22,6 +22,7 @@ from duetime.local.lambda_runtime import FakeContext, sqs_event
 from duetime.services.dispatch import Dispatcher
 from duetime.services.reconcile import Reconciler
 from duetime.services.sweep import Sweeper
+from duetime.settings import Quotas
 from tests.integration.conftest import Engine
 from tests.integration.test_partitioned_sweep import T0, Twins
 
@@ -203,24 +204,31 @@ def test_given_the_recurring_quota_then_cancel_or_completion_frees_a_place_and_p
 ):
     twins = Twins(shards=1)
     rate = {"rate_seconds": 600}
-    jobs = [twins.service.create("t", _spec(rate), recurring_limit=3) for _ in range(3)]
+    jobs = [
+        twins.service.create("t", _spec(rate), quotas=Quotas(max_active_recurring_jobs=3))
+        for _ in range(3)
+    ]
     with pytest.raises(QuotaExceeded) as refused:
-        twins.service.create("t", _spec(rate), recurring_limit=3)
+        twins.service.create("t", _spec(rate), quotas=Quotas(max_active_recurring_jobs=3))
     assert refused.value.field == "schedule"
-    twins.service.create("t", _spec({"delay_seconds": 5}), recurring_limit=3)  # one-offs: free
-    twins.service.create("other", _spec(rate), recurring_limit=3)  # per tenant
+    twins.service.create(
+        "t", _spec({"delay_seconds": 5}), quotas=Quotas(max_active_recurring_jobs=3)
+    )  # one-offs: free
+    twins.service.create(
+        "other", _spec(rate), quotas=Quotas(max_active_recurring_jobs=3)
+    )  # per tenant
 
     twins.service.pause("t", jobs[0].id)  # a paused job still counts
     with pytest.raises(QuotaExceeded):
-        twins.service.create("t", _spec(rate), recurring_limit=3)
+        twins.service.create("t", _spec(rate), quotas=Quotas(max_active_recurring_jobs=3))
     twins.service.cancel("t", jobs[0].id)
-    fourth = twins.service.create("t", _spec(rate), recurring_limit=3)
+    fourth = twins.service.create("t", _spec(rate), quotas=Quotas(max_active_recurring_jobs=3))
     assert twins.jobs.recurring_count("t") == 3
 
     # A schedule that ends completes its job: room again
     ending = {"rate_seconds": 60, "end_at": rfc3339_ms(T0 + 90_000)}
     twins.service.cancel("t", fourth.id)
-    short = twins.service.create("t", _spec(ending), recurring_limit=3)
+    short = twins.service.create("t", _spec(ending), quotas=Quotas(max_active_recurring_jobs=3))
     twins.clock.now += 5 * MINUTE_MS
     twins.sweeper.sweep()
     assert twins.jobs.get("t", short.id).status == JobStatus.COMPLETED  # type: ignore[union-attr]
@@ -230,7 +238,9 @@ def test_given_the_recurring_quota_then_cancel_or_completion_frees_a_place_and_p
 def test_given_a_drifted_counter_then_the_reconciler_recounts_it() -> None:
     twins = Twins(shards=1)
     for _ in range(2):
-        twins.service.create("t", _spec({"rate_seconds": 600}), recurring_limit=10)
+        twins.service.create(
+            "t", _spec({"rate_seconds": 600}), quotas=Quotas(max_active_recurring_jobs=10)
+        )
     twins.jobs.set_recurring_count("t", 7)  # a crash between counting and creating, say
     twins.clock.now += 3_600_000
     reconciler = Reconciler(

@@ -135,7 +135,7 @@ _HANDLER = {"type": "handler", "name": "duetime.noop"}
 
 
 def call(parts: Components, method: str, path: str, tenant: str = "acme") -> tuple[int, Any, Any]:
-    app = build_app(parts.service, parts.runs, webhook_secrets=parts.webhook_secrets)
+    app = build_app(parts.service, webhook_secrets=parts.webhook_secrets)
     event = {
         "version": "2.0",
         "routeKey": "$default",

@@ -26,7 +26,7 @@ from aws_lambda_powertools.event_handler.exceptions import NotFoundError
 
 from duetime.api import views
 from duetime.api.openapi import OPENAPI
-from duetime.api.quotas import SubmissionLimiter, check_min_rate
+from duetime.api.quotas import SubmissionLimiter
 from duetime.clock import wall_ms
 from duetime.domain.errors import (
     DomainError,
@@ -39,7 +39,7 @@ from duetime.domain.errors import (
 )
 from duetime.domain.jobs import JobStatus, parse_job_spec
 from duetime.observability import logger
-from duetime.ports import Page, RunStore
+from duetime.ports import Page
 from duetime.services.jobs import JobService, JobView
 from duetime.services.webhook_secrets import RotationConflict, WebhookSecrets
 from duetime.settings import ApiSettings
@@ -107,7 +107,6 @@ ERROR_STATUS: tuple[tuple[type[DomainError], HTTPStatus], ...] = (
 
 def build_app(
     service: JobService,
-    runs: RunStore,
     settings: ApiSettings | None = None,
     *,
     clock: Callable[[], int] = wall_ms,
@@ -148,10 +147,7 @@ def build_app(
         limiter.take(owner)
         key = idempotency_key(app.current_event.headers.get("Idempotency-Key"))
         spec = parse_job_spec(json_body(app.current_event.raw_event))
-        check_min_rate(spec, quotas)
-        job = service.create(
-            owner, spec, idempotency_key=key, recurring_limit=quotas.max_active_recurring_jobs
-        )
+        job = service.create(owner, spec, idempotency_key=key, quotas=quotas)
         # With a key this may be a replay: show the job as it is now (it may have run or been
         # cancelled since). A new job has no run yet.
         view = service.get(owner, job.id) if key else JobView(job, job.status, None)
@@ -203,8 +199,7 @@ def build_app(
         limit = parse_limit(query("limit"))
         cursor = parse_cursor(query("cursor"))
         job_id = checked_id(job_id)
-        service.get(owner, job_id)  # another tenant's job is a 404 like an unknown one
-        page = _read_page(lambda: runs.list(job_id, limit, cursor), cursor)
+        page = _read_page(lambda: service.list_runs(owner, job_id, limit, cursor), cursor)
         return _json(HTTPStatus.OK, views.runs_page_json(page))
 
     def secrets() -> WebhookSecrets:

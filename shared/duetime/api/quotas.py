@@ -1,5 +1,6 @@
-"""Per-tenant quotas of the HTTP API: minimum rate interval, submissions per second, active
-recurring jobs (their values: duetime.settings.Quotas).
+"""The HTTP API's per-tenant submission rate (its values: duetime.settings.Quotas). The other
+quotas, the minimum rate interval and the active recurring jobs, are rules of the job service
+(duetime.services.jobs); this one is throttling, like API Gateway's, so it stays at the door.
 
 The submission rate is a token bucket per tenant kept in the Lambda container, so it is
 approximate: N warm containers admit up to N times the rate. The global cap is API Gateway's
@@ -15,20 +16,7 @@ from collections import OrderedDict
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from duetime.domain.errors import COUNT_QUOTA_RETRY_AFTER_SECONDS, QuotaExceeded
-from duetime.domain.jobs import JobSpec
-from duetime.domain.schedule import Rate
-from duetime.settings import Quotas
-
-
-def check_min_rate(spec: JobSpec, quotas: Quotas) -> None:
-    schedule = spec.schedule
-    if isinstance(schedule, Rate) and schedule.seconds < quotas.min_rate_seconds:
-        raise QuotaExceeded(
-            f"rate_seconds must be at least {quotas.min_rate_seconds} for this deployment",
-            COUNT_QUOTA_RETRY_AFTER_SECONDS,
-            field="schedule.rate_seconds",
-        )
+from duetime.domain.errors import QuotaExceeded
 
 
 @dataclass

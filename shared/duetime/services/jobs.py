@@ -38,11 +38,11 @@ from duetime.domain.jobs import (
 from duetime.domain.messages import delay_seconds, run_message
 from duetime.domain.planning import first_due
 from duetime.domain.runs import Run, RunStatus
-from duetime.domain.schedule import next_occurrence
+from duetime.domain.schedule import Rate, next_occurrence
 from duetime.domain.timeutil import from_ms, to_ms
 from duetime.ports import ConditionFailed, JobQueue, JobStore, Page, RunStore, TimerStore
 from duetime.services.dispatch import Dispatcher
-from duetime.settings import Settings
+from duetime.settings import Quotas, Settings
 
 IDEMPOTENCY_SECONDS = 86_400
 
@@ -59,6 +59,16 @@ class JobView:
     job: Job
     status: JobStatus
     last_run: Run | None
+
+
+def _check_min_rate(spec: JobSpec, quotas: Quotas) -> None:
+    schedule = spec.schedule
+    if isinstance(schedule, Rate) and schedule.seconds < quotas.min_rate_seconds:
+        raise QuotaExceeded(
+            f"rate_seconds must be at least {quotas.min_rate_seconds} for this deployment",
+            COUNT_QUOTA_RETRY_AFTER_SECONDS,
+            field="schedule.rate_seconds",
+        )
 
 
 class JobService:
@@ -88,13 +98,17 @@ class JobService:
         spec: JobSpec,
         *,
         idempotency_key: str | None = None,
-        recurring_limit: int | None = None,
+        quotas: Quotas | None = None,
     ) -> Job:
         """Submit a job. With an idempotency key, a replay of the same request returns the job
         the first call created (for 24 hours), after finishing what that call started (see
         `_replayed`); the same key with another request is an IdempotencyConflict. A first
         call that died after recording its key is completed by the replay, under the job id
-        it had recorded."""
+        it had recorded. `quotas`: the tenant's limits (the API's; None: no limit), the shortest
+        rate interval and the active recurring jobs."""
+        if quotas is not None:
+            _check_min_rate(spec, quotas)
+        recurring_limit = quotas.max_active_recurring_jobs if quotas is not None else None
         self._check_runtime(spec)
         self._check_target(spec)
         now = self._clock()
@@ -235,6 +249,13 @@ class JobService:
         if job is None or self._expired(job):
             raise NotFound(f"job {job_id} not found")
         return self._view(job)
+
+    def list_runs(
+        self, tenant: str, job_id: str, limit: int = 50, cursor: str | None = None
+    ) -> Page[Run]:
+        """A job's runs, newest first; another tenant's job is NotFound like an unknown one."""
+        self.get(tenant, job_id)
+        return self._runs.list(job_id, limit, cursor)
 
     def list(self, tenant: str, limit: int = 50, cursor: str | None = None) -> Page[JobView]:
         page = self._jobs.list(tenant, limit, cursor)

@@ -6,12 +6,12 @@ failure; `TargetError.retryable` says whether another attempt can help.
 
 from __future__ import annotations
 
+from duetime.domain.invocation import Invocation, TargetError
 from duetime.targets.address_guard import check_addresses, refusal_reason, resolve_host
 from duetime.targets.clients import AwsClients
 from duetime.targets.executor import TargetExecutor
 from duetime.targets.handlers import DEFAULT_HANDLERS, Handler, HandlerRegistry, handler
 from duetime.targets.http import HttpDelivery
-from duetime.targets.invocation import Invocation, TargetError
 
 __all__ = [
     "DEFAULT_HANDLERS",

@@ -13,7 +13,7 @@ import ipaddress
 import socket
 from collections.abc import Sequence
 
-from duetime.targets.invocation import TargetError
+from duetime.domain.invocation import TargetError
 
 IPAddress = ipaddress.IPv4Address | ipaddress.IPv6Address
 

@@ -8,9 +8,9 @@ from typing import TYPE_CHECKING
 
 from botocore.exceptions import BotoCoreError, ClientError, ParamValidationError
 
+from duetime.domain.invocation import Invocation, TargetError, delivery_metadata, envelope, to_json
 from duetime.domain.targets import EventBridgeTarget, LambdaTarget, SnsTarget, SqsTarget
 from duetime.targets.clients import AwsClients
-from duetime.targets.invocation import Invocation, TargetError, delivery_metadata, envelope, to_json
 
 if TYPE_CHECKING:
     from mypy_boto3_sns.type_defs import MessageAttributeValueTypeDef as SnsAttribute

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from duetime.domain.invocation import Invocation, TargetError
 from duetime.domain.targets import (
     EventBridgeTarget,
     HandlerTarget,
@@ -20,7 +21,6 @@ from duetime.targets import aws
 from duetime.targets.clients import AwsClients
 from duetime.targets.handlers import DEFAULT_HANDLERS, HandlerRegistry
 from duetime.targets.http import HttpDelivery
-from duetime.targets.invocation import Invocation, TargetError
 
 if TYPE_CHECKING:
     from duetime.ports import SigningSecrets

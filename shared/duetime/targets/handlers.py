@@ -16,8 +16,8 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from duetime.domain.errors import ValidationError
+from duetime.domain.invocation import Invocation, TargetError
 from duetime.domain.targets import parse_target
-from duetime.targets.invocation import Invocation, TargetError
 
 Handler = Callable[[Invocation], None]
 

@@ -15,11 +15,11 @@ from urllib.parse import SplitResult, urlsplit
 
 from duetime import __version__
 from duetime.clock import wall_ms
+from duetime.domain.invocation import Invocation, TargetError, delivery_metadata, to_json
 from duetime.domain.signing import webhook_headers
 from duetime.domain.targets import HttpTarget
 from duetime.ports import SecretsUnavailable
 from duetime.targets import address_guard
-from duetime.targets.invocation import Invocation, TargetError, delivery_metadata, to_json
 
 if TYPE_CHECKING:
     from duetime.ports import SigningSecrets

@@ -1,8 +1,8 @@
 """What every target shares: the invocation, the one error type, and the documents a delivery
 carries (its metadata, the envelope of header-less targets, compact JSON).
 
-The delivery modules (http, aws, handlers, address_guard) import this one; the executor
-(duetime.targets.executor) imports them. Nothing here imports a delivery module.
+Pure, so the ports (duetime.ports.TargetRunner) and the services name them without knowing
+any target; the delivery modules of duetime.targets (http, aws, handlers) raise and read them.
 """
 
 from __future__ import annotations
