@@ -25,6 +25,7 @@ from dataclasses import dataclass, replace
 from enum import StrEnum
 
 from duetime.domain.ids import run_id
+from duetime.domain.invocation import Invocation, TargetError
 from duetime.domain.jobs import RECORDING_MARGIN_SECONDS, Job, JobStatus
 from duetime.domain.messages import MessageAuth, RunMessage, UnauthenticatedMessage, delay_seconds
 from duetime.domain.retry import backoff_ms, should_retry
@@ -39,7 +40,6 @@ from duetime.domain.runs import (
 from duetime.observability import Metric, count, logger, milliseconds
 from duetime.ports import Delivery, JobQueue, JobStore, RunStore, TargetRunner
 from duetime.settings import Settings
-from duetime.targets import Invocation, TargetError
 
 # A message that arrives earlier than this is put back with a visibility timeout instead of
 # holding a worker while it waits.
