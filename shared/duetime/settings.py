@@ -69,7 +69,7 @@ class Env:
     SUBMISSIONS_PER_SECOND = "DUETIME_SUBMISSIONS_PER_SECOND"
     SUBMISSION_BURST = "DUETIME_SUBMISSION_BURST"
     MAX_ACTIVE_RECURRING_JOBS = "DUETIME_MAX_ACTIVE_RECURRING_JOBS"
-    # Webhook signatures (duetime.webhook_secrets): the KMS key that encrypts the tenants'
+    # Webhook signatures (duetime.services.webhook_secrets): the KMS key that encrypts the tenants'
     # secrets, and how long a rotated-out secret keeps signing.
     SECRETS_KEY_ARN = "DUETIME_SECRETS_KEY_ARN"
     WEBHOOK_SECRET_GRACE_SECONDS = "DUETIME_WEBHOOK_SECRET_GRACE_SECONDS"  # noqa: S105
