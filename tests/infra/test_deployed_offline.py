@@ -12,9 +12,9 @@ deleted), and DynamoDB's TTL with the runs table's stream mapping and its filter
 expires an item: the test deletes the run as TTL would).
 
 A job due in seconds takes the fast path (API → SQS with a delay); the sweep runs every
-shard as deployed but finds nothing due yet (a timer is read two minutes before it is due at
-the earliest, see docs/architecture.md; the hand-over itself is covered by
-tests/integration/test_engine.py).
+shard as deployed but finds nothing due (only a job due after the next minute gets a timer,
+and a sweep reads it in the minute before it falls due: following one would take minutes;
+the hand-over is covered by tests/integration/test_engine.py).
 """
 
 from __future__ import annotations
