@@ -220,12 +220,15 @@ class OfflineStack:
 
     def _secret(self, logical_id: str, properties: Mapping[str, Any]) -> Made:
         client = self.client("secretsmanager")
-        props = self._used(properties, {"Name", "Description", "SecretString"})
-        generate = self._used(properties, {"GenerateSecretString"}).get("GenerateSecretString")
-        if generate is not None and set(generate) - PASSWORD_OPTIONS:
+        props = self._used(
+            properties, {"Name", "Description", "SecretString", "GenerateSecretString"}
+        )
+        # With neither a string nor options, CloudFormation generates one with the defaults.
+        generate: dict[str, Any] = props.get("GenerateSecretString", {})
+        if set(generate) - PASSWORD_OPTIONS:
             raise NotImplementedError(f"{logical_id}: GenerateSecretString {sorted(generate)}")
         value = (
-            props.get("SecretString") or (client.get_random_password(**generate)["RandomPassword"])
+            props.get("SecretString") or client.get_random_password(**generate)["RandomPassword"]
         )
         arn = client.create_secret(
             Name=self._name(logical_id, props.get("Name"), 512),
