@@ -7,6 +7,13 @@ path and then what the runtime and the layers provide, imports the module `_HAND
 (the init phase) and answers one JSON line on stdout: where things import from. Then each line
 on stdin is an event: the handler's result (or its traceback) is the answer line. Everything
 else the handler prints (Powertools' logs and metrics) goes to stderr.
+
+With `OFFLINE_CLOCK_OFFSET_MS` in its environment (removed before the handler is imported:
+the function sees only its own variables), the container lives that many milliseconds
+ahead: the wall clock (`time.time`, `time.time_ns`) is shifted before anything else is
+imported, so every read of it, including a default argument bound at import, gives the
+later time. The monotonic clock and sleeping are left alone: durations, timeouts and waits
+stay real.
 """
 
 import importlib
@@ -18,6 +25,7 @@ import time
 import traceback
 import uuid
 
+CLOCK_OFFSET = "OFFLINE_CLOCK_OFFSET_MS"
 # Where these import from in the container, or None: not importable at all.
 PROBED = (
     "duetime",
@@ -60,7 +68,26 @@ def origin(name: str) -> str | None:
     return None if spec is None else str(spec.origin)
 
 
+def shift_wall_clock(offset_ms: int) -> None:
+    """Move the wall clock `offset_ms` ahead. duetime reads the time of day through
+    `time.time_ns` (its clocks) and `time.time` (the HTTP target's), as do the logs' times."""
+    if not offset_ms:
+        return
+    real_time_ns = time.time_ns
+    offset_ns = offset_ms * 1_000_000
+
+    def shifted_time_ns() -> int:
+        return real_time_ns() + offset_ns
+
+    def shifted_time() -> float:
+        return shifted_time_ns() / 1e9
+
+    time.time_ns = shifted_time_ns
+    time.time = shifted_time
+
+
 def main() -> int:
+    shift_wall_clock(int(os.environ.pop(CLOCK_OFFSET, "0")))
     asset, provided, timeout, function_arn = sys.argv[1:5]
     sys.path[:0] = [asset, provided]
     answers = sys.stdout

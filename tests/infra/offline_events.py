@@ -40,11 +40,18 @@ class HttpApi:
         ]
 
     def event(
-        self, method: str, path: str, *, tenant: str | None = None, body: Any = None
+        self,
+        method: str,
+        path: str,
+        *,
+        tenant: str | None = None,
+        body: Any = None,
+        now: float | None = None,
     ) -> dict[str, Any]:
-        """The event of `method path` (JSON `body`), as `tenant` when the route needs a token."""
+        """The event of `method path` (JSON `body`), as `tenant` when the route needs a token,
+        received at `now` (epoch seconds; default: the time of day)."""
         route, parameters = self._route(method, path)
-        now = time.time()
+        now = time.time() if now is None else now
         context: dict[str, Any] = {
             "accountId": self._account,
             "apiId": "offline",
@@ -114,14 +121,18 @@ class HttpApi:
         }
 
 
-def scheduled_event(rule_arn: str, region: str, account: str) -> dict[str, Any]:
+def scheduled_event(
+    rule_arn: str, region: str, account: str, *, now: float | None = None
+) -> dict[str, Any]:
+    """The rule's event at `now` (epoch seconds; default: the time of day)."""
+    now = time.time() if now is None else now
     return {
         "version": "0",
         "id": str(uuid.uuid4()),
         "detail-type": "Scheduled Event",
         "source": "aws.events",
         "account": account,
-        "time": datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
+        "time": datetime.fromtimestamp(now, UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
         "region": region,
         "resources": [rule_arn],
         "detail": {},

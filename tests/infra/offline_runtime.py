@@ -7,6 +7,7 @@ Invoke API the coordinator calls.
 - `Container`: one function's container: `python -I -S -B` running offline_driver.py, with the
   asset first on its path, the provided packages after it, and the function's environment
   and nothing else; started at once, it stays up between invocations (a warm container).
+  With `clock_offset_ms`, a container of later: its wall clock that far ahead.
 - `InvokeRecorder`: the Lambda Invoke API (`AWS_ENDPOINT_URL_LAMBDA`), recording each
   asynchronous invocation instead of running it: the test runs it in the invoked function's
   container, as Lambda would.
@@ -29,6 +30,7 @@ from typing import IO, Any
 from urllib.parse import unquote
 
 DRIVER = Path(__file__).with_name("offline_driver.py")
+CLOCK_OFFSET = "OFFLINE_CLOCK_OFFSET_MS"  # the driver's, not the function's: it removes it
 # The Python runtime's: boto3 with its dependencies.
 RUNTIME_DISTRIBUTIONS = (
     "boto3",
@@ -94,8 +96,12 @@ class Container:
         timeout_seconds: int,
         function_arn: str,
         log: Path,
+        clock_offset_ms: int = 0,
     ) -> None:
         self.log = log
+        self.clock_offset_ms = clock_offset_ms
+        assert CLOCK_OFFSET not in environment
+        driver_environment = {CLOCK_OFFSET: str(clock_offset_ms)} if clock_offset_ms else {}
         self._stderr = log.open("w")
         self._process = subprocess.Popen(
             [
@@ -110,7 +116,7 @@ class Container:
                 function_arn,
             ],
             cwd=asset,  # Lambda's working directory: the task root
-            env=environment,
+            env=environment | driver_environment,
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             stderr=self._stderr,
