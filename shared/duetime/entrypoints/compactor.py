@@ -6,12 +6,14 @@ compacts that day instead. Safe to re-run at any time (see duetime.history.compa
 from __future__ import annotations
 
 import functools
-from datetime import UTC, date, datetime
+from datetime import date
 from typing import Any
 
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
 from duetime import wiring
+from duetime.clock import wall_ms
+from duetime.domain.timeutil import from_ms
 from duetime.history.archive import HistoryBucket
 from duetime.history.compaction import compact_partition, settled_days
 from duetime.observability import count, logger, metrics, tracer
@@ -45,7 +47,7 @@ def days_to_compact(event: dict[str, Any], today: date) -> list[str]:
 @metrics.log_metrics
 def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
     results = []
-    for dt in days_to_compact(event, datetime.now(UTC).date()):
+    for dt in days_to_compact(event, from_ms(wall_ms()).date()):
         report = compact_partition(bucket(), dt)
         count(CompactionMetric.OBJECTS_MERGED, len(report.merged))
         count(CompactionMetric.OBJECTS_WRITTEN, len(report.written))

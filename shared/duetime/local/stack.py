@@ -40,11 +40,12 @@ import time
 import warnings
 from collections.abc import Callable
 from dataclasses import dataclass
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO
 
+from duetime.clock import wall_ms
 from duetime.domain.jobs import Priority, Runtime
+from duetime.domain.timeutil import from_ms
 from duetime.local.endpoint import LocalEndpoint, moto_session, write_endpoint_file
 from duetime.local.figures import Figures, ObservedExecutor, RunFigures, queue_depth
 from duetime.local.keys import DEFAULT_STATE_DIR, load_or_create_key, message_key
@@ -389,7 +390,7 @@ class LocalStack:
         rule = f"arn:aws:events:{REGION}:{ACCOUNT_ID}:rule/{PREFIX}-sweep"
         try:
             result: dict[str, Any] = self._coordinator(
-                scheduled_event(rule, datetime.now(UTC)), None
+                scheduled_event(rule, from_ms(wall_ms())), None
             )
         except Exception:
             logger.exception("sweep failed")
