@@ -260,6 +260,17 @@ class DeadLetters(Protocol):
     def delete(self, letter: DeadLetter) -> None: ...
 
 
+class SweepLauncher(Protocol):
+    """Starts the shards' sweeps for the coordinator (duetime.services.coordinator): on AWS an
+    asynchronous invocation of the sweeper function per shard, with the event `{"shard": n}`
+    (duetime.adapters.lambda_launcher); in one process, `Sweeper.sweep_shard(n)` on threads
+    (`InProcessLauncher`, duetime.services.coordinator)."""
+
+    def launch(self, shards: Sequence[int]) -> list[int]:
+        """Start a sweep of each shard; returns the shards whose sweep could not be started,
+        in the order given. A shard that fails does not stop the others."""
+
+
 class TargetRunner(Protocol):
     """Runs a job's target (duetime.targets.executor.TargetExecutor)."""
 
