@@ -1,7 +1,11 @@
-"""The ports the services depend on. Each store and queue has a DynamoDB/SQS adapter and an
-in-memory twin (`duetime.adapters.memory`), and one contract test suite runs against both;
-so has `SecretCipher` (KMS: `duetime.adapters.kms`). `TargetRunner` is duetime.targets'
-executor, and `SigningSecrets` what its HTTP delivery signs with.
+"""Every port the services depend on. Each has an AWS adapter and an in-memory twin, and one
+contract suite (tests/integration/test_contracts.py, and test_contracts_runners.py beside it)
+runs both: the stores and queues (DynamoDB, SQS; twins in `duetime.adapters.memory`),
+`SecretCipher` (KMS: `duetime.adapters.kms`), `SweepLauncher` (Lambda:
+`duetime.adapters.lambda_launcher`; twin: the coordinator's `InProcessLauncher`),
+`TargetRunner` (duetime.targets' executor; twin: `duetime.adapters.memory.targets`) and
+`SigningSecrets`, what the HTTP delivery signs with (`duetime.services.webhook_secrets`, over
+either pair of secret store and cipher).
 
 Only the Protocols live here, with the few types that exist because of them and mean nothing
 outside a port call: the errors a port raises for its callers to catch (`StoreError`,
@@ -260,8 +264,20 @@ class DeadLetters(Protocol):
     def delete(self, letter: DeadLetter) -> None: ...
 
 
+class SweepLauncher(Protocol):
+    """Starts the shards' sweeps for the coordinator (duetime.services.coordinator): on AWS an
+    asynchronous invocation of the sweeper function per shard, with the event `{"shard": n}`
+    (duetime.adapters.lambda_launcher); in one process, `Sweeper.sweep_shard(n)` on threads
+    (`InProcessLauncher`, duetime.services.coordinator)."""
+
+    def launch(self, shards: Sequence[int]) -> list[int]:
+        """Start a sweep of each shard; returns the shards whose sweep could not be started,
+        in the order given. A shard that fails does not stop the others."""
+
+
 class TargetRunner(Protocol):
-    """Runs a job's target (duetime.targets.executor.TargetExecutor)."""
+    """Runs a job's target (duetime.targets.executor.TargetExecutor; in-memory twin:
+    duetime.adapters.memory.targets)."""
 
     def execute(self, target: Target, invocation: Invocation) -> None:
         """Run one invocation against one target: return on success, raise

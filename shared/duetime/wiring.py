@@ -26,8 +26,8 @@ from duetime.adapters.sqs import SqsJobQueue
 from duetime.clock import wall_ms
 from duetime.domain.jobs import Runtime
 from duetime.domain.messages import MessageAuth
-from duetime.ports import SecretCipher
-from duetime.services.coordinator import Coordinator, InProcessLauncher, SweepLauncher
+from duetime.ports import SecretCipher, SweepLauncher
+from duetime.services.coordinator import Coordinator, InProcessLauncher
 from duetime.services.dispatch import Dispatcher
 from duetime.services.execute import RunExecutor
 from duetime.services.jobs import JobService

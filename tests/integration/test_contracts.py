@@ -1,5 +1,6 @@
-"""Contract tests for the ports with two implementations: the stores, the queue, the
-dead-letter queues and the webhook secrets' store and cipher.
+"""Contract tests for the ports: the stores, the queue, the dead-letter queues, the webhook
+secrets' store and cipher, and the secrets HTTP deliveries sign with. Those of the sweep
+launcher and the target runner are in test_contracts_runners.py.
 
 Every test runs twice through a parametrised fixture: against the in-memory twin
 (`duetime.adapters.memory`) and against the AWS adapter on moto. Assertions are on state read
@@ -29,6 +30,7 @@ from duetime.adapters.memory.runs import MemoryRunStore
 from duetime.adapters.memory.secrets import MemoryCipher, MemorySecretStore
 from duetime.adapters.memory.timers import MemoryTimerStore
 from duetime.adapters.sqs import SqsJobQueue
+from duetime.api.views import webhook_secret_json
 from duetime.domain.ids import new_job_id
 from duetime.domain.jobs import (
     Catchup,
@@ -67,8 +69,10 @@ from duetime.ports import (
     SecretCipher,
     SecretStore,
     SecretsUnavailable,
+    SigningSecrets,
     TimerStore,
 )
+from duetime.services.webhook_secrets import DEFAULT_GRACE_SECONDS, WebhookSecrets
 from duetime.settings import queue_key
 from tests.conftest import Aws
 
@@ -230,6 +234,57 @@ def secret_cipher(request: pytest.FixtureRequest) -> SecretCipher:
     kms = aws.session.client("kms")
     key_arn = kms.create_key(Description="webhook secrets")["KeyMetadata"]["Arn"]
     return KmsCipher(key_arn, lambda: kms)
+
+
+# SigningSecrets, what an HTTP delivery signs with, has no twin of its own, and needs none: its
+# one implementation, WebhookSecrets, is built on two ports that have theirs, and whoever signs
+# in tests does it over the memory pair (tests/unit/test_webhook_signing.py), as the local stack
+# does over moto's DynamoDB and KMS; nothing asks for fixed secrets. So its contract runs
+# WebhookSecrets over the memory store and cipher, and over DynamoDB and KMS on moto.
+
+
+@dataclass
+class SigningUnderTest:
+    """A worker's SigningSecrets, plus the API's view of the same store and cipher: `shown`, the
+    secrets GET /webhook-secret shows (current first), `rotate`, POST /webhook-secret/rotate;
+    `pass_time` moves the wall clock and the monotonic one together."""
+
+    signing: SigningSecrets
+    shown: Callable[[str], tuple[str, ...]]
+    rotate: Callable[[str], None]
+    pass_time: Callable[[float], None]
+
+
+@pytest.fixture(params=["memory", "dynamo-kms"])
+def signing_secrets(request: pytest.FixtureRequest) -> SigningUnderTest:
+    store: SecretStore
+    cipher: SecretCipher
+    if request.param == "memory":
+        store, cipher = MemorySecretStore(), MemoryCipher()
+    else:
+        aws = _moto(request)
+        kms = aws.session.client("kms")
+        key_arn = kms.create_key(Description="webhook secrets")["KeyMetadata"]["Arn"]
+        store = DynamoSecretStore(aws.dynamodb, aws.settings.jobs_table)
+        cipher = KmsCipher(key_arn, lambda: kms)
+    clock = ManualClock(T0)
+
+    def process() -> WebhookSecrets:
+        return WebhookSecrets(store, cipher, clock=clock, monotonic=lambda: clock.now_ms / 1000)
+
+    api = process()
+
+    def shown(tenant: str) -> tuple[str, ...]:
+        view = webhook_secret_json(api.get(tenant), clock())
+        return tuple(s for s in (view["secret"], view["previous_secret"]) if s is not None)
+
+    def rotate(tenant: str) -> None:
+        api.rotate(tenant)
+
+    def advance(seconds: float) -> None:
+        clock.now_ms += int(seconds * 1000)
+
+    return SigningUnderTest(process(), shown, rotate, advance)
 
 
 # --- builders ------------------------------------------------------------------------------------
@@ -1615,3 +1670,40 @@ def test_given_a_ciphertext_when_decrypted_for_another_tenant_or_never_made_then
         secret_cipher.decrypt(OTHER_TENANT, ciphertext)
     with pytest.raises((SecretsUnavailable, ClientError)):
         secret_cipher.decrypt(TENANT, b"\x01" * 64)
+
+
+# --- SigningSecrets ------------------------------------------------------------------------------
+
+
+def test_given_a_tenant_when_its_requests_are_signed_then_with_the_secret_the_api_shows(
+    signing_secrets: SigningUnderTest,
+) -> None:
+    signed = signing_secrets.signing.signing_secrets(TENANT)  # a first delivery makes it
+
+    assert len(signed) == 1
+    assert signed[0].startswith("whsec_")
+    assert signed == signing_secrets.shown(TENANT)
+    others = signing_secrets.signing.signing_secrets(OTHER_TENANT)
+    assert others == signing_secrets.shown(OTHER_TENANT)
+    assert others != signed
+
+
+def test_given_a_rotation_then_the_new_and_old_secret_sign_as_shown_until_the_grace_period_ends(
+    signing_secrets: SigningUnderTest,
+) -> None:
+    (old,) = signing_secrets.shown(TENANT)
+    signing_secrets.signing.signing_secrets(TENANT)  # a worker signs with it, and keeps it
+
+    signing_secrets.rotate(TENANT)
+    signing_secrets.pass_time(60)  # a worker reuses what it decrypted for up to a minute
+
+    new, previous = signing_secrets.shown(TENANT)
+    assert new != old
+    assert previous == old
+    assert signing_secrets.signing.signing_secrets(TENANT) == (new, old)
+    assert signing_secrets.signing.signing_secrets(OTHER_TENANT) == signing_secrets.shown(
+        OTHER_TENANT
+    )
+    signing_secrets.pass_time(DEFAULT_GRACE_SECONDS)
+    assert signing_secrets.shown(TENANT) == (new,)
+    assert signing_secrets.signing.signing_secrets(TENANT) == (new,)

@@ -20,18 +20,12 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
-from typing import Protocol
 
 from duetime.domain.timers import minute_of
 from duetime.observability import Metric, count, logger
-from duetime.ports import TimerStore
+from duetime.ports import SweepLauncher, TimerStore
 from duetime.services.sweep import Sweeper
 from duetime.settings import Settings
-
-
-class SweepLauncher(Protocol):
-    def launch(self, shards: Sequence[int]) -> list[int]:
-        """Start a sweep of each shard; returns the shards whose sweep could not be started."""
 
 
 @dataclass

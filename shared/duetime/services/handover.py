@@ -30,7 +30,8 @@ _CHAINED = (JobStatus.SCHEDULED, JobStatus.COMPLETED)
 
 
 class Tally(Protocol):
-    """What a hand-over counts (the sweep's report)."""
+    """What a hand-over counts (the sweep's report, SweepReport). Internal to the sweeper, not
+    a port: it stays here, out of duetime.ports."""
 
     timers_read: int
     messages_sent: int
