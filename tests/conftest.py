@@ -8,6 +8,7 @@ from typing import Any
 
 import boto3
 import pytest
+from hypothesis import Phase, settings
 from moto import mock_aws
 
 from duetime.local.moto_fixes import make_dynamodb_writes_atomic, make_sqs_strict
@@ -15,6 +16,10 @@ from duetime.resources import create_resources
 from duetime.settings import Settings
 
 REGION = "us-east-1"
+
+# scripts/mutation.sh runs the tests with --hypothesis-profile=mutation: the first failing
+# example kills a mutant, and shrinking it to the smallest one would only cost time.
+settings.register_profile("mutation", phases=[Phase.explicit, Phase.reuse, Phase.generate])
 
 # Conditional writes must be atomic, as on DynamoDB (see duetime.local.moto_fixes).
 make_dynamodb_writes_atomic()
