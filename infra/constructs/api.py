@@ -22,7 +22,7 @@ if TYPE_CHECKING:
     from infra.constructs.data import Data
     from infra.constructs.functions import FunctionFactory
     from infra.constructs.queues import Queues
-    from infra.scheduler import SchedulerProps
+    from infra.props import SchedulerProps
 
 # DynamoDB actions per table, from what the API's code calls (duetime.services.jobs and
 # ...dispatch over duetime.adapters.dynamodb): jobs are created, read, listed and replaced

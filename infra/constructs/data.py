@@ -16,7 +16,7 @@ from duetime.resources import JOBS_TABLE, RUNS_TABLE, TIMERS_TABLE, TableDef
 from infra.constructs.nag import acknowledge
 
 if TYPE_CHECKING:
-    from infra.scheduler import SchedulerProps
+    from infra.props import SchedulerProps
 
 _ATTRIBUTE_TYPES = {
     "S": dynamodb.AttributeType.STRING,

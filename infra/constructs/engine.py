@@ -25,7 +25,7 @@ if TYPE_CHECKING:
     from infra.constructs.data import Data
     from infra.constructs.functions import FunctionFactory
     from infra.constructs.queues import Queues
-    from infra.scheduler import SchedulerProps
+    from infra.props import SchedulerProps
 
 # DynamoDB actions per table, from what each role's code calls (duetime.adapters.dynamodb):
 # the coordinator reads the shard count (and raises it after a deployment added shards) and

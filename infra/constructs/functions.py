@@ -23,7 +23,7 @@ from infra.constructs.nag import acknowledge
 if TYPE_CHECKING:
     from infra.constructs.data import Data
     from infra.constructs.queues import Queues
-    from infra.scheduler import SchedulerProps
+    from infra.props import SchedulerProps
 
 # Read by Powertools (duetime.observability): service name = the metrics' service dimension.
 POWERTOOLS_SERVICE_NAME = "POWERTOOLS_SERVICE_NAME"

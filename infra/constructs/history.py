@@ -28,7 +28,7 @@ from infra.constructs.nag import acknowledge
 if TYPE_CHECKING:
     from infra.constructs.data import Data
     from infra.constructs.functions import FunctionFactory
-    from infra.scheduler import SchedulerProps
+    from infra.props import SchedulerProps
 
 ATHENA_RESULTS_PREFIX = "athena-results/"
 ATHENA_RESULTS_EXPIRY = Duration.days(30)

@@ -24,7 +24,7 @@ if TYPE_CHECKING:
     from infra.constructs.history import History
     from infra.constructs.queues import Queues
     from infra.constructs.workers import FargateWorkers
-    from infra.scheduler import SchedulerProps
+    from infra.props import SchedulerProps
 
 MINUTE = Duration.minutes(1)
 FIVE_MINUTES = Duration.minutes(5)

@@ -14,7 +14,7 @@ from duetime.resources import DLQ_RETENTION_SECONDS, MAX_RECEIVE_COUNT
 from duetime.settings import queue_key
 
 if TYPE_CHECKING:
-    from infra.scheduler import SchedulerProps
+    from infra.props import SchedulerProps
 
 # A message waits at most this long for a worker (the DLQ keeps it longer: SQS counts a
 # message's age from its first enqueue, so the DLQ's retention must exceed the source's).

@@ -29,7 +29,7 @@ if TYPE_CHECKING:
     from infra.constructs.functions import FunctionFactory
     from infra.constructs.history import History
     from infra.constructs.queues import Queues
-    from infra.scheduler import SchedulerProps
+    from infra.props import SchedulerProps
 
 # ECS sends SIGTERM, waits this long, then SIGKILL (120 s is Fargate's maximum). The worker
 # lets in-flight runs finish for WORKER_STOP_TIMEOUT, then releases what it still holds.
