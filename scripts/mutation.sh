@@ -7,7 +7,7 @@
 # mutants listed in `excluded` below (an error message's text, or equivalent: no input tells
 # them apart); see docs/reliability.md.
 #
-#   scripts/mutation.sh                  # a full run from scratch (about 40 minutes on 2 cores)
+#   scripts/mutation.sh                  # a full run from scratch (about 35 minutes on 2 cores)
 #   scripts/mutation.sh --incremental    # reuse mutants/: retest only what changed
 #   MUTMUT_CHILDREN=1 scripts/mutation.sh
 #
