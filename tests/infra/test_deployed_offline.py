@@ -56,10 +56,11 @@ pytestmark = pytest.mark.slow
 REGION = "eu-west-1"
 TENANT = "acme-offline"
 HANDLER_PREFIX = "duetime.entrypoints."
-MESSAGE_WAIT_SECONDS = 30
-# Time moves on to this long before the timer's job falls due: the later containers start
-# (a second or two), the tick and the sweeps run, and the run's message waits out the rest.
-LEAD_SECONDS = 10
+MESSAGE_WAIT_SECONDS = 45
+# Time moves on to this long before the timer's job falls due: the later containers start (a
+# second or two when idle; over 8 s on a loaded 2-core CI machine, 5 interpreters at once), the
+# tick and the sweeps run, and the run's message waits out the rest.
+LEAD_SECONDS = 25
 # Importable in no function's container.
 ABSENT = ("duetime.local", "numpy", "moto", "pytest", "hypothesis", "aws_cdk", "duckdb", "tests")
 
