@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import argparse
 from collections import Counter
 
 import pytest
 
+from duetime.cli.jobs import job_body, register
 from duetime.domain.errors import ValidationError
 from duetime.domain.jobs import Job, JobStatus, jitter_offset_ms, parse_job_spec
 from duetime.domain.messages import run_message
@@ -89,3 +91,16 @@ def test_a_run_keeps_the_due_instant_of_its_first_claim() -> None:
     first = claimed_run(None, claim(1, NOW + 7_000))
     second = claimed_run(first, claim(2, NOW + 99_000))
     assert (first.due_ms, second.due_ms) == (NOW + 7_000, NOW + 7_000)
+
+
+def test_the_cli_sends_jitter_as_jitter_seconds() -> None:
+    parser = argparse.ArgumentParser(prog="duetime")
+    register(parser.add_subparsers(dest="command", required=True))
+    args = parser.parse_args(
+        ["jobs", "create", "--rate", "60", "--handler", "h", "--jitter", "120"]
+    )
+    assert job_body(args) == {
+        "schedule": {"rate_seconds": 60},
+        "target": {"type": "handler", "name": "h"},
+        "jitter_seconds": 120,
+    }
