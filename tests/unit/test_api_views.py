@@ -93,6 +93,7 @@ def test_job_json_has_every_field_once() -> None:
         "retry",
         "timeout_seconds",
         "catchup",
+        "jitter_seconds",
         "status",
         "next_run_at",
         "created_at",
@@ -107,6 +108,7 @@ def test_a_retrying_run_has_not_finished_though_its_last_attempt_has() -> None:
     assert retrying == {
         "run_id": f"J-{NOW}",
         "scheduled_for": "2026-11-21T10:00:05.000Z",
+        "due_at": "2026-11-21T10:00:05.000Z",
         "status": "retrying",
         "attempts": 1,
         "started_at": "2026-11-21T10:00:05.005Z",

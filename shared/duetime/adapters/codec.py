@@ -63,6 +63,7 @@ def job_to_values(job: Job) -> dict[str, Any]:
             ],
             "timeout": spec.timeout_seconds,
             "catchup": [spec.catchup.mode.value, spec.catchup.window_seconds],
+            **({"jitter": spec.jitter_seconds} if spec.jitter_seconds else {}),
         },
         separators=(",", ":"),
     )
@@ -92,6 +93,7 @@ def job_from_values(values: dict[str, Any]) -> Job:
         retry=RetryPolicy(raw["retry"][0], raw["retry"][1], raw["retry"][2]),
         timeout_seconds=raw["timeout"],
         catchup=Catchup(CatchupMode(raw["catchup"][0]), raw["catchup"][1]),
+        jitter_seconds=raw.get("jitter", 0),
     )
     return Job(
         tenant=values["tenant"],
@@ -127,6 +129,7 @@ def run_to_values(run: Run) -> dict[str, Any]:
         "priority": run.priority,
         "runtime": run.runtime,
         "v": run.version,
+        "due_ms": run.due_ms,  # left out when None (to_item)
     }
 
 
@@ -146,4 +149,5 @@ def run_from_values(values: dict[str, Any]) -> Run:
         priority=values.get("priority", "normal"),
         runtime=values.get("runtime", "lambda"),
         version=values.get("v", 1),
+        due_ms=values.get("due_ms"),
     )

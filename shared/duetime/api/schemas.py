@@ -8,6 +8,7 @@ from typing import Any
 
 from duetime.domain.cron import MAX_CRON_LENGTH
 from duetime.domain.jobs import (
+    MAX_JITTER_SECONDS,
     MAX_NAME_CHARS,
     MAX_PAYLOAD_BYTES,
     MAX_TIMEOUT_SECONDS,
@@ -236,6 +237,15 @@ def _jobs() -> dict[str, Any]:
                         {"type": "null"},
                     ],
                 },
+                "jitter_seconds": {
+                    "type": "integer",
+                    "minimum": 0,
+                    "maximum": MAX_JITTER_SECONDS,
+                    "default": 0,
+                    "description": "Each occurrence starts at its instant plus a fixed offset "
+                    "in [0, jitter_seconds) drawn from the job id and the instant (the same for "
+                    "every retry and duplicate): spreads runs that share an instant.",
+                },
             },
             ("schedule", "target"),
             description="A job submission. Unknown fields (id, status, tenant, ...) are "
@@ -257,6 +267,7 @@ def _jobs() -> dict[str, Any]:
                 "retry": _obj(retry_fields, tuple(retry_fields)),
                 "timeout_seconds": {"type": "integer"},
                 "catchup": _obj(catchup_fields, tuple(catchup_fields)),
+                "jitter_seconds": {"type": "integer", "minimum": 0, "maximum": MAX_JITTER_SECONDS},
                 "next_run_at": {
                     **_OPTIONAL_INSTANT,
                     "description": "Recurring: the next occurrence from now on. One-off: its "
@@ -278,6 +289,7 @@ def _jobs() -> dict[str, Any]:
                 "retry",
                 "timeout_seconds",
                 "catchup",
+                "jitter_seconds",
                 "next_run_at",
                 "created_at",
                 "updated_at",
@@ -288,6 +300,11 @@ def _jobs() -> dict[str, Any]:
             {
                 "run_id": {"type": "string", "description": "<job id>-<scheduled epoch ms>"},
                 "scheduled_for": _INSTANT,
+                "due_at": {
+                    **_INSTANT,
+                    "description": "When the run was due to start: scheduled_for plus the "
+                    "job's jitter (scheduled_for itself without jitter, and for a run-now).",
+                },
                 "status": {"enum": enum_values(RunStatus)},
                 "attempts": {"type": "integer", "minimum": 1},
                 "started_at": _OPTIONAL_INSTANT,
@@ -297,13 +314,14 @@ def _jobs() -> dict[str, Any]:
                 },
                 "lateness_ms": {
                     **_INTEGER_OR_NULL,
-                    "description": "How late the first attempt started.",
+                    "description": "How late the first attempt started, after due_at.",
                 },
                 "error": {**_STRING_OR_NULL, "description": "The last attempt's error."},
             },
             (
                 "run_id",
                 "scheduled_for",
+                "due_at",
                 "status",
                 "attempts",
                 "started_at",

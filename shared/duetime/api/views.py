@@ -49,6 +49,7 @@ def run_json(run: Run) -> dict[str, Any]:
     return {
         "run_id": run.run_id,
         "scheduled_for": rfc3339_ms(run.scheduled_ms),
+        "due_at": rfc3339_ms(run.due_ms if run.due_ms is not None else run.scheduled_ms),
         "status": run.status.value,
         "attempts": run.attempt,
         "started_at": _instant(run.started_ms),

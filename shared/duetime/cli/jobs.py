@@ -163,6 +163,13 @@ def _add_create_options(parser: argparse.ArgumentParser) -> None:
         "--max-backoff-seconds", type=number, metavar="SECONDS", help="retry.max_backoff_seconds"
     )
     job.add_argument("--timeout-seconds", type=int, metavar="SECONDS", help="bound of one attempt")
+    job.add_argument(
+        "--jitter",
+        dest="jitter_seconds",
+        type=int,
+        metavar="SECONDS",
+        help="start each occurrence up to this long after its instant (jitter_seconds, 0-900)",
+    )
     modes = [c.value for c in CatchupMode]
     job.add_argument(
         "--catchup", choices=modes, metavar="MODE", help=f"after downtime: {'|'.join(modes)}"
@@ -324,6 +331,7 @@ _BODY_FLAGS = [
     ("--max-backoff-seconds", "max_backoff_seconds"),
     ("--timeout-seconds", "timeout_seconds"),
     ("--catchup", "catchup"),
+    ("--jitter", "jitter_seconds"),
 ]
 
 
@@ -367,7 +375,7 @@ def job_body(args: argparse.Namespace) -> dict[str, Any]:
     body: dict[str, Any] = {"schedule": schedule, "target": target}
     if args.payload is not None:
         body["payload"] = args.payload
-    for key in ("name", "priority", "runtime", "timeout_seconds", "catchup"):
+    for key in ("name", "priority", "runtime", "timeout_seconds", "catchup", "jitter_seconds"):
         if getattr(args, key) is not None:
             body[key] = getattr(args, key)
     retry = {

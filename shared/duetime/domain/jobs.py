@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
@@ -18,6 +19,9 @@ E = TypeVar("E", bound=StrEnum)
 MAX_PAYLOAD_BYTES = 64 * 1024
 MAX_NAME_CHARS = 128
 MAX_TIMEOUT_SECONDS = 900
+# A job's occurrences may be spread over this window after their instant (jitter_seconds):
+# EventBridge Scheduler's flexible time window, and SQS's longest delay.
+MAX_JITTER_SECONDS = 900
 # A Lambda invocation keeps this long past a job's timeout to record the outcome and send the
 # retry: a lambda-runtime job's timeout is at most the worker's timeout minus this.
 RECORDING_MARGIN_SECONDS = 60
@@ -79,6 +83,8 @@ class JobSpec:
     retry: RetryPolicy = field(default_factory=RetryPolicy)
     timeout_seconds: int = 30
     catchup: Catchup = field(default_factory=Catchup)
+    # Each occurrence starts up to this long after its instant (jitter_offset_ms).
+    jitter_seconds: int = 0
 
     @property
     def recurring(self) -> bool:
@@ -109,6 +115,10 @@ class Job:
     # Why a cancelled job was cancelled, when not by its owner: SUBMISSION_FAILED.
     cancel_reason: str | None = None
 
+    def due_ms(self, scheduled_ms: int) -> int:
+        """When the occurrence at `scheduled_ms` starts: its instant plus the job's jitter."""
+        return scheduled_ms + jitter_offset_ms(self.id, scheduled_ms, self.spec.jitter_seconds)
+
     @property
     def size_bytes(self) -> int:
         """About the size of the job item as stored: the spec plus the ids and bookkeeping."""
@@ -131,6 +141,19 @@ class Job:
         return replace(self, status=wanted, updated_ms=now_ms, generation=generation)
 
 
+def jitter_offset_ms(job_id: str, scheduled_ms: int, jitter_seconds: int) -> int:
+    """How long after its instant the occurrence of `job_id` at `scheduled_ms` starts: whole
+    milliseconds in [0, jitter_seconds * 1000), uniform over the window, and a pure function of
+    the job and the occurrence, so every delivery, retry, redrive or duplicate of one run
+    agrees on it. (The first 8 bytes of SHA-256 of "<job id>#<ms>", modulo the window: the
+    modulo's bias is below 1e-13 for a 900 s window.)"""
+    window = jitter_seconds * 1000
+    if window <= 0:
+        return 0
+    digest = hashlib.sha256(f"{job_id}#{scheduled_ms}".encode()).digest()
+    return int.from_bytes(digest[:8], "big") % window
+
+
 _TRANSITIONS = {
     (JobStatus.SCHEDULED, JobStatus.CANCELLED): True,
     (JobStatus.PAUSED, JobStatus.CANCELLED): True,
@@ -148,6 +171,7 @@ _SPEC_FIELDS = {
     "retry",
     "timeout_seconds",
     "catchup",
+    "jitter_seconds",
 }
 
 
@@ -177,6 +201,7 @@ def parse_job_spec(raw: object) -> JobSpec:
         retry=_retry(raw.get("retry")),
         timeout_seconds=_int(raw, "timeout_seconds", 30, 1, MAX_TIMEOUT_SECONDS),
         catchup=_catchup(raw.get("catchup")),
+        jitter_seconds=_int(raw, "jitter_seconds", 0, 0, MAX_JITTER_SECONDS),
     )
 
 
@@ -195,6 +220,7 @@ def spec_to_dict(spec: JobSpec) -> dict[str, Any]:
         },
         "timeout_seconds": spec.timeout_seconds,
         "catchup": {"mode": spec.catchup.mode.value, "window_seconds": spec.catchup.window_seconds},
+        "jitter_seconds": spec.jitter_seconds,
     }
 
 

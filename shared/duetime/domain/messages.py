@@ -2,7 +2,8 @@
 
 A run message names one attempt of one run (a job's occurrence): `RunMessage` and its JSON wire
 format, signed by `MessageAuth` so a worker runs only what duetime wrote. `run_message` is the
-first attempt of an occurrence, `delay_seconds` the SQS delay that releases it on time.
+first attempt of an occurrence (due at its jittered instant), `delay_seconds` the SQS delay that
+releases it on time.
 """
 
 from __future__ import annotations
@@ -123,15 +124,16 @@ class MessageAuth:
         return message
 
 
-def run_message(job: Job, scheduled_ms: int) -> RunMessage:
+def run_message(job: Job, scheduled_ms: int, *, jittered: bool = True) -> RunMessage:
     """The first attempt of `job`'s occurrence at `scheduled_ms`, in the job's queue and of its
-    current generation."""
+    current generation, due at the occurrence's jittered instant (`Job.due_ms`); `jittered`
+    False: due at `scheduled_ms` itself (a run-now starts now)."""
     return RunMessage(
         tenant=job.tenant,
         job_id=job.id,
         scheduled_ms=scheduled_ms,
         attempt=1,
-        due_ms=scheduled_ms,
+        due_ms=job.due_ms(scheduled_ms) if jittered else scheduled_ms,
         runtime=job.spec.runtime,
         priority=job.spec.priority,
         generation=job.generation,

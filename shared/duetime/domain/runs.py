@@ -72,6 +72,9 @@ class RunClaim:
     # How far past its deadline another worker's lease counts as over (see
     # CLOCK_SKEW_ALLOWANCE_MS): a deployment setting, DUETIME_CLOCK_SKEW_ALLOWANCE_SECONDS.
     skew_allowance_ms: int = CLOCK_SKEW_ALLOWANCE_MS
+    # When the occurrence was due to start: its instant plus the job's jitter (Job.due_ms).
+    # Kept from the run's first claim; None: not known (the run's scheduled instant).
+    due_ms: int | None = None
 
     @property
     def run_id(self) -> str:
@@ -94,6 +97,9 @@ class Run:
     runtime: str = "lambda"
     # Incremented by every write: stores use it for compare-and-set.
     version: int = 1
+    # When the occurrence was due to start (scheduled_ms plus the job's jitter); None on a
+    # record written before runs carried it: scheduled_ms.
+    due_ms: int | None = None
 
     @property
     def run_id(self) -> str:
@@ -186,6 +192,7 @@ def claimed_run(existing: Run | None, claim: RunClaim) -> Run:
         priority=claim.priority,
         runtime=claim.runtime,
         version=existing.version + 1 if existing is not None else 1,
+        due_ms=existing.due_ms if existing is not None and existing.due_ms else claim.due_ms,
     )
 
 
@@ -214,4 +221,5 @@ def finished_run(run: Run, outcome: RunOutcome) -> Run:
         priority=run.priority,
         runtime=run.runtime,
         version=run.version + 1,
+        due_ms=run.due_ms,
     )

@@ -99,6 +99,9 @@ class Timer:
     # timer, whose sweep reads the job to plan the chain.
     runtime: Runtime | None = None
     priority: Priority | None = None
+    # A one-off's jitter (Job.due_ms - due_ms): its message is due that long after the
+    # instant, and its bucket is the minute of the jittered instant (duetime.services.dispatch).
+    jitter_ms: int = field(default=0, compare=False)
 
     @property
     def sort_key(self) -> str:
@@ -117,7 +120,7 @@ class Timer:
             self.job_id,
             self.due_ms,
             1,
-            self.due_ms,
+            self.due_ms + self.jitter_ms,
             self.runtime,
             self.priority,
             self.generation,

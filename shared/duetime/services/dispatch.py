@@ -11,6 +11,14 @@ timer's shard when a sweep has gone further. A timer is stored in the bucket of 
 or, for a catch-up continuation already due, in the first bucket the next sweep of its shard
 reads and none has read yet.
 
+Jitter (`jitter_seconds`): every message is due at its occurrence's jittered instant
+(`Job.due_ms`). A one-off goes by that instant: a message if it falls before the horizon, else
+a timer in the bucket of the jittered minute (the timer keeps the nominal instant, its run's
+identity, and carries the offset). A recurring chain stays on its nominal instants (its next
+occurrences must not wait behind one drawn late): its occurrences are sent as they come before
+the horizon, each with a delay up to its jittered instant, at most SQS's 900 s; one delayed
+further arrives early and the worker puts it back until its instant (duetime.services.execute).
+
 After writing timers we read the horizon of each shard written to (never a global item: the
 reads spread over the shards): a timer whose bucket it has reached may have been missed by
 that sweep, so it is dispatched again (as a message), and a duplicate is absorbed by the
@@ -33,10 +41,12 @@ from duetime.settings import Settings
 
 
 def _timer(job: Job, due_ms: int, unread: int) -> Timer:
-    """The timer of `job` for `due_ms`: in the bucket of its minute, or, for a catch-up
-    continuation already due, in `unread`, the first bucket the next sweep reads."""
-    bucket = max(minute_of(due_ms), unread)
+    """The timer of `job` for `due_ms`: in the bucket of its minute (a one-off's: of its
+    jittered instant), or, for a catch-up continuation already due, in `unread`, the first
+    bucket the next sweep reads."""
     one_off = not job.spec.recurring
+    jitter = job.due_ms(due_ms) - due_ms if one_off else 0
+    bucket = max(minute_of(due_ms + jitter), unread)
     return Timer(
         job.tenant,
         job.id,
@@ -46,6 +56,7 @@ def _timer(job: Job, due_ms: int, unread: int) -> Timer:
         job_bytes=job.size_bytes,
         runtime=job.spec.runtime if one_off else None,
         priority=job.spec.priority if one_off else None,
+        jitter_ms=jitter,
     )
 
 
@@ -89,8 +100,9 @@ class Dispatcher:
                 # The first bucket the next sweep reads that no sweep has read yet.
                 unread = max(horizon, swept + 1)
                 if not job.spec.recurring:
-                    if due_ms < horizon_ms:
-                        messages.append((run_message(job, due_ms), delay_seconds(due_ms, now)))
+                    if job.due_ms(due_ms) < horizon_ms:
+                        message = run_message(job, due_ms)
+                        messages.append((message, delay_seconds(message.due_ms, now)))
                     else:
                         timers.append((job, _timer(job, due_ms, unread)))
                     continue
@@ -104,7 +116,8 @@ class Dispatcher:
                     grace_ms=self._settings.misfire_grace_seconds * 1000,
                 )
                 result.skipped += plan.skipped
-                messages += [(run_message(job, s), delay_seconds(s, now)) for s in plan.enqueue]
+                sent = [run_message(job, s) for s in plan.enqueue]
+                messages += [(m, delay_seconds(m.due_ms, now)) for m in sent]
                 if plan.next_due_ms is None:
                     finished.append(job)
                 else:

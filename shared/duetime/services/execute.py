@@ -164,6 +164,10 @@ class RunExecutor:
             priority=job.spec.priority.value,
             runtime=job.spec.runtime.value,
             skew_allowance_ms=self._settings.clock_skew_allowance_seconds * 1000,
+            # The occurrence's due instant: a first attempt's message carries it (jittered, or
+            # a run-now's own instant); a later attempt's is its backoff's end, so the job's
+            # jitter tells (the run record keeps what its first claim wrote).
+            due_ms=message.due_ms if message.attempt == 1 else job.due_ms(message.scheduled_ms),
         )
         outcome, run = self._runs.claim(claim)
         if outcome == ClaimOutcome.DONE:

@@ -242,7 +242,8 @@ class JobService:
         return job
 
     def _send(self, job: Job, due: int, now: int) -> None:
-        self._queue.send([(run_message(job, due), delay_seconds(due, now))])
+        """A run asked for at `due` (run-now): not jittered, it starts when asked."""
+        self._queue.send([(run_message(job, due, jittered=False), delay_seconds(due, now))])
 
     def get(self, tenant: str, job_id: str) -> JobView:
         job = self._jobs.get(tenant, job_id)

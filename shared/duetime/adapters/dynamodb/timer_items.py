@@ -30,6 +30,8 @@ def timer_values(timer: Timer, shard: int, ttl_seconds: int) -> dict[str, Any]:
         values["bytes"] = timer.job_bytes
     if timer.runtime is not None and timer.priority is not None:
         values["q"] = queue_key(timer.runtime, timer.priority)
+    if timer.jitter_ms:
+        values["jit"] = timer.jitter_ms
     return values
 
 
@@ -46,6 +48,7 @@ def timer_from_values(values: dict[str, Any], minute: int) -> Timer:
         job_bytes=values.get("bytes", 0),
         runtime=Runtime(runtime) if runtime else None,
         priority=Priority(priority) if priority else None,
+        jitter_ms=values.get("jit", 0),
     )
 
 
@@ -77,6 +80,7 @@ def stuck_to_values(stuck: StuckTimer) -> dict[str, Any]:
         "gen": timer.generation,
         "bytes": timer.job_bytes,
         "q": queue_key(timer.runtime, timer.priority) if timer.runtime and timer.priority else "",
+        "jit": timer.jitter_ms,
         "attempts": stuck.attempts,
         "reason": stuck.reason[:MAX_STUCK_REASON_CHARS],
         "first_failed": stuck.first_failed_ms,
@@ -97,6 +101,7 @@ def stuck_from_values(values: dict[str, Any]) -> StuckTimer:
             job_bytes=values.get("bytes", 0),
             runtime=Runtime(runtime) if runtime else None,
             priority=Priority(priority) if priority else None,
+            jitter_ms=values.get("jit", 0),
         ),
         shard=int(str(values["pk"]).rpartition("#")[2]),
         attempts=values["attempts"],

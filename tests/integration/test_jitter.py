@@ -1,0 +1,114 @@
+"""Jitter through the API on moto: `jitter_seconds` is validated and shown, a run's message
+becomes visible at its jittered instant (`due_at`), and lateness is measured from it."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from duetime.clock import wall_ms
+from duetime.domain.jobs import jitter_offset_ms
+from duetime.domain.timers import minute_of
+from duetime.domain.timeutil import MINUTE_MS, rfc3339_ms
+from tests.integration.test_api import Api, api, at, to_ms_of
+
+__all__ = ["api"]  # the fixture, shared with test_api
+
+
+def runs(api: Api, job_id: str) -> list[dict[str, Any]]:
+    items: list[dict[str, Any]] = api.call("GET", f"/jobs/{job_id}/runs").json["items"]
+    return items
+
+
+@pytest.mark.parametrize("value", [-1, 901, "60", True, 2.5, None])
+def test_a_bad_jitter_is_a_400_naming_it(api: Api, value: object) -> None:
+    reply = api.call(
+        "POST",
+        "/jobs",
+        {
+            "schedule": {"rate_seconds": 60},
+            "jitter_seconds": value,
+            "target": {"type": "handler", "name": "test.record"},
+        },
+    )
+    assert reply.status == 400
+    assert reply.error["field"] == "jitter_seconds"
+    assert api.job_items() == []
+
+
+def test_the_job_shows_its_jitter_and_none_by_default(api: Api) -> None:
+    plain = api.create({"schedule": {"rate_seconds": 60}})
+    spread = api.create({"schedule": {"rate_seconds": 60}, "jitter_seconds": 900})
+    assert (plain["jitter_seconds"], spread["jitter_seconds"]) == (0, 900)
+    assert api.call("GET", f"/jobs/{spread['id']}").json["jitter_seconds"] == 900
+
+
+def test_a_fast_path_one_off_is_released_at_its_jittered_instant(api: Api) -> None:
+    job = api.create({"schedule": {"at": at(20)}, "jitter_seconds": 60})
+    nominal = to_ms_of(at(20))
+    due = nominal + jitter_offset_ms(job["id"], nominal, 60)
+
+    api.engine.advance_to(due - 1_500)  # SQS releases it at most a second early
+    api.engine.drain()
+    assert api.engine.recorder.runs_of(job["id"]) == []
+    api.engine.advance_to(due + 100)
+    api.engine.drain()
+
+    assert api.engine.recorder.runs_of(job["id"]) == [nominal]
+    [run] = runs(api, job["id"])
+    assert run["run_id"] == f"{job['id']}-{nominal}"  # the nominal instant, as without jitter
+    assert (run["scheduled_for"], run["due_at"]) == (rfc3339_ms(nominal), rfc3339_ms(due))
+    assert to_ms_of(run["started_at"]) >= due
+    assert run["lateness_ms"] < 1_000  # from due_at, not from scheduled_for
+    assert api.call("GET", f"/jobs/{job['id']}").json["last_run"]["due_at"] == rfc3339_ms(due)
+
+
+def test_a_timer_one_off_waits_in_the_bucket_of_its_jittered_minute(api: Api) -> None:
+    job = api.create({"schedule": {"at": at(3_600)}, "jitter_seconds": 900})
+    nominal = to_ms_of(at(3_600))
+    due = nominal + jitter_offset_ms(job["id"], nominal, 900)
+
+    # A sweep half a minute before the nominal minute reads up to that minute only.
+    api.engine.advance_to(minute_of(nominal) * MINUTE_MS - 30_000)
+    sent = api.engine.tick()["messages_sent"]
+    assert sent == (1 if minute_of(due) == minute_of(nominal) else 0)
+    api.engine.advance_to(minute_of(due) * MINUTE_MS - 30_000)
+    assert api.engine.tick()["messages_sent"] == 1 - sent
+
+    api.engine.advance_to(due - 1_500)
+    api.engine.drain()
+    assert api.engine.recorder.runs_of(job["id"]) == []
+    api.engine.advance_to(due + 100)
+    api.engine.drain()
+    [run] = runs(api, job["id"])
+    assert (run["scheduled_for"], run["due_at"], run["status"]) == (
+        rfc3339_ms(nominal),
+        rfc3339_ms(due),
+        "succeeded",
+    )
+
+
+def test_a_recurring_jobs_runs_are_due_at_their_own_offsets_and_late_from_them(api: Api) -> None:
+    job = api.create({"schedule": {"rate_seconds": 60}, "jitter_seconds": 45})
+    api.engine.run_minutes(4)
+
+    done = runs(api, job["id"])
+    assert len(done) >= 3
+    for run in done:
+        nominal = to_ms_of(run["scheduled_for"])
+        due = nominal + jitter_offset_ms(job["id"], nominal, 45)
+        assert run["due_at"] == rfc3339_ms(due)
+        assert run["run_id"] == f"{job['id']}-{nominal}"
+        # Lateness is measured from due_at (the drain comes at the end of each minute).
+        assert run["lateness_ms"] == to_ms_of(run["started_at"]) - due
+    assert len({to_ms_of(r["due_at"]) - to_ms_of(r["scheduled_for"]) for r in done}) > 1
+
+
+def test_a_run_now_is_not_jittered(api: Api) -> None:
+    job = api.create({"schedule": {"rate_seconds": 3_600}, "jitter_seconds": 900})
+    reply = api.call("POST", f"/jobs/{job['id']}/run")
+    api.engine.drain()
+    [run] = runs(api, job["id"])
+    assert run["due_at"] == run["scheduled_for"] == reply.json["scheduled_for"]
+    assert to_ms_of(run["started_at"]) <= wall_ms()
