@@ -93,6 +93,7 @@ def test_job_json_has_every_field_once() -> None:
         "retry",
         "timeout_seconds",
         "catchup",
+        "overlap",
         "status",
         "next_run_at",
         "created_at",

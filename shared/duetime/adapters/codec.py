@@ -18,6 +18,7 @@ from duetime.domain.jobs import (
     RetryPolicy,
     Runtime,
 )
+from duetime.domain.overlap import Overlap
 from duetime.domain.runs import Attempt, Lease, Run, RunStatus
 from duetime.domain.schedule import parse_schedule, schedule_to_dict
 from duetime.domain.targets import parse_target, target_to_dict
@@ -63,6 +64,8 @@ def job_to_values(job: Job) -> dict[str, Any]:
             ],
             "timeout": spec.timeout_seconds,
             "catchup": [spec.catchup.mode.value, spec.catchup.window_seconds],
+            # Absent on jobs stored before the overlap policy, and for `allow`.
+            **({"overlap": spec.overlap.value} if spec.overlap != Overlap.ALLOW else {}),
         },
         separators=(",", ":"),
     )
@@ -92,6 +95,7 @@ def job_from_values(values: dict[str, Any]) -> Job:
         retry=RetryPolicy(raw["retry"][0], raw["retry"][1], raw["retry"][2]),
         timeout_seconds=raw["timeout"],
         catchup=Catchup(CatchupMode(raw["catchup"][0]), raw["catchup"][1]),
+        overlap=Overlap(raw.get("overlap", Overlap.ALLOW.value)),
     )
     return Job(
         tenant=values["tenant"],

@@ -16,6 +16,7 @@ from duetime.domain.jobs import (
     Priority,
     Runtime,
 )
+from duetime.domain.overlap import Overlap
 from duetime.domain.runs import RunStatus
 from duetime.domain.schedule import MAX_DELAY_SECONDS, MAX_RATE_SECONDS
 from duetime.domain.targets import HTTP_METHODS, MAX_HEADERS
@@ -197,6 +198,15 @@ _TARGET_SCHEMAS = {
 }
 
 
+_OVERLAP = {
+    "enum": enum_values(Overlap),
+    "description": "What an occurrence of a recurring job does while another run of the job "
+    "is running or retrying: allow (runs anyway), skip (recorded as a skipped run), "
+    "buffer_one (at most one waits, and starts when the active run finishes). A one-off job "
+    "accepts only allow.",
+}
+
+
 def _jobs() -> dict[str, Any]:
     retry_fields = {
         "max_attempts": {"type": "integer", "minimum": 1, "maximum": 20, "default": 3},
@@ -236,6 +246,7 @@ def _jobs() -> dict[str, Any]:
                         {"type": "null"},
                     ],
                 },
+                "overlap": {**_OVERLAP, "default": "allow"},
             },
             ("schedule", "target"),
             description="A job submission. Unknown fields (id, status, tenant, ...) are "
@@ -257,6 +268,7 @@ def _jobs() -> dict[str, Any]:
                 "retry": _obj(retry_fields, tuple(retry_fields)),
                 "timeout_seconds": {"type": "integer"},
                 "catchup": _obj(catchup_fields, tuple(catchup_fields)),
+                "overlap": _OVERLAP,
                 "next_run_at": {
                     **_OPTIONAL_INSTANT,
                     "description": "Recurring: the next occurrence from now on. One-off: its "
@@ -278,6 +290,7 @@ def _jobs() -> dict[str, Any]:
                 "retry",
                 "timeout_seconds",
                 "catchup",
+                "overlap",
                 "next_run_at",
                 "created_at",
                 "updated_at",
@@ -288,8 +301,16 @@ def _jobs() -> dict[str, Any]:
             {
                 "run_id": {"type": "string", "description": "<job id>-<scheduled epoch ms>"},
                 "scheduled_for": _INSTANT,
-                "status": {"enum": enum_values(RunStatus)},
-                "attempts": {"type": "integer", "minimum": 1},
+                "status": {
+                    "enum": enum_values(RunStatus),
+                    "description": "skipped: did not start, another run of its job was "
+                    "active (overlap skip or buffer_one); buffered: waits for it (buffer_one).",
+                },
+                "attempts": {
+                    "type": "integer",
+                    "minimum": 0,
+                    "description": "0 for a skipped or buffered run.",
+                },
                 "started_at": _OPTIONAL_INSTANT,
                 "finished_at": {
                     **_OPTIONAL_INSTANT,
