@@ -34,6 +34,8 @@ class Metric:
     RUNS_DEAD = "RunsDead"
     RUNS_DUPLICATE = "RunsDuplicate"
     RUNS_DROPPED = "RunsDropped"
+    RUNS_SKIPPED = "RunsSkipped"  # overlap policy: an occurrence recorded `skipped`
+    RUNS_BUFFERED = "RunsBuffered"  # overlap policy buffer_one: an occurrence set waiting
     START_LATENESS = "StartLatenessMs"
     SWEEP_DURATION = "SweepDurationMs"
     TIMERS_ENQUEUED = "TimersEnqueued"

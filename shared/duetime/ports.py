@@ -26,6 +26,7 @@ from typing import Generic, Protocol, TypeVar
 from duetime.domain.invocation import Invocation
 from duetime.domain.jobs import Job, Priority, Runtime
 from duetime.domain.messages import RunMessage
+from duetime.domain.overlap import Gate
 from duetime.domain.runs import ClaimOutcome, Run, RunClaim, RunOutcome
 from duetime.domain.signing import SecretRecord
 from duetime.domain.targets import Target
@@ -92,6 +93,13 @@ class JobStore(Protocol):
 
     def set_recurring_count(self, tenant: str, count: int) -> None:
         """Overwrite the count (the reconciler's daily recount repairs drift)."""
+
+    def gate(self, tenant: str, job_id: str) -> Gate:
+        """The job's overlap gate (strongly consistent); `Gate()` (version 0) if none."""
+
+    def put_gate(self, tenant: str, job_id: str, gate: Gate, expires_at: int) -> bool:
+        """Write `gate` with version + 1 if the stored gate still has `gate.version` (0: none
+        stored); False otherwise. `expires_at`: the record's TTL, epoch seconds."""
 
 
 class TimerStore(Protocol):
@@ -181,6 +189,11 @@ class RunStore(Protocol):
     def claim(self, claim: RunClaim) -> tuple[ClaimOutcome, Run | None]:
         """Apply the claim rule (duetime.domain.runs.decide_claim) atomically. Returns the
         outcome and the run: the claimed record, or the existing one."""
+
+    def record(self, run: Run) -> Run | None:
+        """Write a run that was not claimed (a `skipped` or `buffered` occurrence) if it has no
+        record yet, or only a `buffered` one; None if written, else the stored record (left
+        as it is)."""
 
     def finish(self, run: Run, outcome: RunOutcome) -> Run | None:
         """Record an attempt's outcome if `run` (as claimed) is still current; None if the

@@ -18,6 +18,7 @@ from duetime.domain.jobs import (
     RetryPolicy,
     Runtime,
 )
+from duetime.domain.overlap import Overlap
 from duetime.domain.runs import Attempt, Lease, Run, RunStatus
 from duetime.domain.schedule import parse_schedule, schedule_to_dict
 from duetime.domain.targets import parse_target, target_to_dict
@@ -64,6 +65,8 @@ def job_to_values(job: Job) -> dict[str, Any]:
             "timeout": spec.timeout_seconds,
             "catchup": [spec.catchup.mode.value, spec.catchup.window_seconds],
             **({"jitter": spec.jitter_seconds} if spec.jitter_seconds else {}),
+            # Absent on jobs stored before the overlap policy, and for `allow`.
+            **({"overlap": spec.overlap.value} if spec.overlap != Overlap.ALLOW else {}),
         },
         separators=(",", ":"),
     )
@@ -94,6 +97,7 @@ def job_from_values(values: dict[str, Any]) -> Job:
         timeout_seconds=raw["timeout"],
         catchup=Catchup(CatchupMode(raw["catchup"][0]), raw["catchup"][1]),
         jitter_seconds=raw.get("jitter", 0),
+        overlap=Overlap(raw.get("overlap", Overlap.ALLOW.value)),
     )
     return Job(
         tenant=values["tenant"],

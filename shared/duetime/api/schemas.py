@@ -17,6 +17,7 @@ from duetime.domain.jobs import (
     Priority,
     Runtime,
 )
+from duetime.domain.overlap import Overlap
 from duetime.domain.runs import RunStatus
 from duetime.domain.schedule import MAX_DELAY_SECONDS, MAX_RATE_SECONDS
 from duetime.domain.targets import HTTP_METHODS, MAX_HEADERS
@@ -198,6 +199,15 @@ _TARGET_SCHEMAS = {
 }
 
 
+_OVERLAP = {
+    "enum": enum_values(Overlap),
+    "description": "What an occurrence of a recurring job does while another run of the job "
+    "is running or retrying: allow (runs anyway), skip (recorded as a skipped run), "
+    "buffer_one (at most one waits, and starts when the active run finishes). A one-off job "
+    "accepts only allow.",
+}
+
+
 def _jobs() -> dict[str, Any]:
     retry_fields = {
         "max_attempts": {"type": "integer", "minimum": 1, "maximum": 20, "default": 3},
@@ -246,6 +256,7 @@ def _jobs() -> dict[str, Any]:
                     "in [0, jitter_seconds) drawn from the job id and the instant (the same for "
                     "every retry and duplicate): spreads runs that share an instant.",
                 },
+                "overlap": {**_OVERLAP, "default": "allow"},
             },
             ("schedule", "target"),
             description="A job submission. Unknown fields (id, status, tenant, ...) are "
@@ -268,6 +279,7 @@ def _jobs() -> dict[str, Any]:
                 "timeout_seconds": {"type": "integer"},
                 "catchup": _obj(catchup_fields, tuple(catchup_fields)),
                 "jitter_seconds": {"type": "integer", "minimum": 0, "maximum": MAX_JITTER_SECONDS},
+                "overlap": _OVERLAP,
                 "next_run_at": {
                     **_OPTIONAL_INSTANT,
                     "description": "Recurring: the next occurrence from now on. One-off: its "
@@ -290,6 +302,7 @@ def _jobs() -> dict[str, Any]:
                 "timeout_seconds",
                 "catchup",
                 "jitter_seconds",
+                "overlap",
                 "next_run_at",
                 "created_at",
                 "updated_at",
@@ -305,8 +318,16 @@ def _jobs() -> dict[str, Any]:
                     "description": "When the run was due to start: scheduled_for plus the "
                     "job's jitter (scheduled_for itself without jitter, and for a run-now).",
                 },
-                "status": {"enum": enum_values(RunStatus)},
-                "attempts": {"type": "integer", "minimum": 1},
+                "status": {
+                    "enum": enum_values(RunStatus),
+                    "description": "skipped: did not start, another run of its job was "
+                    "active (overlap skip or buffer_one); buffered: waits for it (buffer_one).",
+                },
+                "attempts": {
+                    "type": "integer",
+                    "minimum": 0,
+                    "description": "0 for a skipped or buffered run.",
+                },
                 "started_at": _OPTIONAL_INSTANT,
                 "finished_at": {
                     **_OPTIONAL_INSTANT,

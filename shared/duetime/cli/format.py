@@ -140,6 +140,7 @@ _JOB_FIELDS = [
     "retry",
     "timeout_seconds",
     "catchup",
+    "overlap",
     "next_run_at",
     "last_run",
     "created_at",

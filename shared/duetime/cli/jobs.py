@@ -35,6 +35,7 @@ from duetime.cli.types import (
     source_detail_type,
 )
 from duetime.domain.jobs import CatchupMode, JobStatus, Priority, Runtime
+from duetime.domain.overlap import Overlap
 
 # --- the parser ---------------------------------------------------------------------------------
 
@@ -173,6 +174,13 @@ def _add_create_options(parser: argparse.ArgumentParser) -> None:
     modes = [c.value for c in CatchupMode]
     job.add_argument(
         "--catchup", choices=modes, metavar="MODE", help=f"after downtime: {'|'.join(modes)}"
+    )
+    policies = [o.value for o in Overlap]
+    job.add_argument(
+        "--overlap",
+        choices=policies,
+        metavar="POLICY",
+        help=f"while a run is active (--rate, --cron): {'|'.join(policies)}",
     )
     job.add_argument(
         "--idempotency-key",
@@ -332,6 +340,7 @@ _BODY_FLAGS = [
     ("--timeout-seconds", "timeout_seconds"),
     ("--catchup", "catchup"),
     ("--jitter", "jitter_seconds"),
+    ("--overlap", "overlap"),
 ]
 
 
@@ -375,7 +384,15 @@ def job_body(args: argparse.Namespace) -> dict[str, Any]:
     body: dict[str, Any] = {"schedule": schedule, "target": target}
     if args.payload is not None:
         body["payload"] = args.payload
-    for key in ("name", "priority", "runtime", "timeout_seconds", "catchup", "jitter_seconds"):
+    for key in (
+        "name",
+        "priority",
+        "runtime",
+        "timeout_seconds",
+        "catchup",
+        "jitter_seconds",
+        "overlap",
+    ):
         if getattr(args, key) is not None:
             body[key] = getattr(args, key)
     retry = {

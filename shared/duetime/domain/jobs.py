@@ -11,6 +11,7 @@ from functools import cached_property
 from typing import Any, TypeVar
 
 from duetime.domain.errors import IllegalTransition, PayloadTooLarge, ValidationError
+from duetime.domain.overlap import Overlap
 from duetime.domain.schedule import Schedule, is_recurring, parse_schedule, schedule_to_dict
 from duetime.domain.targets import Target, parse_target, target_to_dict
 
@@ -85,6 +86,7 @@ class JobSpec:
     catchup: Catchup = field(default_factory=Catchup)
     # Each occurrence starts up to this long after its instant (jitter_offset_ms).
     jitter_seconds: int = 0
+    overlap: Overlap = Overlap.ALLOW
 
     @property
     def recurring(self) -> bool:
@@ -172,6 +174,7 @@ _SPEC_FIELDS = {
     "timeout_seconds",
     "catchup",
     "jitter_seconds",
+    "overlap",
 }
 
 
@@ -191,8 +194,13 @@ def parse_job_spec(raw: object) -> JobSpec:
     if len(json.dumps(payload, separators=(",", ":")).encode()) > MAX_PAYLOAD_BYTES:
         raise PayloadTooLarge("payload", f"at most {MAX_PAYLOAD_BYTES} bytes of JSON")
     runtime = _enum(raw, "runtime", Runtime, Runtime.LAMBDA)
+    schedule = parse_schedule(raw["schedule"])
+    overlap = _enum(raw, "overlap", Overlap, Overlap.ALLOW)
+    if overlap != Overlap.ALLOW and not is_recurring(schedule):
+        # A one-off job has one run: nothing can overlap it.
+        raise ValidationError("overlap", "must be allow for a one-off job (at)")
     return JobSpec(
-        schedule=parse_schedule(raw["schedule"]),
+        schedule=schedule,
         target=parse_target(raw["target"]),
         payload=payload,
         name=_name(raw.get("name")),
@@ -202,6 +210,7 @@ def parse_job_spec(raw: object) -> JobSpec:
         timeout_seconds=_int(raw, "timeout_seconds", 30, 1, MAX_TIMEOUT_SECONDS),
         catchup=_catchup(raw.get("catchup")),
         jitter_seconds=_int(raw, "jitter_seconds", 0, 0, MAX_JITTER_SECONDS),
+        overlap=overlap,
     )
 
 
@@ -221,6 +230,7 @@ def spec_to_dict(spec: JobSpec) -> dict[str, Any]:
         "timeout_seconds": spec.timeout_seconds,
         "catchup": {"mode": spec.catchup.mode.value, "window_seconds": spec.catchup.window_seconds},
         "jitter_seconds": spec.jitter_seconds,
+        "overlap": spec.overlap.value,
     }
 
 

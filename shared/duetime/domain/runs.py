@@ -19,9 +19,14 @@ class RunStatus(StrEnum):
     RETRYING = "retrying"
     SUCCEEDED = "succeeded"
     FAILED = "failed"
+    # Overlap policy (duetime.domain.overlap): an occurrence that did not start because
+    # another run of its job was active (`skip`, or `buffer_one` with one already waiting),
+    # and the one occurrence waiting for it (`buffer_one`).
+    SKIPPED = "skipped"
+    BUFFERED = "buffered"
 
 
-TERMINAL_RUN_STATUSES = frozenset({RunStatus.SUCCEEDED, RunStatus.FAILED})
+TERMINAL_RUN_STATUSES = frozenset({RunStatus.SUCCEEDED, RunStatus.FAILED, RunStatus.SKIPPED})
 # Keep a run record near one DynamoDB write unit (1 KB) however often it is retried: the
 # latest error in full (300 characters), earlier ones shortened, the latest attempts only.
 # Full errors are in the logs and in the DLQ reason.
@@ -135,7 +140,8 @@ def decide_claim(existing: Run | None, claim: RunClaim) -> ClaimOutcome:
     """Timeline of the cases, for one run R:
 
     - no record: first delivery of attempt 1 (or of a retry whose record expired) -> CLAIMED.
-    - R finished (succeeded/failed): any delivery is a duplicate -> DONE.
+    - R buffered (waiting for its job, overlap `buffer_one`): the gate admitted it -> CLAIMED.
+    - R finished (succeeded/failed/skipped): any delivery is a duplicate -> DONE.
     - R retrying after attempt n: the retry message (attempt > n) -> CLAIMED; a stale copy of
       attempt <= n -> DONE (attempt n's outcome is already recorded).
     - R running attempt n:
@@ -149,7 +155,7 @@ def decide_claim(existing: Run | None, claim: RunClaim) -> ClaimOutcome:
           message's visibility back — a heartbeat failed, or the visibility ran out under a
           live holder — not that the holder is gone: the run record's lease decides.
     """
-    if existing is None:
+    if existing is None or existing.status == RunStatus.BUFFERED:
         return ClaimOutcome.CLAIMED
     if existing.status in TERMINAL_RUN_STATUSES:
         return ClaimOutcome.DONE

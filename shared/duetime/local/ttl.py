@@ -96,11 +96,12 @@ class TtlReaper:
         names = {"#ttl": self._ttl}
         values: dict[str, Any] = {":now": {"N": str(now)}}
         if table == self._runs_table:
-            condition += " AND (#status IN (:succeeded, :failed) OR #ttl <= :stale)"
+            condition += " AND (#status IN (:succeeded, :failed, :skipped) OR #ttl <= :stale)"
             names["#status"] = "status"
             values |= {
                 ":succeeded": {"S": RunStatus.SUCCEEDED.value},
                 ":failed": {"S": RunStatus.FAILED.value},
+                ":skipped": {"S": RunStatus.SKIPPED.value},
                 ":stale": {"N": str(now - UNFINISHED_RUN_GRACE_SECONDS)},
             }
         return condition, names, values

@@ -28,6 +28,7 @@ from duetime.domain.ids import run_id
 from duetime.domain.invocation import Invocation, TargetError
 from duetime.domain.jobs import RECORDING_MARGIN_SECONDS, Job, JobStatus
 from duetime.domain.messages import MessageAuth, RunMessage, UnauthenticatedMessage, delay_seconds
+from duetime.domain.overlap import Admission, Overlap
 from duetime.domain.retry import backoff_ms, should_retry
 from duetime.domain.runs import (
     ClaimOutcome,
@@ -39,6 +40,7 @@ from duetime.domain.runs import (
 )
 from duetime.observability import Metric, count, logger, milliseconds
 from duetime.ports import Delivery, JobQueue, JobStore, RunStore, TargetRunner
+from duetime.services.overlap import GateContention, OverlapGuard
 from duetime.settings import Settings
 
 # A message that arrives earlier than this is put back with a visibility timeout instead of
@@ -84,6 +86,7 @@ class RunExecutor:
         self._clock = clock
         self._sleep = sleep
         self._jitter = jitter
+        self._overlap = OverlapGuard(jobs, runs, queue, settings, clock=clock)
 
     def handle(
         self, delivery: Delivery, *, remaining_ms: Callable[[], int] | None = None
@@ -143,6 +146,11 @@ class RunExecutor:
             # (with its whole timeout ahead) takes the message, which is visible again at once.
             self._queue.change_visibility(delivery, 0)
             return Result(Disposition.RETRY_LATER, "not enough time left in this invocation")
+        gated = job.spec.recurring and job.spec.overlap != Overlap.ALLOW
+        if gated:
+            held = self._pass_gate(delivery, job, message)
+            if held is not None:
+                return held
         now = self._clock()
         claim = RunClaim(
             tenant=job.tenant,
@@ -172,6 +180,8 @@ class RunExecutor:
         outcome, run = self._runs.claim(claim)
         if outcome == ClaimOutcome.DONE:
             count(Metric.RUNS_DUPLICATE)
+            if gated:  # the holder died between its outcome and its release: release now
+                self._overlap.release(job, message.scheduled_ms)
             return Result(Disposition.DONE, "duplicate of finished work", run)
         if outcome == ClaimOutcome.ABANDONED and run is not None:
             # Its holder was killed or died mid-attempt: that attempt failed. Retry (or give up)
@@ -193,6 +203,27 @@ class RunExecutor:
         milliseconds(Metric.START_LATENESS, claim.lateness_ms)
         return self._execute(job, message, run)
 
+    def _pass_gate(self, delivery: Delivery, job: Job, message: RunMessage) -> Result | None:
+        """The overlap policy (skip, buffer_one): None to go on and claim the run, or the
+        result for an occurrence that does not start now."""
+        grace = LEASE_MARGIN_MS + self._settings.clock_skew_allowance_seconds * 1000
+        try:
+            admission = self._overlap.admit(job, message, grace)
+        except GateContention as exc:
+            self._queue.change_visibility(delivery, 1)
+            return Result(Disposition.RETRY_LATER, str(exc))
+        if admission == Admission.RUN:
+            return None
+        if admission == Admission.SKIP:
+            return Result(Disposition.DONE, "skipped: another run of the job is active")
+        if admission == Admission.BUFFER:
+            return Result(Disposition.DONE, "buffered: starts when the active run finishes")
+        return Result(Disposition.DONE, "duplicate of a buffered or finished occurrence")
+
+    def _released(self, job: Job, message: RunMessage) -> None:
+        if job.spec.recurring and job.spec.overlap != Overlap.ALLOW:
+            self._overlap.release(job, message.scheduled_ms)
+
     def _execute(self, job: Job, message: RunMessage, run: Run) -> Result:
         invocation = Invocation(
             tenant=job.tenant,
@@ -208,6 +239,8 @@ class RunExecutor:
         except TargetError as exc:
             return self._failed(job, message, run, str(exc), exc.retryable)
         done = self._runs.finish(run, RunOutcome(RunStatus.SUCCEEDED, self._clock()))
+        if done is not None:  # else the run was reclaimed: its new holder releases
+            self._released(job, message)
         count(Metric.RUNS_SUCCEEDED)
         logger.info("run succeeded", extra={"attempt": message.attempt})
         return Result(Disposition.DONE, "succeeded", done or run)
@@ -230,6 +263,8 @@ class RunExecutor:
         reason = f"attempt {message.attempt} of {job.spec.retry.max_attempts}: {error}"
         self._queue.send_dead(message, reason)
         done = self._runs.finish(run, RunOutcome(RunStatus.FAILED, self._clock(), error))
+        if done is not None:
+            self._released(job, message)
         count(Metric.RUNS_FAILED)
         count(Metric.RUNS_DEAD)
         logger.error("run failed", extra={"attempt": message.attempt, "error": error})

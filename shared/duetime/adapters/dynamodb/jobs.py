@@ -20,6 +20,7 @@ from duetime.adapters.dynamodb.common import (
     query_page,
 )
 from duetime.domain.jobs import Job, JobStatus
+from duetime.domain.overlap import Gate
 from duetime.ports import ConditionFailed, Page, StoreError
 
 if TYPE_CHECKING:
@@ -35,6 +36,8 @@ _JOB_ID_CURSOR = re.compile(r"[0-9A-HJKMNP-TV-Z]{26}")
 # (ULIDs start with a digit), so a tenant's job listing never meets them.
 IDEMPOTENCY_PREFIX = "!idem#"
 RECURRING_COUNTER = "!count#recurring"
+# A recurring job's overlap gate (skip, buffer_one): one small item beside the job.
+OVERLAP_GATE_PREFIX = "!overlap#"
 
 
 class DynamoJobStore:
@@ -229,3 +232,43 @@ class DynamoJobStore:
             UpdateExpression="SET active = :n",
             ExpressionAttributeValues={":n": {"N": str(count)}},
         )
+
+    # A job's overlap gate (duetime.domain.overlap): `!overlap#<job id>` beside its job, with
+    # no status (so neither listings nor the reconciler's scan take it for a job).
+    def _gate_key(self, tenant: str, job_id: str) -> dict[str, Any]:
+        sort_key = OVERLAP_GATE_PREFIX + job_id
+        return {"tenant": {"S": self._pk(tenant, sort_key)}, "id": {"S": sort_key}}
+
+    def gate(self, tenant: str, job_id: str) -> Gate:
+        item = self._client.get_item(
+            TableName=self._table, Key=self._gate_key(tenant, job_id), ConsistentRead=True
+        ).get("Item")
+        if not item:
+            return Gate()
+        values = from_item(item)
+        return Gate(values.get("holder"), values["since"], values.get("buffered"), values["v"])
+
+    def put_gate(self, tenant: str, job_id: str, gate: Gate, expires_at: int) -> bool:
+        values = {
+            "holder": gate.holder_ms,
+            "since": gate.since_ms,
+            "buffered": gate.buffered_ms,
+            "v": gate.version + 1,
+            "expires_at": expires_at,
+        }
+        params: dict[str, Any] = {
+            "TableName": self._table,
+            "Item": self._gate_key(tenant, job_id) | to_item(values),
+        }
+        if gate.version == 0:
+            params["ConditionExpression"] = "attribute_not_exists(id)"
+        else:
+            params["ConditionExpression"] = "v = :v"
+            params["ExpressionAttributeValues"] = {":v": {"N": str(gate.version)}}
+        try:
+            self._client.put_item(**params)
+        except ClientError as exc:
+            if is_condition_failure(exc):
+                return False
+            raise StoreError(str(exc)) from exc
+        return True

@@ -21,6 +21,7 @@ from duetime.domain.runs import (
     Run,
     RunClaim,
     RunOutcome,
+    RunStatus,
     claimed_run,
     decide_claim,
     finished_run,
@@ -88,6 +89,27 @@ class DynamoRunStore:
             if stored is None:
                 raise StoreError(f"run {run.run_id} vanished during a claim") from exc
             return stored
+        return None
+
+    def record(self, run: Run) -> Run | None:
+        """Write a run that was not claimed (skipped, buffered) if it has no record yet, or
+        only a `buffered` one."""
+        try:
+            self._client.put_item(
+                TableName=self._table,
+                Item=to_item(run_to_values(run)),
+                ConditionExpression="attribute_not_exists(job_id) OR #s = :b",
+                ExpressionAttributeNames={"#s": "status"},
+                ExpressionAttributeValues={":b": {"S": RunStatus.BUFFERED.value}},
+                ReturnValuesOnConditionCheckFailure="ALL_OLD",
+            )
+        except ClientError as exc:
+            if not is_condition_failure(exc):
+                raise StoreError(str(exc)) from exc
+            old: Any = exc.response.get("Item")
+            if old:
+                return run_from_values(from_item(old))
+            return self.get(run.job_id, run.scheduled_ms)
         return None
 
     def finish(self, run: Run, outcome: RunOutcome) -> Run | None:

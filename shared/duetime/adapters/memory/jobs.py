@@ -5,8 +5,10 @@ from __future__ import annotations
 import threading
 import zlib
 from collections.abc import Iterator, Sequence
+from dataclasses import replace
 
 from duetime.domain.jobs import Job, JobStatus
+from duetime.domain.overlap import Gate
 from duetime.ports import ConditionFailed, Page
 
 
@@ -15,6 +17,7 @@ class MemoryJobStore:
         self._jobs: dict[tuple[str, str], Job] = {}
         self._keys: dict[tuple[str, str], tuple[str, str]] = {}
         self._recurring: dict[str, int] = {}  # active recurring jobs per tenant
+        self._gates: dict[tuple[str, str], Gate] = {}  # overlap gates by (tenant, job id)
         self._lock = threading.Lock()
 
     def claim_key(
@@ -80,6 +83,16 @@ class MemoryJobStore:
     def set_recurring_count(self, tenant: str, count: int) -> None:
         with self._lock:
             self._recurring[tenant] = count
+
+    def gate(self, tenant: str, job_id: str) -> Gate:
+        return self._gates.get((tenant, job_id), Gate())
+
+    def put_gate(self, tenant: str, job_id: str, gate: Gate, expires_at: int) -> bool:
+        with self._lock:
+            if self._gates.get((tenant, job_id), Gate()).version != gate.version:
+                return False
+            self._gates[(tenant, job_id)] = replace(gate, version=gate.version + 1)
+            return True
 
     def recurring_count(self, tenant: str) -> int:
         return self._recurring.get(tenant, 0)

@@ -12,6 +12,7 @@ from duetime.domain.runs import (
     Run,
     RunClaim,
     RunOutcome,
+    RunStatus,
     claimed_run,
     decide_claim,
     finished_run,
@@ -33,6 +34,14 @@ class MemoryRunStore:
             run = claimed_run(existing, claim)
             self._runs[(claim.job_id, claim.scheduled_ms)] = run
             return outcome, run
+
+    def record(self, run: Run) -> Run | None:
+        with self._lock:
+            existing = self._runs.get((run.job_id, run.scheduled_ms))
+            if existing is None or existing.status == RunStatus.BUFFERED:
+                self._runs[(run.job_id, run.scheduled_ms)] = run
+                return None
+            return existing
 
     def finish(self, run: Run, outcome: RunOutcome) -> Run | None:
         with self._lock:

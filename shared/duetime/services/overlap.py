@@ -1,0 +1,148 @@
+"""The overlap policy at work (duetime.domain.overlap): the gate a worker passes before it
+claims an occurrence of a `skip` or `buffer_one` job, and the release after the run finished.
+
+Costs, per occurrence of such a job: one strongly consistent read of the gate, one read of
+the holder's run record when another occurrence holds it (never a query of the job's runs),
+and one conditional write when the gate changes; the release is one read and one write. A
+race between two occurrences is settled by the gate's version: the loser reads it again.
+
+Never two at once, never a buffered occurrence lost:
+- the buffered occurrence's message is sent *before* the gate names it holder (in a release,
+  or when a later occurrence finds the holder gone), so a crash in between leaves a message
+  that the gate admits (it is the buffered one) or buffers again, never a gate naming an
+  occurrence nobody will deliver;
+- a holder that dies after its outcome but before its release has its message delivered
+  again: the gate admits it (it is the holder), its claim finds the run finished, and that
+  delivery releases;
+- a holder that never comes back (its messages dropped by a pause, say) stops counting as
+  active once its lease, or its retry's backoff, plus the grace has passed
+  (`holder_active`): the next occurrence hands the gate to the buffered one or takes it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from duetime.domain.jobs import Job
+from duetime.domain.messages import RunMessage
+from duetime.domain.overlap import Admission, admit, holder_active, release
+from duetime.domain.runs import Run, RunStatus
+from duetime.observability import Metric, count, logger
+from duetime.ports import JobQueue, JobStore, RunStore
+from duetime.settings import Settings
+
+# The gate record outlives any run of its job (timeout <= 900 s, at most 20 attempts with
+# backoffs <= 900 s: about 10 hours); a job idle this long starts from a fresh gate.
+GATE_TTL_SECONDS = 2 * 86_400
+ATTEMPTS_AT_THE_GATE = 5
+
+
+class OverlapGuard:
+    def __init__(
+        self,
+        jobs: JobStore,
+        runs: RunStore,
+        queue: JobQueue,
+        settings: Settings,
+        *,
+        clock: Callable[[], int],
+    ) -> None:
+        self._jobs = jobs
+        self._runs = runs
+        self._queue = queue
+        self._settings = settings
+        self._clock = clock
+
+    def admit(self, job: Job, message: RunMessage, grace_ms: int) -> Admission:
+        """Pass the gate (RUN) or record the occurrence `skipped` or `buffered`.
+
+        `grace_ms`: how long past its lease a holder counts as active (the lease margin and
+        the skew allowance), and how long a holder handed the gate has to claim its run."""
+        scheduled = message.scheduled_ms
+        for _ in range(ATTEMPTS_AT_THE_GATE):
+            gate = self._jobs.gate(job.tenant, job.id)
+            now = self._clock()
+            active = False
+            if gate.holder_ms is not None and gate.holder_ms != scheduled:
+                holder = self._runs.get(job.id, gate.holder_ms)
+                active = holder_active(
+                    holder,
+                    gate,
+                    now,
+                    grace_ms=grace_ms + job.spec.timeout_seconds * 1000,
+                    max_backoff_ms=int(job.spec.retry.max_backoff_seconds * 1000),
+                )
+            decision = admit(job.spec.overlap, gate, scheduled, active, now)
+            if decision.admission in (Admission.SKIP, Admission.BUFFER) and not decision.start_ms:
+                # A late copy of an occurrence that already ran must not take the one
+                # buffered place (or be shown skipped): one read, only when not running.
+                own = self._runs.get(job.id, scheduled)
+                if own is not None and own.status != RunStatus.BUFFERED:
+                    return Admission.DUPLICATE
+            if decision.start_ms is not None:
+                self._start(job, decision.start_ms, now)
+            if decision.gate != gate and not self._jobs.put_gate(
+                job.tenant, job.id, decision.gate, now // 1000 + GATE_TTL_SECONDS
+            ):
+                continue  # another occurrence changed the gate: decide again
+            if decision.admission == Admission.SKIP:
+                self._record(job, message, RunStatus.SKIPPED, now)
+                count(Metric.RUNS_SKIPPED)
+                logger.info("occurrence skipped: another run of the job is active")
+            elif decision.admission in (Admission.BUFFER, Admission.DUPLICATE):
+                self._record(job, message, RunStatus.BUFFERED, now)
+                count(Metric.RUNS_BUFFERED)
+                logger.info("occurrence buffered: it starts when the active run finishes")
+            return decision.admission
+        # The gate kept changing under us: leave the message for a later delivery.
+        raise GateContention(f"the overlap gate of job {job.id} kept changing")
+
+    def release(self, job: Job, scheduled_ms: int) -> None:
+        """Occurrence `scheduled_ms` has finished (succeeded, failed, or found finished):
+        start the buffered occurrence, if any, and free the gate."""
+        for _ in range(ATTEMPTS_AT_THE_GATE):
+            gate = self._jobs.gate(job.tenant, job.id)
+            now = self._clock()
+            after = release(gate, scheduled_ms, now)
+            if after is None:
+                return
+            if after.holder_ms is not None:
+                self._start(job, after.holder_ms, now)
+            if self._jobs.put_gate(job.tenant, job.id, after, now // 1000 + GATE_TTL_SECONDS):
+                return
+        # Left held: the next occurrence finds this holder finished and hands over itself.
+        logger.warning("the overlap gate kept changing during a release")
+
+    def _start(self, job: Job, scheduled_ms: int, now: int) -> None:
+        """Send the buffered occurrence's first attempt, due now."""
+        start = RunMessage(
+            tenant=job.tenant,
+            job_id=job.id,
+            scheduled_ms=scheduled_ms,
+            attempt=1,
+            due_ms=now,
+            runtime=job.spec.runtime,
+            priority=job.spec.priority,
+            generation=job.generation,
+        )
+        self._queue.send([(start, 0)])
+
+    def _record(self, job: Job, message: RunMessage, status: RunStatus, now: int) -> None:
+        self._runs.record(
+            Run(
+                tenant=job.tenant,
+                job_id=job.id,
+                scheduled_ms=message.scheduled_ms,
+                status=status,
+                attempt=0,
+                expires_at=max(message.scheduled_ms, now) // 1000 + self._settings.run_ttl_seconds,
+                job_name=job.spec.name,
+                target_type=job.spec.target.type,
+                priority=job.spec.priority.value,
+                runtime=job.spec.runtime.value,
+            )
+        )
+
+
+class GateContention(Exception):
+    """The gate changed under every attempt: the delivery is tried again later."""

@@ -1,0 +1,258 @@
+"""The overlap policy (`allow`, `skip`, `buffer_one`) on the in-memory twins with a hand-driven
+clock: a 1-second rate and a slow `duetime.sleep` handler, the real sweeper, dispatch and
+executor. The slow target advances the clock a second at a time and, meanwhile, lets other
+workers take every message that became visible: occurrences that arrive while a run is still
+executing meet it exactly as they would on SQS with several workers."""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Any
+
+import pytest
+
+from duetime.adapters.memory.jobs import MemoryJobStore
+from duetime.adapters.memory.queues import MemoryQueue
+from duetime.adapters.memory.runs import MemoryRunStore
+from duetime.adapters.memory.timers import MemoryTimerStore
+from duetime.domain.errors import ValidationError
+from duetime.domain.invocation import Invocation
+from duetime.domain.jobs import Priority, Runtime, parse_job_spec
+from duetime.domain.overlap import Gate, Overlap
+from duetime.domain.runs import Run, RunStatus
+from duetime.domain.targets import Target
+from duetime.domain.timeutil import rfc3339_ms, to_ms
+from duetime.services.coordinator import Coordinator, InProcessLauncher
+from duetime.services.execute import RunExecutor
+from duetime.services.jobs import JobService
+from duetime.services.sweep import Sweeper
+from duetime.settings import QueueUrls, Settings, queue_key
+
+T0 = to_ms(datetime(2026, 11, 21, 10, 0, 0, tzinfo=UTC))
+
+
+class Clock:
+    def __init__(self, now: int) -> None:
+        self.now = now
+
+    def __call__(self) -> int:
+        return self.now
+
+
+@dataclass
+class Execution:
+    scheduled_ms: int
+    start_ms: int
+    end_ms: int = 0
+
+
+class RecordingRuns(MemoryRunStore):
+    """The run twin, remembering every occurrence ever recorded `buffered`."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.ever_buffered: set[int] = set()
+
+    def record(self, run: Run) -> Run | None:
+        if run.status == RunStatus.BUFFERED:
+            self.ever_buffered.add(run.scheduled_ms)
+        return super().record(run)
+
+
+@dataclass
+class OverlapTwins:
+    """The engine on the twins; `duetime.sleep` takes virtual seconds."""
+
+    clock: Clock = field(default_factory=lambda: Clock(T0))
+    executions: list[Execution] = field(default_factory=list)
+    max_buffered: int = 0
+
+    def __post_init__(self) -> None:
+        queues = {
+            queue_key(r, p): QueueUrls(f"q/{r}/{p}", f"dlq/{r}/{p}")
+            for r in Runtime
+            for p in Priority
+        }
+        self.settings = Settings("jobs", "timers", "runs", queues, timer_shards=1)
+        self.jobs, self.timers = MemoryJobStore(), MemoryTimerStore(shards=1)
+        self.runs = RecordingRuns()
+        self.queue = MemoryQueue(self.clock)
+        self.service = JobService(
+            self.jobs, self.timers, self.runs, self.queue, self.settings, clock=self.clock
+        )
+        sweeper = Sweeper(self.jobs, self.timers, self.queue, self.settings, clock=self.clock)
+        self.coordinator = Coordinator(
+            self.timers, InProcessLauncher(sweeper, parallelism=1), self.settings, clock=self.clock
+        )
+        self.executor = RunExecutor(
+            self.jobs,
+            self.runs,
+            self.queue,
+            self,  # the target runner: see execute
+            self.settings,
+            clock=self.clock,
+            auth=self.queue.auth,
+            sleep=lambda seconds: None,
+            jitter=lambda: 0.5,
+        )
+
+    def submit(self, overlap: str, seconds: int = 3, occurrences: int = 12) -> str:
+        body = {
+            "schedule": {"rate_seconds": 1, "end_at": rfc3339_ms(T0 + occurrences * 1000 + 500)},
+            "target": {"type": "handler", "name": "duetime.sleep"},
+            "payload": {"seconds": seconds},
+            "overlap": overlap,
+        }
+        job = self.service.create("t", parse_job_spec(body))
+        return job.id
+
+    # --- the target runner: a slow handler in virtual time
+
+    def execute(self, target: Target, invocation: Invocation) -> None:
+        run = Execution(invocation.scheduled_ms, self.clock.now)
+        self.executions.append(run)
+        end = self.clock.now + int(invocation.payload["seconds"] * 1000)
+        while self.clock.now < end:
+            self.clock.now += 1000
+            self.work()  # other workers, meanwhile
+        run.end_ms = self.clock.now
+
+    # --- the rest of the system
+
+    def work(self) -> None:
+        """The coordinator's tick and the workers: every visible message is handled."""
+        self.coordinator.tick()
+        while deliveries := self.queue.receive(Runtime.LAMBDA, Priority.NORMAL, 1, 0):
+            result = self.executor.handle(deliveries[0])
+            if result.disposition == "done":
+                self.queue.delete(deliveries)
+            self.max_buffered = max(self.max_buffered, len(self.waiting()))
+
+    def waiting(self) -> list[Run]:
+        return [r for r in self.runs.all() if r.status == RunStatus.BUFFERED]
+
+    def run_for(self, seconds: int) -> None:
+        for _ in range(seconds):
+            self.work()
+            self.clock.now += 1000
+        self.work()
+
+    def statuses(self, job_id: str) -> dict[int, RunStatus]:
+        page = self.service.list_runs("t", job_id, 1000, None)
+        return {run.scheduled_ms: run.status for run in page.items}
+
+    def overlapping(self) -> list[tuple[int, int]]:
+        runs = sorted(self.executions, key=lambda e: e.start_ms)
+        return [
+            (a.scheduled_ms, b.scheduled_ms)
+            for i, a in enumerate(runs)
+            for b in runs[i + 1 :]
+            if b.start_ms < a.end_ms
+        ]
+
+
+OCCURRENCES = [T0 + i * 1000 for i in range(1, 13)]  # a rate starts one period in
+
+
+def test_given_allow_then_slow_runs_overlap_as_before() -> None:
+    twins = OverlapTwins()
+    job = twins.submit("allow")
+
+    twins.run_for(30)
+
+    statuses = twins.statuses(job)
+    assert statuses == dict.fromkeys(OCCURRENCES, RunStatus.SUCCEEDED)
+    assert twins.overlapping()  # a 3-second run every second: they overlap
+    assert twins.jobs.gate("t", job) == Gate()  # allow never touches a gate
+
+
+def test_given_skip_then_runs_never_overlap_and_skipped_occurrences_are_recorded() -> None:
+    twins = OverlapTwins()
+    job = twins.submit("skip")
+
+    twins.run_for(30)
+
+    statuses = twins.statuses(job)
+    assert set(statuses) == set(OCCURRENCES)  # every occurrence has its record
+    assert twins.overlapping() == []
+    counted = Counter(statuses.values())
+    assert counted[RunStatus.SKIPPED] >= 6
+    assert counted[RunStatus.SUCCEEDED] == len(twins.executions) >= 3
+    assert set(counted) == {RunStatus.SUCCEEDED, RunStatus.SKIPPED}
+    # A skipped occurrence is one that arrived while a run was executing.
+    for instant, status in statuses.items():
+        busy = any(e.start_ms <= instant <= e.end_ms for e in twins.executions)
+        assert (status == RunStatus.SKIPPED) == (busy and instant not in _started(twins))
+    assert twins.jobs.gate("t", job).holder_ms is None  # released at the end
+
+
+def test_given_buffer_one_then_at_most_one_waits_none_is_lost_and_none_overlap() -> None:
+    twins = OverlapTwins()
+    job = twins.submit("buffer_one")
+
+    twins.run_for(60)
+
+    statuses = twins.statuses(job)
+    assert set(statuses) == set(OCCURRENCES)
+    assert twins.overlapping() == []
+    assert twins.max_buffered == 1  # one occurrence waited at a time, never two
+    assert twins.runs.ever_buffered
+    # None lost: every occurrence that waited ran, and started as the one before it ended.
+    assert twins.runs.ever_buffered <= _started(twins)
+    ends = {e.end_ms for e in twins.executions}
+    for execution in twins.executions:
+        if execution.scheduled_ms in twins.runs.ever_buffered:
+            assert execution.start_ms in ends
+    assert {statuses[s] for s in twins.runs.ever_buffered} == {RunStatus.SUCCEEDED}
+    assert set(statuses.values()) == {RunStatus.SUCCEEDED, RunStatus.SKIPPED}
+    assert twins.waiting() == []
+    assert twins.jobs.gate("t", job).holder_ms is None
+
+
+def test_given_a_holder_that_died_after_its_outcome_then_its_redelivery_starts_the_buffered() -> (
+    None
+):
+    twins = OverlapTwins()
+    job = twins.submit("buffer_one", occurrences=2)
+    # The worker finishing the first run dies before its release: the release is lost once
+    executor_release = twins.executor._overlap.release
+    lost: list[int] = []
+
+    def dies_once(job_: Any, scheduled_ms: int) -> None:
+        if not lost:
+            lost.append(scheduled_ms)
+            raise ConnectionError("killed")
+        executor_release(job_, scheduled_ms)
+
+    twins.executor._overlap.release = dies_once  # type: ignore[method-assign]
+    with pytest.raises(ConnectionError):
+        twins.run_for(5)
+    assert twins.statuses(job) == {T0 + 1000: RunStatus.SUCCEEDED, T0 + 2000: RunStatus.BUFFERED}
+
+    # When the message of the first run is delivered again (its visibility ran out)
+    twins.run_for(40)
+
+    # Then the buffered occurrence ran, after the first
+    assert twins.statuses(job) == dict.fromkeys(OCCURRENCES[:2], RunStatus.SUCCEEDED)
+    assert twins.overlapping() == []
+
+
+def test_given_a_one_off_job_then_only_allow_is_accepted() -> None:
+    at = {"at": "2026-11-21T10:00:00Z"}
+    target = {"type": "handler", "name": "duetime.noop"}
+    assert parse_job_spec({"schedule": at, "target": target, "overlap": "allow"})
+    for value in ("skip", "buffer_one"):
+        with pytest.raises(ValidationError) as error:
+            parse_job_spec({"schedule": at, "target": target, "overlap": value})
+        assert error.value.field == "overlap"
+    with pytest.raises(ValidationError) as error:
+        parse_job_spec({"schedule": {"rate_seconds": 5}, "target": target, "overlap": "never"})
+    assert error.value.field == "overlap"
+    spec = parse_job_spec({"schedule": {"rate_seconds": 5}, "target": target})
+    assert spec.overlap == Overlap.ALLOW
+
+
+def _started(twins: OverlapTwins) -> set[int]:
+    return {e.scheduled_ms for e in twins.executions}
