@@ -63,6 +63,8 @@ def job_to_values(job: Job) -> dict[str, Any]:
             ],
             "timeout": spec.timeout_seconds,
             "catchup": [spec.catchup.mode.value, spec.catchup.window_seconds],
+            **({"description": spec.description} if spec.description is not None else {}),
+            **({"tags": dict(spec.tags)} if spec.tags else {}),
         },
         separators=(",", ":"),
     )
@@ -77,6 +79,7 @@ def job_to_values(job: Job) -> dict[str, Any]:
         "next_due_ms": job.next_due_ms,
         "expires_at": job.expires_at,
         "cancel_reason": job.cancel_reason,
+        "ver": job.version,
     }
 
 
@@ -92,6 +95,8 @@ def job_from_values(values: dict[str, Any]) -> Job:
         retry=RetryPolicy(raw["retry"][0], raw["retry"][1], raw["retry"][2]),
         timeout_seconds=raw["timeout"],
         catchup=Catchup(CatchupMode(raw["catchup"][0]), raw["catchup"][1]),
+        description=raw.get("description"),
+        tags=raw.get("tags", {}),
     )
     return Job(
         tenant=values["tenant"],
@@ -104,6 +109,7 @@ def job_from_values(values: dict[str, Any]) -> Job:
         next_due_ms=values.get("next_due_ms"),
         expires_at=values.get("expires_at"),
         cancel_reason=values.get("cancel_reason"),
+        version=values.get("ver", 1),
     )
 
 
