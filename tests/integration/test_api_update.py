@@ -390,3 +390,13 @@ def test_a_one_off_can_become_recurring_and_back(api: Api) -> None:  # noqa: F81
     api.engine.run_minutes(3)
     assert len(api.engine.recorder.runs_of(job["id"])) == before + 1
     assert api.call("GET", f"/jobs/{job['id']}").json["status"] == "succeeded"
+
+
+def test_a_paused_job_cannot_become_a_one_off(api: Api) -> None:  # noqa: F811
+    # Only recurring jobs pause: a paused one-off would be a state no other route makes.
+    job = api.create({"schedule": {"rate_seconds": 60}})
+    api.call("POST", f"/jobs/{job['id']}/pause")
+    reply = api.call("PATCH", f"/jobs/{job['id']}", {"schedule": {"delay_seconds": 60}})
+    assert (reply.status, reply.error["code"]) == (409, "conflict")
+    fetched = api.call("GET", f"/jobs/{job['id']}").json
+    assert (fetched["schedule"], fetched["version"]) == (job["schedule"], 2)

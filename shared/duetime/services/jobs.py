@@ -373,6 +373,8 @@ class JobService:
                 if job.status == JobStatus.SCHEDULED:
                     self._arm(job, now)
                 return view
+            if job.status == JobStatus.PAUSED and not spec.recurring:
+                raise IllegalTransition(job.id, "paused", "a one-off (resume it first)")
             if quotas is not None:
                 _check_min_rate(spec, quotas)
             self._check_runtime(spec)
