@@ -76,8 +76,8 @@ class JobStore(Protocol):
         """A tenant's jobs, newest first."""
 
     def replace(self, job: Job, *, expected: Job) -> None:
-        """Write `job` if the stored one still has `expected`'s status and generation;
-        ConditionFailed otherwise."""
+        """Write `job` if the stored one still has `expected`'s status, generation and
+        version; ConditionFailed otherwise."""
 
     def scan_active(self, segment: int, segments: int) -> Iterator[Job]:
         """Every job of every tenant whose status is `scheduled` or `paused`, in one segment

@@ -1707,3 +1707,33 @@ def test_given_a_rotation_then_the_new_and_old_secret_sign_as_shown_until_the_gr
     signing_secrets.pass_time(DEFAULT_GRACE_SECONDS)
     assert signing_secrets.shown(TENANT) == (new,)
     assert signing_secrets.signing.signing_secrets(TENANT) == (new,)
+
+
+# --- JobStore: description, tags and the version (issue 14) -----------------------------------
+
+
+def test_given_a_job_with_description_and_tags_then_it_round_trips(job_store: JobStore) -> None:
+    base = make_job()
+    spec = replace(base.spec, description="closes the day", tags={"team": "payments", "env": ""})
+    job = replace(base, spec=spec, version=4)
+
+    job_store.create(job)
+
+    assert job_store.get(TENANT, job.id) == job
+
+
+def test_given_a_job_written_since_it_was_read_then_a_replace_from_the_stale_read_fails(
+    job_store: JobStore,
+) -> None:
+    job = make_job()
+    job_store.create(job)
+    renamed = replace(job, spec=replace(job.spec, name="renamed"), version=2)
+    job_store.replace(renamed, expected=job)
+
+    # The same status and generation, but not the version that was read.
+    with pytest.raises(ConditionFailed):
+        job_store.replace(
+            replace(job, spec=replace(job.spec, name="lost"), version=2), expected=job
+        )
+
+    assert job_store.get(TENANT, job.id) == renamed

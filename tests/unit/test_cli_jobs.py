@@ -102,7 +102,7 @@ class _Handler(BaseHTTPRequestHandler):
         except OSError:  # the client gave up (the timeout test)
             pass
 
-    do_GET = do_POST = do_DELETE = _handle
+    do_GET = do_POST = do_PATCH = do_DELETE = _handle
 
     def log_message(self, format: str, *args: Any) -> None:
         pass

@@ -67,6 +67,8 @@ def job_to_values(job: Job) -> dict[str, Any]:
             **({"jitter": spec.jitter_seconds} if spec.jitter_seconds else {}),
             # Absent on jobs stored before the overlap policy, and for `allow`.
             **({"overlap": spec.overlap.value} if spec.overlap != Overlap.ALLOW else {}),
+            **({"description": spec.description} if spec.description is not None else {}),
+            **({"tags": dict(spec.tags)} if spec.tags else {}),
         },
         separators=(",", ":"),
     )
@@ -81,6 +83,7 @@ def job_to_values(job: Job) -> dict[str, Any]:
         "next_due_ms": job.next_due_ms,
         "expires_at": job.expires_at,
         "cancel_reason": job.cancel_reason,
+        "ver": job.version,
     }
 
 
@@ -98,6 +101,8 @@ def job_from_values(values: dict[str, Any]) -> Job:
         catchup=Catchup(CatchupMode(raw["catchup"][0]), raw["catchup"][1]),
         jitter_seconds=raw.get("jitter", 0),
         overlap=Overlap(raw.get("overlap", Overlap.ALLOW.value)),
+        description=raw.get("description"),
+        tags=raw.get("tags", {}),
     )
     return Job(
         tenant=values["tenant"],
@@ -110,6 +115,7 @@ def job_from_values(values: dict[str, Any]) -> Job:
         next_due_ms=values.get("next_due_ms"),
         expires_at=values.get("expires_at"),
         cancel_reason=values.get("cancel_reason"),
+        version=values.get("ver", 1),
     )
 
 

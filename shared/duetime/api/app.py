@@ -26,6 +26,7 @@ from aws_lambda_powertools.event_handler.exceptions import NotFoundError
 
 from duetime.api import views
 from duetime.api.openapi import OPENAPI
+from duetime.api.params import if_match, parse_job_filter
 from duetime.api.quotas import SubmissionLimiter
 from duetime.clock import wall_ms
 from duetime.domain.errors import (
@@ -34,6 +35,7 @@ from duetime.domain.errors import (
     IllegalTransition,
     NotFound,
     PayloadTooLarge,
+    PreconditionFailed,
     QuotaExceeded,
     ValidationError,
 )
@@ -65,6 +67,7 @@ ROUTES: tuple[tuple[str, str], ...] = (
     ("POST", "/jobs"),
     ("GET", "/jobs"),
     ("GET", "/jobs/{id}"),
+    ("PATCH", "/jobs/{id}"),
     ("DELETE", "/jobs/{id}"),
     ("POST", "/jobs/{id}/pause"),
     ("POST", "/jobs/{id}/resume"),
@@ -100,6 +103,7 @@ ERROR_STATUS: tuple[tuple[type[DomainError], HTTPStatus], ...] = (
     (MethodNotAllowed, HTTPStatus.METHOD_NOT_ALLOWED),
     (IllegalTransition, HTTPStatus.CONFLICT),
     (IdempotencyConflict, HTTPStatus.CONFLICT),
+    (PreconditionFailed, HTTPStatus.PRECONDITION_FAILED),
     (RotationConflict, HTTPStatus.CONFLICT),
     (QuotaExceeded, HTTPStatus.TOO_MANY_REQUESTS),
 )
@@ -151,7 +155,7 @@ def build_app(
         # With a key this may be a replay: show the job as it is now (it may have run or been
         # cancelled since). A new job has no run yet.
         view = service.get(owner, job.id) if key else JobView(job, job.status, None)
-        return _json(HTTPStatus.CREATED, views.job_json(view, clock()))
+        return _job(HTTPStatus.CREATED, view, clock())
 
     @route("GET", "/jobs")
     def list_jobs() -> JsonResponse:
@@ -159,7 +163,8 @@ def build_app(
         status = parse_status(query("status"))
         limit = parse_limit(query("limit"))
         cursor = parse_cursor(query("cursor"))
-        page = _read_page(lambda: service.list(owner, limit, cursor), cursor)
+        match = parse_job_filter(app.current_event.raw_event)
+        page = _read_page(lambda: service.list(owner, limit, cursor, match), cursor)
         # Filtered on the effective status after the read: a page may hold fewer than `limit`
         # items (even none) while `next_cursor` says more follow.
         items = [view for view in page.items if status is None or view.status == status]
@@ -168,22 +173,35 @@ def build_app(
     @route("GET", "/jobs/{id}")
     def get_job(job_id: str) -> JsonResponse:
         view = service.get(tenant(), checked_id(job_id))
-        return _json(HTTPStatus.OK, views.job_json(view, clock()))
+        return _job(HTTPStatus.OK, view, clock())
+
+    @route("PATCH", "/jobs/{id}")
+    def update_job(job_id: str) -> JsonResponse:
+        owner = tenant()
+        job_id = checked_id(job_id)
+        expected = if_match(app.current_event.headers.get("If-Match"))
+        try:
+            changes = json_body(app.current_event.raw_event)
+        except ValidationError:
+            service.get(owner, job_id)  # an unknown job is a 404 before a bad body is a 400
+            raise
+        view = service.update(owner, job_id, changes, if_match=expected, quotas=quotas)
+        return _job(HTTPStatus.OK, view, clock())
 
     @route("DELETE", "/jobs/{id}")
     def cancel_job(job_id: str) -> JsonResponse:
         view = service.cancel(tenant(), checked_id(job_id))
-        return _json(HTTPStatus.OK, views.job_json(view, clock()))
+        return _job(HTTPStatus.OK, view, clock())
 
     @route("POST", "/jobs/{id}/pause")
     def pause_job(job_id: str) -> JsonResponse:
         view = service.pause(tenant(), checked_id(job_id))
-        return _json(HTTPStatus.OK, views.job_json(view, clock()))
+        return _job(HTTPStatus.OK, view, clock())
 
     @route("POST", "/jobs/{id}/resume")
     def resume_job(job_id: str) -> JsonResponse:
         view = service.resume(tenant(), checked_id(job_id))
-        return _json(HTTPStatus.OK, views.job_json(view, clock()))
+        return _job(HTTPStatus.OK, view, clock())
 
     @route("POST", "/jobs/{id}/run")
     def run_job(job_id: str) -> JsonResponse:
@@ -392,6 +410,11 @@ def _json(status: HTTPStatus, body: Any, headers: Mapping[str, str] | None = Non
         body=body,
         headers=dict(headers or {}),
     )
+
+
+def _job(status: HTTPStatus, view: JobView, now_ms: int) -> JsonResponse:
+    """A job, with its version as the ETag (what `If-Match` of an update names)."""
+    return _json(status, views.job_json(view, now_ms), {"ETag": f'"{view.job.version}"'})
 
 
 def status_of(exc: DomainError) -> HTTPStatus:

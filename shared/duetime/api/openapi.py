@@ -34,6 +34,9 @@ _RESPONSES = {
     "Unauthorized": _error("No tenant claim in the token (code unauthorized)."),
     "NotFound": _error("No such job for this tenant (code not_found)."),
     "Conflict": _error("The job cannot make this transition (code conflict)."),
+    "PreconditionFailed": _error(
+        "If-Match names a version the job no longer has (code precondition_failed): read it again."
+    ),
     "IdempotencyConflict": _error(
         "The Idempotency-Key was used for another request (code idempotency_conflict)."
     ),
@@ -100,6 +103,33 @@ _PARAMETERS = {
         "`next_cursor` is set.",
         "schema": {"enum": enum_values(JobStatus)},
     },
+    "Tag": {
+        "name": "tag",
+        "in": "query",
+        "description": "key:value: only jobs with this tag. Repeatable: every tag must match "
+        "(AND). Like `status`, applied to each page after it is read.",
+        "style": "form",
+        "explode": True,
+        "schema": {
+            "type": "array",
+            "maxItems": 20,
+            "items": {"type": "string", "pattern": "^[A-Za-z0-9_./+@-]{1,64}:.{0,256}$"},
+        },
+    },
+    "NamePrefix": {
+        "name": "name_prefix",
+        "in": "query",
+        "description": "Only jobs whose name starts with this. Applied to each page after "
+        "it is read, like `status`.",
+        "schema": {"type": "string", "minLength": 1, "maxLength": 128},
+    },
+    "IfMatch": {
+        "name": "If-Match",
+        "in": "header",
+        "description": 'The job\'s ETag as read ("3", its version): the update applies only '
+        "if the job is still at that version, else 412. Without it the update applies.",
+        "schema": {"type": "string", "pattern": '^(\\*|"[0-9]{1,15}"|[0-9]{1,15})$'},
+    },
     "IdempotencyKey": {
         "name": "Idempotency-Key",
         "in": "header",
@@ -110,6 +140,12 @@ _PARAMETERS = {
 }
 
 _TRANSITION = (404, "NotFound"), (409, "Conflict")
+_ETAG = {
+    "ETag": {
+        "description": 'The job\'s version in quotes ("3"): send it as If-Match to update.',
+        "schema": {"type": "string", "pattern": '^"[0-9]+"$'},
+    }
+}
 _NO_STORE = {
     "Cache-Control": {
         "description": "no-store: the answer holds secrets (always sent).",
@@ -159,12 +195,19 @@ def _paths() -> dict[str, Any]:
                     (409, "IdempotencyConflict"),
                     (413, "PayloadTooLarge"),
                     (429, "TooManyRequests"),
+                    headers=_ETAG,
                 ),
             },
             "get": {
                 "operationId": "listJobs",
                 "summary": "The tenant's jobs, newest first",
-                "parameters": [_param("Status"), _param("Limit"), _param("Cursor")],
+                "parameters": [
+                    _param("Status"),
+                    _param("Tag"),
+                    _param("NamePrefix"),
+                    _param("Limit"),
+                    _param("Cursor"),
+                ],
                 "responses": _ok(200, "A page of jobs.", "JobPage", (400, "BadRequest")),
             },
         },
@@ -173,12 +216,34 @@ def _paths() -> dict[str, Any]:
             "get": {
                 "operationId": "getJob",
                 "summary": "A job",
-                "responses": _ok(200, "The job.", "Job", (404, "NotFound")),
+                "responses": _ok(200, "The job.", "Job", (404, "NotFound"), headers=_ETAG),
+            },
+            "patch": {
+                "operationId": "updateJob",
+                "summary": "Update or reschedule a scheduled or paused job",
+                "description": "A new schedule (or priority or runtime) re-arms the job: "
+                "occurrences of the old schedule that have not started never start. Other "
+                "fields apply to runs not claimed yet. A cancelled or finished job is a 409.",
+                "parameters": [_param("IfMatch")],
+                "requestBody": {"required": True, "content": _json_content(ref("JobPatch"))},
+                "responses": _ok(
+                    200,
+                    "The job as updated.",
+                    "Job",
+                    (400, "BadRequest"),
+                    *_TRANSITION,
+                    (412, "PreconditionFailed"),
+                    (413, "PayloadTooLarge"),
+                    (429, "TooManyRequests"),
+                    headers=_ETAG,
+                ),
             },
             "delete": {
                 "operationId": "cancelJob",
                 "summary": "Cancel a job (idempotent)",
-                "responses": _ok(200, "The job, status cancelled.", "Job", *_TRANSITION),
+                "responses": _ok(
+                    200, "The job, status cancelled.", "Job", *_TRANSITION, headers=_ETAG
+                ),
             },
         },
         "/jobs/{id}/pause": {
@@ -186,7 +251,9 @@ def _paths() -> dict[str, Any]:
             "post": {
                 "operationId": "pauseJob",
                 "summary": "Pause a recurring job (idempotent)",
-                "responses": _ok(200, "The job, status paused.", "Job", *_TRANSITION),
+                "responses": _ok(
+                    200, "The job, status paused.", "Job", *_TRANSITION, headers=_ETAG
+                ),
             },
         },
         "/jobs/{id}/resume": {
@@ -194,7 +261,9 @@ def _paths() -> dict[str, Any]:
             "post": {
                 "operationId": "resumeJob",
                 "summary": "Resume a paused job from the next occurrence",
-                "responses": _ok(200, "The job, status scheduled.", "Job", *_TRANSITION),
+                "responses": _ok(
+                    200, "The job, status scheduled.", "Job", *_TRANSITION, headers=_ETAG
+                ),
             },
         },
         "/jobs/{id}/run": {

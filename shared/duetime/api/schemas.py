@@ -8,10 +8,15 @@ from typing import Any
 
 from duetime.domain.cron import MAX_CRON_LENGTH
 from duetime.domain.jobs import (
+    MAX_DESCRIPTION_CHARS,
     MAX_JITTER_SECONDS,
     MAX_NAME_CHARS,
     MAX_PAYLOAD_BYTES,
+    MAX_TAG_KEY_CHARS,
+    MAX_TAG_VALUE_CHARS,
+    MAX_TAGS,
     MAX_TIMEOUT_SECONDS,
+    PATCHABLE_FIELDS,
     CatchupMode,
     JobStatus,
     Priority,
@@ -30,6 +35,7 @@ ERROR_CODES = (
     "method_not_allowed",
     "conflict",
     "idempotency_conflict",
+    "precondition_failed",
     "quota_exceeded",
     "internal",
 )
@@ -223,6 +229,18 @@ def _jobs() -> dict[str, Any]:
         "what the target receives."
     }
     name = {"type": ["string", "null"], "minLength": 1, "maxLength": MAX_NAME_CHARS}
+    description = {
+        "type": ["string", "null"],
+        "maxLength": MAX_DESCRIPTION_CHARS,
+        "description": "Free text for people.",
+    }
+    tags = {
+        "type": "object",
+        "maxProperties": MAX_TAGS,
+        "propertyNames": {"pattern": f"^[A-Za-z0-9_./+@-]{{1,{MAX_TAG_KEY_CHARS}}}$"},
+        "additionalProperties": {"type": "string", "maxLength": MAX_TAG_VALUE_CHARS},
+        "description": "Labels (key: value) to find jobs by: GET /jobs?tag=key:value.",
+    }
     return {
         "JobRequest": _obj(
             {
@@ -230,6 +248,8 @@ def _jobs() -> dict[str, Any]:
                 "target": ref("Target"),
                 "payload": payload,
                 "name": name,
+                "description": description,
+                "tags": {**tags, "type": ["object", "null"]},
                 "priority": {"enum": enum_values(Priority), "default": "normal"},
                 "runtime": {"enum": enum_values(Runtime), "default": "lambda"},
                 "retry": {**_obj(retry_fields), "type": ["object", "null"]},
@@ -266,6 +286,14 @@ def _jobs() -> dict[str, Any]:
             {
                 "id": {"type": "string", "pattern": "^[0-9A-HJKMNP-TV-Z]{26}$"},
                 "name": _STRING_OR_NULL,
+                "description": _STRING_OR_NULL,
+                "tags": tags,
+                "version": {
+                    "type": "integer",
+                    "minimum": 1,
+                    "description": "+1 per change of the job (update, pause, resume, cancel, "
+                    "completion); the ETag, for If-Match.",
+                },
                 "status": {
                     "enum": enum_values(JobStatus),
                     "description": "A one-off job is succeeded/failed once its run is.",
@@ -292,6 +320,9 @@ def _jobs() -> dict[str, Any]:
             (
                 "id",
                 "name",
+                "description",
+                "tags",
+                "version",
                 "status",
                 "schedule",
                 "target",
@@ -409,5 +440,23 @@ def _jobs() -> dict[str, Any]:
     }
 
 
+def _job_patch(request: dict[str, Any]) -> dict[str, Any]:
+    """The body of PATCH /jobs/{id}: the submission's fields that an update may change."""
+    properties = request["properties"]
+    return _obj(
+        {key: properties[key] for key in PATCHABLE_FIELDS},
+        description="Fields to replace (a whole schedule, target, retry or tags map); null "
+        "(where a submission accepts it) resets a field to its default. Validated as a "
+        "submission is; unknown or read-only fields (id, status, version, ...) are refused "
+        "with 400.",
+    )
+
+
 def component_schemas() -> dict[str, Any]:
-    return {**_schedules(), **_targets(), **_jobs()}
+    jobs = _jobs()
+    return {
+        **_schedules(),
+        **_targets(),
+        **jobs,
+        "JobPatch": _job_patch(jobs["JobRequest"]),
+    }

@@ -23,6 +23,7 @@ def job_json(view: JobView, now_ms: int) -> dict[str, Any]:
         "id": job.id,
         **spec_to_dict(job.spec),
         "status": view.status.value,
+        "version": job.version,
         "next_run_at": next_run_at(job, view.status, now_ms),
         "created_at": rfc3339_ms(job.created_ms),
         "updated_at": rfc3339_ms(job.updated_ms),

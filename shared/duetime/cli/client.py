@@ -83,12 +83,18 @@ class ApiClient:
         method: str,
         path: str,
         *,
-        query: Mapping[str, str | int | None] | None = None,
+        query: Mapping[str, str | int | list[str] | None] | None = None,
         body: Any = None,
         headers: Mapping[str, str] | None = None,
     ) -> Any:
         url = self.base_url + path
-        params = {key: str(value) for key, value in (query or {}).items() if value is not None}
+        # A list is a repeated parameter (`tag=a:1&tag=b:2`).
+        params = [
+            (key, str(item))
+            for key, value in (query or {}).items()
+            if value is not None
+            for item in (value if isinstance(value, list) else [value])
+        ]
         if params:
             url += "?" + urllib.parse.urlencode(params)
         # The scheme was checked in client_for: http(s) only, never file:.

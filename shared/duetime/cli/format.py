@@ -131,7 +131,10 @@ def format_table(
 _JOB_FIELDS = [
     "id",
     "name",
+    "description",
+    "tags",
     "status",
+    "version",
     "schedule",
     "target",
     "payload",
@@ -177,6 +180,8 @@ def format_job(job: Any) -> str:
                 text += f", {value['attempts']} attempt(s)"
             if value.get("error"):
                 text += f": {cut(_scalar(value['error']))}"
+        elif key == "tags" and isinstance(value, Mapping):
+            text = ", ".join(f"{k}={v}" for k, v in value.items())
         elif key == "timeout_seconds":
             text = format_duration(value)
         else:

@@ -59,6 +59,17 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     )
     _add_create_options(create)
 
+    update = actions.add_parser(
+        "update",
+        parents=[common],
+        help="update or reschedule a job (PATCH /jobs/ID)",
+        description="Change some fields of a scheduled or paused job: only the flags given are "
+        "sent. A schedule flag replaces the whole schedule, --header the target's headers, "
+        "--tag the job's tags. A new schedule re-arms the job.",
+    )
+    update.add_argument("job_id", metavar="ID")
+    _add_create_options(update, updating=True)
+
     for name, text in [
         ("get", "show a job (GET /jobs/ID)"),
         ("cancel", "cancel a job (DELETE /jobs/ID)"),
@@ -71,6 +82,15 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
 
     listing = actions.add_parser("list", parents=[common], help="list jobs (GET /jobs)")
     listing.add_argument("--status", choices=[s.value for s in JobStatus])
+    listing.add_argument(
+        "--tag",
+        dest="tags",
+        action="append",
+        type=key_value,
+        metavar="K=V",
+        help="only jobs with this tag (repeatable: all must match)",
+    )
+    listing.add_argument("--name-prefix", metavar="TEXT", help="only jobs whose name starts so")
     _add_paging_options(listing, "jobs")
 
     runs = actions.add_parser(
@@ -112,7 +132,7 @@ def _add_paging_options(parser: argparse.ArgumentParser, what: str) -> None:
     )
 
 
-def _add_create_options(parser: argparse.ArgumentParser) -> None:
+def _add_create_options(parser: argparse.ArgumentParser, *, updating: bool = False) -> None:
     schedule = parser.add_argument_group("schedule (one of --at, --delay, --rate, --cron)")
     kind = schedule.add_mutually_exclusive_group()
     kind.add_argument("--at", metavar="RFC3339", help="once, at an instant")
@@ -154,6 +174,16 @@ def _add_create_options(parser: argparse.ArgumentParser) -> None:
         "--payload", type=json_value, metavar="JSON|@FILE", help="what the target receives"
     )
     job.add_argument("--name", help="a label for people")
+    job.add_argument("--description", help="free text for people (up to 1,024 characters)")
+    job.add_argument(
+        "--tag",
+        dest="tags",
+        action="append",
+        type=key_value,
+        metavar="K=V",
+        help="a tag to find the job by (repeatable)"
+        + ("; replaces all the job's tags" if updating else ""),
+    )
     job.add_argument("--priority", choices=[p.value for p in Priority])
     job.add_argument("--runtime", choices=[r.value for r in Runtime])
     job.add_argument("--max-attempts", type=int, metavar="N", help="retry.max_attempts")
@@ -182,12 +212,20 @@ def _add_create_options(parser: argparse.ArgumentParser) -> None:
         metavar="POLICY",
         help=f"while a run is active (--rate, --cron): {'|'.join(policies)}",
     )
-    job.add_argument(
-        "--idempotency-key",
-        type=header_value,
-        metavar="KEY",
-        help="a replay with the same key returns the same job",
-    )
+    if updating:
+        job.add_argument(
+            "--if-match",
+            type=positive_int,
+            metavar="VERSION",
+            help="update only if the job is still at this version (its ETag); else 412",
+        )
+    else:
+        job.add_argument(
+            "--idempotency-key",
+            type=header_value,
+            metavar="KEY",
+            help="a replay with the same key returns the same job",
+        )
     job.add_argument(
         "--body",
         type=json_value,
@@ -252,6 +290,21 @@ def _create(client: ApiClient, args: argparse.Namespace) -> tuple[Any, Render]:
     return client.call("POST", "/jobs", body=body, headers=headers), format_job
 
 
+def _update(client: ApiClient, args: argparse.Namespace) -> tuple[Any, Render]:
+    if args.body is not None:
+        extra = [flag for flag, dest in _BODY_FLAGS if getattr(args, dest) is not None]
+        if extra:
+            raise UsageError(f"--body cannot be combined with {', '.join(extra)}")
+        body = args.body
+    else:
+        # Only what was given: no schedule or target unless a flag of theirs was.
+        body = {key: value for key, value in job_body(args).items() if value != {}}
+        if not body:
+            raise UsageError("nothing to update: give at least one flag")
+    headers = {"If-Match": f'"{args.if_match}"'} if args.if_match is not None else None
+    return client.call("PATCH", _job_path(args), body=body, headers=headers), format_job
+
+
 def _get(client: ApiClient, args: argparse.Namespace) -> tuple[Any, Render]:
     return client.call("GET", _job_path(args)), format_job
 
@@ -273,7 +326,10 @@ def _run_now(client: ApiClient, args: argparse.Namespace) -> tuple[Any, Render]:
 
 
 def _list(client: ApiClient, args: argparse.Namespace) -> tuple[Any, Render]:
-    page = _pages(client, "/jobs", args, status=args.status)
+    tags = [f"{key}:{value}" for key, value in args.tags or []]
+    page = _pages(
+        client, "/jobs", args, status=args.status, tag=tags or None, name_prefix=args.name_prefix
+    )
     return page, lambda data: with_cursor(format_jobs(data.get("items") or []), data)
 
 
@@ -282,7 +338,9 @@ def _runs(client: ApiClient, args: argparse.Namespace) -> tuple[Any, Render]:
     return page, lambda data: with_cursor(format_runs(data.get("items") or []), data)
 
 
-def _pages(client: ApiClient, path: str, args: argparse.Namespace, **query: str | None) -> Any:
+def _pages(
+    client: ApiClient, path: str, args: argparse.Namespace, **query: str | list[str] | None
+) -> Any:
     """One page, or with --all every page from --cursor on, merged into one."""
     cursor: str | None = args.cursor
     page = client.call("GET", path, query={**query, "limit": args.limit, "cursor": cursor})
@@ -303,6 +361,7 @@ def _pages(client: ApiClient, path: str, args: argparse.Namespace, **query: str 
 
 _ACTIONS: dict[str, Action] = {
     "create": _create,
+    "update": _update,
     "get": _get,
     "list": _list,
     "cancel": _cancel,
@@ -332,6 +391,8 @@ _BODY_FLAGS = [
     ("--event-bus", "event_bus"),
     ("--payload", "payload"),
     ("--name", "name"),
+    ("--description", "description"),
+    ("--tag", "tags"),
     ("--priority", "priority"),
     ("--runtime", "runtime"),
     ("--max-attempts", "max_attempts"),
@@ -386,6 +447,7 @@ def job_body(args: argparse.Namespace) -> dict[str, Any]:
         body["payload"] = args.payload
     for key in (
         "name",
+        "description",
         "priority",
         "runtime",
         "timeout_seconds",
@@ -395,6 +457,8 @@ def job_body(args: argparse.Namespace) -> dict[str, Any]:
     ):
         if getattr(args, key) is not None:
             body[key] = getattr(args, key)
+    if args.tags is not None:
+        body["tags"] = dict(args.tags)
     retry = {
         key: getattr(args, key)
         for key in ("max_attempts", "backoff_seconds", "max_backoff_seconds")

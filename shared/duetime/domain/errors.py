@@ -67,3 +67,17 @@ class QuotaExceeded(DomainError):
         self.message = message
         self.retry_after_seconds = retry_after_seconds
         self.field = field
+
+
+class PreconditionFailed(DomainError):
+    """An update named a version (If-Match) that is no longer the job's."""
+
+    code = "precondition_failed"
+
+    def __init__(self, job_id: str, expected: int, current: int) -> None:
+        super().__init__(
+            f"job {job_id} is at version {current}, not {expected}: read it again and retry"
+        )
+        self.job_id = job_id
+        self.expected = expected
+        self.current = current

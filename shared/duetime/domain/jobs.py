@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from enum import StrEnum
@@ -19,6 +20,13 @@ E = TypeVar("E", bound=StrEnum)
 
 MAX_PAYLOAD_BYTES = 64 * 1024
 MAX_NAME_CHARS = 128
+MAX_DESCRIPTION_CHARS = 1024
+MAX_TAGS = 20
+MAX_TAG_KEY_CHARS = 64
+MAX_TAG_VALUE_CHARS = 256
+# Tag keys: letters, digits and _ . / + - @ (no `:`: `GET /jobs?tag=key:value` splits there, and
+# no `=`: the CLI's `--tag key=value` does).
+TAG_KEY = re.compile(r"[A-Za-z0-9_./+@-]{1," + str(MAX_TAG_KEY_CHARS) + "}")
 MAX_TIMEOUT_SECONDS = 900
 # A job's occurrences may be spread over this window after their instant (jitter_seconds):
 # EventBridge Scheduler's flexible time window, and SQS's longest delay.
@@ -87,6 +95,8 @@ class JobSpec:
     # Each occurrence starts up to this long after its instant (jitter_offset_ms).
     jitter_seconds: int = 0
     overlap: Overlap = Overlap.ALLOW
+    description: str | None = None
+    tags: Mapping[str, str] = field(default_factory=dict)
 
     @property
     def recurring(self) -> bool:
@@ -116,6 +126,9 @@ class Job:
     expires_at: int | None = None
     # Why a cancelled job was cancelled, when not by its owner: SUBMISSION_FAILED.
     cancel_reason: str | None = None
+    # +1 per write of the job item (an update, pause, resume, cancel, completion): the API's
+    # ETag, and a condition of every replace, so no write overwrites another it did not see.
+    version: int = 1
 
     def due_ms(self, scheduled_ms: int) -> int:
         """When the occurrence at `scheduled_ms` starts: its instant plus the job's jitter."""
@@ -140,7 +153,13 @@ class Job:
         if not allowed:
             raise IllegalTransition(self.id, self.status, wanted)
         generation = self.generation + (1 if wanted != JobStatus.CANCELLED else 0)
-        return replace(self, status=wanted, updated_ms=now_ms, generation=generation)
+        return replace(
+            self,
+            status=wanted,
+            updated_ms=now_ms,
+            generation=generation,
+            version=self.version + 1,
+        )
 
 
 def jitter_offset_ms(job_id: str, scheduled_ms: int, jitter_seconds: int) -> int:
@@ -175,6 +194,8 @@ _SPEC_FIELDS = {
     "catchup",
     "jitter_seconds",
     "overlap",
+    "description",
+    "tags",
 }
 
 
@@ -211,7 +232,72 @@ def parse_job_spec(raw: object) -> JobSpec:
         catchup=_catchup(raw.get("catchup")),
         jitter_seconds=_int(raw, "jitter_seconds", 0, 0, MAX_JITTER_SECONDS),
         overlap=overlap,
+        description=_description(raw.get("description")),
+        tags=_tags(raw.get("tags")),
     )
+
+
+# The fields `PATCH /jobs/{id}` may change (any other key is refused: unknown or read-only).
+PATCHABLE_FIELDS: tuple[str, ...] = (
+    "name",
+    "description",
+    "tags",
+    "schedule",
+    "target",
+    "payload",
+    "priority",
+    "runtime",
+    "retry",
+    "timeout_seconds",
+    "catchup",
+    "overlap",
+    "jitter_seconds",
+)
+# Fields of a job as shown that no request sets.
+READ_ONLY_FIELDS = frozenset(
+    {"id", "status", "version", "next_run_at", "created_at", "updated_at", "last_run"}
+)
+
+
+def updated_spec(spec: JobSpec, raw: object) -> JobSpec:
+    """The spec after a PATCH body: its fields replace the current ones (a whole `schedule`,
+    `target`, `retry` or `tags` map, not a merge; null, where a submission accepts it, resets
+    a field to its default), and the result is validated as a submission is."""
+    if not isinstance(raw, Mapping):
+        raise ValidationError("body", "must be a JSON object")
+    for key in raw:
+        if key in READ_ONLY_FIELDS:
+            raise ValidationError(str(key), "read-only field")
+        if key not in PATCHABLE_FIELDS:
+            raise ValidationError(str(key), "unknown field")
+    merged = spec_to_dict(spec)
+    merged.update(raw)
+    return parse_job_spec(merged)
+
+
+def rearms(before: JobSpec, after: JobSpec) -> bool:
+    """Whether an update re-arms the job: a new schedule, a new queue (priority, runtime) for
+    its runs, or a new jitter (it moves every due instant). Other fields, the overlap policy
+    among them, are read by the worker when it claims a run."""
+    return (before.schedule, before.priority, before.runtime, before.jitter_seconds) != (
+        after.schedule,
+        after.priority,
+        after.runtime,
+        after.jitter_seconds,
+    )
+
+
+@dataclass(frozen=True)
+class JobFilter:
+    """`GET /jobs?tag=k:v&name_prefix=p`: every tag (AND) and the name prefix must match."""
+
+    tags: tuple[tuple[str, str], ...] = ()
+    name_prefix: str | None = None
+
+    def matches(self, spec: JobSpec) -> bool:
+        if self.name_prefix is not None and not (spec.name or "").startswith(self.name_prefix):
+            return False
+        return all(spec.tags.get(key) == value for key, value in self.tags)
 
 
 def spec_to_dict(spec: JobSpec) -> dict[str, Any]:
@@ -231,6 +317,8 @@ def spec_to_dict(spec: JobSpec) -> dict[str, Any]:
         "catchup": {"mode": spec.catchup.mode.value, "window_seconds": spec.catchup.window_seconds},
         "jitter_seconds": spec.jitter_seconds,
         "overlap": spec.overlap.value,
+        "description": spec.description,
+        "tags": dict(spec.tags),
     }
 
 
@@ -240,6 +328,34 @@ def _name(value: object) -> str | None:
     if not isinstance(value, str) or not value.strip() or len(value) > MAX_NAME_CHARS:
         raise ValidationError("name", f"must be a non-empty string of at most {MAX_NAME_CHARS}")
     return value
+
+
+def _description(value: object) -> str | None:
+    if value is None:
+        return None
+    if not isinstance(value, str) or len(value) > MAX_DESCRIPTION_CHARS:
+        raise ValidationError("description", f"must be a string of at most {MAX_DESCRIPTION_CHARS}")
+    return value
+
+
+def _tags(value: object) -> dict[str, str]:
+    if value is None:
+        return {}
+    if not isinstance(value, Mapping):
+        raise ValidationError("tags", "must be an object of string values")
+    if len(value) > MAX_TAGS:
+        raise ValidationError("tags", f"at most {MAX_TAGS} tags")
+    for key, tag in value.items():
+        if not isinstance(key, str) or not TAG_KEY.fullmatch(key):
+            raise ValidationError(
+                f"tags.{key}",
+                f"a key is 1 to {MAX_TAG_KEY_CHARS} letters, digits or _ . / + - @",
+            )
+        if not isinstance(tag, str) or len(tag) > MAX_TAG_VALUE_CHARS:
+            raise ValidationError(
+                f"tags.{key}", f"a value is a string of at most {MAX_TAG_VALUE_CHARS}"
+            )
+    return dict(value)
 
 
 def _enum(raw: Mapping[str, object], key: str, kind: type[E], default: E) -> E:

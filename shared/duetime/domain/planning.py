@@ -145,3 +145,14 @@ def first_due(schedule: Schedule, *, created_at: datetime) -> datetime | None:
             schedule, created_at=created_at, after=created_at - timedelta(milliseconds=1)
         )
     return first
+
+
+def rearmed_due(schedule: Schedule, *, created_at: datetime, now: datetime) -> datetime | None:
+    """Where a job goes on once its schedule changed (PATCH): a recurring schedule's first
+    occurrence from now on, on its own anchor (start_at, or the job's creation for a rate
+    without one); a one-off's instant, a delay counted from the change."""
+    if isinstance(schedule, Rate | Cron):
+        return next_occurrence(
+            schedule, created_at=created_at, after=now - timedelta(milliseconds=1)
+        )
+    return first_due(schedule, created_at=now)

@@ -155,16 +155,30 @@ class Dispatcher:
         """Mark a recurring job whose schedule has ended completed (unless it changed)."""
         if job.status == JobStatus.COMPLETED:
             return  # its last timer, handed over after an early completion (JobService._arm)
-        done = replace(
-            job,
-            status=JobStatus.COMPLETED,
-            updated_ms=now,
-            next_due_ms=None,
-            expires_at=now // 1000 + self._settings.run_ttl_seconds,
-        )
-        try:
-            self._jobs.replace(done, expected=job)
-        except ConditionFailed:
-            logger.warning("job changed while completing it", extra={"job_id": job.id})
+        for _ in range(3):
+            done = replace(
+                job,
+                status=JobStatus.COMPLETED,
+                updated_ms=now,
+                next_due_ms=None,
+                expires_at=now // 1000 + self._settings.run_ttl_seconds,
+                version=job.version + 1,
+            )
+            try:
+                self._jobs.replace(done, expected=job)
+                break
+            except ConditionFailed:
+                # An update of a field the chain does not depend on (a name, tags) only
+                # moved the version on: complete the job as it is now.
+                current = self._jobs.get(job.tenant, job.id)
+                if (
+                    current is None
+                    or current.status != job.status
+                    or current.generation != job.generation
+                ):
+                    logger.warning("job changed while completing it", extra={"job_id": job.id})
+                    return
+                job = current
+        else:
             return
         self._jobs.release_recurring(job.tenant)  # no longer an active recurring job

@@ -22,6 +22,7 @@ from duetime.domain.errors import (
     IdempotencyConflict,
     IllegalTransition,
     NotFound,
+    PreconditionFailed,
     QuotaExceeded,
     ValidationError,
 )
@@ -30,13 +31,16 @@ from duetime.domain.jobs import (
     RECORDING_MARGIN_SECONDS,
     SUBMISSION_FAILED,
     Job,
+    JobFilter,
     JobSpec,
     JobStatus,
     Runtime,
+    rearms,
     spec_to_dict,
+    updated_spec,
 )
 from duetime.domain.messages import delay_seconds, run_message
-from duetime.domain.planning import first_due
+from duetime.domain.planning import first_due, rearmed_due
 from duetime.domain.runs import Run, RunStatus
 from duetime.domain.schedule import Rate, next_occurrence
 from duetime.domain.timeutil import from_ms, to_ms
@@ -201,6 +205,7 @@ class JobService:
                 updated_ms=now,
                 expires_at=now // 1000 + self._settings.run_ttl_seconds,
                 cancel_reason=SUBMISSION_FAILED,
+                version=job.version + 1,
             )
             self._jobs.replace(cancelled, expected=job)
             self._release(job)
@@ -230,6 +235,7 @@ class JobService:
                 if job.spec.recurring
                 else max(due, now) // 1000 + self._settings.run_ttl_seconds,
                 cancel_reason=None,
+                version=job.version + 1,
             )
             try:
                 self._jobs.replace(revived, expected=job)
@@ -258,9 +264,22 @@ class JobService:
         self.get(tenant, job_id)
         return self._runs.list(job_id, limit, cursor)
 
-    def list(self, tenant: str, limit: int = 50, cursor: str | None = None) -> Page[JobView]:
+    def list(
+        self,
+        tenant: str,
+        limit: int = 50,
+        cursor: str | None = None,
+        match: JobFilter | None = None,
+    ) -> Page[JobView]:
+        """One page of the tenant's jobs, newest first: `limit` jobs are read (one query), and
+        those `match` refuses are left out before their last run is read, so a page may hold
+        fewer (even none) while its cursor says more follow."""
         page = self._jobs.list(tenant, limit, cursor)
-        live = [self._view(job) for job in page.items if not self._expired(job)]
+        live = [
+            self._view(job)
+            for job in page.items
+            if not self._expired(job) and (match is None or match.matches(job.spec))
+        ]
         return Page(live, page.cursor)
 
     def _expired(self, job: Job) -> bool:
@@ -326,6 +345,75 @@ class JobService:
         if due is not None:
             self._dispatcher.dispatch([(updated, due)])
         return self._view(updated)
+
+    def update(
+        self,
+        tenant: str,
+        job_id: str,
+        changes: object,
+        *,
+        if_match: int | None = None,
+        quotas: Quotas | None = None,
+    ) -> JobView:
+        """PATCH a scheduled or paused job (updated_spec). `if_match`: the version the caller
+        read, else PreconditionFailed; without it a concurrent write is retried over. A new
+        schedule, priority or runtime re-arms the job (a new generation: the old chain's
+        timers and messages are dropped); docs/api.md tells the rules."""
+        for _ in range(3):
+            view = self.get(tenant, job_id)
+            job = view.job
+            if if_match is not None and job.version != if_match:
+                raise PreconditionFailed(job.id, if_match, job.version)
+            if view.status not in (JobStatus.SCHEDULED, JobStatus.PAUSED):
+                raise IllegalTransition(job.id, view.status, "updated")
+            spec = updated_spec(job.spec, changes)
+            now = self._clock()
+            if spec == job.spec:
+                # Nothing to write. A scheduled job is armed again: an update whose dispatch
+                # failed is completed by sending it again.
+                if job.status == JobStatus.SCHEDULED:
+                    self._arm(job, now)
+                return view
+            if job.status == JobStatus.PAUSED and not spec.recurring:
+                raise IllegalTransition(job.id, "paused", "a one-off (resume it first)")
+            if quotas is not None:
+                _check_min_rate(spec, quotas)
+            self._check_runtime(spec)
+            self._check_target(spec)
+            updated = replace(job, spec=spec, updated_ms=now, version=job.version + 1)
+            due: int | None = None
+            if rearms(job.spec, spec):
+                found = rearmed_due(
+                    spec.schedule, created_at=from_ms(job.created_ms), now=from_ms(now)
+                )
+                if found is None:
+                    raise ValidationError("schedule", "has no occurrence in the future")
+                due = to_ms(found)
+                ttl = (
+                    None
+                    if spec.recurring
+                    else max(due, now) // 1000 + self._settings.run_ttl_seconds
+                )
+                updated = replace(
+                    updated, generation=job.generation + 1, next_due_ms=due, expires_at=ttl
+                )
+            reserved = spec.recurring and not job.spec.recurring and quotas is not None
+            if reserved and quotas is not None:
+                self._reserve_recurring(tenant, quotas.max_active_recurring_jobs)
+            try:
+                self._jobs.replace(updated, expected=job)
+            except ConditionFailed:
+                if reserved:
+                    self._jobs.release_recurring(tenant)
+                if if_match is not None:
+                    raise PreconditionFailed(job.id, if_match, job.version + 1) from None
+                continue
+            if job.spec.recurring and not spec.recurring:
+                self._jobs.release_recurring(tenant)
+            if due is not None and job.status == JobStatus.SCHEDULED:  # paused: resume arms it
+                self._dispatcher.dispatch([(updated, due)])
+            return self._view(updated)
+        raise IllegalTransition(job_id, "changed concurrently", "updated")
 
     def _arm(self, job: Job, now: int) -> bool:
         """Dispatch a scheduled job again, from where it goes on. Idempotent: a chain already

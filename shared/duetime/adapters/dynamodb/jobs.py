@@ -159,11 +159,14 @@ class DynamoJobStore:
             self._client.put_item(
                 TableName=self._table,
                 Item=self._item(job),
-                ConditionExpression="#s = :s AND gen = :g",
+                # An item written before versions were stored has none: it reads as 1.
+                ConditionExpression="#s = :s AND gen = :g AND "
+                "(attribute_not_exists(ver) OR ver = :v)",
                 ExpressionAttributeNames={"#s": "status"},
                 ExpressionAttributeValues={
                     ":s": {"S": expected.status.value},
                     ":g": {"N": str(expected.generation)},
+                    ":v": {"N": str(expected.version)},
                 },
             )
         except ClientError as exc:

@@ -57,6 +57,7 @@ class MemoryJobStore:
                 current is None
                 or current.status != expected.status
                 or current.generation != expected.generation
+                or current.version != expected.version
             ):
                 raise ConditionFailed(f"job {job.id} changed")
             self._jobs[(job.tenant, job.id)] = job

@@ -1,0 +1,124 @@
+"""`duetime jobs update`, `create --description --tag` and `list --tag --name-prefix` against
+the fake API of tests/unit/test_cli_jobs.py."""
+
+from __future__ import annotations
+
+import pytest
+
+from tests.unit.test_cli_jobs import (  # noqa: F401 - fixtures
+    JOB,
+    FakeApi,
+    api,
+    clean_env,
+    jobs,
+    server_url,
+)
+
+
+def test_create_sends_description_and_tags(api: FakeApi) -> None:  # noqa: F811
+    api.answer(201, JOB)
+    code = jobs(
+        api,
+        "create",
+        "--rate",
+        "60",
+        "--handler",
+        "test.record",
+        "--description",
+        "closes the day",
+        "--tag",
+        "team=payments",
+        "--tag",
+        "env=prod",
+    )
+    assert code == 0
+    assert api.last.body["description"] == "closes the day"
+    assert api.last.body["tags"] == {"team": "payments", "env": "prod"}
+
+
+def test_list_sends_each_tag_as_key_colon_value_and_the_name_prefix(
+    api: FakeApi,  # noqa: F811
+) -> None:
+    api.answer(200, {"items": [], "next_cursor": None})
+    code = jobs(api, "list", "--tag", "team=payments", "--tag", "env=prod", "--name-prefix", "n-")
+    assert code == 0
+    assert api.last.query == {"tag": ["team:payments", "env:prod"], "name_prefix": ["n-"]}
+
+
+def test_update_sends_only_the_flags_given_and_if_match_as_an_etag(
+    api: FakeApi,  # noqa: F811
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    api.answer(200, {**JOB, "version": 4, "tags": {"team": "core"}})
+    code = jobs(
+        api,
+        "update",
+        "J1",
+        "--cron",
+        "0 9 * * *",
+        "--timezone",
+        "Europe/Berlin",
+        "--name",
+        "renamed",
+        "--tag",
+        "team=core",
+        "--if-match",
+        "3",
+    )
+    assert code == 0
+    assert (api.last.method, api.last.path) == ("PATCH", "/jobs/J1")
+    assert api.last.body == {
+        "schedule": {"cron": "0 9 * * *", "timezone": "Europe/Berlin"},
+        "name": "renamed",
+        "tags": {"team": "core"},
+    }
+    assert api.last.headers["if-match"] == '"3"'
+    out = capsys.readouterr().out
+    assert "version:" in out
+    assert "tags:" in out
+    assert "team=core" in out
+
+
+@pytest.mark.parametrize(
+    ("argv", "body"),
+    [
+        (["--rate", "120"], {"schedule": {"rate_seconds": 120}}),
+        (["--at", "2026-12-01T00:00:00Z"], {"schedule": {"at": "2026-12-01T00:00:00Z"}}),
+        (["--payload", '{"v": 2}'], {"payload": {"v": 2}}),
+        (
+            ["--url", "https://x.example.com"],
+            {"target": {"type": "http", "url": "https://x.example.com"}},
+        ),
+        (["--body", '{"priority": "high"}'], {"priority": "high"}),
+    ],
+)
+def test_update_bodies(api: FakeApi, argv: list[str], body: dict[str, object]) -> None:  # noqa: F811
+    api.answer(200, JOB)
+    assert jobs(api, "update", "J1", *argv) == 0
+    assert api.last.body == body
+    assert "if-match" not in api.last.headers
+
+
+def test_update_without_flags_or_with_two_schedules_is_a_usage_error(
+    api: FakeApi,  # noqa: F811
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    assert jobs(api, "update", "J1") == 2
+    assert "nothing to update" in capsys.readouterr().err
+    with pytest.raises(SystemExit):
+        jobs(api, "update", "J1", "--rate", "60", "--cron", "* * * * *")
+    with pytest.raises(SystemExit):
+        jobs(api, "update", "J1", "--if-match", "0")
+    assert jobs(api, "update", "J1", "--body", "{}", "--name", "x") == 2
+    assert api.requests == []
+
+
+def test_a_412_is_one_line_on_stderr(api: FakeApi, capsys: pytest.CaptureFixture[str]) -> None:  # noqa: F811
+    api.answer(
+        412,
+        {"error": {"code": "precondition_failed", "message": "job J1 is at version 5, not 3"}},
+    )
+    assert jobs(api, "update", "J1", "--name", "x", "--if-match", "3") == 1
+    err = capsys.readouterr().err
+    assert err.startswith("duetime: ")
+    assert "version 5" in err
