@@ -11,7 +11,8 @@ from __future__ import annotations
 from typing import Any
 
 from duetime import __version__
-from duetime.api.schemas import component_schemas, enum_values, ref
+from duetime.api.schema_parts import enum_values, ref
+from duetime.api.schemas import component_schemas
 from duetime.domain.jobs import JobStatus
 
 

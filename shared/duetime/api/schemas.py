@@ -1,12 +1,23 @@
-"""The component schemas of the OpenAPI document (duetime.api.openapi): schedules, targets,
-jobs, runs, the webhook secret and errors, written by hand from the domain's own limits.
+"""The component schemas of the OpenAPI document (duetime.api.openapi): jobs, runs, the
+webhook secret and errors (schedules and targets: duetime.api.spec_schemas), written by hand
+from the domain's own limits.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from duetime.domain.cron import MAX_CRON_LENGTH
+from duetime.api.schema_parts import (
+    INSTANT,
+    INTEGER_OR_NULL,
+    OPTIONAL_INSTANT,
+    SECRET,
+    STRING_OR_NULL,
+    enum_values,
+    obj,
+    ref,
+)
+from duetime.api.spec_schemas import schedule_schemas, target_schemas
 from duetime.domain.jobs import (
     MAX_DESCRIPTION_CHARS,
     MAX_JITTER_SECONDS,
@@ -24,8 +35,6 @@ from duetime.domain.jobs import (
 )
 from duetime.domain.overlap import Overlap
 from duetime.domain.runs import RunStatus
-from duetime.domain.schedule import MAX_DELAY_SECONDS, MAX_RATE_SECONDS
-from duetime.domain.targets import HTTP_METHODS, MAX_HEADERS
 
 ERROR_CODES = (
     "invalid",
@@ -39,170 +48,6 @@ ERROR_CODES = (
     "quota_exceeded",
     "internal",
 )
-
-
-def ref(name: str) -> dict[str, str]:
-    return {"$ref": f"#/components/schemas/{name}"}
-
-
-def _obj(
-    properties: dict[str, Any], required: tuple[str, ...] = (), **extra: Any
-) -> dict[str, Any]:
-    schema: dict[str, Any] = {
-        "type": "object",
-        "properties": properties,
-        "additionalProperties": False,
-    }
-    if required:
-        schema["required"] = list(required)
-    return {**schema, **extra}
-
-
-def enum_values(kind: Any) -> list[str]:
-    return [member.value for member in kind]
-
-
-def _any_case(word: str) -> str:
-    return "".join(f"[{c.upper()}{c.lower()}]" for c in word)
-
-
-_INSTANT = {
-    "type": "string",
-    "format": "date-time",
-    "description": "RFC 3339 with an offset or Z; answers are UTC with milliseconds.",
-}
-_OPTIONAL_INSTANT = {"type": ["string", "null"], "format": "date-time"}
-_INTEGER_OR_NULL = {"type": ["integer", "null"]}
-_SECRET = {"type": "string", "pattern": "^whsec_[A-Za-z0-9+/]{32,88}={0,2}$"}
-_STRING_OR_NULL = {"type": ["string", "null"]}
-
-
-def _schedules() -> dict[str, Any]:
-    return {
-        "ScheduleAt": _obj(
-            {"at": _INSTANT}, ("at",), description="Once, at an instant (a past one runs now)."
-        ),
-        "ScheduleDelay": _obj(
-            {"delay_seconds": {"type": "integer", "minimum": 0, "maximum": MAX_DELAY_SECONDS}},
-            ("delay_seconds",),
-            description="Once, this many seconds after creation.",
-        ),
-        "ScheduleRate": _obj(
-            {
-                "rate_seconds": {
-                    "type": "integer",
-                    "minimum": 1,
-                    "maximum": MAX_RATE_SECONDS,
-                    "description": "Interval between runs. Below the deployment's minimum "
-                    "(DUETIME_MIN_RATE_SECONDS) it is refused with 429 quota_exceeded.",
-                },
-                "start_at": _OPTIONAL_INSTANT,
-                "end_at": _OPTIONAL_INSTANT,
-            },
-            ("rate_seconds",),
-            description="Every rate_seconds from start_at (default: creation + one interval).",
-        ),
-        "ScheduleCron": _obj(
-            {
-                "cron": {
-                    "type": "string",
-                    "maxLength": MAX_CRON_LENGTH,
-                    "description": "5 fields (minute hour day-of-month month day-of-week) or "
-                    "a macro such as @daily.",
-                },
-                "timezone": {
-                    "type": ["string", "null"],
-                    "description": "IANA time zone name; default UTC.",
-                },
-                "start_at": _OPTIONAL_INSTANT,
-                "end_at": _OPTIONAL_INSTANT,
-            },
-            ("cron",),
-            description="On a cron expression evaluated on the wall clock of `timezone`.",
-        ),
-        "Schedule": {
-            "description": "Exactly one schedule kind.",
-            "oneOf": [
-                ref("ScheduleAt"),
-                ref("ScheduleDelay"),
-                ref("ScheduleRate"),
-                ref("ScheduleCron"),
-            ],
-        },
-    }
-
-
-def _targets() -> dict[str, Any]:
-    text = {"type": "string", "minLength": 1}
-    method_pattern = "^(" + "|".join(_any_case(m) for m in HTTP_METHODS) + ")$"
-    return {
-        "HttpTarget": _obj(
-            {
-                "type": {"const": "http"},
-                "url": {"type": "string", "minLength": 1, "maxLength": 2048, "format": "uri"},
-                "method": {
-                    "type": "string",
-                    "pattern": method_pattern,
-                    "default": "POST",
-                    "description": "One of " + ", ".join(HTTP_METHODS) + " (any case).",
-                },
-                "headers": {
-                    "type": "object",
-                    "maxProperties": MAX_HEADERS,
-                    "propertyNames": {"pattern": "^[!#$%&'*+.^_`|~0-9A-Za-z-]{1,64}$"},
-                    "additionalProperties": {"type": "string", "maxLength": 4096},
-                },
-            },
-            ("type", "url"),
-        ),
-        "SqsTarget": _obj(
-            {"type": {"const": "sqs"}, "queue_url": {**text, "maxLength": 2048}},
-            ("type", "queue_url"),
-        ),
-        "SnsTarget": _obj(
-            {"type": {"const": "sns"}, "topic_arn": {**text, "pattern": "^arn:.*:sns:"}},
-            ("type", "topic_arn"),
-        ),
-        "EventBridgeTarget": _obj(
-            {
-                "type": {"const": "eventbridge"},
-                "source": {**text, "maxLength": 256},
-                "detail_type": {**text, "maxLength": 128},
-                "event_bus": {**text, "default": "default"},
-            },
-            ("type", "source", "detail_type"),
-        ),
-        "LambdaTarget": _obj(
-            {"type": {"const": "lambda"}, "function_arn": {**text, "pattern": "^arn:.*:lambda:"}},
-            ("type", "function_arn"),
-        ),
-        "HandlerTarget": _obj(
-            {
-                "type": {"const": "handler"},
-                "name": {"type": "string", "pattern": "^[A-Za-z_][A-Za-z0-9_.-]{0,127}$"},
-            },
-            ("type", "name"),
-        ),
-        "Target": {
-            "oneOf": [ref(name) for name in _TARGET_SCHEMAS.values()],
-            "discriminator": {
-                "propertyName": "type",
-                "mapping": {
-                    kind: f"#/components/schemas/{name}" for kind, name in _TARGET_SCHEMAS.items()
-                },
-            },
-        },
-    }
-
-
-_TARGET_SCHEMAS = {
-    "http": "HttpTarget",
-    "sqs": "SqsTarget",
-    "sns": "SnsTarget",
-    "eventbridge": "EventBridgeTarget",
-    "lambda": "LambdaTarget",
-    "handler": "HandlerTarget",
-}
 
 
 _OVERLAP = {
@@ -242,7 +87,7 @@ def _jobs() -> dict[str, Any]:
         "description": "Labels (key: value) to find jobs by: GET /jobs?tag=key:value.",
     }
     return {
-        "JobRequest": _obj(
+        "JobRequest": obj(
             {
                 "schedule": ref("Schedule"),
                 "target": ref("Target"),
@@ -252,7 +97,7 @@ def _jobs() -> dict[str, Any]:
                 "tags": {**tags, "type": ["object", "null"]},
                 "priority": {"enum": enum_values(Priority), "default": "normal"},
                 "runtime": {"enum": enum_values(Runtime), "default": "lambda"},
-                "retry": {**_obj(retry_fields), "type": ["object", "null"]},
+                "retry": {**obj(retry_fields), "type": ["object", "null"]},
                 "timeout_seconds": {
                     "type": "integer",
                     "minimum": 1,
@@ -263,7 +108,7 @@ def _jobs() -> dict[str, Any]:
                     "description": "What runs after downtime: a mode, or mode and window.",
                     "oneOf": [
                         {"enum": enum_values(CatchupMode)},
-                        _obj(catchup_fields),
+                        obj(catchup_fields),
                         {"type": "null"},
                     ],
                 },
@@ -282,11 +127,11 @@ def _jobs() -> dict[str, Any]:
             description="A job submission. Unknown fields (id, status, tenant, ...) are "
             "refused with 400.",
         ),
-        "Job": _obj(
+        "Job": obj(
             {
                 "id": {"type": "string", "pattern": "^[0-9A-HJKMNP-TV-Z]{26}$"},
-                "name": _STRING_OR_NULL,
-                "description": _STRING_OR_NULL,
+                "name": STRING_OR_NULL,
+                "description": STRING_OR_NULL,
                 "tags": tags,
                 "version": {
                     "type": "integer",
@@ -303,18 +148,18 @@ def _jobs() -> dict[str, Any]:
                 "payload": payload,
                 "priority": {"enum": enum_values(Priority)},
                 "runtime": {"enum": enum_values(Runtime)},
-                "retry": _obj(retry_fields, tuple(retry_fields)),
+                "retry": obj(retry_fields, tuple(retry_fields)),
                 "timeout_seconds": {"type": "integer"},
-                "catchup": _obj(catchup_fields, tuple(catchup_fields)),
+                "catchup": obj(catchup_fields, tuple(catchup_fields)),
                 "jitter_seconds": {"type": "integer", "minimum": 0, "maximum": MAX_JITTER_SECONDS},
                 "overlap": _OVERLAP,
                 "next_run_at": {
-                    **_OPTIONAL_INSTANT,
+                    **OPTIONAL_INSTANT,
                     "description": "Recurring: the next occurrence from now on. One-off: its "
                     "instant until its run has finished. Null when paused or finished.",
                 },
-                "created_at": _INSTANT,
-                "updated_at": _INSTANT,
+                "created_at": INSTANT,
+                "updated_at": INSTANT,
                 "last_run": {"oneOf": [ref("Run"), {"type": "null"}]},
             },
             (
@@ -340,12 +185,12 @@ def _jobs() -> dict[str, Any]:
                 "last_run",
             ),
         ),
-        "Run": _obj(
+        "Run": obj(
             {
                 "run_id": {"type": "string", "description": "<job id>-<scheduled epoch ms>"},
-                "scheduled_for": _INSTANT,
+                "scheduled_for": INSTANT,
                 "due_at": {
-                    **_INSTANT,
+                    **INSTANT,
                     "description": "When the run was due to start: scheduled_for plus the "
                     "job's jitter (scheduled_for itself without jitter, and for a run-now).",
                 },
@@ -359,16 +204,16 @@ def _jobs() -> dict[str, Any]:
                     "minimum": 0,
                     "description": "0 for a skipped or buffered run.",
                 },
-                "started_at": _OPTIONAL_INSTANT,
+                "started_at": OPTIONAL_INSTANT,
                 "finished_at": {
-                    **_OPTIONAL_INSTANT,
+                    **OPTIONAL_INSTANT,
                     "description": "Set once the run has succeeded or failed.",
                 },
                 "lateness_ms": {
-                    **_INTEGER_OR_NULL,
+                    **INTEGER_OR_NULL,
                     "description": "How late the first attempt started, after due_at.",
                 },
-                "error": {**_STRING_OR_NULL, "description": "The last attempt's error."},
+                "error": {**STRING_OR_NULL, "description": "The last attempt's error."},
             },
             (
                 "run_id",
@@ -382,35 +227,35 @@ def _jobs() -> dict[str, Any]:
                 "error",
             ),
         ),
-        "JobPage": _obj(
-            {"items": {"type": "array", "items": ref("Job")}, "next_cursor": _STRING_OR_NULL},
+        "JobPage": obj(
+            {"items": {"type": "array", "items": ref("Job")}, "next_cursor": STRING_OR_NULL},
             ("items", "next_cursor"),
         ),
-        "RunPage": _obj(
-            {"items": {"type": "array", "items": ref("Run")}, "next_cursor": _STRING_OR_NULL},
+        "RunPage": obj(
+            {"items": {"type": "array", "items": ref("Run")}, "next_cursor": STRING_OR_NULL},
             ("items", "next_cursor"),
         ),
-        "RunAccepted": _obj(
-            {"job_id": {"type": "string"}, "run_id": {"type": "string"}, "scheduled_for": _INSTANT},
+        "RunAccepted": obj(
+            {"job_id": {"type": "string"}, "run_id": {"type": "string"}, "scheduled_for": INSTANT},
             ("job_id", "run_id", "scheduled_for"),
         ),
-        "WebhookSecret": _obj(
+        "WebhookSecret": obj(
             {
                 "secret": {
-                    **_SECRET,
+                    **SECRET,
                     "description": "The current secret: signs every HTTP delivery.",
                 },
                 "previous_secret": {
-                    "oneOf": [_SECRET, {"type": "null"}],
+                    "oneOf": [SECRET, {"type": "null"}],
                     "description": "The secret before the last rotation while it still "
                     "signs too (until previous_expires_at); null otherwise.",
                 },
                 "rotated_at": {
-                    **_OPTIONAL_INSTANT,
+                    **OPTIONAL_INSTANT,
                     "description": "When the secret was last rotated; null if never.",
                 },
                 "previous_expires_at": {
-                    **_OPTIONAL_INSTANT,
+                    **OPTIONAL_INSTANT,
                     "description": "When previous_secret stops signing; null when there "
                     "is no previous secret.",
                 },
@@ -419,10 +264,10 @@ def _jobs() -> dict[str, Any]:
             description="The tenant's webhook signing secrets (Standard Webhooks). The HMAC "
             "key is the base64 after whsec_.",
         ),
-        "Health": _obj({"status": {"const": "ok"}}, ("status",)),
-        "Error": _obj(
+        "Health": obj({"status": {"const": "ok"}}, ("status",)),
+        "Error": obj(
             {
-                "error": _obj(
+                "error": obj(
                     {
                         "code": {"enum": list(ERROR_CODES)},
                         "message": {"type": "string"},
@@ -443,7 +288,7 @@ def _jobs() -> dict[str, Any]:
 def _job_patch(request: dict[str, Any]) -> dict[str, Any]:
     """The body of PATCH /jobs/{id}: the submission's fields that an update may change."""
     properties = request["properties"]
-    return _obj(
+    return obj(
         {key: properties[key] for key in PATCHABLE_FIELDS},
         description="Fields to replace (a whole schedule, target, retry or tags map); null "
         "(where a submission accepts it) resets a field to its default. Validated as a "
@@ -455,8 +300,8 @@ def _job_patch(request: dict[str, Any]) -> dict[str, Any]:
 def component_schemas() -> dict[str, Any]:
     jobs = _jobs()
     return {
-        **_schedules(),
-        **_targets(),
+        **schedule_schemas(),
+        **target_schemas(),
         **jobs,
         "JobPatch": _job_patch(jobs["JobRequest"]),
     }
