@@ -7,7 +7,8 @@ from collections import Counter
 
 import pytest
 
-from duetime.cli.jobs import job_body, register
+from duetime.cli.job_body import job_body
+from duetime.cli.jobs import register
 from duetime.domain.errors import ValidationError
 from duetime.domain.jobs import Job, JobStatus, jitter_offset_ms, parse_job_spec
 from duetime.domain.messages import run_message

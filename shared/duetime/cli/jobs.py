@@ -25,6 +25,7 @@ from duetime.cli.client import (
     client_for,
 )
 from duetime.cli.format import clean, format_job, format_jobs, format_runs, json_text, with_cursor
+from duetime.cli.job_body import BODY_FLAGS, job_body
 from duetime.cli.types import (
     header_value,
     json_value,
@@ -280,7 +281,7 @@ def _job_path(args: argparse.Namespace, suffix: str = "") -> str:
 
 def _create(client: ApiClient, args: argparse.Namespace) -> tuple[Any, Render]:
     if args.body is not None:
-        extra = [flag for flag, dest in _BODY_FLAGS if getattr(args, dest) is not None]
+        extra = [flag for flag, dest in BODY_FLAGS if getattr(args, dest) is not None]
         if extra:
             raise UsageError(f"--body cannot be combined with {', '.join(extra)}")
         body = args.body
@@ -292,7 +293,7 @@ def _create(client: ApiClient, args: argparse.Namespace) -> tuple[Any, Render]:
 
 def _update(client: ApiClient, args: argparse.Namespace) -> tuple[Any, Render]:
     if args.body is not None:
-        extra = [flag for flag, dest in _BODY_FLAGS if getattr(args, dest) is not None]
+        extra = [flag for flag, dest in BODY_FLAGS if getattr(args, dest) is not None]
         if extra:
             raise UsageError(f"--body cannot be combined with {', '.join(extra)}")
         body = args.body
@@ -370,100 +371,3 @@ _ACTIONS: dict[str, Action] = {
     "run": _run_now,
     "runs": _runs,
 }
-
-# Flags that build the body, as (flag, dest): none of them may be combined with --body.
-_BODY_FLAGS = [
-    ("--at", "at"),
-    ("--delay", "delay"),
-    ("--rate", "rate"),
-    ("--cron", "cron"),
-    ("--timezone", "timezone"),
-    ("--start-at", "start_at"),
-    ("--end-at", "end_at"),
-    ("--url", "url"),
-    ("--sqs", "sqs"),
-    ("--sns", "sns"),
-    ("--eventbridge", "eventbridge"),
-    ("--lambda", "lambda_arn"),
-    ("--handler", "handler"),
-    ("--method", "method"),
-    ("--header", "headers"),
-    ("--event-bus", "event_bus"),
-    ("--payload", "payload"),
-    ("--name", "name"),
-    ("--description", "description"),
-    ("--tag", "tags"),
-    ("--priority", "priority"),
-    ("--runtime", "runtime"),
-    ("--max-attempts", "max_attempts"),
-    ("--backoff-seconds", "backoff_seconds"),
-    ("--max-backoff-seconds", "max_backoff_seconds"),
-    ("--timeout-seconds", "timeout_seconds"),
-    ("--catchup", "catchup"),
-    ("--jitter", "jitter_seconds"),
-    ("--overlap", "overlap"),
-]
-
-
-def job_body(args: argparse.Namespace) -> dict[str, Any]:
-    """The POST /jobs body for the create flags. Flags go in as given, even in combinations the
-    API refuses (`--timezone` with `--rate`): its answer names the field."""
-    schedule: dict[str, Any] = {}
-    for key, value in [
-        ("at", args.at),
-        ("delay_seconds", args.delay),
-        ("rate_seconds", args.rate),
-        ("cron", args.cron),
-        ("timezone", args.timezone),
-        ("start_at", args.start_at),
-        ("end_at", args.end_at),
-    ]:
-        if value is not None:
-            schedule[key] = value
-
-    target: dict[str, Any] = {}
-    if args.url is not None:
-        target = {"type": "http", "url": args.url}
-    elif args.sqs is not None:
-        target = {"type": "sqs", "queue_url": args.sqs}
-    elif args.sns is not None:
-        target = {"type": "sns", "topic_arn": args.sns}
-    elif args.eventbridge is not None:
-        source, detail_type = args.eventbridge
-        target = {"type": "eventbridge", "source": source, "detail_type": detail_type}
-    elif args.lambda_arn is not None:
-        target = {"type": "lambda", "function_arn": args.lambda_arn}
-    elif args.handler is not None:
-        target = {"type": "handler", "name": args.handler}
-    if args.method is not None:
-        target["method"] = args.method
-    if args.headers:
-        target["headers"] = dict(args.headers)
-    if args.event_bus is not None:
-        target["event_bus"] = args.event_bus
-
-    body: dict[str, Any] = {"schedule": schedule, "target": target}
-    if args.payload is not None:
-        body["payload"] = args.payload
-    for key in (
-        "name",
-        "description",
-        "priority",
-        "runtime",
-        "timeout_seconds",
-        "catchup",
-        "jitter_seconds",
-        "overlap",
-    ):
-        if getattr(args, key) is not None:
-            body[key] = getattr(args, key)
-    if args.tags is not None:
-        body["tags"] = dict(args.tags)
-    retry = {
-        key: getattr(args, key)
-        for key in ("max_attempts", "backoff_seconds", "max_backoff_seconds")
-        if getattr(args, key) is not None
-    }
-    if retry:
-        body["retry"] = retry
-    return body
