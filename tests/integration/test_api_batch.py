@@ -11,7 +11,9 @@ from typing import Any
 
 import pytest
 
-from duetime.domain.jobs import Priority, Runtime
+from duetime.domain.jobs import Priority, Runtime, parse_job_spec
+from duetime.ports import QueueError
+from duetime.services.jobs import _fingerprint
 from duetime.settings import QuotaEnv
 from tests.integration.conftest import Engine, engine  # noqa: F401 - fixture
 from tests.integration.test_api import (
@@ -81,6 +83,13 @@ def test_a_jobs_field_that_is_not_a_list_of_1_to_100_is_a_400_naming_jobs(
 def test_an_unknown_field_or_a_body_that_is_not_an_object_is_a_400(api: Api) -> None:  # noqa: F811
     assert api.call("POST", "/jobs/batch", {"jobs": [job()], "x": 1}).error["field"] == "x"
     assert api.call("POST", "/jobs/batch", [job()]).error["field"] == "body"
+    assert api.job_items() == []
+
+
+def test_a_body_over_256_kib_is_a_413_on_body(api: Api) -> None:  # noqa: F811
+    jobs = [job(payload="x" * 60_000) for _ in range(5)]
+    reply = api.call("POST", "/jobs/batch", {"jobs": jobs})
+    assert (reply.status, reply.error["field"]) == (413, "body")
     assert api.job_items() == []
 
 
@@ -206,3 +215,44 @@ def test_keyed_items_add_one_conditional_claim_each_and_timers_are_batched(
     assert calls.count["PutItem"] == 30
     assert calls.count["BatchWriteItem"] == 4
     assert calls.count["SendMessageBatch"] == calls.count["SendMessage"] == 0
+
+
+# --- failures and resumed submissions ----------------------------------------------------------
+
+
+def test_a_failed_send_is_a_500_cancelling_the_batch_and_a_retry_with_the_keys_revives_it(
+    api: Api,  # noqa: F811
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    jobs = [job(payload=n, idempotency_key=f"k{n}") for n in range(3)]
+    queue = api.engine.parts.queue
+
+    def broken(*_: object) -> None:
+        raise QueueError("SQS is unavailable")
+
+    with monkeypatch.context() as patched:
+        patched.setattr(queue, "send", broken)
+        failed = api.call("POST", "/jobs/batch", {"jobs": jobs})
+
+    assert failed.status == 500
+    assert {api.item_status(i["id"]["S"]) for i in api.job_items()} == {"cancelled"}
+    retried = batch(api, jobs)
+    assert statuses(retried) == [201] * 3
+    assert {i["job"]["status"] for i in retried.json["items"]} == {"scheduled"}
+    assert len(api.job_items()) == 3  # revived, not created again
+    assert api.engine.queue_messages(Runtime.LAMBDA, Priority.NORMAL) == 3
+
+
+def test_a_key_whose_first_request_died_before_writing_its_job_gets_the_recorded_id(
+    api: Api,  # noqa: F811
+) -> None:
+    body = job(payload="resumed")
+    recorded = "01KAAAAAAAAAAAAAAAAAAAAAAB"
+    fingerprint = _fingerprint(parse_job_spec(body))
+    api.engine.parts.jobs.claim_key("tenant-a", "died", recorded, fingerprint, 2**31)
+
+    reply = batch(api, [{**body, "idempotency_key": "died"}, job()])
+
+    assert statuses(reply) == [201, 201]
+    assert reply.json["items"][0]["job"]["id"] == recorded
+    assert recorded in {i["id"]["S"] for i in api.job_items()}

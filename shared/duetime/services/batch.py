@@ -81,6 +81,7 @@ class BatchSubmitter:
         new: list[_New] = []
         keyed: dict[str, tuple[int, str]] = {}  # key -> (first item with it, fingerprint)
         same_as: dict[int, int] = {}  # an item that repeats an earlier item's key and body
+        lost: set[str] = set()  # resumed jobs another replay wrote first: theirs, not ours
         try:
             for index, item in enumerate(items):
                 if isinstance(item, DomainError):
@@ -105,13 +106,13 @@ class BatchSubmitter:
                     results[index] = planned
                 else:
                     new.append(_New(index, planned[0], planned[1]))
-            for done in self._launch(new):
+            for done in self._launch(new, lost):
                 results[done.index] = JobView(done.job, done.job.status, None)
             for done in new:
                 if results[done.index] is None:  # a concurrent replay wrote it first
                     results[done.index] = service.get(tenant, done.job.id)
         except Exception:
-            self._abandon([n.job for n in new])
+            self._abandon([n.job for n in new if n.job.id not in lost])
             raise
         for index, first in same_as.items():
             results[index] = results[first]
@@ -168,9 +169,9 @@ class BatchSubmitter:
         )
         return job, resumed
 
-    def _launch(self, new: list[_New]) -> list[_New]:
+    def _launch(self, new: list[_New], lost: set[str]) -> list[_New]:
         """Write the new jobs and dispatch their first occurrences, together. Returns those
-        written by this request (a resumed one a concurrent replay wrote first is left out)."""
+        written by this request; a resumed one a concurrent replay wrote first goes in `lost`."""
         service = self._service
         service._jobs.create_many([n.job for n in new if not n.resumed])
         written = [n for n in new if not n.resumed]
@@ -181,6 +182,7 @@ class BatchSubmitter:
                 service._jobs.create(n.job)
             except ConditionFailed:
                 service._release(n.job)  # the other request counted it
+                lost.add(n.job.id)
                 continue
             written.append(n)
         if written:
