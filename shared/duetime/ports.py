@@ -61,6 +61,10 @@ class JobStore(Protocol):
     def create(self, job: Job) -> None:
         """Insert a new job; ConditionFailed if the id exists."""
 
+    def create_many(self, jobs: Sequence[Job]) -> None:
+        """Insert new jobs with freshly drawn ids, unconditionally (BatchWriteItem, 25 a
+        request): for ids no request has used before, which no stored job can have."""
+
     def get(self, tenant: str, job_id: str) -> Job | None: ...
 
     def claim_key(

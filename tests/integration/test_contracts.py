@@ -424,6 +424,20 @@ def test_given_an_existing_job_when_creating_it_again_then_condition_failed(
     assert job_store.get(TENANT, job.id) == job
 
 
+def test_given_new_jobs_when_creating_many_then_each_is_stored_as_given(
+    job_store: JobStore,
+) -> None:
+    jobs = [
+        make_job(tenant, entropy=n, recurring=n % 2 == 0)
+        for n in range(30)
+        for tenant in (TENANT, "tenant-b")
+    ]
+
+    job_store.create_many(jobs)
+
+    assert [job_store.get(job.tenant, job.id) for job in jobs] == jobs
+
+
 def test_given_a_job_of_another_tenant_when_getting_its_id_then_none(
     job_store: JobStore,
 ) -> None:

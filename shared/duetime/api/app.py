@@ -25,6 +25,7 @@ from aws_lambda_powertools.event_handler import APIGatewayHttpResolver, Response
 from aws_lambda_powertools.event_handler.exceptions import NotFoundError
 
 from duetime.api import views
+from duetime.api.batch import batch_route
 from duetime.api.openapi import OPENAPI
 from duetime.api.params import if_match, parse_job_filter
 from duetime.api.quotas import SubmissionLimiter
@@ -42,6 +43,7 @@ from duetime.domain.errors import (
 from duetime.domain.jobs import JobStatus, parse_job_spec
 from duetime.observability import logger
 from duetime.ports import Page
+from duetime.services.batch import BatchSubmitter
 from duetime.services.jobs import JobService, JobView
 from duetime.services.webhook_secrets import RotationConflict, WebhookSecrets
 from duetime.settings import ApiSettings
@@ -65,6 +67,7 @@ ROUTES: tuple[tuple[str, str], ...] = (
     ("GET", "/health"),
     ("GET", "/openapi.json"),
     ("POST", "/jobs"),
+    ("POST", "/jobs/batch"),
     ("GET", "/jobs"),
     ("GET", "/jobs/{id}"),
     ("PATCH", "/jobs/{id}"),
@@ -156,6 +159,10 @@ def build_app(
         # cancelled since). A new job has no run yet.
         view = service.get(owner, job.id) if key else JobView(job, job.status, None)
         return _job(HTTPStatus.CREATED, view, clock())
+
+    body = lambda: json_body(app.current_event.raw_event)  # noqa: E731
+    batch = batch_route(BatchSubmitter(service), tenant, body, limiter, quotas, clock, status_of)
+    route("POST", "/jobs/batch")(batch)
 
     @route("GET", "/jobs")
     def list_jobs() -> JsonResponse:

@@ -212,6 +212,28 @@ def _paths() -> dict[str, Any]:
                 "responses": _ok(200, "A page of jobs.", "JobPage", (400, "BadRequest")),
             },
         },
+        "/jobs/batch": {
+            "post": {
+                "operationId": "createJobs",
+                "summary": "Submit up to 100 jobs, each answered on its own",
+                "description": "Each item is a POST /jobs body with an optional "
+                "idempotency_key, and is answered in order with 201 and the job, or with the "
+                "4xx and error POST /jobs would have answered: one bad item does not reject "
+                "the others. Each item spends one token of the tenant's submission rate. The "
+                "writes and the SQS sends are batched (docs/api.md tells the cost).",
+                "requestBody": {
+                    "required": True,
+                    "content": _json_content(ref("JobBatchRequest")),
+                },
+                "responses": _ok(
+                    200,
+                    "A result per item, in order.",
+                    "JobBatchResult",
+                    (400, "BadRequest"),
+                    (413, "PayloadTooLarge"),
+                ),
+            },
+        },
         "/jobs/{id}": {
             "parameters": [_param("JobId")],
             "get": {

@@ -297,6 +297,60 @@ def _job_patch(request: dict[str, Any]) -> dict[str, Any]:
     )
 
 
+def _batch(request: dict[str, Any]) -> dict[str, Any]:
+    """POST /jobs/batch: submissions that may each carry an idempotency key, and the answer
+    of each item (duetime.api.batch)."""
+    key = {
+        "type": "string",
+        "pattern": "^[\\x21-\\x7e]{1,255}$",
+        "description": "As the Idempotency-Key header of POST /jobs, for this item: a replay "
+        "(for 24 hours) answers the same job; the key with another body is a 409 item.",
+    }
+    item = {**request, "properties": {**request["properties"], "idempotency_key": key}}
+    return {
+        "JobBatchItem": {**item, "description": "A job submission (JobRequest) and its key."},
+        "JobBatchRequest": obj(
+            {
+                "jobs": {
+                    "type": "array",
+                    "minItems": 1,
+                    "maxItems": 100,
+                    "items": ref("JobBatchItem"),
+                }
+            },
+            ("jobs",),
+        ),
+        "JobBatchResult": obj(
+            {
+                "items": {
+                    "type": "array",
+                    "description": "One per submitted job, in order.",
+                    "items": {
+                        "oneOf": [
+                            obj({"status": {"const": 201}, "job": ref("Job")}, ("status", "job")),
+                            obj(
+                                {
+                                    "status": {"type": "integer", "minimum": 400, "maximum": 499},
+                                    "error": {
+                                        "$ref": "#/components/schemas/Error/properties/error"
+                                    },
+                                    "retry_after_seconds": {
+                                        "type": "integer",
+                                        "minimum": 1,
+                                        "description": "With status 429: seconds to wait.",
+                                    },
+                                },
+                                ("status", "error"),
+                            ),
+                        ]
+                    },
+                }
+            },
+            ("items",),
+        ),
+    }
+
+
 def component_schemas() -> dict[str, Any]:
     jobs = _jobs()
     return {
@@ -304,4 +358,5 @@ def component_schemas() -> dict[str, Any]:
         **target_schemas(),
         **jobs,
         "JobPatch": _job_patch(jobs["JobRequest"]),
+        **_batch(jobs["JobRequest"]),
     }

@@ -13,6 +13,7 @@ import urllib.parse
 from collections.abc import Callable
 from typing import Any
 
+from duetime.cli import jobs_batch
 from duetime.cli.client import (
     API_URL_ENV,
     DEFAULT_API_URL,
@@ -56,9 +57,16 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         "create",
         parents=[common],
         help="submit a job (POST /jobs)",
-        description="Submit a job. Flags build the body; --body sends one as given.",
+        description="Submit a job. Flags build the body; --body sends one as given; "
+        "--from-file submits one job per line (POST /jobs/batch).",
     )
     _add_create_options(create)
+    create.add_argument(
+        "--from-file",
+        metavar="JSONL",
+        help="submit the job bodies of this file, one per line (- for stdin), instead of the "
+        "flags above; exits 1 if any job was refused",
+    )
 
     update = actions.add_parser(
         "update",
@@ -247,7 +255,7 @@ def run_jobs(args: argparse.Namespace) -> int:
         text = json_text(data) if args.json_output else render(data)
         if text:
             print(text)
-        return 0
+        return 1 if getattr(args, "from_file", None) is not None and jobs_batch.failed(data) else 0
     except UsageError as exc:
         _fail(str(exc))
         return 2
@@ -280,6 +288,13 @@ def _job_path(args: argparse.Namespace, suffix: str = "") -> str:
 
 
 def _create(client: ApiClient, args: argparse.Namespace) -> tuple[Any, Render]:
+    if args.from_file is not None:
+        extra = [flag for flag, dest in BODY_FLAGS if getattr(args, dest) is not None]
+        extra += ["--body"] * (args.body is not None)
+        extra += ["--idempotency-key"] * (args.idempotency_key is not None)
+        if extra:
+            raise UsageError(f"--from-file cannot be combined with {', '.join(extra)}")
+        return jobs_batch.create_from_file(client, args.from_file), jobs_batch.format_results
     if args.body is not None:
         extra = [flag for flag, dest in BODY_FLAGS if getattr(args, dest) is not None]
         if extra:

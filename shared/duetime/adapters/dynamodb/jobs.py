@@ -13,7 +13,9 @@ from botocore.exceptions import ClientError
 
 from duetime.adapters.codec import from_item, job_from_values, job_to_values, to_item
 from duetime.adapters.dynamodb.common import (
+    BATCH_WRITE,
     batch_get,
+    batch_write,
     decode_cursor,
     encode_cursor,
     is_condition_failure,
@@ -105,6 +107,11 @@ class DynamoJobStore:
             if is_condition_failure(exc):
                 raise ConditionFailed(f"job {job.id} exists") from exc
             raise StoreError(str(exc)) from exc
+
+    def create_many(self, jobs: Sequence[Job]) -> None:
+        items = [{"PutRequest": {"Item": self._item(job)}} for job in jobs]
+        for start in range(0, len(items), BATCH_WRITE):
+            batch_write(self._client, self._table, items[start : start + BATCH_WRITE])
 
     def get(self, tenant: str, job_id: str) -> Job | None:
         if job_id.startswith(IDEMPOTENCY_PREFIX[0]):

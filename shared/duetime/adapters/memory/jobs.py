@@ -35,6 +35,11 @@ class MemoryJobStore:
                 raise ConditionFailed(f"job {job.id} exists")
             self._jobs[(job.tenant, job.id)] = job
 
+    def create_many(self, jobs: Sequence[Job]) -> None:
+        with self._lock:
+            for job in jobs:
+                self._jobs[(job.tenant, job.id)] = job
+
     def get(self, tenant: str, job_id: str) -> Job | None:
         return self._jobs.get((tenant, job_id))
 

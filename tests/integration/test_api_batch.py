@@ -1,0 +1,258 @@
+"""Issue 14, item 5 through the API handler on moto: POST /jobs/batch (items answered on their
+own, in order; per-item idempotency keys and quotas) and what a batch costs in AWS requests
+(botocore event hooks count them).
+
+Every reply is validated against the OpenAPI document (tests/integration/test_api.py)."""
+
+from __future__ import annotations
+
+from collections import Counter
+from typing import Any
+
+import pytest
+
+from duetime.domain.jobs import Priority, Runtime, parse_job_spec
+from duetime.ports import QueueError
+from duetime.services.jobs import _fingerprint
+from duetime.settings import QuotaEnv
+from tests.integration.conftest import Engine, engine  # noqa: F401 - fixture
+from tests.integration.test_api import (
+    HANDLER_TARGET,
+    Api,
+    Reply,
+    _validator,
+    api,  # noqa: F401 - fixture
+)
+
+
+def job(**fields: Any) -> dict[str, Any]:
+    return {"schedule": {"delay_seconds": 60}, "target": HANDLER_TARGET, **fields}
+
+
+def batch(api: Api, jobs: list[Any], **kwargs: Any) -> Reply:  # noqa: F811
+    reply = api.call("POST", "/jobs/batch", {"jobs": jobs}, **kwargs)
+    if reply.status == 200 and all(i["status"] == 201 for i in reply.json["items"]):
+        # What the API accepted is valid under the document's request schema.
+        _validator("/components/schemas/JobBatchRequest", None).validate({"jobs": jobs})
+    return reply
+
+
+def statuses(reply: Reply) -> list[int]:
+    return [item["status"] for item in reply.json["items"]]
+
+
+def test_items_are_answered_in_order_and_a_bad_one_rejects_no_other(api: Api) -> None:  # noqa: F811
+    jobs = [
+        job(name="first"),
+        job(schedule={"cron": "not a cron"}),
+        job(name="third", schedule={"rate_seconds": 60}),
+        "not an object",
+        job(id="01KAAAAAAAAAAAAAAAAAAAAAAA"),
+        job(name="last", priority="high"),
+    ]
+
+    reply = batch(api, jobs)
+
+    assert reply.status == 200
+    assert statuses(reply) == [201, 400, 201, 400, 400, 201]
+    items = reply.json["items"]
+    assert [items[i]["job"]["name"] for i in (0, 2, 5)] == ["first", "third", "last"]
+    assert [items[i]["error"]["field"] for i in (1, 3, 4)] == ["schedule.cron", "body", "id"]
+    assert {i["error"]["code"] for i in (items[1], items[3], items[4])} == {"invalid"}
+    stored = {i["id"]["S"] for i in api.job_items()}
+    assert stored == {items[i]["job"]["id"] for i in (0, 2, 5)}
+    for index in (0, 2, 5):  # each as GET /jobs/{id} shows it
+        created = items[index]["job"]
+        assert api.call("GET", f"/jobs/{created['id']}").json == created
+
+
+@pytest.mark.parametrize(
+    "body",
+    [{"jobs": []}, {"jobs": [job()] * 101}, {"jobs": job()}, {"jobs": None}, {}],
+    ids=["empty", "101", "an object", "null", "missing"],
+)
+def test_a_jobs_field_that_is_not_a_list_of_1_to_100_is_a_400_naming_jobs(
+    api: Api,  # noqa: F811
+    body: dict[str, Any],
+) -> None:
+    reply = api.call("POST", "/jobs/batch", body)
+    assert (reply.status, reply.error["field"]) == (400, "jobs")
+    assert api.job_items() == []
+
+
+def test_an_unknown_field_or_a_body_that_is_not_an_object_is_a_400(api: Api) -> None:  # noqa: F811
+    assert api.call("POST", "/jobs/batch", {"jobs": [job()], "x": 1}).error["field"] == "x"
+    assert api.call("POST", "/jobs/batch", [job()]).error["field"] == "body"
+    assert api.job_items() == []
+
+
+def test_a_body_over_256_kib_is_a_413_on_body(api: Api) -> None:  # noqa: F811
+    jobs = [job(payload="x" * 60_000) for _ in range(5)]
+    reply = api.call("POST", "/jobs/batch", {"jobs": jobs})
+    assert (reply.status, reply.error["field"]) == (413, "body")
+    assert api.job_items() == []
+
+
+def test_a_hundred_jobs_are_accepted_and_all_run(api: Api) -> None:  # noqa: F811
+    reply = batch(api, [job(schedule={"delay_seconds": 5}, payload={"n": n}) for n in range(100)])
+
+    assert statuses(reply) == [201] * 100
+    ids = [item["job"]["id"] for item in reply.json["items"]]
+    assert len(set(ids)) == 100
+    api.engine.advance(10)
+    api.engine.drain()
+    assert Counter(c.job_id for c in api.engine.recorder.calls if c.job_id in ids) == dict.fromkeys(
+        ids, 1
+    )
+
+
+# --- idempotency keys -------------------------------------------------------------------------
+
+
+def test_each_item_has_its_own_idempotency_key(api: Api) -> None:  # noqa: F811
+    first = batch(api, [job(idempotency_key="a", payload=1), job(idempotency_key="b", payload=2)])
+    ids = [item["job"]["id"] for item in first.json["items"]]
+
+    again = batch(
+        api,
+        [
+            job(idempotency_key="b", payload=2),  # a replay: the same job
+            job(idempotency_key="a", payload=9),  # the key with another body: a 409 item
+            job(idempotency_key="c", payload=3),  # a new one
+            job(idempotency_key="c", payload=3),  # the same key twice in a batch: one job
+            job(idempotency_key="with space"),  # a malformed key
+        ],
+    )
+
+    items = again.json["items"]
+    assert statuses(again) == [201, 409, 201, 201, 400]
+    assert items[0]["job"]["id"] == ids[1]
+    assert items[1]["error"]["code"] == "idempotency_conflict"
+    assert items[2]["job"]["id"] == items[3]["job"]["id"] not in ids
+    assert items[4]["error"]["field"] == "idempotency_key"
+    assert len(api.job_items()) == 3
+    # The keys are those of the Idempotency-Key header of POST /jobs, per tenant.
+    header = api.call("POST", "/jobs", job(payload=3), headers={"Idempotency-Key": "c"})
+    assert (header.status, header.json["id"]) == (201, items[2]["job"]["id"])
+    theirs = batch(api, [job(idempotency_key="a", payload=1)], tenant="tenant-b")
+    assert theirs.json["items"][0]["job"]["id"] not in ids
+
+
+# --- quotas -----------------------------------------------------------------------------------
+
+
+def test_each_job_spends_a_submission_token_and_those_beyond_are_429_items(api: Api) -> None:  # noqa: F811
+    api.configure(**{QuotaEnv.SUBMISSIONS_PER_SECOND: "0.01", QuotaEnv.SUBMISSION_BURST: "3"})
+
+    reply = batch(api, [job(payload=n) for n in range(5)])
+
+    assert statuses(reply) == [201, 201, 201, 429, 429]
+    refused = reply.json["items"][3]
+    assert refused["error"]["code"] == "quota_exceeded"
+    assert 1 <= refused["retry_after_seconds"] <= 100
+    assert len(api.job_items()) == 3
+    assert api.call("POST", "/jobs", job()).status == 429  # the same bucket as POST /jobs
+
+
+def test_recurring_jobs_beyond_the_quota_are_429_items(api: Api) -> None:  # noqa: F811
+    api.configure(**{QuotaEnv.MAX_ACTIVE_RECURRING_JOBS: "2", QuotaEnv.MIN_RATE_SECONDS: "10"})
+    recurring = job(schedule={"rate_seconds": 60})
+
+    reply = batch(api, [recurring, job(schedule={"rate_seconds": 5}), recurring, recurring, job()])
+
+    assert statuses(reply) == [201, 429, 201, 429, 201]
+    assert reply.json["items"][1]["error"]["field"] == "schedule.rate_seconds"
+    assert len(api.job_items()) == 3
+
+
+# --- cost: batched writes and sends ------------------------------------------------------------
+
+
+class Calls:
+    """Every AWS operation called, by name (botocore's before-call event)."""
+
+    def __init__(self, engine: Engine) -> None:  # noqa: F811
+        self.count: Counter[str] = Counter()
+        for client in {id(c): c for c in self._clients(engine)}.values():
+            client.meta.events.register("before-call", self._seen)
+
+    @staticmethod
+    def _clients(engine: Engine) -> list[Any]:  # noqa: F811
+        parts = engine.parts
+        return [parts.jobs._client, parts.timers._client, parts.runs._client, parts.queue._client]  # type: ignore[attr-defined]
+
+    def _seen(self, event_name: str, **_: Any) -> None:
+        self.count[event_name.rsplit(".", maxsplit=1)[-1]] += 1
+
+
+def test_a_batch_of_100_fast_path_jobs_costs_10_sqs_requests_and_4_job_writes(
+    api: Api,  # noqa: F811
+) -> None:
+    calls = Calls(api.engine)
+
+    reply = batch(api, [job(schedule={"delay_seconds": 30}, payload=n) for n in range(100)])
+
+    assert statuses(reply) == [201] * 100
+    # The first occurrences go out as SendMessageBatch of 10 (one queue: lambda × normal)...
+    assert (calls.count["SendMessageBatch"], calls.count["SendMessage"]) == (10, 0)
+    assert api.engine.queue_messages(Runtime.LAMBDA, Priority.NORMAL) == 100
+    # ...and the job items as BatchWriteItem of 25, with no single PutItem.
+    assert (calls.count["BatchWriteItem"], calls.count["PutItem"]) == (4, 0)
+    assert len(api.job_items()) == 100
+
+
+def test_keyed_items_add_one_conditional_claim_each_and_timers_are_batched(
+    api: Api,  # noqa: F811
+) -> None:
+    calls = Calls(api.engine)
+    jobs = [job(schedule={"delay_seconds": 3600}, idempotency_key=f"k{n}") for n in range(30)]
+
+    reply = batch(api, jobs)
+
+    assert statuses(reply) == [201] * 30
+    # A claim per key (the condition is the claim); the 30 jobs in 2 BatchWriteItem, their 30
+    # timers (an hour away: beyond the sweep horizon) in 2 more; nothing sent yet.
+    assert calls.count["PutItem"] == 30
+    assert calls.count["BatchWriteItem"] == 4
+    assert calls.count["SendMessageBatch"] == calls.count["SendMessage"] == 0
+
+
+# --- failures and resumed submissions ----------------------------------------------------------
+
+
+def test_a_failed_send_is_a_500_cancelling_the_batch_and_a_retry_with_the_keys_revives_it(
+    api: Api,  # noqa: F811
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    jobs = [job(payload=n, idempotency_key=f"k{n}") for n in range(3)]
+    queue = api.engine.parts.queue
+
+    def broken(*_: object) -> None:
+        raise QueueError("SQS is unavailable")
+
+    with monkeypatch.context() as patched:
+        patched.setattr(queue, "send", broken)
+        failed = api.call("POST", "/jobs/batch", {"jobs": jobs})
+
+    assert failed.status == 500
+    assert {api.item_status(i["id"]["S"]) for i in api.job_items()} == {"cancelled"}
+    retried = batch(api, jobs)
+    assert statuses(retried) == [201] * 3
+    assert {i["job"]["status"] for i in retried.json["items"]} == {"scheduled"}
+    assert len(api.job_items()) == 3  # revived, not created again
+    assert api.engine.queue_messages(Runtime.LAMBDA, Priority.NORMAL) == 3
+
+
+def test_a_key_whose_first_request_died_before_writing_its_job_gets_the_recorded_id(
+    api: Api,  # noqa: F811
+) -> None:
+    body = job(payload="resumed")
+    recorded = "01KAAAAAAAAAAAAAAAAAAAAAAB"
+    fingerprint = _fingerprint(parse_job_spec(body))
+    api.engine.parts.jobs.claim_key("tenant-a", "died", recorded, fingerprint, 2**31)
+
+    reply = batch(api, [{**body, "idempotency_key": "died"}, job()])
+
+    assert statuses(reply) == [201, 201]
+    assert reply.json["items"][0]["job"]["id"] == recorded
+    assert recorded in {i["id"]["S"] for i in api.job_items()}

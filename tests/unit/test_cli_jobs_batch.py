@@ -1,0 +1,146 @@
+"""`duetime jobs create --from-file` against the fake API of tests/unit/test_cli_jobs.py."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.unit.test_cli_jobs import (  # noqa: F401 - fixtures
+    JOB,
+    FakeApi,
+    api,
+    clean_env,
+    jobs,
+    server_url,
+)
+
+
+def write_lines(tmp_path: Path, lines: list[str]) -> str:
+    path = tmp_path / "jobs.jsonl"
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    return str(path)
+
+
+def body(n: int, **fields: Any) -> dict[str, Any]:
+    return {"schedule": {"delay_seconds": 60}, "target": {"type": "handler", "name": "x"}} | {
+        "payload": n,
+        **fields,
+    }
+
+
+def created(n: int) -> dict[str, Any]:
+    return {"status": 201, "job": {**JOB, "id": f"J{n}", "name": f"job-{n}"}}
+
+
+def test_each_line_is_a_job_of_the_batch_and_each_result_is_printed_with_its_line(
+    api: FakeApi,  # noqa: F811
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    # Given a file of three bodies (and a blank line) and an API that refuses the second
+    path = write_lines(
+        tmp_path,
+        [json.dumps(body(1, idempotency_key="k1")), "", json.dumps(body(2)), json.dumps(body(3))],
+    )
+    refused = {
+        "status": 400,
+        "error": {"code": "invalid", "message": "unknown field", "field": "x"},
+    }
+    api.answer(200, {"items": [created(1), refused, created(3)]})
+
+    # When the file is submitted
+    code = jobs(api, "create", "--from-file", path)
+
+    # Then one POST /jobs/batch carried the bodies as written, in order
+    assert (api.last.method, api.last.path) == ("POST", "/jobs/batch")
+    assert api.last.body == {"jobs": [body(1, idempotency_key="k1"), body(2), body(3)]}
+    # and each result is printed with its line number; one refusal makes the exit status 1
+    out = capsys.readouterr().out.splitlines()
+    assert out[0].startswith("line 1: 201 J1")
+    assert out[1] == "line 3: 400 invalid x: unknown field"
+    assert out[2].startswith("line 4: 201 J3")
+    assert code == 1
+
+
+def test_all_created_exits_0_and_json_output_keeps_the_line_numbers(
+    api: FakeApi,  # noqa: F811
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    path = write_lines(tmp_path, [json.dumps(body(1)), json.dumps(body(2))])
+    api.answer(200, {"items": [created(1), created(2)]})
+
+    code = jobs(api, "create", "--from-file", path, "--json")
+
+    assert code == 0
+    printed = json.loads(capsys.readouterr().out)
+    assert [(i["line"], i["status"], i["job"]["id"]) for i in printed["items"]] == [
+        (1, 201, "J1"),
+        (2, 201, "J2"),
+    ]
+
+
+def test_more_than_100_lines_go_in_requests_of_100(
+    api: FakeApi,  # noqa: F811
+    tmp_path: Path,
+) -> None:
+    path = write_lines(tmp_path, [json.dumps(body(n)) for n in range(250)])
+    for size in (100, 100, 50):
+        api.answer(200, {"items": [created(n) for n in range(size)]})
+
+    assert jobs(api, "create", "--from-file", path) == 0
+
+    assert [len(r.body["jobs"]) for r in api.requests] == [100, 100, 50]
+    assert api.requests[2].body["jobs"][0] == body(200)
+
+
+@pytest.mark.parametrize(
+    ("line", "message"),
+    [("{not json", "not valid JSON"), ("[1, 2]", "not a JSON object")],
+)
+def test_a_bad_line_is_reported_with_its_number_and_nothing_is_sent(
+    api: FakeApi,  # noqa: F811
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    line: str,
+    message: str,
+) -> None:
+    path = write_lines(tmp_path, [json.dumps(body(1)), json.dumps(body(2)), line])
+
+    code = jobs(api, "create", "--from-file", path)
+
+    assert code == 2
+    error = capsys.readouterr().err
+    assert f"jobs.jsonl:3: {message}" in error
+    assert api.requests == []
+
+
+def test_from_file_cannot_be_combined_with_body_flags(
+    api: FakeApi,  # noqa: F811
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    path = write_lines(tmp_path, [json.dumps(body(1))])
+
+    code = jobs(api, "create", "--from-file", path, "--rate", "60", "--idempotency-key", "k")
+
+    assert code == 2
+    assert "--from-file cannot be combined with --rate, --idempotency-key" in (
+        capsys.readouterr().err
+    )
+    assert api.requests == []
+
+
+def test_an_error_of_the_whole_batch_exits_1(
+    api: FakeApi,  # noqa: F811
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    path = write_lines(tmp_path, [json.dumps(body(1))])
+    api.answer(400, {"error": {"code": "invalid", "message": "too many", "field": "jobs"}})
+
+    assert jobs(api, "create", "--from-file", path) == 1
+    assert "jobs" in capsys.readouterr().err
