@@ -24,6 +24,7 @@ from typing import Any, TypeAlias, TypeVar
 from aws_lambda_powertools.event_handler import APIGatewayHttpResolver, Response, content_types
 from aws_lambda_powertools.event_handler.exceptions import NotFoundError
 
+from duetime.api import backfill as backfill_route
 from duetime.api import views
 from duetime.api.openapi import OPENAPI
 from duetime.api.params import if_match, parse_job_filter
@@ -42,6 +43,7 @@ from duetime.domain.errors import (
 from duetime.domain.jobs import JobStatus, parse_job_spec
 from duetime.observability import logger
 from duetime.ports import Page
+from duetime.services.backfill import Backfill
 from duetime.services.jobs import JobService, JobView
 from duetime.services.webhook_secrets import RotationConflict, WebhookSecrets
 from duetime.settings import ApiSettings
@@ -73,6 +75,7 @@ ROUTES: tuple[tuple[str, str], ...] = (
     ("POST", "/jobs/{id}/resume"),
     ("POST", "/jobs/{id}/run"),
     ("GET", "/jobs/{id}/runs"),
+    ("POST", "/jobs/{id}/backfill"),
     ("GET", "/webhook-secret"),
     ("POST", "/webhook-secret/rotate"),
 )
@@ -116,6 +119,7 @@ def build_app(
     clock: Callable[[], int] = wall_ms,
     limiter: SubmissionLimiter | None = None,
     webhook_secrets: WebhookSecrets | None = None,
+    backfill: Backfill | None = None,
 ) -> APIGatewayHttpResolver:
     """The resolver with every route. `webhook_secrets` serves /webhook-secret; without it
     those routes answer 500 (a wiring mistake, logged)."""
@@ -219,6 +223,11 @@ def build_app(
         job_id = checked_id(job_id)
         page = _read_page(lambda: service.list_runs(owner, job_id, limit, cursor), cursor)
         return _json(HTTPStatus.OK, views.runs_page_json(page))
+
+    body = lambda: json_body(app.current_event.raw_event)  # noqa: E731
+    backfill_route.register(
+        route, backfill, tenant=tenant, body=body, checked_id=checked_id, limiter=limiter
+    )
 
     def secrets() -> WebhookSecrets:
         if webhook_secrets is None:
