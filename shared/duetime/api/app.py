@@ -121,8 +121,8 @@ def build_app(
     webhook_secrets: WebhookSecrets | None = None,
     backfill: Backfill | None = None,
 ) -> APIGatewayHttpResolver:
-    """The resolver with every route. `webhook_secrets` serves /webhook-secret; without it
-    those routes answer 500 (a wiring mistake, logged)."""
+    """The resolver with every route. `webhook_secrets` serves /webhook-secret and `backfill`
+    /jobs/{id}/backfill; without them those routes answer 500 (a wiring mistake, logged)."""
     settings = settings or ApiSettings()
     quotas = settings.quotas
     limiter = limiter or SubmissionLimiter(quotas.submissions_per_second, quotas.submission_burst)
