@@ -28,8 +28,9 @@ if TYPE_CHECKING:
 # ...dispatch over duetime.adapters.dynamodb): jobs are created, read, listed and replaced
 # conditionally (idempotency keys are conditional puts too); a timer is written and the
 # sweep state read (and the cursor moved back) when a submission is due later; runs are read
-# and listed. Webhook secrets are items of the jobs table (get, conditional puts) encrypted
-# with the data's secrets key.
+# and listed, and batch read by a backfill (which of its occurrences have a record). Webhook
+# secrets are items of the jobs table (get, conditional puts) encrypted with the data's
+# secrets key.
 API_JOBS_ACTIONS = ("dynamodb:GetItem", "dynamodb:Query", "dynamodb:PutItem")
 API_TIMERS_ACTIONS = (
     "dynamodb:GetItem",
@@ -37,7 +38,7 @@ API_TIMERS_ACTIONS = (
     "dynamodb:BatchWriteItem",
     "dynamodb:UpdateItem",
 )
-API_RUNS_ACTIONS = ("dynamodb:GetItem", "dynamodb:Query")
+API_RUNS_ACTIONS = ("dynamodb:GetItem", "dynamodb:Query", "dynamodb:BatchGetItem")
 
 # One JSON line per request; the principal is the JWT's subject.
 ACCESS_LOG_FORMAT = json.dumps(

@@ -27,6 +27,7 @@ from duetime.clock import wall_ms
 from duetime.domain.jobs import Runtime
 from duetime.domain.messages import MessageAuth
 from duetime.ports import SecretCipher, SweepLauncher
+from duetime.services.backfill import Backfill
 from duetime.services.coordinator import Coordinator, InProcessLauncher
 from duetime.services.dispatch import Dispatcher
 from duetime.services.execute import RunExecutor
@@ -66,6 +67,7 @@ class Components:
     reconciler: Reconciler
     executor: RunExecutor
     webhook_secrets: WebhookSecrets
+    backfill: Backfill
 
 
 def build(
@@ -121,6 +123,7 @@ def build(
             session.client("lambda", config=_BOTO_CONFIG, endpoint_url=endpoint_url),
             settings.sweeper_function,
         )
+    service = JobService(jobs, timers, runs, queue, settings, clock=clock)
     return Components(
         settings=settings,
         jobs=jobs,
@@ -128,7 +131,7 @@ def build(
         runs=runs,
         queue=queue,
         auth=auth,
-        service=JobService(jobs, timers, runs, queue, settings, clock=clock),
+        service=service,
         sweeper=sweeper,
         coordinator=Coordinator(timers, launcher, settings, clock=clock),
         reconciler=Reconciler(
@@ -142,6 +145,7 @@ def build(
             jobs, runs, queue, targets, settings, clock=clock, auth=auth, jitter=jitter
         ),
         webhook_secrets=webhook_secrets,
+        backfill=Backfill(service, runs, queue, settings, clock=clock),
     )
 
 
@@ -165,7 +169,9 @@ def api(parts: Components, settings: ApiSettings) -> APIGatewayHttpResolver:
     """The HTTP API (duetime.api.app) over the engine's components."""
     from duetime.api.app import build_app
 
-    return build_app(parts.service, settings, webhook_secrets=parts.webhook_secrets)
+    return build_app(
+        parts.service, settings, webhook_secrets=parts.webhook_secrets, backfill=parts.backfill
+    )
 
 
 def queue_worker(parts: Components, runtime: Runtime, **options: Any) -> QueueWorker:

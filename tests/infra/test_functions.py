@@ -29,8 +29,8 @@ DYNAMODB: dict[str, dict[str, set[str]]] = {
             "dynamodb:GetItem",
             "dynamodb:UpdateItem",
         },
-        # runs: get and list
-        "runs": {"dynamodb:GetItem", "dynamodb:Query"},
+        # runs: get and list; a backfill's occurrences (batch get)
+        "runs": {"dynamodb:GetItem", "dynamodb:Query", "dynamodb:BatchGetItem"},
     },
     "coordinator": {
         "jobs": set(),

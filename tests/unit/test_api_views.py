@@ -12,10 +12,10 @@ import pytest
 from duetime.api.app import (
     Unauthorized,
     json_body,
-    parse_limit,
     status_of,
     tenant_from_event,
 )
+from duetime.api.params import parse_limit
 from duetime.api.quotas import QuotaExceeded, SubmissionLimiter
 from duetime.api.views import job_json, run_json
 from duetime.domain.errors import (

@@ -24,10 +24,19 @@ from typing import Any, TypeAlias, TypeVar
 from aws_lambda_powertools.event_handler import APIGatewayHttpResolver, Response, content_types
 from aws_lambda_powertools.event_handler.exceptions import NotFoundError
 
+from duetime.api import backfill as backfill_route
 from duetime.api import views
 from duetime.api.batch import batch_route
 from duetime.api.openapi import OPENAPI
-from duetime.api.params import if_match, parse_job_filter
+from duetime.api.params import (
+    checked_id,
+    idempotency_key,
+    if_match,
+    parse_cursor,
+    parse_job_filter,
+    parse_limit,
+    parse_status,
+)
 from duetime.api.quotas import SubmissionLimiter
 from duetime.clock import wall_ms
 from duetime.domain.errors import (
@@ -40,9 +49,10 @@ from duetime.domain.errors import (
     QuotaExceeded,
     ValidationError,
 )
-from duetime.domain.jobs import JobStatus, parse_job_spec
+from duetime.domain.jobs import parse_job_spec
 from duetime.observability import logger
 from duetime.ports import Page
+from duetime.services.backfill import Backfill
 from duetime.services.batch import BatchSubmitter
 from duetime.services.jobs import JobService, JobView
 from duetime.services.webhook_secrets import RotationConflict, WebhookSecrets
@@ -53,12 +63,7 @@ T = TypeVar("T")
 
 MAX_BODY_BYTES = 256 * 1024
 MAX_JSON_DEPTH = 64
-DEFAULT_LIMIT = 50
-MAX_LIMIT = 100
-MAX_CURSOR_CHARS = 1024
 MAX_TENANT_CHARS = 256
-JOB_ID = re.compile(r"[0-9A-HJKMNP-TV-Z]{26}")  # a ULID (duetime.domain.ids.new_job_id)
-IDEMPOTENCY_KEY = re.compile(r"[\x21-\x7e]{1,255}")  # visible ASCII
 # Answers holding secret material must not sit in a shared or browser cache.
 _NO_STORE = {"Cache-Control": "no-store"}
 
@@ -76,6 +81,7 @@ ROUTES: tuple[tuple[str, str], ...] = (
     ("POST", "/jobs/{id}/resume"),
     ("POST", "/jobs/{id}/run"),
     ("GET", "/jobs/{id}/runs"),
+    ("POST", "/jobs/{id}/backfill"),
     ("GET", "/webhook-secret"),
     ("POST", "/webhook-secret/rotate"),
 )
@@ -119,9 +125,10 @@ def build_app(
     clock: Callable[[], int] = wall_ms,
     limiter: SubmissionLimiter | None = None,
     webhook_secrets: WebhookSecrets | None = None,
+    backfill: Backfill | None = None,
 ) -> APIGatewayHttpResolver:
-    """The resolver with every route. `webhook_secrets` serves /webhook-secret; without it
-    those routes answer 500 (a wiring mistake, logged)."""
+    """The resolver with every route. `webhook_secrets` serves /webhook-secret and `backfill`
+    /jobs/{id}/backfill; without them those routes answer 500 (a wiring mistake, logged)."""
     settings = settings or ApiSettings()
     quotas = settings.quotas
     limiter = limiter or SubmissionLimiter(quotas.submissions_per_second, quotas.submission_burst)
@@ -227,6 +234,11 @@ def build_app(
         page = _read_page(lambda: service.list_runs(owner, job_id, limit, cursor), cursor)
         return _json(HTTPStatus.OK, views.runs_page_json(page))
 
+    body = lambda: json_body(app.current_event.raw_event)  # noqa: E731
+    backfill_route.register(
+        route, backfill, tenant=tenant, body=body, checked_id=checked_id, limiter=limiter
+    )
+
     def secrets() -> WebhookSecrets:
         if webhook_secrets is None:
             raise RuntimeError("build_app was given no webhook_secrets")
@@ -312,39 +324,6 @@ def json_body(event: Mapping[str, Any]) -> object:
     return value
 
 
-def parse_limit(raw: str | None) -> int:
-    if raw is None:
-        return DEFAULT_LIMIT
-    if not raw.isascii() or not raw.isdigit() or not 1 <= int(raw) <= MAX_LIMIT:
-        raise ValidationError("limit", f"must be an integer from 1 to {MAX_LIMIT}")
-    return int(raw)
-
-
-def parse_status(raw: str | None) -> JobStatus | None:
-    if raw is None:
-        return None
-    for status in JobStatus:
-        if status.value == raw:
-            return status
-    raise ValidationError("status", f"must be one of {'|'.join(s.value for s in JobStatus)}")
-
-
-def parse_cursor(raw: str | None) -> str | None:
-    if raw is None:
-        return None
-    if not raw or len(raw) > MAX_CURSOR_CHARS or not raw.isascii():
-        raise ValidationError("cursor", "not a cursor from a previous page")
-    return raw
-
-
-def idempotency_key(raw: str | None) -> str | None:
-    if raw is None:
-        return None
-    if not IDEMPOTENCY_KEY.fullmatch(raw):
-        raise ValidationError("Idempotency-Key", "must be 1 to 255 visible ASCII characters")
-    return raw
-
-
 def _read_page(read: Callable[[], Page[T]], cursor: str | None) -> Page[T]:
     """A store raises ValueError for a cursor it cannot read: the client's mistake."""
     try:
@@ -353,13 +332,6 @@ def _read_page(read: Callable[[], Page[T]], cursor: str | None) -> Page[T]:
         if cursor is None:
             raise
         raise ValidationError("cursor", "not a cursor from a previous page") from None
-
-
-def checked_id(job_id: str) -> str:
-    """A path id that cannot name a job is a 404 without a read."""
-    if not JOB_ID.fullmatch(job_id):
-        raise NotFound(f"job {job_id[:64]} not found")
-    return job_id
 
 
 def _reject_constant(name: str) -> object:

@@ -10,7 +10,6 @@ beyond the bucket is answered 429 on its own (with `retry_after_seconds`).
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable, Mapping
 from http import HTTPStatus
 from typing import Any
@@ -18,14 +17,12 @@ from typing import Any
 from aws_lambda_powertools.event_handler import Response, content_types
 
 from duetime.api import views
+from duetime.api.params import IDEMPOTENCY_KEY  # as the Idempotency-Key header's
 from duetime.api.quotas import SubmissionLimiter
 from duetime.domain.errors import DomainError, QuotaExceeded, ValidationError
 from duetime.domain.jobs import parse_job_spec
 from duetime.services.batch import MAX_BATCH_JOBS, BatchJob, BatchResult, BatchSubmitter
 from duetime.settings import Quotas
-
-# As the Idempotency-Key header of POST /jobs (duetime.api.app.IDEMPOTENCY_KEY).
-_KEY = re.compile(r"[\x21-\x7e]{1,255}")
 
 
 def parse_batch(raw: object, admit: Callable[[], None]) -> list[BatchJob | DomainError]:
@@ -54,7 +51,7 @@ def _item(body: object) -> BatchJob:
         raise ValidationError("body", "must be a JSON object")
     fields = dict(body)
     key = fields.pop("idempotency_key", None)
-    if key is not None and (not isinstance(key, str) or not _KEY.fullmatch(key)):
+    if key is not None and (not isinstance(key, str) or not IDEMPOTENCY_KEY.fullmatch(key)):
         raise ValidationError("idempotency_key", "must be 1 to 255 visible ASCII characters")
     return BatchJob(parse_job_spec(fields), key)
 

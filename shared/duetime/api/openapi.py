@@ -11,6 +11,7 @@ from __future__ import annotations
 from typing import Any
 
 from duetime import __version__
+from duetime.api.backfill import SCHEMAS as BACKFILL_SCHEMAS
 from duetime.api.schema_parts import enum_values, ref
 from duetime.api.schemas import component_schemas
 from duetime.domain.jobs import JobStatus
@@ -303,6 +304,29 @@ def _paths() -> dict[str, Any]:
                 ),
             },
         },
+        "/jobs/{id}/backfill": {
+            "parameters": [_param("JobId")],
+            "post": {
+                "operationId": "backfillJob",
+                "summary": "Run a recurring job's past occurrences in [from, to) that never ran",
+                "description": "At most 1,000 occurrences, within the run records' hot window. "
+                "Occurrences with a run record are not sent again. A one-off, paused or "
+                "cancelled job is a 409.",
+                "requestBody": {
+                    "required": True,
+                    "content": _json_content(ref("BackfillRequest")),
+                },
+                "responses": _ok(
+                    202,
+                    "The occurrences are queued.",
+                    "BackfillAccepted",
+                    (400, "BadRequest"),
+                    *_TRANSITION,
+                    (413, "PayloadTooLarge"),
+                    (429, "TooManyRequests"),
+                ),
+            },
+        },
         "/jobs/{id}/runs": {
             "parameters": [_param("JobId")],
             "get": {
@@ -362,6 +386,6 @@ OPENAPI: dict[str, Any] = {
         },
         "parameters": _PARAMETERS,
         "responses": _RESPONSES,
-        "schemas": component_schemas(),
+        "schemas": {**component_schemas(), **BACKFILL_SCHEMAS},
     },
 }

@@ -1,5 +1,6 @@
-"""Request parameters of the job routes beyond the basics of duetime.api.app: the list
-filters (`tag`, `name_prefix`) and an update's `If-Match`. Pure."""
+"""Request parameters of the job routes: path ids, paging (`limit`, `cursor`), the list
+filters (`status`, `tag`, `name_prefix`) and the `Idempotency-Key` and `If-Match` headers.
+Pure: each answers the value or raises the 4xx naming the parameter."""
 
 from __future__ import annotations
 
@@ -8,9 +9,21 @@ import urllib.parse
 from collections.abc import Mapping
 from typing import Any
 
-from duetime.domain.errors import ValidationError
-from duetime.domain.jobs import MAX_NAME_CHARS, MAX_TAG_VALUE_CHARS, MAX_TAGS, TAG_KEY, JobFilter
+from duetime.domain.errors import NotFound, ValidationError
+from duetime.domain.jobs import (
+    MAX_NAME_CHARS,
+    MAX_TAG_VALUE_CHARS,
+    MAX_TAGS,
+    TAG_KEY,
+    JobFilter,
+    JobStatus,
+)
 
+DEFAULT_LIMIT = 50
+MAX_LIMIT = 100
+MAX_CURSOR_CHARS = 1024
+JOB_ID = re.compile(r"[0-9A-HJKMNP-TV-Z]{26}")  # a ULID (duetime.domain.ids.new_job_id)
+IDEMPOTENCY_KEY = re.compile(r"[\x21-\x7e]{1,255}")  # visible ASCII
 IF_MATCH = re.compile(r'"(\d{1,15})"|(\d{1,15})')  # a job's ETag: its version, quoted
 
 
@@ -44,3 +57,43 @@ def parse_job_filter(event: Mapping[str, Any]) -> JobFilter | None:
     if not tags and not prefixes:
         return None
     return JobFilter(tuple(tags), prefixes[0] if prefixes else None)
+
+
+def parse_limit(raw: str | None) -> int:
+    if raw is None:
+        return DEFAULT_LIMIT
+    if not raw.isascii() or not raw.isdigit() or not 1 <= int(raw) <= MAX_LIMIT:
+        raise ValidationError("limit", f"must be an integer from 1 to {MAX_LIMIT}")
+    return int(raw)
+
+
+def parse_status(raw: str | None) -> JobStatus | None:
+    if raw is None:
+        return None
+    for status in JobStatus:
+        if status.value == raw:
+            return status
+    raise ValidationError("status", f"must be one of {'|'.join(s.value for s in JobStatus)}")
+
+
+def parse_cursor(raw: str | None) -> str | None:
+    if raw is None:
+        return None
+    if not raw or len(raw) > MAX_CURSOR_CHARS or not raw.isascii():
+        raise ValidationError("cursor", "not a cursor from a previous page")
+    return raw
+
+
+def idempotency_key(raw: str | None) -> str | None:
+    if raw is None:
+        return None
+    if not IDEMPOTENCY_KEY.fullmatch(raw):
+        raise ValidationError("Idempotency-Key", "must be 1 to 255 visible ASCII characters")
+    return raw
+
+
+def checked_id(job_id: str) -> str:
+    """A path id that cannot name a job is a 404 without a read."""
+    if not JOB_ID.fullmatch(job_id):
+        raise NotFound(f"job {job_id[:64]} not found")
+    return job_id

@@ -126,6 +126,15 @@ def _rate_count_before(rate: Rate, created_at: datetime, limit: int) -> int:
     return max(0, -((anchor - limit) // (rate.seconds * 1000)))  # ceil((limit - anchor) / P)
 
 
+def rate_count_between(rate: Rate, created_at: datetime, start_ms: int, end_ms: int) -> int:
+    """How many occurrences of `rate` lie in [start_ms, end_ms): arithmetic, no visits."""
+    return max(
+        0,
+        _rate_count_before(rate, created_at, end_ms)
+        - _rate_count_before(rate, created_at, start_ms),
+    )
+
+
 def _next(schedule: Schedule, created_at: datetime, after_ms: int) -> int | None:
     found = next_occurrence(schedule, created_at=created_at, after=from_ms(after_ms))
     return to_ms(found) if found is not None else None

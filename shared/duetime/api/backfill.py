@@ -1,0 +1,64 @@
+"""`POST /jobs/{id}/backfill` (duetime.services.backfill): registered by build_app, which
+passes its own request helpers (the tenant, the JSON body, the id check) and limiter."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from http import HTTPStatus
+from typing import Any
+
+from aws_lambda_powertools.event_handler import Response, content_types
+
+from duetime.api.quotas import SubmissionLimiter
+from duetime.api.schema_parts import INSTANT, obj
+from duetime.domain.backfill import MAX_BACKFILL_OCCURRENCES
+from duetime.services.backfill import Backfill
+
+# The document's (duetime.api.openapi) schemas of the route.
+SCHEMAS: dict[str, Any] = {
+    "BackfillRequest": obj(
+        {
+            "from": {**INSTANT, "description": "The range's start (inclusive)."},
+            "to": {
+                **INSTANT,
+                "description": "The range's end (exclusive): not after now, after `from`.",
+            },
+        },
+        ("from", "to"),
+    ),
+    "BackfillAccepted": obj(
+        {
+            "occurrences": {
+                "type": "integer",
+                "minimum": 0,
+                "maximum": MAX_BACKFILL_OCCURRENCES,
+                "description": "How many occurrences were sent (those without a run record).",
+            }
+        },
+        ("occurrences",),
+    ),
+}
+
+
+def register(
+    route: Callable[[str, str], Callable[[Callable[..., Response[Any]]], Any]],
+    backfill: Backfill | None,
+    *,
+    tenant: Callable[[], str],
+    body: Callable[[], object],
+    checked_id: Callable[[str], str],
+    limiter: SubmissionLimiter,
+) -> None:
+    @route("POST", "/jobs/{id}/backfill")
+    def backfill_job(job_id: str) -> Response[Any]:
+        owner = tenant()
+        job_id = checked_id(job_id)
+        if backfill is None:
+            raise RuntimeError("build_app was given no backfill")
+        limiter.take(owner)  # one submission, however many occurrences it sends
+        sent = backfill.backfill(owner, job_id, body)
+        return Response(
+            status_code=HTTPStatus.ACCEPTED.value,
+            content_type=content_types.APPLICATION_JSON,
+            body={"occurrences": sent},
+        )

@@ -1,0 +1,173 @@
+"""Issue 14, item 6 through the API handler on moto: POST /jobs/{id}/backfill sends the past
+occurrences of [from, to) that have no run record, with the schedule's run ids, and the real
+worker runs them. Every reply is validated against the OpenAPI document."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from duetime.clock import wall_ms
+from duetime.domain.timeutil import rfc3339_ms
+from tests.integration import test_api
+from tests.integration.conftest import START, Engine
+from tests.integration.test_api import Api, at, to_ms_of
+
+api = test_api.api  # the fixture: the API handler over the moto engine
+
+MINUTE = 60_000
+START_MS = int(START.timestamp() * 1000)
+
+
+def backfill(api: Api, job_id: str, start: str, end: str, **kwargs: Any) -> test_api.Reply:
+    return api.call("POST", f"/jobs/{job_id}/backfill", {"from": start, "to": end}, **kwargs)
+
+
+def run_ids(api: Api, job_id: str) -> list[str]:
+    reply = api.call("GET", f"/jobs/{job_id}/runs", query={"limit": "100"})
+    return sorted(run["run_id"] for run in reply.json["items"])
+
+
+def test_backfill_runs_the_occurrences_that_never_ran_once(api: Api) -> None:
+    engine: Engine = api.engine
+    # Given a 1-minute rate paused at once, whose first 3 occurrences passed while paused
+    # (resumed, it goes on from now: those 3 never ran)
+    job = api.create({"schedule": {"rate_seconds": 60}})
+    first = to_ms_of(job["next_run_at"])
+    api.call("POST", f"/jobs/{job['id']}/pause")
+    engine.advance(3 * 60 + 30)
+    assert api.call("POST", f"/jobs/{job['id']}/resume").status == 200
+    engine.drain()
+    assert engine.recorder.runs_of(job["id"]) == []
+
+    # When its past is backfilled
+    reply = backfill(api, job["id"], at(0), rfc3339_ms(wall_ms()))
+
+    # Then the 3 occurrences are sent, run by the worker, and listed with the schedule's run ids
+    assert (reply.status, reply.json) == (202, {"occurrences": 3})
+    engine.drain()
+    expected = [first, first + MINUTE, first + 2 * MINUTE]
+    assert sorted(engine.recorder.runs_of(job["id"])) == expected
+    assert run_ids(api, job["id"]) == [f"{job['id']}-{ms}" for ms in expected]
+    runs = api.call("GET", f"/jobs/{job['id']}/runs").json["items"]
+    assert {run["status"] for run in runs} == {"succeeded"}
+    assert sorted(run["scheduled_for"] for run in runs) == [rfc3339_ms(ms) for ms in expected]
+
+    # And a second backfill of the same range sends none; a wider one only the new occurrences
+    again = backfill(api, job["id"], at(0), rfc3339_ms(first + 2 * MINUTE + 1))
+    assert (again.status, again.json) == (202, {"occurrences": 0})
+    pause_and_skip_two_minutes(api, job["id"])
+    wider = backfill(api, job["id"], at(0), rfc3339_ms(wall_ms()))
+    assert wider.json == {"occurrences": 2}
+    engine.drain()
+    assert len(engine.recorder.runs_of(job["id"])) == 5
+    assert len(run_ids(api, job["id"])) == 5
+
+
+def pause_and_skip_two_minutes(api: Api, job_id: str) -> None:
+    api.call("POST", f"/jobs/{job_id}/pause")
+    api.engine.advance(2 * 60)
+    api.call("POST", f"/jobs/{job_id}/resume")
+
+
+def test_occurrences_the_sweeper_already_ran_are_not_repeated(api: Api) -> None:
+    engine: Engine = api.engine
+    # Given a job run by the engine for a few minutes
+    job = api.create({"schedule": {"rate_seconds": 60}})
+    engine.run_minutes(4)
+    ran = sorted(engine.recorder.runs_of(job["id"]))
+    assert ran
+
+    # When the range they lie in is backfilled
+    reply = backfill(api, job["id"], at(0), rfc3339_ms(ran[-1] + 1))
+
+    # Then nothing is sent and nothing runs again
+    assert reply.json == {"occurrences": 0}
+    engine.drain()
+    assert sorted(engine.recorder.runs_of(job["id"])) == ran
+
+
+def test_a_cron_job_is_backfilled_on_its_expression(api: Api) -> None:
+    engine: Engine = api.engine
+    job = api.create({"schedule": {"cron": "*/2 * * * *", "timezone": "UTC"}})
+    engine.advance(10 * 60)
+
+    reply = backfill(api, job["id"], at(0), rfc3339_ms(wall_ms()))
+
+    assert reply.json == {"occurrences": 5}
+    engine.drain()
+    assert all(ms % (2 * MINUTE) == 0 for ms in engine.recorder.runs_of(job["id"]))
+    assert len(engine.recorder.runs_of(job["id"])) == 5
+
+
+@pytest.mark.parametrize(
+    ("body", "field"),
+    [
+        ({"to": at(-60)}, "from"),
+        ({"from": "yesterday", "to": at(-60)}, "from"),
+        ({"from": at(-120), "to": at(3600)}, "to"),
+        ({"from": at(-60), "to": at(-120)}, "from"),
+        ({"from": at(-120), "to": at(-60), "extra": 1}, "extra"),
+        ({"from": at(-40 * 86_400), "to": at(-60)}, "from"),  # before the hot window (30 days)
+    ],
+)
+def test_a_bad_range_is_a_400_naming_the_field(api: Api, body: dict[str, Any], field: str) -> None:
+    job = api.create({"schedule": {"rate_seconds": 60}})
+
+    reply = api.call("POST", f"/jobs/{job['id']}/backfill", body)
+
+    assert (reply.status, reply.error["code"], reply.error["field"]) == (400, "invalid", field)
+
+
+def test_a_missing_or_malformed_body_is_a_400_on_body(api: Api) -> None:
+    job = api.create({"schedule": {"rate_seconds": 60}})
+
+    assert api.call("POST", f"/jobs/{job['id']}/backfill").error["field"] == "body"
+    assert api.call("POST", f"/jobs/{job['id']}/backfill", [1]).error["field"] == "body"
+
+
+def test_more_than_1000_occurrences_is_a_400_on_to_with_the_count(api: Api) -> None:
+    engine: Engine = api.engine
+    job = api.create({"schedule": {"rate_seconds": 60}})
+    engine.advance(1100 * 60)
+    engine.drain()  # what the job's creation sent
+
+    reply = backfill(api, job["id"], at(0), at(1100 * 60))
+
+    assert (reply.status, reply.error["field"]) == (400, "to")
+    assert "holds 1,099 occurrences" in reply.error["message"]
+    assert engine.drain() == 0
+
+
+def test_a_one_off_paused_or_cancelled_job_is_a_409(api: Api) -> None:
+    api.engine.advance(120)
+    one_off = api.create({"schedule": {"at": at(3600)}})
+    paused = api.create({"schedule": {"rate_seconds": 60}})
+    api.call("POST", f"/jobs/{paused['id']}/pause")
+    cancelled = api.create({"schedule": {"rate_seconds": 60}})
+    api.call("DELETE", f"/jobs/{cancelled['id']}")
+
+    for job in (one_off, paused, cancelled):
+        reply = backfill(api, job["id"], at(0), at(60))
+        assert (reply.status, reply.error["code"]) == (409, "conflict"), job["schedule"]
+
+
+def test_another_tenant_s_job_or_an_unknown_one_is_a_404(api: Api) -> None:
+    job = api.create({"schedule": {"rate_seconds": 60}})
+    api.engine.advance(120)
+    api.engine.drain()  # what the job's creation sent
+
+    other = backfill(api, job["id"], at(0), at(60), tenant="tenant-b")
+    unknown = backfill(api, "01KAAAAAAAAAAAAAAAAAAAAAAA", at(0), at(60))
+
+    assert (other.status, unknown.status) == (404, 404)
+    assert api.engine.drain() == 0
+
+
+def test_the_route_is_in_the_openapi_document(api: Api) -> None:
+    document = api.call("GET", "/openapi.json", tenant=None).json
+    operation = document["paths"]["/jobs/{id}/backfill"]["post"]
+
+    assert set(operation["responses"]) >= {"202", "400", "404", "409"}
+    assert START_MS > 0

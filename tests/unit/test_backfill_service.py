@@ -1,0 +1,134 @@
+"""The backfill service (duetime.services.backfill) over the in-memory twins: which occurrences
+it sends, as what messages, in what batches, and which jobs it refuses."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import pytest
+
+from duetime.domain.errors import IllegalTransition, NotFound, ValidationError
+from duetime.domain.jobs import parse_job_spec
+from duetime.domain.messages import RunMessage
+from duetime.domain.runs import Run, RunStatus
+from duetime.domain.timeutil import rfc3339_ms
+from duetime.services.backfill import SEND_CHUNK, Backfill
+from tests.unit.test_job_service import T0, Parts
+
+MINUTE = 60_000
+
+
+class SpyQueue:
+    """Records each send (one list per call) and passes it on to the twin."""
+
+    def __init__(self, parts: Parts) -> None:
+        self.parts = parts
+        self.sends: list[list[tuple[RunMessage, int]]] = []
+
+    def send(self, messages: Sequence[tuple[RunMessage, int]]) -> None:
+        self.sends.append(list(messages))
+        self.parts.queue.send(messages)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.parts.queue, name)
+
+
+@pytest.fixture
+def parts() -> Parts:
+    return Parts()
+
+
+def backfiller(parts: Parts) -> tuple[Backfill, SpyQueue]:
+    spy = SpyQueue(parts)
+    return Backfill(parts.service, parts.runs, spy, parts.settings, clock=lambda: parts.now), spy
+
+
+def create(parts: Parts, schedule: dict[str, Any], **extra: Any) -> str:
+    body = {"schedule": schedule, "target": {"type": "handler", "name": "x.y"}, **extra}
+    return parts.service.create("tenant-a", parse_job_spec(body)).id
+
+
+def body(start: int, end: int) -> Any:
+    return lambda: {"from": rfc3339_ms(start), "to": rfc3339_ms(end)}
+
+
+def test_only_occurrences_without_a_run_record_are_sent_as_first_attempts(parts: Parts) -> None:
+    job_id = create(parts, {"rate_seconds": 60}, jitter_seconds=300)
+    parts.now = T0 + 10 * MINUTE + 500
+    occurrences = [T0 + k * MINUTE for k in range(1, 11)]
+    for ms, status in ((occurrences[0], RunStatus.SUCCEEDED), (occurrences[3], RunStatus.SKIPPED)):
+        parts.runs.record(Run("tenant-a", job_id, ms, status, 1))
+    service, spy = backfiller(parts)
+
+    sent = service.backfill("tenant-a", job_id, body(T0, parts.now))
+
+    assert sent == 8
+    (batch,) = spy.sends
+    expected = [ms for ms in occurrences if ms not in (occurrences[0], occurrences[3])]
+    assert [m.scheduled_ms for m, _ in batch] == expected
+    job = parts.jobs.get("tenant-a", job_id)
+    assert job is not None
+    for message, delay in batch:
+        assert (message.attempt, message.generation, delay) == (1, job.generation, 0)
+        assert message.due_ms == parts.now  # at once, not jittered
+        assert (message.tenant, message.job_id) == ("tenant-a", job_id)
+
+
+def test_many_occurrences_go_out_in_chunks(parts: Parts) -> None:
+    job_id = create(parts, {"rate_seconds": 1})
+    parts.now = T0 + 1000 * 1000
+    service, spy = backfiller(parts)
+
+    sent = service.backfill("tenant-a", job_id, body(T0, T0 + 1000 * 1000))
+
+    assert sent == 999
+    assert [len(s) for s in spy.sends] == [SEND_CHUNK] * 9 + [99]
+
+
+def test_an_empty_range_sends_nothing(parts: Parts) -> None:
+    job_id = create(parts, {"rate_seconds": 3600})
+    parts.now = T0 + 10 * MINUTE
+    service, spy = backfiller(parts)
+
+    assert service.backfill("tenant-a", job_id, body(T0, parts.now)) == 0
+    assert spy.sends == []
+
+
+def test_the_job_is_checked_before_the_body_is_read(parts: Parts) -> None:
+    service, _ = backfiller(parts)
+
+    def unreadable() -> object:
+        raise AssertionError("the body was read")
+
+    with pytest.raises(NotFound):
+        service.backfill("tenant-a", "01KAAAAAAAAAAAAAAAAAAAAAAA", unreadable)
+    job_id = create(parts, {"rate_seconds": 60})
+    with pytest.raises(NotFound):
+        service.backfill("tenant-b", job_id, unreadable)
+
+
+def test_one_off_paused_and_cancelled_jobs_are_refused(parts: Parts) -> None:
+    one_off = create(parts, {"delay_seconds": 600})
+    paused = create(parts, {"rate_seconds": 60})
+    parts.service.pause("tenant-a", paused)
+    cancelled = create(parts, {"rate_seconds": 60})
+    parts.service.cancel("tenant-a", cancelled)
+    parts.now = T0 + 10 * MINUTE
+    service, spy = backfiller(parts)
+
+    for job_id in (one_off, paused, cancelled):
+        with pytest.raises(IllegalTransition):
+            service.backfill("tenant-a", job_id, body(T0, parts.now))
+    assert spy.sends == []
+
+
+def test_from_before_the_hot_window_is_refused(parts: Parts) -> None:
+    job_id = create(parts, {"rate_seconds": 60})
+    parts.now = T0 + parts.settings.run_ttl_seconds * 1000 + MINUTE
+    service, _ = backfiller(parts)
+
+    with pytest.raises(ValidationError) as raised:
+        service.backfill("tenant-a", job_id, body(T0, parts.now))
+
+    assert raised.value.field == "from"
