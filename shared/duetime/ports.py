@@ -105,6 +105,15 @@ class JobStore(Protocol):
         """Write `gate` with version + 1 if the stored gate still has `gate.version` (0: none
         stored); False otherwise. `expires_at`: the record's TTL, epoch seconds."""
 
+    def add_dependent(self, tenant: str, upstream_id: str, dependent_id: str) -> None:
+        """Record that `dependent_id` runs after `upstream_id` (idempotent)."""
+
+    def remove_dependent(self, tenant: str, upstream_id: str, dependent_id: str) -> None:
+        """Forget it (idempotent; an entry left behind is harmless: readers check the job)."""
+
+    def dependents(self, tenant: str, upstream_id: str) -> tuple[str, ...]:
+        """The ids recorded as running after `upstream_id` (one strongly consistent read)."""
+
 
 class TimerStore(Protocol):
     """Timers in (bucket minute, shard) partitions, and the sweep's progress per shard.

@@ -194,6 +194,7 @@ def _paths() -> dict[str, Any]:
                     "answers 201 too, with the job as it is now.",
                     "Job",
                     (400, "BadRequest"),
+                    (404, "NotFound"),
                     (409, "IdempotencyConflict"),
                     (413, "PayloadTooLarge"),
                     (429, "TooManyRequests"),

@@ -7,7 +7,7 @@ from typing import Any
 
 from duetime.api.schema_parts import INSTANT, OPTIONAL_INSTANT, any_case, obj, ref
 from duetime.domain.cron import MAX_CRON_LENGTH
-from duetime.domain.schedule import MAX_DELAY_SECONDS, MAX_RATE_SECONDS
+from duetime.domain.schedule import AFTER_OUTCOMES, MAX_DELAY_SECONDS, MAX_RATE_SECONDS
 from duetime.domain.targets import HTTP_METHODS, MAX_HEADERS
 
 
@@ -54,6 +54,32 @@ def schedule_schemas() -> dict[str, Any]:
             ("cron",),
             description="On a cron expression evaluated on the wall clock of `timezone`.",
         ),
+        "ScheduleAfter": obj(
+            {
+                "after": obj(
+                    {
+                        "job_id": {
+                            "type": "string",
+                            "minLength": 1,
+                            "maxLength": 64,
+                            "description": "Another job of the tenant (404 if none; a cycle "
+                            "is refused with 400).",
+                        },
+                        "on": {
+                            "type": "string",
+                            "enum": list(AFTER_OUTCOMES),
+                            "default": "succeeded",
+                            "description": "Which final outcome of its run triggers a run.",
+                        },
+                    },
+                    ("job_id",),
+                )
+            },
+            ("after",),
+            description="Once per run of another job that ends as `on` says; the run is at "
+            "the upstream run's scheduled instant (run id `<job id>-<upstream ms>`) and carries "
+            "`duetime-upstream-run-id`.",
+        ),
         "Schedule": {
             "description": "Exactly one schedule kind.",
             "oneOf": [
@@ -61,6 +87,7 @@ def schedule_schemas() -> dict[str, Any]:
                 ref("ScheduleDelay"),
                 ref("ScheduleRate"),
                 ref("ScheduleCron"),
+                ref("ScheduleAfter"),
             ],
         },
     }

@@ -15,6 +15,8 @@ BODY_FLAGS = [
     ("--timezone", "timezone"),
     ("--start-at", "start_at"),
     ("--end-at", "end_at"),
+    ("--after", "after"),
+    ("--on", "on"),
     ("--url", "url"),
     ("--sqs", "sqs"),
     ("--sns", "sns"),
@@ -55,6 +57,10 @@ def job_body(args: argparse.Namespace) -> dict[str, Any]:
     ]:
         if value is not None:
             schedule[key] = value
+    if args.after is not None or args.on is not None:
+        # `--on` alone goes in as given: the API names the missing job_id.
+        after = {"job_id": args.after, "on": args.on}
+        schedule["after"] = {key: value for key, value in after.items() if value is not None}
 
     target: dict[str, Any] = {}
     if args.url is not None:

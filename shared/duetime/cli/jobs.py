@@ -153,15 +153,21 @@ def _add_paging_options(parser: argparse.ArgumentParser, what: str) -> None:
 
 
 def _add_create_options(parser: argparse.ArgumentParser, *, updating: bool = False) -> None:
-    schedule = parser.add_argument_group("schedule (one of --at, --delay, --rate, --cron)")
+    schedule = parser.add_argument_group("schedule (one of --at, --delay, --rate, --cron, --after)")
     kind = schedule.add_mutually_exclusive_group()
     kind.add_argument("--at", metavar="RFC3339", help="once, at an instant")
     kind.add_argument("--delay", type=int, metavar="SECONDS", help="once, after a delay")
     kind.add_argument("--rate", type=int, metavar="SECONDS", help="every N seconds")
     kind.add_argument("--cron", metavar="EXPR", help='a cron expression, e.g. "0 9 * * 1-5"')
+    kind.add_argument("--after", metavar="JOB_ID", help="each time a run of another job ends")
     schedule.add_argument("--timezone", metavar="IANA", help="time zone of --cron (default UTC)")
     schedule.add_argument("--start-at", metavar="RFC3339", help="first run (--rate, --cron)")
     schedule.add_argument("--end-at", metavar="RFC3339", help="last run (--rate, --cron)")
+    schedule.add_argument(
+        "--on",
+        choices=("succeeded", "failed", "finished"),
+        help="which end of the --after job's run triggers (default succeeded)",
+    )
 
     target = parser.add_argument_group("target (one of these)")
     where = target.add_mutually_exclusive_group()

@@ -28,6 +28,7 @@ class Invocation:
     attempt: int  # 1-based
     payload: Any  # JSON value
     timeout_seconds: float
+    upstream_run_id: str | None = None  # an `after` job's run: the run that triggered it
 
 
 class TargetError(Exception):
@@ -50,23 +51,29 @@ def truncate(text: str, limit: int = MAX_ERROR_CHARS) -> str:
 
 def delivery_metadata(invocation: Invocation) -> dict[str, str]:
     """The identifying values sent with every delivery: HTTP headers, SQS/SNS attributes."""
-    return {
+    metadata = {
         "duetime-job-id": invocation.job_id,
         "duetime-run-id": invocation.run_id,
         "duetime-scheduled-for": rfc3339_ms(invocation.scheduled_ms),
         "duetime-attempt": str(invocation.attempt),
     }
+    if invocation.upstream_run_id is not None:
+        metadata["duetime-upstream-run-id"] = invocation.upstream_run_id
+    return metadata
 
 
 def envelope(invocation: Invocation) -> dict[str, Any]:
     """The JSON document for targets that carry no headers (EventBridge detail, Lambda event)."""
-    return {
+    document = {
         "job_id": invocation.job_id,
         "run_id": invocation.run_id,
         "scheduled_for": rfc3339_ms(invocation.scheduled_ms),
         "attempt": invocation.attempt,
         "payload": invocation.payload,
     }
+    if invocation.upstream_run_id is not None:
+        document["upstream_run_id"] = invocation.upstream_run_id
+    return document
 
 
 def to_json(value: Any) -> str:

@@ -13,7 +13,13 @@ from typing import Any, TypeVar
 
 from duetime.domain.errors import IllegalTransition, PayloadTooLarge, ValidationError
 from duetime.domain.overlap import Overlap
-from duetime.domain.schedule import Schedule, is_recurring, parse_schedule, schedule_to_dict
+from duetime.domain.schedule import (
+    Schedule,
+    is_recurring,
+    is_triggered,
+    parse_schedule,
+    schedule_to_dict,
+)
 from duetime.domain.targets import Target, parse_target, target_to_dict
 
 E = TypeVar("E", bound=StrEnum)
@@ -102,6 +108,11 @@ class JobSpec:
     def recurring(self) -> bool:
         return is_recurring(self.schedule)
 
+    @property
+    def triggered(self) -> bool:
+        """An `after` job: it runs once per matching run of its upstream job."""
+        return is_triggered(self.schedule)
+
     @cached_property
     def size_bytes(self) -> int:
         """The size of the spec as JSON: about what the job takes in the table and in memory
@@ -148,7 +159,7 @@ class Job:
         ):
             return self  # idempotent (resuming a scheduled job re-arms it: JobService)
         allowed = _TRANSITIONS.get((self.status, wanted), False)
-        if wanted in (JobStatus.PAUSED,) and not self.spec.recurring:
+        if wanted in (JobStatus.PAUSED,) and not (self.spec.recurring or self.spec.triggered):
             allowed = False
         if not allowed:
             raise IllegalTransition(self.id, self.status, wanted)

@@ -34,6 +34,8 @@ class RunMessage:
     # and a worker drops a message of an older generation. None: a message written before
     # messages carried it (runs as before).
     generation: int | None = None
+    # The run of the upstream job that triggered this one (an `after` job's run), else None.
+    upstream_run_id: str | None = None
 
     def to_json(self) -> str:
         body: dict[str, object] = {
@@ -47,6 +49,8 @@ class RunMessage:
         }
         if self.generation is not None:
             body["generation"] = self.generation
+        if self.upstream_run_id is not None:
+            body["upstream_run_id"] = self.upstream_run_id
         return json.dumps(body, separators=(",", ":"))
 
     @classmethod
@@ -62,6 +66,9 @@ class RunMessage:
             runtime=Runtime(data["runtime"]),
             priority=Priority(data["priority"]),
             generation=None if data.get("generation") is None else int(data["generation"]),
+            upstream_run_id=None
+            if data.get("upstream_run_id") is None
+            else str(data["upstream_run_id"]),
         )
 
 

@@ -1,8 +1,9 @@
 """Schedules and their occurrences. Pure: every function takes the instants it needs.
 
-Four kinds: `At` (one instant), `Delay` (seconds after creation), `Rate` (a fixed interval) and
-`Cron` (a 5-field cron expression on the wall clock of an IANA time zone). Every datetime is an
-aware UTC instant truncated to milliseconds.
+Five kinds: `At` (one instant), `Delay` (seconds after creation), `Rate` (a fixed interval),
+`Cron` (a 5-field cron expression on the wall clock of an IANA time zone) and `After` (when a run
+of another job ends: no occurrence of its own). Every datetime is an aware UTC instant truncated
+to milliseconds.
 
 Cron expressions are parsed and matched on wall times, under the Vixie/Debian cron rules and
 daylight-saving policy, by `duetime.domain.cron`; this module adds the time zone and the
@@ -56,9 +57,19 @@ class Cron:
         _normalise_bounds(self)
 
 
-Schedule = At | Delay | Rate | Cron
+@dataclass(frozen=True)
+class After:
+    """Runs when a run of another job of the tenant ends as `on` says: one run per upstream run,
+    at the upstream run's scheduled instant (so its run id is `<job id>-<upstream ms>`)."""
 
-KINDS = ("at", "delay_seconds", "rate_seconds", "cron")
+    job_id: str
+    on: str = "succeeded"
+
+
+Schedule = At | Delay | Rate | Cron | After
+
+KINDS = ("at", "delay_seconds", "rate_seconds", "cron", "after")
+AFTER_OUTCOMES = ("succeeded", "failed", "finished")
 MAX_DELAY_SECONDS = 31_536_000  # 365 days
 MAX_RATE_SECONDS = 31_622_400  # 366 days
 
@@ -67,6 +78,7 @@ _EXTRA_KEYS: Mapping[str, frozenset[str]] = {
     "delay_seconds": frozenset(),
     "rate_seconds": frozenset({"start_at", "end_at"}),
     "cron": frozenset({"timezone", "start_at", "end_at"}),
+    "after": frozenset(),
 }
 _EARLIEST = datetime(1970, 1, 1, tzinfo=UTC)
 _EPSILON = timedelta(microseconds=1)
@@ -85,6 +97,7 @@ def parse_schedule(raw: object, path: str = "schedule") -> Schedule:
         raise ValidationError(path, "must be an object")
     kinds = [kind for kind in KINDS if kind in raw]
     if len(kinds) != 1:
+        # The message predates `after` and is kept as clients know it (docs/schedules.md).
         raise ValidationError(path, "exactly one of at, delay_seconds, rate_seconds, cron")
     kind = kinds[0]
     allowed = _EXTRA_KEYS[kind] | {kind}
@@ -96,6 +109,8 @@ def parse_schedule(raw: object, path: str = "schedule") -> Schedule:
         return At(at=_instant(raw["at"], f"{path}.at"))
     if kind == "delay_seconds":
         return Delay(seconds=_integer(raw, path, "delay_seconds", 0, MAX_DELAY_SECONDS))
+    if kind == "after":
+        return _after(raw["after"], f"{path}.after")
 
     start_at = _optional_instant(raw, path, "start_at")
     end_at = _optional_instant(raw, path, "end_at")
@@ -129,6 +144,8 @@ def schedule_to_dict(schedule: Schedule) -> dict[str, Any]:
             return {"at": rfc3339(schedule.at)}
         case Delay():
             return {"delay_seconds": schedule.seconds}
+        case After():
+            return {"after": {"job_id": schedule.job_id, "on": schedule.on}}
         case Rate():
             out: dict[str, Any] = {"rate_seconds": schedule.seconds}
         case Cron():
@@ -142,6 +159,26 @@ def schedule_to_dict(schedule: Schedule) -> dict[str, Any]:
 
 def is_recurring(schedule: Schedule) -> bool:
     return isinstance(schedule, Rate | Cron)
+
+
+def is_triggered(schedule: Schedule) -> bool:
+    """Runs only when another job's run ends (`after`): no occurrence of its own."""
+    return isinstance(schedule, After)
+
+
+def _after(raw: object, path: str) -> After:
+    if not isinstance(raw, Mapping):
+        raise ValidationError(path, "must be an object with job_id and on")
+    for key in raw:
+        if key not in ("job_id", "on"):
+            raise ValidationError(f"{path}.{key}", "unknown field")
+    job_id = raw.get("job_id")
+    if not isinstance(job_id, str) or not 1 <= len(job_id) <= 64:
+        raise ValidationError(f"{path}.job_id", "must be a job id")
+    on = raw.get("on", "succeeded")
+    if on not in AFTER_OUTCOMES:
+        raise ValidationError(f"{path}.on", f"must be one of {', '.join(AFTER_OUTCOMES)}")
+    return After(job_id=job_id, on=on)
 
 
 def _instant(value: object, field: str) -> datetime:
@@ -213,6 +250,8 @@ def next_occurrence(
                 return _rate_next(schedule, created_at, after)
             case Cron():
                 return _cron_next(schedule, created_at, after)
+            case After():
+                return None  # triggered by its upstream's runs, never by the clock
     except OverflowError:
         return None  # beyond year 9999
 
@@ -241,6 +280,8 @@ def previous_occurrence(
                 return _rate_previous(schedule, created_at, limit)
             case Cron():
                 return _cron_previous(schedule, created_at, limit)
+            case After():
+                return None
     except OverflowError:
         return None  # before year 1 or beyond year 9999
 

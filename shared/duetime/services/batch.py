@@ -32,13 +32,8 @@ from duetime.domain.jobs import SUBMISSION_FAILED, Job, JobSpec, JobStatus
 from duetime.domain.planning import first_due
 from duetime.domain.timeutil import from_ms, to_ms
 from duetime.ports import ConditionFailed
-from duetime.services.jobs import (
-    IDEMPOTENCY_SECONDS,
-    JobService,
-    JobView,
-    _check_min_rate,
-    _fingerprint,
-)
+from duetime.services.jobs import IDEMPOTENCY_SECONDS, JobService, JobView
+from duetime.services.submission import _check_min_rate, _fingerprint
 from duetime.settings import Quotas
 
 MAX_BATCH_JOBS = 100
@@ -133,6 +128,8 @@ class BatchSubmitter:
         recurring_limit = quotas.max_active_recurring_jobs if quotas is not None else None
         service._check_runtime(spec)
         service._check_target(spec)
+        if spec.triggered:  # its upstream is checked and indexed one job at a time
+            raise ValidationError("schedule.after", "not in a batch: create it with POST /jobs")
         first = first_due(spec.schedule, created_at=from_ms(now))
         if first is None:
             raise ValidationError("schedule", "has no occurrence in the future")

@@ -10,7 +10,10 @@ For one delivery of one attempt of one run:
 5. execute the target within the job's timeout;
 6. record the outcome; on failure send the retry (with backoff) or, after the last attempt,
    put the message on the DLQ with the reason. The follow-up message is sent *before* the
-   outcome is recorded, so a crash in between can duplicate an attempt but never lose one.
+   outcome is recorded, so a crash in between can duplicate an attempt but never lose one;
+7. once the run has finished for good, send the runs of its `after` jobs
+   (duetime.services.dependencies), again on the duplicate delivery of a finished run, so a
+   crash between the outcome and the sending loses no trigger.
 
 The result tells the caller whether the message may be deleted (DONE) or must stay in the
 queue to be delivered again (RETRY_LATER).
@@ -40,6 +43,7 @@ from duetime.domain.runs import (
 )
 from duetime.observability import Metric, count, logger, milliseconds
 from duetime.ports import Delivery, JobQueue, JobStore, RunStore, TargetRunner
+from duetime.services.dependencies import Dependencies
 from duetime.services.overlap import GateContention, OverlapGuard
 from duetime.settings import Settings
 
@@ -87,6 +91,7 @@ class RunExecutor:
         self._sleep = sleep
         self._jitter = jitter
         self._overlap = OverlapGuard(jobs, runs, queue, settings, clock=clock)
+        self._dependencies = Dependencies(jobs, queue, clock=clock)
 
     def handle(
         self, delivery: Delivery, *, remaining_ms: Callable[[], int] | None = None
@@ -182,6 +187,8 @@ class RunExecutor:
             count(Metric.RUNS_DUPLICATE)
             if gated:  # the holder died between its outcome and its release: release now
                 self._overlap.release(job, message.scheduled_ms)
+            if run is not None and not self._triggered(job, run):
+                return Result(Disposition.RETRY_LATER, "dependents not triggered yet", run)
             return Result(Disposition.DONE, "duplicate of finished work", run)
         if outcome == ClaimOutcome.ABANDONED and run is not None:
             # Its holder was killed or died mid-attempt: that attempt failed. Retry (or give up)
@@ -233,6 +240,7 @@ class RunExecutor:
             attempt=message.attempt,
             payload=job.spec.payload,
             timeout_seconds=float(job.spec.timeout_seconds),
+            upstream_run_id=message.upstream_run_id,
         )
         try:
             self._targets.execute(job.spec.target, invocation)
@@ -243,6 +251,8 @@ class RunExecutor:
             self._released(job, message)
         count(Metric.RUNS_SUCCEEDED)
         logger.info("run succeeded", extra={"attempt": message.attempt})
+        if done is not None and not self._triggered(job, done):
+            return Result(Disposition.RETRY_LATER, "succeeded; dependents not triggered", done)
         return Result(Disposition.DONE, "succeeded", done or run)
 
     def _failed(
@@ -268,4 +278,17 @@ class RunExecutor:
         count(Metric.RUNS_FAILED)
         count(Metric.RUNS_DEAD)
         logger.error("run failed", extra={"attempt": message.attempt, "error": error})
+        if done is not None and not self._triggered(job, done):
+            return Result(Disposition.RETRY_LATER, "failed; dependents not triggered", done)
         return Result(Disposition.DONE, f"failed: {error}", done or run)
+
+    def _triggered(self, job: Job, run: Run) -> bool:
+        """Send the runs of the jobs that run after this one's finished run
+        (duetime.services.dependencies). False when that failed: the message stays, and its
+        next delivery, finding the run finished, triggers them again (same run ids)."""
+        try:
+            self._dependencies.trigger(job, run)
+        except Exception:
+            logger.exception("triggering the dependents failed")
+            return False
+        return True

@@ -11,8 +11,6 @@ only the run record, saving a write per run, and reads resolve it (see docs/arch
 
 from __future__ import annotations
 
-import hashlib
-import json
 import os
 from collections.abc import Callable
 from dataclasses import dataclass, replace
@@ -36,24 +34,20 @@ from duetime.domain.jobs import (
     JobStatus,
     Runtime,
     rearms,
-    spec_to_dict,
     updated_spec,
 )
 from duetime.domain.messages import delay_seconds, run_message
 from duetime.domain.planning import first_due, rearmed_due
 from duetime.domain.runs import Run, RunStatus
-from duetime.domain.schedule import Rate, next_occurrence
+from duetime.domain.schedule import next_occurrence
 from duetime.domain.timeutil import from_ms, to_ms
 from duetime.ports import ConditionFailed, JobQueue, JobStore, Page, RunStore, TimerStore
+from duetime.services.dependencies import Dependencies
 from duetime.services.dispatch import Dispatcher
+from duetime.services.submission import _check_min_rate, _fingerprint
 from duetime.settings import Quotas, Settings
 
 IDEMPOTENCY_SECONDS = 86_400
-
-
-def _fingerprint(spec: JobSpec) -> str:
-    canonical = json.dumps(spec_to_dict(spec), sort_keys=True, separators=(",", ":"))
-    return hashlib.sha256(canonical.encode()).hexdigest()
 
 
 @dataclass(frozen=True)
@@ -63,16 +57,6 @@ class JobView:
     job: Job
     status: JobStatus
     last_run: Run | None
-
-
-def _check_min_rate(spec: JobSpec, quotas: Quotas) -> None:
-    schedule = spec.schedule
-    if isinstance(schedule, Rate) and schedule.seconds < quotas.min_rate_seconds:
-        raise QuotaExceeded(
-            f"rate_seconds must be at least {quotas.min_rate_seconds} for this deployment",
-            COUNT_QUOTA_RETRY_AFTER_SECONDS,
-            field="schedule.rate_seconds",
-        )
 
 
 class JobService:
@@ -95,6 +79,7 @@ class JobService:
         self._clock = clock
         self._entropy = entropy
         self._dispatcher = Dispatcher(jobs, timers, queue, settings, clock=clock)
+        self._deps = Dependencies(jobs, queue, clock=clock)  # `after` jobs
 
     def create(
         self,
@@ -115,9 +100,10 @@ class JobService:
         recurring_limit = quotas.max_active_recurring_jobs if quotas is not None else None
         self._check_runtime(spec)
         self._check_target(spec)
+        self._deps.check(tenant, None, spec.schedule)
         now = self._clock()
         first = first_due(spec.schedule, created_at=from_ms(now))
-        if first is None:
+        if first is None and not spec.triggered:
             raise ValidationError("schedule", "has no occurrence in the future")
         job_id = new_job_id(now, self._entropy(10))
         if idempotency_key is not None:
@@ -134,7 +120,7 @@ class JobService:
                 job_id = recorded[0]
         if spec.recurring and recurring_limit is not None:
             self._reserve_recurring(tenant, recurring_limit)
-        due = to_ms(first)
+        due = to_ms(first) if first is not None else None  # None: an `after` job
         job = Job(
             tenant=tenant,
             id=job_id,
@@ -146,15 +132,17 @@ class JobService:
             # A one-off job lives for the hot window after it runs, and its run record no
             # less (see RunExecutor): after that its history is in the archive.
             expires_at=None
-            if spec.recurring
+            if spec.recurring or due is None
             else max(due, now) // 1000 + self._settings.run_ttl_seconds,
         )
         try:
+            self._deps.link(job)
             self._jobs.create(job)
         except Exception:
             self._release(job)
             raise
-        self._launch(job, due)
+        if due is not None:
+            self._launch(job, due)
         return job
 
     def _reserve_recurring(self, tenant: str, limit: int) -> None:
@@ -332,7 +320,7 @@ class JobService:
             # Resume restarts the chain at the first occurrence from now on: occurrences that
             # fell due while paused are skipped, not caught up.
             due = self._next_due(job, now)
-            if due is None:
+            if due is None and not job.spec.triggered:
                 updated = replace(updated, status=JobStatus.COMPLETED, next_due_ms=None)
             else:
                 updated = replace(updated, next_due_ms=due)
@@ -342,6 +330,7 @@ class JobService:
             raise IllegalTransition(job.id, "changed concurrently", wanted) from None
         if updated.status in (JobStatus.CANCELLED, JobStatus.COMPLETED):
             self._release(job)
+            self._deps.unlink(job)
         if due is not None:
             self._dispatcher.dispatch([(updated, due)])
         return self._view(updated)
@@ -374,24 +363,25 @@ class JobService:
                 if job.status == JobStatus.SCHEDULED:
                     self._arm(job, now)
                 return view
-            if job.status == JobStatus.PAUSED and not spec.recurring:
+            if job.status == JobStatus.PAUSED and not (spec.recurring or spec.triggered):
                 raise IllegalTransition(job.id, "paused", "a one-off (resume it first)")
             if quotas is not None:
                 _check_min_rate(spec, quotas)
             self._check_runtime(spec)
             self._check_target(spec)
+            self._deps.check(tenant, job.id, spec.schedule)
             updated = replace(job, spec=spec, updated_ms=now, version=job.version + 1)
             due: int | None = None
             if rearms(job.spec, spec):
                 found = rearmed_due(
                     spec.schedule, created_at=from_ms(job.created_ms), now=from_ms(now)
                 )
-                if found is None:
+                if found is None and not spec.triggered:
                     raise ValidationError("schedule", "has no occurrence in the future")
-                due = to_ms(found)
+                due = to_ms(found) if found is not None else None
                 ttl = (
                     None
-                    if spec.recurring
+                    if spec.recurring or due is None
                     else max(due, now) // 1000 + self._settings.run_ttl_seconds
                 )
                 updated = replace(
@@ -401,6 +391,7 @@ class JobService:
             if reserved and quotas is not None:
                 self._reserve_recurring(tenant, quotas.max_active_recurring_jobs)
             try:
+                self._deps.link(updated)
                 self._jobs.replace(updated, expected=job)
             except ConditionFailed:
                 if reserved:
@@ -410,6 +401,7 @@ class JobService:
                 continue
             if job.spec.recurring and not spec.recurring:
                 self._jobs.release_recurring(tenant)
+            self._deps.unlink(job, updated)
             if due is not None and job.status == JobStatus.SCHEDULED:  # paused: resume arms it
                 self._dispatcher.dispatch([(updated, due)])
             return self._view(updated)

@@ -40,6 +40,8 @@ IDEMPOTENCY_PREFIX = "!idem#"
 RECURRING_COUNTER = "!count#recurring"
 # A recurring job's overlap gate (skip, buffer_one): one small item beside the job.
 OVERLAP_GATE_PREFIX = "!overlap#"
+# The jobs that run after a job (`after` schedules): a string set `ids` beside the upstream.
+DEPENDENTS_PREFIX = "!dependents#"
 
 
 class DynamoJobStore:
@@ -282,3 +284,33 @@ class DynamoJobStore:
                 return False
             raise StoreError(str(exc)) from exc
         return True
+
+    # A job's dependents: `!dependents#<upstream id>`, a string set of job ids, no status.
+    def _dependents_key(self, tenant: str, upstream_id: str) -> dict[str, Any]:
+        sort_key = DEPENDENTS_PREFIX + upstream_id
+        return {"tenant": {"S": self._pk(tenant, sort_key)}, "id": {"S": sort_key}}
+
+    def _change_dependents(self, tenant: str, upstream_id: str, verb: str, job_id: str) -> None:
+        try:
+            self._client.update_item(
+                TableName=self._table,
+                Key=self._dependents_key(tenant, upstream_id),
+                UpdateExpression=f"{verb} ids :id",
+                ExpressionAttributeValues={":id": {"SS": [job_id]}},
+            )
+        except ClientError as exc:
+            raise StoreError(str(exc)) from exc
+
+    def add_dependent(self, tenant: str, upstream_id: str, dependent_id: str) -> None:
+        self._change_dependents(tenant, upstream_id, "ADD", dependent_id)
+
+    def remove_dependent(self, tenant: str, upstream_id: str, dependent_id: str) -> None:
+        self._change_dependents(tenant, upstream_id, "DELETE", dependent_id)
+
+    def dependents(self, tenant: str, upstream_id: str) -> tuple[str, ...]:
+        item = self._client.get_item(
+            TableName=self._table,
+            Key=self._dependents_key(tenant, upstream_id),
+            ConsistentRead=True,
+        ).get("Item")
+        return tuple(sorted(item["ids"]["SS"])) if item and "ids" in item else ()

@@ -18,6 +18,7 @@ class MemoryJobStore:
         self._keys: dict[tuple[str, str], tuple[str, str]] = {}
         self._recurring: dict[str, int] = {}  # active recurring jobs per tenant
         self._gates: dict[tuple[str, str], Gate] = {}  # overlap gates by (tenant, job id)
+        self._dependents: dict[tuple[str, str], set[str]] = {}  # by (tenant, upstream id)
         self._lock = threading.Lock()
 
     def claim_key(
@@ -99,6 +100,18 @@ class MemoryJobStore:
                 return False
             self._gates[(tenant, job_id)] = replace(gate, version=gate.version + 1)
             return True
+
+    def add_dependent(self, tenant: str, upstream_id: str, dependent_id: str) -> None:
+        with self._lock:
+            self._dependents.setdefault((tenant, upstream_id), set()).add(dependent_id)
+
+    def remove_dependent(self, tenant: str, upstream_id: str, dependent_id: str) -> None:
+        with self._lock:
+            self._dependents.get((tenant, upstream_id), set()).discard(dependent_id)
+
+    def dependents(self, tenant: str, upstream_id: str) -> tuple[str, ...]:
+        with self._lock:
+            return tuple(sorted(self._dependents.get((tenant, upstream_id), set())))
 
     def recurring_count(self, tenant: str) -> int:
         return self._recurring.get(tenant, 0)

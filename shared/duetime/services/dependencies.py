@@ -1,0 +1,111 @@
+"""Job dependencies: `after` jobs, run once per run of their upstream job that ends as they ask.
+
+- At create and PATCH, `check` finds the upstream (404 when it is not the tenant's) and refuses
+  a cycle (walking up the chain of `after` schedules, at most MAX_CHAIN jobs).
+- The jobs table keeps, beside each upstream, the ids of its dependents (`JobStore.dependents`),
+  so a finishing run finds them with one read, whatever the tenant holds. An id is added before
+  the dependent's job item is written and removed after it stops depending (cancel, PATCH): an
+  entry left behind is harmless, since `trigger` reads each dependent and checks its schedule
+  and status.
+- When a run finishes for good (succeeded, or failed after its last attempt), the executor calls
+  `trigger`: one run message per matching dependent that is `scheduled` (a paused or cancelled
+  one is not triggered), of its generation, carrying the upstream run's id. The dependent's run
+  is at the upstream run's scheduled instant, so its run id is `<dependent id>-<upstream ms>`:
+  a duplicate completion (a redelivered message) sends the same run, which runs once.
+
+A crash between recording the outcome and sending: the upstream's message was not deleted, so
+SQS delivers it again; its claim finds the run finished and the executor triggers again
+(duetime.services.execute). Triggering is at least once; the dependent's run id makes it once.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import replace
+
+from duetime.domain.errors import NotFound, ValidationError
+from duetime.domain.jobs import Job, JobStatus
+from duetime.domain.messages import delay_seconds, run_message
+from duetime.domain.runs import Run, RunStatus
+from duetime.domain.schedule import After, Schedule
+from duetime.ports import JobQueue, JobStore
+
+# A chain of `after` jobs longer than this is refused (and the cycle check stops there).
+MAX_CHAIN = 32
+FIELD = "schedule.after.job_id"
+
+
+class Dependencies:
+    def __init__(self, jobs: JobStore, queue: JobQueue, *, clock: Callable[[], int]) -> None:
+        self._jobs = jobs
+        self._queue = queue
+        self._clock = clock
+
+    def check(self, tenant: str, job_id: str | None, schedule: Schedule) -> None:
+        """For an `after` schedule of job `job_id` (None: a new job): its upstream must be a
+        live job of the tenant (NotFound), and the chain above must not come back to the job."""
+        if not isinstance(schedule, After):
+            return
+        upstream: str = schedule.job_id
+        for depth in range(MAX_CHAIN):
+            if upstream == job_id:
+                raise ValidationError(FIELD, "would make a cycle of job dependencies")
+            job = self._jobs.get(tenant, upstream)
+            gone = job is not None and (job.expires_at or 1 << 62) <= self._clock() // 1000
+            if job is None or gone:
+                if depth == 0:
+                    raise NotFound(f"job {schedule.job_id} not found")
+                return  # a broken chain above cannot lead back
+            above = job.spec.schedule
+            if not isinstance(above, After):
+                return
+            upstream = above.job_id
+        raise ValidationError(FIELD, f"a chain of dependencies may be at most {MAX_CHAIN} long")
+
+    def link(self, job: Job) -> None:
+        """Before the job item is written: index an `after` job under its upstream."""
+        schedule = job.spec.schedule
+        if isinstance(schedule, After):
+            self._jobs.add_dependent(job.tenant, schedule.job_id, job.id)
+
+    def unlink(self, old: Job, new: Job | None = None) -> None:
+        """After the job item is written: `old` no longer depends on its upstream (cancelled,
+        or `new`, its PATCHed self, depends on another job or on none)."""
+        schedule = old.spec.schedule
+        if not isinstance(schedule, After):
+            return
+        now = new.spec.schedule if new is not None else None
+        if isinstance(now, After) and now.job_id == schedule.job_id:
+            return
+        self._jobs.remove_dependent(old.tenant, schedule.job_id, old.id)
+
+    def trigger(self, upstream: Job, run: Run) -> int:
+        """Send a run of every dependent of `upstream` that `run`'s final outcome matches.
+        Returns how many were sent; raises what the queue raises (the caller retries)."""
+        if run.status not in (RunStatus.SUCCEEDED, RunStatus.FAILED):
+            return 0
+        ids = self._jobs.dependents(upstream.tenant, upstream.id)
+        if not ids:
+            return 0
+        found = self._jobs.get_many([(upstream.tenant, dependent) for dependent in ids])
+        now = self._clock()
+        messages = []
+        for job in sorted(found.values(), key=lambda j: j.id):
+            schedule = job.spec.schedule
+            if not isinstance(schedule, After) or schedule.job_id != upstream.id:
+                continue
+            if job.status != JobStatus.SCHEDULED or job.tenant != upstream.tenant:
+                continue
+            if schedule.on not in ("finished", run.status.value):
+                continue
+            # Starts now, plus the dependent's own jitter for this run.
+            due = now + job.due_ms(run.scheduled_ms) - run.scheduled_ms
+            message = replace(
+                run_message(job, run.scheduled_ms, jittered=False),
+                due_ms=due,
+                upstream_run_id=run.run_id,
+            )
+            messages.append((message, delay_seconds(due, now)))
+        if messages:
+            self._queue.send(messages)
+        return len(messages)

@@ -1,0 +1,92 @@
+"""Issue 14, item 7 through the API handler on moto: `after` schedules (job dependencies), the
+upstream's tenant (404), cycles through PATCH (400), the index item in the jobs table and the
+run of the dependent with its upstream's run id.
+
+Every reply is validated against the OpenAPI document (tests/integration/test_api.py)."""
+
+from __future__ import annotations
+
+from duetime.domain.timeutil import rfc3339_ms
+from tests.integration.conftest import Engine, engine  # noqa: F401 - fixture
+from tests.integration.test_api import Api, api, at  # noqa: F401 - fixture
+
+
+def after(job_id: str, on: str | None = None) -> dict[str, object]:
+    body: dict[str, object] = {"job_id": job_id}
+    if on is not None:
+        body["on"] = on
+    return {"schedule": {"after": body}}
+
+
+def test_an_after_job_is_created_and_shown_with_its_schedule(api: Api) -> None:  # noqa: F811
+    upstream = api.create({"schedule": {"rate_seconds": 3600}})
+    job = api.create(after(upstream["id"], "finished"))
+
+    assert job["schedule"] == {"after": {"job_id": upstream["id"], "on": "finished"}}
+    assert job["status"] == "scheduled"
+    item = api.engine.aws.dynamodb.get_item(
+        TableName=api.engine.aws.settings.jobs_table,
+        Key={"tenant": {"S": "tenant-a"}, "id": {"S": f"!dependents#{upstream['id']}"}},
+        ConsistentRead=True,
+    )["Item"]
+    assert item["ids"]["SS"] == [job["id"]]
+    listed = {j["id"] for j in api.call("GET", "/jobs").json["items"]}
+    assert listed == {upstream["id"], job["id"]}  # the index item is not a job
+    # `on` defaults to succeeded
+    assert api.create(after(upstream["id"]))["schedule"]["after"]["on"] == "succeeded"
+
+
+def test_an_unknown_or_foreign_upstream_is_a_404(api: Api) -> None:  # noqa: F811
+    foreign = api.create({"schedule": {"rate_seconds": 3600}}, tenant="tenant-b")
+
+    for job_id in ("01NOSUCHJOB000000000000000", foreign["id"]):
+        reply = api.call(
+            "POST", "/jobs", {**after(job_id), "target": {"type": "handler", "name": "h"}}
+        )
+        assert reply.status == 404, reply.json
+        assert reply.json["error"]["code"] == "not_found"
+
+
+def test_bad_after_schedules_are_400_naming_the_field(api: Api) -> None:  # noqa: F811
+    upstream = api.create({"schedule": {"rate_seconds": 3600}})
+    target = {"type": "handler", "name": "h"}
+    for schedule, field in [
+        ({"after": {"job_id": upstream["id"], "on": "sometimes"}}, "schedule.after.on"),
+        ({"after": {"on": "failed"}}, "schedule.after.job_id"),
+        ({"after": {"job_id": upstream["id"], "when": "x"}}, "schedule.after.when"),
+        ({"after": "x"}, "schedule.after"),
+    ]:
+        reply = api.call("POST", "/jobs", {"schedule": schedule, "target": target})
+        assert reply.status == 400, reply.json
+        assert reply.json["error"]["field"] == field
+
+
+def test_a_cycle_through_patch_is_a_400(api: Api) -> None:  # noqa: F811
+    a = api.create({"schedule": {"rate_seconds": 3600}})
+    b = api.create(after(a["id"]))
+    c = api.create(after(b["id"]))
+
+    for upstream in (c["id"], a["id"]):
+        reply = api.call("PATCH", f"/jobs/{a['id']}", after(upstream))
+        assert reply.status == 400, reply.json
+        assert reply.json["error"]["field"] == "schedule.after.job_id"
+    reply = api.call("PATCH", f"/jobs/{b['id']}", after("01NOSUCHJOB000000000000000"))
+    assert reply.status == 404, reply.json
+    assert api.call("GET", f"/jobs/{a['id']}").json["schedule"] == {"rate_seconds": 3600}
+
+
+def test_the_dependent_runs_after_its_upstream_with_the_upstream_run_id(
+    api: Api,  # noqa: F811
+) -> None:
+    upstream = api.create({"schedule": {"at": at(0)}})
+    dependent = api.create(after(upstream["id"]))
+
+    api.engine.drain()  # the upstream's run; then its dependent's, sent as it finished
+
+    runs = api.call("GET", f"/jobs/{dependent['id']}/runs").json["items"]
+    up = api.call("GET", f"/jobs/{upstream['id']}/runs").json["items"]
+    assert [r["status"] for r in runs] == ["succeeded"]
+    assert runs[0]["scheduled_for"] == up[0]["scheduled_for"]
+    assert runs[0]["run_id"].startswith(dependent["id"] + "-")
+    assert rfc3339_ms(int(runs[0]["run_id"].rsplit("-", 1)[1])) == up[0]["scheduled_for"]
+    assert api.call("GET", f"/jobs/{dependent['id']}").json["status"] == "scheduled"

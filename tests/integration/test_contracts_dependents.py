@@ -1,0 +1,58 @@
+"""The dependents index (`after` schedules): the same contract on the in-memory twin and on
+DynamoDB (moto), as in test_contracts.py."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+from duetime.adapters.codec import job_from_values, job_to_values
+from duetime.domain.schedule import After
+from duetime.ports import JobStore
+from tests.integration import test_contracts as contracts
+from tests.integration.test_contracts import TENANT, make_job
+
+job_store = contracts.job_store
+
+
+def test_given_dependents_then_they_are_listed_per_upstream_and_tenant(
+    job_store: JobStore,
+) -> None:
+    assert job_store.dependents(TENANT, "up") == ()
+
+    job_store.add_dependent(TENANT, "up", "b")
+    job_store.add_dependent(TENANT, "up", "a")
+    job_store.add_dependent(TENANT, "up", "a")  # idempotent
+
+    assert job_store.dependents(TENANT, "up") == ("a", "b")
+    assert job_store.dependents("other-tenant", "up") == ()
+    assert job_store.dependents(TENANT, "other") == ()
+
+
+def test_given_a_removed_dependent_then_it_is_gone_and_removing_again_is_harmless(
+    job_store: JobStore,
+) -> None:
+    job_store.add_dependent(TENANT, "up", "a")
+    job_store.add_dependent(TENANT, "up", "b")
+
+    job_store.remove_dependent(TENANT, "up", "a")
+    job_store.remove_dependent(TENANT, "up", "a")
+    job_store.remove_dependent(TENANT, "nothing", "a")
+
+    assert job_store.dependents(TENANT, "up") == ("b",)
+    job_store.remove_dependent(TENANT, "up", "b")
+    assert job_store.dependents(TENANT, "up") == ()
+
+
+def test_given_an_index_item_then_listings_and_scans_never_return_it(job_store: JobStore) -> None:
+    job = make_job(recurring=True)
+    job_store.create(job)
+    job_store.add_dependent(TENANT, job.id, "a")
+
+    assert [j.id for j in job_store.list(TENANT, 10, None).items] == [job.id]
+    assert [j.id for j in job_store.scan_active(0, 1)] == [job.id]
+
+
+def test_an_after_schedule_round_trips_through_the_job_item() -> None:
+    job = make_job(recurring=True)
+    stored = replace(job, spec=replace(job.spec, schedule=After("01UPSTREAM", "finished")))
+    assert job_from_values(job_to_values(stored)) == stored

@@ -1,0 +1,258 @@
+"""Job dependencies (`after` schedules) through the services on the in-memory twins: the real
+JobService and RunExecutor, a hand-driven clock and a target runner that records what it ran."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from typing import Any
+
+import pytest
+
+from duetime.adapters.memory.jobs import MemoryJobStore
+from duetime.adapters.memory.queues import MemoryQueue
+from duetime.adapters.memory.runs import MemoryRunStore
+from duetime.adapters.memory.timers import MemoryTimerStore
+from duetime.domain.errors import NotFound, ValidationError
+from duetime.domain.ids import run_id
+from duetime.domain.invocation import Invocation, TargetError
+from duetime.domain.jobs import JobStatus, Priority, Runtime, parse_job_spec
+from duetime.domain.runs import RunStatus
+from duetime.domain.targets import Target
+from duetime.domain.timeutil import rfc3339_ms, to_ms
+from duetime.services.execute import RunExecutor
+from duetime.services.jobs import JobService
+from duetime.settings import QueueUrls, Settings, queue_key
+
+T0 = to_ms(datetime(2026, 11, 21, 10, 0, 0, tzinfo=UTC))
+TENANT = "t"
+
+
+class Engine:
+    def __init__(self) -> None:
+        self.now = T0
+        queues = {
+            queue_key(r, p): QueueUrls(f"q/{r}/{p}", f"dlq/{r}/{p}")
+            for r in Runtime
+            for p in Priority
+        }
+        self.settings = Settings("jobs", "timers", "runs", queues, timer_shards=1)
+        self.jobs, self.runs = MemoryJobStore(), MemoryRunStore()
+        self.queue = MemoryQueue(self.clock)
+        self.service = JobService(
+            self.jobs,
+            MemoryTimerStore(shards=1),
+            self.runs,
+            self.queue,
+            self.settings,
+            clock=self.clock,
+        )
+        self.executor = RunExecutor(
+            self.jobs,
+            self.runs,
+            self.queue,
+            self,
+            self.settings,
+            clock=self.clock,
+            auth=self.queue.auth,
+            sleep=lambda seconds: None,
+            jitter=lambda: 0.5,
+        )
+        self.ran: list[Invocation] = []
+
+    def clock(self) -> int:
+        return self.now
+
+    def execute(self, target: Target, invocation: Invocation) -> None:
+        self.ran.append(invocation)
+        if invocation.payload == "fail":
+            raise TargetError("told to fail", retryable=False)
+
+    def create(self, schedule: dict[str, Any], payload: Any = None) -> str:
+        body = {
+            "schedule": schedule,
+            "target": {"type": "http", "url": "https://example.com/hook"},
+            "payload": payload,
+            "retry": {"max_attempts": 1},
+        }
+        return self.service.create(TENANT, parse_job_spec(body)).id
+
+    def after(self, job_id: str, on: str = "succeeded") -> str:
+        return self.create({"after": {"job_id": job_id, "on": on}})
+
+    def work(self, keep: bool = False) -> None:
+        """Every visible message is handled (and deleted when done, unless `keep`)."""
+        while deliveries := self.queue.receive(Runtime.LAMBDA, Priority.NORMAL, 1, 0):
+            result = self.executor.handle(deliveries[0])
+            if result.disposition == "done" and not keep:
+                self.queue.delete(deliveries)
+            if keep:
+                return
+
+    def runs_of(self, job_id: str) -> list[Invocation]:
+        return [i for i in self.ran if i.job_id == job_id]
+
+
+@pytest.fixture
+def engine() -> Engine:
+    return Engine()
+
+
+def test_given_an_after_job_when_its_upstream_succeeds_then_it_runs_once_with_its_id(
+    engine: Engine,
+) -> None:
+    upstream = engine.create({"at": rfc3339_ms(T0)})
+    dependent = engine.after(upstream)
+    assert engine.jobs.dependents(TENANT, upstream) == (dependent,)
+    assert engine.service.get(TENANT, dependent).status == JobStatus.SCHEDULED
+
+    engine.work()
+
+    [ran] = engine.runs_of(dependent)
+    assert ran.run_id == f"{dependent}-{T0}" == run_id(dependent, T0)
+    assert ran.upstream_run_id == run_id(upstream, T0)
+    stored = engine.runs.get(dependent, T0)
+    assert stored is not None
+    assert stored.status == RunStatus.SUCCEEDED
+    # A dependent is not finished by its run: it waits for the next one
+    assert engine.service.get(TENANT, dependent).status == JobStatus.SCHEDULED
+
+
+@pytest.mark.parametrize(
+    ("payload", "on", "triggered"),
+    [
+        (None, "succeeded", True),
+        (None, "failed", False),
+        (None, "finished", True),
+        ("fail", "succeeded", False),
+        ("fail", "failed", True),
+        ("fail", "finished", True),
+    ],
+)
+def test_the_outcome_triggers_only_the_dependents_that_ask_for_it(
+    engine: Engine, payload: Any, on: str, triggered: bool
+) -> None:
+    upstream = engine.create({"at": rfc3339_ms(T0)}, payload)
+    dependent = engine.after(upstream, on)
+
+    engine.work()
+
+    assert len(engine.runs_of(dependent)) == (1 if triggered else 0)
+
+
+def test_a_chain_runs_through_and_every_run_shares_the_upstream_instant(engine: Engine) -> None:
+    a = engine.create({"at": rfc3339_ms(T0)})
+    b = engine.after(a)
+    c = engine.after(b, "finished")
+
+    engine.work()
+
+    assert [i.job_id for i in engine.ran] == [a, b, c]
+    assert [i.run_id for i in engine.ran] == [f"{a}-{T0}", f"{b}-{T0}", f"{c}-{T0}"]
+    assert engine.runs_of(c)[0].upstream_run_id == f"{b}-{T0}"
+
+
+def test_a_duplicate_completion_does_not_trigger_twice(engine: Engine) -> None:
+    upstream = engine.create({"at": rfc3339_ms(T0)})
+    dependent = engine.after(upstream)
+    # The upstream's message is handled but not deleted (a crash before the delete), so it
+    # is delivered again: its claim finds the run finished and triggers again.
+    engine.work(keep=True)
+    engine.now += 60_000
+    engine.work()
+
+    assert len(engine.runs_of(upstream)) == 1
+    assert len(engine.runs_of(dependent)) == 1
+
+
+def test_a_crash_before_triggering_is_repaired_by_the_redelivery(engine: Engine) -> None:
+    upstream = engine.create({"at": rfc3339_ms(T0)})
+    dependent = engine.after(upstream)
+    sent = engine.queue.send
+    failing = True
+
+    def send(messages: Any) -> None:
+        if failing and any(m.job_id == dependent for m, _ in messages):
+            raise RuntimeError("SQS down")
+        sent(messages)
+
+    engine.queue.send = send  # type: ignore[method-assign]
+    engine.work()  # the upstream ran; triggering failed, so its message stays
+    assert engine.runs_of(dependent) == []
+
+    failing = False
+    engine.now += 60_000
+    engine.work()
+
+    assert len(engine.runs_of(upstream)) == 1
+    assert len(engine.runs_of(dependent)) == 1
+
+
+def test_a_cancelled_or_paused_dependent_is_not_triggered_and_breaks_the_chain(
+    engine: Engine,
+) -> None:
+    a = engine.create({"rate_seconds": 60})
+    b = engine.after(a)
+    c = engine.after(b)
+    paused = engine.after(a)
+    engine.service.cancel(TENANT, b)
+    engine.service.pause(TENANT, paused)
+    assert engine.jobs.dependents(TENANT, a) == tuple(sorted((paused,)))
+
+    engine.service.run_now(TENANT, a)
+    engine.work()
+
+    assert [i.job_id for i in engine.ran] == [a]
+    # Resumed, it runs after the next run of its upstream
+    engine.service.resume(TENANT, paused)
+    engine.now += 1_000
+    engine.service.run_now(TENANT, a)
+    engine.work()
+    assert [i.job_id for i in engine.ran] == [a, a, paused]
+    assert engine.service.get(TENANT, c).status == JobStatus.SCHEDULED
+
+
+def test_the_upstream_must_be_the_tenants_and_a_cycle_is_refused(engine: Engine) -> None:
+    a = engine.create({"rate_seconds": 60})
+    with pytest.raises(NotFound):
+        engine.after("01NOSUCHJOB0000000000000000")
+    with pytest.raises(NotFound):
+        engine.service.create(
+            "other",
+            parse_job_spec(
+                {
+                    "schedule": {"after": {"job_id": a}},
+                    "target": {"type": "http", "url": "https://example.com/hook"},
+                }
+            ),
+        )
+    b = engine.after(a)
+    c = engine.after(b)
+
+    for target in (c, b, a):  # a -> ... -> a
+        with pytest.raises(ValidationError) as caught:
+            engine.service.update(TENANT, a, {"schedule": {"after": {"job_id": target}}})
+        assert caught.value.field == "schedule.after.job_id"
+    with pytest.raises(NotFound):
+        engine.service.update(TENANT, b, {"schedule": {"after": {"job_id": "01NOSUCH"}}})
+
+
+def test_a_patch_moves_the_dependent_to_its_new_upstream(engine: Engine) -> None:
+    a = engine.create({"rate_seconds": 60})
+    x = engine.create({"rate_seconds": 60})
+    b = engine.after(a)
+
+    engine.service.update(TENANT, b, {"schedule": {"after": {"job_id": x, "on": "finished"}}})
+    assert engine.jobs.dependents(TENANT, a) == ()
+    assert engine.jobs.dependents(TENANT, x) == (b,)
+    engine.service.update(TENANT, b, {"schedule": {"after": {"job_id": x}}})  # only `on`
+    assert engine.jobs.dependents(TENANT, x) == (b,)
+
+    engine.service.run_now(TENANT, a)
+    engine.work()
+    engine.now += 1_000
+    engine.service.run_now(TENANT, x)
+    engine.work()
+    assert [i.job_id for i in engine.ran] == [a, x, b]
+
+    engine.service.update(TENANT, b, {"schedule": {"rate_seconds": 60}})
+    assert engine.jobs.dependents(TENANT, x) == ()
