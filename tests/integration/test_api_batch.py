@@ -13,7 +13,7 @@ import pytest
 
 from duetime.domain.jobs import Priority, Runtime, parse_job_spec
 from duetime.ports import QueueError
-from duetime.services.jobs import _fingerprint
+from duetime.services.submission import fingerprint as _fingerprint
 from duetime.settings import QuotaEnv
 from tests.integration.conftest import Engine, engine  # noqa: F401 - fixture
 from tests.integration.test_api import (

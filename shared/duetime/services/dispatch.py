@@ -33,8 +33,9 @@ from dataclasses import dataclass, replace
 from duetime.domain.jobs import Job, JobStatus
 from duetime.domain.messages import RunMessage, delay_seconds, run_message
 from duetime.domain.planning import plan_recurring
+from duetime.domain.schedule import next_occurrence
 from duetime.domain.timers import Timer, minute_of
-from duetime.domain.timeutil import MINUTE_MS, from_ms
+from duetime.domain.timeutil import MINUTE_MS, from_ms, to_ms
 from duetime.observability import logger
 from duetime.ports import ConditionFailed, JobQueue, JobStore, TimerStore
 from duetime.settings import Settings
@@ -151,10 +152,35 @@ class Dispatcher:
             self._timers.raise_shard_count(shard + 1)
         return {s: (states[s].horizon_minute or 0) if s in states else 0 for s in shards}
 
+    def arm(self, job: Job, now: int) -> bool:
+        """Dispatch a scheduled job again, from where it goes on (a replayed submission, a
+        resume, an update that changed nothing). Idempotent: a chain already armed writes the
+        same timer keys, and an occurrence sent twice shares its run id. True when the job was
+        completed instead: its schedule is over (a timer of its chain still pending is handed
+        over all the same: the sweep's _CHAINED)."""
+        due = self.next_due(job, now)
+        if due is not None:
+            self.dispatch([(job, due)])
+            return False
+        if not job.spec.recurring:
+            return False
+        self.complete(job, now)
+        return True
+
+    def next_due(self, job: Job, now: int) -> int | None:
+        """Where an armed job goes on from: a one-off's instant; a recurring job's first
+        occurrence from now on (None when its schedule is over, or for an `after` job)."""
+        if not job.spec.recurring:
+            return job.next_due_ms
+        found = next_occurrence(
+            job.spec.schedule, created_at=from_ms(job.created_ms), after=from_ms(now - 1)
+        )
+        return to_ms(found) if found is not None else None
+
     def complete(self, job: Job, now: int) -> None:
         """Mark a recurring job whose schedule has ended completed (unless it changed)."""
         if job.status == JobStatus.COMPLETED:
-            return  # its last timer, handed over after an early completion (JobService._arm)
+            return  # its last timer, handed over after an early completion (`arm`)
         for _ in range(3):
             done = replace(
                 job,

@@ -24,7 +24,7 @@ from duetime.settings import Settings
 # parallel (a recurring job's read is chunked by 100). The deadline is checked between groups.
 HANDOVER_GROUP = 160
 # Job statuses whose chain timers are handed over. A completed job's timer of its own
-# generation still holds its last rounds: a job resumed after its end (JobService._arm) is
+# generation still holds its last rounds: a job resumed after its end (Dispatcher.arm) is
 # completed before its pending timer is swept.
 _CHAINED = (JobStatus.SCHEDULED, JobStatus.COMPLETED)
 

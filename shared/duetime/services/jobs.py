@@ -1,9 +1,9 @@
-"""Job lifecycle: submit, inspect, cancel, pause, resume, run now.
+"""Job lifecycle: submit, inspect, cancel, pause, resume, update, run now.
 
-A submission is durable before it is acknowledged: the job item is written, then its first
-occurrence is dispatched (duetime.services.dispatch): sent straight to SQS with DelaySeconds
-when it falls before the sweep horizon (short delays, `at` in the past, run-now), otherwise
-written as a timer for the sweeper.
+A submission (duetime.services.submission) is durable before it is acknowledged: the job item
+is written, then its first occurrence is dispatched (duetime.services.dispatch): sent straight
+to SQS with DelaySeconds when it falls before the sweep horizon (short delays, `at` in the
+past, run-now), otherwise written as a timer for the sweeper.
 
 A one-off job's terminal status (succeeded/failed) is the status of its run: the worker writes
 only the run record, saving a write per run, and reads resolve it (see docs/architecture.md).
@@ -16,38 +16,28 @@ from collections.abc import Callable
 from dataclasses import dataclass, replace
 
 from duetime.domain.errors import (
-    COUNT_QUOTA_RETRY_AFTER_SECONDS,
-    IdempotencyConflict,
     IllegalTransition,
     NotFound,
     PreconditionFailed,
-    QuotaExceeded,
     ValidationError,
 )
-from duetime.domain.ids import new_job_id
 from duetime.domain.jobs import (
-    RECORDING_MARGIN_SECONDS,
-    SUBMISSION_FAILED,
     Job,
     JobFilter,
     JobSpec,
     JobStatus,
-    Runtime,
     rearms,
     updated_spec,
 )
 from duetime.domain.messages import delay_seconds, run_message
-from duetime.domain.planning import first_due, rearmed_due
+from duetime.domain.planning import rearmed_due
 from duetime.domain.runs import Run, RunStatus
-from duetime.domain.schedule import next_occurrence
 from duetime.domain.timeutil import from_ms, to_ms
 from duetime.ports import ConditionFailed, JobQueue, JobStore, Page, RunStore, TimerStore
 from duetime.services.dependencies import Dependencies
 from duetime.services.dispatch import Dispatcher
-from duetime.services.submission import _check_min_rate, _fingerprint
+from duetime.services.submission import Submission
 from duetime.settings import Quotas, Settings
-
-IDEMPOTENCY_SECONDS = 86_400
 
 
 @dataclass(frozen=True)
@@ -80,6 +70,9 @@ class JobService:
         self._entropy = entropy
         self._dispatcher = Dispatcher(jobs, timers, queue, settings, clock=clock)
         self._deps = Dependencies(jobs, queue, clock=clock)  # `after` jobs
+        self.submission = Submission(
+            jobs, self._dispatcher, self._deps, settings, clock=clock, entropy=entropy
+        )
 
     def create(
         self,
@@ -89,151 +82,12 @@ class JobService:
         idempotency_key: str | None = None,
         quotas: Quotas | None = None,
     ) -> Job:
-        """Submit a job. With an idempotency key, a replay of the same request returns the job
-        the first call created (for 24 hours), after finishing what that call started (see
-        `_replayed`); the same key with another request is an IdempotencyConflict. A first
-        call that died after recording its key is completed by the replay, under the job id
-        it had recorded. `quotas`: the tenant's limits (the API's; None: no limit), the shortest
-        rate interval and the active recurring jobs."""
-        if quotas is not None:
-            _check_min_rate(spec, quotas)
-        recurring_limit = quotas.max_active_recurring_jobs if quotas is not None else None
-        self._check_runtime(spec)
-        self._check_target(spec)
-        self._deps.check(tenant, None, spec.schedule)
-        now = self._clock()
-        first = first_due(spec.schedule, created_at=from_ms(now))
-        if first is None and not spec.triggered:
-            raise ValidationError("schedule", "has no occurrence in the future")
-        job_id = new_job_id(now, self._entropy(10))
-        if idempotency_key is not None:
-            fingerprint = _fingerprint(spec)
-            recorded = self._jobs.claim_key(
-                tenant, idempotency_key, job_id, fingerprint, now // 1000 + IDEMPOTENCY_SECONDS
-            )
-            if recorded is not None:
-                if recorded[1] != fingerprint:
-                    raise IdempotencyConflict(idempotency_key)
-                existing = self._jobs.get(tenant, recorded[0])
-                if existing is not None:
-                    return self._replayed(existing, now, recurring_limit)
-                job_id = recorded[0]
-        if spec.recurring and recurring_limit is not None:
-            self._reserve_recurring(tenant, recurring_limit)
-        due = to_ms(first) if first is not None else None  # None: an `after` job
-        job = Job(
-            tenant=tenant,
-            id=job_id,
-            spec=spec,
-            status=JobStatus.SCHEDULED,
-            created_ms=now,
-            updated_ms=now,
-            next_due_ms=due,
-            # A one-off job lives for the hot window after it runs, and its run record no
-            # less (see RunExecutor): after that its history is in the archive.
-            expires_at=None
-            if spec.recurring or due is None
-            else max(due, now) // 1000 + self._settings.run_ttl_seconds,
-        )
-        try:
-            self._deps.link(job)
-            self._jobs.create(job)
-        except Exception:
-            self._release(job)
-            raise
-        if due is not None:
-            self._launch(job, due)
-        return job
-
-    def _reserve_recurring(self, tenant: str, limit: int) -> None:
-        """Count the new recurring job against the tenant's quota of active ones (an atomic
-        check and increment of a counter: O(1), whatever the tenant holds)."""
-        if not self._jobs.reserve_recurring(tenant, limit):
-            raise QuotaExceeded(
-                f"at most {limit} active (scheduled or paused) recurring jobs per tenant; "
-                "cancel one first",
-                COUNT_QUOTA_RETRY_AFTER_SECONDS,
-                field="schedule",
-            )
-
-    def _release(self, job: Job) -> None:
-        """A recurring job stopped being active (cancelled, completed, never created)."""
-        if job.spec.recurring:
-            self._jobs.release_recurring(job.tenant)
-
-    def _check_target(self, spec: JobSpec) -> None:
-        """A job may not reach duetime's own queues, topics, functions or buses."""
-        refused = self._settings.own_resources().refusal(spec.target)
-        if refused is not None:
-            raise ValidationError(f"target.{refused[0]}", refused[1])
-
-    def _check_runtime(self, spec: JobSpec) -> None:
-        """A lambda-runtime run must fit in the worker's invocation with time to record it."""
-        worker = self._settings.worker_timeout_seconds
-        limit = worker - RECORDING_MARGIN_SECONDS
-        if spec.runtime == Runtime.LAMBDA and spec.timeout_seconds > limit:
-            raise ValidationError(
-                "timeout_seconds",
-                f"must be at most {limit} for the lambda runtime (its worker stops after "
-                f"{worker} s and keeps {RECORDING_MARGIN_SECONDS} s to record the outcome); "
-                "use the fargate runtime for longer jobs",
-            )
-
-    def _launch(self, job: Job, due: int) -> None:
-        """Dispatch a new job's first occurrence. Not acknowledged unless it went out: on a
-        failure the job is cancelled (SUBMISSION_FAILED) rather than left never to run, and
-        the error goes to the caller, whose retry with the same key revives it."""
-        try:
-            self._dispatcher.dispatch([(job, due)])
-        except Exception:
-            now = self._clock()
-            cancelled = replace(
-                job,
-                status=JobStatus.CANCELLED,
-                updated_ms=now,
-                expires_at=now // 1000 + self._settings.run_ttl_seconds,
-                cancel_reason=SUBMISSION_FAILED,
-                version=job.version + 1,
-            )
-            self._jobs.replace(cancelled, expected=job)
-            self._release(job)
-            raise
-
-    def _replayed(self, job: Job, now: int, recurring_limit: int | None) -> Job:
-        """A replay finishes what the first request started, and otherwise shows the job as it
-        is now.
-
-        - The first request died between storing the job and dispatching it: the scheduled
-          job is armed again (idempotent: the same timer keys and run ids).
-        - Its dispatch failed, so it cancelled the job: the replay revives and dispatches it
-          (and, failing again, cancels it again and answers with the error).
-        - Anything else (run, paused, cancelled by its owner since) is the job's true state."""
-        if job.status == JobStatus.SCHEDULED:
-            self._arm(job, now)
-        elif job.status == JobStatus.CANCELLED and job.cancel_reason == SUBMISSION_FAILED:
-            if job.spec.recurring and recurring_limit is not None:
-                self._reserve_recurring(job.tenant, recurring_limit)
-            due = self._next_due(job, now) or now
-            revived = replace(
-                job,
-                status=JobStatus.SCHEDULED,
-                updated_ms=now,
-                next_due_ms=due,
-                expires_at=None
-                if job.spec.recurring
-                else max(due, now) // 1000 + self._settings.run_ttl_seconds,
-                cancel_reason=None,
-                version=job.version + 1,
-            )
-            try:
-                self._jobs.replace(revived, expected=job)
-            except ConditionFailed:  # another replay revived it meanwhile
-                self._release(job)
-                current = self._jobs.get(job.tenant, job.id)
-                return current if current is not None else job
-            self._launch(revived, due)
-            return revived
-        return job
+        """Submit a job (duetime.services.submission). With an idempotency key, a replay of the
+        same request returns the job the first call created (for 24 hours), after finishing
+        what that call started; the same key with another request is an IdempotencyConflict.
+        `quotas`: the tenant's limits (the API's; None: no limit), the shortest rate interval
+        and the active recurring jobs."""
+        return self.submission.create(tenant, spec, idempotency_key=idempotency_key, quotas=quotas)
 
     def _send(self, job: Job, due: int, now: int) -> None:
         """A run asked for at `due` (run-now): not jittered, it starts when asked."""
@@ -310,7 +164,7 @@ class JobService:
         if updated is job:
             # Resuming a scheduled job arms it again: a resume whose dispatch failed after its
             # status was stored is completed by resuming again.
-            if wanted == JobStatus.SCHEDULED and self._arm(job, now):
+            if wanted == JobStatus.SCHEDULED and self._dispatcher.arm(job, now):
                 return self.get(tenant, job_id)  # its schedule was over: completed
             return view
         if wanted == JobStatus.CANCELLED:
@@ -319,7 +173,7 @@ class JobService:
         if wanted == JobStatus.SCHEDULED:
             # Resume restarts the chain at the first occurrence from now on: occurrences that
             # fell due while paused are skipped, not caught up.
-            due = self._next_due(job, now)
+            due = self._dispatcher.next_due(job, now)
             if due is None and not job.spec.triggered:
                 updated = replace(updated, status=JobStatus.COMPLETED, next_due_ms=None)
             else:
@@ -329,7 +183,7 @@ class JobService:
         except ConditionFailed:
             raise IllegalTransition(job.id, "changed concurrently", wanted) from None
         if updated.status in (JobStatus.CANCELLED, JobStatus.COMPLETED):
-            self._release(job)
+            self.submission.release(job)
             self._deps.unlink(job)
         if due is not None:
             self._dispatcher.dispatch([(updated, due)])
@@ -361,15 +215,11 @@ class JobService:
                 # Nothing to write. A scheduled job is armed again: an update whose dispatch
                 # failed is completed by sending it again.
                 if job.status == JobStatus.SCHEDULED:
-                    self._arm(job, now)
+                    self._dispatcher.arm(job, now)
                 return view
             if job.status == JobStatus.PAUSED and not (spec.recurring or spec.triggered):
                 raise IllegalTransition(job.id, "paused", "a one-off (resume it first)")
-            if quotas is not None:
-                _check_min_rate(spec, quotas)
-            self._check_runtime(spec)
-            self._check_target(spec)
-            self._deps.check(tenant, job.id, spec.schedule)
+            self.submission.check(tenant, spec, quotas, job.id)
             updated = replace(job, spec=spec, updated_ms=now, version=job.version + 1)
             due: int | None = None
             if rearms(job.spec, spec):
@@ -379,17 +229,15 @@ class JobService:
                 if found is None and not spec.triggered:
                     raise ValidationError("schedule", "has no occurrence in the future")
                 due = to_ms(found) if found is not None else None
-                ttl = (
-                    None
-                    if spec.recurring or due is None
-                    else max(due, now) // 1000 + self._settings.run_ttl_seconds
-                )
                 updated = replace(
-                    updated, generation=job.generation + 1, next_due_ms=due, expires_at=ttl
+                    updated,
+                    generation=job.generation + 1,
+                    next_due_ms=due,
+                    expires_at=self.submission.expiry(spec, due, now),
                 )
             reserved = spec.recurring and not job.spec.recurring and quotas is not None
             if reserved and quotas is not None:
-                self._reserve_recurring(tenant, quotas.max_active_recurring_jobs)
+                self.submission.reserve(tenant, quotas.max_active_recurring_jobs)
             try:
                 self._deps.link(updated)
                 self._jobs.replace(updated, expected=job)
@@ -406,30 +254,6 @@ class JobService:
                 self._dispatcher.dispatch([(updated, due)])
             return self._view(updated)
         raise IllegalTransition(job_id, "changed concurrently", "updated")
-
-    def _arm(self, job: Job, now: int) -> bool:
-        """Dispatch a scheduled job again, from where it goes on. Idempotent: a chain already
-        armed writes the same timer keys, and an occurrence sent twice shares its run id.
-        True when the job was completed instead: its schedule is over (a timer of its chain
-        still pending is handed over all the same: the sweep's _CHAINED)."""
-        due = self._next_due(job, now)
-        if due is not None:
-            self._dispatcher.dispatch([(job, due)])
-            return False
-        if not job.spec.recurring:
-            return False
-        self._dispatcher.complete(job, now)
-        return True
-
-    def _next_due(self, job: Job, now: int) -> int | None:
-        """Where an armed job goes on from: a one-off's instant; a recurring job's first
-        occurrence from now on (None when its schedule is over)."""
-        if not job.spec.recurring:
-            return job.next_due_ms
-        found = next_occurrence(
-            job.spec.schedule, created_at=from_ms(job.created_ms), after=from_ms(now - 1)
-        )
-        return to_ms(found) if found is not None else None
 
     def run_now(self, tenant: str, job_id: str) -> int:
         """One extra run now, besides the schedule. Returns its scheduled instant."""

@@ -1,27 +1,295 @@
-"""What every submission checks, alone or in a batch (duetime.services.jobs, .batch): the
-request's fingerprint (for its Idempotency-Key) and the deployment's shortest rate."""
+"""Submission: how a new job becomes durable and armed, alone (POST /jobs, JobService.create)
+or in a batch (duetime.services.batch). Both go through the same steps:
+
+1. `check`: the deployment's shortest rate, the runtime's time limit, the target (not one of
+   duetime's own resources), an `after` job's upstream.
+2. `prepare`: the first occurrence, the job id, the Idempotency-Key claim (a replay answers
+   with the job the first request created, after finishing what that request started, see
+   `replayed`), the active-recurring quota; the job to write.
+3. the write and the first occurrence's dispatch: `create` (one conditional put) then
+   `launch`; in a batch, `create_many` (one BatchWriteItem, the dispatches together).
+   A submission is not acknowledged unless it went out: on a failure the job is `withdraw`n
+   (cancelled with SUBMISSION_FAILED, uncounted) rather than left never to run, and the error
+   goes to the caller, whose retry with the same key revives it.
+"""
 
 from __future__ import annotations
 
 import hashlib
 import json
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, replace
 
-from duetime.domain.errors import COUNT_QUOTA_RETRY_AFTER_SECONDS, QuotaExceeded
-from duetime.domain.jobs import JobSpec, spec_to_dict
+from duetime.domain.errors import (
+    COUNT_QUOTA_RETRY_AFTER_SECONDS,
+    IdempotencyConflict,
+    QuotaExceeded,
+    ValidationError,
+)
+from duetime.domain.ids import new_job_id
+from duetime.domain.jobs import (
+    RECORDING_MARGIN_SECONDS,
+    SUBMISSION_FAILED,
+    Job,
+    JobSpec,
+    JobStatus,
+    Runtime,
+    spec_to_dict,
+)
+from duetime.domain.planning import first_due
 from duetime.domain.schedule import Rate
-from duetime.settings import Quotas
+from duetime.domain.timeutil import from_ms, to_ms
+from duetime.ports import ConditionFailed, JobStore
+from duetime.services.dependencies import Dependencies
+from duetime.services.dispatch import Dispatcher
+from duetime.settings import Quotas, Settings
+
+IDEMPOTENCY_SECONDS = 86_400
 
 
-def _fingerprint(spec: JobSpec) -> str:
+def fingerprint(spec: JobSpec) -> str:
+    """What an Idempotency-Key is bound to: the canonical job body."""
     canonical = json.dumps(spec_to_dict(spec), sort_keys=True, separators=(",", ":"))
     return hashlib.sha256(canonical.encode()).hexdigest()
 
 
-def _check_min_rate(spec: JobSpec, quotas: Quotas) -> None:
-    schedule = spec.schedule
-    if isinstance(schedule, Rate) and schedule.seconds < quotas.min_rate_seconds:
-        raise QuotaExceeded(
-            f"rate_seconds must be at least {quotas.min_rate_seconds} for this deployment",
-            COUNT_QUOTA_RETRY_AFTER_SECONDS,
-            field="schedule.rate_seconds",
+@dataclass(frozen=True)
+class Prepared:
+    """A new job to write, its quota counted; or (`replay`) the job an earlier request with the
+    same Idempotency-Key created, as it is now."""
+
+    job: Job
+    replay: bool = False
+    resumed: bool = False  # its id comes from an earlier request that died before writing it
+
+
+class Submission:
+    def __init__(
+        self,
+        jobs: JobStore,
+        dispatcher: Dispatcher,
+        deps: Dependencies,
+        settings: Settings,
+        *,
+        clock: Callable[[], int],
+        entropy: Callable[[int], bytes],
+    ) -> None:
+        self._jobs = jobs
+        self._dispatcher = dispatcher
+        self._deps = deps
+        self._settings = settings
+        self._clock = clock
+        self._entropy = entropy
+
+    def create(
+        self, tenant: str, spec: JobSpec, *, idempotency_key: str | None, quotas: Quotas | None
+    ) -> Job:
+        """Submit one job (see JobService.create)."""
+        self.check(tenant, spec, quotas)
+        prepared = self.prepare(tenant, spec, idempotency_key, quotas, self._clock())
+        job = prepared.job
+        if prepared.replay:
+            return job
+        try:
+            self._deps.link(job)
+            self._jobs.create(job)
+        except Exception:
+            self.release(job)
+            raise
+        if job.next_due_ms is not None:  # None: an `after` job, run by its upstream
+            self.launch(job)
+        return job
+
+    def check(
+        self, tenant: str, spec: JobSpec, quotas: Quotas | None, job_id: str | None = None
+    ) -> None:
+        """What a job body must meet beyond its own validation, at create and at PATCH (of job
+        `job_id`). `quotas`: the tenant's limits (None: none)."""
+        schedule = spec.schedule
+        shortest = quotas.min_rate_seconds if quotas is not None else 0
+        if isinstance(schedule, Rate) and schedule.seconds < shortest:
+            raise QuotaExceeded(
+                f"rate_seconds must be at least {shortest} for this deployment",
+                COUNT_QUOTA_RETRY_AFTER_SECONDS,
+                field="schedule.rate_seconds",
+            )
+        worker = self._settings.worker_timeout_seconds
+        limit = worker - RECORDING_MARGIN_SECONDS
+        if spec.runtime == Runtime.LAMBDA and spec.timeout_seconds > limit:
+            # A lambda-runtime run must fit in the worker's invocation with time to record it.
+            raise ValidationError(
+                "timeout_seconds",
+                f"must be at most {limit} for the lambda runtime (its worker stops after "
+                f"{worker} s and keeps {RECORDING_MARGIN_SECONDS} s to record the outcome); "
+                "use the fargate runtime for longer jobs",
+            )
+        refused = self._settings.own_resources().refusal(spec.target)
+        if refused is not None:  # a job may not reach duetime's own queues, topics, functions
+            raise ValidationError(f"target.{refused[0]}", refused[1])
+        self._deps.check(tenant, job_id, schedule)
+
+    def prepare(
+        self,
+        tenant: str,
+        spec: JobSpec,
+        idempotency_key: str | None,
+        quotas: Quotas | None,
+        now: int,
+    ) -> Prepared:
+        """The job a checked body becomes, its Idempotency-Key claimed and its quota counted;
+        or, for a replay of an earlier request, that request's job. A first request that died
+        after claiming its key is completed under the job id it had claimed (`resumed`)."""
+        limit = quotas.max_active_recurring_jobs if quotas is not None else None
+        first = first_due(spec.schedule, created_at=from_ms(now))
+        if first is None and not spec.triggered:
+            raise ValidationError("schedule", "has no occurrence in the future")
+        job_id = new_job_id(now, self._entropy(10))
+        resumed = False
+        if idempotency_key is not None:
+            bound = fingerprint(spec)
+            recorded = self._jobs.claim_key(
+                tenant, idempotency_key, job_id, bound, now // 1000 + IDEMPOTENCY_SECONDS
+            )
+            if recorded is not None:
+                if recorded[1] != bound:
+                    raise IdempotencyConflict(idempotency_key)
+                existing = self._jobs.get(tenant, recorded[0])
+                if existing is not None:
+                    return Prepared(self.replayed(existing, now, limit), replay=True)
+                job_id, resumed = recorded[0], True
+        if spec.recurring and limit is not None:
+            self.reserve(tenant, limit)
+        due = to_ms(first) if first is not None else None  # None: an `after` job
+        job = Job(
+            tenant=tenant,
+            id=job_id,
+            spec=spec,
+            status=JobStatus.SCHEDULED,
+            created_ms=now,
+            updated_ms=now,
+            next_due_ms=due,
+            expires_at=self.expiry(spec, due, now),
         )
+        return Prepared(job, resumed=resumed)
+
+    def expiry(self, spec: JobSpec, due: int | None, now: int) -> int | None:
+        """A one-off job lives for the hot window after it runs, and its run record no less
+        (see RunExecutor): after that its history is in the archive. Others do not expire."""
+        if spec.recurring or due is None:
+            return None
+        return max(due, now) // 1000 + self._settings.run_ttl_seconds
+
+    def launch(self, job: Job) -> None:
+        """Dispatch a new (written) job's first occurrence; on a failure the job is withdrawn
+        and the error goes to the caller."""
+        try:
+            self._dispatcher.dispatch([(job, job.next_due_ms or 0)])
+        except Exception:
+            self.withdraw(job)
+            raise
+
+    def create_many(self, new: Sequence[Prepared]) -> set[str]:
+        """Write prepared jobs and dispatch their first occurrences, together (a batch): the
+        fresh ids by one unconditional BatchWriteItem (a new ULID no stored job can have), a
+        resumed id by a conditional put (another replay may write it at the same moment).
+        Returns the ids this call wrote. On a failure every job not acknowledged is
+        withdrawn, then the error raised."""
+        fresh = [p.job for p in new if not p.resumed]
+        written = list(fresh)
+        lost: set[str] = set()  # resumed jobs another replay wrote first: theirs, not ours
+        try:
+            self._jobs.create_many(fresh)
+            for p in new:
+                if not p.resumed:
+                    continue
+                try:
+                    self._jobs.create(p.job)
+                except ConditionFailed:
+                    self.release(p.job)  # the other request counted it
+                    lost.add(p.job.id)
+                    continue
+                written.append(p.job)
+            if written:
+                self._dispatcher.dispatch([(job, job.next_due_ms or 0) for job in written])
+        except Exception:
+            self.abandon([p for p in new if p.job.id not in lost])
+            raise
+        return {job.id for job in written}
+
+    def abandon(self, prepared: Sequence[Prepared]) -> None:
+        """Prepared jobs, written or not, that will not be acknowledged: withdrawn."""
+        for p in prepared:
+            self.withdraw(p.job, written=False)
+
+    def now(self) -> int:
+        return self._clock()
+
+    def withdraw(self, job: Job, *, written: bool = True) -> None:
+        """A submission failed before it was acknowledged: its job is cancelled
+        (SUBMISSION_FAILED) and uncounted. `written=False`: the job may not have been written
+        (a batch's write failed part way)."""
+        now = self._clock()
+        cancelled = replace(
+            job,
+            status=JobStatus.CANCELLED,
+            updated_ms=now,
+            expires_at=now // 1000 + self._settings.run_ttl_seconds,
+            cancel_reason=SUBMISSION_FAILED,
+            version=job.version + 1,
+        )
+        try:
+            self._jobs.replace(cancelled, expected=job)
+        except ConditionFailed:
+            if written:
+                raise
+        self.release(job)
+
+    def reserve(self, tenant: str, limit: int) -> None:
+        """Count a new recurring job against the tenant's quota of active ones (an atomic
+        check and increment of a counter: O(1), whatever the tenant holds)."""
+        if not self._jobs.reserve_recurring(tenant, limit):
+            raise QuotaExceeded(
+                f"at most {limit} active (scheduled or paused) recurring jobs per tenant; "
+                "cancel one first",
+                COUNT_QUOTA_RETRY_AFTER_SECONDS,
+                field="schedule",
+            )
+
+    def release(self, job: Job) -> None:
+        """A recurring job stopped being active (cancelled, completed, never created)."""
+        if job.spec.recurring:
+            self._jobs.release_recurring(job.tenant)
+
+    def replayed(self, job: Job, now: int, recurring_limit: int | None) -> Job:
+        """A replay finishes what the first request started, and otherwise shows the job as it
+        is now.
+
+        - The first request died between storing the job and dispatching it: the scheduled
+          job is armed again (idempotent: the same timer keys and run ids).
+        - Its dispatch failed, so it withdrew the job: the replay revives and dispatches it
+          (and, failing again, withdraws it again and answers with the error).
+        - Anything else (run, paused, cancelled by its owner since) is the job's true state."""
+        if job.status == JobStatus.SCHEDULED:
+            self._dispatcher.arm(job, now)
+        elif job.status == JobStatus.CANCELLED and job.cancel_reason == SUBMISSION_FAILED:
+            if job.spec.recurring and recurring_limit is not None:
+                self.reserve(job.tenant, recurring_limit)
+            due = self._dispatcher.next_due(job, now) or now
+            revived = replace(
+                job,
+                status=JobStatus.SCHEDULED,
+                updated_ms=now,
+                next_due_ms=due,
+                expires_at=self.expiry(job.spec, due, now),
+                cancel_reason=None,
+                version=job.version + 1,
+            )
+            try:
+                self._jobs.replace(revived, expected=job)
+            except ConditionFailed:  # another replay revived it meanwhile
+                self.release(job)
+                current = self._jobs.get(job.tenant, job.id)
+                return current if current is not None else job
+            self.launch(revived)
+            return revived
+        return job
