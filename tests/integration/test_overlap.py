@@ -20,7 +20,8 @@ from duetime.adapters.memory.timers import MemoryTimerStore
 from duetime.domain.errors import ValidationError
 from duetime.domain.invocation import Invocation
 from duetime.domain.jobs import Priority, Runtime, parse_job_spec
-from duetime.domain.overlap import Gate, Overlap
+from duetime.domain.messages import RunMessage
+from duetime.domain.overlap import Admission, Gate, Overlap
 from duetime.domain.runs import Run, RunStatus
 from duetime.domain.targets import Target
 from duetime.domain.timeutil import rfc3339_ms, to_ms
@@ -256,3 +257,50 @@ def test_given_a_one_off_job_then_only_allow_is_accepted() -> None:
 
 def _started(twins: OverlapTwins) -> set[int]:
     return {e.scheduled_ms for e in twins.executions}
+
+
+def test_given_a_dead_holder_then_a_late_copy_of_a_finished_occurrence_takes_no_place() -> None:
+    # Given a buffer_one job whose holder died with an occurrence buffered behind it
+    twins = OverlapTwins()
+    job_id = twins.submit("buffer_one", occurrences=30)
+    job = twins.jobs.get("t", job_id)
+    assert job is not None
+    done, dead, waiting, real = T0 + 1000, T0 + 2000, T0 + 3000, T0 + 4000
+    twins.runs.record(_run(job_id, done, RunStatus.SUCCEEDED))
+    twins.jobs.put_gate("t", job_id, Gate(dead, T0, waiting, 0), 10**9)
+    twins.runs.record(_run(job_id, waiting, RunStatus.BUFFERED))
+    twins.clock.now = T0 + 600_000  # long after the dead holder's grace
+    guard = twins.executor._overlap
+
+    # When a late copy of the occurrence that already succeeded comes to the gate
+    admission = guard.admit(job, _message(job_id, done), grace_ms=0)
+
+    # Then it is dropped, its record kept; the buffered one is handed the gate and sent
+    assert admission == Admission.DUPLICATE
+    assert twins.runs.get(job_id, done).status == RunStatus.SUCCEEDED  # type: ignore[union-attr]
+    gate = twins.jobs.gate("t", job_id)
+    assert (gate.holder_ms, gate.buffered_ms) == (waiting, None)
+    sent = []
+    while deliveries := twins.queue.receive(Runtime.LAMBDA, Priority.NORMAL, 10, 0):
+        sent += [twins.queue.auth.open(d.body) for d in deliveries]
+    assert [m.scheduled_ms for m in sent if m.due_ms == twins.clock.now] == [waiting]
+    # And the buffered place is free for the next real occurrence
+    assert guard.admit(job, _message(job_id, real), grace_ms=0) == Admission.BUFFER
+    assert twins.jobs.gate("t", job_id).buffered_ms == real
+
+
+def _run(job_id: str, scheduled_ms: int, status: RunStatus) -> Run:
+    return Run(tenant="t", job_id=job_id, scheduled_ms=scheduled_ms, status=status, attempt=1)
+
+
+def _message(job_id: str, scheduled_ms: int) -> RunMessage:
+    return RunMessage(
+        tenant="t",
+        job_id=job_id,
+        scheduled_ms=scheduled_ms,
+        attempt=1,
+        due_ms=scheduled_ms,
+        runtime=Runtime.LAMBDA,
+        priority=Priority.NORMAL,
+        generation=0,
+    )

@@ -4,7 +4,16 @@ from __future__ import annotations
 
 import pytest
 
-from duetime.domain.overlap import Admission, Decision, Gate, Overlap, admit, holder_active, release
+from duetime.domain.overlap import (
+    Admission,
+    Decision,
+    Gate,
+    Overlap,
+    admit,
+    holder_active,
+    late_copy,
+    release,
+)
 from duetime.domain.runs import Attempt, Lease, Run, RunStatus
 
 NOW = 1_000_000
@@ -33,6 +42,24 @@ SKIP, BUFFER = Overlap.SKIP, Overlap.BUFFER_ONE
 )
 def test_admit(policy: Overlap, gate: Gate, active: bool, expected: Decision) -> None:
     assert admit(policy, gate, 5, active, NOW) == expected
+
+
+@pytest.mark.parametrize(
+    ("policy", "gate", "active", "expected"),
+    [
+        # an active holder: nothing changes, nothing is recorded
+        (SKIP, Gate(4, 1, None, 2), True, Decision(Admission.DUPLICATE, Gate(4, 1, None, 2))),
+        (BUFFER, Gate(4, 1, None, 2), True, Decision(Admission.DUPLICATE, Gate(4, 1, None, 2))),
+        (BUFFER, Gate(4, 1, 3, 2), True, Decision(Admission.DUPLICATE, Gate(4, 1, 3, 2))),
+        # a dead holder with one buffered: it is handed the gate, the copy takes no place
+        (BUFFER, Gate(4, 1, 3, 2), False, Decision(Admission.DUPLICATE, Gate(3, NOW, None, 2), 3)),
+        (SKIP, Gate(4, 1, 3, 2), False, Decision(Admission.DUPLICATE, Gate(3, NOW, None, 2), 3)),
+    ],
+)
+def test_a_late_copy_of_an_occurrence_that_ran_takes_no_place(
+    policy: Overlap, gate: Gate, active: bool, expected: Decision
+) -> None:
+    assert late_copy(admit(policy, gate, 5, active, NOW), gate) == expected
 
 
 def test_release_hands_over_to_the_buffered_one_or_frees_the_gate() -> None:

@@ -14,7 +14,7 @@ on the gate's version.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from enum import StrEnum
 
 from duetime.domain.runs import Run, RunStatus
@@ -97,6 +97,18 @@ def admit(policy: Overlap, gate: Gate, scheduled_ms: int, active: bool, now_ms: 
         if gate.buffered_ms == scheduled_ms:
             return Decision(Admission.DUPLICATE, gate)
     return Decision(Admission.SKIP, gate)
+
+
+def late_copy(decision: Decision, gate: Gate) -> Decision:
+    """The decision for a late copy of an occurrence that already ran (its run record is
+    past `buffered`) where `decision` said skip or buffer: it takes no place at the gate (a
+    buffered place would start it again and turn a real occurrence away) and is not recorded;
+    a hand-over the decision makes (`start_ms`: the holder died) still happens."""
+    if decision.start_ms is None:
+        return Decision(Admission.DUPLICATE, gate)
+    return Decision(
+        Admission.DUPLICATE, replace(decision.gate, buffered_ms=None), decision.start_ms
+    )
 
 
 def release(gate: Gate, scheduled_ms: int, now_ms: int) -> Gate | None:

@@ -3,7 +3,8 @@ claims an occurrence of a `skip` or `buffer_one` job, and the release after the 
 
 Costs, per occurrence of such a job: one strongly consistent read of the gate, one read of
 the holder's run record when another occurrence holds it (never a query of the job's runs),
-and one conditional write when the gate changes; the release is one read and one write. A
+one read of the occurrence's own run record when it does not start (a late copy of one that
+already ran is dropped: `late_copy`), and one conditional write when the gate changes; the release is one read and one write. A
 race between two occurrences is settled by the gate's version: the loser reads it again.
 
 Never two at once, never a buffered occurrence lost:
@@ -25,7 +26,7 @@ from collections.abc import Callable
 
 from duetime.domain.jobs import Job
 from duetime.domain.messages import RunMessage
-from duetime.domain.overlap import Admission, admit, holder_active, release
+from duetime.domain.overlap import Admission, admit, holder_active, late_copy, release
 from duetime.domain.runs import Run, RunStatus
 from duetime.observability import Metric, count, logger
 from duetime.ports import JobQueue, JobStore, RunStore
@@ -73,12 +74,14 @@ class OverlapGuard:
                     max_backoff_ms=int(job.spec.retry.max_backoff_seconds * 1000),
                 )
             decision = admit(job.spec.overlap, gate, scheduled, active, now)
-            if decision.admission in (Admission.SKIP, Admission.BUFFER) and not decision.start_ms:
+            late = False
+            if decision.admission in (Admission.SKIP, Admission.BUFFER):
                 # A late copy of an occurrence that already ran must not take the one
                 # buffered place (or be shown skipped): one read, only when not running.
                 own = self._runs.get(job.id, scheduled)
-                if own is not None and own.status != RunStatus.BUFFERED:
-                    return Admission.DUPLICATE
+                late = own is not None and own.status != RunStatus.BUFFERED
+                if late:
+                    decision = late_copy(decision, gate)
             if decision.start_ms is not None:
                 self._start(job, decision.start_ms, now)
             if decision.gate != gate and not self._jobs.put_gate(
@@ -89,7 +92,11 @@ class OverlapGuard:
                 self._record(job, message, RunStatus.SKIPPED, now)
                 count(Metric.RUNS_SKIPPED)
                 logger.info("occurrence skipped: another run of the job is active")
-            elif decision.admission in (Admission.BUFFER, Admission.DUPLICATE):
+            elif decision.admission == Admission.BUFFER or (
+                decision.admission == Admission.DUPLICATE and not late
+            ):
+                # A copy of the buffered one records it again: a crash may have come
+                # between the gate's write and its record.
                 self._record(job, message, RunStatus.BUFFERED, now)
                 count(Metric.RUNS_BUFFERED)
                 logger.info("occurrence buffered: it starts when the active run finishes")
