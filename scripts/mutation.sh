@@ -2,7 +2,7 @@
 # Mutation testing of the pure core, on demand (not part of scripts/test or CI).
 #
 # mutmut (configured in pyproject.toml, [tool.mutmut]) mutates shared/duetime/domain/{runs,
-# retry,planning,schedule,cron}.py and runs the unit tests and the in-memory contract suite against
+# retry,planning,schedule,cron,overlap,backfill}.py and runs the unit tests and the in-memory contract suite against
 # each mutant, then this prints the figures and the survivors. The score leaves out the
 # mutants listed in `excluded` below (an error message's text, or equivalent: no input tells
 # them apart); see docs/reliability.md.
