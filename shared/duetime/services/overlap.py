@@ -4,8 +4,9 @@ claims an occurrence of a `skip` or `buffer_one` job, and the release after the 
 Costs, per occurrence of such a job: one strongly consistent read of the gate, one read of
 the holder's run record when another occurrence holds it (never a query of the job's runs),
 one read of the occurrence's own run record when it does not start (a late copy of one that
-already ran is dropped: `late_copy`), and one conditional write when the gate changes; the release is one read and one write. A
-race between two occurrences is settled by the gate's version: the loser reads it again.
+already ran is dropped: `late_copy`), and one conditional write when the gate changes; the
+release is one read and one write. A race between two occurrences is settled by the gate's
+version: the loser reads it again.
 
 Never two at once, never a buffered occurrence lost:
 - the buffered occurrence's message is sent *before* the gate names it holder (in a release,
