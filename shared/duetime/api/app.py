@@ -25,6 +25,7 @@ from aws_lambda_powertools.event_handler import APIGatewayHttpResolver, Response
 from aws_lambda_powertools.event_handler.exceptions import NotFoundError
 
 from duetime.api import backfill as backfill_route
+from duetime.api import preview as preview_route
 from duetime.api import views
 from duetime.api.batch import batch_route
 from duetime.api.openapi import OPENAPI
@@ -82,6 +83,7 @@ ROUTES: tuple[tuple[str, str], ...] = (
     ("POST", "/jobs/{id}/run"),
     ("GET", "/jobs/{id}/runs"),
     ("POST", "/jobs/{id}/backfill"),
+    ("POST", "/schedules/preview"),
     ("GET", "/webhook-secret"),
     ("POST", "/webhook-secret/rotate"),
 )
@@ -238,6 +240,7 @@ def build_app(
     backfill_route.register(
         route, backfill, tenant=tenant, body=body, checked_id=checked_id, limiter=limiter
     )
+    preview_route.register(route, tenant=tenant, body=body, clock=clock)
 
     def secrets() -> WebhookSecrets:
         if webhook_secrets is None:

@@ -11,6 +11,7 @@ from __future__ import annotations
 from typing import Any
 
 from duetime import __version__
+from duetime.api import preview
 from duetime.api.backfill import SCHEMAS as BACKFILL_SCHEMAS
 from duetime.api.schema_parts import enum_values, ref
 from duetime.api.schemas import component_schemas
@@ -339,6 +340,7 @@ def _paths() -> dict[str, Any]:
                 ),
             },
         },
+        "/schedules/preview": preview.operation(_ok),
         "/webhook-secret": {
             "get": {
                 "operationId": "getWebhookSecret",
@@ -387,6 +389,6 @@ OPENAPI: dict[str, Any] = {
         },
         "parameters": _PARAMETERS,
         "responses": _RESPONSES,
-        "schemas": {**component_schemas(), **BACKFILL_SCHEMAS},
+        "schemas": {**component_schemas(), **BACKFILL_SCHEMAS, **preview.SCHEMAS},
     },
 }
