@@ -341,3 +341,45 @@ class SigningSecrets(Protocol):
     """What an HTTP delivery needs: the secrets that sign a tenant's requests now."""
 
     def signing_secrets(self, tenant: str) -> tuple[str, ...]: ...
+
+
+# --- operator figures (duetime.services.operator_stats: GET /admin/stats) --------------------
+
+
+@dataclass(frozen=True)
+class QueueFigures:
+    """One run queue as SQS counts it now (approximate), and its dead-letter queue's depth."""
+
+    runtime: Runtime
+    priority: Priority
+    depth: int  # visible: waiting for a worker
+    in_flight: int  # received, not yet deleted
+    delayed: int  # sent with a delay that has not passed
+    oldest_age_seconds: int | None  # None where it cannot be measured (the local stack)
+    dlq_depth: int
+
+
+@dataclass(frozen=True)
+class HourOfRuns:
+    """Runs started and failed (for good) over the last hour, and their start lateness."""
+
+    started: int
+    failed: int
+    lateness_p50_ms: int | None  # None: no run started
+    lateness_p99_ms: int | None
+
+
+@dataclass(frozen=True)
+class SystemFigures:
+    queues: tuple[QueueFigures, ...]
+    runs: HourOfRuns
+
+
+class FiguresSource(Protocol):
+    """What the operators' view reads besides the timers store: SQS and CloudWatch on AWS
+    (duetime.adapters.figures), the local stack's own counts locally (duetime.local.figures).
+    Its cost is bounded, whatever the load: a call per queue and one metrics query."""
+
+    def read(self, now_ms: int) -> SystemFigures:
+        """The queues as they are now; the runs of the hour before `now_ms`."""
+        ...
