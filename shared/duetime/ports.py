@@ -5,7 +5,9 @@ runs both: the stores and queues (DynamoDB, SQS; twins in `duetime.adapters.memo
 `duetime.adapters.lambda_launcher`; twin: the coordinator's `InProcessLauncher`),
 `TargetRunner` (duetime.targets' executor; twin: `duetime.adapters.memory.targets`) and
 `SigningSecrets`, what the HTTP delivery signs with (`duetime.services.webhook_secrets`, over
-either pair of secret store and cipher).
+either pair of secret store and cipher). `FiguresSource` (the operators' live counts: SQS and
+CloudWatch in `duetime.adapters.figures`; twin: the local stack's `duetime.local.figures`) has
+no contract suite: its answers are live counts, each side is tested on its own.
 
 Only the Protocols live here, with the few types that exist because of them and mean nothing
 outside a port call: the errors a port raises for its callers to catch (`StoreError`,
