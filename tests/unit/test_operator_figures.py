@@ -15,7 +15,7 @@ from duetime.domain.runs import Attempt, Run, RunStatus
 from duetime.local.figures import RunFigures
 from duetime.services.execute import Disposition, Result
 from duetime.services.operator_stats import lag_seconds
-from duetime.settings import QueueUrls, queue_key
+from duetime.settings import ApiSettings, Env, QueueUrls, queue_key
 
 NOW_MS = 1_795_255_205_000  # 2026-11-21T10:00:05Z
 
@@ -155,3 +155,11 @@ def test_the_local_stack_counts_the_runs_started_in_the_last_hour() -> None:
     assert (hour.lateness_p50_ms, hour.lateness_p99_ms) == (30, 50)
     empty = RunFigures().last_hour(NOW_MS)
     assert (empty.started, empty.lateness_p50_ms, empty.lateness_p99_ms) == (0, None, None)
+
+
+def test_the_operator_claim_and_scope_come_from_the_environment() -> None:
+    default = ApiSettings.from_env({})
+    assert (default.operator_claim, default.operator_scope) == ("scope", "duetime/operator")
+    env = {Env.OPERATOR_CLAIM: " cognito:groups ", Env.OPERATOR_SCOPE: "operators"}
+    configured = ApiSettings.from_env(env)
+    assert (configured.operator_claim, configured.operator_scope) == ("cognito:groups", "operators")

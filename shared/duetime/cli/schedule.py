@@ -74,8 +74,8 @@ def run_preview(args: argparse.Namespace) -> int:
 
 def preview_body(args: argparse.Namespace) -> dict[str, Any]:
     """The request body; the API checks the values (and names the field of a bad one)."""
-    given = [flag for flag, value in (("CRON", args.cron), ("--rate", args.rate)) if value]
-    given += ["--at"] * (args.at is not None)
+    kinds = (("CRON", args.cron), ("--rate", args.rate), ("--at", args.at))
+    given = [flag for flag, value in kinds if value is not None]
     if len(given) != 1:
         raise UsageError("give one of a cron expression, --rate or --at")
     schedule: dict[str, Any]
