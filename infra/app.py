@@ -121,6 +121,8 @@ def props_from_context(context: Context) -> SchedulerProps:
         jwt_issuer=context.text("jwtIssuer", defaults.jwt_issuer),
         jwt_audience=context.strings("jwtAudience") or defaults.jwt_audience,
         tenant_claim=context.text("tenantClaim", defaults.tenant_claim),
+        operator_claim=context.text("operatorClaim", defaults.operator_claim),
+        operator_scope=context.text("operatorScope", defaults.operator_scope),
         billing_mode=billing,  # type: ignore[arg-type]
         read_capacity=context.number("readCapacity", defaults.read_capacity),
         write_capacity=context.number("writeCapacity", defaults.write_capacity),

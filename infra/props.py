@@ -100,6 +100,9 @@ class SchedulerProps:
     jwt_issuer: str
     jwt_audience: Sequence[str]
     tenant_claim: str = "sub"  # the JWT claim naming the tenant
+    # GET /admin/stats: the claim whose words must include the scope (docs/api.md)
+    operator_claim: str = "scope"
+    operator_scope: str = "duetime/operator"
     tenant_quotas: TenantQuotas = field(default_factory=TenantQuotas)
     api_throttle_rate: float = 100.0  # default stage: steady requests per second
     api_throttle_burst: int = 200
@@ -195,6 +198,10 @@ class SchedulerProps:
             raise ValueError("worker_timeout_seconds must be 1..900")
         if self.visibility_timeout_seconds > _MAX_VISIBILITY_SECONDS:
             raise ValueError("6 x worker_timeout_seconds exceeds SQS's 12-hour visibility")
+        if not self.operator_claim.strip() or not self.operator_scope.strip():
+            raise ValueError("operator_claim and operator_scope must not be empty")
+        if len(self.operator_scope.split()) != 1:
+            raise ValueError("operator_scope is one word: the claim's words are compared")
         if not 1 <= self.timer_shards <= 1000:
             raise ValueError("timer_shards must be 1..1000")
         if not 1 <= self.job_partitions <= 64:

@@ -10,6 +10,7 @@ from aws_cdk import aws_apigateway as apigw
 from aws_cdk import aws_apigatewayv2 as apigwv2
 from aws_cdk import aws_apigatewayv2_authorizers as authorizers
 from aws_cdk import aws_apigatewayv2_integrations as integrations
+from aws_cdk import aws_iam as iam
 from aws_cdk import aws_lambda as lambda_
 from aws_cdk import aws_logs as logs
 from constructs import Construct
@@ -39,6 +40,10 @@ API_TIMERS_ACTIONS = (
     "dynamodb:UpdateItem",
 )
 API_RUNS_ACTIONS = ("dynamodb:GetItem", "dynamodb:Query", "dynamodb:BatchGetItem")
+# GET /admin/stats (duetime.adapters.figures): each run queue's and DLQ's counts, and one
+# GetMetricData call (the queues' oldest-message age, the workers' run metrics).
+API_STATS_QUEUE_ACTIONS = ("sqs:GetQueueAttributes",)
+API_STATS_METRICS_ACTIONS = ("cloudwatch:GetMetricData",)
 
 # One JSON line per request; the principal is the JWT's subject.
 ACCESS_LOG_FORMAT = json.dumps(
@@ -131,6 +136,8 @@ class Api(Construct):
             environment={
                 **factory.engine_env,
                 Env.TENANT_CLAIM: props.tenant_claim,
+                Env.OPERATOR_CLAIM: props.operator_claim,
+                Env.OPERATOR_SCOPE: props.operator_scope,
                 **props.tenant_quotas.to_env(),
             },
             reserved_concurrency=props.api_reserved_concurrency,
@@ -140,8 +147,30 @@ class Api(Construct):
         data.runs.grant(function, *API_RUNS_ACTIONS)
         data.grant_secrets(function)  # GET /webhook-secret, POST /webhook-secret/rotate
         for run_queue in queues.run_queues:  # the fast path: due soon, straight to SQS
-            run_queue.queue.grant(function, "sqs:SendMessage")
+            run_queue.queue.grant(function, "sqs:SendMessage", *API_STATS_QUEUE_ACTIONS)
+            run_queue.dlq.grant(function, *API_STATS_QUEUE_ACTIONS)
+        self._grant_metrics(function)
         return function
+
+    def _grant_metrics(self, function: lambda_.Function) -> None:
+        """GetMetricData, in a policy of its own so its acknowledgement covers it alone."""
+        policy = iam.Policy(
+            self,
+            "StatsMetricsPolicy",
+            statements=[
+                iam.PolicyStatement(actions=list(API_STATS_METRICS_ACTIONS), resources=["*"])
+            ],
+        )
+        if function.role is None:
+            raise RuntimeError("the api function has no role")
+        function.role.attach_inline_policy(policy)
+        acknowledge(
+            policy,
+            "AwsSolutions-IAM5[Resource::*]",
+            "cloudwatch:GetMetricData has no resource-level permissions (it reads metrics, "
+            "never writes): GET /admin/stats reads the queues' oldest-message age and the "
+            "workers' run metrics with one call, for operators only.",
+        )
 
     def _routes(self, integration: apigwv2.HttpRouteIntegration) -> list[apigwv2.HttpRoute]:
         routes: list[apigwv2.HttpRoute] = []

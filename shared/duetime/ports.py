@@ -5,7 +5,9 @@ runs both: the stores and queues (DynamoDB, SQS; twins in `duetime.adapters.memo
 `duetime.adapters.lambda_launcher`; twin: the coordinator's `InProcessLauncher`),
 `TargetRunner` (duetime.targets' executor; twin: `duetime.adapters.memory.targets`) and
 `SigningSecrets`, what the HTTP delivery signs with (`duetime.services.webhook_secrets`, over
-either pair of secret store and cipher).
+either pair of secret store and cipher). `FiguresSource` (the operators' live counts: SQS and
+CloudWatch in `duetime.adapters.figures`; twin: the local stack's `duetime.local.figures`) has
+no contract suite: its answers are live counts, each side is tested on its own.
 
 Only the Protocols live here, with the few types that exist because of them and mean nothing
 outside a port call: the errors a port raises for its callers to catch (`StoreError`,
@@ -341,3 +343,45 @@ class SigningSecrets(Protocol):
     """What an HTTP delivery needs: the secrets that sign a tenant's requests now."""
 
     def signing_secrets(self, tenant: str) -> tuple[str, ...]: ...
+
+
+# --- operator figures (duetime.services.operator_stats: GET /admin/stats) --------------------
+
+
+@dataclass(frozen=True)
+class QueueFigures:
+    """One run queue as SQS counts it now (approximate), and its dead-letter queue's depth."""
+
+    runtime: Runtime
+    priority: Priority
+    depth: int  # visible: waiting for a worker
+    in_flight: int  # received, not yet deleted
+    delayed: int  # sent with a delay that has not passed
+    oldest_age_seconds: int | None  # None where it cannot be measured (the local stack)
+    dlq_depth: int
+
+
+@dataclass(frozen=True)
+class HourOfRuns:
+    """Runs started and failed (for good) over the last hour, and their start lateness."""
+
+    started: int
+    failed: int
+    lateness_p50_ms: int | None  # None: no run started
+    lateness_p99_ms: int | None
+
+
+@dataclass(frozen=True)
+class SystemFigures:
+    queues: tuple[QueueFigures, ...]
+    runs: HourOfRuns
+
+
+class FiguresSource(Protocol):
+    """What the operators' view reads besides the timers store: SQS and CloudWatch on AWS
+    (duetime.adapters.figures), the local stack's own counts locally (duetime.local.figures).
+    Its cost is bounded, whatever the load: a call per queue and one metrics query."""
+
+    def read(self, now_ms: int) -> SystemFigures:
+        """The queues as they are now; the runs of the hour before `now_ms`."""
+        ...

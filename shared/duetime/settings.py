@@ -69,6 +69,10 @@ class Env:
     SUBMISSIONS_PER_SECOND = "DUETIME_SUBMISSIONS_PER_SECOND"
     SUBMISSION_BURST = "DUETIME_SUBMISSION_BURST"
     MAX_ACTIVE_RECURRING_JOBS = "DUETIME_MAX_ACTIVE_RECURRING_JOBS"
+    # GET /admin/stats: a token carries the operator scope when this claim's value (as API
+    # Gateway passes it: space-separated, or an array rendered "[a b]") holds this value.
+    OPERATOR_CLAIM = "DUETIME_OPERATOR_CLAIM"
+    OPERATOR_SCOPE = "DUETIME_OPERATOR_SCOPE"
     # Webhook signatures (duetime.services.webhook_secrets): the KMS key that encrypts the tenants'
     # secrets, and how long a rotated-out secret keeps signing.
     SECRETS_KEY_ARN = "DUETIME_SECRETS_KEY_ARN"
@@ -280,12 +284,19 @@ class ApiSettings:
 
     tenant_claim: str = "sub"
     quotas: Quotas = field(default_factory=Quotas)
+    operator_claim: str = "scope"  # see Env.OPERATOR_CLAIM
+    operator_scope: str = "duetime/operator"
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str] | None = None) -> ApiSettings:
         env = os.environ if environ is None else environ
         claim = env.get(Env.TENANT_CLAIM, "").strip() or "sub"
-        return cls(tenant_claim=claim, quotas=Quotas.from_env(env))
+        return cls(
+            tenant_claim=claim,
+            quotas=Quotas.from_env(env),
+            operator_claim=env.get(Env.OPERATOR_CLAIM, "").strip() or "scope",
+            operator_scope=env.get(Env.OPERATOR_SCOPE, "").strip() or "duetime/operator",
+        )
 
 
 @dataclass(frozen=True)

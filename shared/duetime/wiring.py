@@ -9,6 +9,7 @@ stack adds its moto server's `endpoint_url` and an executor that counts the runs
 from __future__ import annotations
 
 import functools
+import os
 import random
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -26,12 +27,13 @@ from duetime.adapters.sqs import SqsJobQueue
 from duetime.clock import wall_ms
 from duetime.domain.jobs import Runtime
 from duetime.domain.messages import MessageAuth
-from duetime.ports import SecretCipher, SweepLauncher
+from duetime.ports import FiguresSource, SecretCipher, SweepLauncher
 from duetime.services.backfill import Backfill
 from duetime.services.coordinator import Coordinator, InProcessLauncher
 from duetime.services.dispatch import Dispatcher
 from duetime.services.execute import RunExecutor
 from duetime.services.jobs import JobService
+from duetime.services.operator_stats import OperatorStats
 from duetime.services.queue_worker import QueueWorker
 from duetime.services.reconcile import Reconciler
 from duetime.services.sweep import Sweeper
@@ -165,12 +167,48 @@ def message_auth(
     )
 
 
-def api(parts: Components, settings: ApiSettings) -> APIGatewayHttpResolver:
-    """The HTTP API (duetime.api.app) over the engine's components."""
+def api(
+    parts: Components,
+    settings: ApiSettings,
+    *,
+    figures: FiguresSource | None = None,
+    session: boto3.Session | None = None,
+    endpoint_url: str | None = None,
+) -> APIGatewayHttpResolver:
+    """The HTTP API (duetime.api.app) over the engine's components. `figures`: what GET
+    /admin/stats reads (default: SQS and CloudWatch, duetime.adapters.figures; the local stack
+    passes its own)."""
     from duetime.api.app import build_app
 
+    if figures is None:
+        figures = aws_figures(parts.settings, session, endpoint_url=endpoint_url)
     return build_app(
-        parts.service, settings, webhook_secrets=parts.webhook_secrets, backfill=parts.backfill
+        parts.service,
+        settings,
+        webhook_secrets=parts.webhook_secrets,
+        backfill=parts.backfill,
+        operator_stats=OperatorStats(figures, parts.timers),
+    )
+
+
+def aws_figures(
+    settings: Settings, session: boto3.Session | None = None, *, endpoint_url: str | None = None
+) -> FiguresSource:
+    """The operators' figures from SQS and CloudWatch, in the namespace and service dimension
+    the functions publish their metrics under (duetime.observability)."""
+    from duetime.adapters.figures import AwsFigures
+
+    session = session or boto3.Session()
+    sqs = session.client("sqs", config=_BOTO_CONFIG, endpoint_url=endpoint_url)
+    cloudwatch = functools.cache(
+        lambda: session.client("cloudwatch", config=_BOTO_CONFIG, endpoint_url=endpoint_url)
+    )
+    return AwsFigures(
+        sqs,
+        cloudwatch,
+        settings.queues,
+        namespace=os.environ.get("POWERTOOLS_METRICS_NAMESPACE", "duetime"),
+        service=os.environ.get("POWERTOOLS_SERVICE_NAME", "duetime"),
     )
 
 

@@ -24,7 +24,9 @@ from typing import Any, TypeAlias, TypeVar
 from aws_lambda_powertools.event_handler import APIGatewayHttpResolver, Response, content_types
 from aws_lambda_powertools.event_handler.exceptions import NotFoundError
 
+from duetime.api import admin as admin_route
 from duetime.api import backfill as backfill_route
+from duetime.api import preview as preview_route
 from duetime.api import views
 from duetime.api.batch import batch_route
 from duetime.api.openapi import OPENAPI
@@ -55,6 +57,7 @@ from duetime.ports import Page
 from duetime.services.backfill import Backfill
 from duetime.services.batch import BatchSubmitter
 from duetime.services.jobs import JobService, JobView
+from duetime.services.operator_stats import OperatorStats
 from duetime.services.webhook_secrets import RotationConflict, WebhookSecrets
 from duetime.settings import ApiSettings
 
@@ -82,6 +85,8 @@ ROUTES: tuple[tuple[str, str], ...] = (
     ("POST", "/jobs/{id}/run"),
     ("GET", "/jobs/{id}/runs"),
     ("POST", "/jobs/{id}/backfill"),
+    ("POST", "/schedules/preview"),
+    ("GET", "/admin/stats"),
     ("GET", "/webhook-secret"),
     ("POST", "/webhook-secret/rotate"),
 )
@@ -108,6 +113,7 @@ ERROR_STATUS: tuple[tuple[type[DomainError], HTTPStatus], ...] = (
     (PayloadTooLarge, HTTPStatus.REQUEST_ENTITY_TOO_LARGE),
     (ValidationError, HTTPStatus.BAD_REQUEST),
     (Unauthorized, HTTPStatus.UNAUTHORIZED),
+    (admin_route.Forbidden, HTTPStatus.FORBIDDEN),
     (NotFound, HTTPStatus.NOT_FOUND),
     (MethodNotAllowed, HTTPStatus.METHOD_NOT_ALLOWED),
     (IllegalTransition, HTTPStatus.CONFLICT),
@@ -126,9 +132,11 @@ def build_app(
     limiter: SubmissionLimiter | None = None,
     webhook_secrets: WebhookSecrets | None = None,
     backfill: Backfill | None = None,
+    operator_stats: OperatorStats | None = None,
 ) -> APIGatewayHttpResolver:
-    """The resolver with every route. `webhook_secrets` serves /webhook-secret and `backfill`
-    /jobs/{id}/backfill; without them those routes answer 500 (a wiring mistake, logged)."""
+    """The resolver with every route. `webhook_secrets` serves /webhook-secret, `backfill`
+    /jobs/{id}/backfill and `operator_stats` /admin/stats; without them those routes answer
+    500 (a wiring mistake, logged)."""
     settings = settings or ApiSettings()
     quotas = settings.quotas
     limiter = limiter or SubmissionLimiter(quotas.submissions_per_second, quotas.submission_burst)
@@ -237,6 +245,15 @@ def build_app(
     body = lambda: json_body(app.current_event.raw_event)  # noqa: E731
     backfill_route.register(
         route, backfill, tenant=tenant, body=body, checked_id=checked_id, limiter=limiter
+    )
+    preview_route.register(route, tenant=tenant, body=body, clock=clock)
+    admin_route.register(
+        route,
+        operator_stats,
+        event=lambda: app.current_event.raw_event,
+        tenant=tenant,
+        claim=settings.operator_claim,
+        scope=settings.operator_scope,
     )
 
     def secrets() -> WebhookSecrets:

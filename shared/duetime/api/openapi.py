@@ -11,6 +11,7 @@ from __future__ import annotations
 from typing import Any
 
 from duetime import __version__
+from duetime.api import admin, preview
 from duetime.api.backfill import SCHEMAS as BACKFILL_SCHEMAS
 from duetime.api.schema_parts import enum_values, ref
 from duetime.api.schemas import component_schemas
@@ -34,6 +35,7 @@ def _error(description: str, headers: dict[str, Any] | None = None) -> dict[str,
 _RESPONSES = {
     "BadRequest": _error("Invalid input (code invalid); `field` names it."),
     "Unauthorized": _error("No tenant claim in the token (code unauthorized)."),
+    "Forbidden": _error("The token lacks the operator scope (code forbidden)."),
     "NotFound": _error("No such job for this tenant (code not_found)."),
     "Conflict": _error("The job cannot make this transition (code conflict)."),
     "PreconditionFailed": _error(
@@ -339,6 +341,8 @@ def _paths() -> dict[str, Any]:
                 ),
             },
         },
+        "/schedules/preview": preview.operation(_ok),
+        "/admin/stats": admin.operation(_ok),
         "/webhook-secret": {
             "get": {
                 "operationId": "getWebhookSecret",
@@ -387,6 +391,6 @@ OPENAPI: dict[str, Any] = {
         },
         "parameters": _PARAMETERS,
         "responses": _RESPONSES,
-        "schemas": {**component_schemas(), **BACKFILL_SCHEMAS},
+        "schemas": {**component_schemas(), **BACKFILL_SCHEMAS, **preview.SCHEMAS, **admin.SCHEMAS},
     },
 }

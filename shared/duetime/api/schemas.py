@@ -40,6 +40,7 @@ ERROR_CODES = (
     "invalid",
     "payload_too_large",
     "unauthorized",
+    "forbidden",
     "not_found",
     "method_not_allowed",
     "conflict",

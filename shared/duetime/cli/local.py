@@ -77,6 +77,14 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     token.add_argument(
         "--ttl-seconds", type=positive_int, default=86_400, help="lifetime (default one day)"
     )
+    token.add_argument(
+        "--scope",
+        dest="scopes",
+        action="append",
+        default=[],
+        metavar="SCOPE",
+        help="a scope the token carries in its scope claim (repeatable), e.g. duetime/operator",
+    )
     state_dir_option(token)
     token.set_defaults(run=_run_token)
 
@@ -86,7 +94,7 @@ def _run_token(args: argparse.Namespace) -> int:
 
     key, created = load_or_create_key(args.state_dir)
     try:
-        token = issue_token(args.tenant, args.ttl_seconds, key)
+        token = issue_token(args.tenant, args.ttl_seconds, key, scopes=_scopes(args.scopes))
     except ValueError as exc:
         print(f"duetime: {exc}", file=sys.stderr)
         return 2
@@ -94,6 +102,14 @@ def _run_token(args: argparse.Namespace) -> int:
         print(f"duetime: created the local signing key {key_path(args.state_dir)}", file=sys.stderr)
     print(token)
     return 0
+
+
+def _scopes(given: list[str]) -> tuple[str, ...]:
+    """The scope claim is space-separated: a scope is one visible word."""
+    for scope in given:
+        if not scope or not scope.isprintable() or not scope.isascii() or " " in scope:
+            raise ValueError(f"a scope is one word of visible ASCII characters, not {scope!r}")
+    return tuple(dict.fromkeys(given))
 
 
 def _run_local(args: argparse.Namespace) -> int:

@@ -6,7 +6,7 @@ import argparse
 import sys
 from collections.abc import Sequence
 
-from duetime.cli import dlq, history, jobs, local, timers, worker
+from duetime.cli import dlq, history, jobs, local, schedule, timers, worker
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -15,6 +15,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     worker.register(commands)
     local.register(commands)
     jobs.register(commands)
+    schedule.register(commands)
     history.register(commands)
     dlq.register(commands)
     timers.register(commands)

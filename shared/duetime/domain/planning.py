@@ -22,15 +22,21 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
+from duetime.domain.errors import ValidationError
 from duetime.domain.jobs import Catchup, CatchupMode
 from duetime.domain.schedule import (
+    After,
     Cron,
     Rate,
     Schedule,
+    is_recurring,
     next_occurrence,
     previous_occurrence,
 )
 from duetime.domain.timeutil import from_ms, to_ms
+
+# `POST /schedules/preview` shows at most this many occurrences.
+MAX_PREVIEW_OCCURRENCES = 20
 
 # `all` enqueues at most this many missed occurrences of one job in one plan; the plan's next
 # timer continues from the first one left over.
@@ -165,3 +171,21 @@ def rearmed_due(schedule: Schedule, *, created_at: datetime, now: datetime) -> d
             schedule, created_at=created_at, after=now - timedelta(milliseconds=1)
         )
     return first_due(schedule, created_at=now)
+
+
+def upcoming(schedule: Schedule, *, now: datetime, count: int) -> list[datetime]:
+    """The first `count` occurrences of a job submitted at `now` with this schedule (fewer when
+    the schedule ends): the first is the `next_run_at` POST /jobs would answer. A one-off has
+    one (an `at` in the past too: such a job runs at once); `after` has none of its own."""
+    if isinstance(schedule, After):
+        raise ValidationError(
+            "schedule.after", "has no occurrences of its own: it runs when its upstream's run ends"
+        )
+    found: list[datetime] = []
+    occurrence = first_due(schedule, created_at=now)
+    while occurrence is not None and len(found) < count:
+        found.append(occurrence)
+        if not is_recurring(schedule):
+            break
+        occurrence = next_occurrence(schedule, created_at=now, after=occurrence)
+    return found

@@ -1,4 +1,5 @@
-"""The local stack's live figures: runs executed, lateness percentiles, queue depths.
+"""The local stack's live figures: runs executed, lateness percentiles, queue depths; and
+`LocalFigures`, what GET /admin/stats reads locally (the FiguresSource port).
 
 The runs are counted where both workers (the Lambda handler through its event source pollers,
 and the Fargate loop) execute them, `RunExecutor.handle`: the local stack's components are
@@ -15,9 +16,12 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from duetime.adapters.figures import queue_figures
 from duetime.clock import wall_ms
 from duetime.domain.runs import RunStatus
+from duetime.ports import FiguresSource, HourOfRuns, SystemFigures
 from duetime.services.execute import RunExecutor
+from duetime.settings import QueueUrls
 
 if TYPE_CHECKING:
     from mypy_boto3_sqs import SQSClient
@@ -26,6 +30,8 @@ if TYPE_CHECKING:
     from duetime.services.execute import Result
 
 LATENESS_WINDOW = 1000  # lateness percentiles are over the latest this many runs
+HOUR_MS = 3_600_000
+RECENT_RUNS = 100_000  # GET /admin/stats counts the last hour's runs, at most this many
 
 
 @dataclass(frozen=True)
@@ -58,6 +64,8 @@ class RunFigures:
     def __init__(self, window: int = LATENESS_WINDOW) -> None:
         self._lock = threading.Lock()
         self._lateness: deque[int] = deque(maxlen=window)
+        # (started ms, lateness ms, failed for good) of the latest runs, oldest first
+        self._recent: deque[tuple[int, int, bool]] = deque(maxlen=RECENT_RUNS)
         self.started = self.succeeded = self.failed = self.retried = 0
 
     def record(self, result: Result, since_ms: int) -> None:
@@ -73,6 +81,8 @@ class RunFigures:
         with self._lock:
             self.started += 1
             self._lateness.append(attempt.lateness_ms)
+            failed = run.status == RunStatus.FAILED
+            self._recent.append((attempt.started_ms, attempt.lateness_ms, failed))
             if run.status == RunStatus.SUCCEEDED:
                 self.succeeded += 1
             elif run.status == RunStatus.FAILED:
@@ -90,6 +100,35 @@ class RunFigures:
             lateness_p99_ms=_percentile(lateness, 0.99),
             queued=dict(queued or {}),
             dead=dead,
+        )
+
+    def last_hour(self, now_ms: int) -> HourOfRuns:
+        """The runs started in the hour before `now_ms` (by their attempt's start)."""
+        with self._lock:
+            recent = [run for run in self._recent if now_ms - HOUR_MS < run[0] <= now_ms]
+        lateness = sorted(lateness for _, lateness, _ in recent)
+        return HourOfRuns(
+            started=len(recent),
+            failed=sum(1 for *_, failed in recent if failed),
+            lateness_p50_ms=_percentile(lateness, 0.50),
+            lateness_p99_ms=_percentile(lateness, 0.99),
+        )
+
+
+class LocalFigures(FiguresSource):
+    """GET /admin/stats on the local stack: the queues' counts from its SQS (moto), the runs
+    of the last hour from what this process executed (`RunFigures`). The oldest message's age
+    is null: moto publishes no CloudWatch metrics, and reading it from the messages would take
+    receiving them (which counts against their redrive limit)."""
+
+    def __init__(self, sqs: SQSClient, queues: Mapping[str, QueueUrls], runs: RunFigures) -> None:
+        self._sqs = sqs
+        self._queues = queues
+        self._runs = runs
+
+    def read(self, now_ms: int) -> SystemFigures:
+        return SystemFigures(
+            queue_figures(self._sqs, self._queues, {}), self._runs.last_hour(now_ms)
         )
 
 

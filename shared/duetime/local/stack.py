@@ -47,7 +47,7 @@ from duetime.clock import wall_ms
 from duetime.domain.jobs import Priority, Runtime
 from duetime.domain.timeutil import from_ms
 from duetime.local.endpoint import LocalEndpoint, moto_session, write_endpoint_file
-from duetime.local.figures import Figures, ObservedExecutor, RunFigures, queue_depth
+from duetime.local.figures import Figures, LocalFigures, ObservedExecutor, RunFigures, queue_depth
 from duetime.local.keys import DEFAULT_STATE_DIR, load_or_create_key, message_key
 from duetime.local.lambda_runtime import FakeContext, Handler, SqsEventSource, scheduled_event
 from duetime.local.streams import StreamEventSource
@@ -211,7 +211,8 @@ class LocalStack:
             endpoint_url=self.moto_url,
             make_executor=functools.partial(ObservedExecutor, figures=self.figures_recorder),
         )
-        self._api = wiring.api(parts, ApiSettings.from_env())
+        figures = LocalFigures(self._sqs, settings.queues, self.figures_recorder)
+        self._api = wiring.api(parts, ApiSettings.from_env(), figures=figures)
         self._coordinator = _named(coordinator.make_handler(lambda: parts), "coordinator")
         self._cleanup.enter_context(serialized_metrics())
 
