@@ -2,11 +2,11 @@
 //   #/jobs[?status=&tag=&name_prefix=]   #/jobs/<id>   #/jobs/<id>/edit   #/new   #/system
 import { claims, completeOidcSignIn, currentToken, loadConfig, onSignOut, signOut } from "./auth.js";
 import { clear, h, notify } from "./dom.js";
-import { formView } from "./views/form.js";
-import { editView, jobView } from "./views/job.js";
-import { jobsView } from "./views/jobs.js";
-import { signInView } from "./views/signin.js";
-import { canSeeSystem, systemView } from "./views/system.js";
+import { formView } from "./view-form.js";
+import { editView, jobView } from "./view-job.js";
+import { jobsView } from "./view-jobs.js";
+import { signInView } from "./view-signin.js";
+import { canSeeSystem, systemView } from "./view-system.js";
 
 const main = document.getElementById("main");
 let operator = false;

@@ -1,7 +1,7 @@
 // The operators' view: GET /admin/stats, refreshed every few seconds while shown.
-import { api } from "../api.js";
-import { clear, h, notify } from "../dom.js";
-import { duration, instant } from "../format.js";
+import { api } from "./api.js";
+import { clear, h, notify } from "./dom.js";
+import { duration, instant } from "./format.js";
 
 export const REFRESH_MS = 5000;
 

@@ -1,8 +1,8 @@
 // Create / edit a job: every schedule kind and target type, errors placed at the field the
 // API names (error.field), and a live preview of the next occurrences (POST /schedules/preview).
-import { api, ApiError } from "../api.js";
-import { clear, h, notify } from "../dom.js";
-import { describeSchedule, instant, viewerZone } from "../format.js";
+import { api, ApiError } from "./api.js";
+import { append, clear, h, notify } from "./dom.js";
+import { describeSchedule, instant, viewerZone } from "./format.js";
 
 const KINDS = { cron: "Cron expression", rate: "Every N seconds", at: "Once, at an instant",
   delay: "Once, after a delay", after: "After another job's runs" };
@@ -64,11 +64,11 @@ export function formView(main, job = null, etag = null) {
   const scheduleBox = h("div.group");
   const targetBox = h("div.group");
   const showSchedule = () => {
-    clear(scheduleBox).append(field("schedule.kind", "Kind", kind), scheduleFields[kind.value],
-      ["cron", "rate"].includes(kind.value) ? bounds : null);
+    append(clear(scheduleBox), [field("schedule.kind", "Kind", kind), scheduleFields[kind.value],
+      ["cron", "rate"].includes(kind.value) ? bounds : null]);
     schedulePreview();
   };
-  const showTarget = () => clear(targetBox).append(field("target.type", "Type", targetType), targetFields[targetType.value]);
+  const showTarget = () => append(clear(targetBox), [field("target.type", "Type", targetType), targetFields[targetType.value]]);
   kind.addEventListener("change", showSchedule);
   targetType.addEventListener("change", showTarget);
 
@@ -122,7 +122,7 @@ export function formView(main, job = null, etag = null) {
         if (mine !== asked) return;
         clearErrors();
         previewNote.textContent = `${describeSchedule(sched)}: the next ${occurrences.length} occurrences, in ${zone} and in your zone (${viewerZone()}).`;
-        clear(preview).append(occurrences.map((o) => h("li", { dataset: { instant: o } },
+        append(clear(preview), occurrences.map((o) => h("li", { dataset: { instant: o } },
           h("time", { datetime: o }, instant(o, zone)), " · ", instant(o))));
       } catch (e) {
         if (mine !== asked) return;

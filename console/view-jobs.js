@@ -1,7 +1,7 @@
 // The jobs list: filters (status, tag k:v, name prefix), paging with next_cursor, highlights.
-import { api } from "../api.js";
-import { clear, h, notify } from "../dom.js";
-import { attention, describeSchedule, duration, instant, LATE_THRESHOLD_MS } from "../format.js";
+import { api } from "./api.js";
+import { clear, h, notify } from "./dom.js";
+import { attention, describeSchedule, duration, instant, LATE_THRESHOLD_MS } from "./format.js";
 
 const STATUSES = ["", "scheduled", "paused", "succeeded", "failed", "cancelled", "completed"];
 

@@ -1,9 +1,9 @@
 // One job: every field, the next occurrences (its zone and the viewer's), runs, the lateness
 // chart and the actions (pause, resume, cancel, run now, edit, backfill).
-import { api, ApiError } from "../api.js";
-import { latenessChart } from "../chart.js";
-import { clear, definitions, h, notify } from "../dom.js";
-import { attention, describeSchedule, duration, instant, viewerZone } from "../format.js";
+import { api, ApiError } from "./api.js";
+import { latenessChart } from "./chart.js";
+import { append, clear, definitions, h, notify } from "./dom.js";
+import { attention, describeSchedule, duration, instant, viewerZone } from "./format.js";
 
 const RUNS_REFRESH_MS = 3000;
 
@@ -32,7 +32,7 @@ export async function jobView(main, id) {
   } } }, h("label", { for: "backfill-from" }, "From"), from, h("label", { for: "backfill-to" }, "To"), to,
     h("button", { type: "submit" }, "Backfill"));
   const reason = attention(job.last_run);
-  main.append(
+  append(main, [
     h("div.title", {}, h("h1", {}, job.name || job.id), h(`span.badge.${job.status}#job-status`, {}, job.status),
       reason ? h("strong.reason", {}, reason) : null),
     h("div.actions#actions", {},
@@ -59,11 +59,11 @@ export async function jobView(main, id) {
       h("table#runs", {}, h("thead", {}, h("tr", {}, ["Status", "Attempts", "Scheduled", "Started", "Finished", "Lateness", "Error"].map((c) => h("th", { scope: "col" }, c)))),
         h("tbody#runs-body"))),
     recurring && job.status !== "cancelled" ? h("section", { "aria-labelledby": "backfill-title" }, h("h2#backfill-title", {}, "Backfill"),
-      h("p.help", {}, "Run the occurrences in [from, to) that never ran (RFC 3339 instants)."), backfill) : null);
+      h("p.help", {}, "Run the occurrences in [from, to) that never ran (RFC 3339 instants)."), backfill) : null]);
   if (recurring) {
     api.preview(job.schedule, 5).then((list) => {
       const body = main.querySelector("#occurrences-body");
-      if (body) body.append(list.map((o) => h("tr", { dataset: { instant: o } }, h("td", {}, instant(o, zone)), h("td", {}, instant(o)))));
+      if (body) append(body, list.map((o) => h("tr", { dataset: { instant: o } }, h("td", {}, instant(o, zone)), h("td", {}, instant(o)))));
     }).catch((e) => notify(`Preview: ${e.message}`, "error"));
   }
   const body = main.querySelector("#runs-body");
@@ -71,7 +71,7 @@ export async function jobView(main, id) {
     if (!body.isConnected) return; // the view was left or drawn again
     try {
       const page = await api.runs(job.id, 50);
-      clear(body).append(page.items.map((run) => h(`tr${attention(run) ? ".attention" : ""}`, { dataset: { runId: run.run_id } },
+      append(clear(body), page.items.map((run) => h(`tr${attention(run) ? ".attention" : ""}`, { dataset: { runId: run.run_id } },
         h("td", {}, h(`span.badge.${run.status}`, {}, run.status)), h("td", {}, String(run.attempts)),
         h("td", {}, instant(run.scheduled_for)), h("td", {}, instant(run.started_at)), h("td", {}, instant(run.finished_at)),
         h("td", {}, duration(run.lateness_ms)), h("td", {}, run.error ?? ""))));

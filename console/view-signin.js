@@ -1,6 +1,6 @@
 // Sign in: paste a bearer token, or OpenID Connect when the deployment configures it.
-import { authMode, signInWithToken, startOidcSignIn } from "../auth.js";
-import { h, notify } from "../dom.js";
+import { authMode, signInWithToken, startOidcSignIn } from "./auth.js";
+import { h, notify } from "./dom.js";
 
 export function signInView(main, done) {
   if (authMode() === "oidc") {
