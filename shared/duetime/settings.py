@@ -4,7 +4,8 @@ malformed variable fails loudly there instead of at the first request.
 
 - `Settings`, the engine's: the api, coordinator, sweeper, reconciler and worker functions and
   the Fargate worker (tables, queues, shards, signing keys, targets, webhook secrets);
-- `ApiSettings`, the api function's besides: the tenant claim and its `Quotas`;
+- `ApiSettings`, the api function's besides: the tenant claim, its `Quotas` and the web
+  console's `ConsoleSettings`;
 - `ArchiverSettings`: the archive bucket and the failure queue;
 - `CompactorSettings`: the archive bucket and the hot window.
 
@@ -18,6 +19,7 @@ import math
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from pathlib import Path
 
 from duetime.domain.jobs import Priority, Runtime
 from duetime.domain.targets import OwnResources
@@ -77,6 +79,12 @@ class Env:
     # secrets, and how long a rotated-out secret keeps signing.
     SECRETS_KEY_ARN = "DUETIME_SECRETS_KEY_ARN"
     WEBHOOK_SECRET_GRACE_SECONDS = "DUETIME_WEBHOOK_SECRET_GRACE_SECONDS"  # noqa: S105
+    # The web console (duetime.api.console): the directory of its static files, and the OpenID
+    # Connect client it signs in with (unset: the console asks for a pasted bearer token).
+    CONSOLE_DIR = "DUETIME_CONSOLE_DIR"
+    CONSOLE_CLIENT_ID = "DUETIME_CONSOLE_CLIENT_ID"
+    CONSOLE_ISSUER = "DUETIME_CONSOLE_ISSUER"
+    CONSOLE_SCOPES = "DUETIME_CONSOLE_SCOPES"
 
 
 def queue_key(runtime: Runtime, priority: Priority) -> str:
@@ -278,6 +286,37 @@ class Quotas:
         )
 
 
+# The console's files in a checkout: <repository>/console, beside shared/duetime.
+DEFAULT_CONSOLE_DIR = Path(__file__).resolve().parents[2] / "console"
+
+
+@dataclass(frozen=True)
+class ConsoleSettings:
+    """Where the web console's files are (a missing directory: no console), and how it signs
+    in: OpenID Connect with `client_id` against `issuer` when a client id is set, else a
+    pasted bearer token."""
+
+    directory: Path = DEFAULT_CONSOLE_DIR
+    client_id: str | None = None
+    issuer: str | None = None
+    scopes: str = "openid"
+
+    @classmethod
+    def from_env(cls, environ: Mapping[str, str] | None = None) -> ConsoleSettings:
+        env = os.environ if environ is None else environ
+        directory = env.get(Env.CONSOLE_DIR, "").strip()
+        client_id = env.get(Env.CONSOLE_CLIENT_ID, "").strip() or None
+        issuer = env.get(Env.CONSOLE_ISSUER, "").strip() or None
+        if client_id and not issuer:
+            raise RuntimeError(f"{Env.CONSOLE_CLIENT_ID} is set: {Env.CONSOLE_ISSUER} is required")
+        return cls(
+            directory=Path(directory) if directory else DEFAULT_CONSOLE_DIR,
+            client_id=client_id,
+            issuer=issuer,
+            scopes=" ".join(env.get(Env.CONSOLE_SCOPES, "").split()) or "openid",
+        )
+
+
 @dataclass(frozen=True)
 class ApiSettings:
     """The API function's own settings, besides the engine's."""
@@ -286,6 +325,7 @@ class ApiSettings:
     quotas: Quotas = field(default_factory=Quotas)
     operator_claim: str = "scope"  # see Env.OPERATOR_CLAIM
     operator_scope: str = "duetime/operator"
+    console: ConsoleSettings = field(default_factory=ConsoleSettings)
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str] | None = None) -> ApiSettings:
@@ -296,6 +336,7 @@ class ApiSettings:
             quotas=Quotas.from_env(env),
             operator_claim=env.get(Env.OPERATOR_CLAIM, "").strip() or "scope",
             operator_scope=env.get(Env.OPERATOR_SCOPE, "").strip() or "duetime/operator",
+            console=ConsoleSettings.from_env(env),
         )
 
 

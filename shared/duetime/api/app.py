@@ -26,8 +26,8 @@ from aws_lambda_powertools.event_handler.exceptions import NotFoundError
 
 from duetime.api import admin as admin_route
 from duetime.api import backfill as backfill_route
+from duetime.api import console, views
 from duetime.api import preview as preview_route
-from duetime.api import views
 from duetime.api.batch import batch_route
 from duetime.api.openapi import OPENAPI
 from duetime.api.params import (
@@ -272,6 +272,8 @@ def build_app(
         owner = tenant()
         found = secrets().rotate(owner)
         return _json(HTTPStatus.OK, views.webhook_secret_json(found, clock()), _NO_STORE)
+
+    console.register(app, settings.console)  # the web console's files: not API routes
 
     @app.not_found
     def no_route(_: NotFoundError) -> JsonResponse:

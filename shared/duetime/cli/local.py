@@ -196,6 +196,7 @@ def _banner(stack: LocalStack, log_path: Path) -> str:
     lines = [
         "",
         f"  API        {url}   (GET /health and GET /openapi.json need no token)",
+        f"  console    {url}/console/   (the web console: sign in with the token below)",
         f"  token      {token}",
         "  try it     export DUETIME_TOKEN=$(" + token + ")",
         f'             curl -H "Authorization: Bearer $DUETIME_TOKEN" {url}/jobs',

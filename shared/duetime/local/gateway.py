@@ -2,8 +2,9 @@
 
 Each HTTP request becomes the event API Gateway would give the API Lambda, and the handler's
 answer becomes the HTTP response:
-- routes: `GET /health` and `GET /openapi.json` are public (their own routes, routeKey
-  "GET /health"); everything else goes to the `$default` route behind the JWT authorizer;
+- routes: `GET /health`, `GET /openapi.json` and the web console's files (`GET /console`,
+  `GET /console/...`) are public (their own routes, routeKey "GET /health"); everything else
+  goes to the `$default` route behind the JWT authorizer;
 - the authorizer: `Authorization: Bearer <jwt>`, HS256 with the local key, issuer and audience
   pinned, `exp` required. A refused token is a 401 and the handler is not called;
 - request bodies over 1 MiB are refused with 413 and never reach the handler (API Gateway's
@@ -39,6 +40,12 @@ ACCOUNT_ID = "123456789012"
 API_ID = "duetime-local"
 # Content types delivered as text; anything else arrives base64-encoded, as API Gateway does.
 _TEXT_TYPES = ("text/", "application/json", "application/xml", "application/x-www-form")
+
+
+def is_public(method: str, path: str) -> bool:
+    """Routes without the authorizer, as on AWS: the API's public routes and the console."""
+    console = method == "GET" and (path == "/console" or path.startswith("/console/"))
+    return (method, path) in PUBLIC_ROUTES or console
 
 
 class Gateway:
@@ -120,7 +127,7 @@ class _RequestHandler(BaseHTTPRequestHandler):
         request_id = base64.b64encode(uuid.uuid4().bytes[:10]).decode()
         url = urlsplit(self.path)
         path = url.path or "/"
-        public = (self.command, path) in PUBLIC_ROUTES
+        public = is_public(self.command, path)
 
         length = self.headers.get("Content-Length", "0").strip()
         if not length.isdigit():

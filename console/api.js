@@ -1,0 +1,56 @@
+// The duetime HTTP API (docs/api.md), same origin, with the signed-in user's bearer token.
+import { currentToken, signOut } from "./auth.js";
+
+export class ApiError extends Error {
+  constructor(status, body) {
+    const error = (body && body.error) || {};
+    super(error.message || `HTTP ${status}`);
+    this.status = status;
+    this.code = error.code || "http_error";
+    this.field = error.field ?? null;
+  }
+}
+
+async function call(method, path, { body, headers = {} } = {}) {
+  const init = { method, headers: { ...headers, Authorization: `Bearer ${currentToken()}` } };
+  if (body !== undefined) {
+    init.headers["Content-Type"] = "application/json";
+    init.body = JSON.stringify(body);
+  }
+  const reply = await fetch(path, init);
+  const text = await reply.text();
+  const json = text ? JSON.parse(text) : null;
+  if (reply.status === 401) {
+    signOut("Your token was refused or has expired: sign in again.");
+  }
+  if (!reply.ok) throw new ApiError(reply.status, json);
+  return { json, etag: reply.headers.get("ETag") };
+}
+
+function query(params) {
+  const search = new URLSearchParams();
+  for (const [name, value] of Object.entries(params)) {
+    for (const item of [].concat(value ?? [])) if (item !== "") search.append(name, item);
+  }
+  const text = search.toString();
+  return text ? `?${text}` : "";
+}
+
+const job = (id) => `/jobs/${encodeURIComponent(id)}`;
+
+export const api = {
+  listJobs: async (filters) => (await call("GET", `/jobs${query(filters)}`)).json,
+  getJob: (id) => call("GET", job(id)),
+  createJob: async (body) => (await call("POST", "/jobs", { body })).json,
+  updateJob: (id, changes, etag) =>
+    call("PATCH", job(id), { body: changes, headers: etag ? { "If-Match": etag } : {} }),
+  pause: async (id) => (await call("POST", `${job(id)}/pause`)).json,
+  resume: async (id) => (await call("POST", `${job(id)}/resume`)).json,
+  cancel: async (id) => (await call("DELETE", job(id))).json,
+  runNow: async (id) => (await call("POST", `${job(id)}/run`)).json,
+  backfill: async (id, range) => (await call("POST", `${job(id)}/backfill`, { body: range })).json,
+  runs: async (id, limit = 50) => (await call("GET", `${job(id)}/runs${query({ limit })}`)).json,
+  preview: async (schedule, count = 5) =>
+    (await call("POST", "/schedules/preview", { body: { schedule, count } })).json.occurrences,
+  stats: async () => (await call("GET", "/admin/stats")).json,
+};

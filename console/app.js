@@ -1,0 +1,76 @@
+// The console's entry point: sign-in state, hash routing and navigation.
+//   #/jobs[?status=&tag=&name_prefix=]   #/jobs/<id>   #/jobs/<id>/edit   #/new   #/system
+import { claims, completeOidcSignIn, currentToken, loadConfig, onSignOut, signOut } from "./auth.js";
+import { clear, h, notify } from "./dom.js";
+import { formView } from "./view-form.js";
+import { editView, jobView } from "./view-job.js";
+import { jobsView } from "./view-jobs.js";
+import { signInView } from "./view-signin.js";
+import { canSeeSystem, systemView } from "./view-system.js";
+
+const main = document.getElementById("main");
+let operator = false;
+let leave = null;
+
+function route() {
+  const [path, search = ""] = (location.hash.replace(/^#/, "") || "/jobs").split("?");
+  const parts = path.split("/").filter(Boolean).map(decodeURIComponent);
+  return { parts, params: new URLSearchParams(search) };
+}
+
+async function render() {
+  if (leave) { leave(); leave = null; }
+  clear(main);
+  const signedIn = Boolean(currentToken());
+  document.getElementById("nav").hidden = !signedIn;
+  document.getElementById("who").hidden = !signedIn;
+  if (!signedIn) {
+    signInView(main, start);
+    return;
+  }
+  const { parts, params } = route();
+  for (const link of document.querySelectorAll("[data-nav]")) {
+    if (link.dataset.nav === (parts[0] || "jobs")) link.setAttribute("aria-current", "page");
+    else link.removeAttribute("aria-current");
+  }
+  try {
+    if (parts[0] === "new") formView(main);
+    else if (parts[0] === "system" && operator) leave = systemView(main);
+    else if (parts[0] === "jobs" && parts[1] && parts[2] === "edit") await editView(main, parts[1], formView);
+    else if (parts[0] === "jobs" && parts[1]) await jobView(main, parts[1]);
+    else await jobsView(main, params);
+  } catch (e) {
+    main.append(h("p.notice.error", { role: "alert" }, e.status === 404 ? "Not found (or not yours)." : e.message));
+  }
+  main.focus({ preventScroll: true });
+}
+
+/** After signing in: who, and whether the operator view exists for this token. */
+async function start() {
+  const who = claims();
+  document.getElementById("who-tenant").textContent = who?.sub ? `Signed in as ${who.sub}` : "Signed in";
+  operator = await canSeeSystem();
+  document.getElementById("nav-system").hidden = !operator;
+  await render();
+}
+
+onSignOut((reason) => {
+  operator = false;
+  document.getElementById("nav-system").hidden = true;
+  notify(reason || "Signed out.");
+  render();
+});
+
+document.getElementById("sign-out").addEventListener("click", () => signOut());
+window.addEventListener("hashchange", render);
+
+(async () => {
+  await loadConfig();
+  try {
+    await completeOidcSignIn();
+  } catch (e) {
+    notify(e.message, "error");
+  }
+  if (currentToken()) await start();
+  else await render();
+})();

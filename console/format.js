@@ -1,0 +1,116 @@
+// Formatting: schedules in words, instants in a time zone, durations.
+
+/** Runs that started later than this after their instant are highlighted (docs/console.md). */
+export const LATE_THRESHOLD_MS = 5000;
+
+export const viewerZone = () => Intl.DateTimeFormat().resolvedOptions().timeZone;
+
+/** "2026-11-24 09:30:00 CET" in `timeZone` (the viewer's by default). */
+export function instant(value, timeZone = undefined) {
+  if (!value) return "—";
+  const date = new Date(value);
+  if (Number.isNaN(date.getTime())) return String(value);
+  const parts = new Intl.DateTimeFormat("en-CA", {
+    timeZone, year: "numeric", month: "2-digit", day: "2-digit", hour: "2-digit",
+    minute: "2-digit", second: "2-digit", hourCycle: "h23", timeZoneName: "short",
+  }).formatToParts(date);
+  const part = (type) => parts.find((p) => p.type === type)?.value ?? "";
+  return `${part("year")}-${part("month")}-${part("day")} ${part("hour")}:${part("minute")}:${part("second")} ${part("timeZoneName")}`;
+}
+
+export function duration(ms) {
+  if (ms === null || ms === undefined) return "—";
+  const abs = Math.abs(ms);
+  if (abs < 1000) return `${Math.round(ms)} ms`;
+  if (abs < 60_000) return `${(ms / 1000).toFixed(1)} s`;
+  if (abs < 3_600_000) return `${(ms / 60_000).toFixed(1)} min`;
+  return `${(ms / 3_600_000).toFixed(1)} h`;
+}
+
+export function seconds(value) {
+  if (value === null || value === undefined) return "—";
+  if (value % 86400 === 0) return plural(value / 86400, "day");
+  if (value % 3600 === 0) return plural(value / 3600, "hour");
+  if (value % 60 === 0) return plural(value / 60, "minute");
+  return plural(value, "second");
+}
+
+function plural(n, unit) {
+  return n === 1 ? `1 ${unit}` : `${n} ${unit}s`;
+}
+
+const DAYS = ["Sunday", "Monday", "Tuesday", "Wednesday", "Thursday", "Friday", "Saturday"];
+const DAY_NAMES = { sun: 0, mon: 1, tue: 2, wed: 3, thu: 4, fri: 5, sat: 6 };
+const MONTHS = ["January", "February", "March", "April", "May", "June", "July", "August",
+  "September", "October", "November", "December"];
+const MONTH_NAMES = Object.fromEntries(MONTHS.map((m, i) => [m.slice(0, 3).toLowerCase(), i + 1]));
+const MACROS = {
+  "@yearly": "0 0 1 1 *", "@annually": "0 0 1 1 *", "@monthly": "0 0 1 * *",
+  "@weekly": "0 0 * * 0", "@daily": "0 0 * * *", "@midnight": "0 0 * * *", "@hourly": "0 * * * *",
+};
+
+const pad = (n) => String(n).padStart(2, "0");
+
+function listOf(field, name) {
+  return field.split(",").map((item) => {
+    const [range, step] = item.split("/");
+    const [a, b] = range.split("-").map(name);
+    let text = range === "*" ? "every" : b !== undefined ? `${a} through ${b}` : a;
+    if (step) text = range === "*" ? `every ${step}` : `${text}, every ${step}`;
+    return text;
+  }).join(", ");
+}
+
+/** A five-field cron expression in English (best effort: the API is the judge of validity). */
+export function describeCron(expression) {
+  const text = MACROS[expression.trim().toLowerCase()] || expression.trim();
+  const fields = text.split(/\s+/);
+  if (fields.length !== 5) return `cron "${expression}"`;
+  const [minute, hour, dom, month, dow] = fields;
+  const simple = (f) => /^\d+$/.test(f);
+  let when;
+  if (simple(minute) && simple(hour)) when = `at ${pad(hour)}:${pad(minute)}`;
+  else if (simple(minute) && hour === "*") when = `at minute ${minute} of every hour`;
+  else if (minute === "*" && hour === "*") when = "every minute";
+  else if (/^\*\/\d+$/.test(minute) && hour === "*") when = `every ${minute.slice(2)} minutes`;
+  else when = `at minute ${listOf(minute, String)} of hour ${listOf(hour, String)}`;
+  const parts = [when];
+  const dayName = (d) => DAYS[(DAY_NAMES[d.toLowerCase()] ?? Number(d)) % 7] ?? d;
+  const monthName = (m) => MONTHS[(MONTH_NAMES[m.toLowerCase()] ?? Number(m)) - 1] ?? m;
+  if (dow !== "*") parts.push(`on ${listOf(dow, dayName)}`);
+  if (dom !== "*") parts.push(`on day ${listOf(dom, String)} of the month`);
+  if (month !== "*") parts.push(`in ${listOf(month, monthName)}`);
+  return parts.join(" ");
+}
+
+/** A schedule object (docs/api.md) in words. */
+export function describeSchedule(schedule) {
+  if (!schedule) return "—";
+  const bounds = [];
+  if (schedule.start_at) bounds.push(`from ${instant(schedule.start_at)}`);
+  if (schedule.end_at) bounds.push(`until ${instant(schedule.end_at)}`);
+  const tail = bounds.length ? `, ${bounds.join(" ")}` : "";
+  if ("cron" in schedule) {
+    return `${describeCron(schedule.cron)} (${schedule.timezone || "UTC"})${tail}`;
+  }
+  if ("rate_seconds" in schedule) return `every ${seconds(schedule.rate_seconds)}${tail}`;
+  if ("at" in schedule) return `once, at ${instant(schedule.at)}`;
+  if ("delay_seconds" in schedule) return `once, ${seconds(schedule.delay_seconds)} after submission`;
+  if ("after" in schedule) {
+    const on = schedule.after.on || "succeeded";
+    const verb = on === "finished" ? "finishes" : on === "failed" ? "fails" : "succeeds";
+    return `each time a run of job ${schedule.after.job_id} ${verb}`;
+  }
+  return JSON.stringify(schedule);
+}
+
+/** Why a job deserves attention, from its last run ("" when it does not): a run that failed
+ * for good (after its last attempt, so it went to the dead-letter queue), one that failed an
+ * attempt and is retrying, or one that started later than the threshold. */
+export function attention(lastRun, thresholdMs = LATE_THRESHOLD_MS) {
+  if (!lastRun) return "";
+  if (lastRun.status === "failed") return "failed, in the DLQ";
+  if (lastRun.status === "retrying") return "failing, retrying";
+  if (typeof lastRun.lateness_ms === "number" && lastRun.lateness_ms > thresholdMs) return "late";
+  return "";
+}

@@ -1,0 +1,179 @@
+// Create / edit a job: every schedule kind and target type, errors placed at the field the
+// API names (error.field), and a live preview of the next occurrences (POST /schedules/preview).
+import { api, ApiError } from "./api.js";
+import { append, clear, h, notify } from "./dom.js";
+import { describeSchedule, instant, viewerZone } from "./format.js";
+
+const KINDS = { cron: "Cron expression", rate: "Every N seconds", at: "Once, at an instant",
+  delay: "Once, after a delay", after: "After another job's runs" };
+const TARGETS = { http: ["url", "method"], sqs: ["queue_url"], sns: ["topic_arn"],
+  eventbridge: ["source", "detail_type", "event_bus"], lambda: ["function_arn"], handler: ["name"] };
+const PREVIEW_DELAY_MS = 400;
+
+function kindOf(schedule) {
+  if (!schedule) return "cron";
+  if ("cron" in schedule) return "cron";
+  if ("rate_seconds" in schedule) return "rate";
+  if ("at" in schedule) return "at";
+  if ("delay_seconds" in schedule) return "delay";
+  return "after";
+}
+
+export function formView(main, job = null, etag = null) {
+  const s = job?.schedule || {};
+  const t = job?.target || { type: "http" };
+  const inputs = {};
+  // One labelled input with its error slot; `key` is the API's field name (error.field).
+  const field = (key, label, input, help) => {
+    const id = `f-${key.replace(/\W/g, "-")}`;
+    input.id = id;
+    input.name = key;
+    inputs[key] = input;
+    const error = h(`p.field-error#${id}-error`, { role: "alert" });
+    input.setAttribute("aria-describedby", `${id}-error${help ? ` ${id}-help` : ""}`);
+    return h("div.field", { dataset: { field: key } }, h("label", { for: id }, label), input,
+      help ? h(`p.help#${id}-help`, {}, help) : null, error);
+  };
+  const text = (value, attrs = {}) => h("input", { type: "text", value: value ?? "", ...attrs });
+  const select = (options, value) => h("select", {}, Object.entries(options).map(([k, v]) => h("option", { value: k, selected: k === value }, v)));
+  const kind = select(KINDS, kindOf(job?.schedule));
+  const targetType = select(Object.fromEntries(Object.keys(TARGETS).map((k) => [k, k])), t.type);
+  const preview = h("ol#preview", { "aria-live": "polite" });
+  const previewNote = h("p.help#preview-note", {}, "");
+  const scheduleFields = {
+    cron: [field("schedule.cron", "Cron expression", text(s.cron, { placeholder: "0 9 * * mon-fri" }), "minute hour day-of-month month day-of-week"),
+      field("schedule.timezone", "Time zone", text(s.timezone || viewerZone(), { list: "zones" }))],
+    rate: [field("schedule.rate_seconds", "Every (seconds)", h("input", { type: "number", min: 1, value: s.rate_seconds ?? 60 }))],
+    at: [field("schedule.at", "At (RFC 3339)", text(s.at, { placeholder: "2026-12-01T09:00:00Z" }))],
+    delay: [field("schedule.delay_seconds", "Delay (seconds)", h("input", { type: "number", min: 0, value: s.delay_seconds ?? 60 }))],
+    after: [field("schedule.after.job_id", "Upstream job id", text(s.after?.job_id)),
+      field("schedule.after.on", "When its run", select({ succeeded: "succeeds", failed: "fails", finished: "finishes" }, s.after?.on || "succeeded"))],
+  };
+  const bounds = [field("schedule.start_at", "Start at (optional)", text(s.start_at)),
+    field("schedule.end_at", "End at (optional)", text(s.end_at))];
+  const targetFields = {
+    http: [field("target.url", "URL", text(t.url, { type: "url" })),
+      field("target.method", "Method", select({ POST: "POST", GET: "GET", PUT: "PUT", PATCH: "PATCH", DELETE: "DELETE" }, t.method || "POST"))],
+    sqs: [field("target.queue_url", "Queue URL", text(t.queue_url))],
+    sns: [field("target.topic_arn", "Topic ARN", text(t.topic_arn))],
+    eventbridge: [field("target.source", "Source", text(t.source)), field("target.detail_type", "Detail type", text(t.detail_type)),
+      field("target.event_bus", "Event bus", text(t.event_bus || "default"))],
+    lambda: [field("target.function_arn", "Function ARN", text(t.function_arn))],
+    handler: [field("target.name", "Handler name", text(t.name, { placeholder: "duetime.noop" }))],
+  };
+  const scheduleBox = h("div.group");
+  const targetBox = h("div.group");
+  const showSchedule = () => {
+    append(clear(scheduleBox), [field("schedule.kind", "Kind", kind), scheduleFields[kind.value],
+      ["cron", "rate"].includes(kind.value) ? bounds : null]);
+    schedulePreview();
+  };
+  const showTarget = () => append(clear(targetBox), [field("target.type", "Type", targetType), targetFields[targetType.value]]);
+  kind.addEventListener("change", showSchedule);
+  targetType.addEventListener("change", showTarget);
+
+  const value = (key) => inputs[key]?.value.trim();
+  const schedule = () => {
+    const out = {};
+    switch (kind.value) {
+      case "cron": out.cron = value("schedule.cron"); if (value("schedule.timezone")) out.timezone = value("schedule.timezone"); break;
+      case "rate": out.rate_seconds = Number(value("schedule.rate_seconds")); break;
+      case "at": out.at = value("schedule.at"); break;
+      case "delay": out.delay_seconds = Number(value("schedule.delay_seconds")); break;
+      default: out.after = { job_id: value("schedule.after.job_id"), on: value("schedule.after.on") };
+    }
+    if (["cron", "rate"].includes(kind.value)) {
+      if (value("schedule.start_at")) out.start_at = value("schedule.start_at");
+      if (value("schedule.end_at")) out.end_at = value("schedule.end_at");
+    }
+    return out;
+  };
+  const target = () => {
+    const out = { type: targetType.value };
+    for (const key of TARGETS[targetType.value]) if (value(`target.${key}`)) out[key] = value(`target.${key}`);
+    return out;
+  };
+  const tags = () => Object.fromEntries(value("tags").split(/[\n,]/).map((x) => x.trim()).filter(Boolean)
+    .map((pair) => { const i = pair.indexOf(":"); return i < 0 ? [pair, ""] : [pair.slice(0, i).trim(), pair.slice(i + 1).trim()]; }));
+
+  const clearErrors = () => {
+    for (const node of main.querySelectorAll(".field-error")) node.textContent = "";
+    for (const node of main.querySelectorAll("[aria-invalid]")) node.removeAttribute("aria-invalid");
+  };
+  // The error goes to the field the API names, or to its closest shown parent field.
+  const showError = (error) => {
+    let key = error.field || "";
+    while (key && !(inputs[key]?.isConnected)) key = key.includes(".") ? key.slice(0, key.lastIndexOf(".")) : "";
+    const slot = key ? main.querySelector(`#${inputs[key].id}-error`) : formError;
+    slot.textContent = error.field && !key ? `${error.field}: ${error.message}` : error.message;
+    if (key) { inputs[key].setAttribute("aria-invalid", "true"); inputs[key].focus(); }
+  };
+
+  let timer = null;
+  let asked = 0;
+  function schedulePreview() {
+    clearTimeout(timer);
+    timer = setTimeout(async () => {
+      const mine = ++asked;
+      const sched = schedule();
+      const zone = sched.timezone || "UTC";
+      try {
+        const occurrences = await api.preview(sched, 5);
+        if (mine !== asked) return;
+        clearErrors();
+        previewNote.textContent = `${describeSchedule(sched)}: the next ${occurrences.length} occurrences, in ${zone} and in your zone (${viewerZone()}).`;
+        append(clear(preview), occurrences.map((o) => h("li", { dataset: { instant: o } },
+          h("time", { datetime: o }, instant(o, zone)), " · ", instant(o))));
+      } catch (e) {
+        if (mine !== asked) return;
+        clear(preview);
+        previewNote.textContent = "No preview.";
+        if (e instanceof ApiError && e.status === 400) { clearErrors(); showError(e); }
+      }
+    }, PREVIEW_DELAY_MS);
+  }
+  main.addEventListener("input", (event) => {
+    if (event.target.name?.startsWith("schedule.")) schedulePreview();
+  });
+
+  const formError = h("p.field-error#form-error", { role: "alert" });
+  const form = h("form.card#job-form", { novalidate: true, on: { submit: async (event) => {
+    event.preventDefault();
+    clearErrors();
+    const body = { name: value("name") || null, schedule: schedule(), target: target(), tags: tags() };
+    const payload = value("payload");
+    try {
+      body.payload = payload ? JSON.parse(payload) : null;
+    } catch {
+      showError({ field: "payload", message: "not valid JSON" });
+      return;
+    }
+    if (!job) body.priority = value("priority");
+    try {
+      const saved = job ? (await api.updateJob(job.id, body, etag)).json : await api.createJob(body);
+      notify(job ? "Job updated." : "Job created.", "ok");
+      location.hash = `#/jobs/${encodeURIComponent(saved.id)}`;
+    } catch (e) {
+      if (e instanceof ApiError && e.status === 412) {
+        clear(formError).append("Someone changed this job since you opened it (version conflict): nothing was saved. ",
+          h("a", { href: `#/jobs/${encodeURIComponent(job.id)}/edit`, on: { click: () => setTimeout(() => window.dispatchEvent(new HashChangeEvent("hashchange"))) } }, "Reload the job"), " and edit it again.");
+      } else if (e instanceof ApiError) showError(e);
+      else notify(e.message, "error");
+    }
+  } } },
+    h("h1", {}, job ? `Edit ${job.name || job.id}` : "New job"),
+    h("fieldset", {}, h("legend", {}, "Job"),
+      field("name", "Name", text(job?.name)),
+      field("tags", "Tags (key:value, comma-separated)", text(Object.entries(job?.tags || {}).map(([k, v]) => `${k}:${v}`).join(", "))),
+      job ? null : field("priority", "Priority", select({ normal: "normal", high: "high", low: "low" }, "normal"))),
+    h("fieldset", {}, h("legend", {}, "Schedule"), scheduleBox,
+      h("section.preview", { "aria-labelledby": "preview-title" }, h("h2#preview-title", {}, "Next occurrences"), previewNote, preview)),
+    h("fieldset", {}, h("legend", {}, "Target"), targetBox,
+      field("payload", "Payload (JSON, optional)", h("textarea", { rows: 3, value: job?.payload == null ? "" : JSON.stringify(job.payload) }))),
+    formError,
+    h("div.actions", {}, h("button.primary#save", { type: "submit" }, job ? "Save changes" : "Create job"),
+      h("a.button", { href: job ? `#/jobs/${encodeURIComponent(job.id)}` : "#/jobs" }, "Cancel")));
+  main.append(form);
+  showSchedule();
+  showTarget();
+}

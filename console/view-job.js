@@ -1,0 +1,89 @@
+// One job: every field, the next occurrences (its zone and the viewer's), runs, the lateness
+// chart and the actions (pause, resume, cancel, run now, edit, backfill).
+import { api, ApiError } from "./api.js";
+import { latenessChart } from "./chart.js";
+import { append, clear, definitions, h, notify } from "./dom.js";
+import { attention, describeSchedule, duration, instant, viewerZone } from "./format.js";
+
+const RUNS_REFRESH_MS = 3000;
+
+export async function jobView(main, id) {
+  const { json: job } = await api.getJob(id);
+  const zone = job.schedule.timezone || "UTC";
+  const act = (label, call, show = true) => show
+    ? h("button", { type: "button", dataset: { action: label.toLowerCase().replace(/\s/g, "-") }, on: { click: async () => {
+      try {
+        await call();
+        notify(`${label}: done.`, "ok");
+        window.dispatchEvent(new HashChangeEvent("hashchange"));
+      } catch (e) { notify(e instanceof ApiError ? `${label}: ${e.message}` : e.message, "error"); }
+    } } }, label)
+    : null;
+  const recurring = "cron" in job.schedule || "rate_seconds" in job.schedule;
+  const live = ["scheduled", "paused"].includes(job.status);
+  const from = h("input#backfill-from", { type: "text", name: "from", placeholder: "2026-11-20T00:00:00Z", required: true });
+  const to = h("input#backfill-to", { type: "text", name: "to", placeholder: "2026-11-21T00:00:00Z", required: true });
+  const backfill = h("form.inline#backfill", { on: { submit: async (event) => {
+    event.preventDefault();
+    try {
+      const { occurrences } = await api.backfill(job.id, { from: from.value.trim(), to: to.value.trim() });
+      notify(`Backfill: ${occurrences} occurrence(s) queued.`, "ok");
+    } catch (e) { notify(e.field ? `Backfill (${e.field}): ${e.message}` : e.message, "error"); }
+  } } }, h("label", { for: "backfill-from" }, "From"), from, h("label", { for: "backfill-to" }, "To"), to,
+    h("button", { type: "submit" }, "Backfill"));
+  const reason = attention(job.last_run);
+  append(main, [
+    h("div.title", {}, h("h1", {}, job.name || job.id), h(`span.badge.${job.status}#job-status`, {}, job.status),
+      reason ? h("strong.reason", {}, reason) : null),
+    h("div.actions#actions", {},
+      act("Pause", () => api.pause(job.id), recurring && job.status === "scheduled"),
+      act("Resume", () => api.resume(job.id), job.status === "paused"),
+      act("Run now", () => api.runNow(job.id), job.status !== "paused" && job.status !== "cancelled"),
+      live ? h("a.button", { href: `#/jobs/${encodeURIComponent(job.id)}/edit` }, "Edit") : null,
+      act("Cancel job", () => { if (!confirm("Cancel this job? No further runs start.")) throw new Error("Not cancelled."); return api.cancel(job.id); }, live)),
+    definitions([
+      ["Id", h("code", {}, job.id)], ["Schedule", describeSchedule(job.schedule)],
+      ["Next run", h("span#next-run", { dataset: { instant: job.next_run_at ?? "" } }, instant(job.next_run_at, zone), " · ", instant(job.next_run_at))],
+      ["Target", h("code", {}, JSON.stringify(job.target))], ["Payload", h("code", {}, JSON.stringify(job.payload))],
+      ["Tags", Object.entries(job.tags || {}).map(([k, v]) => h("span.tag", {}, `${k}:${v}`))],
+      ["Description", job.description], ["Priority", job.priority], ["Runtime", job.runtime],
+      ["Retry", `${job.retry.max_attempts} attempts, backoff ${job.retry.backoff_seconds}–${job.retry.max_backoff_seconds} s`],
+      ["Timeout", `${job.timeout_seconds} s`], ["Catch-up", `${job.catchup.mode}, window ${job.catchup.window_seconds} s`],
+      ["Jitter", `${job.jitter_seconds} s`], ["Overlap", job.overlap ?? "allow"], ["Version", String(job.version)],
+      ["Created", instant(job.created_at)], ["Updated", instant(job.updated_at)],
+    ]),
+    recurring ? h("section", { "aria-labelledby": "next-title" }, h("h2#next-title", {}, "Next 5 occurrences"),
+      h("table#occurrences", {}, h("thead", {}, h("tr", {}, h("th", { scope: "col" }, `Job's zone (${zone})`), h("th", { scope: "col" }, `Your zone (${viewerZone()})`))),
+        h("tbody#occurrences-body"))) : null,
+    h("section", { "aria-labelledby": "runs-title" }, h("h2#runs-title", {}, "Runs"), h("div#chart"),
+      h("table#runs", {}, h("thead", {}, h("tr", {}, ["Status", "Attempts", "Scheduled", "Started", "Finished", "Lateness", "Error"].map((c) => h("th", { scope: "col" }, c)))),
+        h("tbody#runs-body"))),
+    recurring && job.status !== "cancelled" ? h("section", { "aria-labelledby": "backfill-title" }, h("h2#backfill-title", {}, "Backfill"),
+      h("p.help", {}, "Run the occurrences in [from, to) that never ran (RFC 3339 instants)."), backfill) : null]);
+  if (recurring) {
+    api.preview(job.schedule, 5).then((list) => {
+      const body = main.querySelector("#occurrences-body");
+      if (body) append(body, list.map((o) => h("tr", { dataset: { instant: o } }, h("td", {}, instant(o, zone)), h("td", {}, instant(o)))));
+    }).catch((e) => notify(`Preview: ${e.message}`, "error"));
+  }
+  const body = main.querySelector("#runs-body");
+  const refreshRuns = async () => {
+    if (!body.isConnected) return; // the view was left or drawn again
+    try {
+      const page = await api.runs(job.id, 50);
+      append(clear(body), page.items.map((run) => h(`tr${attention(run) ? ".attention" : ""}`, { dataset: { runId: run.run_id } },
+        h("td", {}, h(`span.badge.${run.status}`, {}, run.status)), h("td", {}, String(run.attempts)),
+        h("td", {}, instant(run.scheduled_for)), h("td", {}, instant(run.started_at)), h("td", {}, instant(run.finished_at)),
+        h("td", {}, duration(run.lateness_ms)), h("td", {}, run.error ?? ""))));
+      if (!page.items.length) body.append(h("tr", {}, h("td", { colspan: 7 }, "No runs yet.")));
+      clear(main.querySelector("#chart")).append(latenessChart(page.items));
+    } catch (e) { notify(e.message, "error"); }
+    setTimeout(refreshRuns, RUNS_REFRESH_MS);
+  };
+  await refreshRuns();
+}
+
+export async function editView(main, id, formView) {
+  const { json: job, etag } = await api.getJob(id);
+  formView(main, job, etag);
+}

@@ -1,0 +1,154 @@
+"""The web console's static files, served by the API function itself (same origin as the API,
+locally and on AWS): docs/console.md.
+
+- `GET /console` → 308 to `/console/`; `GET /console/` → index.html;
+- `GET /console/<file>`: a file of the flat console directory, looked up by name among the
+  files the directory holds (never joined to a path: `..`, `%2F` or a sub-directory is simply
+  not one of them, so a 404), with a content type from a short allow-list of suffixes;
+- `GET /console/config.json`: generated from ConsoleSettings (token paste, or OpenID Connect);
+- any other method on these paths: 405. No JWT (the API Gateway route has no authorizer):
+  the files hold no data; everything the console shows comes from the API with the user's
+  token.
+
+Every answer carries the console's Content-Security-Policy and security headers.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from http import HTTPStatus
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlsplit
+
+from aws_lambda_powertools.event_handler import APIGatewayHttpResolver, Response
+
+from duetime.settings import ConsoleSettings
+
+PREFIX = "/console"
+CONFIG_FILE = "config.json"
+INDEX_FILE = "index.html"
+CONTENT_TYPES: Mapping[str, str] = {
+    ".html": "text/html; charset=utf-8",
+    ".js": "text/javascript; charset=utf-8",
+    ".css": "text/css; charset=utf-8",
+    ".svg": "image/svg+xml",
+    ".png": "image/png",
+    ".ico": "image/x-icon",
+    ".json": "application/json",
+}
+_TEXT_SUFFIXES = frozenset({".html", ".js", ".css", ".svg", ".json"})
+# Files change only with a deployment, and their names carry no hash (no build step): a
+# short max-age keeps a new version minutes away; index.html and config.json revalidate.
+ASSET_CACHE = "public, max-age=300"
+NO_CACHE = "no-cache"
+_OTHER_METHODS = ["POST", "PUT", "PATCH", "DELETE", "HEAD", "OPTIONS"]
+
+
+def content_security_policy(settings: ConsoleSettings) -> str:
+    """Only the console's own files and the API (same origin); the identity provider's origin
+    too when the console signs in with OpenID Connect (discovery and token requests are
+    fetches, the authorization request a navigation)."""
+    issuer = _origin(settings.issuer) if settings.client_id and settings.issuer else ""
+    extra = f" {issuer}" if issuer else ""
+    return (
+        "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; "
+        f"connect-src 'self'{extra}; form-action 'self'{extra}; base-uri 'none'; "
+        "frame-ancestors 'none'"
+    )
+
+
+def security_headers(settings: ConsoleSettings) -> dict[str, str]:
+    return {
+        "Content-Security-Policy": content_security_policy(settings),
+        "X-Content-Type-Options": "nosniff",
+        "Referrer-Policy": "no-referrer",
+        "X-Frame-Options": "DENY",
+        "Strict-Transport-Security": "max-age=63072000",
+    }
+
+
+def config_json(settings: ConsoleSettings) -> dict[str, str]:
+    """What the console reads first: how to sign in."""
+    if settings.client_id and settings.issuer:
+        return {
+            "auth": "oidc",
+            "issuer": settings.issuer,
+            "client_id": settings.client_id,
+            "scopes": settings.scopes,
+        }
+    return {"auth": "token"}
+
+
+def console_file(directory: Path, name: str) -> Path | None:
+    """The file `name` of the flat console directory, or None. The name is compared with the
+    directory's listing, so no request can name anything outside it."""
+    if Path(name).suffix not in CONTENT_TYPES:
+        return None
+    try:
+        entries = {entry.name: entry for entry in directory.iterdir()}
+    except OSError:  # no console directory: no console
+        return None
+    found = entries.get(name)
+    return found if found is not None and found.is_file() and not found.is_symlink() else None
+
+
+def register(app: APIGatewayHttpResolver, settings: ConsoleSettings) -> None:
+    """Adds the console's routes to `app` (not in ROUTES nor the OpenAPI document: they are
+    not part of the API)."""
+    headers = security_headers(settings)
+
+    def answer(
+        status: HTTPStatus, content_type: str, body: str | bytes, extra: Mapping[str, str]
+    ) -> Response[Any]:
+        return Response(status.value, content_type, body, headers={**headers, **extra})
+
+    def error(status: HTTPStatus, code: str, message: str, **extra: str) -> Response[Any]:
+        body = json.dumps({"error": {"code": code, "message": message}})
+        return answer(status, "application/json", body, {"Cache-Control": NO_CACHE, **extra})
+
+    def file_answer(name: str) -> Response[Any]:
+        if name == CONFIG_FILE:
+            config = json.dumps(config_json(settings))
+            return answer(
+                HTTPStatus.OK, CONTENT_TYPES[".json"], config, {"Cache-Control": NO_CACHE}
+            )
+        found = console_file(settings.directory, name)
+        if found is None:
+            return error(HTTPStatus.NOT_FOUND, "not_found", f"no console file {name[:100]!r}")
+        suffix = found.suffix
+        data = found.read_bytes()
+        cache = NO_CACHE if name == INDEX_FILE else ASSET_CACHE
+        body: str | bytes = data.decode() if suffix in _TEXT_SUFFIXES else data
+        return answer(HTTPStatus.OK, CONTENT_TYPES[suffix], body, {"Cache-Control": cache})
+
+    # Powertools strips a trailing "/" from a rule: "/console/?" is the one rule for both.
+    @app.route(f"{PREFIX}/?", "GET")
+    def index() -> Response[Any]:
+        if not app.current_event.path.endswith("/"):
+            return answer(
+                HTTPStatus.PERMANENT_REDIRECT, "text/plain", "", {"Location": f"{PREFIX}/"}
+            )
+        return file_answer(INDEX_FILE)
+
+    @app.route(f"{PREFIX}/<name>", "GET")
+    def static(name: str) -> Response[Any]:
+        return file_answer(name)
+
+    def not_allowed(name: str = "") -> Response[Any]:
+        method = app.current_event.http_method.upper()
+        return error(
+            HTTPStatus.METHOD_NOT_ALLOWED,
+            "method_not_allowed",
+            f"{method} is not allowed on the console",
+            Allow="GET",
+        )
+
+    app.route(f"{PREFIX}/?", _OTHER_METHODS)(not_allowed)
+    app.route(f"{PREFIX}/<name>", _OTHER_METHODS)(not_allowed)
+
+
+def _origin(url: str) -> str:
+    parts = urlsplit(url)
+    return f"{parts.scheme}://{parts.netloc}" if parts.scheme and parts.netloc else ""

@@ -1,0 +1,99 @@
+"""Browser tests: the console in a real headless Chromium (Debian's chromium + chromedriver,
+driven by Selenium) against `duetime local` (the e2e stack fixture, reused). Screenshots go to
+test-artifacts/console/."""
+
+from __future__ import annotations
+
+import shutil
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import pytest
+
+from tests.e2e.conftest import Stack, free_port, stack, webhook  # noqa: F401 (fixtures)
+from tests.waiting import wait_for
+
+ARTIFACTS = Path(__file__).resolve().parents[2] / "test-artifacts" / "console"
+CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
+CHROMEDRIVER = shutil.which("chromedriver")
+
+if CHROMIUM is None or CHROMEDRIVER is None:
+    pytest.fail(
+        "browser tests need Debian's chromium and chromium-driver: "
+        "apt-get install -y chromium chromium-driver (scripts/bootstrap.sh does it as root)",
+        pytrace=False,
+    )
+
+from selenium import webdriver  # noqa: E402
+from selenium.webdriver.chrome.service import Service  # noqa: E402
+from selenium.webdriver.common.by import By  # noqa: E402
+from selenium.webdriver.remote.webdriver import WebDriver  # noqa: E402
+from selenium.webdriver.remote.webelement import WebElement  # noqa: E402
+
+
+@pytest.fixture(scope="module")
+def browser() -> Iterator[WebDriver]:
+    """One headless Chromium per test module."""
+    options = webdriver.ChromeOptions()
+    options.binary_location = str(CHROMIUM)
+    for flag in (
+        "--headless=new",
+        "--no-sandbox",
+        "--disable-dev-shm-usage",
+        "--window-size=1280,1000",
+        "--lang=en-US",
+    ):
+        options.add_argument(flag)
+    driver = webdriver.Chrome(options=options, service=Service(str(CHROMEDRIVER)))
+    driver.set_script_timeout(20)
+    yield driver
+    driver.quit()
+
+
+class Page:
+    def __init__(self, driver: WebDriver, stack: Stack) -> None:  # noqa: F811
+        self.driver = driver
+        self.stack = stack
+
+    def open(self, hash_: str = "#/jobs") -> None:
+        self.driver.get(f"{self.stack.url}/console/{hash_}")
+
+    def find(self, css: str, timeout: float = 15) -> WebElement:
+        found: list[WebElement] = []
+
+        def present() -> bool:
+            found[:] = [
+                e for e in self.driver.find_elements(By.CSS_SELECTOR, css) if e.is_displayed()
+            ]
+            return bool(found)
+
+        wait_for(present, timeout)
+        return found[0]
+
+    def texts(self, css: str) -> list[str]:
+        return [e.text for e in self.driver.find_elements(By.CSS_SELECTOR, css)]
+
+    def until(self, check: Callable[[], object], timeout: float = 20) -> None:
+        wait_for(lambda: bool(check()), timeout)
+
+    def sign_in(self, token: str) -> None:
+        self.open()
+        self.driver.execute_script("sessionStorage.clear()")
+        self.open()
+        self.driver.refresh()
+        area = self.find("#token")
+        area.clear()
+        area.send_keys(token)
+        self.find("#signin button[type=submit]").click()
+        self.find("#jobs")
+
+    def shot(self, name: str) -> Path:
+        ARTIFACTS.mkdir(parents=True, exist_ok=True)
+        path = ARTIFACTS / f"{name}.png"
+        self.driver.save_screenshot(str(path))
+        return path
+
+
+@pytest.fixture(scope="module")
+def page(browser: WebDriver, stack: Stack) -> Page:  # noqa: F811
+    return Page(browser, stack)
