@@ -73,6 +73,11 @@ class Env:
     # secrets, and how long a rotated-out secret keeps signing.
     SECRETS_KEY_ARN = "DUETIME_SECRETS_KEY_ARN"
     WEBHOOK_SECRET_GRACE_SECONDS = "DUETIME_WEBHOOK_SECRET_GRACE_SECONDS"  # noqa: S105
+    # The web console (duetime.api.console): its static files, and OpenID Connect sign-in.
+    CONSOLE_DIR = "DUETIME_CONSOLE_DIR"
+    CONSOLE_CLIENT_ID = "DUETIME_CONSOLE_CLIENT_ID"
+    CONSOLE_ISSUER = "DUETIME_CONSOLE_ISSUER"
+    CONSOLE_SCOPES = "DUETIME_CONSOLE_SCOPES"
 
 
 def queue_key(runtime: Runtime, priority: Priority) -> str:
