@@ -73,7 +73,8 @@ class Env:
     # secrets, and how long a rotated-out secret keeps signing.
     SECRETS_KEY_ARN = "DUETIME_SECRETS_KEY_ARN"
     WEBHOOK_SECRET_GRACE_SECONDS = "DUETIME_WEBHOOK_SECRET_GRACE_SECONDS"  # noqa: S105
-    # The web console (duetime.api.console): its static files, and OpenID Connect sign-in.
+    # The web console (duetime.api.console): the directory of its static files, and the OpenID
+    # Connect client it signs in with (unset: the console asks for a pasted bearer token).
     CONSOLE_DIR = "DUETIME_CONSOLE_DIR"
     CONSOLE_CLIENT_ID = "DUETIME_CONSOLE_CLIENT_ID"
     CONSOLE_ISSUER = "DUETIME_CONSOLE_ISSUER"
