@@ -11,6 +11,7 @@ from aws_cdk import aws_apigateway as apigw
 from aws_cdk import aws_apigatewayv2 as apigwv2
 from aws_cdk import aws_apigatewayv2_authorizers as authorizers
 from aws_cdk import aws_apigatewayv2_integrations as integrations
+from aws_cdk import aws_iam as iam
 from aws_cdk import aws_lambda as lambda_
 from aws_cdk import aws_logs as logs
 from constructs import Construct
@@ -32,15 +33,21 @@ if TYPE_CHECKING:
 # sweep state read (and the cursor moved back) when a submission is due later; runs are read
 # and listed, and batch read by a backfill (which of its occurrences have a record). Webhook
 # secrets are items of the jobs table (get, conditional puts) encrypted with the data's
-# secrets key.
+# secrets key. GET /admin/stats batch reads every shard's sweep state.
 API_JOBS_ACTIONS = ("dynamodb:GetItem", "dynamodb:Query", "dynamodb:PutItem")
 API_TIMERS_ACTIONS = (
     "dynamodb:GetItem",
     "dynamodb:PutItem",
     "dynamodb:BatchWriteItem",
     "dynamodb:UpdateItem",
+    "dynamodb:BatchGetItem",
 )
 API_RUNS_ACTIONS = ("dynamodb:GetItem", "dynamodb:Query", "dynamodb:BatchGetItem")
+# GET /admin/stats (duetime.adapters.figures): each run queue's and DLQ's message counts, and
+# the queues' ages and the runs' figures from CloudWatch (GetMetricData has no resource-level
+# permissions: "*").
+API_QUEUE_FIGURES_ACTION = "sqs:GetQueueAttributes"
+API_METRICS_ACTION = "cloudwatch:GetMetricData"
 
 # One JSON line per request; the principal is the JWT's subject.
 ACCESS_LOG_FORMAT = json.dumps(
@@ -158,6 +165,12 @@ class Api(Construct):
         data.grant_secrets(function)  # GET /webhook-secret, POST /webhook-secret/rotate
         for run_queue in queues.run_queues:  # the fast path: due soon, straight to SQS
             run_queue.queue.grant(function, "sqs:SendMessage")
+        for run_queue in queues.run_queues:  # GET /admin/stats
+            run_queue.queue.grant(function, API_QUEUE_FIGURES_ACTION)
+            run_queue.dlq.grant(function, API_QUEUE_FIGURES_ACTION)
+        iam.Grant.add_to_principal(
+            grantee=function, actions=[API_METRICS_ACTION], resource_arns=["*"]
+        )
         return function
 
     def _routes(self, integration: apigwv2.HttpRouteIntegration) -> list[apigwv2.HttpRoute]:
