@@ -123,6 +123,10 @@ def props_from_context(context: Context) -> SchedulerProps:
         tenant_claim=context.text("tenantClaim", defaults.tenant_claim),
         operator_claim=context.text("operatorClaim", defaults.operator_claim),
         operator_scope=context.text("operatorScope", defaults.operator_scope),
+        console_client_id=context.optional_text("consoleClientId"),
+        # Scopes as OpenID Connect writes them ("openid email") or as a list.
+        console_scopes=tuple(s for v in context.strings("consoleScopes") for s in v.split())
+        or defaults.console_scopes,
         billing_mode=billing,  # type: ignore[arg-type]
         read_capacity=context.number("readCapacity", defaults.read_capacity),
         write_capacity=context.number("writeCapacity", defaults.write_capacity),

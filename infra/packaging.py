@@ -8,6 +8,10 @@ the managed layers (Powertools; AWS SDK for pandas for pyarrow):
                   duetime/entrypoints/<name>.py
     croniter/, dateutil/, six.py, ...   pure-Python runtime dependencies, copied from the
                   environment that runs the synth (the pinned versions of pyproject.toml)
+    console/      the web console's static files (the repository's flat console/ directory,
+                  its top-level files only), served by the API function from
+                  /var/task/console (CONSOLE_DIR_IN_LAMBDA); absent when the repository has
+                  none (the console routes then answer 404)
 
 The same directory serves every function (one asset, uploaded once). Its content hash is the
 asset hash, so an unchanged tree does not redeploy anything.
@@ -49,6 +53,12 @@ PROVIDED = frozenset(
 )
 # Where a Lambda handler lives in the asset: duetime.entrypoints.<name>.handler
 HANDLER_MODULE = "duetime.entrypoints.{name}"
+# The web console's files: the repository's directory, its name in the asset, and where Lambda
+# puts it (a zip function's code is extracted to /var/task, LAMBDA_TASK_ROOT).
+CONSOLE_SOURCE = "console"
+CONSOLE_ASSET_DIR = "console"
+LAMBDA_TASK_ROOT = "/var/task"
+CONSOLE_DIR_IN_LAMBDA = f"{LAMBDA_TASK_ROOT}/{CONSOLE_ASSET_DIR}"
 
 _IGNORED = shutil.ignore_patterns("__pycache__", "*.pyc", "*.pyo", ".mypy_cache")
 _NATIVE_SUFFIXES = (".so", ".pyd", ".dylib")
@@ -85,7 +95,22 @@ def build_lambda_asset(target: Path, repo_root: Path = REPO_ROOT) -> Path:
     )
     for dist in runtime_distributions():
         _copy_distribution(dist, target)
+    copy_console(repo_root / CONSOLE_SOURCE, target / CONSOLE_ASSET_DIR)
     return target
+
+
+def copy_console(source: Path, destination: Path) -> list[str]:
+    """Copy the console's files (the top level of a flat directory: no subdirectories, no
+    hidden files, exactly what the console handler may serve) and return their names. No
+    source directory, nothing copied: the asset is still valid, the console answers 404."""
+    if not source.is_dir():
+        return []
+    names = sorted(f.name for f in source.iterdir() if f.is_file() and not f.name.startswith("."))
+    if names:
+        destination.mkdir(parents=True, exist_ok=True)
+    for name in names:
+        shutil.copyfile(source / name, destination / name)
+    return names
 
 
 def runtime_distributions(

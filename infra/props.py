@@ -106,6 +106,11 @@ class SchedulerProps:
     tenant_quotas: TenantQuotas = field(default_factory=TenantQuotas)
     api_throttle_rate: float = 100.0  # default stage: steady requests per second
     api_throttle_burst: int = 200
+    # --- Web console (served by the API function at <api url>console/). With an OpenID
+    # Connect client id (a public client of jwt_issuer whose redirect URI is that URL), it
+    # signs in with the authorization code flow + PKCE; without one, by pasting a token.
+    console_client_id: str | None = None
+    console_scopes: tuple[str, ...] = ("openid",)  # requested at sign-in; "openid" required
 
     # --- DynamoDB
     billing_mode: Literal["on_demand", "provisioned"] = "on_demand"
@@ -235,9 +240,31 @@ class SchedulerProps:
                 f"sweeper_reserved_concurrency ({reserved}) must be None or at least "
                 f"timer_shards ({self.timer_shards}): each shard's sweep is its own invocation"
             )
+        self._check_console()
         self._check_pollers()
         self._check_warm_throughput()
         self.worker_max_concurrency.check_order(self.standard_priorities)
+
+    def _check_console(self) -> None:
+        client_id = self.console_client_id
+        if client_id is not None and _not_one_word(client_id):
+            raise ValueError(f"console_client_id must be None or an OIDC client id: {client_id!r}")
+        scopes = self.console_scopes
+        if isinstance(scopes, str) or "openid" not in scopes or any(map(_not_one_word, scopes)):
+            raise ValueError(
+                f"console_scopes must be a tuple of scopes including 'openid': {scopes!r}"
+            )
+
+    def console_env(self) -> dict[str, str]:
+        """The API function's console sign-in settings: OpenID Connect at the JWT issuer when
+        there is a client id, nothing (the console asks for a token) otherwise."""
+        if self.console_client_id is None:
+            return {}
+        return {
+            Env.CONSOLE_CLIENT_ID: self.console_client_id,
+            Env.CONSOLE_ISSUER: self.jwt_issuer,
+            Env.CONSOLE_SCOPES: " ".join(self.console_scopes),
+        }
 
     def _check_pollers(self) -> None:
         for priority, pollers in (self.worker_pollers or {}).items():
@@ -315,3 +342,7 @@ class SchedulerProps:
     @property
     def removal_policy(self) -> RemovalPolicy:
         return RemovalPolicy.RETAIN if self.retain_data else RemovalPolicy.DESTROY
+
+
+def _not_one_word(text: str) -> bool:
+    return not text or any(c.isspace() for c in text)

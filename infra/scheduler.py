@@ -64,3 +64,8 @@ class Scheduler(Construct):
     @property
     def api_url(self) -> str:
         return self.api.url
+
+    @property
+    def console_url(self) -> str:
+        """The web console, served by the API function: `api_url` + "console/"."""
+        return self.api.console_url

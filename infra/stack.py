@@ -60,6 +60,7 @@ class DuetimeStack(Stack):
         data, history = scheduler.data, scheduler.history
         outputs: dict[str, tuple[str, str]] = {
             "ApiUrl": (scheduler.api_url, "HTTP API base URL (DUETIME_API_URL for the CLI)"),
+            "ConsoleUrl": (scheduler.console_url, "web console (served by the HTTP API)"),
             "JobsTable": (data.jobs.table_name, "DynamoDB jobs table"),
             "TimersTable": (data.timers.table_name, "DynamoDB timers table"),
             "RunsTable": (data.runs.table_name, "DynamoDB runs table"),

@@ -1,4 +1,5 @@
-"""The HTTP API: API Gateway v2 with a JWT authorizer in front of the api function."""
+"""The HTTP API: API Gateway v2 with a JWT authorizer in front of the api function, which
+also serves the web console (same origin: its public routes GET /console, /console/{file})."""
 
 from __future__ import annotations
 
@@ -17,6 +18,7 @@ from constructs import Construct
 
 from duetime.api.app import PUBLIC_ROUTES, ROUTES
 from duetime.settings import Env
+from infra import packaging
 from infra.constructs.nag import acknowledge
 
 if TYPE_CHECKING:
@@ -31,13 +33,14 @@ if TYPE_CHECKING:
 # sweep state read (and the cursor moved back) when a submission is due later; runs are read
 # and listed, and batch read by a backfill (which of its occurrences have a record). Webhook
 # secrets are items of the jobs table (get, conditional puts) encrypted with the data's
-# secrets key.
+# secrets key. GET /admin/stats batch reads every shard's sweep state.
 API_JOBS_ACTIONS = ("dynamodb:GetItem", "dynamodb:Query", "dynamodb:PutItem")
 API_TIMERS_ACTIONS = (
     "dynamodb:GetItem",
     "dynamodb:PutItem",
     "dynamodb:BatchWriteItem",
     "dynamodb:UpdateItem",
+    "dynamodb:BatchGetItem",
 )
 API_RUNS_ACTIONS = ("dynamodb:GetItem", "dynamodb:Query", "dynamodb:BatchGetItem")
 # GET /admin/stats (duetime.adapters.figures): each run queue's and DLQ's counts, and one
@@ -65,12 +68,18 @@ ACCESS_LOG_FORMAT = json.dumps(
     }
 )
 _METHODS = {method.value: method for method in apigwv2.HttpMethod}
+# The web console's static files (duetime.api.console), public like /health: the page must load
+# before anyone signs in; its API calls carry the token. API Gateway routes /console/ (the
+# trailing slash) to GET /console, whose handler tells the two apart by the raw path.
+CONSOLE_ROUTES = (("GET", "/console"), ("GET", "/console/{file}"))
+CONSOLE_PATH = "console/"  # the console's URL: the API's URL (ending in "/") + this
 
 
 class Api(Construct):
     """Every route of duetime.api.app.ROUTES, authorized by the JWT authorizer except the
-    public ones (GET /health, GET /openapi.json). Anything else reaches the function through
-    the (authorized) $default route, which answers 404/405 in the API's error shape."""
+    public ones (GET /health, GET /openapi.json), and the console's public routes
+    (CONSOLE_ROUTES). Anything else reaches the function through the (authorized) $default
+    route, which answers 404/405 in the API's error shape."""
 
     def __init__(
         self,
@@ -100,6 +109,7 @@ class Api(Construct):
             default_authorizer=self.authorizer,
         )
         self.routes = self._routes(integration)
+        self.console_routes = self._console_routes(integration)
         self.access_logs = logs.LogGroup(
             self,
             "AccessLogs",
@@ -125,6 +135,11 @@ class Api(Construct):
     def url(self) -> str:
         return self.stage.url
 
+    @property
+    def console_url(self) -> str:
+        """The web console: the stage's URL (it ends in "/") + "console/"."""
+        return self.stage.url + CONSOLE_PATH
+
     def _function(self, factory: FunctionFactory, data: Data, queues: Queues) -> lambda_.Function:
         props = self._props
         function = factory.create(
@@ -139,6 +154,9 @@ class Api(Construct):
                 Env.OPERATOR_CLAIM: props.operator_claim,
                 Env.OPERATOR_SCOPE: props.operator_scope,
                 **props.tenant_quotas.to_env(),
+                # The console's files are in the code asset (infra.packaging).
+                Env.CONSOLE_DIR: packaging.CONSOLE_DIR_IN_LAMBDA,
+                **props.console_env(),
             },
             reserved_concurrency=props.api_reserved_concurrency,
         )
@@ -190,6 +208,25 @@ class Api(Construct):
                         f"{method} {path} is public by design: a health check and "
                         "the API's OpenAPI document, no tenant data.",
                     )
+            routes += added
+        return routes
+
+    def _console_routes(self, integration: apigwv2.HttpRouteIntegration) -> list[apigwv2.HttpRoute]:
+        routes: list[apigwv2.HttpRoute] = []
+        for method, path in CONSOLE_ROUTES:
+            added = self.http_api.add_routes(
+                path=path,
+                methods=[_METHODS[method]],
+                integration=integration,
+                authorizer=apigwv2.HttpNoneAuthorizer(),
+            )
+            for route in added:
+                acknowledge(
+                    route,
+                    "AwsSolutions-APIG4",
+                    f"{method} {path} is public by design: the web console's static files "
+                    "(no tenant data); every API call the page makes carries the JWT.",
+                )
             routes += added
         return routes
 

@@ -171,9 +171,10 @@ class FunctionFactory(Construct):
         acknowledge(
             function,
             "AwsSolutions-IAM5[Resource::*]",
-            "Actions without resource-level permissions, granted on '*' by CDK: "
+            "Actions without resource-level permissions, granted on '*': "
             "xray:PutTraceSegments/PutTelemetryRecords (tracing) and, for the stream "
-            "consumer, dynamodb:ListStreams.",
+            "consumer, dynamodb:ListStreams (both by CDK); for the API's operator figures, "
+            "cloudwatch:GetMetricData (read only).",
         )
         acknowledge(
             function,

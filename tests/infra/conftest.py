@@ -3,7 +3,8 @@ infra/app.py` in a subprocess, offline, context in CDK_CONTEXT_JSON (cdk.json's 
 the test settings below). cdk-nag runs in that synth; the tests read the cloud assembly.
 
 `synth` is the app with the default sizes; `large_synth` the same settings with
-`-c profile=large` (infra/profiles.py), synthesized on first use."""
+`-c profile=large` (infra/profiles.py), `console_synth` with an OpenID Connect client id for
+the console, each synthesized on first use."""
 
 from __future__ import annotations
 
@@ -59,6 +60,13 @@ CLI_CONTEXT = {
 }
 # `cdk synth -c profile=large`: the CLI passes the value as a string.
 LARGE_PROFILE_CONTEXT: dict[str, Any] = {"profile": "large"}
+# `cdk synth -c duetime:consoleClientId=... -c duetime:consoleScopes=...`: the console signs in
+# with OpenID Connect at the JWT issuer.
+CONSOLE_CLIENT_ID = "duetime-console"
+CONSOLE_CONTEXT: dict[str, Any] = {
+    "duetime:consoleClientId": CONSOLE_CLIENT_ID,
+    "duetime:consoleScopes": "openid email",
+}
 SYNTH_TIMEOUT_SECONDS = 240
 
 
@@ -194,6 +202,11 @@ def synth(tmp_path_factory: pytest.TempPathFactory) -> Synth:
 @pytest.fixture(scope="session")
 def large_synth(tmp_path_factory: pytest.TempPathFactory) -> Synth:
     return _shared_synth(tmp_path_factory, "duetime-large", LARGE_PROFILE_CONTEXT)
+
+
+@pytest.fixture(scope="session")
+def console_synth(tmp_path_factory: pytest.TempPathFactory) -> Synth:
+    return _shared_synth(tmp_path_factory, "duetime-console", CONSOLE_CONTEXT)
 
 
 def _shared_synth(

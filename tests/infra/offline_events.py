@@ -92,7 +92,10 @@ class HttpApi:
         return event
 
     def _route(self, method: str, path: str) -> tuple[Mapping[str, Any], dict[str, str]]:
+        """The route taking the request. As API Gateway does, a trailing slash is ignored
+        when matching (`/console/` takes `GET /console`); `rawPath` keeps it."""
         fallback = None
+        matched = path.rstrip("/") or "/"
         for route in self._routes:
             key = route["RouteKey"]
             if key == "$default":
@@ -100,7 +103,7 @@ class HttpApi:
                 continue
             route_method, template = key.split(" ", 1)
             pattern = re.sub(r"\\\{(\w+)\\\}", r"(?P<\1>[^/]+)", re.escape(template))
-            found = re.fullmatch(pattern, path)
+            found = re.fullmatch(pattern, matched)
             if route_method == method and found:
                 return route, found.groupdict()
         if fallback is None:

@@ -1,4 +1,4 @@
-"""The HTTP API: a JWT authorizer on every route but the public ones."""
+"""The HTTP API: a JWT authorizer on every route but the public ones (and the console's)."""
 
 from __future__ import annotations
 
@@ -6,6 +6,9 @@ from typing import Any
 
 from duetime.api.app import PUBLIC_ROUTES, ROUTES
 from tests.infra.conftest import AUDIENCE, ISSUER, Synth
+
+# The web console's static files, served by the API function without a token (test_console.py).
+CONSOLE_ROUTES = {("GET", "/console"), ("GET", "/console/{file}")}
 
 
 def _routes(synth: Synth) -> dict[str, dict[str, Any]]:
@@ -29,11 +32,11 @@ def test_every_route_but_the_public_ones_is_authorized(synth: Synth) -> None:
     routes = _routes(synth)
     (authorizer_id,) = synth.of_type("AWS::ApiGatewayV2::Authorizer")
 
-    expected = {f"{method} {path}" for method, path in ROUTES} | {"$default"}
+    expected = {f"{method} {path}" for method, path in {*ROUTES, *CONSOLE_ROUTES}} | {"$default"}
     assert set(routes) == expected
     for key, route in routes.items():
         method, _, path = key.partition(" ")
-        if (method, path) in PUBLIC_ROUTES:
+        if (method, path) in PUBLIC_ROUTES | CONSOLE_ROUTES:
             assert route.get("AuthorizationType", "NONE") == "NONE", key
             assert "AuthorizerId" not in route, key
         else:
@@ -41,9 +44,9 @@ def test_every_route_but_the_public_ones_is_authorized(synth: Synth) -> None:
             assert route["AuthorizerId"] == {"Ref": authorizer_id}, key
 
 
-def test_public_routes_are_health_and_the_openapi_document(synth: Synth) -> None:
+def test_public_routes_are_health_the_openapi_document_and_the_console(synth: Synth) -> None:
     public = {k for k, r in _routes(synth).items() if r.get("AuthorizationType", "NONE") == "NONE"}
-    assert public == {"GET /health", "GET /openapi.json"}
+    assert public == {"GET /health", "GET /openapi.json", "GET /console", "GET /console/{file}"}
 
 
 def test_default_stage_throttles_and_logs_access(synth: Synth) -> None:

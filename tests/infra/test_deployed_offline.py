@@ -40,6 +40,7 @@ import pyarrow.parquet as pq
 import pytest
 from moto.server import ThreadedMotoServer
 
+from infra import packaging
 from tests.infra.conftest import STACK, Synth
 from tests.infra.offline_events import (
     HttpApi,
@@ -93,13 +94,20 @@ class Deployment:
         self, method: str, path: str, *, body: Any = None, clock_offset_ms: int = 0
     ) -> tuple[int, Any]:
         """(status, JSON body) of the API function's answer to a request of TENANT."""
+        answer = self.request(method, path, body=body, clock_offset_ms=clock_offset_ms)
+        return answer["statusCode"], json.loads(answer["body"])
+
+    def request(
+        self, method: str, path: str, *, body: Any = None, clock_offset_ms: int = 0
+    ) -> dict[str, Any]:
+        """The API function's whole answer (status, headers, body) to a request of TENANT."""
         tenant_claim = self.environments["api"].get("DUETIME_TENANT_CLAIM", "sub")
         gateway = HttpApi(self.stack.resources, tenant_claim, REGION, self.stack.account)
         # The token names the tenant; a route without the authorizer gets no claims.
         now = time.time() + clock_offset_ms / 1000
         event = gateway.event(method, path, tenant=TENANT, body=body, now=now)
-        answer = self.container("api", clock_offset_ms).invoke(event)
-        return answer["statusCode"], json.loads(answer["body"])
+        answer: dict[str, Any] = self.container("api", clock_offset_ms).invoke(event)
+        return answer
 
 
 @pytest.fixture(scope="module")
@@ -198,7 +206,14 @@ def lambda_environment(
         "POWERTOOLS_TRACE_DISABLED": "true",
     }
     assert not set(runtime) & set(variables), "the template sets a variable Lambda reserves"
-    return variables | runtime
+    # Lambda extracts the asset to /var/task: a path there is that path in the asset here.
+    task_root = packaging.LAMBDA_TASK_ROOT + "/"
+    in_asset = {
+        name: str(asset / value.removeprefix(task_root))
+        for name, value in variables.items()
+        if value.startswith(task_root)
+    }
+    return variables | in_asset | runtime
 
 
 def test_every_function_starts_from_the_asset_with_only_what_lambda_provides(
@@ -293,6 +308,34 @@ def test_a_job_lives_its_whole_life_on_either_path_through_the_deployed_handlers
     run = _follow_the_run(deployment, timed_job["id"], target_url, swept_later, offset_ms)
     assert datetime.fromisoformat(run["scheduled_for"]) == due_at
     assert datetime.fromisoformat(run["started_at"]) >= due_at
+
+
+def test_the_deployed_api_function_serves_the_console_without_a_token(
+    deployment: Deployment,
+) -> None:
+    index = deployment.asset / packaging.CONSOLE_ASSET_DIR / "index.html"
+    handler = deployment.asset / "duetime" / "api" / "console.py"
+    if not (index.is_file() and handler.is_file()):
+        pytest.skip("this checkout has no console (console/index.html, duetime/api/console.py)")
+
+    # GET /console/ takes the public GET /console route (API Gateway ignores the trailing
+    # slash when matching); the page is the asset's index.html, with its security headers
+    page = deployment.request("GET", "/console/")
+    headers = {k.lower(): v for k, v in page["headers"].items()}
+    assert page["statusCode"] == 200
+    assert headers["content-type"].startswith("text/html")
+    assert page["body"] == index.read_text()
+    policy = headers["content-security-policy"]
+    assert "default-src 'none'" in policy
+    assert "connect-src 'self';" in policy  # the API is the same origin; no issuer: tokens
+    assert headers["x-content-type-options"] == "nosniff"
+    # GET /console redirects to it
+    redirect = deployment.request("GET", "/console")
+    assert redirect["statusCode"] == 308
+    assert {k.lower(): v for k, v in redirect["headers"].items()}["location"] == "/console/"
+    # and the generated sign-in settings say: paste a token (no client id in the template)
+    config = deployment.request("GET", "/console/config.json")
+    assert (config["statusCode"], json.loads(config["body"])) == (200, {"auth": "token"})
 
 
 def _job(schedule: dict[str, Any], queue_url: str, payload: Any) -> dict[str, Any]:

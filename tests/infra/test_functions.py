@@ -22,12 +22,13 @@ DYNAMODB: dict[str, dict[str, set[str]]] = {
         # jobs: create/claim idempotency key/replace (conditional puts), get, list (query)
         "jobs": {"dynamodb:PutItem", "dynamodb:GetItem", "dynamodb:Query"},
         # timers: write the first timer (put / batch write), read the sweep state and move
-        # the cursor back (check after write)
+        # the cursor back (check after write); every shard's sweep state (GET /admin/stats)
         "timers": {
             "dynamodb:PutItem",
             "dynamodb:BatchWriteItem",
             "dynamodb:GetItem",
             "dynamodb:UpdateItem",
+            "dynamodb:BatchGetItem",
         },
         # runs: get and list; a backfill's occurrences (batch get)
         "runs": {"dynamodb:GetItem", "dynamodb:Query", "dynamodb:BatchGetItem"},
@@ -206,9 +207,27 @@ def test_dynamodb_actions_are_exactly_what_the_code_calls(synth: Synth, name: st
 @pytest.mark.parametrize("name", ["sweeper", "reconciler"])
 def test_dispatchers_send_to_every_queue_and_no_dlq(synth: Synth, name: str) -> None:
     role = synth.role_of(name)
+    # The API reads every queue's counts for the operators (GET /admin/stats), nothing more
+    counts = {"sqs:GetQueueAttributes"} if name == "api" else set()
     for queue, dlq in synth.queue_ids():
-        assert synth.actions_on(role, queue) == {"sqs:SendMessage"}
-        assert synth.actions_on(role, dlq) == set()
+        assert synth.actions_on(role, queue) == {"sqs:SendMessage"} | counts
+        assert synth.actions_on(role, dlq) == counts
+
+
+def test_only_the_api_reads_metrics_for_the_operators(synth: Synth) -> None:
+    """GET /admin/stats: cloudwatch:GetMetricData (read only, no resource-level permissions)."""
+    readers = {
+        name
+        for name in FUNCTIONS
+        if any(
+            statement["Effect"] == "Allow"
+            and "cloudwatch:GetMetricData" in listed(statement["Action"])
+            and statement["Resource"] == "*"
+            for statement in synth.statements(synth.role_of(name))
+        )
+    }
+
+    assert readers == {"api"}
 
 
 def test_the_coordinator_touches_no_queue(synth: Synth) -> None:
