@@ -12,7 +12,7 @@ let config = { auth: "token" };
 const listeners = new Set();
 
 export async function loadConfig() {
-  const reply = await fetch("config.json", { cache: "no-cache" });
+  const reply = await fetch("/console/config.json", { cache: "no-cache" });
   config = reply.ok ? await reply.json() : { auth: "token" };
   return config;
 }
@@ -68,8 +68,9 @@ async function discovery() {
   return reply.json();
 }
 
+/** The console's one address (register it at the identity provider as the redirect URI). */
 function redirectUri() {
-  return `${location.origin}${location.pathname}`;
+  return `${location.origin}/console/`;
 }
 
 /** Sends the browser to the identity provider. */

@@ -1,7 +1,8 @@
 """The web console's static files, served by the API function itself (same origin as the API,
 locally and on AWS): docs/console.md.
 
-- `GET /console` → 308 to `/console/`; `GET /console/` → index.html;
+- `GET /console/` and `GET /console` → index.html (no redirect: whether API Gateway keeps a
+  trailing slash must not matter; the page names its files by absolute paths);
 - `GET /console/<file>`: a file of the flat console directory, looked up by name among the
   files the directory holds (never joined to a path: `..`, `%2F` or a sub-directory is simply
   not one of them, so a 404), with a content type from a short allow-list of suffixes;
@@ -126,10 +127,6 @@ def register(app: APIGatewayHttpResolver, settings: ConsoleSettings) -> None:
     # Powertools strips a trailing "/" from a rule: "/console/?" is the one rule for both.
     @app.route(f"{PREFIX}/?", "GET")
     def index() -> Response[Any]:
-        if not app.current_event.path.endswith("/"):
-            return answer(
-                HTTPStatus.PERMANENT_REDIRECT, "text/plain", "", {"Location": f"{PREFIX}/"}
-            )
         return file_answer(INDEX_FILE)
 
     @app.route(f"{PREFIX}/<name>", "GET")
