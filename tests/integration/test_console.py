@@ -75,7 +75,7 @@ def test_the_repository_console_is_served_by_default_with_its_security_headers(
     reply = console.get("/console/")
     assert reply.status == 200
     assert reply.headers["Content-Type"].startswith("text/html")
-    assert b'<script type="module" src="app.js">' in reply.body
+    assert b'<script type="module" src="/console/app.js">' in reply.body
     assert reply.headers["Content-Security-Policy"] == CSP_TOKEN
     assert reply.headers["X-Content-Type-Options"] == "nosniff"
     assert reply.headers["Referrer-Policy"] == "no-referrer"
