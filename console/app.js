@@ -62,7 +62,11 @@ onSignOut((reason) => {
 });
 
 document.getElementById("sign-out").addEventListener("click", () => signOut());
-window.addEventListener("hashchange", render);
+// A notice belongs to the page it was given on: moving to another clears it.
+window.addEventListener("hashchange", () => {
+  notify("");
+  render();
+});
 
 (async () => {
   await loadConfig();
