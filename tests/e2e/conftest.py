@@ -3,6 +3,7 @@ webhook receiver on loopback that records every delivery."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import signal
@@ -154,10 +155,11 @@ class Stack:
         return Response(status, reply_headers, json.loads(payload) if payload else None)
 
 
-@pytest.fixture(scope="session")
-def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
-    state = tmp_path_factory.mktemp("duetime-local")
-    port = free_port()
+@contextlib.contextmanager
+def local_stack(state: Path, *options: str, port: int | None = None) -> Iterator[Stack]:
+    """`duetime local` in a subprocess on `port` (default: a free one) with `options`, state
+    under `state`; stopped (Ctrl-C) and checked to exit cleanly on leaving."""
+    port = port or free_port()
     env = {k: v for k, v in os.environ.items() if not k.startswith(("AWS_", "DUETIME_"))}
     log = (state / "local.log").open("w")  # a file, not a pipe: a full pipe would block it
     process = subprocess.Popen(
@@ -172,6 +174,7 @@ def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
             "5",
             "--state-dir",
             str(state),
+            *options,
         ],
         cwd=state,
         env=env,
@@ -188,12 +191,18 @@ def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
         except OSError:
             return process.poll() is not None  # stop waiting if it died
 
-    wait_for(healthy, 60)
-    assert process.poll() is None, (state / "local.log").read_text()
-    yield Stack(url, state, process)
-    process.send_signal(signal.SIGINT)
     try:
+        wait_for(healthy, 60)
+        assert process.poll() is None, (state / "local.log").read_text()
+        yield Stack(url, state, process)
+        process.send_signal(signal.SIGINT)
         assert process.wait(timeout=30) == 0, (state / "local.log").read_text()[-3000:]
     finally:
         process.kill()
         log.close()
+
+
+@pytest.fixture(scope="session")
+def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
+    with local_stack(tmp_path_factory.mktemp("duetime-local")) as started:
+        yield started

@@ -16,11 +16,13 @@ from types import FrameType
 from typing import TYPE_CHECKING, TextIO
 
 from duetime.cli.options import LOCAL_STACK_MODULES, missing_local_extra, state_dir_option
-from duetime.cli.types import port, positive_int, positive_seconds
+from duetime.cli.types import http_url, port, positive_int, positive_seconds
+from duetime.settings import Env
 
 if TYPE_CHECKING:
     from duetime.local.figures import Figures
     from duetime.local.stack import LocalStack
+    from duetime.settings import ApiSettings
 
 EXAMPLE_HISTORY_QUERY = "SELECT status, count(*) AS runs FROM runs GROUP BY status"
 
@@ -63,6 +65,24 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         default=None,
         help="how long run records stay in the runs table before they expire to the history "
         "archive (default 30 days; e.g. 10 to watch runs reach `duetime history query`)",
+    )
+    local.add_argument(
+        "--console-client-id",
+        metavar="ID",
+        help="the web console signs in with OpenID Connect (authorization code + PKCE) as this "
+        f"client (default: {Env.CONSOLE_CLIENT_ID}; without one, a pasted token)",
+    )
+    local.add_argument(
+        "--console-issuer",
+        type=http_url,
+        metavar="URL",
+        help="the OpenID provider the console signs in at (its discovery document is "
+        f"URL/.well-known/openid-configuration; default: {Env.CONSOLE_ISSUER})",
+    )
+    local.add_argument(
+        "--console-scopes",
+        metavar="SCOPES",
+        help=f"the scopes the console asks for (default: {Env.CONSOLE_SCOPES}, else 'openid')",
     )
     state_dir_option(local)
     local.set_defaults(run=_run_local)
@@ -117,6 +137,11 @@ def _run_local(args: argparse.Namespace) -> int:
         return 2
     from duetime.local.stack import LocalOptions, LocalStack
 
+    try:
+        api = _api_settings(args)
+    except ValueError as exc:
+        print(f"duetime local: {exc}", file=sys.stderr)
+        return 2
     options = LocalOptions(
         port=args.port,
         tick_seconds=args.tick_seconds,
@@ -125,6 +150,7 @@ def _run_local(args: argparse.Namespace) -> int:
         allow_private_targets=not args.no_private_targets,
         state_dir=args.state_dir,
         hot_ttl_seconds=args.hot_ttl_seconds,
+        api=api,
     )
     stopping = threading.Event()
 
@@ -159,6 +185,38 @@ def _run_local(args: argparse.Namespace) -> int:
     console.write("duetime local: stopped\n")
     console.flush()
     return 0
+
+
+def _api_settings(args: argparse.Namespace) -> ApiSettings:
+    """The API function's settings from the environment, with the console's sign-in as the
+    --console-* options say (each overrides its variable)."""
+    from dataclasses import replace
+
+    from duetime.settings import ApiSettings
+
+    try:
+        settings = ApiSettings.from_env()
+    except RuntimeError as exc:  # e.g. a client id in the environment without an issuer
+        raise ValueError(str(exc)) from None
+    console = settings.console
+    console = replace(
+        console,
+        client_id=(args.console_client_id or "").strip() or console.client_id,
+        issuer=args.console_issuer or console.issuer,
+        scopes=" ".join((args.console_scopes or "").split()) or console.scopes,
+    )
+    if console.client_id and not console.issuer:
+        raise ValueError("--console-client-id needs --console-issuer (the OpenID provider's URL)")
+    return replace(settings, console=console)
+
+
+def _console_line(stack: LocalStack) -> str:
+    url = f"{stack.api_url}/console/"
+    console = stack.options.api.console if stack.options.api else None
+    if console is not None and console.client_id:
+        how = f"signs in with OpenID Connect at {console.issuer}, client {console.client_id}"
+        return f"  console    {url}   (the web console: {how})"
+    return f"  console    {url}   (the web console: sign in with the token below)"
 
 
 def _banner(stack: LocalStack, log_path: Path) -> str:
@@ -196,7 +254,7 @@ def _banner(stack: LocalStack, log_path: Path) -> str:
     lines = [
         "",
         f"  API        {url}   (GET /health and GET /openapi.json need no token)",
-        f"  console    {url}/console/   (the web console: sign in with the token below)",
+        _console_line(stack),
         f"  token      {token}",
         "  try it     export DUETIME_TOKEN=$(" + token + ")",
         f'             curl -H "Authorization: Bearer $DUETIME_TOKEN" {url}/jobs',

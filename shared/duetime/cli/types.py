@@ -6,6 +6,7 @@ import argparse
 import json
 import sys
 from typing import Any
+from urllib.parse import urlsplit
 
 from duetime.cli.format import is_control
 
@@ -44,6 +45,14 @@ def port(text: str) -> int:
     if not 0 <= value <= 65_535:
         raise argparse.ArgumentTypeError("must be from 0 to 65535 (0: any free port)")
     return value
+
+
+def http_url(text: str) -> str:
+    """An absolute http(s) URL (an OpenID provider's issuer, say), without a trailing slash."""
+    parts = urlsplit(text.strip())
+    if parts.scheme not in ("http", "https") or not parts.netloc:
+        raise argparse.ArgumentTypeError(f"{text!r} is not an http(s) URL")
+    return text.strip().rstrip("/")
 
 
 def number(text: str) -> int | float:

@@ -62,7 +62,7 @@ if TYPE_CHECKING:
 
     from duetime.local.gateway import Gateway
     from duetime.services.queue_worker import QueueWorker
-    from duetime.settings import Settings
+    from duetime.settings import ApiSettings, Settings
     from duetime.wiring import Components
 
 REGION = "us-east-1"
@@ -102,6 +102,7 @@ class LocalOptions:
     fargate_concurrency: int = 8
     # The run records' hot window (Env.RUN_TTL_SECONDS); None: the default, 30 days.
     hot_ttl_seconds: int | None = None
+    api: ApiSettings | None = None  # the API function's settings; None: ApiSettings.from_env()
 
 
 class LocalStack:
@@ -212,7 +213,7 @@ class LocalStack:
             make_executor=functools.partial(ObservedExecutor, figures=self.figures_recorder),
         )
         figures = LocalFigures(self._sqs, settings.queues, self.figures_recorder)
-        self._api = wiring.api(parts, ApiSettings.from_env(), figures=figures)
+        self._api = wiring.api(parts, self.options.api or ApiSettings.from_env(), figures=figures)
         self._coordinator = _named(coordinator.make_handler(lambda: parts), "coordinator")
         self._cleanup.enter_context(serialized_metrics())
 

@@ -1,0 +1,143 @@
+"""The console's OpenID Connect sign-in (authorization code + PKCE S256, console/auth.js) in
+headless Chromium, against `duetime local --console-client-id ... --console-issuer ...` and a
+fake OpenID provider (tests/browser/fake_idp.py) that hands out tokens the local stack accepts."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass
+
+import pytest
+from selenium.webdriver.common.by import By
+from selenium.webdriver.remote.webdriver import WebDriver
+
+from duetime.local.keys import issue_token, load_or_create_key
+from tests.browser.conftest import Page
+from tests.browser.fake_idp import FakeIdp, running, s256
+from tests.e2e.conftest import Stack, free_port, local_stack
+
+pytestmark = pytest.mark.slow
+CLIENT_ID = "duetime-console"
+TENANT = "oidc-user"
+
+
+@dataclass
+class Setup:
+    stack: Stack
+    idp: FakeIdp
+
+
+@pytest.fixture(scope="module")
+def oidc(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Setup]:
+    """The local stack with the console in OpenID Connect mode, and the provider it uses."""
+    state = tmp_path_factory.mktemp("duetime-oidc")
+    key, _ = load_or_create_key(state)  # the stack's key: the provider's tokens pass its gateway
+    port = free_port()
+    origin = f"http://127.0.0.1:{port}"
+    idp = FakeIdp(
+        client_id=CLIENT_ID,
+        redirect_uri=f"{origin}/console/",
+        origin=origin,
+        token=lambda: issue_token(TENANT, 3600, key),
+    )
+    with (
+        running(idp),
+        local_stack(
+            state,
+            "--console-client-id",
+            CLIENT_ID,
+            "--console-issuer",
+            idp.url,
+            "--console-scopes",
+            "openid profile",
+            port=port,
+        ) as stack,
+    ):
+        yield Setup(stack, idp)
+
+
+@pytest.fixture(scope="module")
+def page(browser: WebDriver, oidc: Setup) -> Page:
+    return Page(browser, oidc.stack)
+
+
+def fresh_start(page: Page) -> None:
+    """A tab with nothing stored: signed out."""
+    page.open()
+    page.driver.execute_script("sessionStorage.clear(); localStorage.clear()")
+    page.driver.delete_all_cookies()
+    page.open()
+    page.driver.refresh()
+
+
+def stored(page: Page, storage: str, name: str) -> str | None:
+    value: str | None = page.driver.execute_script(f"return {storage}.getItem(arguments[0])", name)
+    return value
+
+
+def test_signing_in_goes_through_the_identity_provider_with_pkce(page: Page, oidc: Setup) -> None:
+    stack, idp = oidc.stack, oidc.idp
+    created = stack.call(
+        "POST",
+        "/jobs",
+        {
+            "name": "oidc visible",
+            "schedule": {"cron": "0 9 * * *"},
+            "target": {"type": "handler", "name": "duetime.noop"},
+        },
+        tenant=TENANT,
+    )
+    assert created.status == 201, created.body
+    fresh_start(page)
+    assert "identity provider" in page.find("#main").text
+    page.find("#main button.primary").click()
+
+    row = page.find(f"tr[data-job-id='{created.body['id']}']", timeout=30)
+    assert "oidc visible" in row.text
+    assert page.find("#who-tenant").text == f"Signed in as {TENANT}"
+    # The code and state are gone from the address bar; the page is where sign-in began.
+    assert page.driver.current_url == f"{stack.url}/console/#/jobs"
+    page.shot("oidc-signed-in")
+
+    # The provider saw one authorization request and one correct PKCE exchange.
+    [authorization] = idp.authorizations
+    asked = authorization.params
+    assert asked["redirect_uri"] == f"{stack.url}/console/"
+    assert asked["client_id"] == CLIENT_ID
+    assert asked["scope"] == "openid profile"
+    assert asked["code_challenge_method"] == "S256"
+    assert len(asked["state"]) >= 16
+    [exchange] = idp.exchanges
+    assert exchange.granted, exchange.reason
+    assert exchange.form["code"] == authorization.code
+    assert exchange.form["redirect_uri"] == asked["redirect_uri"]
+    assert s256(exchange.form["code_verifier"]) == asked["code_challenge"]
+    assert 43 <= len(exchange.form["code_verifier"]) <= 128  # RFC 7636
+
+    # The token is in this tab's session storage only; the PKCE secrets are cleared.
+    assert stored(page, "sessionStorage", "duetime.token") == exchange.access_token
+    assert page.driver.execute_script("return localStorage.length") == 0
+    assert page.driver.execute_script("return document.cookie") == ""
+    assert page.driver.get_cookies() == []
+    assert stored(page, "sessionStorage", "duetime.pkce.verifier") is None
+    assert stored(page, "sessionStorage", "duetime.pkce.state") is None
+
+
+def test_a_tampered_state_is_refused(page: Page, oidc: Setup) -> None:
+    idp = oidc.idp
+    exchanges = len(idp.exchanges)
+    fresh_start(page)
+    idp.tamper_state = True
+    try:
+        page.find("#main button.primary").click()
+        notice = page.find("#notice .notice.error", timeout=30)
+    finally:
+        idp.tamper_state = False
+    assert "does not match this tab's request (state)" in notice.text
+    page.shot("oidc-state-refused")
+    # Not signed in, no code traded, and the code is not left in the address bar.
+    assert page.find("#main button.primary").text == "Sign in"
+    assert not page.driver.find_element(By.ID, "who").is_displayed()
+    assert stored(page, "sessionStorage", "duetime.token") is None
+    assert len(idp.exchanges) == exchanges
+    assert "code=" not in page.driver.current_url
