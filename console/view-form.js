@@ -96,9 +96,17 @@ export function formView(main, job = null, etag = null) {
   const tags = () => Object.fromEntries(value("tags").split(/[\n,]/).map((x) => x.trim()).filter(Boolean)
     .map((pair) => { const i = pair.indexOf(":"); return i < 0 ? [pair, ""] : [pair.slice(0, i).trim(), pair.slice(i + 1).trim()]; }));
 
-  const clearErrors = () => {
-    for (const node of main.querySelectorAll(".field-error")) node.textContent = "";
-    for (const node of main.querySelectorAll("[aria-invalid]")) node.removeAttribute("aria-invalid");
+  // Clears the messages of the fields whose key starts with `prefix`; all of them and the
+  // form's own (a conflict) without one. The preview clears the schedule's only: an answer
+  // that lands after a submit must not erase what the submit said.
+  const clearErrors = (prefix = "") => {
+    for (const [key, input] of Object.entries(inputs)) {
+      if (!key.startsWith(prefix)) continue;
+      const slot = main.querySelector(`#${input.id}-error`);
+      if (slot) slot.textContent = "";
+      input.removeAttribute("aria-invalid");
+    }
+    if (!prefix) clear(formError);
   };
   // The error goes to the field the API names, or to its closest shown parent field.
   const showError = (error) => {
@@ -120,7 +128,7 @@ export function formView(main, job = null, etag = null) {
       try {
         const occurrences = await api.preview(sched, 5);
         if (mine !== asked) return;
-        clearErrors();
+        clearErrors("schedule.");
         previewNote.textContent = `${describeSchedule(sched)}: the next ${occurrences.length} occurrences, in ${zone} and in your zone (${viewerZone()}).`;
         append(clear(preview), occurrences.map((o) => h("li", { dataset: { instant: o } },
           h("time", { datetime: o }, instant(o, zone)), " · ", instant(o))));
@@ -128,7 +136,11 @@ export function formView(main, job = null, etag = null) {
         if (mine !== asked) return;
         clear(preview);
         previewNote.textContent = "No preview.";
-        if (e instanceof ApiError && e.status === 400) { clearErrors(); showError(e); }
+        if (e instanceof ApiError && e.status === 400) {
+          clearErrors("schedule.");
+          if (e.field?.startsWith("schedule.")) showError(e);
+          else previewNote.textContent = `No preview: ${e.message}`;
+        }
       }
     }, PREVIEW_DELAY_MS);
   }

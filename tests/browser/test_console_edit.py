@@ -1,0 +1,103 @@
+"""Editing a job that changed meanwhile (PATCH with If-Match → 412, the offer to reload), and a
+backfill through the job page, in headless Chromium against `duetime local`."""
+
+from __future__ import annotations
+
+import re
+from datetime import UTC, datetime, timedelta
+
+import pytest
+from selenium.webdriver.common.by import By
+
+from tests.browser.conftest import Page
+from tests.e2e.conftest import Stack
+
+pytestmark = pytest.mark.slow
+TENANT = "tenant-edit"
+NOOP = {"type": "handler", "name": "duetime.noop"}
+
+
+def create(stack: Stack, name: str, schedule: dict[str, object]) -> dict[str, object]:
+    created = stack.call(
+        "POST", "/jobs", {"name": name, "schedule": schedule, "target": NOOP}, tenant=TENANT
+    )
+    assert created.status == 201, created.body
+    body: dict[str, object] = created.body
+    return body
+
+
+def test_an_edit_after_a_concurrent_change_is_a_conflict_then_goes_through_after_reload(
+    page: Page, stack: Stack
+) -> None:
+    job = create(stack, "edited twice", {"cron": "0 9 * * *"})
+    page.sign_in(stack.token(TENANT))
+    page.open(f"#/jobs/{job['id']}/edit")
+    name = page.find("#f-name")
+    assert name.get_attribute("value") == "edited twice"
+
+    # Meanwhile someone else changes the job through the API.
+    changed = stack.call(
+        "PATCH", f"/jobs/{job['id']}", {"name": "changed meanwhile"}, tenant=TENANT
+    )
+    assert changed.status == 200, changed.body
+    name.clear()
+    name.send_keys("mine")
+    page.find("#save").click()
+
+    error = page.find("#form-error a")
+    message = page.find("#form-error").text
+    assert "changed this job since you opened it" in message
+    assert "nothing was saved" in message
+    assert error.text == "Reload the job"
+    page.shot("edit-conflict")
+    stored = stack.call("GET", f"/jobs/{job['id']}", tenant=TENANT).body
+    assert (stored["name"], stored["version"]) == ("changed meanwhile", changed.body["version"])
+
+    error.click()
+    page.until(lambda: page.find("#f-name").get_attribute("value") == "changed meanwhile")
+    assert page.texts("#form-error") == [""]
+    name = page.find("#f-name")
+    name.clear()
+    name.send_keys("mine after reload")
+    page.find("#save").click()
+    page.until(lambda: page.driver.current_url.endswith(f"#/jobs/{job['id']}"))
+    after = stack.call("GET", f"/jobs/{job['id']}", tenant=TENANT).body
+    assert after["name"] == "mine after reload"
+    assert after["version"] == changed.body["version"] + 1
+
+
+def test_a_backfill_from_the_job_page_shows_the_apis_answer(page: Page, stack: Stack) -> None:
+    job = create(stack, "backfilled", {"rate_seconds": 60})
+    page.sign_in(stack.token(TENANT))
+    page.open(f"#/jobs/{job['id']}")
+    now = datetime.now(UTC).replace(microsecond=0)
+
+    # A range ending in the future: the API's error, naming its field, shown on the page.
+    page.find("#backfill-from").send_keys(f"{now - timedelta(minutes=5):%Y-%m-%dT%H:%M:%SZ}")
+    page.find("#backfill-to").send_keys(f"{now + timedelta(hours=1):%Y-%m-%dT%H:%M:%SZ}")
+    page.find("#backfill button[type=submit]").click()
+    refused = page.find("#notice .notice.error")
+    assert refused.text.startswith("Backfill (to): must not be in the future")
+
+    # A recent past range: the number of occurrences the API queued (0 or more: the job is new).
+    to = page.find("#backfill-to")
+    to.clear()
+    to.send_keys(f"{now:%Y-%m-%dT%H:%M:%SZ}")
+    page.find("#backfill button[type=submit]").click()
+    done = page.find("#notice .notice.ok")
+    shown = re.fullmatch(r"Backfill: (\d+) occurrence\(s\) queued\.", done.text)
+    assert shown is not None, done.text
+    # The API answers the same range the same way once the page's backfill has been sent.
+    again = stack.call(
+        "POST",
+        f"/jobs/{job['id']}/backfill",
+        {
+            "from": f"{now - timedelta(minutes=5):%Y-%m-%dT%H:%M:%SZ}",
+            "to": f"{now:%Y-%m-%dT%H:%M:%SZ}",
+        },
+        tenant=TENANT,
+    )
+    assert again.status == 202, again.body
+    assert int(shown.group(1)) >= again.body["occurrences"]
+    assert page.driver.find_elements(By.CSS_SELECTOR, "#backfill")
+    page.shot("job-backfill")
