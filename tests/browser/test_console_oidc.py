@@ -88,6 +88,8 @@ def test_signing_in_goes_through_the_identity_provider_with_pkce(page: Page, oid
         tenant=TENANT,
     )
     assert created.status == 201, created.body
+    banner = (stack.state_dir / "local.log").read_text()
+    assert f"signs in with OpenID Connect at {idp.url}, client {CLIENT_ID}" in banner
     fresh_start(page)
     assert "identity provider" in page.find("#main").text
     page.find("#main button.primary").click()
