@@ -78,6 +78,43 @@ duetime.domain.schedule.x__rate_previous__mutmut_4 message: only an error messag
 duetime.domain.retry.x_backoff_ms__mutmut_6 message: only an error message's text changes
 duetime.domain.retry.x_backoff_ms__mutmut_7 message: only an error message's text changes
 duetime.domain.retry.x_backoff_ms__mutmut_8 message: only an error message's text changes
+duetime.domain.backfill.x__instant__mutmut_5 message: only an error message's text changes
+duetime.domain.backfill.x__instant__mutmut_8 message: only an error message's text changes
+duetime.domain.backfill.x__instant__mutmut_9 message: only an error message's text changes
+duetime.domain.backfill.x__instant__mutmut_10 message: only an error message's text changes
+duetime.domain.backfill.x__instant__mutmut_13 message: only an error message's text changes
+duetime.domain.backfill.x__instant__mutmut_16 message: only an error message's text changes
+duetime.domain.backfill.x__instant__mutmut_17 message: only an error message's text changes
+duetime.domain.backfill.x__instant__mutmut_18 message: only an error message's text changes
+duetime.domain.backfill.x__instant__mutmut_23 message: only an error message's text changes
+duetime.domain.backfill.x__instant__mutmut_26 message: only an error message's text changes
+duetime.domain.backfill.x__instant__mutmut_27 message: only an error message's text changes
+duetime.domain.backfill.x__instant__mutmut_28 message: only an error message's text changes
+duetime.domain.backfill.x__instant__mutmut_32 message: only an error message's text changes
+duetime.domain.backfill.x__instant__mutmut_35 message: only an error message's text changes
+duetime.domain.backfill.x__instant__mutmut_36 message: only an error message's text changes
+duetime.domain.backfill.x__instant__mutmut_37 message: only an error message's text changes
+duetime.domain.backfill.x_parse_backfill_range__mutmut_3 message: only an error message's text changes
+duetime.domain.backfill.x_parse_backfill_range__mutmut_8 message: only an error message's text changes
+duetime.domain.backfill.x_parse_backfill_range__mutmut_9 message: only an error message's text changes
+duetime.domain.backfill.x_parse_backfill_range__mutmut_10 message: only an error message's text changes
+duetime.domain.backfill.x_parse_backfill_range__mutmut_13 message: only an error message's text changes
+duetime.domain.backfill.x_parse_backfill_range__mutmut_17 message: only an error message's text changes
+duetime.domain.backfill.x_parse_backfill_range__mutmut_18 message: only an error message's text changes
+duetime.domain.backfill.x_parse_backfill_range__mutmut_34 message: only an error message's text changes
+duetime.domain.backfill.x_parse_backfill_range__mutmut_39 message: only an error message's text changes
+duetime.domain.backfill.x_parse_backfill_range__mutmut_40 message: only an error message's text changes
+duetime.domain.backfill.x_parse_backfill_range__mutmut_49 message: only an error message's text changes
+duetime.domain.backfill.x_parse_backfill_range__mutmut_50 message: only an error message's text changes
+duetime.domain.schedule.x__after__mutmut_3 message: only an error message's text changes
+duetime.domain.schedule.x__after__mutmut_6 message: only an error message's text changes
+duetime.domain.schedule.x__after__mutmut_7 message: only an error message's text changes
+duetime.domain.schedule.x__after__mutmut_14 message: only an error message's text changes
+duetime.domain.schedule.x__after__mutmut_17 message: only an error message's text changes
+duetime.domain.schedule.x__after__mutmut_18 message: only an error message's text changes
+duetime.domain.schedule.x__after__mutmut_31 message: only an error message's text changes
+duetime.domain.schedule.x__after__mutmut_34 message: only an error message's text changes
+duetime.domain.schedule.x__after__mutmut_35 message: only an error message's text changes
 duetime.domain.cron.x__value__mutmut_13 equivalent: a-L ends at 32, not 31: days are only looked up from 1 to the month's length
 duetime.domain.cron.x__day_of_month__mutmut_5 equivalent: ? with L unset as None: ? already lists every day, L adds none
 duetime.domain.cron.x__day_of_month__mutmut_18 equivalent: ? with L set: ? already lists every day, L adds none
@@ -104,7 +141,7 @@ duetime.domain.cron.x__first_cron_instant_after__mutmut_29 equivalent: initial h
 duetime.domain.cron.x__first_cron_instant_after__mutmut_49 equivalent: <= not <: replaces best with an equal instant
 duetime.domain.cron.x__transition__mutmut_2 equivalent: / not //: whole seconds give exact integral floats, the same probes
 duetime.domain.cron.x__transition__mutmut_8 equivalent: / not //: whole seconds give exact integral floats, the same result
-duetime.domain.runs.x_finished_run__mutmut_36 equivalent: drops lease=None: None is the field's default
+duetime.domain.runs.x_finished_run__mutmut_37 equivalent: drops lease=None: None is the field's default
 duetime.domain.planning.x__dropped__mutmut_11 equivalent: end_at + 2: _rate_count_before clamps to end_at + 1 anyway
 duetime.domain.planning.x_first_due__mutmut_10 equivalent: <= not <: a first occurrence at created_at is found again
 duetime.domain.schedule.x__cron_previous__mutmut_48 equivalent: empty_from only steers _last_cron_before's halving search; the answer is the same
@@ -122,6 +159,7 @@ duetime.domain.schedule.x__cron_previous__mutmut_24 equivalent: differs only whe
 duetime.domain.schedule.x__cron_previous__mutmut_39 equivalent: differs only when a 15,006-day window holds no occurrence; the rarest cron (29 Feb on a weekday) has gaps of at most 14,609 days
 duetime.domain.cron.x__first_cron_instant_after__mutmut_37 equivalent: on equality no instant of that wall time can replace `best`; one more wall time examined
 duetime.domain.planning.x__dropped__mutmut_28 equivalent: `first` is always an occurrence and occurrences are >= 1 s apart: first + 1 and first + 2 count the same
+duetime.domain.schedule.x_previous_occurrence__mutmut_14 equivalent: drops `case After(): return None`: the match falls through and the function returns None all the same
 EOF
 )"
 

@@ -50,6 +50,12 @@ def test_to_may_be_now_and_from_the_start_of_the_hot_window() -> None:
     )
 
 
+def test_the_epoch_itself_is_a_valid_instant() -> None:
+    body = {"from": "1970-01-01T00:00:00Z", "to": "1970-01-01T00:00:00.001Z"}
+
+    assert parse_backfill_range(body, now_ms=NOW, earliest_ms=0) == BackfillRange(0, 1)
+
+
 @pytest.mark.parametrize(
     ("body", "field"),
     [
@@ -74,6 +80,17 @@ def test_a_bad_range_is_refused_naming_the_field(body: Any, field: str) -> None:
         parse(body)
 
     assert raised.value.field == field
+
+
+def test_a_range_out_of_bounds_is_refused_with_the_bound_it_crossed() -> None:
+    # The client learns where now is and where the hot window begins, to correct the range
+    with pytest.raises(ValidationError) as future:
+        parse({"from": rfc3339_ms(MS), "to": rfc3339_ms(NOW + 1)})
+    with pytest.raises(ValidationError) as old:
+        parse({"from": rfc3339_ms(EARLIEST - 1), "to": rfc3339_ms(MS)})
+
+    assert future.value.message == f"must not be in the future (now is {rfc3339_ms(NOW)})"
+    assert old.value.message.startswith(f"must not be before {rfc3339_ms(EARLIEST)}: ")
 
 
 # --- the occurrences -------------------------------------------------------------------------
@@ -165,6 +182,26 @@ def test_too_many_cron_occurrences_are_counted_up_to_a_bound() -> None:
     assert "holds more than 10,000 occurrences" in many.value.message
 
 
+def test_too_many_occurrences_of_a_rate_without_start_at_are_counted_from_the_creation() -> None:
+    # Created at 10:00: occurrences at 10:01, 10:02, ...; [10:00, 10:00 + 5,000 min) holds 4,999
+    with pytest.raises(ValidationError) as raised:
+        backfill_occurrences(Rate(60), created_at=T0, span=span(0, 5000))
+
+    assert "holds 4,999 occurrences" in raised.value.message
+
+
+def test_a_cron_count_starts_at_from_not_at_an_occurrence_a_millisecond_before() -> None:
+    every_minute = Cron("* * * * *", "UTC")
+
+    # from 10:00:00.001: the 10:00 occurrence is outside; 10:01 ... 11:39 are inside
+    with pytest.raises(ValidationError) as raised:
+        backfill_occurrences(
+            every_minute, created_at=T0, span=BackfillRange(MS + 1, MS + 1500 * MINUTE)
+        )
+
+    assert "holds 1,499 occurrences" in raised.value.message
+
+
 def test_a_smaller_limit_bounds_the_listing() -> None:
     with pytest.raises(ValidationError):
         backfill_occurrences(Rate(60, start_at=T0), created_at=T0, span=span(0, 4), limit=3)
@@ -178,3 +215,14 @@ def test_rate_count_between_counts_the_half_open_range(start: int, end: int, exp
     rate = Rate(60, start_at=T0)
 
     assert rate_count_between(rate, T0, MS + start, MS + end) == expected
+
+
+@pytest.mark.parametrize(
+    ("start", "end", "expected"),
+    [(0, 60_000, 0), (0, 60_001, 1), (60_001, 120_001, 1), (30_000, 3_600_000, 59)],
+)
+def test_rate_count_between_anchors_a_rate_without_start_at_on_the_creation(
+    start: int, end: int, expected: int
+) -> None:
+    # Created at 10:00: the first occurrence is at 10:01
+    assert rate_count_between(Rate(60), T0, MS + start, MS + end) == expected

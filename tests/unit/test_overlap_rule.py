@@ -94,6 +94,20 @@ def test_holder_active(holder: Run | None, active: bool) -> None:
     assert holder_active(holder, gate, NOW, grace_ms=100, max_backoff_ms=1_000) is active
 
 
+@pytest.mark.parametrize("status", [RunStatus.RUNNING, RunStatus.RETRYING])
+def test_a_holder_without_a_lease_or_a_finished_attempt_counts_from_the_gate_s_since(
+    status: RunStatus,
+) -> None:
+    # A running run with no lease, a retrying one with no finished attempt: since_ms stands in
+    holder = run(status)
+    backoff = 1_000 if status == RunStatus.RETRYING else 0
+
+    within = Gate(4, NOW - 99 - backoff, None, 1)
+    past = Gate(4, NOW - 100 - backoff, None, 1)
+    assert holder_active(holder, within, NOW, grace_ms=100, max_backoff_ms=1_000)
+    assert not holder_active(holder, past, NOW, grace_ms=100, max_backoff_ms=1_000)
+
+
 def test_a_holder_without_a_record_stops_counting_after_the_grace() -> None:
     gate = Gate(4, NOW - 100, None, 1)
     assert not holder_active(None, gate, NOW, grace_ms=100, max_backoff_ms=1_000)

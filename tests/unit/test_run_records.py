@@ -66,7 +66,7 @@ def test_given_a_running_run_when_finished_then_every_field_is_kept_but_status_l
 ):
     # Given attempt 2 of a run is running
     earlier = failed_attempt(1, "connection refused")
-    run = running((earlier, Attempt(2, 300, 25)), version=3)
+    run = replace(running((earlier, Attempt(2, 300, 25)), version=3), due_ms=1_250)
 
     # When it succeeds
     done = finished_run(run, RunOutcome(RunStatus.SUCCEEDED, finished_ms=450))
@@ -86,6 +86,7 @@ def test_given_a_running_run_when_finished_then_every_field_is_kept_but_status_l
         priority="high",
         runtime="fargate",
         version=4,
+        due_ms=1_250,
     )
 
 

@@ -61,6 +61,19 @@ def test_bad_after_schedules_name_the_field(raw: object, field: str) -> None:
     assert caught.value.field == field
 
 
+@pytest.mark.parametrize("job_id", ["x", "x" * 64])
+def test_a_job_id_of_1_to_64_characters_is_accepted(job_id: str) -> None:
+    assert parse_schedule({"after": {"job_id": job_id}}) == After(job_id, "succeeded")
+
+
+def test_a_bad_outcome_is_refused_with_the_outcomes_allowed() -> None:
+    with pytest.raises(ValidationError) as caught:
+        parse_schedule({"after": {"job_id": "01UP", "on": "cancelled"}})
+
+    assert caught.value.field == "schedule.after.on"
+    assert caught.value.message == "must be one of succeeded, failed, finished"
+
+
 def test_an_after_schedule_has_no_occurrence_of_its_own() -> None:
     schedule = After("01UP")
 
