@@ -34,7 +34,8 @@ export function systemView(main) {
 }
 
 const num = (v) => (v === null || v === undefined ? "—" : String(v));
-const secs = (v) => (v === null || v === undefined ? "—" : duration(v * 1000));
+// Whole seconds, as the API gives them ("0 s", "42 s", "3.5 min").
+const secs = (v) => (v === null || v === undefined ? "—" : v < 60 ? `${v} s` : duration(v * 1000));
 
 function table(id, caption, head, rows) {
   return h(`table#${id}`, {}, h("caption", {}, caption),

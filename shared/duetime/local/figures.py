@@ -16,9 +16,12 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from botocore.exceptions import ClientError
+
 from duetime.adapters.figures import queue_figures
 from duetime.clock import wall_ms
 from duetime.domain.runs import RunStatus
+from duetime.local.moto_sqs import AGE_OF_OLDEST
 from duetime.ports import FiguresSource, HourOfRuns, SystemFigures
 from duetime.services.execute import RunExecutor
 from duetime.settings import QueueUrls
@@ -118,8 +121,8 @@ class RunFigures:
 class LocalFigures(FiguresSource):
     """GET /admin/stats on the local stack: the queues' counts from its SQS (moto), the runs
     of the last hour from what this process executed (`RunFigures`). The oldest message's age
-    is null: moto publishes no CloudWatch metrics, and reading it from the messages would take
-    receiving them (which counts against their redrive limit)."""
+    is the attribute the local stack's moto answers (duetime.local.moto_sqs: how long the
+    oldest message ready for a worker has waited); null from a moto without it."""
 
     def __init__(self, sqs: SQSClient, queues: Mapping[str, QueueUrls], runs: RunFigures) -> None:
         self._sqs = sqs
@@ -127,9 +130,19 @@ class LocalFigures(FiguresSource):
         self._runs = runs
 
     def read(self, now_ms: int) -> SystemFigures:
+        ages = {key: self._age(urls.url) for key, urls in self._queues.items()}
         return SystemFigures(
-            queue_figures(self._sqs, self._queues, {}), self._runs.last_hour(now_ms)
+            queue_figures(self._sqs, self._queues, ages), self._runs.last_hour(now_ms)
         )
+
+    def _age(self, url: str) -> int | None:
+        names: Any = [AGE_OF_OLDEST]
+        try:
+            found = self._sqs.get_queue_attributes(QueueUrl=url, AttributeNames=names)
+        except ClientError:  # a moto without the stand-in attribute
+            return None
+        value = found["Attributes"].get(AGE_OF_OLDEST)
+        return int(value) if value is not None else None
 
 
 class ObservedExecutor(RunExecutor):

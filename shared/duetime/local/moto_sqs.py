@@ -16,6 +16,10 @@ twice per message through datetime arithmetic, so a receive cost ~10 ms per 1,00
 queued or delayed, and a long poll's wait re-scanned on every send. It now reads the clock once
 per scan.
 
+One addition: a queue answers `ApproximateAgeOfOldestMessage` to GetQueueAttributes, how long
+the oldest message ready for a worker has waited (SQS publishes it as a CloudWatch metric,
+which moto does not have): the local figures of GET /admin/stats read it.
+
 Three more differences from SQS are fixed on the way:
 - two concurrent receives on one queue could both take the same message (moto checks and
   marks it received without a lock): a receive now holds the queue's lock, which its long
@@ -42,6 +46,8 @@ from collections.abc import Callable
 from typing import Any
 
 _SUPPORTED_MOTO = "5.2.5"
+# A queue attribute only this emulator answers (SQS has it as a CloudWatch metric only).
+AGE_OF_OLDEST = "ApproximateAgeOfOldestMessage"
 _lock = threading.Lock()
 _applied = False
 _log = logging.getLogger(__name__)
@@ -69,9 +75,12 @@ def make_sqs_fast() -> bool:
             (Queue, "wait_for_messages", _wait_until_ready),
             (Queue, "messages", property(_ready_messages)),
             (SQSBackend, "receive_message", _holding_queue_lock(SQSBackend.receive_message)),
+            (Queue, "approximate_age_of_oldest_message", property(_age_of_oldest_message)),
         ]
         for owner, name, replacement in patches:
             setattr(owner, name, replacement)
+        if AGE_OF_OLDEST not in Queue.BASE_ATTRIBUTES:
+            Queue.BASE_ATTRIBUTES = [*Queue.BASE_ATTRIBUTES, AGE_OF_OLDEST]
         _applied = True
         return True
 
@@ -104,6 +113,16 @@ def _ready_messages(queue: Any) -> list[Any]:
 
     now = unix_time_millis()
     return [m for m in queue._messages if now > m.visible_at and now >= m.delayed_until]
+
+
+def _age_of_oldest_message(queue: Any) -> int:
+    """Seconds the oldest message ready for a worker has waited (since its delay ended), 0
+    when none waits: the local stand-in for CloudWatch's ApproximateAgeOfOldestMessage."""
+    from moto.core.utils import unix_time_millis
+
+    now = unix_time_millis()
+    waiting = [max(m.sent_timestamp, m.delayed_until) for m in _ready_messages(queue)]
+    return int(now - min(waiting)) // 1000 if waiting else 0
 
 
 def _holding_queue_lock(method: Callable[..., Any]) -> Callable[..., Any]:
