@@ -93,7 +93,8 @@ def test_admin_stats_needs_the_operator_scope(stack: Stack, webhook: Webhook) ->
     queues = {q["name"]: q for q in body["queues"]}
     assert len(queues) == 6
     assert queues["lambda-normal"]["delayed"] >= 1
-    assert all(q["oldest_age_seconds"] is None for q in queues.values())  # not measured locally
+    # the local emulator measures the oldest ready message's age: here none waits for long
+    assert all(0 <= q["oldest_age_seconds"] < 30 for q in queues.values())
     assert body["shards"]
     runs = body["runs_last_hour"]
     assert runs["lateness_ms"]["p50"] is not None

@@ -129,3 +129,22 @@ def test_given_a_received_message_then_it_is_invisible_until_its_visibility_time
 
     assert [m["Body"] for m in again] == ["once"]
     assert again[0]["MessageId"] == got[0]["MessageId"]
+
+
+def test_given_waiting_messages_then_the_queue_answers_the_age_of_the_oldest_ready_one(
+    sqs: Any,
+) -> None:
+    url = _queue(sqs, "age-of-oldest")
+
+    def age() -> int:
+        names = ["ApproximateAgeOfOldestMessage"]
+        found = sqs.get_queue_attributes(QueueUrl=url, AttributeNames=names)["Attributes"]
+        return int(found["ApproximateAgeOfOldestMessage"])
+
+    assert age() == 0  # an empty queue
+    sqs.send_message(QueueUrl=url, MessageBody="ready")
+    sqs.send_message(QueueUrl=url, MessageBody="later", DelaySeconds=60)
+    time.sleep(2.1)
+    assert age() == 2  # the ready one has waited two seconds; the delayed one does not count
+    sqs.receive_message(QueueUrl=url, MaxNumberOfMessages=1)
+    assert age() == 0  # in flight: no longer waiting for a worker
