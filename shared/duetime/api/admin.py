@@ -124,8 +124,9 @@ SCHEMAS: dict[str, Any] = {
             "delayed": {**_COUNT, "description": "Messages whose delay has not passed."},
             "oldest_age_seconds": {
                 **INTEGER_OR_NULL,
-                "description": "ApproximateAgeOfOldestMessage (CloudWatch, its latest "
-                "minute); null where it is not measured (the local stack).",
+                "description": "On AWS: ApproximateAgeOfOldestMessage (CloudWatch, its "
+                "latest minute; null before its first data point). Locally: how long the "
+                "oldest message ready for a worker has waited.",
             },
             "dlq_depth": {**_COUNT, "description": "Messages in the dead-letter queue."},
         },
