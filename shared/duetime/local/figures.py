@@ -141,7 +141,8 @@ class LocalFigures(FiguresSource):
             found = self._sqs.get_queue_attributes(QueueUrl=url, AttributeNames=names)
         except ClientError:  # a moto without the stand-in attribute
             return None
-        value = found["Attributes"].get(AGE_OF_OLDEST)
+        attributes: Mapping[Any, str] = found["Attributes"]  # the name is not in the stubs
+        value = attributes.get(AGE_OF_OLDEST)
         return int(value) if value is not None else None
 
 
