@@ -9,9 +9,13 @@ deployment profile (infra/profiles.py).
     .venv/bin/python scripts/scale_model.py --rate 10000 --burst 600000 [--profile large]
     [--sweep-measurement docs/figures/sweep_scale.json]
     [--sweep-measurement-recurring docs/figures/sweep_scale_recurring.json]
-    [--recurring-share 0.5] [--run-seconds 0.2] [--json]
+    [--recurring-share 0.5] [--run-seconds 0.2] [--early-wait-seconds 0.5]
+    [--worker-seconds-per-run S] [--lambda-architecture arm64] [--json]
 
-docs/scaling.md explains the model and its assumptions.
+It also prices the whole bill per million runs of each path (one-off by POST /jobs, one-off by
+POST /jobs/batch, recurring occurrence; on-demand and provisioned DynamoDB) beside EventBridge
+Scheduler, and checks issue 16's cost targets. docs/scaling.md explains the model and its
+assumptions.
 """
 
 from __future__ import annotations
@@ -940,12 +944,19 @@ def lambda_gb_second_price(inputs: Inputs) -> float:
         raise ValueError(f"unknown Lambda architecture {inputs.lambda_architecture!r}") from None
 
 
+def mapping_ceiling(inputs: Inputs) -> int:
+    """The most concurrent batches one mapping can reach: MaximumConcurrency (≤ 1,000) in
+    standard mode, AWS's 2,000 pollers × 10 in provisioned mode."""
+    if inputs.provisioned:
+        return MAX_POLLERS_RANGE[1] * POLLER_CONCURRENCY
+    return mapping_cap(inputs)
+
+
 def mappings_per_priority(inputs: Inputs, runs_per_second: float) -> int:
     """Queues/event source mappings one (runtime, priority) needs to carry `runs_per_second`:
-    its concurrency (Little's law) over one mapping's ceiling (MaximumConcurrency ≤ 1,000 in
-    standard mode, 10 per poller in provisioned mode), and its in-flight messages over a queue's
-    120,000 (with headroom)."""
-    cap = MAX_POLLERS_RANGE[1] * POLLER_CONCURRENCY if inputs.provisioned else mapping_cap(inputs)
+    its concurrency (Little's law) over one mapping's ceiling (`mapping_ceiling`), and its
+    in-flight messages over a queue's 120,000 (with headroom)."""
+    cap = mapping_ceiling(inputs)
     in_flight = math.ceil(runs_per_second * invocation_seconds(inputs))
     return max(
         1,
@@ -1761,7 +1772,7 @@ def render(result: Plan) -> str:
         f"{w.concurrency_peak:,} at the peak; {w.in_flight_peak:,} messages in flight; "
         f"{w.queues_needed} queue(s)/mapping(s)",
         f"- queues/event source mappings per (runtime, priority), at most "
-        f"{mapping_cap(i):,} concurrent batches each: {w.queues_needed_sustained} at "
+        f"{mapping_ceiling(i):,} concurrent batches each: {w.queues_needed_sustained} at "
         f"{_n(i.rate)} runs/s, {w.queues_needed} at the peak ({_n(w.peak_runs_per_second)} "
         f"runs/s); worker {worker_seconds_per_run(i) * 1000:,.0f} ms billed per run "
         f"({i.worker_memory_mb} MB, {i.lambda_architecture})",
