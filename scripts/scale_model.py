@@ -9,9 +9,13 @@ deployment profile (infra/profiles.py).
     .venv/bin/python scripts/scale_model.py --rate 10000 --burst 600000 [--profile large]
     [--sweep-measurement docs/figures/sweep_scale.json]
     [--sweep-measurement-recurring docs/figures/sweep_scale_recurring.json]
-    [--recurring-share 0.5] [--run-seconds 0.2] [--json]
+    [--recurring-share 0.5] [--run-seconds 0.2] [--early-wait-seconds 0.5]
+    [--worker-seconds-per-run S] [--lambda-architecture arm64] [--json]
 
-docs/scaling.md explains the model and its assumptions.
+It also prices the whole bill per million runs of each path (one-off by POST /jobs, one-off by
+POST /jobs/batch, recurring occurrence; on-demand and provisioned DynamoDB) beside EventBridge
+Scheduler, and checks issue 16's cost targets. docs/scaling.md explains the model and its
+assumptions.
 """
 
 from __future__ import annotations
@@ -86,6 +90,41 @@ PRICE_SQS_REQUEST = 0.40e-6  # standard queue, per 64 KB request
 # infra/constructs/functions.py), first tier, per GB-second; requests.
 PRICE_LAMBDA_GB_SECOND = 0.0000133334
 PRICE_LAMBDA_REQUEST = 0.20e-6
+# The same page, x86 price (first tier): what the bill would be if the functions were x86_64.
+PRICE_LAMBDA_GB_SECOND_X86 = 0.0000166667
+PRICE_LAMBDA_GB_SECOND_BY_ARCHITECTURE = {
+    "arm64": PRICE_LAMBDA_GB_SECOND,
+    "x86_64": PRICE_LAMBDA_GB_SECOND_X86,
+}
+# --- the rest of the bill (issue 16 "the whole bill per run"); us-east-1 list prices, November
+# 2026 (AWS public price list: each service's pricing page).
+# API Gateway pricing, HTTP APIs: $1.00 per million requests for the first 300 million a month,
+# $0.90 per million after (each 512 KB of a request counts as one request).
+PRICE_HTTP_API_REQUEST = 1.00e-6
+PRICE_HTTP_API_REQUEST_OVER = 0.90e-6
+HTTP_API_FIRST_TIER_REQUESTS = 300_000_000
+# S3 pricing, S3 Standard: PUT, COPY, POST, LIST requests $0.005 per 1,000; storage $0.023 per
+# GB-month (first 50 TB).
+PRICE_S3_PUT = 0.005e-3
+PRICE_S3_GB_MONTH = 0.023
+# DynamoDB pricing, on-demand and provisioned: Standard table class storage $0.25 per GB-month
+# (the first 25 GB free: ignored). Streams: "GetRecords API calls invoked by AWS Lambda as part
+# of DynamoDB triggers are free" — the archiver's reads of the runs table's stream cost nothing.
+PRICE_DYNAMODB_GB_MONTH = 0.25
+PRICE_STREAM_READ_BY_LAMBDA = 0.0
+# CloudWatch pricing: a custom metric $0.30 a month (first 10,000; EMF bills one metric per
+# unique metric name + dimension set); logs ingestion $0.50 per GB (Standard log class).
+PRICE_CW_METRIC_MONTH = 0.30
+PRICE_CW_LOGS_INGESTED_GB = 0.50
+# X-Ray pricing: traces recorded $5.00 per million (first 100,000 a month free: ignored). Every
+# function has active tracing (infra/constructs/functions.py); Lambda's default sampling
+# records the first request each second and 5 % of the rest.
+PRICE_XRAY_TRACE = 5.00e-6
+XRAY_SAMPLED_SHARE = 0.05
+# EventBridge pricing, Scheduler: $1.00 per million invocations after 14 million free a month.
+PRICE_SCHEDULER_INVOCATION = 1.00e-6
+SCHEDULER_FREE_INVOCATIONS_PER_MONTH = 14_000_000
+DAYS_PER_MONTH = 730 / 24  # the model's 730-hour month
 # Lambda pricing page, "Provisioned Mode for Event Source Mapping (ESM) Pricing": for SQS an
 # Event Poller Unit (EPU) supports one event poller; $0.00925 per EPU-hour in us-east-1 (the
 # page's SQS example). Billed per second (1-minute minimum) for the minimum pollers all the
@@ -153,6 +192,12 @@ class Inputs:
     batch_write_ms: float = 10.0  # BatchWriteItem of 25 (a recurring group's next timers)
     run_overhead_ms: float = 30.0  # claim + outcome + job read around each run
     early_wait_seconds: float = 0.5  # messages arrive up to 1 s early; the worker waits
+    # The early wait an invocation pays is its batch's *longest* (the records run side by side,
+    # `invocation_seconds`); measure it (the bench's early wait) and pass it here.
+    # The worker's billed seconds per run, measured (an invocation's billed duration ÷ its
+    # records); None: `invocation_seconds` ÷ the batch size.
+    worker_seconds_per_run: float | None = None
+    lambda_architecture: str = "arm64"  # every function: infra/constructs/functions.py
     # The sweep: one invocation per shard, all started at once by the coordinator. Per shard,
     # one-off timers and recurring timers are handed over at different rates (measured; None:
     # assumed from the latencies).
@@ -191,6 +236,36 @@ class Inputs:
     warm_writes: dict[str, int] = field(default_factory=dict)
     headroom: float = 0.8  # plan partitions and queues to this share of a hard limit
     provisioned_utilisation: float = 0.7  # auto scaling target
+    # The rest of the bill (`whole_bill`), per submission path. Batch create: the same write
+    # units as single submissions (docs/cost.md), one API request for `api_batch_jobs` jobs.
+    api_batch_jobs: int = 100  # POST /jobs/batch takes up to 100 jobs
+    writes_one_off_batch: float = 4.0
+    reads_one_off_batch: float = 2.0
+    sqs_per_run_batch: float = 0.3
+    api_memory_mb: int = 512  # the API function (infra: FunctionFactory's default)
+    api_ms_single: float = 40.0  # billed ms of POST /jobs (assumed; measure it)
+    api_ms_batch: float = 400.0  # billed ms of POST /jobs/batch with 100 jobs (assumed)
+    api_log_bytes_per_request: float = 1_500.0  # access log line + the function's log/EMF lines
+    occurrences_per_recurring_job: float = 1_440.0  # a recurring job's creation, shared out
+    # The archive (infra/constructs/history.py): the runs table's stream, TTL expirations only,
+    # up to 1,000 records or 5 minutes a batch; one Parquet object per UTC day of the batch.
+    archive_batch: int = 1_000
+    archive_objects_per_batch: float = 1.0
+    archive_seconds_per_batch: float = 2.0  # assumed: 1,000 rows to zstd Parquet and one PUT
+    archiver_memory_mb: int = 1_024
+    # Storage over a run's life: its record in the runs table for the hot window (infra/props.py
+    # hot_window_days), then its Parquet row for the history retention (history_retention_days).
+    run_item_bytes: int = 400  # < 1 KB (docs/cost.md); assumed
+    archived_row_bytes: int = 60  # zstd Parquet row; assumed
+    hot_window_days: float = 30.0
+    history_retention_days: float = 365.0
+    # CloudWatch: EMF metrics under one dimension set (the service): one custom metric per name
+    # (duetime.observability.Metric 19, ArchiveMetric 4, CompactionMetric 2); the worker's
+    # log lines per run ("run succeeded", JSON with the Lambda context) and one EMF line per
+    # invocation (Powertools flushes the invocation's metrics once).
+    custom_metrics: int = 25
+    worker_log_bytes_per_run: float = 500.0  # assumed
+    emf_bytes_per_invocation: float = 1_200.0  # assumed: ~10 metrics, up to 10 values each
 
     @property
     def writes_per_run(self) -> float:
@@ -331,6 +406,7 @@ class Workers:
     pollers_sustained: int | None = None  # provisioned mode: event pollers needed
     pollers_peak: int | None = None
     start_capacity: int = 0  # mapping capacity when the burst starts
+    queues_needed_sustained: int = 0  # queues/mappings one (runtime, priority) needs sustained
 
 
 @dataclass(frozen=True)
@@ -374,6 +450,7 @@ class Plan:
     breaking_scale: dict[str, float] = field(default_factory=dict)
     sweep_measurement: SweepMeasurement | None = None
     sweep_measurement_recurring: SweepMeasurement | None = None
+    bill: Bill | None = None  # the whole bill per million runs, by path
 
     def broken(self) -> list[Check]:
         """Limits that break, first to break (at the lowest load) first."""
@@ -842,6 +919,52 @@ def invocation_seconds(inputs: Inputs) -> float:
     return inputs.early_wait_seconds + inputs.run_seconds + inputs.run_overhead_ms / 1000
 
 
+def worker_seconds_per_run(inputs: Inputs) -> float:
+    """The worker's billed seconds per run: measured (`worker_seconds_per_run`), else an
+    invocation's seconds shared by its batch's records."""
+    if inputs.worker_seconds_per_run is not None:
+        return inputs.worker_seconds_per_run
+    return invocation_seconds(inputs) / inputs.worker_batch_size
+
+
+def longest_of_uniform_waits(bound_seconds: float, records: int) -> float:
+    """The expected longest of `records` early waits spread evenly over [0, bound): the wait
+    an invocation pays when its records' waits are independent — bound × n ÷ (n + 1). Today's
+    DelaySeconds rounds down to the whole second (domain/messages.py `delay_seconds`): a
+    one-off with an arbitrary due millisecond waits up to 1 s, so a batch of 10 pays ≈ 0.91 s,
+    not the 0.5 s mean."""
+    return bound_seconds * records / (records + 1)
+
+
+def lambda_gb_second_price(inputs: Inputs) -> float:
+    """Lambda's duration price for the functions' architecture (arm64 or x86_64)."""
+    try:
+        return PRICE_LAMBDA_GB_SECOND_BY_ARCHITECTURE[inputs.lambda_architecture]
+    except KeyError:
+        raise ValueError(f"unknown Lambda architecture {inputs.lambda_architecture!r}") from None
+
+
+def mapping_ceiling(inputs: Inputs) -> int:
+    """The most concurrent batches one mapping can reach: MaximumConcurrency (≤ 1,000) in
+    standard mode, AWS's 2,000 pollers × 10 in provisioned mode."""
+    if inputs.provisioned:
+        return MAX_POLLERS_RANGE[1] * POLLER_CONCURRENCY
+    return mapping_cap(inputs)
+
+
+def mappings_per_priority(inputs: Inputs, runs_per_second: float) -> int:
+    """Queues/event source mappings one (runtime, priority) needs to carry `runs_per_second`:
+    its concurrency (Little's law) over one mapping's ceiling (`mapping_ceiling`), and its
+    in-flight messages over a queue's 120,000 (with headroom)."""
+    cap = mapping_ceiling(inputs)
+    in_flight = math.ceil(runs_per_second * invocation_seconds(inputs))
+    return max(
+        1,
+        math.ceil(capacity_for(inputs, runs_per_second) / cap),
+        math.ceil(in_flight / (SQS_MAX_IN_FLIGHT * inputs.headroom)),
+    )
+
+
 def concurrency_for(inputs: Inputs, runs_per_second: float) -> int:
     """Little's law: concurrent invocations = batches per second × invocation time."""
     return math.ceil(runs_per_second / inputs.worker_batch_size * invocation_seconds(inputs))
@@ -959,6 +1082,7 @@ def workers_plan(inputs: Inputs, *, queues: int, account_concurrency: int) -> Wo
         pollers_sustained=pollers_for(inputs, inputs.rate) if inputs.provisioned else None,
         pollers_peak=pollers_for(inputs, peak_rate) if inputs.provisioned else None,
         start_capacity=start,
+        queues_needed_sustained=mappings_per_priority(inputs, inputs.rate),
     )
 
 
@@ -981,7 +1105,7 @@ def monthly_cost(inputs: Inputs, sustained: Tables, peak: Tables, workers: Worke
         return (wcu * PRICE_WCU_HOUR + rcu * PRICE_RCU_HOUR) * HOURS_PER_MONTH
 
     invocations = runs / inputs.worker_batch_size
-    gb_seconds = invocations * invocation_seconds(inputs) * inputs.worker_memory_mb / 1024
+    gb_seconds = runs * worker_seconds_per_run(inputs) * inputs.worker_memory_mb / 1024
     # Sweeps: every minute the coordinator (~0.1 s at 512 MB) and one invocation per shard,
     # each as long as its share of the minute's timers takes (at least the coordinator's).
     minutes = HOURS_PER_MONTH * 60
@@ -1013,12 +1137,219 @@ def monthly_cost(inputs: Inputs, sustained: Tables, peak: Tables, workers: Worke
         dynamodb_provisioned_peak=round(provisioned(peak), 2),
         sqs=round(runs * inputs.sqs_per_run * PRICE_SQS_REQUEST, 2),
         lambda_workers=round(
-            gb_seconds * PRICE_LAMBDA_GB_SECOND + invocations * PRICE_LAMBDA_REQUEST, 2
+            gb_seconds * lambda_gb_second_price(inputs) + invocations * PRICE_LAMBDA_REQUEST, 2
         ),
         lambda_sweeps=round(
-            sweep_gb_seconds * PRICE_LAMBDA_GB_SECOND + sweep_requests * PRICE_LAMBDA_REQUEST, 2
+            sweep_gb_seconds * lambda_gb_second_price(inputs)
+            + sweep_requests * PRICE_LAMBDA_REQUEST,
+            2,
         ),
         event_pollers=round(pollers, 2),
+    )
+
+
+# --- the whole bill per run, by submission path ------------------------------------------------
+
+GB = 1024**3
+PATHS = ("one_off_single", "one_off_batch", "recurring")
+PATH_TITLES = {
+    "one_off_single": "one-off, POST /jobs",
+    "one_off_batch": "one-off, POST /jobs/batch (100)",
+    "recurring": "recurring occurrence",
+}
+# Issue 16's targets, $ per million runs, all in (not redefined here: compared as written).
+TARGETS = (
+    ("recurring", "on_demand", 1.00),
+    ("one_off_batch", "on_demand", 2.00),
+    ("one_off_batch", "provisioned", 1.00),
+)
+
+
+@dataclass(frozen=True)
+class PathRequests:
+    """What one run of a path asks for: DynamoDB units, SQS requests, API requests and the API
+    function's seconds, the sweep's seconds."""
+
+    writes: float
+    reads: float
+    sqs: float
+    api_requests: float
+    api_seconds: float
+    sweep_seconds: float
+
+
+@dataclass(frozen=True)
+class PathBill:
+    """$ per million runs of one path: the on-demand bill by part, the DynamoDB requests on
+    provisioned capacity instead, the totals, and EventBridge Scheduler at the same volume."""
+
+    path: str
+    parts: dict[str, float]
+    dynamodb_provisioned: float
+    on_demand: float
+    provisioned: float
+    eventbridge_scheduler: float
+
+
+@dataclass(frozen=True)
+class TargetCheck:
+    path: str
+    capacity: str  # "on_demand" or "provisioned"
+    per_million: float
+    target: float
+    met: bool
+
+
+@dataclass(frozen=True)
+class Bill:
+    runs_per_month: float
+    eventbridge_scheduler_per_million: float
+    paths: list[PathBill]
+    targets: list[TargetCheck]
+
+
+def path_requests(inputs: Inputs, path: str) -> PathRequests:
+    """Per run of `path`: one-off runs through a timer (the model's default path), submitted one
+    by one or 100 a batch; a recurring occurrence (its job's creation shared over
+    `occurrences_per_recurring_job`; its timer written once per `occurrences_per_sweep`)."""
+    one_off_sweep = inputs.timer_share / per_shard_throughput(inputs)
+    if path == "one_off_single":
+        return PathRequests(
+            inputs.writes_one_off,
+            inputs.reads_one_off,
+            inputs.sqs_per_run,
+            1.0,
+            inputs.api_ms_single / 1000,
+            one_off_sweep,
+        )
+    if path == "one_off_batch":
+        return PathRequests(
+            inputs.writes_one_off_batch,
+            inputs.reads_one_off_batch,
+            inputs.sqs_per_run_batch,
+            1 / inputs.api_batch_jobs,
+            inputs.api_ms_batch / 1000 / inputs.api_batch_jobs,
+            one_off_sweep,
+        )
+    if path == "recurring":
+        recurring = replace(inputs, recurring_share=1.0)
+        created = 1 / inputs.occurrences_per_recurring_job
+        return PathRequests(
+            recurring.writes_per_run,
+            recurring.reads_per_run,
+            inputs.sqs_per_run,
+            created,
+            created * inputs.api_ms_single / 1000,
+            1 / (per_shard_recurring_throughput(inputs) * inputs.occurrences_per_sweep),
+        )
+    raise ValueError(f"unknown path {path!r}")
+
+
+def http_api_price(requests_per_month: float) -> float:
+    """API Gateway HTTP API's average price per request at a month's volume (two tiers)."""
+    if requests_per_month <= 0:
+        return PRICE_HTTP_API_REQUEST
+    first = min(requests_per_month, HTTP_API_FIRST_TIER_REQUESTS)
+    rest = requests_per_month - first
+    return (first * PRICE_HTTP_API_REQUEST + rest * PRICE_HTTP_API_REQUEST_OVER) / (
+        requests_per_month
+    )
+
+
+def scheduler_per_million(invocations_per_month: float) -> float:
+    """EventBridge Scheduler's $ per million invocations at a month's volume, its 14 million
+    free invocations included."""
+    if invocations_per_month <= 0:
+        return 0.0
+    paid = max(0.0, invocations_per_month - SCHEDULER_FREE_INVOCATIONS_PER_MONTH)
+    return paid * PRICE_SCHEDULER_INVOCATION / invocations_per_month * 1e6
+
+
+def path_bill(inputs: Inputs, path: str, runs_per_month: float, pollers: float = 0.0) -> PathBill:
+    """$ per million runs of `path` when all `runs_per_month` take it; `pollers` is the month's
+    provisioned-mode poller bill (shared by the runs)."""
+    r = path_requests(inputs, path)
+    gb_s = lambda_gb_second_price(inputs)
+    per_run_month = 1 / runs_per_month if runs_per_month else 0.0
+    minutes = HOURS_PER_MONTH * 60
+    # The sweeps' fixed part: the coordinator a minute, each shard's invocation a minute.
+    fixed_sweep = (
+        minutes * inputs.timer_shards * inputs.coordinator_seconds * inputs.sweeper_memory_mb / 1024
+        + minutes * inputs.coordinator_seconds * 512 / 1024
+    ) * gb_s + minutes * (inputs.timer_shards + 1) * PRICE_LAMBDA_REQUEST
+    api_invocations = r.api_requests
+    logs_bytes = (
+        inputs.worker_log_bytes_per_run
+        + inputs.emf_bytes_per_invocation / inputs.worker_batch_size
+        + inputs.api_log_bytes_per_request * api_invocations
+    )
+    traces = XRAY_SAMPLED_SHARE * (
+        1 / inputs.worker_batch_size + api_invocations + 1 / inputs.archive_batch
+    )
+    parts = {
+        "dynamodb": r.writes * PRICE_WRITE_REQUEST + r.reads * PRICE_READ_REQUEST,
+        "dynamodb_storage": inputs.run_item_bytes
+        / GB
+        * inputs.hot_window_days
+        / DAYS_PER_MONTH
+        * PRICE_DYNAMODB_GB_MONTH,
+        "sqs": r.sqs * PRICE_SQS_REQUEST,
+        "api_gateway": r.api_requests * http_api_price(runs_per_month * r.api_requests),
+        "lambda_api": api_invocations * PRICE_LAMBDA_REQUEST
+        + r.api_seconds * inputs.api_memory_mb / 1024 * gb_s,
+        "lambda_workers": PRICE_LAMBDA_REQUEST / inputs.worker_batch_size
+        + worker_seconds_per_run(inputs) * inputs.worker_memory_mb / 1024 * gb_s,
+        "event_pollers": pollers * per_run_month,
+        "lambda_sweeps": r.sweep_seconds * inputs.sweeper_memory_mb / 1024 * gb_s
+        + fixed_sweep * per_run_month,
+        "archive": (
+            PRICE_LAMBDA_REQUEST
+            + inputs.archive_seconds_per_batch * inputs.archiver_memory_mb / 1024 * gb_s
+            + inputs.archive_objects_per_batch * PRICE_S3_PUT
+        )
+        / inputs.archive_batch
+        + PRICE_STREAM_READ_BY_LAMBDA,
+        "history_storage": inputs.archived_row_bytes
+        / GB
+        * inputs.history_retention_days
+        / DAYS_PER_MONTH
+        * PRICE_S3_GB_MONTH,
+        "cloudwatch": logs_bytes / GB * PRICE_CW_LOGS_INGESTED_GB
+        + inputs.custom_metrics * PRICE_CW_METRIC_MONTH * per_run_month,
+        "xray": traces * PRICE_XRAY_TRACE,
+    }
+    per_million = {name: value * 1e6 for name, value in parts.items()}
+    provisioned_dynamodb = (
+        (r.writes * PRICE_WCU_HOUR + r.reads * PRICE_RCU_HOUR)
+        / 3600
+        / inputs.provisioned_utilisation
+        * 1e6
+    )
+    on_demand = sum(per_million.values())
+    return PathBill(
+        path=path,
+        parts={name: round(value, 6) for name, value in per_million.items()},
+        dynamodb_provisioned=round(provisioned_dynamodb, 6),
+        on_demand=round(on_demand, 4),
+        provisioned=round(on_demand - per_million["dynamodb"] + provisioned_dynamodb, 4),
+        eventbridge_scheduler=round(scheduler_per_million(runs_per_month), 6),
+    )
+
+
+def whole_bill(inputs: Inputs, runs_per_month: float, pollers: float = 0.0) -> Bill:
+    """Every path's bill per million runs at the month's volume, beside EventBridge
+    Scheduler's, and issue 16's targets met or missed."""
+    paths = [path_bill(inputs, path, runs_per_month, pollers) for path in PATHS]
+    by_path = {b.path: b for b in paths}
+    targets = []
+    for path, capacity, target in TARGETS:
+        value = getattr(by_path[path], capacity)
+        targets.append(TargetCheck(path, capacity, value, target, value <= target))
+    return Bill(
+        runs_per_month=runs_per_month,
+        eventbridge_scheduler_per_million=round(scheduler_per_million(runs_per_month), 4),
+        paths=paths,
+        targets=targets,
     )
 
 
@@ -1303,6 +1634,7 @@ def plan(
         ),
     )
     checks = limit_checks(inputs, peak, sustained, as_configured)
+    cost = monthly_cost(inputs, sustained, peak, as_configured)
     breaking = breaking_scales(inputs) if scan else {}
     if scan:  # a limit failing now breaks at today's load at the latest (the grid is coarse)
         breaking |= {c.name: min(breaking.get(c.name, 1.0), 1.0) for c in checks if not c.ok}
@@ -1314,11 +1646,12 @@ def plan(
         sweep=sweep_estimate(inputs, inputs.timer_shards),
         workers=recommended,
         workers_as_configured=as_configured,
-        cost=monthly_cost(inputs, sustained, peak, as_configured),
+        cost=cost,
         checks=checks,
         breaking_scale=breaking,
         sweep_measurement=measurement,
         sweep_measurement_recurring=recurring_measurement,
+        bill=whole_bill(inputs, cost.runs_per_month, cost.event_pollers),
     )
 
 
@@ -1438,6 +1771,11 @@ def render(result: Plan) -> str:
         f"run concurrently); concurrency {w.concurrency_sustained:,} sustained, "
         f"{w.concurrency_peak:,} at the peak; {w.in_flight_peak:,} messages in flight; "
         f"{w.queues_needed} queue(s)/mapping(s)",
+        f"- queues/event source mappings per (runtime, priority), at most "
+        f"{mapping_ceiling(i):,} concurrent batches each: {w.queues_needed_sustained} at "
+        f"{_n(i.rate)} runs/s, {w.queues_needed} at the peak ({_n(w.peak_runs_per_second)} "
+        f"runs/s); worker {worker_seconds_per_run(i) * 1000:,.0f} ms billed per run "
+        f"({i.worker_memory_mb} MB, {i.lambda_architecture})",
         f"- burst as configured ({i.worker_queues} queue(s), account concurrency "
         f"{i.account_concurrency:,}): ramp {_n(cfg.ramp_seconds)} s, drained "
         f"{_n(cfg.drain_seconds)} s after it starts, max backlog {cfg.max_backlog:,}, up to "
@@ -1492,6 +1830,7 @@ def render(result: Plan) -> str:
         f"| SQS event pollers (provisioned mode, EPU-hours) | {c.event_pollers:,.0f} |",
         f"| total on-demand (≈ ${c.per_million_on_demand:.2f} per million runs) "
         f"| {c.total_on_demand:,.0f} |",
+        *render_bill(result),
         "",
         "## Limits at the peak, as configured (first to break first)",
         "",
@@ -1511,6 +1850,59 @@ def render(result: Plan) -> str:
     broken = result.broken()
     lines += ["", f"Breaks first: {broken[0].name}." if broken else "Nothing breaks."]
     return "\n".join(lines)
+
+
+BILL_COLUMNS = (
+    ("dynamodb", "DynamoDB requests"),
+    ("dynamodb_storage", "runs table storage"),
+    ("sqs", "SQS"),
+    ("api_gateway", "API Gateway"),
+    ("lambda_api", "API function"),
+    ("lambda_workers", "workers"),
+    ("event_pollers", "pollers"),
+    ("lambda_sweeps", "coordinator + sweeps"),
+    ("archive", "archiver + S3 PUTs"),
+    ("history_storage", "archive storage"),
+    ("cloudwatch", "CloudWatch"),
+    ("xray", "X-Ray"),
+)
+
+
+def render_bill(result: Plan) -> list[str]:
+    """The whole bill per million runs by path, beside EventBridge Scheduler, and the targets."""
+    bill = result.bill
+    if bill is None:
+        return []
+    lines = [
+        "",
+        f"## The whole bill, $ per million runs ({bill.runs_per_month / 1e9:,.2f} billion runs "
+        "a month, each path alone)",
+        "",
+        "| path | " + " | ".join(title for _, title in BILL_COLUMNS) + " | **on demand** | "
+        "**provisioned** | EventBridge Scheduler |",
+        "|---" * (len(BILL_COLUMNS) + 4) + "|",
+    ]
+    for p in bill.paths:
+        cells = " | ".join(f"{p.parts[name]:.3f}" for name, _ in BILL_COLUMNS)
+        lines.append(
+            f"| {PATH_TITLES[p.path]} | {cells} | **{p.on_demand:.2f}** | **{p.provisioned:.2f}**"
+            f" (DynamoDB {p.dynamodb_provisioned:.3f}) | {p.eventbridge_scheduler:.3f} |"
+        )
+    lines += [
+        "",
+        "Streams: the archiver's reads of the runs table's stream are free (GetRecords by a "
+        "Lambda trigger); TTL deletes are free. EventBridge Scheduler: $1.00 per million after "
+        "14 million free a month, no run history.",
+        "",
+        "| target (issue 16) | $ per million | target | met |",
+        "|---|---|---|---|",
+    ]
+    for t in bill.targets:
+        lines.append(
+            f"| {PATH_TITLES[t.path]}, {t.capacity.replace('_', ' ')} | {t.per_million:.2f} | "
+            f"≤ {t.target:.2f} | {'yes' if t.met else '**no**'} |"
+        )
+    return lines
 
 
 def _pollers(value: str) -> tuple[int, int] | None:
@@ -1583,6 +1975,31 @@ def parse_args(argv: list[str] | None = None) -> tuple[Inputs, bool, Measurement
     parser.add_argument("--sweeper-reserved-concurrency", type=int)
     parser.add_argument("--esm-ramp-per-minute", type=float)
     parser.add_argument("--send-parallelism", type=int)
+    # The worker's time per run and the requests per run: pass what a measurement found.
+    parser.add_argument(
+        "--early-wait-seconds",
+        type=float,
+        help="the early wait an invocation pays (its batch's longest; default 0.5)",
+    )
+    parser.add_argument("--run-overhead-ms", type=float, help="claim + outcome + job read (30)")
+    parser.add_argument(
+        "--worker-seconds-per-run",
+        type=float,
+        help="measured billed worker seconds per run (default: invocation seconds ÷ batch)",
+    )
+    parser.add_argument("--worker-memory-mb", type=int)
+    parser.add_argument(
+        "--lambda-architecture",
+        choices=sorted(PRICE_LAMBDA_GB_SECOND_BY_ARCHITECTURE),
+        help="price Lambda at this architecture's rate (default arm64, as deployed)",
+    )
+    parser.add_argument("--writes-one-off", type=float, help="DynamoDB writes, POST /jobs (4)")
+    parser.add_argument("--writes-one-off-batch", type=float, help="writes, batch create (4)")
+    parser.add_argument("--sqs-per-run", type=float, help="SQS requests per run (0.3)")
+    parser.add_argument("--sqs-per-run-batch", type=float, help="SQS, batch create (0.3)")
+    parser.add_argument("--occurrences-per-sweep", type=float, help="recurring (1)")
+    parser.add_argument("--api-ms-single", type=float, help="API function ms, POST /jobs (40)")
+    parser.add_argument("--api-ms-batch", type=float, help="ms, POST /jobs/batch of 100 (400)")
     parser.add_argument("--json", action="store_true", help="print the plan as JSON")
     args = parser.parse_args(argv)
     overrides: dict[str, Any] = {
@@ -1600,6 +2017,18 @@ def parse_args(argv: list[str] | None = None) -> tuple[Inputs, bool, Measurement
         ("sweeper_reserved_concurrency", "sweeper_reserved_concurrency"),
         ("esm_ramp_per_minute", "esm_ramp_per_minute"),
         ("send_parallelism", "send_parallelism"),
+        ("early_wait_seconds", "early_wait_seconds"),
+        ("run_overhead_ms", "run_overhead_ms"),
+        ("worker_seconds_per_run", "worker_seconds_per_run"),
+        ("worker_memory_mb", "worker_memory_mb"),
+        ("lambda_architecture", "lambda_architecture"),
+        ("writes_one_off", "writes_one_off"),
+        ("writes_one_off_batch", "writes_one_off_batch"),
+        ("sqs_per_run", "sqs_per_run"),
+        ("sqs_per_run_batch", "sqs_per_run_batch"),
+        ("occurrences_per_sweep", "occurrences_per_sweep"),
+        ("api_ms_single", "api_ms_single"),
+        ("api_ms_batch", "api_ms_batch"),
     ):
         if getattr(args, option) is not None:
             overrides[name] = getattr(args, option)

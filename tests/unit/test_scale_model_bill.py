@@ -1,0 +1,203 @@
+"""The scale model's whole bill per run (scripts/scale_model.py): hand-computed small cases."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import replace
+
+import pytest
+
+from scripts import scale_model as sm
+
+# A month of 10 runs/s: 26.28 million runs, inside API Gateway's first price tier.
+SMALL_MONTH = 10 * 730 * 3600
+
+
+def inputs(rate: float = 10, **kwargs: object) -> sm.Inputs:
+    return replace(sm.Inputs(rate=rate, burst=0), **kwargs)  # type: ignore[arg-type]
+
+
+def bill(model: sm.Inputs, path: str, runs: float = SMALL_MONTH) -> sm.PathBill:
+    return sm.path_bill(model, path, runs)
+
+
+# --- the API: single and batch submissions ----------------------------------------------------
+
+
+def test_a_batch_of_100_costs_the_api_a_hundredth_of_single_submissions() -> None:
+    # A batch request that takes the function as long as a single one: every API cost ÷ 100.
+    model = inputs(api_ms_single=40, api_ms_batch=40)
+    single, batch = bill(model, "one_off_single"), bill(model, "one_off_batch")
+    assert single.parts["api_gateway"] == pytest.approx(1.00)  # $1.00 per million requests
+    assert batch.parts["api_gateway"] == pytest.approx(0.01)
+    # The API function: $0.20 per million requests + 40 ms × 0.5 GB × $0.0000133334 per run.
+    assert single.parts["lambda_api"] == pytest.approx(0.20 + 0.040 * 0.5 * 13.3334, rel=1e-4)
+    assert batch.parts["lambda_api"] == pytest.approx(single.parts["lambda_api"] / 100, rel=1e-3)
+    # The default batch takes 400 ms: 4 ms of the function per job.
+    default = bill(inputs(), "one_off_batch").parts["lambda_api"]
+    assert default == pytest.approx(0.20 / 100 + 0.004 * 0.5 * 13.3334, rel=1e-4)
+
+
+def test_http_api_requests_beyond_300_million_cost_less() -> None:
+    assert sm.http_api_price(100e6) == pytest.approx(1.00e-6)
+    assert sm.http_api_price(400e6) == pytest.approx((300 * 1.00 + 100 * 0.90) / 400 * 1e-6)
+
+
+def test_the_api_costs_a_recurring_occurrence_its_jobs_creation_shared_out() -> None:
+    model = inputs(occurrences_per_recurring_job=1_000)
+    assert bill(model, "recurring").parts["api_gateway"] == pytest.approx(1.00 / 1_000)
+
+
+# --- EventBridge Scheduler --------------------------------------------------------------------
+
+
+def test_eventbridge_scheduler_free_tier() -> None:
+    assert sm.scheduler_per_million(10e6) == 0.0  # within the 14 million free
+    assert sm.scheduler_per_million(14e6) == 0.0
+    assert sm.scheduler_per_million(28e6) == pytest.approx(0.50)  # half of them paid
+    assert sm.scheduler_per_million(26.28e9) == pytest.approx((26.28e9 - 14e6) / 26.28e9)
+    assert bill(inputs(), "recurring", runs=28e6).eventbridge_scheduler == pytest.approx(0.50)
+
+
+# --- Lambda: arm64, the worker's time per run -------------------------------------------------
+
+
+def test_arm64_is_four_fifths_of_x86() -> None:
+    arm = sm.plan(inputs(rate=1_000), scan=False).cost
+    x86 = sm.plan(inputs(rate=1_000, lambda_architecture="x86_64"), scan=False).cost
+    invocations = arm.runs_per_month / 10
+    duration = invocations * 0.73 * 0.5
+    assert arm.lambda_workers == pytest.approx(
+        duration * 0.0000133334 + invocations * 0.2e-6, rel=1e-4
+    )
+    assert x86.lambda_workers == pytest.approx(
+        duration * 0.0000166667 + invocations * 0.2e-6, rel=1e-4
+    )
+    ratio = sm.PRICE_LAMBDA_GB_SECOND / sm.PRICE_LAMBDA_GB_SECOND_X86
+    assert ratio == pytest.approx(0.8, rel=1e-4)
+
+
+def test_an_unknown_architecture_is_refused() -> None:
+    with pytest.raises(ValueError, match="architecture"):
+        sm.lambda_gb_second_price(inputs(lambda_architecture="mips"))
+
+
+def test_the_worker_is_priced_from_a_measured_time_per_run() -> None:
+    assumed = bill(inputs(), "one_off_single").parts["lambda_workers"]
+    # 0.73 s per invocation of 10 records: 73 ms a run at 0.5 GB, + $0.20 per million ÷ 10.
+    assert assumed == pytest.approx(0.02 + 0.073 * 0.5 * 13.3334, rel=1e-4)
+    measured = bill(inputs(worker_seconds_per_run=0.025), "one_off_single")
+    assert measured.parts["lambda_workers"] == pytest.approx(0.02 + 0.025 * 0.5 * 13.3334, rel=1e-4)
+    cost = sm.plan(inputs(rate=1_000, worker_seconds_per_run=0.025), scan=False).cost
+    expected = cost.runs_per_month * (0.025 * 0.5 * 0.0000133334 + 0.02e-6)
+    assert cost.lambda_workers == pytest.approx(expected, rel=1e-4)
+
+
+def test_an_invocation_pays_its_batchs_longest_early_wait() -> None:
+    """Records run side by side: the invocation ends with its slowest record. Waits spread
+    evenly over [0, 1 s) (DelaySeconds rounded down): the longest of 10 is 10/11 s."""
+    assert sm.longest_of_uniform_waits(1.0, 10) == pytest.approx(10 / 11)
+    assert sm.longest_of_uniform_waits(1.0, 1) == pytest.approx(0.5)
+    model = inputs(early_wait_seconds=sm.longest_of_uniform_waits(1.0, 10))
+    assert sm.invocation_seconds(model) == pytest.approx(10 / 11 + 0.2 + 0.03)
+
+
+def test_mappings_per_priority_at_10000_runs_per_second() -> None:
+    # 2.8 s invocations of 10: 2,800 concurrent batches sustained, 5,600 at 20,000 runs/s.
+    slow = inputs(rate=10_000, early_wait_seconds=2.57, run_seconds=0.2, run_overhead_ms=30)
+    assert sm.invocation_seconds(slow) == pytest.approx(2.8)
+    assert sm.mappings_per_priority(slow, 10_000) == 3
+    assert sm.mappings_per_priority(slow, 20_000) == 6
+    fast = inputs(rate=10_000)  # 0.73 s: 730 and 1,460 concurrent batches
+    assert sm.mappings_per_priority(fast, 10_000) == 1
+    assert sm.mappings_per_priority(fast, 20_000) == 2
+    workers = sm.plan(inputs(rate=10_000, burst=600_000), scan=False).workers
+    assert (workers.queues_needed_sustained, workers.queues_needed) == (1, 2)
+
+
+# --- the rest of the bill ---------------------------------------------------------------------
+
+
+def test_archiver_s3_puts_and_free_stream_reads() -> None:
+    part = bill(inputs(), "one_off_single").parts["archive"]
+    # Per 1,000 runs: one invocation ($0.20 per million), 2 s at 1 GB, one PUT ($0.005 per 1,000);
+    # the stream's GetRecords by Lambda cost nothing.
+    per_batch = 0.2e-6 + 2 * 1 * 0.0000133334 + 0.005e-3
+    assert sm.PRICE_STREAM_READ_BY_LAMBDA == 0.0
+    assert part == pytest.approx(per_batch / 1_000 * 1e6, rel=1e-3)
+
+
+def test_cloudwatch_logs_and_custom_metrics() -> None:
+    model = inputs(
+        worker_log_bytes_per_run=0,
+        emf_bytes_per_invocation=10 * 1024**3 / 1e6,  # 1 GB per million runs (10 a batch)
+        api_log_bytes_per_request=0,
+        custom_metrics=25,
+    )
+    part = bill(model, "one_off_single", runs=7.5e6).parts["cloudwatch"]
+    # $0.50 per GB ingested + 25 metrics × $0.30 a month over 7.5 million runs ($1.00 a million).
+    assert part == pytest.approx(0.50 + 1.00, rel=1e-6)
+
+
+def test_dynamodb_on_demand_and_provisioned_per_million() -> None:
+    one_off = bill(inputs(), "one_off_batch")
+    assert one_off.parts["dynamodb"] == pytest.approx(4 * 0.625 + 2 * 0.125)
+    provisioned = (4 * 0.00065 + 2 * 0.00013) / 3600 / 0.7 * 1e6
+    assert one_off.dynamodb_provisioned == pytest.approx(provisioned, rel=1e-3)
+    assert one_off.provisioned == pytest.approx(
+        one_off.on_demand - one_off.parts["dynamodb"] + provisioned, abs=2e-3
+    )
+    assert one_off.on_demand == pytest.approx(sum(one_off.parts.values()), abs=1e-3)
+    # A recurring occurrence (one per sweep): claim, outcome and its next timer; its worker's
+    # job read, the sweep's job read and a 160th of a horizon read.
+    recurring = bill(inputs(), "recurring")
+    assert recurring.parts["dynamodb"] == pytest.approx(3 * 0.625 + (2 + 1 / 160) * 0.125)
+
+
+def test_storage_over_a_runs_life() -> None:
+    model = inputs(run_item_bytes=1024, hot_window_days=730 / 24)
+    # 1 KB for one month at $0.25 per GB-month: a million runs hold 2**-20 × 10**6 GB-months.
+    expected = 0.25 * 1e6 / 2**20
+    assert bill(model, "recurring").parts["dynamodb_storage"] == pytest.approx(expected, rel=1e-5)
+    # Then 60 bytes a row in S3 for 365 days at $0.023 per GB-month.
+    archived = 60 / 2**30 * 365 / (730 / 24) * 0.023 * 1e6
+    assert bill(model, "recurring").parts["history_storage"] == pytest.approx(archived, rel=1e-4)
+
+
+def test_targets_are_checked_as_written() -> None:
+    result = sm.whole_bill(inputs(), SMALL_MONTH)
+    assert [(t.path, t.capacity, t.target) for t in result.targets] == [
+        ("recurring", "on_demand", 1.00),
+        ("one_off_batch", "on_demand", 2.00),
+        ("one_off_batch", "provisioned", 1.00),
+    ]
+    by_path = {p.path: p for p in result.paths}
+    for t in result.targets:
+        assert t.per_million == getattr(by_path[t.path], t.capacity)
+        assert t.met == (t.per_million <= t.target)
+
+
+def test_json_keeps_its_keys_and_adds_the_bill(capsys: pytest.CaptureFixture[str]) -> None:
+    argv = ["--rate", "100", "--sweep-measurement", "none.json"]
+    argv += ["--sweep-measurement-recurring", "none.json", "--json"]
+    assert sm.main(argv) == 0
+    data = json.loads(capsys.readouterr().out)
+    assert {"cost", "workers", "limits", "checks", "broken_first"} <= data.keys()
+    assert "per_million_on_demand" in data["cost"]
+    assert [p["path"] for p in data["bill"]["paths"]] == list(sm.PATHS)
+    assert len(data["bill"]["targets"]) == 3
+    assert data["workers"]["queues_needed_sustained"] == 1
+
+
+def test_cli_options_set_the_measured_figures(capsys: pytest.CaptureFixture[str]) -> None:
+    argv = ["--rate", "100", "--sweep-measurement", "none.json"]
+    argv += ["--sweep-measurement-recurring", "none.json", "--json"]
+    argv += ["--worker-seconds-per-run", "0.02", "--lambda-architecture", "x86_64"]
+    argv += ["--early-wait-seconds", "0.1", "--writes-one-off-batch", "3"]
+    assert sm.main(argv) == 0
+    data = json.loads(capsys.readouterr().out)
+    assert data["inputs"]["worker_seconds_per_run"] == 0.02
+    assert data["inputs"]["lambda_architecture"] == "x86_64"
+    assert data["inputs"]["early_wait_seconds"] == 0.1
+    batch = data["bill"]["paths"][1]
+    assert batch["parts"]["dynamodb"] == pytest.approx(3 * 0.625 + 2 * 0.125)
