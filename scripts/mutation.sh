@@ -7,7 +7,7 @@
 # mutants listed in `excluded` below (an error message's text, or equivalent: no input tells
 # them apart); see docs/reliability.md.
 #
-#   scripts/mutation.sh                  # a full run from scratch (about 35 minutes on 2 cores)
+#   scripts/mutation.sh                  # a full run from scratch (about 30 minutes on 2 cores)
 #   scripts/mutation.sh --incremental    # reuse mutants/: retest only what changed
 #   MUTMUT_CHILDREN=1 scripts/mutation.sh
 #
@@ -142,6 +142,9 @@ duetime.domain.cron.x__first_cron_instant_after__mutmut_49 equivalent: <= not <:
 duetime.domain.cron.x__transition__mutmut_2 equivalent: / not //: whole seconds give exact integral floats, the same probes
 duetime.domain.cron.x__transition__mutmut_8 equivalent: / not //: whole seconds give exact integral floats, the same result
 duetime.domain.runs.x_finished_run__mutmut_37 equivalent: drops lease=None: None is the field's default
+duetime.domain.planning.x_upcoming__mutmut_2 message: only an error message's text changes
+duetime.domain.planning.x_upcoming__mutmut_7 message: only an error message's text changes
+duetime.domain.planning.x_upcoming__mutmut_8 message: only an error message's text changes
 duetime.domain.planning.x__dropped__mutmut_11 equivalent: end_at + 2: _rate_count_before clamps to end_at + 1 anyway
 duetime.domain.planning.x_first_due__mutmut_10 equivalent: <= not <: a first occurrence at created_at is found again
 duetime.domain.schedule.x__cron_previous__mutmut_48 equivalent: empty_from only steers _last_cron_before's halving search; the answer is the same
