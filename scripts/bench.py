@@ -146,6 +146,82 @@ def naive_lateness(due_ms: Iterable[int], tick_phase_ms: int, period_ms: int = 6
     return out
 
 
+@dataclass(frozen=True)
+class SteadyPlan:
+    """The steady scenario's bodies: `raws[i]` due at `dues[i]` (one-offs), `one_off` and
+    `recurring` (index, "rate" | "cron") index them; the window is [start_ms, end_ms]."""
+
+    start_ms: int
+    end_ms: int
+    raws: list[dict[str, Any]]
+    dues: list[int]
+    one_off: list[int]
+    recurring: list[tuple[int, str]]
+
+
+def ceil_minute(ms: int) -> int:
+    return -(-ms // 60_000) * 60_000
+
+
+def steady_plan(now_ms: int, rate: int, seconds: int, lead_ms: int) -> SteadyPlan:
+    """R jobs/s over `seconds` from `now_ms + lead_ms`: 70 % `at`, 20 % `at` submitted just in
+    time as `delay_seconds`, 5 % `rate_seconds: 10`, 5 % `* * * * *`.
+
+    Whatever the clock's phase, and even when a busy machine submits a body after the window
+    has begun, every body has an occurrence: submission never answers "has no occurrence in
+    the future". A recurring job's `end_at` is the window's end pushed to its first occurrence
+    for a submission at that end: + 10 s for the rate job (first run = submission + 10 s), the
+    next minute boundary for the cron job (a short window need not cross one). Occurrences
+    after the window are not counted."""
+    start = now_ms + lead_ms
+    end = start + seconds * 1000
+    until_rate = {"end_at": rfc3339(end + 10_000)}
+    until_cron = {"end_at": rfc3339(ceil_minute(end))}
+    raws: list[dict[str, Any]] = []
+    dues: list[int] = []
+    one_off: list[int] = []
+    recurring: list[tuple[int, str]] = []
+    for i in range(rate * seconds):
+        due = start + i * 1000 // rate
+        kind = i % 20
+        if kind == 0:  # 5%: a rate job whose next occurrences land in the window
+            raws.append({"schedule": {"rate_seconds": 10, **until_rate}, "target": NOOP_TARGET})
+            recurring.append((i, "rate"))
+        elif kind == 1:  # 5%: a cron job (every minute)
+            raws.append({"schedule": {"cron": "* * * * *", **until_cron}, "target": NOOP_TARGET})
+            recurring.append((i, "cron"))
+        else:  # 20% delay_seconds (kinds 2-5: submitted just in time), 70% at
+            raws.append({"schedule": {"at": rfc3339(due)}, "target": NOOP_TARGET})
+            one_off.append(i)
+        dues.append(due)
+    return SteadyPlan(start, end, raws, dues, one_off, recurring)
+
+
+def burst_bodies(due_ms: int, n: int) -> list[dict[str, Any]]:
+    """N one-offs spread over the second from `due_ms`: an `at` always has its occurrence."""
+    return [
+        {"schedule": {"at": rfc3339(due_ms + (i * 997) % 1000)}, "target": NOOP_TARGET}
+        for i in range(n)
+    ]
+
+
+def cron_top_plan(now_ms: int, lead_ms: int) -> tuple[int, dict[str, Any]]:
+    """The cron top-of-minute scenario's due :00 (the first minute boundary after `now_ms +
+    lead_ms`) and its body: `MM HH * * *` (daily, UTC) ending a minute after that :00, so a
+    job submitted within the lead has exactly one occurrence, at that :00."""
+    due = (now_ms + lead_ms) // 60_000 * 60_000 + 60_000
+    when = datetime.fromtimestamp(due / 1000, UTC)
+    raw = {
+        "schedule": {
+            "cron": f"{when.minute} {when.hour} * * *",
+            "timezone": "UTC",
+            "end_at": rfc3339(due + 60_000),
+        },
+        "target": NOOP_TARGET,
+    }
+    return due, raw
+
+
 # Requests per one-off run of the naive design (a model, see docs/performance.md): the job is
 # written once (PutItem into a table with a due-time index), the per-minute Query reads it
 # (one page serves many jobs: ~0 per run), the run is recorded (PutItem) and the job marked
@@ -505,36 +581,9 @@ class Bench:
         lead_ms = int(n / SUBMIT_RATE * 1000) + 5000
         self.recorder.take()
         self.log.reset()
-        start = wall_ms() + lead_ms
-        # Recurring jobs end with the window: no occurrence (and no request) after it. A
-        # `* * * * *` job needs a minute boundary before its end to exist at all: a short window
-        # that crosses none ends it at the next one (that occurrence falls after the window and
-        # is not counted), so the scenario runs whatever the clock's phase.
-        end_ms = start + seconds * 1000
-        until = {"end_at": rfc3339(end_ms)}
-        until_cron = {"end_at": rfc3339(max(end_ms, (start // 60_000 + 1) * 60_000))}
-        raws: list[dict[str, Any]] = []
-        dues: list[int] = []
-        one_off_index: list[int] = []
-        recurring: list[tuple[int, str]] = []
-        for i in range(n):
-            due = start + i * 1000 // rate
-            kind = i % 20
-            if kind == 0:  # 5%: a rate job whose next occurrences land in the window
-                raws.append({"schedule": {"rate_seconds": 10, **until}, "target": NOOP_TARGET})
-                recurring.append((i, "rate"))
-            elif kind == 1:  # 5%: a cron job (every minute)
-                raws.append(
-                    {"schedule": {"cron": "* * * * *", **until_cron}, "target": NOOP_TARGET}
-                )
-                recurring.append((i, "cron"))
-            elif kind < 6:  # 20%: delay_seconds (whole seconds from submission)
-                raws.append({"schedule": {"at": rfc3339(due)}, "target": NOOP_TARGET})
-                one_off_index.append(i)
-            else:  # 70%: at
-                raws.append({"schedule": {"at": rfc3339(due)}, "target": NOOP_TARGET})
-                one_off_index.append(i)
-            dues.append(due)
+        plan = steady_plan(wall_ms(), rate, seconds, lead_ms)
+        start, raws, dues = plan.start_ms, plan.raws, plan.dues
+        one_off_index, recurring = plan.one_off, plan.recurring
         # delay_seconds jobs are submitted just in time with a whole-second delay
         delay_idx = [i for i in one_off_index if 2 <= i % 20 < 6]
         submit_started = time.monotonic()
@@ -624,11 +673,7 @@ class Bench:
         self.recorder.take()
         self.log.reset()
         due = (wall_ms() + lead_ms) // 1000 * 1000
-        raws = [
-            {"schedule": {"at": rfc3339(due + (i * 997) % 1000)}, "target": NOOP_TARGET}
-            for i in range(n)
-        ]
-        jobs = self.submit(raws)
+        jobs = self.submit(burst_bodies(due, n))
         expected = [(j.id, j.next_due_ms) for j in jobs]
         time.sleep(max(0.0, (due - wall_ms()) / 1000))
         t0 = time.monotonic()
@@ -636,6 +681,9 @@ class Bench:
         executions = self.recorder.take()
         time.sleep(2)  # late duplicates would land here
         executions += self.recorder.take()
+        # An earlier scenario's recurring job may still run one occurrence past its window.
+        ids = {j.id for j in jobs}
+        executions = [e for e in executions if e[0] in ids]
         settled = self.settle(expected, executions)
         starts = sorted(e[3] for e in executions)
         drain_seconds = (starts[-1] - due) / 1000 if starts else None
@@ -671,17 +719,8 @@ class Bench:
         lead_ms = int(m / SUBMIT_RATE * 1000) + (lookahead + 1) * MINUTE_MS
         self.recorder.take()
         self.log.reset()
-        due = (wall_ms() + lead_ms) // MINUTE_MS * MINUTE_MS + MINUTE_MS
+        due, raw = cron_top_plan(wall_ms(), lead_ms)
         when = datetime.fromtimestamp(due / 1000, UTC)
-        raw = {
-            # Ends a minute later: one occurrence each, nothing to cancel afterwards.
-            "schedule": {
-                "cron": f"{when.minute} {when.hour} * * *",
-                "timezone": "UTC",
-                "end_at": rfc3339(due + MINUTE_MS),
-            },
-            "target": NOOP_TARGET,
-        }
         jobs = self.submit([raw] * m)
         submission = self.log.per_run(m)
         self.log.reset()
