@@ -7,7 +7,8 @@ sweeper and worker handlers driven by the stack's pollers), submits `duetime.noo
 through `JobService`, and records every executed run by wrapping `RunExecutor.handle` (as the
 stack's own figures do). AWS requests are counted with botocore hooks on every client that
 serves a run. Scenarios: raw (the emulator's own rate for the minimal calls of a run),
-steady, burst and due-vs-stored; each is compared with a model of the naive design (sweep
+steady, burst, cron top-of-minute, due-vs-stored, and load (concurrent HTTP clients through the
+local gateway, scripts/bench_load.py); each is compared with a model of the naive design (sweep
 once a minute, enqueue due jobs with no delay). Writes results.json, summary.md and one PNG
 per scenario under --out. See docs/performance.md.
 """
@@ -38,6 +39,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path[:0] = [str(ROOT / "shared"), str(ROOT)]
 
 from duetime.clock import wall_ms  # noqa: E402 - from the path just set
+from scripts.bench_load import run_load  # noqa: E402
 
 TENANT = "bench"
 NOOP_TARGET = {"type": "handler", "name": "duetime.noop"}
@@ -61,7 +63,7 @@ PRICES = {
     "sqs_request": 0.40e-6,
 }
 HOURS_PER_MONTH = 730
-SCENARIOS = ("steady", "burst", "cron_top_of_minute", "due_vs_stored")
+SCENARIOS = ("steady", "burst", "cron_top_of_minute", "due_vs_stored", "load")
 SUBMIT_RATE = 60  # jobs/s the bench assumes it can submit (8 threads; ~120/s measured, 2 cores)
 # A run not started when a scenario's wait ends is looked for until every queue is empty and
 # nothing has started for QUIET_SECONDS (at most SETTLE_SECONDS): late, or lost.
@@ -378,19 +380,34 @@ class Bench:
         self.quick = quick
         self.pollers = pollers
         defaults = (
-            {"rate": 20, "seconds": 10, "burst": 200, "cron": 200}
+            {
+                "rate": 20,
+                "seconds": 10,
+                "burst": 200,
+                "cron": 200,
+                "clients": 16,
+                "load_seconds": 15,
+            }
             if quick
-            else {"rate": 100, "seconds": 30, "burst": 2000, "cron": 1000}
+            else {
+                "rate": 100,
+                "seconds": 30,
+                "burst": 2000,
+                "cron": 1000,
+                "clients": 16,
+                "load_seconds": 40,
+            }
         )
         self.sizes = defaults | {k: v for k, v in (sizes or {}).items() if v}
         self.results: dict[str, Any] = {"scenarios": {}}
         self.recorder = Recorder()
         self.log = RequestLog()
+        self.tenant_of: dict[str, str] = {}  # the load scenario's jobs: one tenant per client
 
     def run(self) -> None:
         from duetime.local.stack import LocalOptions, LocalStack
 
-        state = Path(tempfile.mkdtemp(prefix="duetime-bench-"))
+        state = self.state = Path(tempfile.mkdtemp(prefix="duetime-bench-"))
         options = LocalOptions(
             port=0,
             tick_seconds=60.0,
@@ -530,7 +547,7 @@ class Bench:
         run = self.parts.runs.get(job_id, scheduled_ms)
         if run is not None:
             return f"run record {run.status}"
-        job = self.parts.jobs.get(TENANT, job_id)
+        job = self.parts.jobs.get(self.tenant_of.get(job_id, TENANT), job_id)
         return f"no run record; job {job.status if job else 'missing'}"
 
     def scenario(
@@ -833,6 +850,60 @@ class Bench:
             "independent_within_10_percent": spread <= 0.10,
         }
 
+    # --- load through the front door ----------------------------------------------------
+
+    def load(self) -> None:
+        """N concurrent HTTP clients post one-offs to the local gateway for a bounded time
+        (scripts/bench_load.py); then every accepted job must run exactly once. One tenant
+        per client: the per-tenant submission quota (50/s) is not what is measured."""
+        from duetime.local.keys import issue_token, load_or_create_key
+
+        clients, seconds = self.sizes["clients"], self.sizes["load_seconds"]
+        key, _ = load_or_create_key(self.state)
+        tenants = [f"{TENANT}-load-{k}" for k in range(clients)]
+        tokens = [(t, issue_token(t, 3600, key)) for t in tenants]
+        self.recorder.take()
+        self.log.reset()
+        say(f"load: {clients} clients posting to {self.stack.api_url} for {seconds} s")
+        result = run_load(self.stack.api_url, tokens, seconds)
+        self.tenant_of = result.tenant_of
+        expected = list(result.accepted)
+        ids = {job_id for job_id, _ in expected}
+        last_due = max((due for _, due in expected), default=wall_ms())
+        time.sleep(max(0.0, (last_due - wall_ms()) / 1000))
+        self.wait_for(len(expected), 60.0)
+        time.sleep(2)  # late duplicates would land here
+        executions = self.recorder.take()
+        settled = self.settle(expected, executions)
+        # An earlier scenario's recurring job may still run one occurrence past its window.
+        executions = [e for e in executions if e[0] in ids]
+        answered = len(result.latencies_ms)
+        self.scenario(
+            "load",
+            executions,
+            expected,
+            {
+                "clients": clients,
+                "seconds": seconds,
+                "elapsed_seconds": result.seconds,
+                "http_requests": answered + len(result.connection_errors),
+                "accepted": len(expected),
+                "accepted_per_second": round(len(expected) / max(result.seconds, 1e-3), 1),
+                "statuses": {str(k): n for k, n in sorted(result.statuses.items())},
+                "connection_errors": len(result.connection_errors),
+                "connection_error_samples": result.connection_errors[:5],
+                "submission_latency_ms": summarize(result.latencies_ms),
+                "body": "delay_seconds 1-3, duetime.noop target, one tenant per client",
+                "settle": settled,
+            },
+            [d for _, d in expected],
+        )
+        say(
+            f"load: {len(expected)} accepted, {len(result.connection_errors)} connection "
+            f"errors, statuses {dict(result.statuses)}, submission "
+            f"{self.results['scenarios']['load']['submission_latency_ms']}"
+        )
+
     # --- output --------------------------------------------------------------------------
 
     def plot(self, name: str, lateness: list[int], naive: list[int]) -> None:
@@ -907,6 +978,18 @@ def markdown(results: dict[str, Any]) -> str:
             f"the due second; drain {burst['drain_runs_per_second']} runs/s = "
             f"{burst['drain_ratio_to_raw']:.0%} of the raw rate.",
         ]
+    load = results["scenarios"].get("load")
+    if load:
+        sub, lat = load["submission_latency_ms"], load["lateness_ms"]
+        lines += [
+            "",
+            f"Load: {load['clients']} HTTP clients for {load['seconds']} s through the gateway: "
+            f"{load['accepted']} accepted ({load['accepted_per_second']}/s), "
+            f"{load['connection_errors']} connection errors, statuses {load['statuses']}; "
+            f"submission p50 {sub['p50']} ms / p99 {sub['p99']} ms; start lateness "
+            f"p50 {lat['p50']} ms / p99 {lat['p99']} ms; lost {load['accounting']['lost']}, "
+            f"duplicate {load['accounting']['duplicates']}.",
+        ]
     dvs = results["scenarios"].get("due_vs_stored")
     if dvs:
         lines += ["", "| stored S | due D | read requests / due job | items read / due job |"]
@@ -957,6 +1040,12 @@ def main(argv: list[str] | None = None) -> int:
         "--cron", type=int, default=0, help="cron jobs due at the same :00 (1000; quick 200)"
     )
     parser.add_argument(
+        "--clients", type=int, default=0, help="load: concurrent HTTP clients (default 16)"
+    )
+    parser.add_argument(
+        "--load-seconds", type=int, default=0, help="load: how long they post (40; quick 15)"
+    )
+    parser.add_argument(
         "--only",
         choices=SCENARIOS,
         action="append",
@@ -965,7 +1054,14 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ")
     out = args.out or ROOT / "bench-results" / stamp
-    sizes = {"rate": args.rate, "seconds": args.seconds, "burst": args.burst, "cron": args.cron}
+    sizes = {
+        "rate": args.rate,
+        "seconds": args.seconds,
+        "burst": args.burst,
+        "cron": args.cron,
+        "clients": args.clients,
+        "load_seconds": args.load_seconds,
+    }
     Bench(out, args.quick, args.pollers, sizes, args.only or SCENARIOS).run()
     return 0
 
