@@ -7,7 +7,8 @@ sweeper and worker handlers driven by the stack's pollers), submits `duetime.noo
 through `JobService`, and records every executed run by wrapping `RunExecutor.handle` (as the
 stack's own figures do). AWS requests are counted with botocore hooks on every client that
 serves a run. Scenarios: raw (the emulator's own rate for the minimal calls of a run),
-steady, burst and due-vs-stored; each is compared with a model of the naive design (sweep
+steady, burst, cron top-of-minute, due-vs-stored, and load (concurrent HTTP clients through the
+local gateway, scripts/bench_load.py); each is compared with a model of the naive design (sweep
 once a minute, enqueue due jobs with no delay). Writes results.json, summary.md and one PNG
 per scenario under --out. See docs/performance.md.
 """
@@ -38,6 +39,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path[:0] = [str(ROOT / "shared"), str(ROOT)]
 
 from duetime.clock import wall_ms  # noqa: E402 - from the path just set
+from scripts.bench_load import run_load  # noqa: E402
 
 TENANT = "bench"
 NOOP_TARGET = {"type": "handler", "name": "duetime.noop"}
@@ -61,7 +63,7 @@ PRICES = {
     "sqs_request": 0.40e-6,
 }
 HOURS_PER_MONTH = 730
-SCENARIOS = ("steady", "burst", "cron_top_of_minute", "due_vs_stored")
+SCENARIOS = ("steady", "burst", "cron_top_of_minute", "due_vs_stored", "load")
 SUBMIT_RATE = 60  # jobs/s the bench assumes it can submit (8 threads; ~120/s measured, 2 cores)
 # A run not started when a scenario's wait ends is looked for until every queue is empty and
 # nothing has started for QUIET_SECONDS (at most SETTLE_SECONDS): late, or lost.
@@ -144,6 +146,82 @@ def naive_lateness(due_ms: Iterable[int], tick_phase_ms: int, period_ms: int = 6
         k = math.ceil((due - tick_phase_ms) / period_ms)
         out.append(tick_phase_ms + k * period_ms - due)
     return out
+
+
+@dataclass(frozen=True)
+class SteadyPlan:
+    """The steady scenario's bodies: `raws[i]` due at `dues[i]` (one-offs), `one_off` and
+    `recurring` (index, "rate" | "cron") index them; the window is [start_ms, end_ms]."""
+
+    start_ms: int
+    end_ms: int
+    raws: list[dict[str, Any]]
+    dues: list[int]
+    one_off: list[int]
+    recurring: list[tuple[int, str]]
+
+
+def ceil_minute(ms: int) -> int:
+    return -(-ms // 60_000) * 60_000
+
+
+def steady_plan(now_ms: int, rate: int, seconds: int, lead_ms: int) -> SteadyPlan:
+    """R jobs/s over `seconds` from `now_ms + lead_ms`: 70 % `at`, 20 % `at` submitted just in
+    time as `delay_seconds`, 5 % `rate_seconds: 10`, 5 % `* * * * *`.
+
+    Whatever the clock's phase, and even when a busy machine submits a body after the window
+    has begun, every body has an occurrence: submission never answers "has no occurrence in
+    the future". A recurring job's `end_at` is the window's end pushed to its first occurrence
+    for a submission at that end: + 10 s for the rate job (first run = submission + 10 s), the
+    next minute boundary for the cron job (a short window need not cross one). Occurrences
+    after the window are not counted."""
+    start = now_ms + lead_ms
+    end = start + seconds * 1000
+    until_rate = {"end_at": rfc3339(end + 10_000)}
+    until_cron = {"end_at": rfc3339(ceil_minute(end))}
+    raws: list[dict[str, Any]] = []
+    dues: list[int] = []
+    one_off: list[int] = []
+    recurring: list[tuple[int, str]] = []
+    for i in range(rate * seconds):
+        due = start + i * 1000 // rate
+        kind = i % 20
+        if kind == 0:  # 5%: a rate job whose next occurrences land in the window
+            raws.append({"schedule": {"rate_seconds": 10, **until_rate}, "target": NOOP_TARGET})
+            recurring.append((i, "rate"))
+        elif kind == 1:  # 5%: a cron job (every minute)
+            raws.append({"schedule": {"cron": "* * * * *", **until_cron}, "target": NOOP_TARGET})
+            recurring.append((i, "cron"))
+        else:  # 20% delay_seconds (kinds 2-5: submitted just in time), 70% at
+            raws.append({"schedule": {"at": rfc3339(due)}, "target": NOOP_TARGET})
+            one_off.append(i)
+        dues.append(due)
+    return SteadyPlan(start, end, raws, dues, one_off, recurring)
+
+
+def burst_bodies(due_ms: int, n: int) -> list[dict[str, Any]]:
+    """N one-offs spread over the second from `due_ms`: an `at` always has its occurrence."""
+    return [
+        {"schedule": {"at": rfc3339(due_ms + (i * 997) % 1000)}, "target": NOOP_TARGET}
+        for i in range(n)
+    ]
+
+
+def cron_top_plan(now_ms: int, lead_ms: int) -> tuple[int, dict[str, Any]]:
+    """The cron top-of-minute scenario's due :00 (the first minute boundary after `now_ms +
+    lead_ms`) and its body: `MM HH * * *` (daily, UTC) ending a minute after that :00, so a
+    job submitted within the lead has exactly one occurrence, at that :00."""
+    due = (now_ms + lead_ms) // 60_000 * 60_000 + 60_000
+    when = datetime.fromtimestamp(due / 1000, UTC)
+    raw = {
+        "schedule": {
+            "cron": f"{when.minute} {when.hour} * * *",
+            "timezone": "UTC",
+            "end_at": rfc3339(due + 60_000),
+        },
+        "target": NOOP_TARGET,
+    }
+    return due, raw
 
 
 # Requests per one-off run of the naive design (a model, see docs/performance.md): the job is
@@ -302,19 +380,34 @@ class Bench:
         self.quick = quick
         self.pollers = pollers
         defaults = (
-            {"rate": 20, "seconds": 10, "burst": 200, "cron": 200}
+            {
+                "rate": 20,
+                "seconds": 10,
+                "burst": 200,
+                "cron": 200,
+                "clients": 16,
+                "load_seconds": 15,
+            }
             if quick
-            else {"rate": 100, "seconds": 30, "burst": 2000, "cron": 1000}
+            else {
+                "rate": 100,
+                "seconds": 30,
+                "burst": 2000,
+                "cron": 1000,
+                "clients": 16,
+                "load_seconds": 40,
+            }
         )
         self.sizes = defaults | {k: v for k, v in (sizes or {}).items() if v}
         self.results: dict[str, Any] = {"scenarios": {}}
         self.recorder = Recorder()
         self.log = RequestLog()
+        self.tenant_of: dict[str, str] = {}  # the load scenario's jobs: one tenant per client
 
     def run(self) -> None:
         from duetime.local.stack import LocalOptions, LocalStack
 
-        state = Path(tempfile.mkdtemp(prefix="duetime-bench-"))
+        state = self.state = Path(tempfile.mkdtemp(prefix="duetime-bench-"))
         options = LocalOptions(
             port=0,
             tick_seconds=60.0,
@@ -454,7 +547,7 @@ class Bench:
         run = self.parts.runs.get(job_id, scheduled_ms)
         if run is not None:
             return f"run record {run.status}"
-        job = self.parts.jobs.get(TENANT, job_id)
+        job = self.parts.jobs.get(self.tenant_of.get(job_id, TENANT), job_id)
         return f"no run record; job {job.status if job else 'missing'}"
 
     def scenario(
@@ -464,7 +557,10 @@ class Bench:
         expected: list[tuple[str, int]],
         extra: dict[str, Any],
         naive_due: list[int],
+        request_runs: int | None = None,
     ) -> dict[str, Any]:
+        """`request_runs`: the runs the counted requests served, when more than `executions`
+        (steady: recurring occurrences after the window ran, and paid, but are not counted)."""
         lateness = [e[2] for e in executions]
         phase = random.Random(name).randrange(60_000) + (min(naive_due) if naive_due else 0)
         naive = naive_lateness(naive_due, phase)
@@ -472,7 +568,7 @@ class Bench:
         result = {
             "lateness_ms": summarize(lateness),
             "accounting": account(expected, [(e[0], e[1]) for e in executions]),
-            "requests": self.log.per_run(runs),
+            "requests": self.log.per_run(request_runs or runs),
             "baseline_naive": {
                 "lateness_ms": summarize(naive),
                 "per_run": NAIVE_PER_RUN,
@@ -505,36 +601,9 @@ class Bench:
         lead_ms = int(n / SUBMIT_RATE * 1000) + 5000
         self.recorder.take()
         self.log.reset()
-        start = wall_ms() + lead_ms
-        # Recurring jobs end with the window: no occurrence (and no request) after it. A
-        # `* * * * *` job needs a minute boundary before its end to exist at all: a short window
-        # that crosses none ends it at the next one (that occurrence falls after the window and
-        # is not counted), so the scenario runs whatever the clock's phase.
-        end_ms = start + seconds * 1000
-        until = {"end_at": rfc3339(end_ms)}
-        until_cron = {"end_at": rfc3339(max(end_ms, (start // 60_000 + 1) * 60_000))}
-        raws: list[dict[str, Any]] = []
-        dues: list[int] = []
-        one_off_index: list[int] = []
-        recurring: list[tuple[int, str]] = []
-        for i in range(n):
-            due = start + i * 1000 // rate
-            kind = i % 20
-            if kind == 0:  # 5%: a rate job whose next occurrences land in the window
-                raws.append({"schedule": {"rate_seconds": 10, **until}, "target": NOOP_TARGET})
-                recurring.append((i, "rate"))
-            elif kind == 1:  # 5%: a cron job (every minute)
-                raws.append(
-                    {"schedule": {"cron": "* * * * *", **until_cron}, "target": NOOP_TARGET}
-                )
-                recurring.append((i, "cron"))
-            elif kind < 6:  # 20%: delay_seconds (whole seconds from submission)
-                raws.append({"schedule": {"at": rfc3339(due)}, "target": NOOP_TARGET})
-                one_off_index.append(i)
-            else:  # 70%: at
-                raws.append({"schedule": {"at": rfc3339(due)}, "target": NOOP_TARGET})
-                one_off_index.append(i)
-            dues.append(due)
+        plan = steady_plan(wall_ms(), rate, seconds, lead_ms)
+        start, raws, dues = plan.start_ms, plan.raws, plan.dues
+        one_off_index, recurring = plan.one_off, plan.recurring
         # delay_seconds jobs are submitted just in time with a whole-second delay
         delay_idx = [i for i in one_off_index if 2 <= i % 20 < 6]
         submit_started = time.monotonic()
@@ -560,6 +629,7 @@ class Bench:
             expected += [(job.id, s) for s in seen if s <= end]
             expected += self._missing_occurrences(job, seen, end)
         # Recurring occurrences after `end` are out of the window; one-offs all count.
+        served = len(executions)
         executions = [e for e in executions if e[1] <= end or e[0] not in rec_ids]
         kinds = {jobs[i].id: "at" for i in one_off_index if i in jobs}
         kinds |= {jobs[i].id: "delay_seconds" for i in delay_idx if i in jobs}
@@ -583,6 +653,7 @@ class Bench:
                 "settle": settled,
             },
             [d for _, d in expected],
+            request_runs=served,
         )
 
     def _submit_delays(self, idx: list[int], dues: list[int]) -> dict[int, Any]:
@@ -624,11 +695,7 @@ class Bench:
         self.recorder.take()
         self.log.reset()
         due = (wall_ms() + lead_ms) // 1000 * 1000
-        raws = [
-            {"schedule": {"at": rfc3339(due + (i * 997) % 1000)}, "target": NOOP_TARGET}
-            for i in range(n)
-        ]
-        jobs = self.submit(raws)
+        jobs = self.submit(burst_bodies(due, n))
         expected = [(j.id, j.next_due_ms) for j in jobs]
         time.sleep(max(0.0, (due - wall_ms()) / 1000))
         t0 = time.monotonic()
@@ -636,6 +703,9 @@ class Bench:
         executions = self.recorder.take()
         time.sleep(2)  # late duplicates would land here
         executions += self.recorder.take()
+        # An earlier scenario's recurring job may still run one occurrence past its window.
+        ids = {j.id for j in jobs}
+        executions = [e for e in executions if e[0] in ids]
         settled = self.settle(expected, executions)
         starts = sorted(e[3] for e in executions)
         drain_seconds = (starts[-1] - due) / 1000 if starts else None
@@ -671,17 +741,8 @@ class Bench:
         lead_ms = int(m / SUBMIT_RATE * 1000) + (lookahead + 1) * MINUTE_MS
         self.recorder.take()
         self.log.reset()
-        due = (wall_ms() + lead_ms) // MINUTE_MS * MINUTE_MS + MINUTE_MS
+        due, raw = cron_top_plan(wall_ms(), lead_ms)
         when = datetime.fromtimestamp(due / 1000, UTC)
-        raw = {
-            # Ends a minute later: one occurrence each, nothing to cancel afterwards.
-            "schedule": {
-                "cron": f"{when.minute} {when.hour} * * *",
-                "timezone": "UTC",
-                "end_at": rfc3339(due + MINUTE_MS),
-            },
-            "target": NOOP_TARGET,
-        }
         jobs = self.submit([raw] * m)
         submission = self.log.per_run(m)
         self.log.reset()
@@ -794,6 +855,60 @@ class Bench:
             "independent_within_10_percent": spread <= 0.10,
         }
 
+    # --- load through the front door ----------------------------------------------------
+
+    def load(self) -> None:
+        """N concurrent HTTP clients post one-offs to the local gateway for a bounded time
+        (scripts/bench_load.py); then every accepted job must run exactly once. One tenant
+        per client: the per-tenant submission quota (50/s) is not what is measured."""
+        from duetime.local.keys import issue_token, load_or_create_key
+
+        clients, seconds = self.sizes["clients"], self.sizes["load_seconds"]
+        key, _ = load_or_create_key(self.state)
+        tenants = [f"{TENANT}-load-{k}" for k in range(clients)]
+        tokens = [(t, issue_token(t, 3600, key)) for t in tenants]
+        self.recorder.take()
+        self.log.reset()
+        say(f"load: {clients} clients posting to {self.stack.api_url} for {seconds} s")
+        result = run_load(self.stack.api_url, tokens, seconds)
+        self.tenant_of = result.tenant_of
+        expected = list(result.accepted)
+        ids = {job_id for job_id, _ in expected}
+        last_due = max((due for _, due in expected), default=wall_ms())
+        time.sleep(max(0.0, (last_due - wall_ms()) / 1000))
+        self.wait_for(len(expected), 60.0)
+        time.sleep(2)  # late duplicates would land here
+        executions = self.recorder.take()
+        settled = self.settle(expected, executions)
+        # An earlier scenario's recurring job may still run one occurrence past its window.
+        executions = [e for e in executions if e[0] in ids]
+        answered = len(result.latencies_ms)
+        self.scenario(
+            "load",
+            executions,
+            expected,
+            {
+                "clients": clients,
+                "seconds": seconds,
+                "elapsed_seconds": result.seconds,
+                "http_requests": answered + len(result.connection_errors),
+                "accepted": len(expected),
+                "accepted_per_second": round(len(expected) / max(result.seconds, 1e-3), 1),
+                "statuses": {str(k): n for k, n in sorted(result.statuses.items())},
+                "connection_errors": len(result.connection_errors),
+                "connection_error_samples": result.connection_errors[:5],
+                "submission_latency_ms": summarize(result.latencies_ms),
+                "body": "delay_seconds 1-3, duetime.noop target, one tenant per client",
+                "settle": settled,
+            },
+            [d for _, d in expected],
+        )
+        say(
+            f"load: {len(expected)} accepted, {len(result.connection_errors)} connection "
+            f"errors, statuses {dict(result.statuses)}, submission "
+            f"{self.results['scenarios']['load']['submission_latency_ms']}"
+        )
+
     # --- output --------------------------------------------------------------------------
 
     def plot(self, name: str, lateness: list[int], naive: list[int]) -> None:
@@ -868,6 +983,18 @@ def markdown(results: dict[str, Any]) -> str:
             f"the due second; drain {burst['drain_runs_per_second']} runs/s = "
             f"{burst['drain_ratio_to_raw']:.0%} of the raw rate.",
         ]
+    load = results["scenarios"].get("load")
+    if load:
+        sub, lat = load["submission_latency_ms"], load["lateness_ms"]
+        lines += [
+            "",
+            f"Load: {load['clients']} HTTP clients for {load['seconds']} s through the gateway: "
+            f"{load['accepted']} accepted ({load['accepted_per_second']}/s), "
+            f"{load['connection_errors']} connection errors, statuses {load['statuses']}; "
+            f"submission p50 {sub['p50']} ms / p99 {sub['p99']} ms; start lateness "
+            f"p50 {lat['p50']} ms / p99 {lat['p99']} ms; lost {load['accounting']['lost']}, "
+            f"duplicate {load['accounting']['duplicates']}.",
+        ]
     dvs = results["scenarios"].get("due_vs_stored")
     if dvs:
         lines += ["", "| stored S | due D | read requests / due job | items read / due job |"]
@@ -918,6 +1045,12 @@ def main(argv: list[str] | None = None) -> int:
         "--cron", type=int, default=0, help="cron jobs due at the same :00 (1000; quick 200)"
     )
     parser.add_argument(
+        "--clients", type=int, default=0, help="load: concurrent HTTP clients (default 16)"
+    )
+    parser.add_argument(
+        "--load-seconds", type=int, default=0, help="load: how long they post (40; quick 15)"
+    )
+    parser.add_argument(
         "--only",
         choices=SCENARIOS,
         action="append",
@@ -926,7 +1059,14 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ")
     out = args.out or ROOT / "bench-results" / stamp
-    sizes = {"rate": args.rate, "seconds": args.seconds, "burst": args.burst, "cron": args.cron}
+    sizes = {
+        "rate": args.rate,
+        "seconds": args.seconds,
+        "burst": args.burst,
+        "cron": args.cron,
+        "clients": args.clients,
+        "load_seconds": args.load_seconds,
+    }
     Bench(out, args.quick, args.pollers, sizes, args.only or SCENARIOS).run()
     return 0
 
