@@ -91,7 +91,8 @@ def test_signing_in_goes_through_the_identity_provider_with_pkce(page: Page, oid
     banner = (stack.state_dir / "local.log").read_text()
     assert f"signs in with OpenID Connect at {idp.url}, client {CLIENT_ID}" in banner
     fresh_start(page)
-    assert "identity provider" in page.find("#main").text
+    # The sign-in view (rendered once config.json is read) offers the identity provider
+    page.until(lambda: "identity provider" in page.find("#main").text)
     page.find("#main button.primary").click()
 
     row = page.find(f"tr[data-job-id='{created.body['id']}']", timeout=30)
