@@ -18,7 +18,7 @@ from aws_cdk import aws_sns as sns
 
 from duetime.domain.jobs import Priority
 from duetime.resources import TABLES
-from duetime.settings import Env
+from duetime.settings import Env, Quotas
 from infra.profiles import PROFILES, Pollers, WarmThroughput
 
 # Published versions of the AWS-managed layers (from public references; this machine has no
@@ -74,22 +74,9 @@ class PriorityConcurrency:
             raise ValueError(f"concurrency must be ordered {names}: {self}")
 
 
-@dataclass(frozen=True)
-class TenantQuotas:
-    """Per-tenant API quotas (docs/api.md), passed to the API function's environment."""
-
-    min_rate_seconds: int = 1
-    submissions_per_second: float = 50.0
-    submission_burst: int = 100
-    max_active_recurring_jobs: int = 1000
-
-    def to_env(self) -> dict[str, str]:
-        return {
-            Env.MIN_RATE_SECONDS: str(self.min_rate_seconds),
-            Env.SUBMISSIONS_PER_SECOND: f"{self.submissions_per_second:g}",
-            Env.SUBMISSION_BURST: str(self.submission_burst),
-            Env.MAX_ACTIVE_RECURRING_JOBS: str(self.max_active_recurring_jobs),
-        }
+# Per-tenant API quotas (docs/api.md), set on the API function's environment: the API's own
+# settings class, under the construct's public name.
+TenantQuotas = Quotas
 
 
 @dataclass(frozen=True)

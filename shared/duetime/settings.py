@@ -258,6 +258,15 @@ class Quotas:
     submission_burst: int = 100
     max_active_recurring_jobs: int = 1000
 
+    def to_env(self) -> dict[str, str]:
+        """The environment `from_env` reads back (the CDK app sets it on the API function)."""
+        return {
+            QuotaEnv.MIN_RATE_SECONDS: str(self.min_rate_seconds),
+            QuotaEnv.SUBMISSIONS_PER_SECOND: f"{self.submissions_per_second:g}",
+            QuotaEnv.SUBMISSION_BURST: str(self.submission_burst),
+            QuotaEnv.MAX_ACTIVE_RECURRING_JOBS: str(self.max_active_recurring_jobs),
+        }
+
     @classmethod
     def from_env(cls, environ: Mapping[str, str] | None = None) -> Quotas:
         """Read once at cold start; a malformed value fails loudly here."""

@@ -10,11 +10,11 @@ status is 1 when any item was refused.
 from __future__ import annotations
 
 import json
-import sys
 from typing import Any
 
 from duetime.cli.client import ApiClient, ApiError, UsageError
 from duetime.cli.format import clean
+from duetime.cli.types import read_text
 
 MAX_PER_REQUEST = 100  # the API's limit per batch
 
@@ -22,11 +22,7 @@ MAX_PER_REQUEST = 100  # the API's limit per batch
 def read_bodies(path: str) -> list[tuple[int, dict[str, Any]]]:
     """(line number, job body) for each non-blank line of the file."""
     try:
-        if path == "-":
-            text = sys.stdin.read()
-        else:
-            with open(path, encoding="utf-8") as handle:
-                text = handle.read()
+        text = read_text(path)
     except (OSError, UnicodeDecodeError) as exc:
         raise UsageError(f"cannot read {path}: {exc}") from None
     bodies: list[tuple[int, dict[str, Any]]] = []

@@ -11,6 +11,14 @@ from urllib.parse import urlsplit
 from duetime.cli.format import is_control
 
 
+def read_text(path: str) -> str:
+    """A file's text as UTF-8, or standard input's for `-` (OSError, UnicodeDecodeError)."""
+    if path == "-":
+        return sys.stdin.read()
+    with open(path, encoding="utf-8") as file:
+        return file.read()
+
+
 def positive_int(text: str) -> int:
     try:
         value = int(text)
@@ -74,11 +82,7 @@ def json_value(text: str) -> Any:
         path = text[1:]
         source = "standard input" if path == "-" else path
         try:
-            if path == "-":
-                text = sys.stdin.read()
-            else:
-                with open(path, encoding="utf-8") as file:
-                    text = file.read()
+            text = read_text(path)
         except (OSError, UnicodeDecodeError) as exc:
             raise argparse.ArgumentTypeError(f"cannot read {path}: {exc}") from None
     try:
