@@ -25,6 +25,7 @@ if CHROMIUM is None or CHROMEDRIVER is None:
     )
 
 from selenium import webdriver  # noqa: E402
+from selenium.common.exceptions import StaleElementReferenceException  # noqa: E402
 from selenium.webdriver.chrome.service import Service  # noqa: E402
 from selenium.webdriver.common.by import By  # noqa: E402
 from selenium.webdriver.remote.webdriver import WebDriver  # noqa: E402
@@ -58,6 +59,10 @@ class Page:
     def open(self, hash_: str = "#/jobs") -> None:
         self.driver.get(f"{self.stack.url}/console/{hash_}")
 
+    # The console re-renders a view when its data changes (a job's page after an action, its
+    # runs every few seconds): an element found a moment ago may be gone. Every read here
+    # treats a stale element as "not yet" and looks again, until its timeout.
+
     def find(self, css: str, timeout: float = 15) -> WebElement:
         found: list[WebElement] = []
 
@@ -67,14 +72,24 @@ class Page:
             ]
             return bool(found)
 
-        wait_for(present, timeout)
+        self.until(present, timeout)
         return found[0]
+
+    def click(self, css: str, timeout: float = 15) -> None:
+        """Click the element, found again if a re-render replaced it before the click."""
+        self.until(lambda: self.find(css, timeout).click() is None, timeout)
 
     def texts(self, css: str) -> list[str]:
         return [e.text for e in self.driver.find_elements(By.CSS_SELECTOR, css)]
 
     def until(self, check: Callable[[], object], timeout: float = 20) -> None:
-        wait_for(lambda: bool(check()), timeout)
+        def settled() -> bool:
+            try:
+                return bool(check())
+            except StaleElementReferenceException:
+                return False
+
+        wait_for(settled, timeout)
 
     def sign_in(self, token: str) -> None:
         self.open()

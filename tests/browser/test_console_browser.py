@@ -89,17 +89,17 @@ def test_find_it_in_the_list_by_tag(page: Page) -> None:
 
 def test_pause_and_resume(page: Page, stack: Stack) -> None:
     page.open(f"#/jobs/{shared['id']}")
-    page.find("[data-action=pause]").click()
+    page.click("[data-action=pause]")
     page.until(lambda: page.texts("#job-status") == ["paused"])
     assert stack.call("GET", f"/jobs/{shared['id']}").body["status"] == "paused"
-    page.find("[data-action=resume]").click()
+    page.click("[data-action=resume]")
     page.until(lambda: page.texts("#job-status") == ["scheduled"])
     assert stack.call("GET", f"/jobs/{shared['id']}").body["status"] == "scheduled"
 
 
 def test_run_now_and_watch_the_run_appear(page: Page) -> None:
     page.open(f"#/jobs/{shared['id']}")
-    page.find("[data-action=run-now]").click()
+    page.click("[data-action=run-now]")
     page.until(lambda: "succeeded" in page.texts("#runs-body .badge"), timeout=60)
     page.shot("job-runs")
 

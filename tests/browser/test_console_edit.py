@@ -75,7 +75,7 @@ def test_a_backfill_from_the_job_page_shows_the_apis_answer(page: Page, stack: S
     # A range ending in the future: the API's error, naming its field, shown on the page.
     page.find("#backfill-from").send_keys(f"{now - timedelta(minutes=5):%Y-%m-%dT%H:%M:%SZ}")
     page.find("#backfill-to").send_keys(f"{now + timedelta(hours=1):%Y-%m-%dT%H:%M:%SZ}")
-    page.find("#backfill button[type=submit]").click()
+    page.click("#backfill button[type=submit]")
     refused = page.find("#notice .notice.error")
     assert refused.text.startswith("Backfill (to): must not be in the future")
 
@@ -83,7 +83,7 @@ def test_a_backfill_from_the_job_page_shows_the_apis_answer(page: Page, stack: S
     to = page.find("#backfill-to")
     to.clear()
     to.send_keys(f"{now:%Y-%m-%dT%H:%M:%SZ}")
-    page.find("#backfill button[type=submit]").click()
+    page.click("#backfill button[type=submit]")
     done = page.find("#notice .notice.ok")
     shown = re.fullmatch(r"Backfill: (\d+) occurrence\(s\) queued\.", done.text)
     assert shown is not None, done.text
