@@ -17,6 +17,7 @@ another, at most ROUNDS. Bounded to about half a minute a round: few scenarios o
 from __future__ import annotations
 
 import collections
+import contextlib
 import itertools
 import time
 from typing import Any
@@ -25,6 +26,7 @@ import pytest
 import requests
 import schemathesis
 from hypothesis import HealthCheck, Phase, settings
+from hypothesis.errors import FlakyStrategyDefinition
 from schemathesis.checks import not_a_server_error
 from schemathesis.specs.openapi.checks import (
     content_type_conformance,
@@ -206,7 +208,11 @@ def test_stateful_sequences_conform_and_never_cross_tenants(stack: Stack) -> Non
     # Another round of scenarios while a route of NEW_ROUTES has not been reached on a real
     # job: Hypothesis picks the steps at random, and one round misses one about a time in four.
     for _ in range(ROUNDS):
-        Machine.run(settings=SCENARIOS)
+        # FlakyStrategyDefinition: the same choices met different enabled steps, as the live
+        # stack answered a step differently from before (a one-off job ran meanwhile, say).
+        # That is the harness, not the API (a check failure is in `failures`): another round.
+        with contextlib.suppress(FlakyStrategyDefinition):
+            Machine.run(settings=SCENARIOS)
         found = {(method, path) for method, path, status in answered if status != 404}
         if found.issuperset(NEW_ROUTES) and any(
             method == "PATCH" and 200 <= status < 300 for method, _, status in answered
