@@ -37,6 +37,7 @@ class Metric:
     RUNS_SKIPPED = "RunsSkipped"  # overlap policy: an occurrence recorded `skipped`
     RUNS_BUFFERED = "RunsBuffered"  # overlap policy buffer_one: an occurrence set waiting
     START_LATENESS = "StartLatenessMs"
+    EARLY_WAIT = "EarlyWaitMs"  # how long a run's delivery waited for its due instant
     SWEEP_DURATION = "SweepDurationMs"
     TIMERS_ENQUEUED = "TimersEnqueued"
     SWEEP_BACKLOG_MINUTES = "SweepBacklogMinutes"

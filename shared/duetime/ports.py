@@ -233,11 +233,13 @@ class Delivery:
     queue: str  # queue URL
 
 
-class JobQueue(Protocol):
+class RunSender(Protocol):
     def send(self, messages: Sequence[tuple[RunMessage, int]]) -> None:
         """Send (message, delay seconds 0..900) pairs to their runtime×priority queues in
         batches of 10. Raises QueueError naming what was not sent after retries."""
 
+
+class JobQueue(RunSender, Protocol):
     def send_dead(self, message: RunMessage, reason: str, *, signed: bool = True) -> None:
         """Put a message on its queue's dead-letter queue with the reason. `signed=False`
         for a message duetime did not write: its copy stays unsigned, so a redrive never

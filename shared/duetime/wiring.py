@@ -11,6 +11,7 @@ from __future__ import annotations
 import functools
 import os
 import random
+import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -80,10 +81,13 @@ def build(
     jitter: Callable[[], float] = random.random,
     endpoint_url: str | None = None,
     make_executor: Callable[..., RunExecutor] = RunExecutor,
+    release_sleep: Callable[[float], None] | None = None,
 ) -> Components:
     """The engine's components. `endpoint_url`: where every AWS client sends its calls (the
     local stack's moto server; None: AWS). `make_executor`: called with RunExecutor's
-    arguments (the local stack passes a subclass that counts the runs)."""
+    arguments (the local stack passes a subclass that counts the runs). `release_sleep`: how
+    the sweeper holds a send to its release moment (duetime.services.release); by default
+    time.sleep on the wall clock, no holding on another clock (a test's clock stands)."""
     session = session or boto3.Session()
     dynamodb = session.client("dynamodb", config=_BOTO_CONFIG, endpoint_url=endpoint_url)
     sqs = session.client("sqs", config=_BOTO_CONFIG, endpoint_url=endpoint_url)
@@ -116,7 +120,9 @@ def build(
         webhook_secrets=webhook_secrets,
         own=settings.own_resources(),
     )
-    sweeper = Sweeper(jobs, timers, queue, settings, clock=clock)
+    if release_sleep is None and clock is wall_ms:
+        release_sleep = time.sleep
+    sweeper = Sweeper(jobs, timers, queue, settings, clock=clock, sleep=release_sleep)
     launcher: SweepLauncher = InProcessLauncher(sweeper)
     if settings.sweeper_function:
         from duetime.adapters.lambda_launcher import LambdaSweepLauncher

@@ -124,7 +124,8 @@ def engine(aws: Aws, monkeypatch: pytest.MonkeyPatch) -> Iterator[Engine]:
     RECORDER.calls.clear()
     with time_machine.travel(START, tick=True) as traveller:
         # Backoff jitter fixed at half the ceiling, so retry timing is deterministic.
-        parts = build(aws.settings, aws.session, jitter=lambda: 0.5)
+        # The sweeper's held sends (duetime.services.release) move the clock, not wait.
+        parts = build(aws.settings, aws.session, jitter=lambda: 0.5, release_sleep=traveller.shift)
         # The handlers' composition root returns these same components.
         monkeypatch.setattr(sweeper_handler, "components", lambda: parts)
         monkeypatch.setattr(worker_handler, "components", lambda: parts)

@@ -128,7 +128,8 @@ def run_to_values(run: Run) -> dict[str, Any]:
         "attempt": run.attempt,
         # Attempts as short lists keep the record well under 1 KB (one write unit).
         "attempts": [
-            [a.number, a.started_ms, a.lateness_ms, a.finished_ms, a.error] for a in run.attempts
+            [a.number, a.started_ms, a.lateness_ms, a.finished_ms, a.error, a.early_wait_ms]
+            for a in run.attempts
         ],
         "lease": [run.lease.message_id, run.lease.receive_count, run.lease.until_ms]
         if run.lease
@@ -151,7 +152,8 @@ def run_from_values(values: dict[str, Any]) -> Run:
         scheduled_ms=values["scheduled_ms"],
         status=RunStatus(values["status"]),
         attempt=values["attempt"],
-        attempts=tuple(Attempt(a[0], a[1], a[2], a[3], a[4]) for a in values.get("attempts", [])),
+        # An attempt written before attempts carried their early wait has five entries.
+        attempts=tuple(Attempt(*a[:6]) for a in values.get("attempts", [])),
         lease=Lease(lease[0], lease[1], lease[2]) if lease else None,
         expires_at=values.get("expires_at", 0),
         job_name=values.get("job_name"),

@@ -214,6 +214,11 @@ def _jobs() -> dict[str, Any]:
                     **INTEGER_OR_NULL,
                     "description": "How late the first attempt started, after due_at.",
                 },
+                "early_wait_ms": {
+                    **INTEGER_OR_NULL,
+                    "description": "How long the first attempt's delivery waited for due_at "
+                    "(SQS delays count whole seconds); null on runs recorded before it was kept.",
+                },
                 "error": {**STRING_OR_NULL, "description": "The last attempt's error."},
             },
             (
@@ -225,6 +230,7 @@ def _jobs() -> dict[str, Any]:
                 "started_at",
                 "finished_at",
                 "lateness_ms",
+                "early_wait_ms",
                 "error",
             ),
         ),

@@ -57,6 +57,7 @@ def run_json(run: Run) -> dict[str, Any]:
         # The last attempt of a retrying run has finished, the run has not.
         "finished_at": _instant(run.finished_ms) if finished else None,
         "lateness_ms": run.lateness_ms,
+        "early_wait_ms": run.early_wait_ms,
         "error": run.error,
     }
 

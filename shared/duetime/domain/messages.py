@@ -3,7 +3,7 @@
 A run message names one attempt of one run (a job's occurrence): `RunMessage` and its JSON wire
 format, signed by `MessageAuth` so a worker runs only what duetime wrote. `run_message` is the
 first attempt of an occurrence (due at its jittered instant), `delay_seconds` the SQS delay that
-releases it on time.
+releases it on time, `release_window` the moments that release it just before its instant.
 """
 
 from __future__ import annotations
@@ -145,6 +145,30 @@ def run_message(job: Job, scheduled_ms: int, *, jittered: bool = True) -> RunMes
         priority=job.spec.priority,
         generation=job.generation,
     )
+
+
+# A message sent ahead of its due instant becomes visible `delay_seconds` (whole seconds) after
+# it is sent, so up to a second early: the worker waits out the rest (paid time on Lambda). A
+# sender that can choose its moment (the sweeper) holds a send until the message would become
+# visible between these two leads before its instant: no later than RELEASE_LEAD_MS early,
+# and at least RELEASE_MARGIN_MS early so the send request's own latency never makes it late.
+RELEASE_LEAD_MS = 150
+RELEASE_MARGIN_MS = 40
+
+
+def release_window(due_ms: int, now_ms: int) -> tuple[int, int] | None:
+    """When to send a message due at `due_ms`, as (earliest, latest) ms from `now_ms`, so that
+    it becomes visible between RELEASE_LEAD_MS and RELEASE_MARGIN_MS before its instant; the
+    earliest is negative when that window is already open. None: due too soon for any delay
+    to do better than releasing it at once."""
+    ahead = due_ms - now_ms
+    if ahead < RELEASE_LEAD_MS:
+        return None
+    early = ahead % 1000  # how early it would become visible if sent now
+    earliest, latest = early - RELEASE_LEAD_MS, early - RELEASE_MARGIN_MS
+    if latest < 0:  # this second's window has passed: the next second's
+        earliest, latest = earliest + 1000, latest + 1000
+    return earliest, latest
 
 
 def delay_seconds(due_ms: int, now_ms: int) -> int:

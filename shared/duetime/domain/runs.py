@@ -47,6 +47,9 @@ class Attempt:
     lateness_ms: int
     finished_ms: int | None = None
     error: str | None = None
+    # How long the delivery waited for the due instant before this attempt was claimed (SQS
+    # delays count whole seconds); None on a record written before attempts carried it.
+    early_wait_ms: int | None = None
 
 
 @dataclass(frozen=True)
@@ -80,6 +83,8 @@ class RunClaim:
     # When the occurrence was due to start: its instant plus the job's jitter (Job.due_ms).
     # Kept from the run's first claim; None: not known (the run's scheduled instant).
     due_ms: int | None = None
+    # How long the delivery waited for its due instant before claiming (Attempt.early_wait_ms).
+    early_wait_ms: int | None = None
 
     @property
     def run_id(self) -> str:
@@ -121,6 +126,10 @@ class Run:
     @property
     def lateness_ms(self) -> int | None:
         return self.attempts[0].lateness_ms if self.attempts else None
+
+    @property
+    def early_wait_ms(self) -> int | None:
+        return self.attempts[0].early_wait_ms if self.attempts else None
 
     @property
     def error(self) -> str | None:
@@ -183,7 +192,9 @@ def claimed_run(existing: Run | None, claim: RunClaim) -> Run:
         for a in previous
         if a.number < claim.attempt
     )[-(MAX_ATTEMPTS_KEPT - 1) :]
-    attempt = Attempt(claim.attempt, claim.now_ms, claim.lateness_ms)
+    attempt = Attempt(
+        claim.attempt, claim.now_ms, claim.lateness_ms, early_wait_ms=claim.early_wait_ms
+    )
     return Run(
         tenant=claim.tenant,
         job_id=claim.job_id,
@@ -212,7 +223,7 @@ class RunOutcome:
 def finished_run(run: Run, outcome: RunOutcome) -> Run:
     last = run.attempts[-1]
     error = outcome.error[:MAX_ERROR_CHARS] if outcome.error else None
-    done = Attempt(last.number, last.started_ms, last.lateness_ms, outcome.finished_ms, error)
+    done = replace(last, finished_ms=outcome.finished_ms, error=error)
     return Run(
         tenant=run.tenant,
         job_id=run.job_id,

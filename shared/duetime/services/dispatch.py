@@ -37,7 +37,7 @@ from duetime.domain.schedule import next_occurrence
 from duetime.domain.timers import Timer, minute_of
 from duetime.domain.timeutil import MINUTE_MS, from_ms, to_ms
 from duetime.observability import logger
-from duetime.ports import ConditionFailed, JobQueue, JobStore, TimerStore
+from duetime.ports import ConditionFailed, JobStore, RunSender, TimerStore
 from duetime.settings import Settings
 
 
@@ -74,7 +74,7 @@ class Dispatcher:
         self,
         jobs: JobStore,
         timers: TimerStore,
-        queue: JobQueue,
+        queue: RunSender,
         settings: Settings,
         *,
         clock: Callable[[], int],

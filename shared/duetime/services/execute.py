@@ -130,8 +130,10 @@ class RunExecutor:
         if early > MAX_EARLY_WAIT_MS:
             self._queue.change_visibility(delivery, delay_seconds(message.due_ms, self._clock()))
             return Result(Disposition.RETRY_LATER, f"early by {early} ms")
-        if early > 0:
-            self._sleep(early / 1000)
+        # The early wait: on Lambda, paid time (docs/performance.md, "Early wait").
+        early_wait_ms = max(0, early)
+        if early_wait_ms:
+            self._sleep(early_wait_ms / 1000)
         job = self._jobs.get(message.tenant, message.job_id)
         # Only a cancel or a pause stops a run that was handed over. A recurring job reaching
         # its end_at is marked completed while its last occurrences are still on their way:
@@ -181,6 +183,7 @@ class RunExecutor:
             # a run-now's own instant); a later attempt's is its backoff's end, so the job's
             # jitter tells (the run record keeps what its first claim wrote).
             due_ms=message.due_ms if message.attempt == 1 else job.due_ms(message.scheduled_ms),
+            early_wait_ms=early_wait_ms,
         )
         outcome, run = self._runs.claim(claim)
         if outcome == ClaimOutcome.DONE:
@@ -208,6 +211,7 @@ class RunExecutor:
             return Result(Disposition.RETRY_LATER, "another worker holds the run", run)
         count(Metric.RUNS_STARTED)
         milliseconds(Metric.START_LATENESS, claim.lateness_ms)
+        milliseconds(Metric.EARLY_WAIT, early_wait_ms)
         return self._execute(job, message, run)
 
     def _pass_gate(self, delivery: Delivery, job: Job, message: RunMessage) -> Result | None:

@@ -16,8 +16,9 @@ from duetime.domain.jobs import Job, JobStatus
 from duetime.domain.messages import delay_seconds
 from duetime.domain.timers import Timer
 from duetime.observability import logger
-from duetime.ports import JobQueue, JobStore, TimerStore
+from duetime.ports import JobQueue, JobStore, RunSender, TimerStore
 from duetime.services.dispatch import Dispatcher
+from duetime.services.release import ReleasedSender
 from duetime.settings import Settings
 
 # Timers handed over at once: 16 SendMessageBatch calls, as many as the SQS adapter sends in
@@ -50,11 +51,16 @@ class HandOver:
         settings: Settings,
         *,
         clock: Callable[[], int],
+        sleep: Callable[[float], None] | None = None,
     ) -> None:
+        """`sleep`: hold each send to its release moment (duetime.services.release) on this
+        clock; None sends at once (tests on a clock that does not run)."""
         self._jobs = jobs
-        self._queue = queue
+        self._queue: RunSender = (
+            queue if sleep is None else ReleasedSender(queue, clock=clock, sleep=sleep)
+        )
         self._clock = clock
-        self._dispatcher = Dispatcher(jobs, timers, queue, settings, clock=clock)
+        self._dispatcher = Dispatcher(jobs, timers, self._queue, settings, clock=clock)
 
     def hand_over(
         self, timers: Sequence[Timer], deadline: int, report: Tally

@@ -121,6 +121,7 @@ class Sweeper:
         deadline_ms: int = 45_000,
         page_size: int = PAGE_SIZE,
         page_budget_bytes: int = PAGE_BUDGET_BYTES,
+        sleep: Callable[[float], None] | None = None,
     ) -> None:
         self._timers = timers
         self._settings = settings
@@ -130,7 +131,8 @@ class Sweeper:
         self._deadline_ms = deadline_ms
         self._page_size = page_size
         self._page_budget = page_budget_bytes
-        self._handover = HandOver(jobs, timers, queue, settings, clock=clock)
+        # `sleep`: sends are held to their release moment (duetime.services.release).
+        self._handover = HandOver(jobs, timers, queue, settings, clock=clock, sleep=sleep)
 
     # --- sweeping -------------------------------------------------------------------------------
 

@@ -1,0 +1,75 @@
+"""When the sweeper sends a run message: at the moment that makes it visible just before its
+instant, so the worker does not wait (paid time on Lambda) for most of a second.
+
+SQS delays count whole seconds: a message sent at `now` with `delay_seconds(due, now)` becomes
+visible `(due - now) mod 1000` ms early. The sweeper hands runs over seconds to minutes ahead,
+so it can afford to hold a send for part of a second (duetime.domain.messages.release_window):
+a cron or rate occurrence (whole seconds) is then visible 40-150 ms before its instant instead
+of anywhere in the second before it. Held sends go out in groups of messages whose windows
+overlap, so the number of SendMessageBatch requests hardly grows. One send call holds for at
+most `budget_ms` in all (a second), so a page costs the sweep at most a second; whatever is
+sent past its window is released as before (up to a second early, never late).
+
+The API's sends at submission (a job due within the sweep's horizon) are not held: an answer
+is not delayed to save the worker part of a second (docs/performance.md, "Early wait").
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+
+from duetime.domain.messages import RunMessage, delay_seconds, release_window
+from duetime.ports import RunSender
+
+
+class ReleasedSender:
+    """A RunSender whose sends are held to their release moment (see the module docstring).
+    Delays are computed when each group is sent, from its messages' due instants."""
+
+    def __init__(
+        self,
+        queue: RunSender,
+        *,
+        clock: Callable[[], int],
+        sleep: Callable[[float], None],
+        budget_ms: int = 1_000,
+    ) -> None:
+        self._queue = queue
+        self._clock = clock
+        self._sleep = sleep
+        self._budget_ms = budget_ms
+
+    def send(self, messages: Sequence[tuple[RunMessage, int]]) -> None:
+        start = self._clock()
+        now_ready: list[RunMessage] = []
+        windows: list[tuple[int, int, RunMessage]] = []
+        for m, _ in messages:
+            window = release_window(m.due_ms, start)
+            if window is None:
+                now_ready.append(m)
+            else:
+                windows.append((*window, m))
+        if now_ready:
+            self._send(now_ready)
+        windows.sort(key=lambda w: w[0])
+        spent = 0
+        while windows:
+            # The next group: messages in order of their window's opening, while every window
+            # taken is still open at the last opening. Sent then, all are within the leads.
+            latest = windows[0][1]
+            size = 0
+            for earliest, until, _ in windows:
+                if earliest > latest:
+                    break
+                latest = min(latest, until)
+                size += 1
+            group, windows = windows[:size], windows[size:]
+            wait = group[-1][0] - (self._clock() - start)
+            if 0 < wait <= self._budget_ms - spent:
+                self._sleep(wait / 1000)
+                spent += wait
+            self._send([m for _, _, m in group])
+
+    def _send(self, messages: list[RunMessage]) -> None:
+        now = self._clock()
+        self._queue.send([(m, delay_seconds(m.due_ms, now)) for m in messages])

@@ -1,0 +1,71 @@
+"""The early wait: how long a run's delivery waits for its due instant before it is claimed.
+
+SQS delays count whole seconds. The sweeper holds its sends to the moment that makes a message
+visible 40-150 ms before its instant (duetime.services.release); the worker waits out the rest
+and records it on the run (`early_wait_ms`, and the EarlyWaitMs metric)."""
+
+from __future__ import annotations
+
+from duetime.api.views import run_json
+from duetime.domain.jobs import Priority, Runtime
+from duetime.domain.messages import RELEASE_LEAD_MS, RELEASE_MARGIN_MS
+from duetime.domain.timeutil import rfc3339_ms, to_ms
+from tests.integration.conftest import START, Engine
+
+START_MS = to_ms(START)
+
+
+def visible(engine: Engine) -> int:
+    urls = engine.aws.settings.queue(Runtime.LAMBDA, Priority.NORMAL)
+    attrs = engine.aws.sqs.get_queue_attributes(
+        QueueUrl=urls.url, AttributeNames=["ApproximateNumberOfMessages"]
+    )["Attributes"]
+    return int(attrs["ApproximateNumberOfMessages"])
+
+
+def test_a_swept_run_is_released_just_before_its_instant_and_records_its_short_wait(
+    engine: Engine,
+) -> None:
+    # Given a one-off due at a whole second five minutes ahead: stored as a timer
+    due = START_MS + 300_000
+    job_id = engine.submit({"schedule": {"at": rfc3339_ms(due)}})
+
+    # When the sweeper hands it over (at a moment that would release it 0.6 s early unheld)
+    engine.advance_to(START_MS + 235_400)
+    assert engine.tick()["messages_sent"] == 1
+
+    # Then it is not visible a quarter of a second before its instant, and is 100 ms before
+    engine.advance_to(due - 250 - RELEASE_LEAD_MS)
+    assert visible(engine) == 0
+    engine.advance_to(due - RELEASE_MARGIN_MS)
+    assert visible(engine) == 1
+
+    # And the worker waits only what is left, which the run records
+    assert engine.drain() == 1
+    run = engine.parts.runs.get(job_id, due)
+    assert run is not None
+    assert run.early_wait_ms is not None
+    assert 0 <= run.early_wait_ms <= RELEASE_MARGIN_MS
+    assert run_json(run)["early_wait_ms"] == run.early_wait_ms
+    assert [c.job_id for c in engine.recorder.calls] == [job_id]
+
+
+def test_a_run_sent_at_submission_waits_the_fraction_of_a_second_its_delay_could_not_cover(
+    engine: Engine,
+) -> None:
+    # Given a one-off due 10.6 s after its submission: sent at once, with DelaySeconds 10
+    due = START_MS + 60_000
+    engine.advance_to(due - 10_600)
+    job_id = engine.submit({"schedule": {"at": rfc3339_ms(due)}})
+
+    # When the worker receives it as soon as it is visible (0.6 s early)
+    engine.advance_to(due - 590)
+    assert engine.drain() == 1
+
+    # Then it waited for the instant, and the run says how long
+    run = engine.parts.runs.get(job_id, due)
+    assert run is not None
+    assert run.early_wait_ms is not None
+    assert 450 <= run.early_wait_ms <= 600
+    assert run.lateness_ms is not None
+    assert run.lateness_ms < 100
