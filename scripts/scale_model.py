@@ -249,7 +249,7 @@ class Inputs:
     sweeper_memory_mb: int = 1024
     sweeper_reserved_concurrency: int | None = None  # None: the account's unreserved pool
     worker_batch_size: int = 10
-    worker_memory_mb: int = 512
+    worker_memory_mb: int = 512  # the CLI and `inputs_from_profile`: WORKER_MEMORY_MB (deployed)
     worker_timeout_seconds: int = 900
     worker_queues: int = 1  # queues (event source mappings) the load is spread over
     # Standard mode: MaximumConcurrency per mapping. Provisioned mode when pollers are set
