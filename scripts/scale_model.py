@@ -10,7 +10,8 @@ deployment profile (infra/profiles.py).
     [--sweep-measurement docs/figures/sweep_scale.json]
     [--sweep-measurement-recurring docs/figures/sweep_scale_recurring.json]
     [--recurring-share 0.5] [--run-seconds 0.2] [--early-wait-seconds 0.5]
-    [--worker-seconds-per-run S] [--lambda-architecture arm64] [--json]
+    [--worker-seconds-per-run S] [--lambda-architecture arm64] [--measured FOOTPRINT.json]
+    [--json]
 
 It also prices the whole bill per million runs of each path (one-off by POST /jobs, one-off by
 POST /jobs/batch, recurring occurrence; on-demand and provisioned DynamoDB) beside EventBridge
@@ -155,6 +156,26 @@ HORIZON_READS_PER_TIMER = 1
 # scripts/sweep_scale.py writes its measurements here (relative to the repository): all
 # one-off timers, and its run with --recurring-share 1.0 (every sustained timer recurring).
 DEFAULT_SWEEP_MEASUREMENT = Path("docs/figures/sweep_scale.json")
+# --- the worker's footprint (scripts/worker_footprint.py; docs/performance.md "Worker memory")
+# Measured 2026-11-25 on the dev container (x86_64 Linux, 2 CPUs shared with other work,
+# Python 3.11.7): the worker handler over moto on loopback, 20 batches of 10 per target, three
+# runs; the median run is docs/figures/worker_footprint.json. The CPU seconds carry over to
+# Lambda (an estimate: Lambda's arm64 cores are not this machine's); the wall times are the
+# emulator's and are not used. The larger target's figure (webhook: 0.0074, 0.0095, 0.0100 s
+# over the three runs; noop 0.0060 to 0.0075 s); the peak RSS 82 to 84 MB.
+MEASURED_WORKER_CPU_SECONDS_PER_RUN = 0.00954
+MEASURED_WORKER_PEAK_RSS_MB = 84.4
+MEASURED_WORKER_SOURCE = "measured 2026-11-25 (x86_64, 2 CPUs): scripts/worker_footprint.py"
+# Lambda, "Configuring function memory": CPU is allocated in proportion to memory, one full
+# vCPU at 1,769 MB. The worker's threads share one interpreter (the GIL): more than a vCPU
+# does not shorten its CPU work. Memory is set in 1 MB steps from 128 MB.
+LAMBDA_FULL_VCPU_MB = 1_769
+LAMBDA_MIN_MEMORY_MB = 128
+# The memory rule (`worker_memory_rule`): headroom over the measured peak RSS, rounded up to
+# this step.
+WORKER_RSS_HEADROOM = 1.5
+WORKER_MEMORY_STEP_MB = 64
+WORKER_MEMORY_MB = 768  # as deployed: infra/constructs/engine.py WORKER_MEMORY_MIB
 DEFAULT_SWEEP_MEASUREMENT_RECURRING = Path("docs/figures/sweep_scale_recurring.json")
 
 
@@ -190,7 +211,15 @@ class Inputs:
     send_batch_ms: float = 10.0  # SendMessageBatch of 10
     write_ms: float = 6.0  # a conditional write (lease, watermark)
     batch_write_ms: float = 10.0  # BatchWriteItem of 25 (a recurring group's next timers)
-    run_overhead_ms: float = 30.0  # claim + outcome + job read around each run
+    run_overhead_ms: float = 30.0  # claim + outcome + job read around each run: the calls'
+    # in-Region latency (assumed); their CPU time is `worker_cpu_seconds_per_run`
+    # The worker's CPU seconds per run (scripts/worker_footprint.py): a batch's CPU work runs at
+    # the function's CPU share (`cpu_share`) and lengthens the invocation by
+    # batch × CPU ÷ share. None: not counted (the CLI's default is the measured figure,
+    # MEASURED_WORKER_CPU_SECONDS_PER_RUN, or `--measured FILE`'s).
+    worker_cpu_seconds_per_run: float | None = None
+    worker_peak_rss_mb: float | None = None  # measured; for `worker_memory_rule`
+    worker_footprint_source: str = "assumed"  # or "measured ..." (MEASURED_WORKER_SOURCE, file)
     early_wait_seconds: float = 0.5  # messages arrive up to 1 s early; the worker waits
     # The early wait an invocation pays is its batch's *longest* (the records run side by side,
     # `invocation_seconds`); measure it (the bench's early wait) and pass it here.
@@ -220,7 +249,7 @@ class Inputs:
     sweeper_memory_mb: int = 1024
     sweeper_reserved_concurrency: int | None = None  # None: the account's unreserved pool
     worker_batch_size: int = 10
-    worker_memory_mb: int = 512
+    worker_memory_mb: int = 512  # the CLI and `inputs_from_profile`: WORKER_MEMORY_MB (deployed)
     worker_timeout_seconds: int = 900
     worker_queues: int = 1  # queues (event source mappings) the load is spread over
     # Standard mode: MaximumConcurrency per mapping. Provisioned mode when pollers are set
@@ -471,6 +500,11 @@ def inputs_from_profile(profile: Profile, rate: float, burst: int, **overrides: 
     normal = pollers.get("normal")
     values: dict[str, Any] = {
         "profile": profile.name,
+        # The worker as deployed and its measured footprint (the CLI's `--measured` replaces it).
+        "worker_memory_mb": WORKER_MEMORY_MB,
+        "worker_cpu_seconds_per_run": MEASURED_WORKER_CPU_SECONDS_PER_RUN,
+        "worker_peak_rss_mb": MEASURED_WORKER_PEAK_RSS_MB,
+        "worker_footprint_source": MEASURED_WORKER_SOURCE,
         "timer_shards": profile.timer_shards,
         "job_partitions": profile.job_partitions,
         "sweeper_memory_mb": profile.sweeper_memory_mib,
@@ -915,8 +949,73 @@ def sweep_estimate(inputs: Inputs, shards: int) -> Sweep:
 def invocation_seconds(inputs: Inputs) -> float:
     """One worker invocation: the batch's records run concurrently (a thread each,
     shared/duetime/entrypoints/worker.py), so it lasts the early wait + the run + the claim/outcome
-    around it, whatever the batch size."""
-    return inputs.early_wait_seconds + inputs.run_seconds + inputs.run_overhead_ms / 1000
+    around it, whatever the batch size, + the batch's CPU work at the function's CPU share
+    (measured; counted after the calls' latency, not overlapping it: an upper bound)."""
+    return (
+        inputs.early_wait_seconds
+        + inputs.run_seconds
+        + inputs.run_overhead_ms / 1000
+        + batch_cpu_seconds(inputs)
+    )
+
+
+def cpu_share(memory_mb: float) -> float:
+    """The vCPUs a function of `memory_mb` gets (1 at 1,769 MB), up to the one the worker's
+    threads can use."""
+    return min(1.0, memory_mb / LAMBDA_FULL_VCPU_MB)
+
+
+def batch_cpu_seconds(inputs: Inputs) -> float:
+    """The wall time a batch's CPU work takes at the worker's CPU share (0 when not counted)."""
+    cpu = inputs.worker_cpu_seconds_per_run or 0.0
+    return cpu * inputs.worker_batch_size / cpu_share(inputs.worker_memory_mb)
+
+
+def worker_memory_rule(
+    peak_rss_mb: float, cpu_seconds_per_batch: float, busy_seconds: float
+) -> int:
+    """The worker's memory (docs/performance.md "Worker memory"): the smallest setting, in
+    64 MB steps from 128 MB, that (1) holds the measured peak RSS with 1.5 × headroom and
+    (2) gives a CPU share with which a batch's CPU work fits in the batch's busy time (its
+    wall time without the early wait: the run + the calls around it), so the CPU does not
+    stretch the batch: share ≥ CPU per batch ÷ busy time, share = memory ÷ 1,769 MB."""
+    if busy_seconds <= 0:
+        raise ValueError("busy_seconds must be positive")
+    for_rss = peak_rss_mb * WORKER_RSS_HEADROOM
+    for_cpu = min(1.0, cpu_seconds_per_batch / busy_seconds) * LAMBDA_FULL_VCPU_MB
+    need = max(LAMBDA_MIN_MEMORY_MB, for_rss, for_cpu)
+    return math.ceil(need / WORKER_MEMORY_STEP_MB) * WORKER_MEMORY_STEP_MB
+
+
+def chosen_worker_memory_mb(inputs: Inputs) -> int | None:
+    """What `worker_memory_rule` chooses from the inputs' measured footprint (None: none)."""
+    if inputs.worker_peak_rss_mb is None or inputs.worker_cpu_seconds_per_run is None:
+        return None
+    return worker_memory_rule(
+        inputs.worker_peak_rss_mb,
+        inputs.worker_cpu_seconds_per_run * inputs.worker_batch_size,
+        inputs.run_seconds + inputs.run_overhead_ms / 1000,
+    )
+
+
+def load_worker_footprint(path: Path) -> dict[str, Any]:
+    """The Inputs fields a scripts/worker_footprint.py --json file gives: the CPU seconds per
+    run (the largest of its targets') and the peak RSS."""
+    data = json.loads(path.read_text())
+    try:
+        cpu = max(float(t["cpu_seconds_per_run"]) for t in data["targets"].values())
+        rss = float(data["peak_rss_mb"])
+    except (KeyError, TypeError, ValueError, AttributeError) as exc:
+        raise ValueError(f"{path}: not a scripts/worker_footprint.py --json file ({exc})") from None
+    if cpu <= 0 or rss <= 0:
+        raise ValueError(f"{path}: CPU seconds and peak RSS must be positive")
+    machine = data.get("machine", {})
+    where = f"{machine.get('platform', '?')}, {machine.get('cpus', '?')} CPUs"
+    return {
+        "worker_cpu_seconds_per_run": cpu,
+        "worker_peak_rss_mb": rss,
+        "worker_footprint_source": f"measured {data.get('date', '?')} ({where}): {_shown(path)}",
+    }
 
 
 def worker_seconds_per_run(inputs: Inputs) -> float:
@@ -1669,8 +1768,45 @@ def _finite(value: object) -> object:
     return value
 
 
+def input_sources(inputs: Inputs) -> dict[str, str]:
+    """Where the worker's and the bill's time inputs come from: measured, given or assumed."""
+    defaults = Inputs(rate=inputs.rate, burst=inputs.burst)
+
+    def given_or(name: str, otherwise: str) -> str:
+        return "given" if getattr(inputs, name) != getattr(defaults, name) else otherwise
+
+    footprint = (
+        inputs.worker_footprint_source
+        if inputs.worker_cpu_seconds_per_run is not None
+        else "not counted"
+    )
+    chosen = chosen_worker_memory_mb(inputs)
+    return {
+        "worker_cpu_seconds_per_run": footprint,
+        "worker_peak_rss_mb": footprint if inputs.worker_peak_rss_mb is not None else "none",
+        "worker_memory_mb": (
+            "as deployed (infra/constructs/engine.py)"
+            if inputs.worker_memory_mb == WORKER_MEMORY_MB
+            else "given"
+        )
+        + (f"; the memory rule chooses {chosen} MB from the measurement" if chosen else ""),
+        "worker_seconds_per_run": (
+            "given (measured billed duration)"
+            if inputs.worker_seconds_per_run is not None
+            else "computed: invocation seconds ÷ batch size"
+        ),
+        "run_overhead_ms": given_or("run_overhead_ms", "assumed (in-Region call latency)"),
+        "early_wait_seconds": given_or("early_wait_seconds", "assumed"),
+        "run_seconds": given_or("run_seconds", "assumed (the target's execution time)"),
+        "api_ms_single": given_or("api_ms_single", "assumed"),
+        "api_ms_batch": given_or("api_ms_batch", "assumed"),
+    }
+
+
 def to_json(result: Plan) -> dict[str, object]:
     data = asdict(result)
+    data["input_sources"] = input_sources(result.inputs)
+    data["worker_memory_rule_mb"] = chosen_worker_memory_mb(result.inputs)
     data["checks"] = [
         asdict(c)
         | {
@@ -1776,6 +1912,12 @@ def render(result: Plan) -> str:
         f"{_n(i.rate)} runs/s, {w.queues_needed} at the peak ({_n(w.peak_runs_per_second)} "
         f"runs/s); worker {worker_seconds_per_run(i) * 1000:,.0f} ms billed per run "
         f"({i.worker_memory_mb} MB, {i.lambda_architecture})",
+        f"- worker time per invocation: early wait {_n(i.early_wait_seconds)} s + run "
+        f"{_n(i.run_seconds)} s + calls {_n(i.run_overhead_ms)} ms + the batch's CPU "
+        f"{batch_cpu_seconds(i) * 1000:,.0f} ms ({i.worker_batch_size} runs of "
+        f"{(i.worker_cpu_seconds_per_run or 0) * 1000:.1f} ms CPU at "
+        f"{cpu_share(i.worker_memory_mb):.2f} vCPU)",
+        "- inputs: " + "; ".join(f"{name} {source}" for name, source in input_sources(i).items()),
         f"- burst as configured ({i.worker_queues} queue(s), account concurrency "
         f"{i.account_concurrency:,}): ramp {_n(cfg.ramp_seconds)} s, drained "
         f"{_n(cfg.drain_seconds)} s after it starts, max backlog {cfg.max_backlog:,}, up to "
@@ -1989,6 +2131,14 @@ def parse_args(argv: list[str] | None = None) -> tuple[Inputs, bool, Measurement
     )
     parser.add_argument("--worker-memory-mb", type=int)
     parser.add_argument(
+        "--measured",
+        type=Path,
+        default=None,
+        metavar="FILE",
+        help="JSON from scripts/worker_footprint.py --json: the worker's CPU seconds per run "
+        "and peak RSS (default: the measurement of MEASURED_WORKER_SOURCE)",
+    )
+    parser.add_argument(
         "--lambda-architecture",
         choices=sorted(PRICE_LAMBDA_GB_SECOND_BY_ARCHITECTURE),
         help="price Lambda at this architecture's rate (default arm64, as deployed)",
@@ -2035,6 +2185,11 @@ def parse_args(argv: list[str] | None = None) -> tuple[Inputs, bool, Measurement
     if "worker_pollers" in vars(args):  # given: provisioned MIN,MAX, or none (standard)
         low, high = args.worker_pollers or (None, None)
         overrides |= {"worker_min_pollers": low, "worker_max_pollers": high}
+    if args.measured is not None:
+        try:
+            overrides |= load_worker_footprint(args.measured)
+        except (ValueError, OSError) as exc:
+            parser.error(f"--measured: {exc}")
     inputs = inputs_from_profile(PROFILES[args.profile], args.rate, args.burst, **overrides)
     loaded: list[SweepMeasurement | None] = []
     for option, given, default in (

@@ -72,6 +72,11 @@ RECONCILE_SCHEDULE = events.Schedule.rate(Duration.days(1))
 # A tick older than this is dropped: the next one (a minute later) does its work.
 TICK_MAX_AGE = Duration.minutes(2)
 RECONCILER_MEMORY_MIB = 1024  # parallel scan segments and timer look-ups
+# The worker's memory, chosen from a measurement (scripts/worker_footprint.py) by the rule in
+# docs/performance.md ("Worker memory"; scripts/scale_model.py `worker_memory_rule`): 1.5 × its
+# peak RSS, and the CPU share (1 vCPU at 1,769 MB) that does a batch's CPU work within the
+# batch's busy time.
+WORKER_MEMORY_MIB = 768
 
 
 class Engine(Construct):
@@ -196,6 +201,7 @@ class Engine(Construct):
             name="worker",
             description="duetime worker: claims, executes and records runs from the lambda queues",
             timeout_seconds=props.worker_timeout_seconds,
+            memory_mib=WORKER_MEMORY_MIB,
             environment=self._factory.engine_env,
             reserved_concurrency=props.worker_reserved_concurrency,
         )

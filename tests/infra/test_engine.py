@@ -7,6 +7,7 @@ from typing import Any
 
 from duetime.domain.jobs import Priority, Runtime
 from duetime.settings import Env
+from infra.constructs.engine import WORKER_MEMORY_MIB
 from tests.infra.conftest import Synth, listed, queue_name
 
 ENGINE_FUNCTIONS = ("api", "coordinator", "sweeper", "reconciler", "worker")
@@ -101,6 +102,12 @@ def test_sweeper_size_and_no_reservation_by_default(synth: Synth) -> None:
     assert sweeper["MemorySize"] == 1024
     assert sweeper["Timeout"] == 90
     assert "ReservedConcurrentExecutions" not in sweeper  # a reservation of 1 would throttle
+
+
+def test_the_worker_has_the_measured_memory_size(synth: Synth) -> None:
+    _, worker = synth.function("worker")
+
+    assert worker["MemorySize"] == WORKER_MEMORY_MIB == 768  # docs/performance.md
 
 
 def test_the_reconciler_runs_daily(synth: Synth) -> None:
