@@ -321,8 +321,9 @@ class LocalStack:
         batch processor holds the batch in progress)."""
         from duetime.entrypoints import worker
 
-        lanes = [(p, u) for p in Priority for u in parts.settings.queue(Runtime.LAMBDA, p).lanes]
-        for n, (priority, url) in enumerate(lanes):  # thread lambda-<priority>-<n>-<poller>
+        queues = {p: parts.settings.queue(Runtime.LAMBDA, p).lanes for p in Priority}
+        lanes = [(p, n, url) for p, urls in queues.items() for n, url in enumerate(urls)]
+        for priority, n, url in lanes:  # threads lambda-<priority>-<lane>-<poller>
             for k in range(self.options.lambda_pollers):
                 handler = _named(worker.make_handler(lambda: parts), "worker")
                 source = SqsEventSource(
