@@ -168,3 +168,18 @@ def test_operator_figures_add_up_a_queue_s_lanes() -> None:
         for q in request["MetricDataQueries"][:3]
     ]
     assert names == ["lambda-high-1", "lambda-high-2", "lambda-high-3"]
+
+
+def test_the_scale_model_reads_a_profile_s_lanes_and_names_the_prop() -> None:
+    from dataclasses import replace
+
+    from infra.profiles import DEFAULT
+    from scripts import scale_model as sm
+
+    laned = replace(DEFAULT, queue_lanes={"lambda/normal": 2})
+    assert sm.inputs_from_profile(laned, 10_000, 600_000).worker_queues == 2
+    assert sm.inputs_from_profile(DEFAULT, 10_000, 600_000).worker_queues == 1
+
+    one = sm.plan(sm.inputs_from_profile(DEFAULT, 10_000, 600_000), scan=False)
+    mapping = next(c for c in one.checks if c.name.startswith("worker concurrency per"))
+    assert "queue_lanes['lambda/normal'] = 2" in mapping.fix
