@@ -94,6 +94,18 @@ class Context:
             return value
         return str(value).strip().lower() in ("1", "true", "yes", "on")
 
+    def counts(self, key: str) -> dict[str, int]:
+        """A {name: number} object: JSON (cdk.json, or `-c key='{"lambda/normal": 2}'`) or
+        `name=number` pairs joined by commas (`-c key=lambda/normal=2,lambda/high=2`)."""
+        value = self.raw(key)
+        if value in (None, ""):
+            return {}
+        if isinstance(value, str):
+            text = value.strip()
+            pairs = (p.split("=", 1) for p in text.split(",") if p.strip())
+            value = json.loads(text) if text.startswith("{") else dict(pairs)
+        return {str(k).strip(): int(v) for k, v in value.items()}
+
     def strings(self, key: str) -> tuple[str, ...]:
         value = self.raw(key)
         if value in (None, ""):
@@ -158,6 +170,7 @@ def props_from_context(context: Context) -> SchedulerProps:
         worker_reserved_concurrency=context.reservation(
             "workerReservedConcurrency", defaults.worker_reserved_concurrency
         ),
+        queue_lanes=context.counts("queueLanes") or defaults.queue_lanes,
         target_resource_arns=context.strings("targetResourceArns"),
         target_kms_key_arns=context.strings("targetKmsKeyArns"),
         fargate_min_tasks=context.number("fargateMinTasks", defaults.fargate_min_tasks),

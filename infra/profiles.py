@@ -38,6 +38,9 @@ class Profile:
     sweeper_reserved_concurrency: int | None = None
     # Per priority; None: standard scaling capped by `worker_max_concurrency`.
     worker_pollers: dict[str, Pollers] | None = None
+    # Lanes per queue key ("lambda/normal": 2, ...; absent: 1): queues with a mapping each, for
+    # a priority past one standard mapping's 1,000 concurrent batches (docs/scaling.md, "Lanes").
+    queue_lanes: dict[str, int] = field(default_factory=dict)
     warm_throughput: dict[str, WarmThroughput] = field(default_factory=dict)  # by table
     api_throttle_rate: float = 100.0
     api_throttle_burst: int = 200
@@ -62,6 +65,8 @@ LARGE = Profile(
     # One vCPU per shard sweep (1,769 MB), and room for two sweeps per shard when ticks overlap.
     sweeper_memory_mib=1769,
     sweeper_reserved_concurrency=64,
+    # Provisioned mode: one mapping reaches 2,000 pollers × 10 batches, so each priority needs
+    # one lane (scripts/scale_model.py --profile large: "1 at the peak"); no `queue_lanes`.
     worker_pollers={
         "high": Pollers(minimum=10, maximum=200),
         "normal": Pollers(minimum=50, maximum=800),

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import itertools
 import re
-from collections.abc import Collection, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -16,9 +16,9 @@ from aws_cdk import aws_ec2 as ec2
 from aws_cdk import aws_logs as logs
 from aws_cdk import aws_sns as sns
 
-from duetime.domain.jobs import Priority
+from duetime.domain.jobs import Priority, Runtime
 from duetime.resources import TABLES
-from duetime.settings import Env, Quotas
+from duetime.settings import Env, Quotas, queue_key
 from infra.profiles import PROFILES, Pollers, WarmThroughput
 
 # Published versions of the AWS-managed layers (from public references; this machine has no
@@ -34,6 +34,12 @@ _MIN_POLLERS = 2
 _MAX_MIN_POLLERS = 200
 _MAX_POLLERS = 2000
 _PRIORITIES = tuple(p.value for p in Priority)
+_QUEUE_KEYS = tuple(queue_key(r, p) for r in Runtime for p in Priority)
+# Lanes (queues, each with its own event source mapping) per runtime × priority: every extra
+# lane's queue name (up to 80 bytes) goes into the functions' environment (DUETIME_QUEUES):
+# Lambda caps it at 4 KB, the API function uses ~3.1 KB without lanes: 8 extra lanes in all.
+MAX_EXTRA_LANES = 8
+MAX_QUEUE_LANES = 1 + MAX_EXTRA_LANES
 _TABLE_NAMES = tuple(t.name for t in TABLES)
 _MAX_LAMBDA_TIMEOUT_SECONDS = 900
 # SQS caps a visibility timeout at 12 hours: the worker timeout × 6 must fit.
@@ -139,6 +145,12 @@ class SchedulerProps:
     # provisioned mode (dedicated pollers, min 2..200, max 2..2000; each drives up to 10
     # concurrent invocations) instead of standard scaling capped by `worker_max_concurrency`.
     worker_pollers: dict[str, Pollers] | None = None
+    # Per queue key ("lambda/high", "fargate/low", ...): how many lanes (queues with the same
+    # settings and DLQ; lambda lanes each with its own mapping, with the concurrency or pollers
+    # above) the runtime × priority is spread over, 1..9 (1 when absent), at most 8 extra
+    # lanes in all. One mapping runs at most 1,000 batches at once: past that a priority needs
+    # more (docs/scaling.md, "Lanes").
+    queue_lanes: Mapping[str, int] = field(default_factory=dict)
     # Each shard sweep is its own invocation (the coordinator starts one per shard a minute):
     # parallel partition queries, so memory buys CPU (1,769 MB is one vCPU).
     sweeper_memory_mib: int = 1024
@@ -229,6 +241,7 @@ class SchedulerProps:
             )
         self._check_console()
         self._check_pollers()
+        self._check_lanes()
         self._check_warm_throughput()
         self.worker_max_concurrency.check_order(self.standard_priorities)
 
@@ -270,6 +283,25 @@ class SchedulerProps:
                     f"maximum: {pollers}"
                 )
 
+    def _check_lanes(self) -> None:
+        for key, lanes in self.queue_lanes.items():
+            if key not in _QUEUE_KEYS:
+                raise ValueError(f"queue_lanes: unknown queue {key!r} (one of {_QUEUE_KEYS})")
+            if isinstance(lanes, bool) or not isinstance(lanes, int):
+                raise ValueError(f"queue_lanes[{key!r}] must be a whole number: {lanes!r}")
+            if not 1 <= lanes <= MAX_QUEUE_LANES:
+                raise ValueError(f"queue_lanes[{key!r}] must be 1..{MAX_QUEUE_LANES}: {lanes}")
+        extra = sum(lanes - 1 for lanes in self.queue_lanes.values())
+        if extra > MAX_EXTRA_LANES:
+            raise ValueError(
+                f"queue_lanes: {extra} lanes beyond the first of each queue, at most "
+                f"{MAX_EXTRA_LANES} (their URLs must fit the functions' 4 KB environment)"
+            )
+
+    def lanes_of(self, runtime: Runtime, priority: Priority) -> int:
+        """The lanes (queues) of a runtime × priority: 1 unless `queue_lanes` says more."""
+        return self.queue_lanes.get(queue_key(runtime, priority), 1)
+
     def _check_warm_throughput(self) -> None:
         for table, warm in self.warm_throughput.items():
             if table not in _TABLE_NAMES:
@@ -301,6 +333,7 @@ class SchedulerProps:
             "sweeper_memory_mib": chosen.sweeper_memory_mib,
             "sweeper_reserved_concurrency": chosen.sweeper_reserved_concurrency,
             "worker_pollers": dict(chosen.worker_pollers) if chosen.worker_pollers else None,
+            "queue_lanes": dict(chosen.queue_lanes),
             "warm_throughput": dict(chosen.warm_throughput),
             "api_throttle_rate": chosen.api_throttle_rate,
             "api_throttle_burst": chosen.api_throttle_burst,

@@ -80,6 +80,8 @@ class DuetimeStack(Stack):
             name = f"{run_queue.runtime.value.capitalize()}{run_queue.priority.value.capitalize()}"
             outputs[f"Queue{name}Url"] = (run_queue.queue.queue_url, f"{run_queue.key} queue")
             outputs[f"Queue{name}DlqUrl"] = (run_queue.dlq.queue_url, f"{run_queue.key} DLQ")
+            for n, lane in enumerate(run_queue.lanes[1:], start=2):  # `queue_lanes`
+                outputs[f"Queue{name}Lane{n}Url"] = (lane.queue_url, f"{run_queue.key} lane {n}")
         for output_id, (value, description) in outputs.items():
             CfnOutput(self, output_id, value=value, description=description)
 

@@ -524,7 +524,7 @@ class Bench:
         if not hasattr(self, "_depth_sqs"):
             self._depth_sqs = self.client("sqs")  # not counted: not the scheduler's calls
         settings = self.stack.settings
-        urls = [u for q in settings.queues.values() for u in (q.url, q.dlq_url)]
+        urls = [u for q in settings.queues.values() for u in (*q.lanes, q.dlq_url)]
         return sum(queue_depth(self._depth_sqs, url) for url in urls)
 
     def settle(

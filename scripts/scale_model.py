@@ -516,6 +516,8 @@ def inputs_from_profile(profile: Profile, rate: float, burst: int, **overrides: 
         "worker_min_pollers": normal.minimum if normal else None,
         "worker_max_pollers": normal.maximum if normal else None,
         "other_pollers_minimum": sum(p.minimum for k, p in pollers.items() if k != "normal"),
+        # The normal priority's lanes: queues, each with a mapping (SchedulerProps.queue_lanes).
+        "worker_queues": profile.queue_lanes.get("lambda/normal", 1),
     }
     values.update(overrides)
     return Inputs(rate=rate, burst=burst, **values)
@@ -1498,7 +1500,8 @@ def limit_checks(inputs: Inputs, peak: Tables, sustained: Tables, workers: Worke
         mapping_fix = (
             "provisioned-mode pollers (worker_pollers['normal'], maximum ≥ "
             f"{pollers_for(with_pollers, peak_run_rate(inputs))}), or "
-            f"{workers.queues_needed} queues/mappings"
+            f"{workers.queues_needed} queues/mappings (queue_lanes['lambda/normal'] = "
+            f"{workers.queues_needed})"
         )
     checks = [
         Check(

@@ -165,7 +165,7 @@ class Api(Construct):
         data.runs.grant(function, *API_RUNS_ACTIONS)
         data.grant_secrets(function)  # GET /webhook-secret, POST /webhook-secret/rotate
         for run_queue in queues.run_queues:  # the fast path: due soon, straight to SQS
-            run_queue.queue.grant(function, "sqs:SendMessage", *API_STATS_QUEUE_ACTIONS)
+            run_queue.grant(function, "sqs:SendMessage", *API_STATS_QUEUE_ACTIONS)
             run_queue.dlq.grant(function, *API_STATS_QUEUE_ACTIONS)
         self._grant_metrics(function)
         return function

@@ -124,7 +124,7 @@ class Engine(Construct):
         data.jobs.grant(sweeper, *SWEEPER_JOBS_ACTIONS)
         data.timers.grant(sweeper, *SWEEPER_TIMERS_ACTIONS)
         for run_queue in self._queues.run_queues:  # recurring jobs of every runtime/priority
-            run_queue.queue.grant(sweeper, SEND)
+            run_queue.grant(sweeper, SEND)
         return sweeper
 
     def _coordinator(self) -> lambda_.Function:
@@ -180,7 +180,7 @@ class Engine(Construct):
         data.jobs.grant(reconciler, *RECONCILER_JOBS_ACTIONS)
         data.timers.grant(reconciler, *RECONCILER_TIMERS_ACTIONS)
         for run_queue in self._queues.run_queues:  # a re-armed chain's due occurrences
-            run_queue.queue.grant(reconciler, SEND)
+            run_queue.grant(reconciler, SEND)
         return reconciler
 
     def _reconcile_rule(self) -> events.Rule:
@@ -210,22 +210,24 @@ class Engine(Construct):
         data.grant_secrets(worker)  # sign HTTP deliveries
         for run_queue in self._queues.of_runtime(Runtime.LAMBDA):
             # Retries go back to the run's own queue; early or busy runs change visibility.
-            run_queue.queue.grant(worker, SEND, CHANGE_VISIBILITY)
+            run_queue.grant(worker, SEND, CHANGE_VISIBILITY)
             run_queue.dlq.grant(worker, SEND)  # a run out of attempts, with its reason
         self._factory.reach_targets(worker)  # targets: as the target role only
         return worker
 
-    def _worker_sources(self) -> dict[str, sources.SqsEventSource]:
-        """One event source mapping per lambda queue, partial batch responses on (the handler
-        reports only the records to deliver again). Standard mode caps concurrency per
-        priority; a priority with `worker_pollers` gets provisioned mode instead (dedicated
-        pollers: the two are mutually exclusive)."""
+    def _worker_sources(self) -> dict[str, list[sources.SqsEventSource]]:
+        """One event source mapping per lambda queue (per lane of it: `queue_lanes`), partial
+        batch responses on (the handler reports only the records to deliver again). Standard
+        mode caps concurrency per priority, per lane; a priority with `worker_pollers` gets
+        provisioned mode instead (dedicated pollers: the two are mutually exclusive)."""
         props = self._props
-        mappings: dict[str, sources.SqsEventSource] = {}
-        for run_queue in self._queues.of_runtime(Runtime.LAMBDA):
+        mappings: dict[str, list[sources.SqsEventSource]] = {}
+        for run_queue, lane in (
+            (q, lane) for q in self._queues.of_runtime(Runtime.LAMBDA) for lane in q.lanes
+        ):
             pollers = props.pollers_of(run_queue.priority)
             source = sources.SqsEventSource(
-                run_queue.queue,
+                lane,
                 batch_size=props.worker_batch_size,
                 report_batch_item_failures=True,
                 max_concurrency=(
@@ -240,5 +242,5 @@ class Engine(Construct):
                 ),
             )
             self.worker.add_event_source(source)
-            mappings[run_queue.key] = source
+            mappings.setdefault(run_queue.key, []).append(source)
         return mappings

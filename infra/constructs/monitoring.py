@@ -132,19 +132,14 @@ class Monitoring(Construct):
                 title="Queue depth (visible)",
                 width=_THIRD,
                 left=[
-                    q.queue.metric_approximate_number_of_messages_visible(
-                        label=q.key, period=MINUTE, statistic="Maximum"
-                    )
-                    for q in run_queues
+                    q.visible(label=q.key, period=MINUTE, statistic="Maximum") for q in run_queues
                 ],
             ),
             cloudwatch.GraphWidget(
                 title="Oldest message age (s)",
                 width=_THIRD,
                 left=[
-                    q.queue.metric_approximate_age_of_oldest_message(
-                        label=q.key, period=MINUTE, statistic="Maximum"
-                    )
+                    q.oldest_age(label=q.key, period=MINUTE, statistic="Maximum")
                     for q in run_queues
                 ],
             ),
@@ -322,9 +317,7 @@ class Monitoring(Construct):
                 f"OldestMessage{q.runtime.value.capitalize()}{q.priority.value.capitalize()}",
                 alarm_description=f"duetime: a message waits in {q.key} for over {threshold} s "
                 "(workers not keeping up, or failing)",
-                metric=q.queue.metric_approximate_age_of_oldest_message(
-                    period=MINUTE, statistic="Maximum"
-                ),
+                metric=q.oldest_age(period=MINUTE, statistic="Maximum"),  # over its lanes
                 threshold=threshold,
                 evaluation_periods=5,
                 comparison_operator=cloudwatch.ComparisonOperator.GREATER_THAN_THRESHOLD,

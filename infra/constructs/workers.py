@@ -168,7 +168,7 @@ class FargateWorkers(Construct):
         data.runs.grant(role, *TASK_RUNS_ACTIONS)
         data.grant_secrets(role)  # sign HTTP deliveries
         for run_queue in self._queues.of_runtime(Runtime.FARGATE):
-            run_queue.queue.grant(role, *TASK_QUEUE_ACTIONS)
+            run_queue.grant(role, *TASK_QUEUE_ACTIONS)
             run_queue.dlq.grant(role, "sqs:SendMessage")
         factory.reach_targets(role)  # targets: as the target role only
         factory.grant_run_signing(role)  # verify and sign run messages
@@ -201,10 +201,10 @@ class FargateWorkers(Construct):
         )
 
     def _backlog_metric(self) -> cloudwatch.MathExpression:
-        """Messages waiting or in flight on the three fargate queues."""
+        """Messages waiting or in flight on the three fargate queues (every lane of each)."""
         metrics: dict[str, cloudwatch.IMetric] = {}
-        for i, run_queue in enumerate(self._queues.of_runtime(Runtime.FARGATE)):
-            queue = run_queue.queue
+        lanes = [lane for q in self._queues.of_runtime(Runtime.FARGATE) for lane in q.lanes]
+        for i, queue in enumerate(lanes):
             metrics[f"v{i}"] = queue.metric_approximate_number_of_messages_visible(
                 period=SCALING_PERIOD, statistic="Maximum"
             )

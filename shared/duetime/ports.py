@@ -252,9 +252,12 @@ class JobQueue(RunSender, Protocol):
         max_messages: int,
         wait_seconds: int,
         visibility_seconds: int | None = None,
+        *,
+        lane: int = 0,
     ) -> list[Delivery]:
-        """Up to max_messages (≤ 10) visible messages, long-polling up to wait_seconds; they
-        stay invisible for visibility_seconds (default: the queue's visibility timeout)."""
+        """Up to max_messages (≤ 10) visible messages of one lane of the queue (0: the first;
+        Settings.queue(...).lanes), long-polling up to wait_seconds; they stay invisible for
+        visibility_seconds (default: the queue's visibility timeout)."""
 
     def delete(self, deliveries: Sequence[Delivery]) -> None: ...
 

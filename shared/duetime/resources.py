@@ -58,9 +58,13 @@ def create_resources(
     kms: Any = None,
     visibility_timeout_seconds: int = QUEUE_VISIBILITY_TIMEOUT_SECONDS,
     run_signing_key: str = "",
+    lanes: int = 1,
     **settings: int | bool,
 ) -> Settings:
     """Create every table and queue (idempotently) and return Settings pointing at them.
+
+    `lanes`: queues per runtime × priority (`QueueUrls.lanes`; the construct's `queue_lanes`),
+    lane 2 onwards named `<queue>-lane<n>`, sharing the first's DLQ.
 
     With an `s3` client, also the history bucket (`Settings.history_bucket`; without one the
     setting stays empty); with a `kms` client (boto3's), the key of the webhook secrets
@@ -103,16 +107,16 @@ def create_resources(
             dlq_arn = sqs.get_queue_attributes(QueueUrl=dlq_url, AttributeNames=["QueueArn"])[
                 "Attributes"
             ]["QueueArn"]
-            url = sqs.create_queue(
-                QueueName=queue_name(prefix, runtime, priority),
-                Attributes={
-                    "VisibilityTimeout": str(visibility_timeout_seconds),
-                    "RedrivePolicy": json.dumps(
-                        {"deadLetterTargetArn": dlq_arn, "maxReceiveCount": MAX_RECEIVE_COUNT}
-                    ),
-                },
-            )["QueueUrl"]
-            queues[queue_key(runtime, priority)] = QueueUrls(url, dlq_url)
+            attributes: Any = {
+                "VisibilityTimeout": str(visibility_timeout_seconds),
+                "RedrivePolicy": json.dumps(
+                    {"deadLetterTargetArn": dlq_arn, "maxReceiveCount": MAX_RECEIVE_COUNT}
+                ),
+            }
+            name = queue_name(prefix, runtime, priority)
+            names = [name, *(f"{name}-lane{n}" for n in range(2, lanes + 1))]
+            urls = [sqs.create_queue(QueueName=n, Attributes=attributes)["QueueUrl"] for n in names]
+            queues[queue_key(runtime, priority)] = QueueUrls(urls[0], dlq_url, tuple(urls[1:]))
     failure_queue_url = sqs.create_queue(
         QueueName=f"{prefix}-{ARCHIVE_FAILURE_QUEUE_SUFFIX}",
         Attributes={"MessageRetentionPeriod": str(DLQ_RETENTION_SECONDS)},

@@ -14,12 +14,14 @@ The local stack builds these objects itself and hands them to duetime.wiring: no
 
 from __future__ import annotations
 
+import hashlib
 import json
 import math
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from duetime.domain.jobs import Priority, Runtime
 from duetime.domain.targets import OwnResources
@@ -31,7 +33,11 @@ class Env:
     JOBS_TABLE = "DUETIME_JOBS_TABLE"
     TIMERS_TABLE = "DUETIME_TIMERS_TABLE"
     RUNS_TABLE = "DUETIME_RUNS_TABLE"
-    QUEUES = "DUETIME_QUEUES"  # JSON: {"lambda/normal": {"url": ..., "dlq_url": ...}, ...}
+    # JSON: {"lambda/normal": {"url": ..., "dlq_url": ...}, ...}; a queue spread over lanes
+    # also has "more_lanes": [name2, name3, ...]: the names of the lanes after the first
+    # ("url"), queues of the same account and region (names, not URLs: the environment of a
+    # Lambda function holds 4 KB).
+    QUEUES = "DUETIME_QUEUES"
     TIMER_SHARDS = "DUETIME_TIMER_SHARDS"
     # Partitions a tenant's jobs are spread over (fixed for the jobs table's life).
     JOB_PARTITIONS = "DUETIME_JOB_PARTITIONS"
@@ -97,8 +103,44 @@ def queue_name(prefix: str, runtime: Runtime, priority: Priority, dead: bool = F
 
 @dataclass(frozen=True)
 class QueueUrls:
+    """A (runtime, priority)'s queue: its first lane, its DLQ, and any further lanes (queues
+    with the same settings and DLQ, each with its own event source mapping: one mapping's
+    concurrency stops at 1,000; docs/scaling.md, "Lanes")."""
+
     url: str
     dlq_url: str
+    more_lanes: tuple[str, ...] = ()
+
+    @property
+    def lanes(self) -> tuple[str, ...]:
+        return (self.url, *self.more_lanes)
+
+    def lane_for(self, job_id: str, scheduled_ms: int) -> str:
+        """The lane of a run: the same for its every copy and retry, spread evenly."""
+        return self.lanes[lane_index(job_id, scheduled_ms, len(self.lanes))]
+
+    def to_json(self) -> dict[str, Any]:
+        """Its DUETIME_QUEUES entry (Env.QUEUES): "more_lanes" only when there are."""
+        found: dict[str, Any] = {"url": self.url, "dlq_url": self.dlq_url}
+        names = [url.rstrip("/").rsplit("/", 1)[-1] for url in self.more_lanes]
+        return found | ({"more_lanes": names} if names else {})
+
+    @classmethod
+    def from_json(cls, value: Mapping[str, Any]) -> QueueUrls:
+        url: str = value["url"]
+        names = value.get("more_lanes", [])
+        if not isinstance(names, list) or not all(isinstance(n, str) and n for n in names):
+            raise ValueError("more_lanes must be a list of queue names")
+        base = url.rstrip("/").rsplit("/", 1)[0]  # https://sqs.<region>.amazonaws.com/<account>
+        return cls(url, value["dlq_url"], tuple(f"{base}/{name}" for name in names))
+
+
+def lane_index(job_id: str, scheduled_ms: int, lanes: int) -> int:
+    """A stable hash of the run (not Python's `hash`, which differs per process) over `lanes`."""
+    if lanes <= 1:
+        return 0
+    digest = hashlib.blake2b(f"{job_id}/{scheduled_ms}".encode(), digest_size=8).digest()
+    return int.from_bytes(digest, "big") % lanes
 
 
 @dataclass(frozen=True)
@@ -141,7 +183,7 @@ class Settings:
 
     def own_resources(self) -> OwnResources:
         """What no job may target: every queue of this deployment, and names it owns."""
-        urls = [u for q in self.queues.values() for u in (q.url, q.dlq_url)]
+        urls = [u for q in self.queues.values() for u in (*q.lanes, q.dlq_url)]
         urls.append(self.archive_failure_queue_url)
         names = {url.rstrip("/").rsplit("/", 1)[-1] for url in urls if url}
         return OwnResources(frozenset(names), self.resource_prefix)
@@ -162,7 +204,7 @@ class Settings:
 
         try:
             raw_queues = json.loads(env[Env.QUEUES])
-            queues = {k: QueueUrls(v["url"], v["dlq_url"]) for k, v in raw_queues.items()}
+            queues = {k: QueueUrls.from_json(v) for k, v in raw_queues.items()}
         except (ValueError, KeyError, TypeError, AttributeError) as exc:
             raise RuntimeError(f"{Env.QUEUES} is not valid queue JSON: {exc}") from None
         missing = [
@@ -206,9 +248,7 @@ class Settings:
             Env.JOBS_TABLE: self.jobs_table,
             Env.TIMERS_TABLE: self.timers_table,
             Env.RUNS_TABLE: self.runs_table,
-            Env.QUEUES: json.dumps(
-                {k: {"url": q.url, "dlq_url": q.dlq_url} for k, q in self.queues.items()}
-            ),
+            Env.QUEUES: json.dumps({k: q.to_json() for k, q in self.queues.items()}),
             Env.TIMER_SHARDS: str(self.timer_shards),
             Env.JOB_PARTITIONS: str(self.job_partitions),
             Env.LOOKAHEAD_MINUTES: str(self.lookahead_minutes),

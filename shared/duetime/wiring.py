@@ -26,7 +26,7 @@ from duetime.adapters.dynamodb.timers import DynamoTimerStore
 from duetime.adapters.kms import KmsCipher, UnconfiguredCipher
 from duetime.adapters.sqs import SqsJobQueue
 from duetime.clock import wall_ms
-from duetime.domain.jobs import Runtime
+from duetime.domain.jobs import Priority, Runtime
 from duetime.domain.messages import MessageAuth
 from duetime.ports import FiguresSource, SecretCipher, SweepLauncher
 from duetime.services.backfill import Backfill
@@ -220,8 +220,9 @@ def aws_figures(
 
 def queue_worker(parts: Components, runtime: Runtime, **options: Any) -> QueueWorker:
     """The long-running worker over the engine's components (the Fargate service's `duetime
-    worker`, the local stack's); `options` are QueueWorker's."""
-    return QueueWorker(parts.queue, parts.executor, runtime, **options)
+    worker`, the local stack's), polling every lane of its queues; `options` are QueueWorker's."""
+    lanes = {p: len(parts.settings.queue(runtime, p).lanes) for p in Priority}
+    return QueueWorker(parts.queue, parts.executor, runtime, lanes=lanes, **options)
 
 
 def dead_runs(parts: Components) -> DeadRuns:

@@ -4,7 +4,8 @@ the test settings below). cdk-nag runs in that synth; the tests read the cloud a
 
 `synth` is the app with the default sizes; `large_synth` the same settings with
 `-c profile=large` (infra/profiles.py), `console_synth` with an OpenID Connect client id for
-the console, each synthesized on first use."""
+the console, `lanes_synth` with queues spread over lanes (`queue_lanes`), each synthesized on
+first use."""
 
 from __future__ import annotations
 
@@ -67,6 +68,10 @@ CONSOLE_CONTEXT: dict[str, Any] = {
     "duetime:consoleClientId": CONSOLE_CLIENT_ID,
     "duetime:consoleScopes": "openid email",
 }
+# `cdk synth -c duetime:queueLanes='{...}'`: queues spread over lanes, the most extra lanes
+# the props allow (infra.props.MAX_EXTRA_LANES: 5 + 2 + 1).
+LANES = {"lambda/normal": 6, "lambda/high": 3, "fargate/high": 2}
+LANES_CONTEXT: dict[str, Any] = {"duetime:queueLanes": json.dumps(LANES)}
 SYNTH_TIMEOUT_SECONDS = 240
 
 
@@ -202,6 +207,11 @@ def synth(tmp_path_factory: pytest.TempPathFactory) -> Synth:
 @pytest.fixture(scope="session")
 def large_synth(tmp_path_factory: pytest.TempPathFactory) -> Synth:
     return _shared_synth(tmp_path_factory, "duetime-large", LARGE_PROFILE_CONTEXT)
+
+
+@pytest.fixture(scope="session")
+def lanes_synth(tmp_path_factory: pytest.TempPathFactory) -> Synth:
+    return _shared_synth(tmp_path_factory, "duetime-lanes", LANES_CONTEXT)
 
 
 @pytest.fixture(scope="session")

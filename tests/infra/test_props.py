@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 
-from duetime.domain.jobs import Priority
+from duetime.domain.jobs import Priority, Runtime
 from infra.app import (
     PLACEHOLDER_ISSUER,
     Context,
@@ -13,6 +15,7 @@ from infra.app import (
 )
 from infra.constructs.functions import TARGET_ACTIONS, _target_actions
 from infra.profiles import LARGE, PROFILES, Pollers, WarmThroughput
+from infra.props import MAX_EXTRA_LANES, MAX_QUEUE_LANES
 from infra.scheduler import PriorityConcurrency, SchedulerProps, TenantQuotas
 
 ISSUER = "https://auth.example.com/"
@@ -260,3 +263,47 @@ def test_unknown_or_conflicting_profile_context_is_refused() -> None:
         props_from_context(Context({"duetime:profile": "huge"}.get))
     with pytest.raises(ValueError, match="different profiles"):
         props_from_context(Context({"duetime:profile": "large", "profile": "default"}.get))
+
+
+def test_queue_lanes_default_to_one_per_queue() -> None:
+    props = SchedulerProps(jwt_issuer=ISSUER, jwt_audience=AUDIENCE)
+
+    assert props.queue_lanes == {}
+    assert {props.lanes_of(r, p) for r in Runtime for p in Priority} == {1}
+
+
+def test_queue_lanes_name_a_queue_by_its_key() -> None:
+    props = SchedulerProps(
+        jwt_issuer=ISSUER, jwt_audience=AUDIENCE, queue_lanes={"lambda/normal": 6}
+    )
+    assert props.lanes_of(Runtime.LAMBDA, Priority.NORMAL) == 6
+    assert props.lanes_of(Runtime.FARGATE, Priority.NORMAL) == 1
+    with pytest.raises(ValueError, match="unknown queue 'lambda/urgent'"):
+        SchedulerProps(jwt_issuer=ISSUER, jwt_audience=AUDIENCE, queue_lanes={"lambda/urgent": 2})
+
+
+@pytest.mark.parametrize("lanes", [0, -1, MAX_QUEUE_LANES + 1, 2.5, True])
+def test_queue_lanes_must_be_whole_numbers_in_range(lanes: Any) -> None:
+    with pytest.raises(ValueError, match=r"queue_lanes\['fargate/low'\]"):
+        SchedulerProps(jwt_issuer=ISSUER, jwt_audience=AUDIENCE, queue_lanes={"fargate/low": lanes})
+
+
+def test_queue_lanes_beyond_the_first_are_capped_in_all() -> None:
+    """Each extra lane's name goes into the functions' 4 KB environment."""
+    within = {"lambda/normal": MAX_EXTRA_LANES + 1}
+    assert SchedulerProps(jwt_issuer=ISSUER, jwt_audience=AUDIENCE, queue_lanes=within)
+    over = {"lambda/normal": MAX_EXTRA_LANES, "lambda/high": 3}
+    with pytest.raises(ValueError, match=f"at most {MAX_EXTRA_LANES}"):
+        SchedulerProps(jwt_issuer=ISSUER, jwt_audience=AUDIENCE, queue_lanes=over)
+
+
+@pytest.mark.parametrize(
+    "value",
+    ['{"lambda/normal": 3, "lambda/high": 2}', "lambda/normal=3,lambda/high=2",
+     {"lambda/normal": 3, "lambda/high": 2}],
+)  # fmt: skip
+def test_queue_lanes_from_context(value: Any) -> None:
+    context = {**cdk_json_context(), "duetime:queueLanes": value}
+    props = props_from_context(Context(context.get))
+
+    assert props.queue_lanes == {"lambda/normal": 3, "lambda/high": 2}

@@ -1,12 +1,14 @@
 """The operators' figures on AWS (the FiguresSource port): SQS and CloudWatch.
 
 Cost per read, whatever the load: one `GetQueueAttributes` per run queue and one per its
-dead-letter queue (2 × runtimes × priorities: 12 calls), and one `GetMetricData` call for every
-series at once: each queue's `AWS/SQS ApproximateAgeOfOldestMessage` (its latest minute), and
+dead-letter queue (2 × runtimes × priorities: 12 calls; one more per extra lane), and one
+`GetMetricData` call for every series at once: each queue's (each lane's)
+`AWS/SQS ApproximateAgeOfOldestMessage` (its latest minute), and
 the workers' `RunsStarted` and `RunsFailed` (Sum) and `StartLatenessMs` (p50, p99) over the
 last hour, in the namespace and `service` dimension Powertools publishes them under
-(duetime.observability). At most 14 series: well under the call's 500, at $0.01 per 1,000
-metrics requested.
+(duetime.observability). 10 series + one per lane (6 without extra lanes): well under the
+call's 500, at $0.01 per 1,000 metrics requested. A queue spread over lanes shows as one: its
+lanes' counts summed, the oldest age their maximum.
 """
 
 from __future__ import annotations
@@ -36,13 +38,15 @@ _HOUR_MS = 3_600_000
 def queue_figures(
     sqs: SQSClient, queues: Mapping[str, QueueUrls], ages: Mapping[str, int | None]
 ) -> tuple[QueueFigures, ...]:
-    """Each run queue's counts (every runtime × priority), with the ages given by queue key."""
+    """Each run queue's counts (every runtime × priority; over its lanes, summed), with the
+    ages given by queue key."""
     found = []
     for runtime in Runtime:
         for priority in Priority:
             key = queue_key(runtime, priority)
             urls = queues[key]
-            counts = _attributes(sqs, urls.url)
+            lanes = [_attributes(sqs, url) for url in urls.lanes]
+            counts = [sum(lane[i] for lane in lanes) for i in range(len(_COUNTS))]
             found.append(
                 QueueFigures(
                     runtime=runtime,
@@ -82,8 +86,9 @@ class AwsFigures(FiguresSource):
 
     def read(self, now_ms: int) -> SystemFigures:
         keys = [queue_key(r, p) for r in Runtime for p in Priority]
-        values = self._metrics(now_ms, keys)
-        ages = {key: _int(values.get(f"age{i}")) for i, key in enumerate(keys)}
+        lanes = [(key, url) for key in keys for url in self._queues[key].lanes]
+        values = self._metrics(now_ms, [url for _, url in lanes])
+        ages = {key: _oldest(values, lanes, key) for key in keys}
         runs = HourOfRuns(
             started=_int(values.get("started")) or 0,
             failed=_int(values.get("failed")) or 0,
@@ -92,14 +97,14 @@ class AwsFigures(FiguresSource):
         )
         return SystemFigures(queue_figures(self._sqs, self._queues, ages), runs)
 
-    def _metrics(self, now_ms: int, keys: list[str]) -> dict[str, float]:
+    def _metrics(self, now_ms: int, urls: list[str]) -> dict[str, float]:
         """One GetMetricData call; by query id, the newest value of each series that has one
         (a sum over the hour is added up, should it come back in two periods)."""
         end = from_ms(now_ms - now_ms % MINUTE_MS)  # whole minutes: CloudWatch's resolution
         queries: list[Any] = [
             _query(f"age{i}", "AWS/SQS", "ApproximateAgeOfOldestMessage", "Maximum", 60,
-                   {"QueueName": self._queues[key].url.rstrip("/").rsplit("/", 1)[-1]})
-            for i, key in enumerate(keys)
+                   {"QueueName": url.rstrip("/").rsplit("/", 1)[-1]})
+            for i, url in enumerate(urls)
         ]  # fmt: skip
         service = {"service": self._service}
         for query_id, name, stat in (
@@ -141,6 +146,12 @@ def _query(
         },
         "ReturnData": True,
     }
+
+
+def _oldest(values: Mapping[str, float], lanes: list[tuple[str, str]], key: str) -> int | None:
+    """A queue's oldest message age: the largest over its lanes (None: no lane has one)."""
+    ages = [values[f"age{i}"] for i, (k, _) in enumerate(lanes) if k == key and f"age{i}" in values]
+    return _int(max(ages)) if ages else None
 
 
 def _int(value: float | None) -> int | None:

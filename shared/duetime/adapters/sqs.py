@@ -1,5 +1,6 @@
 """SQS adapter: one standard queue per runtime × priority, each with a DLQ by redrive policy
-(the JobQueue and DeadLetters ports)."""
+(the JobQueue and DeadLetters ports). A queue may be spread over lanes (QueueUrls.lanes):
+each run goes to one lane by a stable hash of the run, so its copies and retries meet there."""
 
 from __future__ import annotations
 
@@ -45,9 +46,8 @@ class SqsJobQueue:
     def send(self, messages: Sequence[tuple[RunMessage, int]]) -> None:
         by_queue: dict[str, list[tuple[RunMessage, int]]] = defaultdict(list)
         for message, delay in messages:
-            by_queue[self._queues[queue_key(message.runtime, message.priority)].url].append(
-                (message, delay)
-            )
+            urls = self._queues[queue_key(message.runtime, message.priority)]
+            by_queue[urls.lane_for(message.job_id, message.scheduled_ms)].append((message, delay))
         batches = [
             (url, pending[start : start + _BATCH])
             for url, pending in by_queue.items()
@@ -108,8 +108,10 @@ class SqsJobQueue:
         max_messages: int,
         wait_seconds: int,
         visibility_seconds: int | None = None,
+        *,
+        lane: int = 0,
     ) -> list[Delivery]:
-        url = self._queues[queue_key(runtime, priority)].url
+        url = self._queues[queue_key(runtime, priority)].lanes[lane]
         params: dict[str, Any] = {
             "QueueUrl": url,
             "MaxNumberOfMessages": max_messages,
@@ -157,8 +159,9 @@ class SqsJobQueue:
         """The queue URL for an event source ARN (Lambda events carry ARNs)."""
         name = arn.rsplit(":", 1)[-1]
         for urls in self._queues.values():
-            if urls.url.rstrip("/").endswith("/" + name):
-                return urls.url
+            for url in urls.lanes:
+                if url.rstrip("/").endswith("/" + name):
+                    return url
         raise KeyError(arn)
 
 

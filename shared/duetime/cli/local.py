@@ -55,6 +55,15 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         "mapping starts)",
     )
     local.add_argument(
+        "--lanes",
+        type=int,
+        choices=range(1, 10),
+        default=1,
+        metavar="N",
+        help="queues (lanes) per runtime and priority, 1..9, as the construct's `queue_lanes` "
+        "(default 1)",
+    )
+    local.add_argument(
         "--no-private-targets",
         action="store_true",
         help="refuse HTTP targets on loopback and private addresses, as on AWS",
@@ -147,6 +156,7 @@ def _run_local(args: argparse.Namespace) -> int:
         tick_seconds=args.tick_seconds,
         moto_port=args.moto_port,
         lambda_pollers=args.lambda_pollers,
+        lanes=args.lanes,
         allow_private_targets=not args.no_private_targets,
         state_dir=args.state_dir,
         hot_ttl_seconds=args.hot_ttl_seconds,

@@ -34,16 +34,19 @@ def _run_worker(args: argparse.Namespace) -> int:
     from duetime.wiring import components
 
     parts = components()
+    runtime = Runtime(args.runtime)
     worker = QueueWorker(
         parts.queue,
         parts.executor,
-        Runtime(args.runtime),
+        runtime,
         priorities=[Priority(p) for p in args.priority] if args.priority else list(Priority),
         concurrency=args.concurrency,
         wait_seconds=args.wait_seconds,
         visibility_seconds=args.visibility_seconds,
         heartbeat_seconds=max(1.0, args.visibility_seconds / 3),
         stop_timeout_seconds=args.stop_timeout_seconds,
+        # every lane of each queue (DUETIME_QUEUES; the construct's `queue_lanes`)
+        lanes={p: len(parts.settings.queue(runtime, p).lanes) for p in Priority},
     )
 
     def on_signal(signum: int, frame: FrameType | None) -> None:

@@ -12,7 +12,7 @@ from __future__ import annotations
 import math
 import threading
 from collections import deque
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -130,7 +130,7 @@ class LocalFigures(FiguresSource):
         self._runs = runs
 
     def read(self, now_ms: int) -> SystemFigures:
-        ages = {key: self._age(urls.url) for key, urls in self._queues.items()}
+        ages = {key: _largest(map(self._age, urls.lanes)) for key, urls in self._queues.items()}
         return SystemFigures(
             queue_figures(self._sqs, self._queues, ages), self._runs.last_hour(now_ms)
         )
@@ -161,6 +161,12 @@ class ObservedExecutor(RunExecutor):
         result = super().handle(delivery, remaining_ms=remaining_ms)
         self._figures.record(result, since_ms)
         return result
+
+
+def _largest(ages: Iterable[int | None]) -> int | None:
+    """The oldest age over a queue's lanes (None: no lane answered one)."""
+    known = [age for age in ages if age is not None]
+    return max(known) if known else None
 
 
 def _percentile(ordered: list[int], q: float) -> int | None:

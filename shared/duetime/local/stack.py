@@ -12,8 +12,8 @@ small emulators of what AWS would do around the same handlers:
 | tick              | the EventBridge rule rate(1 minute) → the coordinator Lambda,   |
 |                   | which sweeps the shards on threads (on AWS: a sweeper per shard) |
 | reconciler        | the daily rule → the reconciler Lambda (hourly here)             |
-| lambda-<priority> | an SQS event source mapping per lambda queue → the worker Lambda: |
-|                   | `lambda_pollers` threads each, as the mapping's concurrent pollers|
+| lambda-<priority> | an SQS event source mapping per lambda queue (lane) → the worker  |
+|                   | Lambda: `lambda_pollers` threads each, the mapping's pollers      |
 | fargate worker    | the Fargate service's `duetime worker --runtime fargate` loop    |
 | ttl-reaper        | DynamoDB TTL: deletes expired items (moto never does)            |
 | runs-stream       | the runs table stream's event source mapping → the archiver      |
@@ -100,6 +100,7 @@ class LocalOptions:
     host: str = "127.0.0.1"
     figures_seconds: float = 5.0
     fargate_concurrency: int = 8
+    lanes: int = 1  # queues per runtime × priority (the construct's `queue_lanes`)
     # The run records' hot window (Env.RUN_TTL_SECONDS); None: the default, 30 days.
     hot_ttl_seconds: int | None = None
     api: ApiSettings | None = None  # the API function's settings; None: ApiSettings.from_env()
@@ -301,6 +302,7 @@ class LocalStack:
             allow_private_targets=options.allow_private_targets,
             require_https=False,
             run_signing_key=message_key(options.state_dir),
+            lanes=options.lanes,
             **hot,
         )
 
@@ -319,8 +321,9 @@ class LocalStack:
         batch processor holds the batch in progress)."""
         from duetime.entrypoints import worker
 
-        for priority in Priority:
-            url = parts.settings.queue(Runtime.LAMBDA, priority).url
+        queues = {p: parts.settings.queue(Runtime.LAMBDA, p).lanes for p in Priority}
+        lanes = [(p, n, url) for p, urls in queues.items() for n, url in enumerate(urls)]
+        for priority, n, url in lanes:  # threads lambda-<priority>-<lane>-<poller>
             for k in range(self.options.lambda_pollers):
                 handler = _named(worker.make_handler(lambda: parts), "worker")
                 source = SqsEventSource(
@@ -331,9 +334,8 @@ class LocalStack:
                     wait_seconds=LAMBDA_POLL_WAIT_SECONDS,
                     region=REGION,
                 )
-                self._spawn(
-                    f"lambda-{priority.value}-{k}", source.run, self._stopping, priority.value
-                )
+                name = f"lambda-{priority.value}-{n}-{k}"
+                self._spawn(name, source.run, self._stopping, priority.value)
 
     def _start_fargate_worker(self, parts: Components) -> None:
         from duetime import wiring
@@ -429,7 +431,7 @@ class LocalStack:
         dead = 0
         if self._sqs is not None and self._parts is not None:
             for key, urls in self._parts.settings.queues.items():
-                queued[key] = queue_depth(self._sqs, urls.url)
+                queued[key] = sum(queue_depth(self._sqs, url) for url in urls.lanes)
                 dead += queue_depth(self._sqs, urls.dlq_url)
         return self.figures_recorder.snapshot(queued, dead)
 

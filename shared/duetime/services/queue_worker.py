@@ -1,7 +1,7 @@
 """A long-running worker over the execution core: the Fargate worker (and the local stack's).
 
-- One poller thread per priority queue long-polls for up to as many messages as there are
-  free execution slots; the runs execute on a thread pool.
+- One poller thread per priority queue (per lane of it: `lanes`) long-polls for up to as
+  many messages as there are free execution slots; the runs execute on a thread pool.
 - Messages are received with a short visibility timeout that a heartbeat keeps extending
   while the run executes: a worker that dies loses its lease within `visibility_seconds`.
 - Finished messages are deleted in batches of up to 10 (one request per 10 runs).
@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 
 from duetime.domain.jobs import Priority, Runtime
@@ -36,6 +36,7 @@ class QueueWorker:
         heartbeat_seconds: float = 20.0,
         stop_timeout_seconds: float = 90.0,
         delete_interval_seconds: float = 0.05,
+        lanes: Mapping[Priority, int] | None = None,  # lanes per priority queue; default 1
     ) -> None:
         self._queue = queue
         self._executor = executor
@@ -47,6 +48,7 @@ class QueueWorker:
         self._heartbeat = heartbeat_seconds
         self._stop_timeout = stop_timeout_seconds
         self._delete_interval = delete_interval_seconds
+        self._lanes = dict(lanes or {})
         self._stopping = threading.Event()
         self._lock = threading.Lock()
         self._held: dict[str, Delivery] = {}  # received, not yet deleted or released
@@ -64,8 +66,11 @@ class QueueWorker:
         logger.info("worker started", extra={"runtime": self._runtime.value})
         pool = ThreadPoolExecutor(max_workers=self._concurrency, thread_name_prefix="run")
         pollers = [
-            threading.Thread(target=self._poll, args=(p, pool), name=f"poll-{p.value}", daemon=True)
+            threading.Thread(
+                target=self._poll, args=(p, pool, lane), name=f"poll-{p.value}-{lane}", daemon=True
+            )
             for p in self._priorities
+            for lane in range(self._lanes.get(p, 1))
         ]
         helpers = [
             threading.Thread(target=self._every, args=(self._heartbeat, self._extend), daemon=True),
@@ -96,7 +101,7 @@ class QueueWorker:
         metrics.flush_metrics()
         logger.info("worker stopped", extra={"processed": self.processed})
 
-    def _poll(self, priority: Priority, pool: ThreadPoolExecutor) -> None:
+    def _poll(self, priority: Priority, pool: ThreadPoolExecutor, lane: int = 0) -> None:
         # Pollers do not reserve execution slots while they long-poll (one idle queue would
         # starve the others); each asks for up to the capacity free right now. Messages that
         # arrive together on several queues may wait briefly for a slot, leased by the heartbeat.
@@ -108,7 +113,7 @@ class QueueWorker:
                 continue
             try:
                 deliveries = self._queue.receive(
-                    self._runtime, priority, min(10, free), self._wait, self._visibility
+                    self._runtime, priority, min(10, free), self._wait, self._visibility, lane=lane
                 )
             except Exception:
                 logger.exception("receive failed", extra={"priority": priority.value})

@@ -65,7 +65,11 @@ class MemoryQueue:
         max_messages: int,
         wait_seconds: int,
         visibility_seconds: int | None = None,
+        *,
+        lane: int = 0,
     ) -> list[Delivery]:
+        if lane != 0:
+            raise ValueError(f"the memory queues have one lane each, not lane {lane}")
         now = self._clock()
         visibility_ms = (
             self._visibility_ms if visibility_seconds is None else visibility_seconds * 1000
