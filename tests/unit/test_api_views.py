@@ -118,6 +118,7 @@ def test_a_retrying_run_has_not_finished_though_its_last_attempt_has() -> None:
         "started_at": "2026-11-21T10:00:05.005Z",
         "finished_at": None,
         "lateness_ms": 5,
+        "early_wait_ms": None,  # an attempt recorded without it
         "error": "HTTP 503",
     }
     second = Attempt(2, NOW + 2000, 2000, NOW + 2100)
