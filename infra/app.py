@@ -171,6 +171,7 @@ def props_from_context(context: Context) -> SchedulerProps:
             "workerReservedConcurrency", defaults.worker_reserved_concurrency
         ),
         queue_lanes=context.counts("queueLanes") or defaults.queue_lanes,
+        claim_lead_ms=context.number("claimLeadMs", defaults.claim_lead_ms),
         target_resource_arns=context.strings("targetResourceArns"),
         target_kms_key_arns=context.strings("targetKmsKeyArns"),
         fargate_min_tasks=context.number("fargateMinTasks", defaults.fargate_min_tasks),

@@ -137,6 +137,10 @@ class SchedulerProps:
     sweeper_timeout_seconds: int = 90  # a sweep stops reading at 45 s; its lease lasts 120 s
     reconciler_timeout_seconds: int = 900  # a daily Scan of the jobs table
     worker_timeout_seconds: int = 900  # a job's timeout is at most 900 s
+    # How long before its instant a worker may read the job and claim the run, 0..2000 ms
+    # (Settings.claim_lead_ms): a change acknowledged later no longer stops that occurrence;
+    # a burst's reads and claims are done before its instant (docs/performance.md).
+    claim_lead_ms: int = 1_000
     archiver_timeout_seconds: int = 300
     compactor_timeout_seconds: int = 900
     worker_batch_size: int = 10
@@ -200,6 +204,8 @@ class SchedulerProps:
             raise ValueError("jwt_audience must be a non-empty sequence of audiences")
         if not 1 <= self.worker_timeout_seconds <= _MAX_LAMBDA_TIMEOUT_SECONDS:
             raise ValueError("worker_timeout_seconds must be 1..900")
+        if not 0 <= self.claim_lead_ms <= 2_000:
+            raise ValueError("claim_lead_ms must be 0..2000")
         if self.visibility_timeout_seconds > _MAX_VISIBILITY_SECONDS:
             raise ValueError("6 x worker_timeout_seconds exceeds SQS's 12-hour visibility")
         if not self.operator_claim.strip() or not self.operator_scope.strip():

@@ -389,8 +389,10 @@ class Bench:
         pollers: int = 5,
         sizes: dict[str, int] | None = None,
         scenarios: Sequence[str] = SCENARIOS,
+        claim_lead_ms: int = 1_000,
     ) -> None:
         self.scenarios = scenarios
+        self.claim_lead_ms = claim_lead_ms
         self.out = out
         self.quick = quick
         self.pollers = pollers
@@ -429,6 +431,7 @@ class Bench:
             state_dir=state,
             figures_seconds=3600,
             lambda_pollers=self.pollers,
+            claim_lead_ms=self.claim_lead_ms,
         )
         with open(os.devnull, "w") as devnull, LocalStack(options, log_stream=devnull) as stack:
             self.stack = stack
@@ -442,6 +445,7 @@ class Bench:
                 self.log.attach(client)
             self.results["machine"] = machine()
             self.results["pollers_per_lambda_queue"] = self.pollers
+            self.results["claim_lead_ms"] = self.claim_lead_ms
             self.results["started"] = datetime.now(UTC).isoformat()
             self.raw_rate()
             for name in self.scenarios:
@@ -980,7 +984,8 @@ def markdown(results: dict[str, Any]) -> str:
         f"# duetime bench ({results['started']})",
         "",
         f"Machine: {m['nproc']} x {m['cpu']}, Python {m['python']}, moto {m['moto']}, "
-        f"boto3 {m['boto3']}.",
+        f"boto3 {m['boto3']}. Pollers per lambda queue: {results['pollers_per_lambda_queue']}; "
+        f"claim lead: {results.get('claim_lead_ms', 0)} ms.",
         "",
         f"Raw emulator rate: **{results['raw']['runs_per_second']} runs/s** "
         f"({results['raw']['calls']}).",
@@ -1066,6 +1071,12 @@ def main(argv: list[str] | None = None) -> int:
         default=5,
         help="the local stack's pollers per lambda queue (default 5, as Lambda starts with)",
     )
+    parser.add_argument(
+        "--claim-lead-ms",
+        type=int,
+        default=1000,
+        help="how long before its instant a worker may claim a run (default 1000; 0: on it)",
+    )
     parser.add_argument("--rate", type=int, default=0, help="steady jobs/s (100; quick 20)")
     parser.add_argument("--seconds", type=int, default=0, help="steady duration (30; quick 10)")
     parser.add_argument("--burst", type=int, default=0, help="burst size (2000; quick 200)")
@@ -1095,7 +1106,9 @@ def main(argv: list[str] | None = None) -> int:
         "clients": args.clients,
         "load_seconds": args.load_seconds,
     }
-    Bench(out, args.quick, args.pollers, sizes, args.only or SCENARIOS).run()
+    if not 0 <= args.claim_lead_ms <= 2000:
+        parser.error("--claim-lead-ms must be from 0 to 2000")
+    Bench(out, args.quick, args.pollers, sizes, args.only or SCENARIOS, args.claim_lead_ms).run()
     return 0
 
 

@@ -104,6 +104,7 @@ class FunctionFactory(Construct):
             Env.TIMER_SHARDS: str(props.timer_shards),
             Env.JOB_PARTITIONS: str(props.job_partitions),
             Env.WORKER_TIMEOUT_SECONDS: str(props.worker_timeout_seconds),
+            Env.CLAIM_LEAD_MS: str(props.claim_lead_ms),
             Env.RUN_TTL_SECONDS: str(props.hot_window_days * 86_400),
             Env.ALLOW_PRIVATE_TARGETS: "false",
             Env.REQUIRE_HTTPS: "true",

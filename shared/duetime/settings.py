@@ -64,6 +64,11 @@ class Env:
     CLOCK_SKEW_ALLOWANCE_SECONDS = "DUETIME_CLOCK_SKEW_ALLOWANCE_SECONDS"
     # The Lambda worker's timeout: a lambda-runtime job's timeout must leave room to record it.
     WORKER_TIMEOUT_SECONDS = "DUETIME_WORKER_TIMEOUT_SECONDS"
+    # How long before its instant a worker holding a run's message may read the job and claim
+    # the run (the target starts on the instant): a cancel, pause or update acknowledged later
+    # than this before the instant may no longer stop that occurrence (docs/performance.md,
+    # "Staged claims").
+    CLAIM_LEAD_MS = "DUETIME_CLAIM_LEAD_MS"
     ALLOW_PRIVATE_TARGETS = "DUETIME_ALLOW_PRIVATE_TARGETS"
     REQUIRE_HTTPS = "DUETIME_REQUIRE_HTTPS"
     # Execution history (duetime.history): archive bucket, failure queue, Glue and Athena.
@@ -169,6 +174,7 @@ class Settings:
     target_role_arn: str = ""  # see Env.TARGET_ROLE_ARN
     clock_skew_allowance_seconds: int = 120
     worker_timeout_seconds: int = 900
+    claim_lead_ms: int = 1_000  # see Env.CLAIM_LEAD_MS; 0: claim on the instant
     # Execution history (duetime.history): optional, so functions that do not archive can
     # run without them.
     history_bucket: str = ""
@@ -234,6 +240,7 @@ class Settings:
             target_role_arn=env.get(Env.TARGET_ROLE_ARN, "").strip(),
             clock_skew_allowance_seconds=number(Env.CLOCK_SKEW_ALLOWANCE_SECONDS, 120, 0, 3600),
             worker_timeout_seconds=number(Env.WORKER_TIMEOUT_SECONDS, 900, 1, 900),
+            claim_lead_ms=number(Env.CLAIM_LEAD_MS, 1_000, 0, 2_000),
             history_bucket=env.get(Env.HISTORY_BUCKET, ""),
             archive_failure_queue_url=env.get(Env.ARCHIVE_FAILURE_QUEUE_URL, ""),
             secrets_key_arn=env.get(Env.SECRETS_KEY_ARN, "").strip(),
@@ -260,6 +267,7 @@ class Settings:
             Env.WEBHOOK_SECRET_GRACE_SECONDS: str(self.webhook_secret_grace_seconds),
             Env.CLOCK_SKEW_ALLOWANCE_SECONDS: str(self.clock_skew_allowance_seconds),
             Env.WORKER_TIMEOUT_SECONDS: str(self.worker_timeout_seconds),
+            Env.CLAIM_LEAD_MS: str(self.claim_lead_ms),
         } | {
             name: value
             for name, value in (

@@ -57,6 +57,8 @@ def test_the_order_applies_to_the_standard_mode_mappings_only() -> None:
         {"jwt_audience": ()},
         {"jwt_audience": "duetime"},
         {"worker_timeout_seconds": 901},
+        {"claim_lead_ms": -1},
+        {"claim_lead_ms": 2001},
         {"timer_shards": 0},
         {"history_start_date": "2025-1-1"},
         {"fargate_min_tasks": 3, "fargate_max_tasks": 2},

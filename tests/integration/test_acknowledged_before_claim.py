@@ -1,12 +1,14 @@
 """A cancel, pause or reschedule acknowledged before an occurrence is claimed means that
 occurrence never starts, even when its message was already handed over and is in a worker's
-hands, waiting for its instant (the early wait). The worker reads the job after that wait,
-right before the claim (duetime.services.execute): no saving of calls per run may move this
-check before the wait."""
+hands, waiting for its instant (the early wait). The worker reads the job right before the
+claim, which it writes at most the claim lead (Settings.claim_lead_ms) before the instant
+(duetime.services.execute): a change acknowledged after the claim no longer stops the
+occurrence, which starts on its instant, not before."""
 
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import replace
 
 import pytest
 
@@ -44,25 +46,71 @@ def test_a_change_acknowledged_while_the_message_waits_for_its_instant_stops_the
     acknowledged: list[object] = []
 
     def wait(seconds: float) -> None:
-        acknowledged.append(CHANGES[change](engine, job_id))
+        if not acknowledged:
+            acknowledged.append(CHANGES[change](engine, job_id))
         engine.advance(seconds)
 
+    # (claiming 200 ms before its instant: the wait is before the claim)
+    result = worker(engine, wait, claim_lead_ms=200).handle(delivery)
+
+    # Then the occurrence never starts: no target call, no run record, the message is done
+    assert acknowledged, "the worker did not wait before the claim"
+    assert result.disposition == Disposition.DONE
+    assert result.detail.startswith("dropped"), result.detail
+    assert engine.recorder.calls == []
+    assert engine.parts.runs.get(job_id, scheduled_ms) is None
+
+
+@pytest.mark.parametrize("change", sorted(CHANGES))
+def test_a_change_acknowledged_after_the_claim_leaves_the_run_to_start_on_its_instant(
+    engine: Engine, change: str
+) -> None:
+    # Given a received occurrence, within the claim lead of its instant
+    job_id = engine.submit({"schedule": {"rate_seconds": 60}})
+    job = engine.parts.jobs.get(TENANT, job_id)
+    assert job is not None
+    assert job.next_due_ms is not None
+    due = job.next_due_ms
+    assert engine.parts.settings.claim_lead_ms > 500
+    engine.advance_to(due - 500)
+    (delivery,) = engine.parts.queue.receive(Runtime.LAMBDA, Priority.NORMAL, 1, 0, 60)
+
+    # When the change is acknowledged after the worker claimed, while it waits for the instant
+    claimed_before: list[bool] = []
+
+    def wait(seconds: float) -> None:
+        claimed_before.append(engine.parts.runs.get(job_id, due) is not None)
+        CHANGES[change](engine, job_id)
+        engine.advance(seconds)
+
+    result = worker(engine, wait).handle(delivery)
+
+    # Then the claimed occurrence runs once, started on its instant (not up to a lead early)
+    assert claimed_before == [True]
+    assert result.detail == "succeeded"
+    assert engine.recorder.runs_of(job_id) == [due]
+    run = engine.parts.runs.get(job_id, due)
+    assert run is not None
+    assert run.attempts[0].started_ms == due
+    assert run.lateness_ms == 0
+    assert run.early_wait_ms is not None
+    assert 450 <= run.early_wait_ms <= 500
+
+
+def worker(
+    engine: Engine, sleep: Callable[[float], None], claim_lead_ms: int | None = None
+) -> RunExecutor:
     parts = engine.parts
-    worker = RunExecutor(
+    settings = parts.settings
+    if claim_lead_ms is not None:
+        settings = replace(settings, claim_lead_ms=claim_lead_ms)
+    return RunExecutor(
         parts.jobs,
         parts.runs,
         parts.queue,
         TargetExecutor(allow_private=True),
-        parts.settings,
+        settings,
         clock=wall_ms,
         auth=parts.auth,
-        sleep=wait,
+        sleep=sleep,
     )
-    result = worker.handle(delivery)
-
-    # Then the occurrence never starts: no target call, no run record, the message is done
-    assert acknowledged, "the worker did not wait for the instant"
-    assert result.disposition == Disposition.DONE
-    assert result.detail.startswith("dropped"), result.detail
-    assert engine.recorder.calls == []
-    assert parts.runs.get(job_id, scheduled_ms) is None

@@ -14,6 +14,7 @@ SETTINGS = Settings(
     {queue_key(r, p): QueueUrls(f"u/{r}/{p}", f"d/{r}/{p}") for r in Runtime for p in Priority},
     timer_shards=16,
     lookahead_minutes=2,
+    claim_lead_ms=250,
 )
 
 
@@ -29,6 +30,7 @@ def test_settings_round_trip_through_the_environment() -> None:
         (Env.LOOKAHEAD_MINUTES, "14", "DUETIME_LOOKAHEAD_MINUTES must be a whole number"),
         (Env.TIMER_SHARDS, "eight", "DUETIME_TIMER_SHARDS must be a whole number"),
         (Env.TIMER_SHARDS, "0", "DUETIME_TIMER_SHARDS must be a whole number"),
+        (Env.CLAIM_LEAD_MS, "2001", "DUETIME_CLAIM_LEAD_MS must be a whole number from 0 to 2000"),
     ],
 )
 def test_a_bad_setting_is_named(name: str, value: str, message: str) -> None:

@@ -16,7 +16,7 @@ from types import FrameType
 from typing import TYPE_CHECKING, TextIO
 
 from duetime.cli.options import LOCAL_STACK_MODULES, missing_local_extra, state_dir_option
-from duetime.cli.types import http_url, port, positive_int, positive_seconds
+from duetime.cli.types import claim_lead_ms, http_url, port, positive_int, positive_seconds
 from duetime.settings import Env
 
 if TYPE_CHECKING:
@@ -62,6 +62,14 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         metavar="N",
         help="queues (lanes) per runtime and priority, 1..9, as the construct's `queue_lanes` "
         "(default 1)",
+    )
+    local.add_argument(
+        "--claim-lead-ms",
+        type=claim_lead_ms,
+        default=1000,
+        metavar="MS",
+        help="how long before its instant a worker may claim a run, 0..2000 (default 1000; "
+        "0: on the instant); a change acknowledged later no longer stops that occurrence",
     )
     local.add_argument(
         "--no-private-targets",
@@ -157,6 +165,7 @@ def _run_local(args: argparse.Namespace) -> int:
         moto_port=args.moto_port,
         lambda_pollers=args.lambda_pollers,
         lanes=args.lanes,
+        claim_lead_ms=args.claim_lead_ms,
         allow_private_targets=not args.no_private_targets,
         state_dir=args.state_dir,
         hot_ttl_seconds=args.hot_ttl_seconds,

@@ -29,6 +29,17 @@ def positive_int(text: str) -> int:
     return value
 
 
+def claim_lead_ms(text: str) -> int:
+    """Settings.claim_lead_ms: 0 to 2,000 milliseconds."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
+    if not 0 <= value <= 2_000:
+        raise argparse.ArgumentTypeError("must be from 0 to 2000 (milliseconds)")
+    return value
+
+
 def positive_float(text: str, *, at_most: float | None = None) -> float:
     try:
         value = float(text)

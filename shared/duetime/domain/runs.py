@@ -70,6 +70,8 @@ class RunClaim:
     scheduled_ms: int
     attempt: int
     lease: Lease
+    # When the attempt starts: the claim is written up to the worker's claim lead before the
+    # due instant, and the target started on it (duetime.services.execute).
     now_ms: int
     lateness_ms: int
     expires_at: int  # TTL of the run record, epoch seconds

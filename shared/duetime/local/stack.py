@@ -101,6 +101,7 @@ class LocalOptions:
     figures_seconds: float = 5.0
     fargate_concurrency: int = 8
     lanes: int = 1  # queues per runtime × priority (the construct's `queue_lanes`)
+    claim_lead_ms: int = 1_000  # Settings.claim_lead_ms (Env.CLAIM_LEAD_MS)
     # The run records' hot window (Env.RUN_TTL_SECONDS); None: the default, 30 days.
     hot_ttl_seconds: int | None = None
     api: ApiSettings | None = None  # the API function's settings; None: ApiSettings.from_env()
@@ -303,6 +304,7 @@ class LocalStack:
             require_https=False,
             run_signing_key=message_key(options.state_dir),
             lanes=options.lanes,
+            claim_lead_ms=options.claim_lead_ms,
             **hot,
         )
 

@@ -1,13 +1,18 @@
 """The execution core shared by the Lambda worker and the Fargate worker.
 
 For one delivery of one attempt of one run:
-1. wait for the due instant (SQS may release a message up to a second early);
+1. wait until the claim lead before the due instant (SQS may release a message up to a second
+   early; Settings.claim_lead_ms, a second by default);
 2. drop it if the job was cancelled or paused (or deleted);
 3. in a Lambda invocation, start only with time left for the job's timeout and the recording
    of its outcome (otherwise hand the message to another invocation, no attempt counted);
 4. claim the run (a duplicate delivery of a claimed run does not execute the target again; an
    attempt whose holder was killed or died counts as a failed attempt, retried as any other);
-5. execute the target within the job's timeout;
+5. on the due instant, execute the target within the job's timeout. Staging steps 2-4 before
+   the instant takes their calls off a burst's start (docs/performance.md, "Staged claims"):
+   a cancel, pause or update acknowledged before the claim stops the occurrence, one
+   acknowledged later does not. A job with an overlap policy is claimed on its instant (its
+   gate decides on what is running then);
 6. record the outcome; on failure send the retry (with backoff) or, after the last attempt,
    put the message on the DLQ with the reason. The follow-up message is sent *before* the
    outcome is recorded, so a crash in between can duplicate an attempt but never lose one;
@@ -130,10 +135,10 @@ class RunExecutor:
         if early > MAX_EARLY_WAIT_MS:
             self._queue.change_visibility(delivery, delay_seconds(message.due_ms, self._clock()))
             return Result(Disposition.RETRY_LATER, f"early by {early} ms")
-        # The early wait: on Lambda, paid time (docs/performance.md, "Early wait").
+        # The early wait: on Lambda, paid time (docs/performance.md, "Early wait"); the job is
+        # read and the run claimed within its last claim_lead_ms, the target started after it.
         early_wait_ms = max(0, early)
-        if early_wait_ms:
-            self._sleep(early_wait_ms / 1000)
+        self._wait_until(message.due_ms - self._settings.claim_lead_ms)
         job = self._jobs.get(message.tenant, message.job_id)
         # Only a cancel or a pause stops a run that was handed over. A recurring job reaching
         # its end_at is marked completed while its last occurrences are still on their way:
@@ -147,18 +152,22 @@ class RunExecutor:
             # (the resumed chain sends its own runs, from the resume on).
             count(Metric.RUNS_DROPPED)
             return Result(Disposition.DONE, "dropped: sent before the job was paused")
-        needed = (job.spec.timeout_seconds + RECORDING_MARGIN_SECONDS) * 1000
+        gated = job.spec.recurring and job.spec.overlap != Overlap.ALLOW
+        if gated:
+            self._wait_until(message.due_ms)
+        ahead = max(0, message.due_ms - self._clock())
+        needed = (job.spec.timeout_seconds + RECORDING_MARGIN_SECONDS) * 1000 + ahead
         if remaining_ms is not None and remaining_ms() < needed:
             # This invocation would be killed before the outcome is recorded: another one
             # (with its whole timeout ahead) takes the message, which is visible again at once.
             self._queue.change_visibility(delivery, 0)
             return Result(Disposition.RETRY_LATER, "not enough time left in this invocation")
-        gated = job.spec.recurring and job.spec.overlap != Overlap.ALLOW
         if gated:
             held = self._pass_gate(delivery, job, message)
             if held is not None:
                 return held
         now = self._clock()
+        start = max(now, message.due_ms)  # the attempt starts on the instant, or now if late
         claim = RunClaim(
             tenant=job.tenant,
             job_id=job.id,
@@ -167,13 +176,13 @@ class RunExecutor:
             lease=Lease(
                 delivery.message_id,
                 delivery.receive_count,
-                now + job.spec.timeout_seconds * 1000 + LEASE_MARGIN_MS,
+                start + job.spec.timeout_seconds * 1000 + LEASE_MARGIN_MS,
             ),
-            now_ms=now,
+            now_ms=start,
             lateness_ms=max(0, now - message.due_ms),
             # The hot window starts when the run happens (an `at` in the past runs now), so
             # the record outlives its one-off job's item (JobService.create).
-            expires_at=max(message.scheduled_ms, now) // 1000 + self._settings.run_ttl_seconds,
+            expires_at=max(message.scheduled_ms, start) // 1000 + self._settings.run_ttl_seconds,
             job_name=job.spec.name,
             target_type=job.spec.target.type,
             priority=job.spec.priority.value,
@@ -209,10 +218,16 @@ class RunExecutor:
                     delivery, delay_seconds(reclaimable, self._clock()) + 1
                 )
             return Result(Disposition.RETRY_LATER, "another worker holds the run", run)
+        self._wait_until(message.due_ms)
         count(Metric.RUNS_STARTED)
         milliseconds(Metric.START_LATENESS, claim.lateness_ms)
         milliseconds(Metric.EARLY_WAIT, early_wait_ms)
         return self._execute(job, message, run)
+
+    def _wait_until(self, instant_ms: int) -> None:
+        ahead = instant_ms - self._clock()
+        if ahead > 0:
+            self._sleep(ahead / 1000)
 
     def _pass_gate(self, delivery: Delivery, job: Job, message: RunMessage) -> Result | None:
         """The overlap policy (skip, buffer_one): None to go on and claim the run, or the

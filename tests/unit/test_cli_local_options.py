@@ -1,0 +1,26 @@
+"""`duetime local` options checked before anything starts: a bad value is a usage error
+naming the flag, not a traceback."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from duetime.cli.main import main
+
+
+@pytest.mark.parametrize(
+    ("value", "message"),
+    [("2001", "must be from 0 to 2000"), ("-1", "must be from 0 to 2000"), ("1s", "'1s'")],
+)
+def test_a_claim_lead_out_of_range_is_a_usage_error(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], value: str, message: str
+) -> None:
+    with pytest.raises(SystemExit) as stopped:
+        main(["local", "--claim-lead-ms", value, "--state-dir", str(tmp_path)])
+
+    assert stopped.value.code == 2
+    err = capsys.readouterr().err
+    assert "--claim-lead-ms" in err
+    assert message in err
