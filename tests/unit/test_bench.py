@@ -122,3 +122,41 @@ def test_given_calls_then_the_request_log_counts_units_and_billed_sqs_requests()
     assert stats["sqs_requests_per_run"] == 1.0  # send + one non-empty receive
     assert stats["empty_receives"] == 1
     assert stats["calls"]["sqs.ReceiveMessage"] == 2
+
+
+def test_the_summary_shows_each_burst_its_emulator_calls_and_the_claim_lead() -> None:
+    def scenario(calls: float) -> dict[str, Any]:
+        figures = {"p50": 1, "p95": 2, "p99": 3, "max": 4}
+        return {
+            "lateness_ms": figures,
+            "early_wait_ms": figures,
+            "accounting": {"executed": 2, "expected": 2, "lost": 0, "duplicates": 0},
+            "requests": {
+                "dynamodb_write_units_per_run": 3.0,
+                "sqs_requests_per_run": 0.3,
+                "dollars_per_million_runs": {"total_on_demand": 2.0},
+            },
+            "emulator_calls_per_run": calls,
+            "baseline_naive": {"lateness_ms": figures},
+            "jobs": 2,
+            "time_to_start_all_seconds": 0.5,
+            "drain_runs_per_second": 4.0,
+            "drain_ratio_to_raw": 0.02,
+        }
+
+    results = {
+        "started": "now",
+        "machine": {"nproc": 2, "cpu": "cpu", "python": "3.11", "moto": "5", "boto3": "1"},
+        "pollers_per_lambda_queue": 20,
+        "claim_lead_ms": 750,
+        "raw": {"runs_per_second": 200.0, "calls": "calls"},
+        "scenarios": {"burst": scenario(5.42), "burst_batch": scenario(7.88)},
+    }
+
+    text = bench.markdown(results)
+
+    assert "Pollers per lambda queue: 20; claim lead: 750 ms." in text
+    assert "| 0.3 | 5.42 | 2.0 |" in text
+    assert "| 0.3 | 7.88 | 2.0 |" in text
+    assert "burst: all 2 started 0.5 s" in text
+    assert "burst_batch: all 2 started 0.5 s" in text
