@@ -202,7 +202,7 @@ class Engine(Construct):
             description="duetime worker: claims, executes and records runs from the lambda queues",
             timeout_seconds=props.worker_timeout_seconds,
             memory_mib=WORKER_MEMORY_MIB,
-            environment=self._factory.engine_env,
+            environment=self._factory.worker_env,
             reserved_concurrency=props.worker_reserved_concurrency,
         )
         data.jobs.grant(worker, *WORKER_JOBS_ACTIONS)

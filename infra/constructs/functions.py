@@ -104,7 +104,6 @@ class FunctionFactory(Construct):
             Env.TIMER_SHARDS: str(props.timer_shards),
             Env.JOB_PARTITIONS: str(props.job_partitions),
             Env.WORKER_TIMEOUT_SECONDS: str(props.worker_timeout_seconds),
-            Env.CLAIM_LEAD_MS: str(props.claim_lead_ms),
             Env.RUN_TTL_SECONDS: str(props.hot_window_days * 86_400),
             Env.ALLOW_PRIVATE_TARGETS: "false",
             Env.REQUIRE_HTTPS: "true",
@@ -116,6 +115,9 @@ class FunctionFactory(Construct):
             Env.TARGET_ROLE_ARN: self.target_role.role_arn,
             **self.observability_env,
         }
+        # The workers' (Lambda and Fargate): what only they read. Kept out of the others'
+        # environment, which the lanes' queue names fill towards Lambda's 4 KB.
+        self.worker_env = {**self.engine_env, Env.CLAIM_LEAD_MS: str(props.claim_lead_ms)}
 
     def create(
         self,

@@ -141,7 +141,7 @@ class FargateWorkers(Construct):
                 str(WORKER_STOP_TIMEOUT_SECONDS),
             ],
             environment={
-                **factory.engine_env,
+                **factory.worker_env,
                 # No X-Ray daemon beside the task: Powertools' tracer stays off.
                 POWERTOOLS_TRACE_DISABLED: "true",
             },

@@ -205,9 +205,12 @@ def test_command_line_context_strings_are_parsed() -> None:
         "duetime:targetResourceArns": '["arn:aws:sqs:us-east-1:111122223333:q"]',
         "duetime:fargateSpot": "true",
         "duetime:retainData": "false",
+        "duetime:claimLeadMs": "250",
     }
 
     props = props_from_context(Context(context.get))
+
+    assert props.claim_lead_ms == 250
 
     assert props.jwt_audience == ("api", "cli")
     assert props.billing_mode == "provisioned"

@@ -109,3 +109,15 @@ def test_dockerfile_runs_the_fargate_worker() -> None:
     assert any(line.startswith("USER ") for line in dockerfile)  # not root
     ignored = (REPO_ROOT / ".dockerignore").read_text().splitlines()
     assert next(line for line in ignored if not line.startswith("#")) == "*"  # an allow-list
+
+
+def test_only_the_workers_read_the_claim_lead(synth: Synth) -> None:
+    """Lambda worker and Fargate task; not the other functions (their 4 KB environment holds
+    the lanes' queue names)."""
+    variables = {n: v["Value"] for v in _container(synth)["Environment"] for n in [v["Name"]]}
+    _, worker = synth.function("worker")
+    _, api = synth.function("api")
+
+    assert variables[Env.CLAIM_LEAD_MS] == "1000"
+    assert worker["Environment"]["Variables"][Env.CLAIM_LEAD_MS] == "1000"
+    assert Env.CLAIM_LEAD_MS not in api["Environment"]["Variables"]
