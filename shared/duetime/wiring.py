@@ -86,7 +86,8 @@ def build(
     """The engine's components. `endpoint_url`: where every AWS client sends its calls (the
     local stack's moto server; None: AWS). `make_executor`: called with RunExecutor's
     arguments (the local stack passes a subclass that counts the runs). `release_sleep`: how
-    the sweeper holds a send to its release moment (duetime.services.release); by default
+    the sweeper and batch create hold a send to its release moment
+    (duetime.services.release); by default
     time.sleep on the wall clock, no holding on another clock (a test's clock stands)."""
     session = session or boto3.Session()
     dynamodb = session.client("dynamodb", config=_BOTO_CONFIG, endpoint_url=endpoint_url)
@@ -131,7 +132,7 @@ def build(
             session.client("lambda", config=_BOTO_CONFIG, endpoint_url=endpoint_url),
             settings.sweeper_function,
         )
-    service = JobService(jobs, timers, runs, queue, settings, clock=clock)
+    service = JobService(jobs, timers, runs, queue, settings, clock=clock, sleep=release_sleep)
     return Components(
         settings=settings,
         jobs=jobs,

@@ -11,7 +11,10 @@ from typing import Any
 
 import pytest
 
+from duetime.clock import wall_ms
 from duetime.domain.jobs import Priority, Runtime, parse_job_spec
+from duetime.domain.messages import RELEASE_LEAD_MS, RELEASE_MARGIN_MS
+from duetime.domain.timeutil import rfc3339_ms
 from duetime.ports import QueueError
 from duetime.services.submission import fingerprint as _fingerprint
 from duetime.settings import QuotaEnv
@@ -23,6 +26,7 @@ from tests.integration.test_api import (
     _validator,
     api,  # noqa: F401 - fixture
 )
+from tests.integration.test_early_wait import visible
 
 
 def job(**fields: Any) -> dict[str, Any]:
@@ -256,3 +260,32 @@ def test_a_key_whose_first_request_died_before_writing_its_job_gets_the_recorded
     assert statuses(reply) == [201, 201]
     assert reply.json["items"][0]["job"]["id"] == recorded
     assert recorded in {i["id"]["S"] for i in api.job_items()}
+
+
+def test_batch_create_holds_its_sends_so_runs_become_visible_just_before_their_instant(
+    api: Api,  # noqa: F811
+) -> None:
+    # Given jobs due at a whole second 10.9 s after a batch create (unheld: visible ~0.9 s
+    # early, less the request's own time)
+    due = (wall_ms() // 1000 + 20) * 1000
+    api.engine.advance_to(due - 10_900)
+    reply = batch(api, [job(schedule={"at": rfc3339_ms(due)}) for _ in range(12)])
+    assert statuses(reply) == [201] * 12
+
+    # Then none is visible 0.4 s before the instant; all are at the release margin
+    api.engine.advance_to(due - 400)
+    assert visible(api.engine) == 0
+    assert due - 400 < due - RELEASE_LEAD_MS
+    api.engine.advance_to(due - RELEASE_MARGIN_MS)
+    assert visible(api.engine) == 12
+
+
+def test_a_single_submission_is_sent_at_once_with_the_floor_delay(api: Api) -> None:  # noqa: F811
+    # Given the same job through POST /jobs: not held (its answer would wait for one run)
+    due = (wall_ms() // 1000 + 20) * 1000
+    api.engine.advance_to(due - 10_900)
+    assert api.call("POST", "/jobs", job(schedule={"at": rfc3339_ms(due)})).status == 201
+
+    # Then it is visible 0.4 s before its instant already
+    api.engine.advance_to(due - 400)
+    assert visible(api.engine) == 1

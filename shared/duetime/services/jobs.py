@@ -36,6 +36,7 @@ from duetime.domain.timeutil import from_ms, to_ms
 from duetime.ports import ConditionFailed, JobQueue, JobStore, Page, RunStore, TimerStore
 from duetime.services.dependencies import Dependencies
 from duetime.services.dispatch import Dispatcher
+from duetime.services.release import ReleasedSender
 from duetime.services.submission import Submission
 from duetime.settings import Quotas, Settings
 
@@ -60,7 +61,10 @@ class JobService:
         *,
         clock: Callable[[], int],
         entropy: Callable[[int], bytes] = os.urandom,
+        sleep: Callable[[float], None] | None = None,
     ) -> None:
+        """`sleep`: batch create holds its sends to their release moments on this clock
+        (duetime.services.release); None: sent at once."""
         self._jobs = jobs
         self._timers = timers
         self._runs = runs
@@ -70,8 +74,21 @@ class JobService:
         self._entropy = entropy
         self._dispatcher = Dispatcher(jobs, timers, queue, settings, clock=clock)
         self._deps = Dependencies(jobs, queue, clock=clock)  # `after` jobs
+        held = (
+            self._dispatcher
+            if sleep is None
+            else Dispatcher(
+                jobs, timers, ReleasedSender(queue, clock=clock, sleep=sleep), settings, clock=clock
+            )
+        )
         self.submission = Submission(
-            jobs, self._dispatcher, self._deps, settings, clock=clock, entropy=entropy
+            jobs,
+            self._dispatcher,
+            self._deps,
+            settings,
+            clock=clock,
+            entropy=entropy,
+            batch_dispatcher=held,
         )
 
     def create(

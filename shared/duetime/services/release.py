@@ -10,8 +10,10 @@ overlap, so the number of SendMessageBatch requests hardly grows. One send call 
 most `budget_ms` in all (a second), so a page costs the sweep at most a second; whatever is
 sent past its window is released as before (up to a second early, never late).
 
-The API's sends at submission (a job due within the sweep's horizon) are not held: an answer
-is not delayed to save the worker part of a second (docs/performance.md, "Early wait").
+Batch create (`POST /jobs/batch`) holds its sends the same way: a request's hold (at most a
+second of the API function) is shared by up to 100 runs, each of which would otherwise cost
+a worker up to a second. A single submission's sends are not held: its answer would wait
+that second for one run (docs/performance.md, "Early wait").
 """
 
 from __future__ import annotations

@@ -73,9 +73,13 @@ class Submission:
         *,
         clock: Callable[[], int],
         entropy: Callable[[int], bytes],
+        batch_dispatcher: Dispatcher | None = None,
     ) -> None:
+        """`batch_dispatcher`: what `create_many` dispatches with (JobService gives one whose
+        sends are held to their release moments); None: `dispatcher`."""
         self._jobs = jobs
         self._dispatcher = dispatcher
+        self._batch_dispatcher = batch_dispatcher or dispatcher
         self._deps = deps
         self._settings = settings
         self._clock = clock
@@ -210,7 +214,7 @@ class Submission:
                     continue
                 written.append(p.job)
             if written:
-                self._dispatcher.dispatch([(job, job.next_due_ms or 0) for job in written])
+                self._batch_dispatcher.dispatch([(job, job.next_due_ms or 0) for job in written])
         except Exception:
             self.abandon([p for p in new if p.job.id not in lost])
             raise
