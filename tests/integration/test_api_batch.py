@@ -268,7 +268,7 @@ def test_batch_create_holds_its_sends_so_runs_become_visible_just_before_their_i
     # Given jobs due at a whole second 10.9 s after a batch create (unheld: visible ~0.9 s
     # early, less the request's own time)
     due = (wall_ms() // 1000 + 20) * 1000
-    api.engine.advance_to(due - 10_900)
+    api.engine.stand_at(due - 10_900)
     reply = batch(api, [job(schedule={"at": rfc3339_ms(due)}) for _ in range(12)])
     assert statuses(reply) == [201] * 12
 
@@ -283,7 +283,7 @@ def test_batch_create_holds_its_sends_so_runs_become_visible_just_before_their_i
 def test_a_single_submission_is_sent_at_once_with_the_floor_delay(api: Api) -> None:  # noqa: F811
     # Given the same job through POST /jobs: not held (its answer would wait for one run)
     due = (wall_ms() // 1000 + 20) * 1000
-    api.engine.advance_to(due - 10_900)
+    api.engine.stand_at(due - 10_900)
     assert api.call("POST", "/jobs", job(schedule={"at": rfc3339_ms(due)})).status == 201
 
     # Then it is visible 0.4 s before its instant already
