@@ -14,7 +14,9 @@ SMALL_MONTH = 10 * 730 * 3600
 
 
 def inputs(rate: float = 10, **kwargs: object) -> sm.Inputs:
-    return replace(sm.Inputs(rate=rate, burst=0), **kwargs)  # type: ignore[arg-type]
+    """The model's inputs, with a fixed early wait of 0.5 s (see test_scale_model.inputs)."""
+    fields: dict[str, object] = {"early_wait_seconds": 0.5, **kwargs}
+    return replace(sm.Inputs(rate=rate, burst=0), **fields)  # type: ignore[arg-type]
 
 
 def bill(model: sm.Inputs, path: str, runs: float = SMALL_MONTH) -> sm.PathBill:
@@ -201,3 +203,13 @@ def test_cli_options_set_the_measured_figures(capsys: pytest.CaptureFixture[str]
     assert data["inputs"]["early_wait_seconds"] == 0.1
     batch = data["bill"]["paths"][1]
     assert batch["parts"]["dynamodb"] == pytest.approx(3 * 0.625 + 2 * 0.125)
+
+
+def test_the_default_early_wait_is_the_held_sends_release_window() -> None:
+    """Every path the model prices has its sends held (duetime.services.release): a message
+    becomes visible at most RELEASE_LEAD_MS before its instant, so that is the wait priced."""
+    from duetime.domain.messages import RELEASE_LEAD_MS
+
+    assert sm.Inputs(rate=10, burst=0).early_wait_seconds == RELEASE_LEAD_MS / 1000
+    sources = sm.input_sources(sm.Inputs(rate=10, burst=0))
+    assert sources["early_wait_seconds"].startswith("the held sends' release window")

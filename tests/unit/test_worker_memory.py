@@ -71,8 +71,9 @@ def test_a_measured_file_changes_the_priced_worker_time(
     # The larger target's CPU is taken; the batch's CPU runs at 768/1769 vCPU after the calls.
     assert light["inputs"]["worker_cpu_seconds_per_run"] == 0.003
     share = 768 / 1769
-    assert heavy["workers"]["invocation_seconds"] == pytest.approx(0.73 + 0.2 / share, abs=0.01)
-    assert light["workers"]["invocation_seconds"] == pytest.approx(0.73 + 0.03 / share, abs=0.01)
+    # early wait 0.15 s (the default) + run 0.2 s + the calls' 0.03 s, then the CPU
+    assert heavy["workers"]["invocation_seconds"] == pytest.approx(0.38 + 0.2 / share, abs=0.01)
+    assert light["workers"]["invocation_seconds"] == pytest.approx(0.38 + 0.03 / share, abs=0.01)
     gb_s = (0.2 - 0.03) / share * 768 / 1024 / 10  # the difference, per run
     runs = heavy["cost"]["runs_per_month"]
     difference = heavy["cost"]["lambda_workers"] - light["cost"]["lambda_workers"]
