@@ -140,7 +140,7 @@ def a_run(job_id: str, scheduled: datetime, **changes: Any) -> Run:
         "scheduled_ms": ms,
         "status": RunStatus.SUCCEEDED,
         "attempt": 1,
-        "attempts": (Attempt(1, ms + 30, 30, ms + 530, None),),
+        "attempts": (Attempt(1, ms + 30, 30, ms + 530, None, early_wait_ms=12),),
         "expires_at": int(time.time()) - 60,
         "job_name": f"{job_id.lower()}-job",
         "target_type": "http",
@@ -170,6 +170,7 @@ def expected_row(run: Run) -> dict[str, Any]:
         "attempts": run.attempt,
         "status": run.status.value,
         "error": run.error,
+        "early_wait_ms": run.early_wait_ms,
         "dt": at(run.scheduled_ms).strftime("%Y-%m-%d"),  # type: ignore[union-attr]
     }
 

@@ -59,7 +59,7 @@ def a_run(job_id: str = "JOB1", scheduled_ms: int = DAY1_MS + 5_000, **changes: 
         "status": RunStatus.SUCCEEDED,
         "attempt": 2,
         "attempts": (
-            Attempt(1, scheduled_ms + 40, 40, scheduled_ms + 90, "HTTP 500"),
+            Attempt(1, scheduled_ms + 40, 40, scheduled_ms + 90, "HTTP 500", early_wait_ms=7),
             Attempt(2, scheduled_ms + 2_100, 2_100, scheduled_ms + 2_350, None),
         ),
         "expires_at": scheduled_ms // 1000 + 30 * 86_400,
@@ -142,6 +142,7 @@ def test_a_run_record_becomes_a_row_with_its_final_state() -> None:
         "attempts": 2,
         "status": "succeeded",
         "error": None,  # the last attempt's
+        "early_wait_ms": 7,  # the first attempt's
     }
 
 
@@ -298,10 +299,11 @@ def test_partitions_are_utc_days_in_one_exact_form() -> None:
 
 
 def test_older_files_are_conformed_to_the_current_schema() -> None:
-    old = to_table([row_from_image(image(a_run()))]).drop_columns(["duration_ms"])
+    old = to_table([row_from_image(image(a_run()))]).drop_columns(["duration_ms", "early_wait_ms"])
     conformed = conform(old.append_column("extra", pa.array([1])))
     assert conformed.schema.equals(HISTORY_SCHEMA)
     assert conformed.column("duration_ms").to_pylist() == [None]
+    assert conformed.column("early_wait_ms").to_pylist() == [None]
 
 
 # --- compaction planning ---------------------------------------------------------------------

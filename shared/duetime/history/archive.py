@@ -161,6 +161,7 @@ def row_from_image(image: Mapping[str, Any]) -> dict[str, Any]:
         "attempts": run.attempt,
         "status": run.status.value,
         "error": run.error,
+        "early_wait_ms": run.early_wait_ms,
     }
     _check_row(row)
     return row

@@ -38,6 +38,9 @@ HISTORY_SCHEMA = pa.schema(
         pa.field("attempts", pa.int32()),
         pa.field("status", pa.string(), nullable=False),
         pa.field("error", pa.string()),
+        # Added later (older files read it as null, `conform`): how long the first attempt's
+        # delivery waited for its due instant (SQS delays count whole seconds).
+        pa.field("early_wait_ms", pa.int64()),
     ]
 )
 
