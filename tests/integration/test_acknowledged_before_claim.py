@@ -14,6 +14,7 @@ import pytest
 
 from duetime.clock import wall_ms
 from duetime.domain.jobs import Priority, Runtime
+from duetime.ports import Delivery
 from duetime.services.execute import Disposition, RunExecutor
 from duetime.targets import TargetExecutor
 from tests.integration.conftest import Engine
@@ -34,13 +35,7 @@ def test_a_change_acknowledged_while_the_message_waits_for_its_instant_stops_the
     engine: Engine, change: str
 ) -> None:
     # Given a recurring job whose next occurrence was handed over to SQS and received
-    job_id = engine.submit({"schedule": {"rate_seconds": 60}})
-    job = engine.parts.jobs.get(TENANT, job_id)
-    assert job is not None
-    assert job.next_due_ms is not None
-    engine.stand_at(job.next_due_ms - 500)
-    (delivery,) = engine.parts.queue.receive(Runtime.LAMBDA, Priority.NORMAL, 1, 0, 60)
-    scheduled_ms = engine.parts.auth.open(delivery.body).scheduled_ms
+    job_id, scheduled_ms, delivery = received_half_a_second_early(engine)
 
     # When the owner's change is acknowledged while the worker waits for the instant
     acknowledged: list[object] = []
@@ -66,14 +61,8 @@ def test_a_change_acknowledged_after_the_claim_leaves_the_run_to_start_on_its_in
     engine: Engine, change: str
 ) -> None:
     # Given a received occurrence, within the claim lead of its instant
-    job_id = engine.submit({"schedule": {"rate_seconds": 60}})
-    job = engine.parts.jobs.get(TENANT, job_id)
-    assert job is not None
-    assert job.next_due_ms is not None
-    due = job.next_due_ms
     assert engine.parts.settings.claim_lead_ms > 500
-    engine.stand_at(due - 500)
-    (delivery,) = engine.parts.queue.receive(Runtime.LAMBDA, Priority.NORMAL, 1, 0, 60)
+    job_id, due, delivery = received_half_a_second_early(engine)
 
     # When the change is acknowledged after the worker claimed, while it waits for the instant
     claimed_before: list[bool] = []
@@ -95,6 +84,19 @@ def test_a_change_acknowledged_after_the_claim_leaves_the_run_to_start_on_its_in
     assert run.lateness_ms == 0
     assert run.early_wait_ms is not None
     assert run.early_wait_ms == 500
+
+
+def received_half_a_second_early(engine: Engine) -> tuple[str, int, Delivery]:
+    """A rate job's next occurrence, received 500 ms before its instant (the clock standing):
+    its job id, its instant and the delivery."""
+    job_id = engine.submit({"schedule": {"rate_seconds": 60}})
+    job = engine.parts.jobs.get(TENANT, job_id)
+    assert job is not None
+    assert job.next_due_ms is not None
+    engine.stand_at(job.next_due_ms - 500)
+    (delivery,) = engine.parts.queue.receive(Runtime.LAMBDA, Priority.NORMAL, 1, 0, 60)
+    assert engine.parts.auth.open(delivery.body).scheduled_ms == job.next_due_ms
+    return job_id, job.next_due_ms, delivery
 
 
 def worker(

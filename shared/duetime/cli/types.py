@@ -29,15 +29,19 @@ def positive_int(text: str) -> int:
     return value
 
 
-def claim_lead_ms(text: str) -> int:
-    """Settings.claim_lead_ms: 0 to 2,000 milliseconds."""
+def _whole_in(text: str, low: int, high: int, what: str, hint: str) -> int:
     try:
         value = int(text)
     except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
-    if not 0 <= value <= 2_000:
-        raise argparse.ArgumentTypeError("must be from 0 to 2000 (milliseconds)")
+        raise argparse.ArgumentTypeError(f"{text!r} is not {what}") from None
+    if not low <= value <= high:
+        raise argparse.ArgumentTypeError(f"must be from {low} to {high}{hint}")
     return value
+
+
+def claim_lead_ms(text: str) -> int:
+    """Settings.claim_lead_ms: 0 to 2,000 milliseconds."""
+    return _whole_in(text, 0, 2_000, "a whole number", " (milliseconds)")
 
 
 def positive_float(text: str, *, at_most: float | None = None) -> float:
@@ -57,13 +61,7 @@ def positive_seconds(text: str) -> float:
 
 
 def port(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a port number") from None
-    if not 0 <= value <= 65_535:
-        raise argparse.ArgumentTypeError("must be from 0 to 65535 (0: any free port)")
-    return value
+    return _whole_in(text, 0, 65_535, "a port number", " (0: any free port)")
 
 
 def http_url(text: str) -> str:
