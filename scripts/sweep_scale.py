@@ -704,7 +704,8 @@ def check_hand_over(
     timers: Sequence[Timer], sent: Sequence[tuple[str, int, int]]
 ) -> dict[str, Any]:
     """Every timer's occurrence sent exactly once? Messages for other occurrences are the
-    recurring chains' next runs (planned up to the dispatch horizon)."""
+    recurring chains' next runs (planned ahead to the next 10-minute line:
+    duetime.domain.planning)."""
     sends = Counter((job_id, scheduled) for job_id, scheduled, _ in sent)
     expected = {(t.job_id, t.due_ms) for t in timers}
     handed_over = sum(1 for key in expected if sends[key])

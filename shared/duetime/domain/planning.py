@@ -13,6 +13,17 @@ the job's catch-up policy decides which of those still run:
   reached the plan stops there: its next timer is the first missed occurrence not enqueued
   (in the past), and on-time occurrences wait for the continuation to reach them.
 
+Planning ahead (the sweeper's chains, `ahead_ms`): a chain that goes on past the horizon may
+also enqueue its occurrences up to the next line of a 10-minute grid (`chain_ahead_ms`), so its
+timer is written once per grid step instead of once per minute: a per-minute cron costs a
+timer write (and the sweep's job read) per ten occurrences instead of one each. The lines are
+the same for every chain of a job, so a chain re-armed beside a live one (the reconciler, a
+replay) meets it at the next line and the two merge. A chain plans ahead only when every
+message still fits SQS's delay (the line at most `CHAIN_AHEAD_MAX_MS` away, jitter included),
+when at most `CHAIN_AHEAD_RUNS` occurrences lie before the line (a rate of seconds goes by the
+horizon, which already holds many of its occurrences), and when its schedule goes on past the
+line: a chain ending sooner goes by the horizon, so a job is completed no earlier than before.
+
 Cost: occurrences that do not run are jumped over, not visited, so a plan costs a few
 schedule evaluations plus one per occurrence enqueued, whatever the downtime.
 """
@@ -33,7 +44,7 @@ from duetime.domain.schedule import (
     next_occurrence,
     previous_occurrence,
 )
-from duetime.domain.timeutil import from_ms, to_ms
+from duetime.domain.timeutil import MINUTE_MS, from_ms, to_ms
 
 # `POST /schedules/preview` shows at most this many occurrences.
 MAX_PREVIEW_OCCURRENCES = 20
@@ -41,6 +52,14 @@ MAX_PREVIEW_OCCURRENCES = 20
 # `all` enqueues at most this many missed occurrences of one job in one plan; the plan's next
 # timer continues from the first one left over.
 MAX_CATCHUP_RUNS = 1000
+
+# Planning ahead (see the module docstring): chains plan up to the next line of this grid...
+CHAIN_GRID_MS = 10 * MINUTE_MS
+# ...when it is at most this far from now, its jitter included (SQS delays stop at 900 s: a
+# minute of margin for a sweep that sends late)...
+CHAIN_AHEAD_MAX_MS = 840_000
+# ...and at most this many occurrences lie before it.
+CHAIN_AHEAD_RUNS = 60
 
 
 @dataclass(frozen=True)
@@ -61,8 +80,10 @@ def plan_recurring(
     now_ms: int,
     horizon_ms: int,
     grace_ms: int,
+    ahead_ms: int | None = None,
 ) -> Plan:
-    """`due_ms` is the timer's occurrence; occurrences in [due_ms, horizon_ms) are planned now."""
+    """`due_ms` is the timer's occurrence; occurrences in [due_ms, horizon_ms) are planned now,
+    and those in [horizon_ms, ahead_ms) too when the chain may plan ahead (module docstring)."""
     on_time_from = now_ms - grace_ms
     window_start = now_ms - catchup.window_seconds * 1000
     # Occurrences before `lost_before` never run: older than the window and not on time.
@@ -100,7 +121,36 @@ def plan_recurring(
     while occurrence is not None and occurrence < horizon_ms:
         enqueue.append(occurrence)
         occurrence = _next(schedule, created_at, occurrence)
+    if ahead_ms is not None and occurrence is not None:
+        ahead = _ahead(schedule, created_at, occurrence, ahead_ms)
+        if ahead is not None:
+            enqueue += ahead[0]
+            occurrence = ahead[1]
     return Plan(tuple(enqueue), occurrence, skipped)
+
+
+def chain_ahead_ms(horizon_ms: int, now_ms: int, jitter_seconds: int) -> int | None:
+    """How far a chain planned now up to `horizon_ms` may plan ahead: the next grid line after
+    the horizon, or None when its messages would not fit SQS's delay."""
+    line = (horizon_ms // CHAIN_GRID_MS + 1) * CHAIN_GRID_MS
+    if line - now_ms + jitter_seconds * 1000 > CHAIN_AHEAD_MAX_MS:
+        return None
+    return line
+
+
+def _ahead(
+    schedule: Schedule, created_at: datetime, first: int, until_ms: int
+) -> tuple[list[int], int] | None:
+    """The occurrences from `first` (one) before `until_ms` and the one after them; None when
+    more than CHAIN_AHEAD_RUNS lie there or the schedule ends before `until_ms`."""
+    found: list[int] = []
+    occurrence: int | None = first
+    while occurrence is not None and occurrence < until_ms:
+        if len(found) == CHAIN_AHEAD_RUNS:
+            return None
+        found.append(occurrence)
+        occurrence = _next(schedule, created_at, occurrence)
+    return None if occurrence is None else (found, occurrence)
 
 
 def _dropped(schedule: Schedule, created_at: datetime, first: int, until: int | None) -> int:

@@ -19,6 +19,10 @@ occurrences must not wait behind one drawn late): its occurrences are sent as th
 the horizon, each with a delay up to its jittered instant, at most SQS's 900 s; one delayed
 further arrives early and the worker puts it back until its instant (duetime.services.execute).
 
+The sweeper's dispatcher (`plan_ahead`) lets a chain plan ahead to the next 10-minute line
+(duetime.domain.planning, "Planning ahead"): one timer write per ten occurrences of a
+per-minute cron. Submission does not: a new job's first sweep does it.
+
 After writing timers we read the horizon of each shard written to (never a global item: the
 reads spread over the shards): a timer whose bucket it has reached may have been missed by
 that sweep, so it is dispatched again (as a message), and a duplicate is absorbed by the
@@ -32,7 +36,7 @@ from dataclasses import dataclass, replace
 
 from duetime.domain.jobs import Job, JobStatus
 from duetime.domain.messages import RunMessage, delay_seconds, run_message
-from duetime.domain.planning import plan_recurring
+from duetime.domain.planning import chain_ahead_ms, plan_recurring
 from duetime.domain.schedule import next_occurrence
 from duetime.domain.timers import Timer, minute_of
 from duetime.domain.timeutil import MINUTE_MS, from_ms, to_ms
@@ -78,12 +82,14 @@ class Dispatcher:
         settings: Settings,
         *,
         clock: Callable[[], int],
+        plan_ahead: bool = False,
     ) -> None:
         self._jobs = jobs
         self._timers = timers
         self._queue = queue
         self._settings = settings
         self._clock = clock
+        self._plan_ahead = plan_ahead
 
     def dispatch(self, due: Sequence[tuple[Job, int]]) -> Dispatched:
         result = Dispatched()
@@ -115,6 +121,9 @@ class Dispatcher:
                     now_ms=now,
                     horizon_ms=horizon_ms,
                     grace_ms=self._settings.misfire_grace_seconds * 1000,
+                    ahead_ms=chain_ahead_ms(horizon_ms, now, job.spec.jitter_seconds)
+                    if self._plan_ahead
+                    else None,
                 )
                 result.skipped += plan.skipped
                 sent = [run_message(job, s) for s in plan.enqueue]

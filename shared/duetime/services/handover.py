@@ -60,7 +60,9 @@ class HandOver:
             queue if sleep is None else ReleasedSender(queue, clock=clock, sleep=sleep)
         )
         self._clock = clock
-        self._dispatcher = Dispatcher(jobs, timers, self._queue, settings, clock=clock)
+        self._dispatcher = Dispatcher(
+            jobs, timers, self._queue, settings, clock=clock, plan_ahead=True
+        )
 
     def hand_over(
         self, timers: Sequence[Timer], deadline: int, report: Tally

@@ -6,16 +6,18 @@ breaks — a timer removed by hand, expired by TTL while its shard was stuck for
 the job would stay `scheduled` and never run again. Once a day the reconciler reads every
 scheduled job (a parallel Scan of the jobs table) and, for each recurring one, looks for its
 live timer where a healthy chain keeps it: every chain timer is the first occurrence at or
-after a minute boundary near now (duetime.services.dispatch plans up to a minute boundary), so
-the candidates are the first occurrences at or after each minute from `LOOKBACK_MINUTES` ago to
-lookahead + 3 minutes ahead — a handful of keys per job, one BatchGetItem per 100 keys. A job
-with none of them, nor a stuck timer, is re-armed like a resume: from its next occurrence
-after now (missed occurrences are not caught up).
+after a minute boundary near now (duetime.services.dispatch plans up to a minute boundary) or
+at the 10-minute line a sweeper planned it ahead to (duetime.domain.planning), so the
+candidates are the first occurrences at or after each minute from `LOOKBACK_MINUTES` ago to
+lookahead + 3 minutes ahead, and at the first line after that: a handful of keys per job, one
+BatchGetItem per 100 keys. A job with none of them, nor a stuck timer, is re-armed like a
+resume: from its next occurrence after now (missed occurrences are not caught up).
 
 A job the reconciler wrongly takes for broken (a chain whose shard lags more than
 `LOOKBACK_MINUTES`, or a catch-up continuation stored out of its bucket) is harmless: the
 re-armed chain writes the same timer keys as the live one, so the two merge at the next
-occurrence, and any occurrence sent twice shares its run id.
+occurrence (or the next line, for a chain planned ahead), and any occurrence sent twice shares
+its run id.
 
 Cost: the Scan reads the whole jobs table once a day (0.5 read units per 4 KB, eventually
 consistent) plus about 15 strongly consistent timer reads per minute-level recurring job.
@@ -29,6 +31,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 
 from duetime.domain.jobs import Job, JobStatus
+from duetime.domain.planning import CHAIN_GRID_MS
 from duetime.domain.schedule import next_occurrence
 from duetime.domain.timers import Timer, minute_of
 from duetime.domain.timeutil import MINUTE_MS, from_ms, to_ms
@@ -149,11 +152,11 @@ class Reconciler:
         first = minute_of(now) - LOOKBACK_MINUTES
         last = minute_of(now) + self._settings.lookahead_minutes + 3
         created = from_ms(job.created_ms)
+        grid_line = ((last + 1) * MINUTE_MS + CHAIN_GRID_MS - 1) // CHAIN_GRID_MS * CHAIN_GRID_MS
+        starts = [m * MINUTE_MS for m in range(first, last + 1)] + [grid_line]
         dues: set[int] = set()
-        for minute in range(first, last + 1):
-            found = next_occurrence(
-                job.spec.schedule, created_at=created, after=from_ms(minute * MINUTE_MS - 1)
-            )
+        for start in starts:
+            found = next_occurrence(job.spec.schedule, created_at=created, after=from_ms(start - 1))
             if found is not None:
                 dues.add(to_ms(found))
         return [Timer(job.tenant, job.id, due, job.generation) for due in sorted(dues)]
