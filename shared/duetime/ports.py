@@ -116,6 +116,13 @@ class JobStore(Protocol):
     def dependents(self, tenant: str, upstream_id: str) -> tuple[str, ...]:
         """The ids recorded as running after `upstream_id` (one strongly consistent read)."""
 
+    def get_with_dependents(
+        self, keys: Sequence[tuple[str, str]]
+    ) -> dict[tuple[str, str], tuple[Job, tuple[str, ...]]]:
+        """What runs need of their jobs, read together (strongly consistent; on DynamoDB one
+        BatchGetItem per 50 jobs): each job found, keyed by (tenant, id), with the ids
+        recorded as running after it (`dependents`). Missing jobs are absent."""
+
 
 class TimerStore(Protocol):
     """Timers in (bucket minute, shard) partitions, and the sweep's progress per shard.

@@ -56,3 +56,31 @@ def test_an_after_schedule_round_trips_through_the_job_item() -> None:
     job = make_job(recurring=True)
     stored = replace(job, spec=replace(job.spec, schedule=After("01UPSTREAM", "finished")))
     assert job_from_values(job_to_values(stored)) == stored
+
+
+def test_given_jobs_then_they_are_read_with_their_dependents(job_store: JobStore) -> None:
+    upstream, lone = make_job(entropy=1, recurring=True), make_job(entropy=2)
+    foreign = make_job("other-tenant", entropy=3)
+    for job in (upstream, lone, foreign):
+        job_store.create(job)
+    job_store.add_dependent(TENANT, upstream.id, "b")
+    job_store.add_dependent(TENANT, upstream.id, "a")
+    job_store.add_dependent(TENANT, "01KF00000000000000000NOPE0", "c")  # no such job
+
+    found = job_store.get_with_dependents(
+        [
+            (TENANT, upstream.id),
+            (TENANT, lone.id),
+            (TENANT, lone.id),  # duplicates are tolerated
+            (TENANT, "01KF00000000000000000NOPE0"),
+            (TENANT, foreign.id),  # right id, wrong tenant
+            ("other-tenant", foreign.id),
+        ]
+    )
+
+    assert found == {
+        (TENANT, upstream.id): (upstream, ("a", "b")),
+        (TENANT, lone.id): (lone, ()),
+        ("other-tenant", foreign.id): (foreign, ()),
+    }
+    assert job_store.get_with_dependents([]) == {}

@@ -132,3 +132,26 @@ def test_given_one_off_jobs_on_the_normal_path_then_a_run_costs_4_writes_and_ful
     partitions = report["partitions"]
     shards = engine.parts.timers.shard_count()
     assert log.bookkeeping_writes <= 2 * partitions + 4 * shards
+
+
+def test_given_runs_that_wake_together_then_their_job_reads_are_merged(engine: Engine) -> None:
+    reads: Counter[str] = Counter()
+
+    def count(event_name: str, params: dict[str, Any], **_: Any) -> None:
+        operation = event_name.rsplit(".", maxsplit=1)[-1]
+        tables = params.get("RequestItems", {}).keys() if "RequestItems" in params else []
+        if engine.aws.settings.jobs_table in [params.get("TableName"), *tables]:
+            reads[operation] += 1
+
+    engine.parts.timers._client.meta.events.register("before-parameter-build", count)
+    due_ms = START_MS + 5_000
+    jobs = [engine.submit({"schedule": {"at": rfc3339_ms(due_ms)}}) for _ in range(20)]
+    reads.clear()  # the submissions' own
+    engine.advance_to(due_ms - 900)  # visible: each batch of 10 waits for its instant
+    engine.drain()
+
+    assert sorted(c.job_id for c in engine.recorder.calls) == sorted(jobs)
+    # Per batch of 10: the first run to wake reads alone, the others share the next read
+    # (job and dependents together); no GetItem per run, no read of the dependents apart.
+    assert reads["GetItem"] == 0
+    assert reads["BatchGetItem"] <= 2 * 2

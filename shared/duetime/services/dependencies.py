@@ -3,10 +3,12 @@
 - At create and PATCH, `check` finds the upstream (404 when it is not the tenant's) and refuses
   a cycle (walking up the chain of `after` schedules, at most MAX_CHAIN jobs).
 - The jobs table keeps, beside each upstream, the ids of its dependents (`JobStore.dependents`),
-  so a finishing run finds them with one read, whatever the tenant holds. An id is added before
-  the dependent's job item is written and removed after it stops depending (cancel, PATCH): an
-  entry left behind is harmless, since `trigger` reads each dependent and checks its schedule
-  and status.
+  so a run finds them whatever the tenant holds. An id is added before the dependent's job
+  item is written and removed after it stops depending (cancel, PATCH): an entry left behind
+  is harmless, since `trigger` reads each dependent and checks its schedule and status.
+- A run reads those ids with its job, in the same request, before its claim
+  (duetime.services.job_reads): a dependent created after that (while the run is staged or
+  running) is triggered by the upstream's next runs, not by this one.
 - When a run finishes for good (succeeded, or failed after its last attempt), the executor calls
   `trigger`: one run message per matching dependent that is `scheduled` (a paused or cancelled
   one is not triggered), of its generation, carrying the upstream run's id. The dependent's run
@@ -20,7 +22,7 @@ SQS delivers it again; its claim finds the run finished and the executor trigger
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import replace
 
 from duetime.domain.errors import NotFound, ValidationError
@@ -79,13 +81,11 @@ class Dependencies:
             return
         self._jobs.remove_dependent(old.tenant, schedule.job_id, old.id)
 
-    def trigger(self, upstream: Job, run: Run) -> int:
-        """Send a run of every dependent of `upstream` that `run`'s final outcome matches.
+    def trigger(self, upstream: Job, run: Run, ids: Sequence[str]) -> int:
+        """Send a run of every dependent of `upstream` that `run`'s final outcome matches:
+        `ids` are the dependents recorded when the run read its job (JobStore.dependents).
         Returns how many were sent; raises what the queue raises (the caller retries)."""
-        if run.status not in (RunStatus.SUCCEEDED, RunStatus.FAILED):
-            return 0
-        ids = self._jobs.dependents(upstream.tenant, upstream.id)
-        if not ids:
+        if run.status not in (RunStatus.SUCCEEDED, RunStatus.FAILED) or not ids:
             return 0
         found = self._jobs.get_many([(upstream.tenant, dependent) for dependent in ids])
         now = self._clock()

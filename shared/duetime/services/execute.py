@@ -49,6 +49,7 @@ from duetime.domain.runs import (
 from duetime.observability import Metric, count, logger, milliseconds
 from duetime.ports import Delivery, JobQueue, JobStore, RunStore, TargetRunner
 from duetime.services.dependencies import Dependencies
+from duetime.services.job_reads import LINGER_SECONDS, JobReads
 from duetime.services.overlap import GateContention, OverlapGuard
 from duetime.settings import Settings
 
@@ -85,9 +86,11 @@ class RunExecutor:
         auth: MessageAuth,
         sleep: Callable[[float], None] = time.sleep,
         jitter: Callable[[], float] = random.random,
+        read_linger_seconds: float = LINGER_SECONDS,
     ) -> None:
         self._auth = auth  # a run message is run only if duetime signed it
-        self._jobs = jobs
+        # Runs that wake together read their jobs together (real time: a linger of ~2 ms).
+        self._reads = JobReads(jobs, linger=read_linger_seconds)
         self._runs = runs
         self._queue = queue
         self._targets = targets
@@ -139,14 +142,15 @@ class RunExecutor:
         # read and the run claimed within its last claim_lead_ms, the target started after it.
         early_wait_ms = max(0, early)
         self._wait_until(message.due_ms - self._settings.claim_lead_ms)
-        job = self._jobs.get(message.tenant, message.job_id)
+        found = self._reads.get(message.tenant, message.job_id)
         # Only a cancel or a pause stops a run that was handed over. A recurring job reaching
         # its end_at is marked completed while its last occurrences are still on their way:
         # those run.
-        if job is None or job.status in (JobStatus.CANCELLED, JobStatus.PAUSED):
+        if found is None or found[0].status in (JobStatus.CANCELLED, JobStatus.PAUSED):
             count(Metric.RUNS_DROPPED)
-            status = job.status if job else "missing"
+            status = found[0].status if found else "missing"
             return Result(Disposition.DONE, f"dropped: job is {status}")
+        job, dependents = found
         if message.generation is not None and message.generation < job.generation:
             # Handed over before a pause: a pause drops what it stopped, even once resumed
             # (the resumed chain sends its own runs, from the resume on).
@@ -199,7 +203,7 @@ class RunExecutor:
             count(Metric.RUNS_DUPLICATE)
             if gated:  # the holder died between its outcome and its release: release now
                 self._overlap.release(job, message.scheduled_ms)
-            if run is not None and not self._triggered(job, run):
+            if run is not None and not self._triggered(job, dependents, run):
                 return Result(Disposition.RETRY_LATER, "dependents not triggered yet", run)
             return Result(Disposition.DONE, "duplicate of finished work", run)
         if outcome == ClaimOutcome.ABANDONED and run is not None:
@@ -207,7 +211,7 @@ class RunExecutor:
             # as for any failure; this delivery is done.
             logger.warning("attempt abandoned by its worker", extra={"attempt": run.attempt})
             return self._failed(
-                job, replace(message, attempt=run.attempt), run, ABANDONED_ERROR, True
+                job, dependents, replace(message, attempt=run.attempt), run, ABANDONED_ERROR, True
             )
         if outcome == ClaimOutcome.BUSY or run is None:
             # Come back when the holder's lease ends: if it died, this delivery reclaims.
@@ -222,7 +226,7 @@ class RunExecutor:
         count(Metric.RUNS_STARTED)
         milliseconds(Metric.START_LATENESS, claim.lateness_ms)
         milliseconds(Metric.EARLY_WAIT, early_wait_ms)
-        return self._execute(job, message, run)
+        return self._execute(job, dependents, message, run)
 
     def _wait_until(self, instant_ms: int) -> None:
         ahead = instant_ms - self._clock()
@@ -250,7 +254,9 @@ class RunExecutor:
         if job.spec.recurring and job.spec.overlap != Overlap.ALLOW:
             self._overlap.release(job, message.scheduled_ms)
 
-    def _execute(self, job: Job, message: RunMessage, run: Run) -> Result:
+    def _execute(
+        self, job: Job, dependents: tuple[str, ...], message: RunMessage, run: Run
+    ) -> Result:
         invocation = Invocation(
             tenant=job.tenant,
             job_id=job.id,
@@ -264,18 +270,24 @@ class RunExecutor:
         try:
             self._targets.execute(job.spec.target, invocation)
         except TargetError as exc:
-            return self._failed(job, message, run, str(exc), exc.retryable)
+            return self._failed(job, dependents, message, run, str(exc), exc.retryable)
         done = self._runs.finish(run, RunOutcome(RunStatus.SUCCEEDED, self._clock()))
         if done is not None:  # else the run was reclaimed: its new holder releases
             self._released(job, message)
         count(Metric.RUNS_SUCCEEDED)
         logger.info("run succeeded", extra={"attempt": message.attempt})
-        if done is not None and not self._triggered(job, done):
+        if done is not None and not self._triggered(job, dependents, done):
             return Result(Disposition.RETRY_LATER, "succeeded; dependents not triggered", done)
         return Result(Disposition.DONE, "succeeded", done or run)
 
     def _failed(
-        self, job: Job, message: RunMessage, run: Run, error: str, retryable: bool
+        self,
+        job: Job,
+        dependents: tuple[str, ...],
+        message: RunMessage,
+        run: Run,
+        error: str,
+        retryable: bool,
     ) -> Result:
         now = self._clock()
         if should_retry(job.spec.retry, message.attempt, retryable):
@@ -297,16 +309,16 @@ class RunExecutor:
         count(Metric.RUNS_FAILED)
         count(Metric.RUNS_DEAD)
         logger.error("run failed", extra={"attempt": message.attempt, "error": error})
-        if done is not None and not self._triggered(job, done):
+        if done is not None and not self._triggered(job, dependents, done):
             return Result(Disposition.RETRY_LATER, "failed; dependents not triggered", done)
         return Result(Disposition.DONE, f"failed: {error}", done or run)
 
-    def _triggered(self, job: Job, run: Run) -> bool:
+    def _triggered(self, job: Job, dependents: tuple[str, ...], run: Run) -> bool:
         """Send the runs of the jobs that run after this one's finished run
         (duetime.services.dependencies). False when that failed: the message stays, and its
         next delivery, finding the run finished, triggers them again (same run ids)."""
         try:
-            self._dependencies.trigger(job, run)
+            self._dependencies.trigger(job, run, dependents)
         except Exception:
             logger.exception("triggering the dependents failed")
             return False

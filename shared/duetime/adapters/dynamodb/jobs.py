@@ -67,9 +67,12 @@ class DynamoJobStore:
     def _item(self, job: Job) -> dict[str, Any]:
         return to_item(job_to_values(job) | {"tenant": self._pk(job.tenant, job.id)})
 
+    def _tenant(self, partition_key: str) -> str:
+        return partition_key.rpartition("#")[0] if self._partitions > 1 else partition_key
+
     def _job(self, values: dict[str, Any]) -> Job:
         if self._partitions > 1:
-            values = values | {"tenant": str(values["tenant"]).rpartition("#")[0]}
+            values = values | {"tenant": self._tenant(str(values["tenant"]))}
         return job_from_values(values)
 
     def claim_key(
@@ -314,3 +317,22 @@ class DynamoJobStore:
             ConsistentRead=True,
         ).get("Item")
         return tuple(sorted(item["ids"]["SS"])) if item and "ids" in item else ()
+
+    def get_with_dependents(
+        self, keys: Sequence[tuple[str, str]]
+    ) -> dict[tuple[str, str], tuple[Job, tuple[str, ...]]]:
+        wanted = list(dict.fromkeys(keys))
+        request = [self._key(t, i) for t, i in wanted]
+        request += [self._dependents_key(t, i) for t, i in wanted]
+        jobs: dict[tuple[str, str], Job] = {}
+        dependents: dict[tuple[str, str], tuple[str, ...]] = {}
+        for values in batch_get(self._client, self._table, request, consistent=True):
+            sort_key = str(values["id"])
+            if sort_key.startswith(DEPENDENTS_PREFIX):
+                tenant = self._tenant(str(values["tenant"]))
+                ids = values.get("ids") or set()
+                dependents[(tenant, sort_key[len(DEPENDENTS_PREFIX) :])] = tuple(sorted(ids))
+            elif not sort_key.startswith("!"):
+                job = self._job(values)
+                jobs[(job.tenant, job.id)] = job
+        return {key: (job, dependents.get(key, ())) for key, job in jobs.items()}

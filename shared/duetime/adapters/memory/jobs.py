@@ -113,5 +113,10 @@ class MemoryJobStore:
         with self._lock:
             return tuple(sorted(self._dependents.get((tenant, upstream_id), set())))
 
+    def get_with_dependents(
+        self, keys: Sequence[tuple[str, str]]
+    ) -> dict[tuple[str, str], tuple[Job, tuple[str, ...]]]:
+        return {key: (self._jobs[key], self.dependents(*key)) for key in keys if key in self._jobs}
+
     def recurring_count(self, tenant: str) -> int:
         return self._recurring.get(tenant, 0)

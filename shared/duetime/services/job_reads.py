@@ -1,0 +1,81 @@
+"""Where a run's job is read: the reads of runs that wake together, merged.
+
+Before its claim, every run reads its job (the cancel check, the target, the payload) and the
+ids of the jobs that run after it (duetime.services.dependencies): one item each in the jobs
+table, read together (`JobStore.get_with_dependents`). The runs of a burst wake on the same
+instant, each on its own thread (the records of a Lambda batch, the Fargate worker's slots),
+so their reads are merged: one read is in flight at a time, and the first run to ask waits
+`linger` (2 ms) for the others before it reads for all of them (one BatchGetItem per 50 jobs);
+the runs that ask while a read is in flight wait for the next. The records of a batch start
+on their threads within a millisecond or two of each other: without the linger, each would
+find the previous read done and read alone. Each run still reads its job when it wakes (its
+claim lead before its instant), so a cancel acknowledged before that is seen
+(duetime.services.execute).
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from dataclasses import dataclass, field
+
+from duetime.domain.jobs import Job
+from duetime.ports import JobStore, StoreError
+
+Key = tuple[str, str]  # (tenant, job id)
+Found = tuple[Job, tuple[str, ...]]  # a job and the ids of its dependents
+
+
+@dataclass
+class _Read:
+    keys: list[Key] = field(default_factory=list)
+    done: threading.Event = field(default_factory=threading.Event)
+    found: dict[Key, Found] | None = None  # None until the read succeeded
+    error: str = "the read was interrupted"
+    led: bool = False
+
+
+# How long the first run to ask waits for the others (a read takes a few milliseconds).
+LINGER_SECONDS = 0.002
+
+
+class JobReads:
+    def __init__(
+        self,
+        jobs: JobStore,
+        *,
+        linger: float = LINGER_SECONDS,
+    ) -> None:
+        self._jobs = jobs
+        self._linger = linger
+        self._lock = threading.Lock()  # guards _next
+        self._in_flight = threading.Lock()  # held by the read being made
+        self._next = _Read()  # the read that requests join
+
+    def get(self, tenant: str, job_id: str) -> Found | None:
+        """The job (None when it does not exist) and its dependents' ids."""
+        key = (tenant, job_id)
+        with self._lock:
+            read = self._next
+            read.keys.append(key)
+            leads, read.led = not read.led, True
+        if leads:
+            # The first to ask makes the read, once the one in flight is done; whoever asks
+            # while it waits joins it.
+            with self._in_flight:
+                if self._linger > 0:
+                    time.sleep(self._linger)
+                with self._lock:
+                    self._next = _Read()
+                try:
+                    read.found = self._jobs.get_with_dependents(read.keys)
+                except Exception as exc:
+                    read.error = f"{type(exc).__name__}: {exc}"
+                    raise
+                finally:
+                    read.done.set()
+        else:
+            read.done.wait()
+        if read.found is None:  # every run of a failed read fails as its own read would
+            raise StoreError(f"reading job {job_id} failed: {read.error}")
+        return read.found.get(key)

@@ -1,0 +1,116 @@
+"""The job reads of runs that wake together are merged into one store call
+(duetime.services.job_reads)."""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import replace
+
+import pytest
+
+from duetime.adapters.memory.jobs import MemoryJobStore
+from duetime.domain.jobs import Job
+from duetime.ports import StoreError
+from duetime.services.job_reads import JobReads
+from tests.integration.test_contracts import TENANT, make_job
+
+
+class GatedStore(MemoryJobStore):
+    """The twin, counting its reads; the first read waits until `release` is set."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.reads: list[list[tuple[str, str]]] = []
+        self.entered = threading.Event()
+        self.release = threading.Event()
+        self.failing_read = 0  # the read (1, 2, ...) that fails; 0: none
+
+    def get_with_dependents(
+        self, keys: Sequence[tuple[str, str]]
+    ) -> dict[tuple[str, str], tuple[Job, tuple[str, ...]]]:
+        self.reads.append(list(keys))
+        if len(self.reads) == 1:
+            self.entered.set()
+            assert self.release.wait(10)
+        if len(self.reads) == self.failing_read:
+            raise StoreError("throttled")
+        return super().get_with_dependents(keys)
+
+
+def jobs(store: MemoryJobStore, n: int) -> list[Job]:
+    made = [make_job(entropy=i) for i in range(n)]
+    for job in made:
+        store.create(job)
+    return made
+
+
+def queued(reads: JobReads, n: int) -> None:
+    """Wait until `n` runs have joined the next read."""
+    deadline = time.monotonic() + 10
+    while len(reads._next.keys) < n:
+        assert time.monotonic() < deadline
+        time.sleep(0.001)
+
+
+def test_a_lone_read_is_made_at_once_with_the_jobs_dependents() -> None:
+    store = GatedStore()
+    store.release.set()
+    job = jobs(store, 1)[0]
+    store.add_dependent(TENANT, job.id, "dep")
+    reads = JobReads(store)
+
+    assert reads.get(TENANT, job.id) == (job, ("dep",))
+    assert reads.get(TENANT, "01KF00000000000000000NOPE0") is None
+    assert store.reads == [[(TENANT, job.id)], [(TENANT, "01KF00000000000000000NOPE0")]]
+
+
+def test_runs_asking_while_a_read_is_in_flight_share_the_next_read() -> None:
+    store = GatedStore()
+    made = jobs(store, 11)
+    reads = JobReads(store)
+    with ThreadPoolExecutor(11) as pool:
+        first = pool.submit(reads.get, TENANT, made[0].id)
+        assert store.entered.wait(10)  # the first read is in flight
+        rest = [pool.submit(reads.get, TENANT, job.id) for job in made[1:]]
+        queued(reads, 10)  # behind the read in flight
+        store.release.set()
+        found = [first.result(10), *(f.result(10) for f in rest)]
+
+    assert [f[0] if f else None for f in found] == made
+    assert len(store.reads) == 2  # the lone first read, then one read for the ten
+    assert sorted(store.reads[1]) == sorted((TENANT, job.id) for job in made[1:])
+
+
+def test_a_failed_read_fails_every_run_that_shared_it() -> None:
+    store = GatedStore()
+    made = jobs(store, 3)
+    reads = JobReads(store)
+    store.failing_read = 2
+    with ThreadPoolExecutor(3) as pool:
+        first = pool.submit(reads.get, TENANT, made[0].id)
+        assert store.entered.wait(10)
+        others = [pool.submit(reads.get, TENANT, job.id) for job in made[1:]]
+        queued(reads, 2)
+        store.release.set()
+        assert first.result(10) == (made[0], ())
+        for future in others:
+            with pytest.raises(StoreError, match="throttled"):
+                future.result(10)
+    assert len(store.reads) == 2
+    # The next runs read again: nothing is remembered of a failed read.
+    assert reads.get(TENANT, made[2].id) == (made[2], ())
+
+
+def test_a_job_changed_between_two_reads_is_read_as_it_is_now() -> None:
+    store = GatedStore()
+    store.release.set()
+    job = jobs(store, 1)[0]
+    reads = JobReads(store)
+    assert reads.get(TENANT, job.id) == (job, ())
+    paused = replace(job, version=job.version + 1)
+    store.replace(paused, expected=job)
+
+    assert reads.get(TENANT, job.id) == (paused, ())
