@@ -7,8 +7,8 @@ child process the emulator and the handlers each get a core (docs/performance.md
 before/after figures).
 
 The child applies the moto fixes (duetime.local.moto_fixes, duetime.local.moto_sqs, and
-`make_dispatch_fast` below),
-starts a ThreadedMotoServer, prints one JSON line (`{"url": ...}` or `{"error": ...}`) and
+`make_dispatch_fast` below), serves moto over persistent connections
+(duetime.local.moto_http), prints one JSON line (`{"url": ...}` or `{"error": ...}`) and
 serves until its stdin closes: the parent holds the other end of that pipe, so the server
 ends with the parent however the parent ends (a SIGKILL included).
 """
@@ -97,13 +97,17 @@ def make_dispatch_fast() -> None:
 
 
 def serve(host: str, port: int, out: IO[str] = sys.stdout, wait: IO[str] = sys.stdin) -> int:
-    from moto.server import ThreadedMotoServer
-
     from duetime.local.moto_fixes import make_dynamodb_writes_atomic, make_sqs_strict
+    from duetime.local.moto_http import MotoHttpServer
     from duetime.local.moto_sqs import make_sqs_fast
 
+    logging.getLogger("werkzeug").setLevel(logging.ERROR)
+    make_dynamodb_writes_atomic()
+    make_sqs_strict()
+    make_sqs_fast()
+    make_dispatch_fast()
     if port:
-        # ThreadedMotoServer hangs in start() when it cannot bind: check first.
+        # werkzeug exits the process when it cannot bind: check first.
         with socket.socket() as probe:
             try:
                 probe.bind((host, port))
@@ -111,14 +115,9 @@ def serve(host: str, port: int, out: IO[str] = sys.stdout, wait: IO[str] = sys.s
                 error = f"cannot listen on {host}:{port} ({exc.strerror})"
                 print(json.dumps({"error": error}), file=out, flush=True)
                 return 1
-    logging.getLogger("werkzeug").setLevel(logging.ERROR)
-    make_dynamodb_writes_atomic()
-    make_sqs_strict()
-    make_sqs_fast()
-    make_dispatch_fast()
-    server = ThreadedMotoServer(ip_address=host, port=port, verbose=False)
+    server = MotoHttpServer(host, port)
     server.start()
-    bound_host, bound_port = server.get_host_and_port()
+    bound_host, bound_port = server.address
     print(json.dumps({"url": f"http://{bound_host}:{bound_port}"}), file=out, flush=True)
     wait.read()  # until the parent closes the pipe (or dies)
     server.stop()
