@@ -16,13 +16,16 @@ ends with the parent however the parent ends (a SIGKILL included).
 from __future__ import annotations
 
 import argparse
+import functools
+import http.client
+import io
 import json
 import logging
 import socket
 import subprocess
 import sys
 import threading
-from typing import IO
+from typing import IO, Any
 
 
 class MotoProcessError(RuntimeError):
@@ -76,9 +79,9 @@ def make_dispatch_fast() -> None:
     """moto's server finds the service of every request by listing moto's package directory
     (`list_of_moto_modules`: ~150 `isdir` calls) and then matching the host against every
     service's URL patterns: about a tenth of the server's CPU under load. Both depend only on
-    the installed moto and the request's host, so they are computed once."""
-    import functools
-
+    the installed moto and the request's host, so they are computed once; so are the methods
+    of each handler class (looked up per request), and headers are read without the email
+    package's feed parser (~6 % of the server's CPU)."""
     from moto import backends
     from moto.moto_server.werkzeug_app import DomainDispatcherApplication
 
@@ -94,6 +97,32 @@ def make_dispatch_fast() -> None:
         return hosts[host]
 
     DomainDispatcherApplication.get_backend_for_host = get_backend_for_host  # type: ignore[method-assign]
+
+    # Every request also lists its handler class's methods (`inspect.getmembers`) to find the
+    # action's: a class's methods do not change while the server runs.
+    from moto.core import responses
+
+    listed = responses.method_names_from_class  # type: ignore[attr-defined]
+    methods = functools.cache(lambda cls: frozenset(listed(cls)))
+    setattr(responses, "method_names_from_class", methods)  # noqa: B010 - moto's own name
+    http.client.parse_headers = _parse_headers
+
+
+_parse_headers_slowly = http.client.parse_headers
+
+
+def _parse_headers(fp: Any, _class: Any = http.client.HTTPMessage) -> Any:
+    """http.client.parse_headers without the email package's feed parser: one header a line
+    (a folded header goes to the full parser)."""
+    lines = http.client._read_headers(fp)  # type: ignore[attr-defined]
+    if any(line[:1] in (b" ", b"\t") for line in lines):
+        return _parse_headers_slowly(io.BytesIO(b"".join(lines)), _class)
+    message = _class()
+    for line in lines:
+        name, colon, value = line.decode("iso-8859-1").partition(":")
+        if colon:
+            message[name] = value.strip()
+    return message
 
 
 def serve(host: str, port: int, out: IO[str] = sys.stdout, wait: IO[str] = sys.stdin) -> int:
