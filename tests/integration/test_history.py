@@ -24,7 +24,7 @@ from duetime.adapters.codec import from_item, run_from_values, run_to_values, to
 from duetime.cli.main import main
 from duetime.domain.runs import Attempt, Run, RunStatus
 from duetime.entrypoints import archiver as archiver_handler
-from duetime.history.archive import HistoryBucket
+from duetime.history.archive import HistoryBucket, is_ttl_expiry
 from duetime.history.compaction import compact_partition
 from duetime.history.query import LocalEngine
 from duetime.history.schema import HISTORY_SCHEMA, glue_columns
@@ -62,6 +62,7 @@ class History:
     bucket: HistoryBucket
     reaper: TtlReaper
     source: StreamEventSource
+    marks: TtlDeletes  # the reaper's deletes, which the stream's REMOVE records show as TTL's
     events: list[dict[str, Any]] = field(default_factory=list)
     results: list[dict[str, Any]] = field(default_factory=list)
 
@@ -126,7 +127,7 @@ def history(aws: Aws, monkeypatch: pytest.MonkeyPatch) -> Iterator[History]:
     source = StreamEventSource(
         aws.dynamodb, streams, settings.runs_table, lambda event, _: hist.invoke(event), marks
     )
-    hist = History(aws, settings, HistoryBucket(s3, settings.history_bucket), reaper, source)
+    hist = History(aws, settings, HistoryBucket(s3, settings.history_bucket), reaper, source, marks)
     yield hist
     archiver_handler.archiver.cache_clear()
 
@@ -295,6 +296,40 @@ def test_a_delete_that_is_not_a_ttl_expiry_is_not_archived(history: History) -> 
     assert sum("userIdentity" in r for r in removes) == 1  # only the TTL delete is marked
     assert [r["job_id"] for r in history.query("SELECT job_id FROM runs")] == ["EXPIRED"]
     assert history.results[-1]["ignored"] == 3  # two INSERTs and the user's REMOVE
+
+
+def test_filtered_as_the_deployed_mapping_only_ttl_expiries_reach_the_archiver(
+    history: History,
+) -> None:
+    # The local stack's mapping carries the deployed one's filter (TTL_REMOVE_FILTER)
+    erased = a_run("ERASED", DAY, expires_at=int(time.time()) + 86_400)
+    expired = a_run("EXPIRED", DAY)
+    history.put(erased, expired)
+    history.aws.dynamodb.delete_item(
+        TableName=history.settings.runs_table,
+        Key={"job_id": {"S": "ERASED"}, "scheduled_ms": {"N": str(erased.scheduled_ms)}},
+    )
+    history.reaper.reap_once()
+    streams = history.aws.session.client(
+        "dynamodbstreams", config=Config(account_id_endpoint_mode="disabled")
+    )
+    filtered = StreamEventSource(
+        history.aws.dynamodb,
+        streams,
+        history.settings.runs_table,
+        history.invoke,
+        history.marks,
+        only=is_ttl_expiry,
+    )
+
+    assert filtered.poll_once() == 1
+    assert filtered.poll_once() == 0  # read to the end: nothing more, no empty invocation
+    (event,) = history.events
+    (record,) = event["Records"]
+    assert record["eventName"] == "REMOVE"
+    assert record["dynamodb"]["Keys"]["job_id"] == {"S": "EXPIRED"}
+    assert history.results[-1]["ignored"] == 0
+    assert [r["job_id"] for r in history.query("SELECT job_id FROM runs")] == ["EXPIRED"]
 
 
 def test_a_malformed_record_is_reported_with_its_sequence_number_and_the_rest_archived(

@@ -358,6 +358,7 @@ class LocalStack:
         """The TTL reaper and the runs table's stream event source mapping → the archiver."""
         from duetime import wiring
         from duetime.entrypoints import archiver
+        from duetime.history.archive import is_ttl_expiry
         from duetime.settings import ArchiverSettings
 
         settings = self.settings
@@ -377,8 +378,15 @@ class LocalStack:
             endpoint_url=self.moto_url,
         )
         handler = _named(archiver.make_handler(lambda: archive), "archiver")
+        # Filtered as the deployed mapping is (TTL_REMOVE_FILTER): TTL deletes only.
         source = StreamEventSource(
-            dynamodb, streams, settings.runs_table, handler, marks, region=REGION
+            dynamodb,
+            streams,
+            settings.runs_table,
+            handler,
+            marks,
+            region=REGION,
+            only=is_ttl_expiry,
         )
         self._spawn("runs-stream", source.run, self._stopping)
 

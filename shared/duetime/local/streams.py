@@ -4,7 +4,7 @@ which moto does not run."""
 from __future__ import annotations
 
 import threading
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
@@ -14,8 +14,12 @@ from duetime.local.ttl import TtlDeletes
 if TYPE_CHECKING:
     from mypy_boto3_dynamodb import DynamoDBClient
 
-STREAM_BATCH_SIZE = 100  # Lambda's default for DynamoDB stream event source mappings
-STREAM_POLL_SECONDS = 1.0
+# The archiver's mapping (infra/constructs/history.py) takes up to 1,000 records a batch.
+STREAM_BATCH_SIZE = 1000
+# Lambda polls each shard of a DynamoDB stream four times a second, whatever it finds: a
+# burst of runs writes two stream records each, and polling after every handful of them
+# took a quarter of the emulator's time from the burst (docs/performance.md).
+STREAM_POLL_SECONDS = 0.25
 
 
 class StreamEventSource:
@@ -23,7 +27,9 @@ class StreamEventSource:
     horizon with GetRecords, invoke the handler with Lambda's event shape (batches of up to
     `batch_size`), and move on only when the handler returns; a handler that raises gets the
     same batch again at the next poll, as Lambda retries a failed batch. REMOVE records of
-    the reaper's deletes get DynamoDB TTL's `userIdentity`."""
+    the reaper's deletes get DynamoDB TTL's `userIdentity`. With `only`, the mapping's filter,
+    the other records are dropped before the handler (and a batch with none left is not
+    delivered), as Lambda's filter criteria do."""
 
     def __init__(
         self,
@@ -35,7 +41,9 @@ class StreamEventSource:
         *,
         batch_size: int = STREAM_BATCH_SIZE,
         region: str = "us-east-1",
+        only: Callable[[Mapping[str, Any]], bool] | None = None,
     ) -> None:
+        self._only = only
         self._streams = streams
         self._table = table
         self._handler = handler
@@ -64,10 +72,13 @@ class StreamEventSource:
                 reply = self._streams.get_records(ShardIterator=iterator, Limit=self._batch_size)
                 records = reply.get("Records", [])
                 following: str | None = reply.get("NextShardIterator")
-                if not records:
+                event = self.event(records)
+                if self._only is not None:
+                    event["Records"] = [r for r in event["Records"] if self._only(r)]
+                if not event["Records"]:
                     self._iterators[shard] = following
                     continue
-                pending = self._pending[shard] = (self.event(records), following)
+                pending = self._pending[shard] = (event, following)
             event, following = pending
             self._handler(event, FakeContext())
             del self._pending[shard]
@@ -76,18 +87,16 @@ class StreamEventSource:
         return delivered
 
     def run(self, stopping: threading.Event) -> None:
-        """Poll until `stopping` is set, every STREAM_POLL_SECONDS while there is nothing new;
-        a batch the handler failed is delivered again after that pause, as Lambda does."""
+        """Poll every STREAM_POLL_SECONDS until `stopping` is set; a batch the handler failed
+        is delivered again at the next poll, as Lambda does."""
         from duetime.observability import logger
 
         while not stopping.is_set():
             try:
-                delivered = self.poll_once()
+                self.poll_once()
             except Exception:
                 logger.exception("runs stream: the archiver failed; retrying the batch")
-                delivered = 0
-            if not delivered:
-                stopping.wait(STREAM_POLL_SECONDS)
+            stopping.wait(STREAM_POLL_SECONDS)
 
     def event(self, records: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
         """GetRecords results in the shape Lambda delivers them."""
