@@ -6,8 +6,8 @@ the local stack used one core of the machine however many threads it ran. With m
 child process the emulator and the handlers each get a core (docs/performance.md has the
 before/after figures).
 
-The child applies the moto fixes (duetime.local.moto_fixes, duetime.local.moto_sqs, and
-`make_dispatch_fast` below), serves moto over persistent connections
+The child applies the moto fixes (duetime.local.moto_fixes, duetime.local.moto_sqs,
+duetime.local.moto_dynamodb and `make_dispatch_fast` below), serves moto over persistent connections
 (duetime.local.moto_http), prints one JSON line (`{"url": ...}` or `{"error": ...}`) and
 serves until its stdin closes: the parent holds the other end of that pipe, so the server
 ends with the parent however the parent ends (a SIGKILL included).
@@ -126,6 +126,7 @@ def _parse_headers(fp: Any, _class: Any = http.client.HTTPMessage) -> Any:
 
 
 def serve(host: str, port: int, out: IO[str] = sys.stdout, wait: IO[str] = sys.stdin) -> int:
+    from duetime.local.moto_dynamodb import make_dynamodb_fast
     from duetime.local.moto_fixes import make_dynamodb_writes_atomic, make_sqs_strict
     from duetime.local.moto_http import MotoHttpServer
     from duetime.local.moto_sqs import make_sqs_fast
@@ -134,6 +135,7 @@ def serve(host: str, port: int, out: IO[str] = sys.stdout, wait: IO[str] = sys.s
     make_dynamodb_writes_atomic()
     make_sqs_strict()
     make_sqs_fast()
+    make_dynamodb_fast()
     make_dispatch_fast()
     if port:
         # werkzeug exits the process when it cannot bind: check first.
