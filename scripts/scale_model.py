@@ -198,9 +198,11 @@ class Inputs:
     # Requests per run (docs/cost.md: writes measured by tests/integration/test_cost.py; reads
     # from the code: services/handover.py, services/dispatch.py, the worker).
     writes_one_off: float = 4.0  # job item, timer, claim, outcome
-    reads_one_off: float = 2.0  # the worker's GetItem of the job + the horizon after the timer
+    # The worker's read of the job and of its dependents' item (one BatchGetItem, 1 unit each,
+    # found or not: duetime.services.job_reads) + the horizon read after the timer write.
+    reads_one_off: float = 3.0
     writes_recurring: float = 2.0  # claim, outcome; plus a timer write per job per sweep
-    reads_recurring: float = 1.0  # the worker's GetItem; plus per job per sweep: its job read
+    reads_recurring: float = 2.0  # the worker's two; plus per job per sweep: its job read
     # by the sweep and a share of a horizon read (one per hand-over group)
     sqs_per_run: float = 0.3
     timer_item_bytes: int = 150
@@ -273,7 +275,7 @@ class Inputs:
     # units as single submissions (docs/cost.md), one API request for `api_batch_jobs` jobs.
     api_batch_jobs: int = 100  # POST /jobs/batch takes up to 100 jobs
     writes_one_off_batch: float = 4.0
-    reads_one_off_batch: float = 2.0
+    reads_one_off_batch: float = 3.0
     sqs_per_run_batch: float = 0.3
     api_memory_mb: int = 512  # the API function (infra: FunctionFactory's default)
     api_ms_single: float = 40.0  # billed ms of POST /jobs (assumed; measure it)
@@ -1256,15 +1258,20 @@ def monthly_cost(inputs: Inputs, sustained: Tables, peak: Tables, workers: Worke
 # --- the whole bill per run, by submission path ------------------------------------------------
 
 GB = 1024**3
-PATHS = ("one_off_single", "one_off_batch", "recurring")
+PATHS = ("one_off_single", "one_off_batch", "recurring", "recurring_frequent")
 PATH_TITLES = {
     "one_off_single": "one-off, POST /jobs",
     "one_off_batch": "one-off, POST /jobs/batch (100)",
     "recurring": "recurring occurrence",
+    "recurring_frequent": "recurring occurrence, every minute",
 }
+# A chain the sweeper plans ahead (every minute, say) writes its timer once per this many
+# occurrences: up to the next 10-minute line (duetime.domain.planning, "Planning ahead").
+FREQUENT_OCCURRENCES_PER_TIMER = 10
 # Issue 16's targets, $ per million runs, all in (not redefined here: compared as written).
 TARGETS = (
     ("recurring", "on_demand", 1.00),
+    ("recurring_frequent", "on_demand", 1.00),
     ("one_off_batch", "on_demand", 2.00),
     ("one_off_batch", "provisioned", 1.00),
 )
@@ -1335,6 +1342,10 @@ def path_requests(inputs: Inputs, path: str) -> PathRequests:
             1 / inputs.api_batch_jobs,
             inputs.api_ms_batch / 1000 / inputs.api_batch_jobs,
             one_off_sweep,
+        )
+    if path == "recurring_frequent":
+        return path_requests(
+            replace(inputs, occurrences_per_sweep=FREQUENT_OCCURRENCES_PER_TIMER), "recurring"
         )
     if path == "recurring":
         recurring = replace(inputs, recurring_share=1.0)

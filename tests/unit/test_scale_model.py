@@ -120,14 +120,14 @@ def test_each_shard_has_its_own_horizon_item() -> None:
 def test_requests_per_run_follow_the_code() -> None:
     one_off = inputs()
     assert one_off.writes_per_run == 4  # job, timer, claim, outcome (docs/cost.md)
-    # The worker's GetItem of the job and the horizon read after the timer write: the sweep
-    # reads no job for a one-off timer (it carries its queue).
-    assert one_off.reads_per_run == 2
+    # The worker's read of the job and of its dependents' item, and the horizon read after the
+    # timer write: the sweep reads no job for a one-off timer (it carries its queue).
+    assert one_off.reads_per_run == 3
     recurring = inputs(recurring_share=1.0, occurrences_per_sweep=4)
     assert recurring.writes_per_run == 2.25  # claim + outcome + a quarter timer write
-    # The worker's read, plus a quarter of the sweep's job read and of its horizon read (one
-    # per hand-over group of 160, all recurring).
-    assert recurring.reads_per_run == pytest.approx(1 + (1 + 1 / 160) / 4)
+    # The worker's two reads, plus a quarter of the sweep's job read and of its horizon read
+    # (one per hand-over group of 160, all recurring).
+    assert recurring.reads_per_run == pytest.approx(2 + (1 + 1 / 160) / 4)
 
 
 def test_a_sweep_reads_its_horizon_once_per_group_of_chains() -> None:
@@ -493,7 +493,7 @@ def test_on_demand_cost_scales_linearly_with_rate(factor: int) -> None:
 def test_dynamodb_cost_per_million_follows_the_requests_per_run() -> None:
     cost = sm.plan(inputs(rate=1_000), scan=False).cost
     per_million_dynamodb = cost.dynamodb_on_demand / cost.runs_per_month * 1e6
-    assert per_million_dynamodb == pytest.approx(4 * 0.625 + 2 * 0.125)  # $2.75
+    assert per_million_dynamodb == pytest.approx(4 * 0.625 + 3 * 0.125)  # $2.875
     assert cost.sqs / cost.runs_per_month * 1e6 == pytest.approx(0.3 * 0.40)
 
 

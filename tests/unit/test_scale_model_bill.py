@@ -143,17 +143,22 @@ def test_cloudwatch_logs_and_custom_metrics() -> None:
 
 def test_dynamodb_on_demand_and_provisioned_per_million() -> None:
     one_off = bill(inputs(), "one_off_batch")
-    assert one_off.parts["dynamodb"] == pytest.approx(4 * 0.625 + 2 * 0.125)
-    provisioned = (4 * 0.00065 + 2 * 0.00013) / 3600 / 0.7 * 1e6
+    assert one_off.parts["dynamodb"] == pytest.approx(4 * 0.625 + 3 * 0.125)
+    provisioned = (4 * 0.00065 + 3 * 0.00013) / 3600 / 0.7 * 1e6
     assert one_off.dynamodb_provisioned == pytest.approx(provisioned, rel=1e-3)
     assert one_off.provisioned == pytest.approx(
         one_off.on_demand - one_off.parts["dynamodb"] + provisioned, abs=2e-3
     )
     assert one_off.on_demand == pytest.approx(sum(one_off.parts.values()), abs=1e-3)
     # A recurring occurrence (one per sweep): claim, outcome and its next timer; its worker's
-    # job read, the sweep's job read and a 160th of a horizon read.
+    # job and dependents reads, the sweep's job read and a 160th of a horizon read.
     recurring = bill(inputs(), "recurring")
-    assert recurring.parts["dynamodb"] == pytest.approx(3 * 0.625 + (2 + 1 / 160) * 0.125)
+    assert recurring.parts["dynamodb"] == pytest.approx(3 * 0.625 + (3 + 1 / 160) * 0.125)
+    # Every minute (planned ahead): the timer, the sweep's job and horizon reads per ten.
+    frequent = bill(inputs(), "recurring_frequent")
+    assert frequent.parts["dynamodb"] == pytest.approx(
+        (2 + 1 / 10) * 0.625 + (2 + (1 + 1 / 160) / 10) * 0.125
+    )
 
 
 def test_storage_over_a_runs_life() -> None:
@@ -170,6 +175,7 @@ def test_targets_are_checked_as_written() -> None:
     result = sm.whole_bill(inputs(), SMALL_MONTH)
     assert [(t.path, t.capacity, t.target) for t in result.targets] == [
         ("recurring", "on_demand", 1.00),
+        ("recurring_frequent", "on_demand", 1.00),
         ("one_off_batch", "on_demand", 2.00),
         ("one_off_batch", "provisioned", 1.00),
     ]
@@ -187,7 +193,7 @@ def test_json_keeps_its_keys_and_adds_the_bill(capsys: pytest.CaptureFixture[str
     assert {"cost", "workers", "limits", "checks", "broken_first"} <= data.keys()
     assert "per_million_on_demand" in data["cost"]
     assert [p["path"] for p in data["bill"]["paths"]] == list(sm.PATHS)
-    assert len(data["bill"]["targets"]) == 3
+    assert len(data["bill"]["targets"]) == 4
     assert data["workers"]["queues_needed_sustained"] == 1
 
 
@@ -202,7 +208,7 @@ def test_cli_options_set_the_measured_figures(capsys: pytest.CaptureFixture[str]
     assert data["inputs"]["lambda_architecture"] == "x86_64"
     assert data["inputs"]["early_wait_seconds"] == 0.1
     batch = data["bill"]["paths"][1]
-    assert batch["parts"]["dynamodb"] == pytest.approx(3 * 0.625 + 2 * 0.125)
+    assert batch["parts"]["dynamodb"] == pytest.approx(3 * 0.625 + 3 * 0.125)
 
 
 def test_the_default_early_wait_is_the_held_sends_release_window() -> None:
