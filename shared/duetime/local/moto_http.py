@@ -7,7 +7,7 @@ server started a thread for it; after each answer werkzeug also waited on a new 
 drain the socket. Measured on a 2-core machine (one PutItem + one GetItem per loop, 10
 threads): 4.9 ms of the server's CPU and 3.1 ms of the client's per call, 175 calls a second.
 
-`KeepAliveHandler` answers the same WSGI application (moto's, with moto's header handling)
+`keep_alive_handler()` answers the same WSGI application (moto's, with moto's header handling)
 but reads each request's body by its Content-Length, writes status, headers and body in one
 send with TCP_NODELAY, and keeps the connection for the client's next call (HTTP/1.1). A
 request whose body is chunked, or whose answer fails, goes through werkzeug's own path and
@@ -17,62 +17,67 @@ the client's per call, 250 calls a second (docs/performance.md, "The local emula
 
 from __future__ import annotations
 
+import functools
 import io
 import logging
 import threading
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from moto.moto_server.werkzeug_app import (
-    DomainDispatcherApplication,
-    MotoRequestHandler,
-    create_backend_app,
-)
-from werkzeug.serving import BaseWSGIServer, make_server
+if TYPE_CHECKING:
+    from werkzeug.serving import BaseWSGIServer
 
 _log = logging.getLogger(__name__)
 # Headers the handler writes itself (the body is sent whole, with its length).
 _FRAMING = frozenset({"content-length", "connection", "transfer-encoding"})
 
 
-class KeepAliveHandler(MotoRequestHandler):
-    protocol_version = "HTTP/1.1"
-    disable_nagle_algorithm = True  # one write per answer: nothing for Nagle to hold back
+@functools.cache
+def keep_alive_handler() -> type:
+    """The request handler (a class made on first use: moto, werkzeug and flask are the local
+    extra's, and this module is imported without them)."""
+    from moto.moto_server.werkzeug_app import MotoRequestHandler
 
-    def run_wsgi(self) -> None:
-        if "chunked" in self.headers.get("Transfer-Encoding", "").lower():
-            self.close_connection = True
-            super().run_wsgi()
-            return
-        if self.headers.get("Expect", "").lower().strip() == "100-continue":
-            self.wfile.write(b"HTTP/1.1 100 Continue\r\n\r\n")
-        length = int(self.headers.get("Content-Length") or 0)
-        body = self.rfile.read(length) if length > 0 else b""
-        environ = self.make_environ()
-        environ["wsgi.input"] = io.BytesIO(body)
-        environ["CONTENT_LENGTH"] = str(len(body))
-        try:
-            status, headers, payload = _call(self.server.app, environ)
-        except Exception:
-            _log.exception("moto failed to answer %s %s", self.command, self.path)
-            self.close_connection = True
-            status, headers, payload = "500 INTERNAL SERVER ERROR", [], b""
-        self._answer(status, headers, payload)
+    class KeepAliveHandler(MotoRequestHandler):
+        protocol_version = "HTTP/1.1"
+        disable_nagle_algorithm = True  # one write per answer: nothing for Nagle to hold back
 
-    def _answer(self, status: str, headers: list[tuple[str, str]], payload: bytes) -> None:
-        code = int(status.split(None, 1)[0])
-        bodiless = self.command == "HEAD" or code in (204, 304) or 100 <= code < 200
-        lines = [f"HTTP/1.1 {status}"]
-        lines += [f"{k}: {v}" for k, v in headers if k.lower() not in _FRAMING]
-        if bodiless:
-            # A HEAD answer tells the length of what a GET would return (S3's HeadObject).
-            lines += [f"{k}: {v}" for k, v in headers if k.lower() == "content-length"]
-            payload = b""
-        else:
-            lines.append(f"Content-Length: {len(payload)}")
-        if self.close_connection:
-            lines.append("Connection: close")
-        head = "\r\n".join(lines) + "\r\n\r\n"
-        self.wfile.write(head.encode("latin-1") + payload)
+        def run_wsgi(self) -> None:
+            if "chunked" in self.headers.get("Transfer-Encoding", "").lower():
+                self.close_connection = True
+                super().run_wsgi()
+                return
+            if self.headers.get("Expect", "").lower().strip() == "100-continue":
+                self.wfile.write(b"HTTP/1.1 100 Continue\r\n\r\n")
+            length = int(self.headers.get("Content-Length") or 0)
+            body = self.rfile.read(length) if length > 0 else b""
+            environ = self.make_environ()
+            environ["wsgi.input"] = io.BytesIO(body)
+            environ["CONTENT_LENGTH"] = str(len(body))
+            try:
+                status, headers, payload = _call(self.server.app, environ)
+            except Exception:
+                _log.exception("moto failed to answer %s %s", self.command, self.path)
+                self.close_connection = True
+                status, headers, payload = "500 INTERNAL SERVER ERROR", [], b""
+            self._answer(status, headers, payload)
+
+        def _answer(self, status: str, headers: list[tuple[str, str]], payload: bytes) -> None:
+            code = int(status.split(None, 1)[0])
+            bodiless = self.command == "HEAD" or code in (204, 304) or 100 <= code < 200
+            lines = [f"HTTP/1.1 {status}"]
+            lines += [f"{k}: {v}" for k, v in headers if k.lower() not in _FRAMING]
+            if bodiless:
+                # A HEAD answer tells the length of what a GET would return (S3's HeadObject).
+                lines += [f"{k}: {v}" for k, v in headers if k.lower() == "content-length"]
+                payload = b""
+            else:
+                lines.append(f"Content-Length: {len(payload)}")
+            if self.close_connection:
+                lines.append("Connection: close")
+            head = "\r\n".join(lines) + "\r\n\r\n"
+            self.wfile.write(head.encode("latin-1") + payload)
+
+    return KeepAliveHandler
 
 
 def _call(app: Any, environ: dict[str, Any]) -> tuple[str, list[tuple[str, str]], bytes]:
@@ -95,12 +100,16 @@ def _call(app: Any, environ: dict[str, Any]) -> tuple[str, list[tuple[str, str]]
 
 
 class MotoHttpServer:
-    """moto's application behind `KeepAliveHandler`, on a thread (a connection per thread)."""
+    """moto's application behind `keep_alive_handler()`, on a thread (a connection per
+    thread)."""
 
     def __init__(self, host: str, port: int) -> None:
+        from moto.moto_server.werkzeug_app import DomainDispatcherApplication, create_backend_app
+        from werkzeug.serving import make_server
+
         app = DomainDispatcherApplication(create_backend_app)
         self._server: BaseWSGIServer = make_server(
-            host, port, app, threaded=True, request_handler=KeepAliveHandler
+            host, port, app, threaded=True, request_handler=keep_alive_handler()
         )
         self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
 

@@ -378,15 +378,8 @@ class LocalStack:
             endpoint_url=self.moto_url,
         )
         handler = _named(archiver.make_handler(lambda: archive), "archiver")
-        # Filtered as the deployed mapping is (TTL_REMOVE_FILTER): TTL deletes only.
-        source = StreamEventSource(
-            dynamodb,
-            streams,
-            settings.runs_table,
-            handler,
-            marks,
-            region=REGION,
-            only=is_ttl_expiry,
+        source = StreamEventSource(  # with the deployed mapping's filter: TTL deletes only
+            dynamodb, streams, settings.runs_table, handler, marks, only=is_ttl_expiry
         )
         self._spawn("runs-stream", source.run, self._stopping)
 
