@@ -156,3 +156,24 @@ def test_given_runs_that_wake_together_then_their_job_reads_are_merged(engine: E
     # others; a loaded one starts the batch's threads further apart).
     assert reads["GetItem"] == 0
     assert reads["BatchGetItem"] <= len(jobs) // 2
+
+
+def test_given_a_per_minute_cron_then_an_occurrence_costs_about_two_writes(engine: Engine) -> None:
+    # Claim and outcome per occurrence; the chain's timer once per ten (planned ahead to the
+    # next 10-minute line: duetime.domain.planning); the sweeper's bookkeeping apart.
+    job_id = engine.submit({"schedule": {"cron": "* * * * *"}})
+    engine.run_minutes(2)  # past the submission and the chain's first hand-over
+    log = RequestLog()
+    for client in (engine.parts.timers._client, engine.parts.queue._client, engine.aws.sqs):
+        client.meta.events.register("before-parameter-build", log.before)
+        client.meta.events.register("after-call", log.after)
+    ran_before = len(engine.recorder.runs_of(job_id))
+
+    engine.run_minutes(30)
+
+    occurrences = len(engine.recorder.runs_of(job_id)) - ran_before
+    assert occurrences >= 29
+    writes_per_occurrence = log.item_writes / occurrences
+    print(f"\nper occurrence: {writes_per_occurrence:.2f} writes ({dict(log.calls)})")
+    assert writes_per_occurrence <= 2 + 1 / 10 + 0.05
+    assert log.calls["BatchWriteItem"] + log.calls["PutItem"] >= 2 * occurrences

@@ -1,0 +1,45 @@
+"""scripts/emulator_bench.py measures the local stack's moto beside plain moto, in one run."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import sys
+from pathlib import Path
+
+import pytest
+
+PATH = Path(__file__).resolve().parents[2] / "scripts" / "emulator_bench.py"
+
+
+def test_it_prints_both_servers_figures(capsys: pytest.CaptureFixture[str]) -> None:
+    spec = importlib.util.spec_from_file_location("emulator_bench", PATH)
+    assert spec is not None
+    assert spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module
+    spec.loader.exec_module(module)
+
+    assert module.main(["--calls", "40", "--threads", "2", "--json"]) == 0
+
+    figures = json.loads(capsys.readouterr().out)
+    assert figures.keys() == {"local", "plain_moto"}
+    for server in figures.values():
+        assert server["calls"] == 40
+        assert server["calls_per_second"] > 0
+        assert server["server_cpu_ms_per_call"] > 0
+        assert server["get_records_25_ms"] > 0
+        # 20 items written by the mix, 20 by the warm-up: a stream record each
+        assert (server["get_records_25_records"], server["get_records_400_records"]) == (25, 40)
+
+
+def test_bad_sizes_are_refused_with_a_message(capsys: pytest.CaptureFixture[str]) -> None:
+    spec = importlib.util.spec_from_file_location("emulator_bench_args", PATH)
+    assert spec is not None
+    assert spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    with pytest.raises(SystemExit) as exit_:
+        module.main(["--calls", "1"])
+    assert exit_.value.code == 2
+    assert "--calls must be at least 2" in capsys.readouterr().err
