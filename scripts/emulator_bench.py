@@ -21,7 +21,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import subprocess
 import sys
 import time
 from collections.abc import Callable
@@ -32,37 +31,11 @@ from typing import Any
 ROOT = Path(__file__).resolve().parent.parent
 sys.path[:0] = [str(ROOT / "shared")]
 
-PLAIN_SERVER = """
-import json, logging, sys
-from moto.server import ThreadedMotoServer
-logging.getLogger("werkzeug").setLevel(logging.ERROR)
-server = ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
-server.start()
-host, port = server.get_host_and_port()
-print(json.dumps({"url": f"http://{host}:{port}"}), flush=True)
-sys.stdin.read()
-"""
-
 
 def cpu_seconds(pid: int) -> float:
     """User + system CPU time of a process, from /proc."""
     fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
-
-
-def start(plain: bool) -> tuple[subprocess.Popen[str], str]:
-    from duetime.local import moto_process
-
-    if not plain:
-        return moto_process.start("127.0.0.1", 0)
-    process = subprocess.Popen(  # our own code, no shell
-        [sys.executable, "-c", PLAIN_SERVER],
-        stdin=subprocess.PIPE,
-        stdout=subprocess.PIPE,
-        text=True,
-    )
-    assert process.stdout is not None
-    return process, json.loads(process.stdout.readline())["url"]
 
 
 def item(key: str, version: int) -> dict[str, Any]:
@@ -88,7 +61,9 @@ def measure(plain: bool, calls: int, threads: int) -> dict[str, Any]:
     import boto3
     from botocore.config import Config
 
-    process, url = start(plain)
+    from duetime.local import moto_process
+
+    process, url = moto_process.start("127.0.0.1", 0, plain=plain)
     try:
         session = boto3.Session(
             aws_access_key_id="bench", aws_secret_access_key="bench", region_name="us-east-1"
@@ -156,8 +131,6 @@ def measure(plain: bool, calls: int, threads: int) -> dict[str, Any]:
             **reads,
         }
     finally:
-        from duetime.local import moto_process
-
         moto_process.stop(process)
 
 

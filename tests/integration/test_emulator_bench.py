@@ -6,21 +6,28 @@ import importlib.util
 import json
 import sys
 from pathlib import Path
+from types import ModuleType
 
 import pytest
 
 PATH = Path(__file__).resolve().parents[2] / "scripts" / "emulator_bench.py"
 
 
-def test_it_prints_both_servers_figures(capsys: pytest.CaptureFixture[str]) -> None:
+def _load() -> ModuleType:
     spec = importlib.util.spec_from_file_location("emulator_bench", PATH)
     assert spec is not None
     assert spec.loader is not None
     module = importlib.util.module_from_spec(spec)
     sys.modules[spec.name] = module
     spec.loader.exec_module(module)
+    return module
 
-    assert module.main(["--calls", "40", "--threads", "2", "--json"]) == 0
+
+emulator_bench = _load()
+
+
+def test_it_prints_both_servers_figures(capsys: pytest.CaptureFixture[str]) -> None:
+    assert emulator_bench.main(["--calls", "40", "--threads", "2", "--json"]) == 0
 
     figures = json.loads(capsys.readouterr().out)
     assert figures.keys() == {"local", "plain_moto"}
@@ -34,12 +41,7 @@ def test_it_prints_both_servers_figures(capsys: pytest.CaptureFixture[str]) -> N
 
 
 def test_bad_sizes_are_refused_with_a_message(capsys: pytest.CaptureFixture[str]) -> None:
-    spec = importlib.util.spec_from_file_location("emulator_bench_args", PATH)
-    assert spec is not None
-    assert spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
     with pytest.raises(SystemExit) as exit_:
-        module.main(["--calls", "1"])
+        emulator_bench.main(["--calls", "1"])
     assert exit_.value.code == 2
     assert "--calls must be at least 2" in capsys.readouterr().err

@@ -281,15 +281,19 @@ def test_a_retried_batch_overwrites_its_objects_instead_of_duplicating_rows(
     assert history.query("SELECT count(*) AS n FROM runs") == [{"n": 3}]
 
 
-def test_a_delete_that_is_not_a_ttl_expiry_is_not_archived(history: History) -> None:
+def an_erasure_and_an_expiry(history: History) -> None:
+    """Someone deletes a live run record (a tenant's data erasure, a clean-up); another
+    expires."""
     erased = a_run("ERASED", DAY, expires_at=int(time.time()) + 86_400)
-    expired = a_run("EXPIRED", DAY)
-    history.put(erased, expired)
-    # Someone deletes a live run record (a tenant's data erasure, a clean-up)
+    history.put(erased, a_run("EXPIRED", DAY))
     history.aws.dynamodb.delete_item(
         TableName=history.settings.runs_table,
         Key={"job_id": {"S": "ERASED"}, "scheduled_ms": {"N": str(erased.scheduled_ms)}},
     )
+
+
+def test_a_delete_that_is_not_a_ttl_expiry_is_not_archived(history: History) -> None:
+    an_erasure_and_an_expiry(history)
     history.expire_and_archive()
     removes = [r for e in history.events for r in e["Records"] if r["eventName"] == "REMOVE"]
     assert len(removes) == 2
@@ -302,13 +306,7 @@ def test_filtered_as_the_deployed_mapping_only_ttl_expiries_reach_the_archiver(
     history: History,
 ) -> None:
     # The local stack's mapping carries the deployed one's filter (TTL_REMOVE_FILTER)
-    erased = a_run("ERASED", DAY, expires_at=int(time.time()) + 86_400)
-    expired = a_run("EXPIRED", DAY)
-    history.put(erased, expired)
-    history.aws.dynamodb.delete_item(
-        TableName=history.settings.runs_table,
-        Key={"job_id": {"S": "ERASED"}, "scheduled_ms": {"N": str(erased.scheduled_ms)}},
-    )
+    an_erasure_and_an_expiry(history)
     history.reaper.reap_once()
     streams = history.aws.session.client(
         "dynamodbstreams", config=Config(account_id_endpoint_mode="disabled")

@@ -5,8 +5,6 @@ from __future__ import annotations
 
 import http.client
 import json
-import subprocess
-import sys
 from collections.abc import Callable, Iterator
 from typing import Any
 from urllib.parse import urlsplit
@@ -19,16 +17,6 @@ from botocore.exceptions import ClientError
 from duetime.local import moto_process
 from tests.integration.test_moto_http import LIST_TABLES
 
-PLAIN_SERVER = """
-import json, sys, logging
-from moto.server import ThreadedMotoServer
-logging.getLogger("werkzeug").setLevel(logging.ERROR)
-server = ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
-server.start()
-host, port = server.get_host_and_port()
-print(json.dumps({"url": f"http://{host}:{port}"}), flush=True)
-sys.stdin.read()
-"""
 # What differs between two servers (and two runs) whatever they answer.
 VOLATILE = {
     "ResponseMetadata",
@@ -52,19 +40,12 @@ VOLATILE = {
 @pytest.fixture(scope="module")
 def servers() -> Iterator[tuple[str, str]]:
     fast, fast_url = moto_process.start("127.0.0.1", 0)
-    plain = subprocess.Popen(
-        [sys.executable, "-c", PLAIN_SERVER],
-        stdin=subprocess.PIPE,
-        stdout=subprocess.PIPE,
-        text=True,
-    )
-    assert plain.stdout is not None
-    plain_url = json.loads(plain.stdout.readline())["url"]
+    plain, plain_url = moto_process.start("127.0.0.1", 0, plain=True)
     try:
         yield fast_url, plain_url
     finally:
         moto_process.stop(fast)
-        moto_process.stop(plain)  # type: ignore[arg-type]
+        moto_process.stop(plain)
 
 
 def clients(url: str) -> tuple[Any, Any]:

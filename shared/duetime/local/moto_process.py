@@ -32,10 +32,14 @@ class MotoProcessError(RuntimeError):
     """The moto server process could not start."""
 
 
-def start(host: str, port: int, *, timeout: float = 30.0) -> tuple[subprocess.Popen[str], str]:
-    """Start the server process; returns it and the server's URL once it listens."""
+def start(
+    host: str, port: int, *, timeout: float = 30.0, plain: bool = False
+) -> tuple[subprocess.Popen[str], str]:
+    """Start the server process; returns it and the server's URL once it listens. `plain`:
+    moto's own server without any of the fixes (to measure or compare them against)."""
     process = subprocess.Popen(  # noqa: S603 - our own module, no shell
-        [sys.executable, "-m", __name__, "--host", host, "--port", str(port)],
+        [sys.executable, "-m", __name__, "--host", host, "--port", str(port)]
+        + (["--plain"] if plain else []),
         stdin=subprocess.PIPE,
         stdout=subprocess.PIPE,
         stderr=subprocess.DEVNULL,
@@ -125,7 +129,16 @@ def _parse_headers(fp: Any, _class: Any = http.client.HTTPMessage) -> Any:
     return message
 
 
-def serve(host: str, port: int, out: IO[str] = sys.stdout, wait: IO[str] = sys.stdin) -> int:
+def serve(
+    host: str,
+    port: int,
+    out: IO[str] = sys.stdout,
+    wait: IO[str] = sys.stdin,
+    *,
+    plain: bool = False,
+) -> int:
+    if plain:
+        return _serve_plain(host, port, out, wait)
     from duetime.local.moto_dynamodb import make_dynamodb_fast
     from duetime.local.moto_fixes import make_dynamodb_writes_atomic, make_sqs_strict
     from duetime.local.moto_http import MotoHttpServer
@@ -155,12 +168,26 @@ def serve(host: str, port: int, out: IO[str] = sys.stdout, wait: IO[str] = sys.s
     return 0
 
 
+def _serve_plain(host: str, port: int, out: IO[str], wait: IO[str]) -> int:
+    from moto.server import ThreadedMotoServer
+
+    logging.getLogger("werkzeug").setLevel(logging.ERROR)
+    server = ThreadedMotoServer(ip_address=host, port=port, verbose=False)
+    server.start()
+    bound_host, bound_port = server.get_host_and_port()
+    print(json.dumps({"url": f"http://{bound_host}:{bound_port}"}), file=out, flush=True)
+    wait.read()
+    server.stop()
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--host", default="127.0.0.1")
     parser.add_argument("--port", type=int, default=0)
+    parser.add_argument("--plain", action="store_true", help="moto's own server, no fixes")
     args = parser.parse_args(argv)
-    return serve(args.host, args.port)
+    return serve(args.host, args.port, plain=args.plain)
 
 
 if __name__ == "__main__":
