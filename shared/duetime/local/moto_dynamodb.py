@@ -12,7 +12,7 @@ DynamoDB JSON: `DynamoResult`), so `make_dynamodb_fast` has their successful ans
 as they are: timestamps as epoch seconds (to the millisecond, as the serializer writes them)
 and binary values in base64, as the JSON protocol sends them. Errors, and answers that are not
 plain dictionaries, go through moto's serializer unchanged. Tested against the serializer's
-own answers (tests/integration/test_moto_http.py).
+own answers (tests/integration/test_moto_dynamodb.py).
 """
 
 from __future__ import annotations
