@@ -16,10 +16,12 @@ if TYPE_CHECKING:
 
 # The archiver's mapping (infra/constructs/history.py) takes up to 1,000 records a batch.
 STREAM_BATCH_SIZE = 1000
-# Lambda polls each shard of a DynamoDB stream four times a second, whatever it finds: a
-# burst of runs writes two stream records each, and polling after every handful of them
-# took a quarter of the emulator's time from the burst (docs/performance.md).
+# Lambda polls each shard of a DynamoDB stream four times a second: so does the stack while
+# records come (a burst of runs writes two stream records each; polling again after every
+# handful of them took a quarter of the emulator's time from the burst: docs/performance.md),
+# and once a second when a poll read nothing (an idle stack's emulator stays idle).
 STREAM_POLL_SECONDS = 0.25
+STREAM_IDLE_POLL_SECONDS = 1.0
 
 
 class StreamEventSource:
@@ -44,6 +46,7 @@ class StreamEventSource:
         only: Callable[[Mapping[str, Any]], bool] | None = None,
     ) -> None:
         self._only = only
+        self.read = 0  # records the last poll read (delivered or filtered out)
         self._streams = streams
         self._table = table
         self._handler = handler
@@ -63,6 +66,7 @@ class StreamEventSource:
 
     def poll_once(self) -> int:
         """One batch per shard at most; returns how many records were delivered."""
+        self.read = 0
         delivered = 0
         for shard, iterator in list(self._iterators.items()):
             pending = self._pending.get(shard)
@@ -71,6 +75,7 @@ class StreamEventSource:
                     continue
                 reply = self._streams.get_records(ShardIterator=iterator, Limit=self._batch_size)
                 records = reply.get("Records", [])
+                self.read += len(records)
                 following: str | None = reply.get("NextShardIterator")
                 event = self.event(records)
                 if self._only is not None:
@@ -87,8 +92,9 @@ class StreamEventSource:
         return delivered
 
     def run(self, stopping: threading.Event) -> None:
-        """Poll every STREAM_POLL_SECONDS until `stopping` is set; a batch the handler failed
-        is delivered again at the next poll, as Lambda does."""
+        """Poll until `stopping` is set: every STREAM_POLL_SECONDS while records come, every
+        STREAM_IDLE_POLL_SECONDS after a poll that read none; a batch the handler failed is
+        delivered again at the next poll, as Lambda does."""
         from duetime.observability import logger
 
         while not stopping.is_set():
@@ -96,7 +102,8 @@ class StreamEventSource:
                 self.poll_once()
             except Exception:
                 logger.exception("runs stream: the archiver failed; retrying the batch")
-            stopping.wait(STREAM_POLL_SECONDS)
+            busy = self.read or self._pending
+            stopping.wait(STREAM_POLL_SECONDS if busy else STREAM_IDLE_POLL_SECONDS)
 
     def event(self, records: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
         """GetRecords results in the shape Lambda delivers them."""
