@@ -2,28 +2,13 @@
 
 from __future__ import annotations
 
-import importlib.util
 import json
-import sys
-from pathlib import Path
-from types import ModuleType
 
 import pytest
 
-PATH = Path(__file__).resolve().parents[2] / "scripts" / "emulator_bench.py"
+from tests.scripts import load_script
 
-
-def _load() -> ModuleType:
-    spec = importlib.util.spec_from_file_location("emulator_bench", PATH)
-    assert spec is not None
-    assert spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module
-    spec.loader.exec_module(module)
-    return module
-
-
-emulator_bench = _load()
+emulator_bench = load_script("emulator_bench.py", "emulator_bench")
 
 
 def test_it_prints_both_servers_figures(capsys: pytest.CaptureFixture[str]) -> None:

@@ -3,28 +3,13 @@ the naive baseline's lateness model and the request counter."""
 
 from __future__ import annotations
 
-import importlib.util
-import sys
-from pathlib import Path
-from types import ModuleType
 from typing import Any
 
 import pytest
 
-BENCH_PATH = Path(__file__).resolve().parents[2] / "scripts" / "bench.py"
+from tests.scripts import load_script
 
-
-def _load() -> ModuleType:
-    spec = importlib.util.spec_from_file_location("duetime_bench", BENCH_PATH)
-    assert spec is not None
-    assert spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module
-    spec.loader.exec_module(module)
-    return module
-
-
-bench = _load()
+bench = load_script("bench.py", "duetime_bench")
 
 
 def test_given_an_ordered_list_then_percentile_is_the_nearest_rank() -> None:

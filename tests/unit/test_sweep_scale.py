@@ -3,35 +3,21 @@ every timer over once, and the request, latency and throttling model adds up."""
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import math
 import random
-import sys
-from pathlib import Path
-from types import ModuleType
 from typing import Any
 
 import pytest
 
 from duetime.domain.jobs import Priority, Runtime
 from duetime.domain.messages import RunMessage
+from tests.scripts import load_script
 
-SCRIPT = Path(__file__).resolve().parents[2] / "scripts" / "sweep_scale.py"
 TINY = ["--timers-burst", "800", "--rate", "20", "--shards", "4", "--processes", "1"]
 
 
-def _load() -> ModuleType:
-    spec = importlib.util.spec_from_file_location("duetime_sweep_scale", SCRIPT)
-    assert spec is not None
-    assert spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module
-    spec.loader.exec_module(module)
-    return module
-
-
-sweep_scale = _load()
+sweep_scale = load_script("sweep_scale.py", "duetime_sweep_scale")
 
 
 def run(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, dict[str, Any]]:

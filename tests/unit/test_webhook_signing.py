@@ -5,14 +5,10 @@ from __future__ import annotations
 
 import base64
 import http.server
-import importlib.util
 import json
-import sys
 import threading
 from collections.abc import Iterator
 from dataclasses import dataclass, field
-from pathlib import Path
-from types import ModuleType
 
 import pytest
 
@@ -31,23 +27,13 @@ from duetime.domain.targets import HttpTarget
 from duetime.ports import SecretsUnavailable
 from duetime.services.webhook_secrets import DEFAULT_GRACE_SECONDS, WebhookSecrets
 from duetime.targets import HttpDelivery, Invocation, TargetError
+from tests.scripts import load_script
 
-VERIFY_PATH = Path(__file__).resolve().parents[2] / "scripts" / "verify_webhook.py"
 NOW_MS = 1_795_237_200_000  # 2026-11-21T05:00:00Z
 HOUR_MS = 3_600_000
 
 
-def _load_verifier() -> ModuleType:
-    spec = importlib.util.spec_from_file_location("duetime_verify_webhook", VERIFY_PATH)
-    assert spec is not None
-    assert spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module
-    spec.loader.exec_module(module)
-    return module
-
-
-verifier = _load_verifier()
+verifier = load_script("verify_webhook.py", "duetime_verify_webhook")
 
 
 @dataclass
