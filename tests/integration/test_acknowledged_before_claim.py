@@ -14,6 +14,7 @@ import pytest
 
 from duetime.clock import wall_ms
 from duetime.domain.jobs import Priority, Runtime
+from duetime.domain.timeutil import rfc3339_ms
 from duetime.ports import Delivery
 from duetime.services.execute import Disposition, RunExecutor
 from duetime.targets import TargetExecutor
@@ -88,11 +89,18 @@ def test_a_change_acknowledged_after_the_claim_leaves_the_run_to_start_on_its_in
 
 def received_half_a_second_early(engine: Engine) -> tuple[str, int, Delivery]:
     """A rate job's next occurrence, received 500 ms before its instant (the clock standing):
-    its job id, its instant and the delivery."""
-    job_id = engine.submit({"schedule": {"rate_seconds": 60}})
+    its job id, its instant and the delivery.
+
+    The clock stands during the submission, on a whole second, and the first instant is
+    60.5 s on: the message is sent with a 60 s delay and so becomes visible exactly 500 ms
+    before its instant, however long the submission takes on a loaded machine."""
+    sent_ms = wall_ms() // 1000 * 1000 + 1000
+    engine.stand_at(sent_ms)
+    first = rfc3339_ms(sent_ms + 60_500)
+    job_id = engine.submit({"schedule": {"rate_seconds": 60, "start_at": first}})
     job = engine.parts.jobs.get(TENANT, job_id)
     assert job is not None
-    assert job.next_due_ms is not None
+    assert job.next_due_ms == sent_ms + 60_500
     engine.stand_at(job.next_due_ms - 500)
     (delivery,) = engine.parts.queue.receive(Runtime.LAMBDA, Priority.NORMAL, 1, 0, 60)
     assert engine.parts.auth.open(delivery.body).scheduled_ms == job.next_due_ms
