@@ -14,8 +14,10 @@ Run it as a fresh process (it measures its own import cost and peak memory):
    once. The messages are due before the batches start: no early wait is measured.
 
 Per run (each figure ÷ the runs): the CPU seconds of this process (time.process_time; moto and
-the webhook receiver run in other processes, so their CPU is not counted) and the handler's
-wall time; per batch, its wall time and CPU seconds; the process's peak RSS (ru_maxrss).
+the webhook receiver run in other processes, so their CPU is not counted), the handler's wall
+time and the bytes the handler writes to its logs (its JSON log lines and EMF metric lines, as
+CloudWatch Logs would ingest them at the default INFO level); per batch, its wall time and CPU
+seconds; the process's peak RSS (ru_maxrss).
 
 What carries over to Lambda: the CPU seconds per run and the memory (RSS) — the worker's own
 code, Powertools, boto3's request building, signing and response parsing, whatever answers.
@@ -34,9 +36,10 @@ chooses the worker's memory from it.
   components_seconds wall time of wiring.build (the boto3 clients; a cold start pays it once)
   targets            {"noop" | "webhook": {"batches", "runs", "failed", "cpu_seconds_per_run",
                       "wall_ms_per_run", "cpu_seconds_per_batch", "batch_wall_ms",
-                      "batch_wall_ms_max"}}
+                      "batch_wall_ms_max", "log_bytes_per_run"}}
   peak_rss_mb        the process's peak RSS after every batch (ru_maxrss, MB)
   cpu_seconds_per_run, wall_ms_per_run   the noop target's (the figures the model reads)
+  log_bytes_per_run  the larger target's log bytes per run (the model's CloudWatch Logs)
   cpu_seconds_per_batch, batch_wall_ms   the same, per batch of 10
 """
 
@@ -62,6 +65,7 @@ from duetime.entrypoints import worker  # noqa: E402
 IMPORT_SECONDS = time.perf_counter() - _T0
 
 import contextlib  # noqa: E402
+import io  # noqa: E402
 import json  # noqa: E402
 import logging  # noqa: E402
 import subprocess  # noqa: E402
@@ -107,8 +111,22 @@ def peak_rss_mb() -> float:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024 / MB
 
 
+class LogSink(io.TextIOBase):
+    """Where the functions' log and EMF lines go: counted (UTF-8 bytes), not shown."""
+
+    def __init__(self) -> None:
+        self.bytes = 0
+
+    def writable(self) -> bool:
+        return True
+
+    def write(self, text: str) -> int:
+        self.bytes += len(text.encode())
+        return len(text)
+
+
 def measure_target(
-    parts: Any, sqs: Any, target: dict[str, Any], batches: int
+    parts: Any, sqs: Any, target: dict[str, Any], batches: int, logs: LogSink
 ) -> dict[str, float | int]:
     """Submit `batches` × 10 jobs due now, wait until every message is due and visible, then
     hand them to the worker handler 10 at a time, timing only the handler."""
@@ -125,6 +143,7 @@ def measure_target(
     time.sleep(1.5)  # jitter and SQS's early release: every message is due when handled
     handler = worker.make_handler(lambda: parts)
     cpu = wall = 0.0
+    log_bytes = 0
     walls: list[float] = []
     runs = failed = 0
     while runs + failed < batches * BATCH:
@@ -138,10 +157,11 @@ def measure_target(
         if not messages:
             raise RuntimeError(f"queue drained after {runs + failed} of {batches * BATCH} runs")
         event = sqs_event(messages, arn, REGION)
-        c0, w0 = time.process_time(), time.perf_counter()
+        b0, c0, w0 = logs.bytes, time.process_time(), time.perf_counter()
         response = handler(event, cast(Any, FakeContext()))
         batch_wall = time.perf_counter() - w0
         cpu += time.process_time() - c0
+        log_bytes += logs.bytes - b0
         wall += batch_wall
         walls.append(batch_wall)
         failures = {f["itemIdentifier"] for f in response.get("batchItemFailures", [])}
@@ -163,6 +183,7 @@ def measure_target(
         "cpu_seconds_per_batch": round(cpu / len(walls), 4),
         "batch_wall_ms": round(wall / len(walls) * 1000, 1),
         "batch_wall_ms_max": round(max(walls) * 1000, 1),
+        "log_bytes_per_run": round(log_bytes / handled, 1),
     }
 
 
@@ -219,20 +240,23 @@ def measure(batches: int, *, webhook: bool = True) -> dict[str, Any]:
             assert receiver.stdout is not None
             port = int(receiver.stdout.readline())
             targets["webhook"] = {"type": "http", "url": f"http://127.0.0.1:{port}/hook"}
-        # The functions' JSON logs and EMF lines are formatted (their CPU counts) but not shown.
-        devnull = stack.enter_context(open(os.devnull, "w"))
-        stack.enter_context(contextlib.redirect_stdout(devnull))
+        # The functions' JSON logs and EMF lines are formatted (their CPU counts) and counted,
+        # not shown.
+        logs = LogSink()
+        stack.enter_context(contextlib.redirect_stdout(logs))
         log_handler = logger.registered_handler
         if isinstance(log_handler, logging.StreamHandler):
             stack.callback(log_handler.setStream, log_handler.stream)
-            log_handler.setStream(devnull)
+            log_handler.setStream(logs)
         result["targets"] = {
-            name: measure_target(parts, sqs, target, batches) for name, target in targets.items()
+            name: measure_target(parts, sqs, target, batches, logs)
+            for name, target in targets.items()
         }
     result["peak_rss_mb"] = round(peak_rss_mb(), 1)
     noop = result["targets"]["noop"]
     for key in ("cpu_seconds_per_run", "wall_ms_per_run", "cpu_seconds_per_batch", "batch_wall_ms"):
         result[key] = noop[key]
+    result["log_bytes_per_run"] = max(t["log_bytes_per_run"] for t in result["targets"].values())
     return result
 
 
@@ -247,14 +271,15 @@ def render(result: dict[str, Any]) -> str:
         "ms",
         f"peak RSS after every batch: {result['peak_rss_mb']:.0f} MB  (carries over to Lambda)",
         "",
-        "| target | runs | failed | CPU s/run (Lambda) | CPU s/batch (Lambda) | wall ms/run "
-        "(emulator) | batch wall ms (emulator) | slowest batch ms |",
-        "|---|---|---|---|---|---|---|---|",
+        "| target | runs | failed | CPU s/run (Lambda) | CPU s/batch (Lambda) | log B/run "
+        "(Lambda) | wall ms/run (emulator) | batch wall ms (emulator) | slowest batch ms |",
+        "|---|---|---|---|---|---|---|---|---|",
     ]
     for name, t in result["targets"].items():
         lines.append(
             f"| {name} | {t['runs']} | {t['failed']} | {t['cpu_seconds_per_run']:.4f} | "
-            f"{t['cpu_seconds_per_batch']:.3f} | {t['wall_ms_per_run']:.1f} | "
+            f"{t['cpu_seconds_per_batch']:.3f} | {t['log_bytes_per_run']:.0f} | "
+            f"{t['wall_ms_per_run']:.1f} | "
             f"{t['batch_wall_ms']:.0f} | {t['batch_wall_ms_max']:.0f} |"
         )
     return "\n".join(lines)

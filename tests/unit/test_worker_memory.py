@@ -13,11 +13,12 @@ from infra.profiles import PROFILES
 from scripts import scale_model as sm
 
 
-def footprint(path: Path, cpu_noop: float, cpu_webhook: float, rss: float) -> Path:
-    """A file shaped like scripts/worker_footprint.py --json."""
+def footprint(path: Path, cpu_noop: float, cpu_webhook: float, rss: float, **more: float) -> Path:
+    """A file shaped like scripts/worker_footprint.py --json (`more`: its other keys)."""
     path.write_text(
         json.dumps(
-            {
+            more
+            | {
                 "machine": {"python": "3.11", "platform": "test-machine", "cpus": 2},
                 "date": "2026-11-25",
                 "batch_size": 10,
@@ -90,6 +91,27 @@ def test_without_a_file_the_model_uses_the_shipped_measurement(
     assert data["inputs"]["worker_cpu_seconds_per_run"] == sm.MEASURED_WORKER_CPU_SECONDS_PER_RUN
     assert data["input_sources"]["worker_cpu_seconds_per_run"] == sm.MEASURED_WORKER_SOURCE
     assert data["worker_memory_rule_mb"] == 768
+    assert data["inputs"]["worker_log_bytes_per_run"] == sm.MEASURED_WORKER_LOG_BYTES_PER_RUN
+    assert data["input_sources"]["worker_log_bytes_per_run"] == sm.MEASURED_WORKER_SOURCE
+
+
+def test_a_measured_files_log_bytes_price_the_workers_logs(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    quiet = run(capsys, "--measured", str(footprint(tmp_path / "a.json", 0.01, 0.01, 80)))
+    chatty = footprint(tmp_path / "b.json", 0.01, 0.01, 80, log_bytes_per_run=1_057)
+    loud = run(capsys, "--measured", str(chatty))
+
+    # A file without the figure keeps the shipped one; with it, 1,000 B more per run is
+    # 1,000 B × $0.50 per GB ingested more per run.
+    assert quiet["inputs"]["worker_log_bytes_per_run"] == sm.MEASURED_WORKER_LOG_BYTES_PER_RUN
+    assert loud["inputs"]["worker_log_bytes_per_run"] == 1_057
+    assert "b.json" in loud["input_sources"]["worker_log_bytes_per_run"]
+    paths = {p["path"]: p["parts"]["cloudwatch"] for p in loud["bill"]["paths"]}
+    before = {p["path"]: p["parts"]["cloudwatch"] for p in quiet["bill"]["paths"]}
+    extra = (1_057 - sm.MEASURED_WORKER_LOG_BYTES_PER_RUN) / 1024**3 * 0.50 * 1e6
+    for path, dollars in paths.items():
+        assert dollars - before[path] == pytest.approx(extra, rel=1e-3), path
 
 
 def test_a_file_that_is_not_a_footprint_is_refused(

@@ -275,7 +275,9 @@ class RunExecutor:
         if done is not None:  # else the run was reclaimed: its new holder releases
             self._released(job, message)
         count(Metric.RUNS_SUCCEEDED)
-        logger.info("run succeeded", extra={"attempt": message.attempt})
+        # DEBUG: a success is in the run's record and its history; a line for each would be
+        # most of the logs' bill (docs/cost.md "Logs"). Failures and retries log at WARNING+.
+        logger.debug("run succeeded", extra={"attempt": message.attempt})
         if done is not None and not self._triggered(job, dependents, done):
             return Result(Disposition.RETRY_LATER, "succeeded; dependents not triggered", done)
         return Result(Disposition.DONE, "succeeded", done or run)
