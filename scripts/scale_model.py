@@ -145,9 +145,10 @@ COORDINATOR_SECONDS = 0.1  # read the shards' progress, start one async invoke p
 # turns it into a message without reading the job (services/handover.py `_dispatch`,
 # domain/timers.py `Timer.message`). A recurring job's timer makes the sweep read the job
 # (BatchGetItem, to plan the chain): SWEEP_JOB_READS per *recurring* timer. The worker reads the
-# job (GetItem) once per run: WORKER_JOB_READS.
+# job and its dependents' item (one BatchGetItem, services/job_reads.py) once per run:
+# WORKER_JOB_READS read units.
 SWEEP_JOB_READS = 1
-WORKER_JOB_READS = 1
+WORKER_JOB_READS = 2
 # Horizon reads (the shard's state item, strongly consistent): whoever writes a timer reads its
 # shard's horizon after the write. The API: one per timer it writes. A sweep continuing chains:
 # one per hand-over group whose chains it wrote (services/dispatch.py `_read_horizons`; see
@@ -164,6 +165,10 @@ DEFAULT_SWEEP_MEASUREMENT = Path("docs/figures/sweep_scale.json")
 # emulator's and are not used. The larger target's figure (webhook: 0.0074, 0.0095, 0.0100 s
 # over the three runs; noop 0.0060 to 0.0075 s); the peak RSS 82 to 84 MB.
 MEASURED_WORKER_CPU_SECONDS_PER_RUN = 0.00954
+# The bytes the worker handler logs per run: its JSON log lines and its EMF metrics (one line
+# per invocation), measured 2026-11-28 (scripts/worker_footprint.py, either target). 509 B
+# while every success logged an INFO line ("run succeeded", now DEBUG: services/execute.py).
+MEASURED_WORKER_LOG_BYTES_PER_RUN = 57.0
 MEASURED_WORKER_PEAK_RSS_MB = 84.4
 MEASURED_WORKER_SOURCE = "measured 2026-11-25 (x86_64, 2 CPUs): scripts/worker_footprint.py"
 # Lambda, "Configuring function memory": CPU is allocated in proportion to memory, one full
@@ -275,7 +280,9 @@ class Inputs:
     # units as single submissions (docs/cost.md), one API request for `api_batch_jobs` jobs.
     api_batch_jobs: int = 100  # POST /jobs/batch takes up to 100 jobs
     writes_one_off_batch: float = 4.0
-    reads_one_off_batch: float = 3.0
+    # None: the worker's two, and the batch's horizon reads shared by its jobs: one per shard
+    # its timers went to (`one_off_batch_reads`; measured by tests/integration/test_cost.py).
+    reads_one_off_batch: float | None = None
     sqs_per_run_batch: float = 0.3
     api_memory_mb: int = 512  # the API function (infra: FunctionFactory's default)
     api_ms_single: float = 40.0  # billed ms of POST /jobs (assumed; measure it)
@@ -295,12 +302,13 @@ class Inputs:
     hot_window_days: float = 30.0
     history_retention_days: float = 365.0
     # CloudWatch: EMF metrics under one dimension set (the service): one custom metric per name
-    # (duetime.observability.Metric 19, ArchiveMetric 4, CompactionMetric 2); the worker's
-    # log lines per run ("run succeeded", JSON with the Lambda context) and one EMF line per
-    # invocation (Powertools flushes the invocation's metrics once).
+    # (duetime.observability.Metric 19, ArchiveMetric 4, CompactionMetric 2); the worker
+    # handler's log bytes per run (its JSON lines and its EMF line per invocation: Powertools
+    # flushes the invocation's metrics once), measured (MEASURED_WORKER_LOG_BYTES_PER_RUN, or
+    # `--measured FILE`'s); and Lambda's own START, END and REPORT lines per invocation.
     custom_metrics: int = 25
-    worker_log_bytes_per_run: float = 500.0  # assumed
-    emf_bytes_per_invocation: float = 1_200.0  # assumed: ~10 metrics, up to 10 values each
+    worker_log_bytes_per_run: float = 500.0
+    lambda_platform_log_bytes_per_invocation: float = 300.0  # assumed: START, END, REPORT
 
     @property
     def writes_per_run(self) -> float:
@@ -510,6 +518,7 @@ def inputs_from_profile(profile: Profile, rate: float, burst: int, **overrides: 
         "worker_memory_mb": WORKER_MEMORY_MB,
         "worker_cpu_seconds_per_run": MEASURED_WORKER_CPU_SECONDS_PER_RUN,
         "worker_peak_rss_mb": MEASURED_WORKER_PEAK_RSS_MB,
+        "worker_log_bytes_per_run": MEASURED_WORKER_LOG_BYTES_PER_RUN,
         "worker_footprint_source": MEASURED_WORKER_SOURCE,
         "timer_shards": profile.timer_shards,
         "job_partitions": profile.job_partitions,
@@ -1008,7 +1017,8 @@ def chosen_worker_memory_mb(inputs: Inputs) -> int | None:
 
 def load_worker_footprint(path: Path) -> dict[str, Any]:
     """The Inputs fields a scripts/worker_footprint.py --json file gives: the CPU seconds per
-    run (the largest of its targets') and the peak RSS."""
+    run (the largest of its targets'), the peak RSS and, from files that have it, the log
+    bytes per run."""
     data = json.loads(path.read_text())
     try:
         cpu = max(float(t["cpu_seconds_per_run"]) for t in data["targets"].values())
@@ -1019,11 +1029,14 @@ def load_worker_footprint(path: Path) -> dict[str, Any]:
         raise ValueError(f"{path}: CPU seconds and peak RSS must be positive")
     machine = data.get("machine", {})
     where = f"{machine.get('platform', '?')}, {machine.get('cpus', '?')} CPUs"
-    return {
+    found: dict[str, Any] = {
         "worker_cpu_seconds_per_run": cpu,
         "worker_peak_rss_mb": rss,
         "worker_footprint_source": f"measured {data.get('date', '?')} ({where}): {_shown(path)}",
     }
+    if isinstance(data.get("log_bytes_per_run"), int | float) and data["log_bytes_per_run"] >= 0:
+        found["worker_log_bytes_per_run"] = float(data["log_bytes_per_run"])
+    return found
 
 
 def worker_seconds_per_run(inputs: Inputs) -> float:
@@ -1320,6 +1333,15 @@ class Bill:
     targets: list[TargetCheck]
 
 
+def one_off_batch_reads(inputs: Inputs) -> float:
+    """Read units per batch-created one-off: given, else the worker's (its job and its
+    dependents' item) and its share of the batch's horizon reads, one per shard written."""
+    if inputs.reads_one_off_batch is not None:
+        return inputs.reads_one_off_batch
+    shards = min(inputs.timer_shards, inputs.api_batch_jobs)
+    return WORKER_JOB_READS + HORIZON_READS_PER_TIMER * shards / inputs.api_batch_jobs
+
+
 def path_requests(inputs: Inputs, path: str) -> PathRequests:
     """Per run of `path`: one-off runs through a timer (the model's default path), submitted one
     by one or 100 a batch; a recurring occurrence (its job's creation shared over
@@ -1337,7 +1359,7 @@ def path_requests(inputs: Inputs, path: str) -> PathRequests:
     if path == "one_off_batch":
         return PathRequests(
             inputs.writes_one_off_batch,
-            inputs.reads_one_off_batch,
+            one_off_batch_reads(inputs),
             inputs.sqs_per_run_batch,
             1 / inputs.api_batch_jobs,
             inputs.api_ms_batch / 1000 / inputs.api_batch_jobs,
@@ -1396,7 +1418,7 @@ def path_bill(inputs: Inputs, path: str, runs_per_month: float, pollers: float =
     api_invocations = r.api_requests
     logs_bytes = (
         inputs.worker_log_bytes_per_run
-        + inputs.emf_bytes_per_invocation / inputs.worker_batch_size
+        + inputs.lambda_platform_log_bytes_per_invocation / inputs.worker_batch_size
         + inputs.api_log_bytes_per_request * api_invocations
     )
     traces = XRAY_SAMPLED_SHARE * (
@@ -1802,6 +1824,11 @@ def input_sources(inputs: Inputs) -> dict[str, str]:
     return {
         "worker_cpu_seconds_per_run": footprint,
         "worker_peak_rss_mb": footprint if inputs.worker_peak_rss_mb is not None else "none",
+        "worker_log_bytes_per_run": (
+            footprint
+            if inputs.worker_log_bytes_per_run != defaults.worker_log_bytes_per_run
+            else "assumed"
+        ),
         "worker_memory_mb": (
             "as deployed (infra/constructs/engine.py)"
             if inputs.worker_memory_mb == WORKER_MEMORY_MB

@@ -13,8 +13,10 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
 
-from duetime.domain.jobs import Priority, Runtime
+from duetime.domain.jobs import Priority, Runtime, parse_job_spec
 from duetime.domain.timeutil import rfc3339_ms, to_ms
+from duetime.services.batch import BatchJob, BatchSubmitter
+from duetime.services.jobs import JobView
 from tests.integration.conftest import START, Engine
 
 START_MS = to_ms(START)
@@ -177,3 +179,55 @@ def test_given_a_per_minute_cron_then_an_occurrence_costs_about_two_writes(engin
     print(f"\nper occurrence: {writes_per_occurrence:.2f} writes ({dict(log.calls)})")
     assert writes_per_occurrence <= 2 + 1 / 10 + 0.05
     assert log.calls["BatchWriteItem"] + log.calls["PutItem"] >= 2 * occurrences
+
+
+def _items_read(operation: str, params: dict[str, Any]) -> int:
+    """Items a read asks for: each is at least a read unit (4 KB, strongly consistent), found
+    or not. Query pages (the sweep's) are counted apart."""
+    if operation == "GetItem":
+        return 1
+    if operation == "BatchGetItem":
+        return sum(len(r["Keys"]) for r in params["RequestItems"].values())
+    return 0
+
+
+def test_given_a_batch_of_one_offs_then_a_run_reads_about_two_items(engine: Engine) -> None:
+    # The worker's job and dependents' items (one BatchGetItem for the runs that wake
+    # together); the submission's horizon read once per shard its timers went to, so a
+    # hundredth of the shards per job of a batch of 100. The sweep's own reads apart.
+    reads: Counter[str] = Counter()
+    phase = ["submission"]
+
+    def count(event_name: str, params: dict[str, Any], **_: Any) -> None:
+        reads[phase[0]] += _items_read(event_name.rsplit(".", maxsplit=1)[-1], params)
+
+    engine.parts.timers._client.meta.events.register("before-parameter-build", count)
+    due_ms = START_MS + 300_000
+    items = [
+        BatchJob(
+            parse_job_spec(
+                {
+                    "schedule": {"at": rfc3339_ms(due_ms + i % 3 * 1000)},
+                    "target": {"type": "handler", "name": "test.record"},
+                }
+            )
+        )
+        for i in range(100)
+    ]
+    results = BatchSubmitter(engine.parts.service).create("tenant-a", items)
+    jobs = [r.job.id for r in results if isinstance(r, JobView)]
+    assert len(jobs) == 100
+    phase[0] = "sweep"
+    engine.advance_to(due_ms - 65_000)
+    engine.tick()
+    phase[0] = "worker"
+    engine.advance_to(due_ms + 3000 + 500)
+    engine.drain()
+
+    assert sorted(c.job_id for c in engine.recorder.calls) == sorted(jobs)
+    shards = engine.parts.timers.shard_count()
+    per_run = {name: n / len(jobs) for name, n in reads.items()}
+    print(f"\nitems read per run: {per_run}")
+    assert reads["submission"] <= shards
+    # (+ the timers' shard count, which a worker process reads now and then, not per run)
+    assert 2 * len(jobs) <= reads["worker"] <= 2 * len(jobs) + 1
