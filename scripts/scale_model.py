@@ -305,10 +305,12 @@ class Inputs:
     # (duetime.observability.Metric 19, ArchiveMetric 4, CompactionMetric 2); the worker
     # handler's log bytes per run (its JSON lines and its EMF line per invocation: Powertools
     # flushes the invocation's metrics once), measured (MEASURED_WORKER_LOG_BYTES_PER_RUN, or
-    # `--measured FILE`'s); and Lambda's own START, END and REPORT lines per invocation.
+    # `--measured FILE`'s); and Lambda's own records per invocation (START, END, REPORT: about
+    # 300 B), none as deployed: the functions' system log level is WARN and those are INFO
+    # (infra/constructs/functions.py).
     custom_metrics: int = 25
     worker_log_bytes_per_run: float = 500.0
-    lambda_platform_log_bytes_per_invocation: float = 300.0  # assumed: START, END, REPORT
+    lambda_platform_log_bytes_per_invocation: float = 0.0
 
     @property
     def writes_per_run(self) -> float:

@@ -111,6 +111,10 @@ def test_common_settings(synth: Synth, name: str) -> None:
     assert function["TracingConfig"] == {"Mode": "Active"}
     assert function["LoggingConfig"]["LogFormat"] == "JSON"
     assert "LogGroup" in function["LoggingConfig"]  # a group with a retention, not the default
+    # What the logs' bill rests on (docs/cost.md "Logs"): the application's INFO and above, and
+    # none of Lambda's INFO records (START, END, REPORT) per invocation.
+    assert function["LoggingConfig"]["ApplicationLogLevel"] == "INFO"
+    assert function["LoggingConfig"]["SystemLogLevel"] == "WARN"
     layers = str(function["Layers"])
     assert ":017000801446:layer:AWSLambdaPowertoolsPythonV3-python312-arm64:" in layers
     with_pyarrow = ":336392948345:layer:AWSSDKPandas-Python312-Arm64:" in layers

@@ -25,6 +25,8 @@ from duetime.domain.overlap import Admission, Gate, Overlap
 from duetime.domain.runs import Run, RunStatus
 from duetime.domain.targets import Target
 from duetime.domain.timeutil import rfc3339_ms, to_ms
+from duetime.observability import Metric
+from duetime.services import overlap as overlap_service
 from duetime.services.coordinator import Coordinator, InProcessLauncher
 from duetime.services.execute import RunExecutor
 from duetime.services.jobs import JobService
@@ -304,3 +306,29 @@ def _message(job_id: str, scheduled_ms: int) -> RunMessage:
         priority=Priority.NORMAL,
         generation=0,
     )
+
+
+def test_given_a_copy_of_the_buffered_occurrence_then_it_is_recorded_again_but_counted_once(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # Given a buffer_one job whose holder is active
+    twins = OverlapTwins()
+    job_id = twins.submit("buffer_one", occurrences=30)
+    job = twins.jobs.get("t", job_id)
+    assert job is not None
+    holder, waiting = T0 + 1000, T0 + 2000
+    twins.clock.now = T0 + 1500
+    twins.jobs.put_gate("t", job_id, Gate(holder, twins.clock.now, None, 0), 10**9)
+    counted: Counter[str] = Counter()
+    monkeypatch.setattr(overlap_service, "count", lambda name, value=1: counted.update([name]))
+    guard = twins.executor._overlap
+
+    # When an occurrence is buffered, and a copy of its message comes to the gate too
+    first = guard.admit(job, _message(job_id, waiting), grace_ms=60_000)
+    copy = guard.admit(job, _message(job_id, waiting), grace_ms=60_000)
+
+    # Then the copy is dropped; the occurrence is recorded buffered, and counted once
+    assert (first, copy) == (Admission.BUFFER, Admission.DUPLICATE)
+    assert twins.runs.get(job_id, waiting).status == RunStatus.BUFFERED  # type: ignore[union-attr]
+    assert twins.jobs.gate("t", job_id).buffered_ms == waiting
+    assert counted[Metric.RUNS_BUFFERED] == 1

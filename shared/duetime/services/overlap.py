@@ -97,10 +97,11 @@ class OverlapGuard:
                 decision.admission == Admission.DUPLICATE and not late
             ):
                 # A copy of the buffered one records it again: a crash may have come
-                # between the gate's write and its record.
+                # between the gate's write and its record. It was counted and logged once.
                 self._record(job, message, RunStatus.BUFFERED, now)
-                count(Metric.RUNS_BUFFERED)
-                logger.info("occurrence buffered: it starts when the active run finishes")
+                if decision.admission == Admission.BUFFER:
+                    count(Metric.RUNS_BUFFERED)
+                    logger.info("occurrence buffered: it starts when the active run finishes")
             return decision.admission
         # The gate kept changing under us: leave the message for a later delivery.
         raise GateContention(f"the overlap gate of job {job.id} kept changing")
