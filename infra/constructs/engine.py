@@ -58,11 +58,14 @@ RECONCILER_TIMERS_ACTIONS = (
     "dynamodb:BatchWriteItem",
     "dynamodb:UpdateItem",
 )
-# The worker reads the job (cancel/pause check) and claims/records its run (conditional puts).
-# It reads the tenant's webhook secret (an item of the jobs table) to sign HTTP deliveries and
-# creates it, with a conditional put, if the tenant has none yet.
-WORKER_JOBS_ACTIONS = ("dynamodb:GetItem", "dynamodb:PutItem")
-WORKER_RUNS_ACTIONS = ("dynamodb:PutItem",)
+# The worker reads the job and its dependents' item together (cancel/pause check; batch get,
+# shared by the runs that wake together), the dependents' jobs it triggers (batch get), and
+# an overlap job's gate (get, conditional put); it claims/records its run (conditional puts)
+# and reads the run holding a gate. It reads the tenant's webhook secret (an item of the jobs
+# table) to sign HTTP deliveries and creates it, with a conditional put, if the tenant has
+# none yet. tests/integration/test_grants_cover_calls.py checks these against the calls.
+WORKER_JOBS_ACTIONS = ("dynamodb:GetItem", "dynamodb:BatchGetItem", "dynamodb:PutItem")
+WORKER_RUNS_ACTIONS = ("dynamodb:GetItem", "dynamodb:PutItem")
 SEND = "sqs:SendMessage"  # also authorizes SendMessageBatch
 CHANGE_VISIBILITY = "sqs:ChangeMessageVisibility"
 INVOKE = "lambda:InvokeFunction"

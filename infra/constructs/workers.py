@@ -38,8 +38,8 @@ WORKER_STOP_TIMEOUT_SECONDS = 90
 WORKER_COMMAND = ("duetime", "worker", "--runtime", "fargate")  # the Dockerfile's ENTRYPOINT
 # What the task's code calls: the same reads/writes as the Lambda worker, and the SQS calls
 # of its own polling loop (duetime.services.queue_worker).
-TASK_JOBS_ACTIONS = ("dynamodb:GetItem", "dynamodb:PutItem")  # jobs, webhook secrets
-TASK_RUNS_ACTIONS = ("dynamodb:PutItem",)
+TASK_JOBS_ACTIONS = ("dynamodb:GetItem", "dynamodb:BatchGetItem", "dynamodb:PutItem")
+TASK_RUNS_ACTIONS = ("dynamodb:GetItem", "dynamodb:PutItem")
 TASK_QUEUE_ACTIONS = (
     "sqs:ReceiveMessage",
     "sqs:DeleteMessage",  # also authorizes DeleteMessageBatch

@@ -41,6 +41,9 @@ TARGET_ARNS = [
     "arn:aws:sns:eu-west-1:111122223333:alerts",
     "arn:aws:events:eu-west-1:111122223333:event-bus/default",
     "arn:aws:lambda:eu-west-1:111122223333:function:report",
+    # The operator's queue the offline deployment delivers to (moto's account: its IAM check,
+    # tests/infra/test_deployed_offline.py, needs the target role to be granted it).
+    "arn:aws:sqs:eu-west-1:123456789012:orders",
 ]
 KMS_KEY_ARN = "arn:aws:kms:eu-west-1:111122223333:key/1234abcd-12ab-34cd-56ef-1234567890ab"
 # What the tests deploy: cdk.json's context (the feature flags and defaults of `cdk synth`)

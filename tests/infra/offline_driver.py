@@ -8,6 +8,12 @@ path and then what the runtime and the layers provide, imports the module `_HAND
 on stdin is an event: the handler's result (or its traceback) is the answer line. Everything
 else the handler prints (Powertools' logs and metrics) goes to stderr.
 
+Every AWS call the function makes (botocore's `_make_api_call`, from any thread) is recorded
+and sent with the next answer (`calls`): its service, operation, the parameters that name
+what it acts on, and the access key that signed it (the function's own, or one a role
+assumed by `AssumeRole` handed out: the answer says which role). tests/infra/offline_iam.py
+checks each against the policies of the role that made it.
+
 With `OFFLINE_CLOCK_OFFSET_MS` in its environment (removed before the handler is imported:
 the function sees only its own variables), the container lives that many milliseconds
 ahead: the wall clock (`time.time`, `time.time_ns`) is shifted before anything else is
@@ -60,6 +66,68 @@ class Context:
         return max(0, int((self._deadline - time.monotonic()) * 1000))
 
 
+# The parameters that name what a call acts on (IAM's resource).
+RESOURCE_PARAMS = (
+    "TableName",
+    "IndexName",
+    "QueueUrl",
+    "QueueName",
+    "Bucket",
+    "Key",
+    "KeyId",
+    "SecretId",
+    "FunctionName",
+    "RoleArn",
+    "StreamArn",
+)
+CALLS: list[dict[str, object]] = []
+
+
+def record_calls() -> None:
+    """Record every AWS call before it is made (see the module's docstring)."""
+    from botocore.client import BaseClient
+
+    make_api_call = BaseClient._make_api_call
+
+    def recorded(self: BaseClient, operation_name: str, api_params: dict[str, object]) -> object:
+        credentials = getattr(self._request_signer, "_credentials", None)
+        call: dict[str, object] = {
+            "service": self.meta.service_model.service_name,
+            "operation": operation_name,
+            "access_key": credentials.access_key if credentials is not None else None,
+        }
+        call |= {k: api_params[k] for k in RESOURCE_PARAMS if k in api_params}
+        if isinstance(api_params.get("RequestItems"), dict):
+            call["tables"] = sorted(api_params["RequestItems"])  # type: ignore[arg-type]
+        if isinstance(api_params.get("TransactItems"), list):
+            call["transact"] = [
+                (kind, item["TableName"])
+                for entry in api_params["TransactItems"]  # type: ignore[union-attr]
+                for kind, item in entry.items()
+            ]
+        if operation_name == "DeleteObjects":
+            objects = api_params["Delete"]["Objects"]  # type: ignore[index]
+            call["keys"] = [o["Key"] for o in objects]
+        CALLS.append(call)
+        result = make_api_call(self, operation_name, api_params)
+        if operation_name == "AssumeRole":
+            CALLS.append(
+                {
+                    "assumed": api_params["RoleArn"],
+                    "access_key": result["Credentials"]["AccessKeyId"],  # type: ignore[index]
+                }
+            )
+        return result
+
+    BaseClient._make_api_call = recorded  # type: ignore[method-assign]
+
+
+def recorded_calls() -> list[dict[str, object]]:
+    calls = CALLS[:]
+    del CALLS[: len(calls)]
+    return calls
+
+
 def origin(name: str) -> str | None:
     try:
         spec = importlib.util.find_spec(name)
@@ -99,6 +167,7 @@ def main() -> int:
 
     module_name, _, function_name = os.environ["_HANDLER"].rpartition(".")
     try:
+        record_calls()
         module = importlib.import_module(module_name)
         handler = getattr(module, function_name)
     except Exception:
@@ -109,14 +178,16 @@ def main() -> int:
             "module_file": module.__file__,
             "sys_path": sys.path,
             "origins": {name: origin(name) for name in PROBED},
+            "calls": recorded_calls(),
         }
     )
     for line in sys.stdin:
         event = json.loads(line)
         try:
-            answer({"result": handler(event, Context(int(timeout), function_arn))})
+            result = handler(event, Context(int(timeout), function_arn))
+            answer({"result": result, "calls": recorded_calls()})
         except Exception:
-            answer({"error": traceback.format_exc()})
+            answer({"error": traceback.format_exc(), "calls": recorded_calls()})
     return 0
 
 

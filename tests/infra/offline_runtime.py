@@ -123,6 +123,7 @@ class Container:
             text=True,
         )
         self._answers: queue.Queue[str] = queue.Queue()
+        self.calls: list[dict[str, Any]] = []  # every AWS call it made (offline_driver.py)
         assert self._process.stdout is not None
         threading.Thread(target=self._read, args=(self._process.stdout,), daemon=True).start()
 
@@ -166,6 +167,7 @@ class Container:
         except queue.Empty:
             raise AssertionError(f"no answer; its log:\n{self.log.read_text()[-4000:]}") from None
         answer: dict[str, Any] = json.loads(line)
+        self.calls += answer.get("calls", [])
         return answer
 
 

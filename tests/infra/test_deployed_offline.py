@@ -49,6 +49,7 @@ from tests.infra.offline_events import (
     sqs_event,
     stream_event,
 )
+from tests.infra.offline_iam import refused
 from tests.infra.offline_runtime import Container, InvokeRecorder, provided_packages
 from tests.infra.offline_template import OfflineStack
 
@@ -80,6 +81,11 @@ class Deployment:
     later: dict[tuple[str, int], Container] = field(default_factory=dict)
     # The runs table's stream: shard id -> the last sequence number delivered to the archiver
     stream_positions: dict[str, str] = field(default_factory=dict)
+
+    def calls_of(self, name: str) -> list[dict[str, Any]]:
+        """Every AWS call the function made, in all its containers (offline_driver.py)."""
+        started = [self.containers[name], *(c for (n, _), c in self.later.items() if n == name)]
+        return [call for container in started for call in container.calls]
 
     def container(self, name: str, clock_offset_ms: int = 0) -> Container:
         """The function's container whose wall clock is `clock_offset_ms` ahead: for an offset,
@@ -242,7 +248,7 @@ def test_every_function_starts_from_the_asset_with_only_what_lambda_provides(
 
 
 def test_a_job_lives_its_whole_life_on_either_path_through_the_deployed_handlers(
-    deployment: Deployment,
+    deployment: Deployment, synth: Synth
 ) -> None:
     sqs = deployment.stack.client("sqs")
     # Given a queue of the operator's to deliver to (not one of duetime's own)
@@ -308,6 +314,17 @@ def test_a_job_lives_its_whole_life_on_either_path_through_the_deployed_handlers
     run = _follow_the_run(deployment, timed_job["id"], target_url, swept_later, offset_ms)
     assert datetime.fromisoformat(run["scheduled_for"]) == due_at
     assert datetime.fromisoformat(run["started_at"]) >= due_at
+
+    # And every AWS call of every function was one its role's policies allow (moto allows
+    # them all: tests/infra/offline_iam.py judges them against the template), the target's
+    # delivery included, made as the target role the worker assumed
+    calls = {name: deployment.calls_of(name) for name in deployment.functions}
+    worker_calls = {c.get("operation") for c in calls["worker"]}
+    assert {"BatchGetItem", "PutItem", "AssumeRole", "SendMessage"} <= worker_calls, worker_calls
+    for name, made in calls.items():
+        role = synth.role_of(name)
+        problems = refused(synth, deployment.stack, role, made)
+        assert problems == [], f"{name}: {problems}"
 
 
 def test_the_deployed_api_function_serves_the_console_without_a_token(

@@ -74,10 +74,12 @@ DYNAMODB: dict[str, dict[str, set[str]]] = {
         "runs": set(),
     },
     "worker": {
-        # cancelled/paused check; the tenant's webhook secret (read, made on first delivery)
-        "jobs": {"dynamodb:GetItem", "dynamodb:PutItem"},
+        # the job and its dependents' item (batch get); the dependents' jobs; the overlap gate;
+        # the tenant's webhook secret (read, made on first delivery)
+        "jobs": {"dynamodb:GetItem", "dynamodb:BatchGetItem", "dynamodb:PutItem"},
         "timers": set(),
-        "runs": {"dynamodb:PutItem"},  # claim and outcome: conditional puts of the run
+        # claim and outcome: conditional puts of the run; the run holding an overlap gate
+        "runs": {"dynamodb:GetItem", "dynamodb:PutItem"},
     },
     "archiver": {"jobs": set(), "timers": set(), "runs": set()},
     "compactor": {"jobs": set(), "timers": set(), "runs": set()},
@@ -257,9 +259,13 @@ def test_fargate_task_role_access(synth: Synth) -> None:
 
     assert synth.actions_on(role, synth.logical_id("Scheduler/Data/Jobs")) == {
         "dynamodb:GetItem",
+        "dynamodb:BatchGetItem",
         "dynamodb:PutItem",
     }
-    assert synth.actions_on(role, synth.logical_id("Scheduler/Data/Runs")) == {"dynamodb:PutItem"}
+    assert synth.actions_on(role, synth.logical_id("Scheduler/Data/Runs")) == {
+        "dynamodb:GetItem",
+        "dynamodb:PutItem",
+    }
     assert synth.actions_on(role, synth.logical_id("Scheduler/Data/Timers")) == set()
     for queue, dlq in synth.queue_ids(Runtime.FARGATE):
         assert synth.actions_on(role, queue) == {
