@@ -32,10 +32,16 @@ if TYPE_CHECKING:
 # every shard's sweep state.
 COORDINATOR_TIMERS_ACTIONS = ("dynamodb:GetItem", "dynamodb:UpdateItem", "dynamodb:BatchGetItem")
 # A shard sweep reads jobs in batches and rewrites them conditionally (a recurring job's next
-# occurrence, a completed chain); it reads, leases and advances its shard's partitions, writes
+# occurrence, a completed chain: the tenant's recurring-job counter updated, the job read
+# again when it changed meanwhile); it reads, leases and advances its shard's partitions, writes
 # the next timers, and parks a timer whose hand-over failed (re-keyed with each attempt,
 # removed once handed over).
-SWEEPER_JOBS_ACTIONS = ("dynamodb:BatchGetItem", "dynamodb:PutItem")
+SWEEPER_JOBS_ACTIONS = (
+    "dynamodb:BatchGetItem",
+    "dynamodb:GetItem",
+    "dynamodb:PutItem",
+    "dynamodb:UpdateItem",
+)
 SWEEPER_TIMERS_ACTIONS = (
     "dynamodb:GetItem",
     "dynamodb:BatchGetItem",
@@ -45,11 +51,17 @@ SWEEPER_TIMERS_ACTIONS = (
     "dynamodb:UpdateItem",
     "dynamodb:DeleteItem",
 )
-# The reconciler scans the jobs table for scheduled jobs and marks a chain whose schedule is
-# over completed; it looks for each chain's live timer (batch get), lists the stuck timers
+# The reconciler scans the jobs table for scheduled jobs, marks a chain whose schedule is over
+# completed (as the sweep does) and sets each tenant's recurring-job counter to what it found;
+# it looks for each chain's live timer (batch get), lists the stuck timers
 # (query), and re-arms a broken chain through the dispatcher (timers written, the shard's
 # sweep state read and moved).
-RECONCILER_JOBS_ACTIONS = ("dynamodb:Scan", "dynamodb:PutItem")
+RECONCILER_JOBS_ACTIONS = (
+    "dynamodb:Scan",
+    "dynamodb:GetItem",
+    "dynamodb:PutItem",
+    "dynamodb:UpdateItem",
+)
 RECONCILER_TIMERS_ACTIONS = (
     "dynamodb:GetItem",
     "dynamodb:BatchGetItem",

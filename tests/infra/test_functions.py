@@ -19,8 +19,16 @@ ENV_NAMES = {v for k, v in vars(Env).items() if k.isupper()}
 # duetime.services.*, duetime.history.*), per table.
 DYNAMODB: dict[str, dict[str, set[str]]] = {
     "api": {
-        # jobs: create/claim idempotency key/replace (conditional puts), get, list (query)
-        "jobs": {"dynamodb:PutItem", "dynamodb:GetItem", "dynamodb:Query"},
+        # jobs: create/claim idempotency key/replace (conditional puts), get, list (query),
+        # a batch's fresh jobs (batch write), the recurring-job counter and an upstream's
+        # dependents (updates)
+        "jobs": {
+            "dynamodb:PutItem",
+            "dynamodb:GetItem",
+            "dynamodb:Query",
+            "dynamodb:BatchWriteItem",
+            "dynamodb:UpdateItem",
+        },
         # timers: write the first timer (put / batch write), read the sweep state and move
         # the cursor back (check after write); every shard's sweep state (GET /admin/stats)
         "timers": {
@@ -41,8 +49,14 @@ DYNAMODB: dict[str, dict[str, set[str]]] = {
         "runs": set(),
     },
     "sweeper": {
-        # jobs: batch get the due jobs, replace (next occurrence, completed chain)
-        "jobs": {"dynamodb:BatchGetItem", "dynamodb:PutItem"},
+        # jobs: batch get the due jobs, replace (next occurrence, completed chain: the
+        # recurring-job counter updated, the job read again after a conflict)
+        "jobs": {
+            "dynamodb:BatchGetItem",
+            "dynamodb:GetItem",
+            "dynamodb:PutItem",
+            "dynamodb:UpdateItem",
+        },
         # timers: state, horizon/cursor/lease/watermark updates, partition states (batch
         # get), due timers and parked timers due again (query), next timers (put / batch
         # write), a parked timer re-keyed for its next attempt or handed over (delete)
@@ -58,8 +72,9 @@ DYNAMODB: dict[str, dict[str, set[str]]] = {
         "runs": set(),
     },
     "reconciler": {
-        # jobs: the scheduled jobs (parallel scan), a chain whose schedule is over completed
-        "jobs": {"dynamodb:Scan", "dynamodb:PutItem"},
+        # jobs: the scheduled jobs (parallel scan), a chain whose schedule is over completed,
+        # the tenants' recurring-job counters set
+        "jobs": {"dynamodb:Scan", "dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:UpdateItem"},
         # timers: shard count (get), stuck timers (query), each chain's live timer and the
         # shards' sweep states (batch get), a re-armed chain's timer (put / batch write) and
         # the cursor moved back (update)
