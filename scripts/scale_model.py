@@ -169,6 +169,7 @@ MEASURED_WORKER_CPU_SECONDS_PER_RUN = 0.00954
 # per invocation), measured 2026-11-28 (scripts/worker_footprint.py, either target). 509 B
 # while every success logged an INFO line ("run succeeded", now DEBUG: services/execute.py).
 MEASURED_WORKER_LOG_BYTES_PER_RUN = 57.0
+MEASURED_WORKER_LOG_SOURCE = "measured 2026-11-28 (x86_64, 2 CPUs): scripts/worker_footprint.py"
 MEASURED_WORKER_PEAK_RSS_MB = 84.4
 MEASURED_WORKER_SOURCE = "measured 2026-11-25 (x86_64, 2 CPUs): scripts/worker_footprint.py"
 # Lambda, "Configuring function memory": CPU is allocated in proportion to memory, one full
@@ -310,6 +311,7 @@ class Inputs:
     # (infra/constructs/functions.py).
     custom_metrics: int = 25
     worker_log_bytes_per_run: float = 500.0
+    worker_log_source: str = "assumed"  # or "measured ..." (MEASURED_WORKER_LOG_SOURCE, file)
     lambda_platform_log_bytes_per_invocation: float = 0.0
 
     @property
@@ -521,6 +523,7 @@ def inputs_from_profile(profile: Profile, rate: float, burst: int, **overrides: 
         "worker_cpu_seconds_per_run": MEASURED_WORKER_CPU_SECONDS_PER_RUN,
         "worker_peak_rss_mb": MEASURED_WORKER_PEAK_RSS_MB,
         "worker_log_bytes_per_run": MEASURED_WORKER_LOG_BYTES_PER_RUN,
+        "worker_log_source": MEASURED_WORKER_LOG_SOURCE,
         "worker_footprint_source": MEASURED_WORKER_SOURCE,
         "timer_shards": profile.timer_shards,
         "job_partitions": profile.job_partitions,
@@ -1031,13 +1034,15 @@ def load_worker_footprint(path: Path) -> dict[str, Any]:
         raise ValueError(f"{path}: CPU seconds and peak RSS must be positive")
     machine = data.get("machine", {})
     where = f"{machine.get('platform', '?')}, {machine.get('cpus', '?')} CPUs"
+    source = f"measured {data.get('date', '?')} ({where}): {_shown(path)}"
     found: dict[str, Any] = {
         "worker_cpu_seconds_per_run": cpu,
         "worker_peak_rss_mb": rss,
-        "worker_footprint_source": f"measured {data.get('date', '?')} ({where}): {_shown(path)}",
+        "worker_footprint_source": source,
     }
     if isinstance(data.get("log_bytes_per_run"), int | float) and data["log_bytes_per_run"] >= 0:
         found["worker_log_bytes_per_run"] = float(data["log_bytes_per_run"])
+        found["worker_log_source"] = source
     return found
 
 
@@ -1826,11 +1831,7 @@ def input_sources(inputs: Inputs) -> dict[str, str]:
     return {
         "worker_cpu_seconds_per_run": footprint,
         "worker_peak_rss_mb": footprint if inputs.worker_peak_rss_mb is not None else "none",
-        "worker_log_bytes_per_run": (
-            footprint
-            if inputs.worker_log_bytes_per_run != defaults.worker_log_bytes_per_run
-            else "assumed"
-        ),
+        "worker_log_bytes_per_run": inputs.worker_log_source,
         "worker_memory_mb": (
             "as deployed (infra/constructs/engine.py)"
             if inputs.worker_memory_mb == WORKER_MEMORY_MB

@@ -92,7 +92,7 @@ def test_without_a_file_the_model_uses_the_shipped_measurement(
     assert data["input_sources"]["worker_cpu_seconds_per_run"] == sm.MEASURED_WORKER_SOURCE
     assert data["worker_memory_rule_mb"] == 768
     assert data["inputs"]["worker_log_bytes_per_run"] == sm.MEASURED_WORKER_LOG_BYTES_PER_RUN
-    assert data["input_sources"]["worker_log_bytes_per_run"] == sm.MEASURED_WORKER_SOURCE
+    assert data["input_sources"]["worker_log_bytes_per_run"] == sm.MEASURED_WORKER_LOG_SOURCE
 
 
 def test_a_measured_files_log_bytes_price_the_workers_logs(
