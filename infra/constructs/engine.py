@@ -227,6 +227,8 @@ class Engine(Construct):
             # Retries go back to the run's own queue; early or busy runs change visibility.
             run_queue.grant(worker, SEND, CHANGE_VISIBILITY)
             run_queue.dlq.grant(worker, SEND)  # a run out of attempts, with its reason
+        for run_queue in self._queues.of_runtime(Runtime.FARGATE):
+            run_queue.grant(worker, SEND)  # a dependent on the other runtime: its run
         self._factory.reach_targets(worker)  # targets: as the target role only
         return worker
 

@@ -170,6 +170,8 @@ class FargateWorkers(Construct):
         for run_queue in self._queues.of_runtime(Runtime.FARGATE):
             run_queue.grant(role, *TASK_QUEUE_ACTIONS)
             run_queue.dlq.grant(role, "sqs:SendMessage")
+        for run_queue in self._queues.of_runtime(Runtime.LAMBDA):
+            run_queue.grant(role, "sqs:SendMessage")  # a dependent on the other runtime
         factory.reach_targets(role)  # targets: as the target role only
         factory.grant_run_signing(role)  # verify and sign run messages
 

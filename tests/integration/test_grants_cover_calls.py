@@ -17,6 +17,7 @@ from typing import Any
 import pytest
 
 from duetime.clock import wall_ms
+from duetime.domain.jobs import Priority, Runtime
 from duetime.domain.overlap import Gate
 from duetime.domain.timeutil import rfc3339_ms
 from duetime.entrypoints import reconciler
@@ -34,19 +35,43 @@ api = test_api.api  # the fixture: the API handler over the moto engine
 TENANT = "tenant-a"
 
 
+# The IAM action an SQS batch operation needs.
+SQS_ACTION = {
+    "SendMessageBatch": "SendMessage",
+    "DeleteMessageBatch": "DeleteMessage",
+    "ChangeMessageVisibilityBatch": "ChangeMessageVisibility",
+}
+# What an SQS event source mapping does with the function's role (CDK grants it with the
+# mapping: the worker's grants on its queues include these).
+ESM_CONSUME = {
+    "sqs:ReceiveMessage",
+    "sqs:DeleteMessage",
+    "sqs:ChangeMessageVisibility",
+    "sqs:GetQueueAttributes",
+    "sqs:GetQueueUrl",
+}
+
+
 class Calls:
-    """DynamoDB operations by table ("jobs", "timers", "runs"), recorded while a role is on."""
+    """DynamoDB operations by table ("jobs", "timers", "runs") and SQS operations by queue kind
+    ("lambda queues", "fargate dlqs", ...), recorded while a role is on."""
 
     def __init__(self, engine: Engine) -> None:
         settings = engine.aws.settings
-        self._tables = {
+        self._resources = {
             settings.jobs_table: "jobs",
             settings.timers_table: "timers",
             settings.runs_table: "runs",
         }
+        for runtime in Runtime:
+            for priority in Priority:
+                urls = settings.queue(runtime, priority)
+                self._resources |= dict.fromkeys(urls.lanes, f"{runtime.value} queues")
+                self._resources[urls.dlq_url] = f"{runtime.value} dlqs"
         self.made: dict[str, dict[str, set[str]]] = defaultdict(lambda: defaultdict(set))
         self._role: str | None = None
-        engine.parts.timers._client.meta.events.register("before-parameter-build", self._seen)
+        for client in (engine.parts.timers._client, engine.parts.queue._client, engine.aws.sqs):
+            client.meta.events.register("before-parameter-build", self._seen)
 
     @contextmanager
     def of(self, role: str) -> Iterator[None]:
@@ -59,49 +84,68 @@ class Calls:
     def _seen(self, event_name: str, params: dict[str, Any], **_: Any) -> None:
         if self._role is None:
             return
-        operation = event_name.rsplit(".", maxsplit=1)[-1]
+        service, operation = event_name.split(".")[-2:]
+        if service == "sqs":
+            action = f"sqs:{SQS_ACTION.get(operation, operation)}"
+            self.made[self._role][self._resources[params["QueueUrl"]]].add(action)
+            return
         names = [params.get("TableName"), *params.get("RequestItems", {})]
         names += [item["TableName"] for t in params.get("TransactItems", []) for item in t.values()]
         for name in names:
-            if name in self._tables:
-                self.made[self._role][self._tables[name]].add(f"dynamodb:{operation}")
+            if name in self._resources:
+                self.made[self._role][self._resources[name]].add(f"dynamodb:{operation}")
 
 
 def granted() -> dict[str, dict[str, set[str]]]:
-    """What infra grants each role on each table."""
+    """What infra grants each role on each table and kind of queue (none where not named): the
+    DynamoDB actions are infra's own constants; the queue grants are restated here, and
+    tests/infra/test_functions.py checks the synthesized policies say the same."""
+    send, visibility = engine_grants.SEND, engine_grants.CHANGE_VISIBILITY
+    every_queue = {"lambda queues": {send}, "fargate queues": {send}}
+    stats = set(api_grants.API_STATS_QUEUE_ACTIONS)
     return {
         "worker": {
             "jobs": set(engine_grants.WORKER_JOBS_ACTIONS),
             "runs": set(engine_grants.WORKER_RUNS_ACTIONS),
-            "timers": set(),
+            # its own runtime's queues: retries, visibility, the mapping's consume; its DLQs
+            "lambda queues": {send, visibility} | ESM_CONSUME,
+            "lambda dlqs": {send},
+            "fargate queues": {send},  # a dependent's run
         },
         "fargate task": {
             "jobs": set(worker_grants.TASK_JOBS_ACTIONS),
             "runs": set(worker_grants.TASK_RUNS_ACTIONS),
-            "timers": set(),
+            "fargate queues": set(worker_grants.TASK_QUEUE_ACTIONS),
+            "fargate dlqs": {send},
+            "lambda queues": {send},  # a dependent's run
         },
         "sweeper": {
             "jobs": set(engine_grants.SWEEPER_JOBS_ACTIONS),
             "timers": set(engine_grants.SWEEPER_TIMERS_ACTIONS),
-            "runs": set(),
-        },
+        }
+        | every_queue,
         "reconciler": {
             "jobs": set(engine_grants.RECONCILER_JOBS_ACTIONS),
             "timers": set(engine_grants.RECONCILER_TIMERS_ACTIONS),
-            "runs": set(),
-        },
+        }
+        | every_queue,
         "api": {
             "jobs": set(api_grants.API_JOBS_ACTIONS),
             "timers": set(api_grants.API_TIMERS_ACTIONS),
             "runs": set(api_grants.API_RUNS_ACTIONS),
+            "lambda queues": {send} | stats,
+            "fargate queues": {send} | stats,
+            "lambda dlqs": stats,
+            "fargate dlqs": stats,
         },
     }
 
 
 def assert_granted(calls: Calls) -> None:
     for role, grants in granted().items():
-        for table, made in calls.made[role].items():
-            assert made <= grants[table], f"{role} on {table}: {sorted(made - grants[table])}"
+        for resource, made in calls.made[role].items():
+            allowed = grants.get(resource, set())
+            assert made <= allowed, f"{role} on {resource}: {sorted(made - allowed)}"
 
 
 def test_the_engine_roles_are_granted_every_dynamodb_call_their_code_makes(
@@ -123,6 +167,10 @@ def test_the_engine_roles_are_granted_every_dynamodb_call_their_code_makes(
     )
     upstream = engine.submit({"schedule": {"delay_seconds": 0}})
     engine.submit({"schedule": {"after": {"job_id": upstream}}})
+    # (a dependent may run on the other runtime: its upstream's worker sends its run)
+    engine.submit({"schedule": {"after": {"job_id": upstream}}, "runtime": "fargate"})
+    on_fargate = engine.submit({"schedule": {"delay_seconds": 0}, "runtime": "fargate"})
+    engine.submit({"schedule": {"after": {"job_id": on_fargate}}})
     engine.submit({"schedule": {"cron": "* * * * *"}})
     ends = engine.submit(
         {"schedule": {"rate_seconds": 180, "end_at": rfc3339_ms(int(now) + 200_000)}},
@@ -137,6 +185,8 @@ def test_the_engine_roles_are_granted_every_dynamodb_call_their_code_makes(
         engine.advance(60)
         with calls.of("worker"):
             engine.drain()
+        with calls.of("fargate task"):
+            engine.drain(Runtime.FARGATE)
 
     # And the daily reconciler looks over the chains
     with calls.of("reconciler"):
@@ -144,6 +194,7 @@ def test_the_engine_roles_are_granted_every_dynamodb_call_their_code_makes(
 
     # Then the paths were taken...
     assert engine.recorder.runs_of(upstream)
+    assert engine.recorder.runs_of(on_fargate)
     assert "dynamodb:Scan" in calls.made["reconciler"]["jobs"]
     ended = engine.parts.jobs.get(TENANT, ends)
     assert ended is not None
@@ -152,8 +203,13 @@ def test_the_engine_roles_are_granted_every_dynamodb_call_their_code_makes(
     assert {"dynamodb:BatchGetItem", "dynamodb:GetItem"} <= worker["jobs"]  # reads, gate
     assert "dynamodb:GetItem" in worker["runs"]  # the gate's holder
     assert "dynamodb:BatchGetItem" in calls.made["sweeper"]["jobs"]  # the chains' jobs
-    # ...and every call was one the role may make (the Fargate task runs the same executor)
-    calls.made["fargate task"] = calls.made["worker"]
+    # ...and every call was one the role may make (the Fargate task runs the same executor: the
+    # worker's table calls are its too)
+    for table in ("jobs", "timers", "runs"):
+        calls.made["fargate task"][table] |= calls.made["worker"][table]
+    # (the fargate queues were drained as a mapping would, which reads each queue's ARN; the
+    # Fargate worker receives and deletes itself, without that read)
+    calls.made["fargate task"]["fargate queues"].discard("sqs:GetQueueAttributes")
     assert_granted(calls)
 
 
