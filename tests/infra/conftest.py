@@ -46,6 +46,14 @@ TARGET_ARNS = [
     "arn:aws:sqs:eu-west-1:123456789012:orders",
 ]
 KMS_KEY_ARN = "arn:aws:kms:eu-west-1:111122223333:key/1234abcd-12ab-34cd-56ef-1234567890ab"
+# The consume actions the worker's event source mappings need (CDK grants them with the ESM).
+ESM_CONSUME = {
+    "sqs:ReceiveMessage",
+    "sqs:DeleteMessage",
+    "sqs:ChangeMessageVisibility",
+    "sqs:GetQueueAttributes",
+    "sqs:GetQueueUrl",
+}
 # What the tests deploy: cdk.json's context (the feature flags and defaults of `cdk synth`)
 # with real-looking settings, an alarm e-mail and target resources.
 CONTEXT_OVERRIDES: dict[str, Any] = {

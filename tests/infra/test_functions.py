@@ -9,7 +9,7 @@ import pytest
 from duetime.domain.jobs import Priority, Runtime
 from duetime.settings import Env, Settings, queue_key
 from infra import packaging
-from tests.infra.conftest import KMS_KEY_ARN, TARGET_ARNS, Synth, listed
+from tests.infra.conftest import ESM_CONSUME, KMS_KEY_ARN, TARGET_ARNS, Synth, listed
 
 FUNCTIONS = ("api", "coordinator", "sweeper", "reconciler", "worker", "archiver", "compactor")
 TASK_ROLE = "Scheduler/Workers/Task/TaskRole"
@@ -98,14 +98,6 @@ DYNAMODB: dict[str, dict[str, set[str]]] = {
     },
     "archiver": {"jobs": set(), "timers": set(), "runs": set()},
     "compactor": {"jobs": set(), "timers": set(), "runs": set()},
-}
-# The consume actions the worker's event source mappings need (CDK grants them with the ESM).
-ESM_CONSUME = {
-    "sqs:ReceiveMessage",
-    "sqs:DeleteMessage",
-    "sqs:ChangeMessageVisibility",
-    "sqs:GetQueueAttributes",
-    "sqs:GetQueueUrl",
 }
 
 

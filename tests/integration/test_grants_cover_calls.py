@@ -26,6 +26,7 @@ from duetime.settings import Env
 from infra.constructs import api as api_grants
 from infra.constructs import engine as engine_grants
 from infra.constructs import workers as worker_grants
+from tests.infra.conftest import ESM_CONSUME
 from tests.integration import test_api
 from tests.integration.conftest import START, Engine
 from tests.integration.test_api import Api
@@ -40,15 +41,6 @@ SQS_ACTION = {
     "SendMessageBatch": "SendMessage",
     "DeleteMessageBatch": "DeleteMessage",
     "ChangeMessageVisibilityBatch": "ChangeMessageVisibility",
-}
-# What an SQS event source mapping does with the function's role (CDK grants it with the
-# mapping: the worker's grants on its queues include these).
-ESM_CONSUME = {
-    "sqs:ReceiveMessage",
-    "sqs:DeleteMessage",
-    "sqs:ChangeMessageVisibility",
-    "sqs:GetQueueAttributes",
-    "sqs:GetQueueUrl",
 }
 
 
