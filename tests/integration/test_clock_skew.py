@@ -328,6 +328,7 @@ def test_given_two_fargate_workers_with_opposite_skews_when_duplicates_then_each
         for thread in threads:
             thread.join(timeout=15)
 
+    assert not any(t.is_alive() for t in threads), "a worker did not stop"
     # Then each run's target ran once
     assert len(PROBE.starts) == 3
     for job in jobs:

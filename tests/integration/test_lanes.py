@@ -99,6 +99,7 @@ def test_the_fargate_worker_polls_every_lane_and_runs_each_run_once(
         worker.stop()
         thread.join(timeout=15)
 
+    assert not thread.is_alive(), "the worker did not stop"
     assert sorted(c.job_id for c in RECORDER.calls) == sorted(jobs)  # each exactly once
 
 

@@ -159,6 +159,7 @@ def test_given_one_heartbeat_failing_then_other_runs_keep_their_lease_and_none_r
             w.stop()
         for thread in threads:
             thread.join(timeout=15)
+    assert not any(t.is_alive() for t in threads), "a worker did not stop"
     # The first run's message lapsed (its heartbeat failed) and came back; whoever got it found
     # the run's lease live in its record and left it: each target ran once.
     assert queue.failed > 0
