@@ -284,7 +284,7 @@ def test_a_job_lives_its_whole_life_on_either_path_through_the_deployed_handlers
     assert [(s["timers_read"], s["messages_sent"]) for s in swept] == [(0, 0)] * len(swept)
 
     # And the first job's run goes through the worker to the target, then to the archive
-    _follow_the_run(deployment, job["id"], target_url, soon)
+    first = _follow_the_run(deployment, job["id"], target_url, soon)
 
     # And no run message waits for the worker: the second job is still only its timer
     assert _worker_queue_depth(deployment) == 0
@@ -314,6 +314,14 @@ def test_a_job_lives_its_whole_life_on_either_path_through_the_deployed_handlers
     run = _follow_the_run(deployment, timed_job["id"], target_url, swept_later, offset_ms)
     assert datetime.fromisoformat(run["scheduled_for"]) == due_at
     assert datetime.fromisoformat(run["started_at"]) >= due_at
+
+    # And the daily compactor merges the day's archive objects: the two runs' own when both
+    # fell on one UTC day (a test run across midnight leaves one a day: nothing to merge)
+    day = due_at.date().isoformat()
+    compacted = deployment.container("compactor").invoke({"dt": day})
+    (partition,) = compacted["partitions"]
+    one_day = datetime.fromisoformat(first["scheduled_for"]).date() == due_at.date()
+    assert (partition["dt"], partition["merged"]) == (day, 2 if one_day else 0), partition
 
     # And every AWS call of every function was one its role's policies allow (moto allows
     # them all: tests/infra/offline_iam.py judges them against the template), the target's
