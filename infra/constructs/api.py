@@ -31,12 +31,12 @@ if TYPE_CHECKING:
 # ...dispatch over duetime.adapters.dynamodb): jobs are created, read, listed and replaced
 # conditionally (idempotency keys are conditional puts too), a batch's fresh jobs written by
 # batch writes; the tenant's recurring-job counter and an upstream's dependents' item are
-# updated (tests/integration/test_grants_cover_calls.py checks these against the calls); a
-# timer is written and the
-# sweep state read (and the cursor moved back) when a submission is due later; runs are read
-# and listed, and batch read by a backfill (which of its occurrences have a record). Webhook
-# secrets are items of the jobs table (get, conditional puts) encrypted with the data's
-# secrets key. GET /admin/stats batch reads every shard's sweep state.
+# updated; a timer is written and the sweep state read (and the cursor moved back) when a
+# submission is due later; runs are read and listed, and batch read by a backfill (which of
+# its occurrences have a record). Webhook secrets are items of the jobs table (get,
+# conditional puts) encrypted with the data's secrets key. GET /admin/stats batch reads every
+# shard's sweep state. tests/integration/test_grants_cover_calls.py checks these against the
+# calls.
 API_JOBS_ACTIONS = (
     "dynamodb:GetItem",
     "dynamodb:Query",
