@@ -49,7 +49,7 @@ export async function jobView(main, id) {
       ["Description", job.description], ["Priority", job.priority], ["Runtime", job.runtime],
       ["Retry", `${job.retry.max_attempts} attempts, backoff ${job.retry.backoff_seconds}–${job.retry.max_backoff_seconds} s`],
       ["Timeout", `${job.timeout_seconds} s`], ["Catch-up", `${job.catchup.mode}, window ${job.catchup.window_seconds} s`],
-      ["Jitter", `${job.jitter_seconds} s`], ["Overlap", job.overlap ?? "allow"], ["Version", String(job.version)],
+      ["Jitter", `${job.jitter_seconds} s`], ["Staged", `${job.stage_seconds ?? 0} s`], ["Overlap", job.overlap ?? "allow"], ["Version", String(job.version)],
       ["Created", instant(job.created_at)], ["Updated", instant(job.updated_at)],
     ]),
     recurring ? h("section", { "aria-labelledby": "next-title" }, h("h2#next-title", {}, "Next 5 occurrences"),

@@ -94,6 +94,7 @@ def test_job_json_has_every_field_once() -> None:
         "timeout_seconds",
         "catchup",
         "jitter_seconds",
+        "stage_seconds",
         "overlap",
         "description",
         "tags",

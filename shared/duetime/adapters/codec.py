@@ -65,6 +65,7 @@ def job_to_values(job: Job) -> dict[str, Any]:
             "timeout": spec.timeout_seconds,
             "catchup": [spec.catchup.mode.value, spec.catchup.window_seconds],
             **({"jitter": spec.jitter_seconds} if spec.jitter_seconds else {}),
+            **({"stage": spec.stage_seconds} if spec.stage_seconds else {}),
             # Absent on jobs stored before the overlap policy, and for `allow`.
             **({"overlap": spec.overlap.value} if spec.overlap != Overlap.ALLOW else {}),
             **({"description": spec.description} if spec.description is not None else {}),
@@ -100,6 +101,7 @@ def job_from_values(values: dict[str, Any]) -> Job:
         timeout_seconds=raw["timeout"],
         catchup=Catchup(CatchupMode(raw["catchup"][0]), raw["catchup"][1]),
         jitter_seconds=raw.get("jitter", 0),
+        stage_seconds=raw.get("stage", 0),
         overlap=Overlap(raw.get("overlap", Overlap.ALLOW.value)),
         description=raw.get("description"),
         tags=raw.get("tags", {}),

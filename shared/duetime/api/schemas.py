@@ -23,6 +23,7 @@ from duetime.domain.jobs import (
     MAX_JITTER_SECONDS,
     MAX_NAME_CHARS,
     MAX_PAYLOAD_BYTES,
+    MAX_STAGE_SECONDS,
     MAX_TAG_KEY_CHARS,
     MAX_TAG_VALUE_CHARS,
     MAX_TAGS,
@@ -122,6 +123,17 @@ def _jobs() -> dict[str, Any]:
                     "in [0, jitter_seconds) drawn from the job id and the instant (the same for "
                     "every retry and duplicate): spreads runs that share an instant.",
                 },
+                "stage_seconds": {
+                    "type": "integer",
+                    "minimum": 0,
+                    "maximum": MAX_STAGE_SECONDS,
+                    "default": 0,
+                    "description": "Each run is handed to a worker up to this long before its "
+                    "instant: the job is read and the run claimed then, and the target started "
+                    "on the instant. For bursts that must start on the second; on the lambda "
+                    "runtime the wait is billed. A cancel or pause acknowledged within this "
+                    "window (or the deployment's claim lead, if longer) may not stop the run.",
+                },
                 "overlap": {**_OVERLAP, "default": "allow"},
             },
             ("schedule", "target"),
@@ -153,6 +165,7 @@ def _jobs() -> dict[str, Any]:
                 "timeout_seconds": {"type": "integer"},
                 "catchup": obj(catchup_fields, tuple(catchup_fields)),
                 "jitter_seconds": {"type": "integer", "minimum": 0, "maximum": MAX_JITTER_SECONDS},
+                "stage_seconds": {"type": "integer", "minimum": 0, "maximum": MAX_STAGE_SECONDS},
                 "overlap": _OVERLAP,
                 "next_run_at": {
                     **OPTIONAL_INSTANT,
@@ -179,6 +192,7 @@ def _jobs() -> dict[str, Any]:
                 "timeout_seconds",
                 "catchup",
                 "jitter_seconds",
+                "stage_seconds",
                 "overlap",
                 "next_run_at",
                 "created_at",

@@ -38,6 +38,7 @@ BODY_FLAGS = [
     ("--timeout-seconds", "timeout_seconds"),
     ("--catchup", "catchup"),
     ("--jitter", "jitter_seconds"),
+    ("--stage", "stage_seconds"),
     ("--overlap", "overlap"),
 ]
 
@@ -94,6 +95,7 @@ def job_body(args: argparse.Namespace) -> dict[str, Any]:
         "timeout_seconds",
         "catchup",
         "jitter_seconds",
+        "stage_seconds",
         "overlap",
     ):
         if getattr(args, key) is not None:

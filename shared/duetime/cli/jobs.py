@@ -227,6 +227,14 @@ def _add_create_options(parser: argparse.ArgumentParser, *, updating: bool = Fal
         metavar="SECONDS",
         help="start each occurrence up to this long after its instant (jitter_seconds, 0-900)",
     )
+    job.add_argument(
+        "--stage",
+        dest="stage_seconds",
+        type=int,
+        metavar="SECONDS",
+        help="hand each run to a worker up to this long before its instant, claimed and "
+        "ready to start on it (stage_seconds, 0-10)",
+    )
     modes = [c.value for c in CatchupMode]
     job.add_argument(
         "--catchup", choices=modes, metavar="MODE", help=f"after downtime: {'|'.join(modes)}"

@@ -37,8 +37,12 @@ MAX_TIMEOUT_SECONDS = 900
 # A job's occurrences may be spread over this window after their instant (jitter_seconds):
 # EventBridge Scheduler's flexible time window, and SQS's longest delay.
 MAX_JITTER_SECONDS = 900
+# A run may be handed to a worker this long before its instant (stage_seconds): the worker reads
+# the job and claims the run ahead, and starts the target on the instant.
+MAX_STAGE_SECONDS = 10
 # A Lambda invocation keeps this long past a job's timeout to record the outcome and send the
-# retry: a lambda-runtime job's timeout is at most the worker's timeout minus this.
+# retry: a lambda-runtime job's timeout is at most the worker's timeout minus this. Up to
+# PRE_START_ALLOWANCE_MS of it may go to the wait before the instant (duetime.services.execute).
 RECORDING_MARGIN_SECONDS = 60
 JOB_OVERHEAD_BYTES = 200  # status, instants, generation and attribute names of a stored job
 # A submission whose dispatch failed cancels its job rather than leave one that never runs; a
@@ -100,6 +104,9 @@ class JobSpec:
     catchup: Catchup = field(default_factory=Catchup)
     # Each occurrence starts up to this long after its instant (jitter_offset_ms).
     jitter_seconds: int = 0
+    # Each run is handed to a worker up to this long before its instant (staged), so its job
+    # read and claim are done when the instant comes (docs/performance.md, "Staged runs").
+    stage_seconds: int = 0
     overlap: Overlap = Overlap.ALLOW
     description: str | None = None
     tags: Mapping[str, str] = field(default_factory=dict)
@@ -204,6 +211,7 @@ _SPEC_FIELDS = {
     "timeout_seconds",
     "catchup",
     "jitter_seconds",
+    "stage_seconds",
     "overlap",
     "description",
     "tags",
@@ -242,6 +250,7 @@ def parse_job_spec(raw: object) -> JobSpec:
         timeout_seconds=_int(raw, "timeout_seconds", 30, 1, MAX_TIMEOUT_SECONDS),
         catchup=_catchup(raw.get("catchup")),
         jitter_seconds=_int(raw, "jitter_seconds", 0, 0, MAX_JITTER_SECONDS),
+        stage_seconds=_int(raw, "stage_seconds", 0, 0, MAX_STAGE_SECONDS),
         overlap=overlap,
         description=_description(raw.get("description")),
         tags=_tags(raw.get("tags")),
@@ -263,6 +272,7 @@ PATCHABLE_FIELDS: tuple[str, ...] = (
     "catchup",
     "overlap",
     "jitter_seconds",
+    "stage_seconds",
 )
 # Fields of a job as shown that no request sets.
 READ_ONLY_FIELDS = frozenset(
@@ -288,14 +298,14 @@ def updated_spec(spec: JobSpec, raw: object) -> JobSpec:
 
 def rearms(before: JobSpec, after: JobSpec) -> bool:
     """Whether an update re-arms the job: a new schedule, a new queue (priority, runtime) for
-    its runs, or a new jitter (it moves every due instant). Other fields, the overlap policy
-    among them, are read by the worker when it claims a run."""
-    return (before.schedule, before.priority, before.runtime, before.jitter_seconds) != (
-        after.schedule,
-        after.priority,
-        after.runtime,
-        after.jitter_seconds,
-    )
+    its runs, a new jitter (it moves every due instant) or staging (it moves when each run is
+    handed over). Other fields, the overlap policy among them, are read by the worker when it
+    claims a run."""
+
+    def arming(spec: JobSpec) -> tuple[object, ...]:
+        return (spec.schedule, spec.priority, spec.runtime, spec.jitter_seconds, spec.stage_seconds)
+
+    return arming(before) != arming(after)
 
 
 @dataclass(frozen=True)
@@ -327,6 +337,7 @@ def spec_to_dict(spec: JobSpec) -> dict[str, Any]:
         "timeout_seconds": spec.timeout_seconds,
         "catchup": {"mode": spec.catchup.mode.value, "window_seconds": spec.catchup.window_seconds},
         "jitter_seconds": spec.jitter_seconds,
+        "stage_seconds": spec.stage_seconds,
         "overlap": spec.overlap.value,
         "description": spec.description,
         "tags": dict(spec.tags),

@@ -36,6 +36,14 @@ class RunMessage:
     generation: int | None = None
     # The run of the upstream job that triggered this one (an `after` job's run), else None.
     upstream_run_id: str | None = None
+    # How long before `due_ms` the message is handed to a worker (its job's stage_seconds).
+    stage_ms: int = 0
+
+    @property
+    def visible_ms(self) -> int:
+        """When the message should become visible to the workers: its due instant, less its
+        staging (a worker reads the job and claims the run then, and starts it on the instant)."""
+        return self.due_ms - self.stage_ms
 
     def to_json(self) -> str:
         body: dict[str, object] = {
@@ -51,6 +59,8 @@ class RunMessage:
             body["generation"] = self.generation
         if self.upstream_run_id is not None:
             body["upstream_run_id"] = self.upstream_run_id
+        if self.stage_ms:
+            body["stage_ms"] = self.stage_ms
         return json.dumps(body, separators=(",", ":"))
 
     @classmethod
@@ -69,6 +79,7 @@ class RunMessage:
             upstream_run_id=None
             if data.get("upstream_run_id") is None
             else str(data["upstream_run_id"]),
+            stage_ms=int(data.get("stage_ms", 0)),
         )
 
 
@@ -144,6 +155,7 @@ def run_message(job: Job, scheduled_ms: int, *, jittered: bool = True) -> RunMes
         runtime=job.spec.runtime,
         priority=job.spec.priority,
         generation=job.generation,
+        stage_ms=job.spec.stage_seconds * 1000,
     )
 
 

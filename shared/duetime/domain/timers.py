@@ -102,6 +102,8 @@ class Timer:
     # A one-off's jitter (Job.due_ms - due_ms): its message is due that long after the
     # instant, and its bucket is the minute of the jittered instant (duetime.services.dispatch).
     jitter_ms: int = field(default=0, compare=False)
+    # A one-off's staging (its job's stage_seconds, in ms): its message carries it.
+    stage_ms: int = field(default=0, compare=False)
 
     @property
     def sort_key(self) -> str:
@@ -124,6 +126,7 @@ class Timer:
             self.runtime,
             self.priority,
             self.generation,
+            stage_ms=self.stage_ms,
         )
 
 

@@ -62,6 +62,7 @@ def _timer(job: Job, due_ms: int, unread: int) -> Timer:
         runtime=job.spec.runtime if one_off else None,
         priority=job.spec.priority if one_off else None,
         jitter_ms=jitter,
+        stage_ms=job.spec.stage_seconds * 1000 if one_off else 0,
     )
 
 
@@ -109,7 +110,7 @@ class Dispatcher:
                 if not job.spec.recurring:
                     if job.due_ms(due_ms) < horizon_ms:
                         message = run_message(job, due_ms)
-                        messages.append((message, delay_seconds(message.due_ms, now)))
+                        messages.append((message, delay_seconds(message.visible_ms, now)))
                     else:
                         timers.append((job, _timer(job, due_ms, unread)))
                     continue
@@ -127,7 +128,7 @@ class Dispatcher:
                 )
                 result.skipped += plan.skipped
                 sent = [run_message(job, s) for s in plan.enqueue]
-                messages += [(m, delay_seconds(m.due_ms, now)) for m in sent]
+                messages += [(m, delay_seconds(m.visible_ms, now)) for m in sent]
                 if plan.next_due_ms is None:
                     finished.append(job)
                 else:

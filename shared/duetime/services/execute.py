@@ -34,7 +34,7 @@ from enum import StrEnum
 
 from duetime.domain.ids import run_id
 from duetime.domain.invocation import Invocation, TargetError
-from duetime.domain.jobs import RECORDING_MARGIN_SECONDS, Job, JobStatus
+from duetime.domain.jobs import MAX_STAGE_SECONDS, RECORDING_MARGIN_SECONDS, Job, JobStatus
 from duetime.domain.messages import MessageAuth, RunMessage, UnauthenticatedMessage, delay_seconds
 from duetime.domain.overlap import Admission, Overlap
 from duetime.domain.retry import backoff_ms, should_retry
@@ -53,9 +53,13 @@ from duetime.services.job_reads import LINGER_SECONDS, JobReads
 from duetime.services.overlap import GateContention, OverlapGuard
 from duetime.settings import Settings
 
-# A message that arrives earlier than this is put back with a visibility timeout instead of
-# holding a worker while it waits.
+# A message that arrives earlier than this (beyond its staging) is put back with a visibility
+# timeout instead of holding a worker while it waits.
 MAX_EARLY_WAIT_MS = 2_000
+# Of the RECORDING_MARGIN_SECONDS a Lambda invocation keeps past a job's timeout, this much may
+# go to the wait before the instant (an early message, a staged run): a job with the longest
+# timeout the lambda runtime allows still starts, with the rest of the margin to record it.
+PRE_START_ALLOWANCE_MS = MAX_EARLY_WAIT_MS + MAX_STAGE_SECONDS * 1000
 # The lease outlives the target's timeout by this margin before another delivery may reclaim.
 LEASE_MARGIN_MS = 30_000
 ABANDONED_ERROR = "the worker stopped during the attempt (killed at its timeout, or crashed)"
@@ -135,13 +139,16 @@ class RunExecutor:
         self, delivery: Delivery, message: RunMessage, remaining_ms: Callable[[], int] | None
     ) -> Result:
         early = message.due_ms - self._clock()
-        if early > MAX_EARLY_WAIT_MS:
-            self._queue.change_visibility(delivery, delay_seconds(message.due_ms, self._clock()))
+        if early > MAX_EARLY_WAIT_MS + message.stage_ms:
+            self._queue.change_visibility(
+                delivery, delay_seconds(message.visible_ms, self._clock())
+            )
             return Result(Disposition.RETRY_LATER, f"early by {early} ms")
         # The early wait: on Lambda, paid time (docs/performance.md, "Early wait"); the job is
-        # read and the run claimed within its last claim_lead_ms, the target started after it.
+        # read and the run claimed within its last claim_lead_ms (or its staging, if longer),
+        # the target started after it.
         early_wait_ms = max(0, early)
-        self._wait_until(message.due_ms - self._settings.claim_lead_ms)
+        self._wait_until(message.due_ms - max(self._settings.claim_lead_ms, message.stage_ms))
         found = self._reads.get(message.tenant, message.job_id)
         # Only a cancel or a pause stops a run that was handed over. A recurring job reaching
         # its end_at is marked completed while its last occurrences are still on their way:
@@ -160,7 +167,12 @@ class RunExecutor:
         if gated:
             self._wait_until(message.due_ms)
         ahead = max(0, message.due_ms - self._clock())
-        needed = (job.spec.timeout_seconds + RECORDING_MARGIN_SECONDS) * 1000 + ahead
+        needed = (
+            job.spec.timeout_seconds * 1000
+            + ahead
+            + RECORDING_MARGIN_SECONDS * 1000
+            - PRE_START_ALLOWANCE_MS
+        )
         if remaining_ms is not None and remaining_ms() < needed:
             # This invocation would be killed before the outcome is recorded: another one
             # (with its whole timeout ahead) takes the message, which is visible again at once.
@@ -295,7 +307,7 @@ class RunExecutor:
         if should_retry(job.spec.retry, message.attempt, retryable):
             wait = backoff_ms(job.spec.retry, message.attempt, self._jitter())
             retry = replace(message, attempt=message.attempt + 1, due_ms=now + wait)
-            self._queue.send([(retry, delay_seconds(retry.due_ms, now))])
+            self._queue.send([(retry, delay_seconds(retry.visible_ms, now))])
             done = self._runs.finish(run, RunOutcome(RunStatus.RETRYING, self._clock(), error))
             count(Metric.RUNS_RETRIED)
             logger.warning(

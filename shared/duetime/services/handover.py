@@ -105,7 +105,7 @@ class HandOver:
         job's timer needs the job, to plan its chain."""
         report.timers_read += len(timers)
         now = self._clock()
-        messages = [(m, delay_seconds(m.due_ms, now)) for t in timers if (m := t.message())]
+        messages = [(m, delay_seconds(m.visible_ms, now)) for t in timers if (m := t.message())]
         chains = [t for t in timers if t.message() is None]
         if messages:
             self._queue.send(messages)

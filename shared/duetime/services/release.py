@@ -46,7 +46,7 @@ class ReleasedSender:
         now_ready: list[RunMessage] = []
         windows: list[tuple[int, int, RunMessage]] = []
         for m, _ in messages:
-            window = release_window(m.due_ms, start)
+            window = release_window(m.visible_ms, start)
             if window is None:
                 now_ready.append(m)
             else:
@@ -74,4 +74,4 @@ class ReleasedSender:
 
     def _send(self, messages: list[RunMessage]) -> None:
         now = self._clock()
-        self._queue.send([(m, delay_seconds(m.due_ms, now)) for m in messages])
+        self._queue.send([(m, delay_seconds(m.visible_ms, now)) for m in messages])

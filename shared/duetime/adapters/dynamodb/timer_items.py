@@ -32,6 +32,8 @@ def timer_values(timer: Timer, shard: int, ttl_seconds: int) -> dict[str, Any]:
         values["q"] = queue_key(timer.runtime, timer.priority)
     if timer.jitter_ms:
         values["jit"] = timer.jitter_ms
+    if timer.stage_ms:
+        values["stg"] = timer.stage_ms
     return values
 
 
@@ -49,6 +51,7 @@ def timer_from_values(values: dict[str, Any], minute: int) -> Timer:
         runtime=Runtime(runtime) if runtime else None,
         priority=Priority(priority) if priority else None,
         jitter_ms=values.get("jit", 0),
+        stage_ms=values.get("stg", 0),
     )
 
 
@@ -81,6 +84,7 @@ def stuck_to_values(stuck: StuckTimer) -> dict[str, Any]:
         "bytes": timer.job_bytes,
         "q": queue_key(timer.runtime, timer.priority) if timer.runtime and timer.priority else "",
         "jit": timer.jitter_ms,
+        "stg": timer.stage_ms,
         "attempts": stuck.attempts,
         "reason": stuck.reason[:MAX_STUCK_REASON_CHARS],
         "first_failed": stuck.first_failed_ms,
@@ -102,6 +106,7 @@ def stuck_from_values(values: dict[str, Any]) -> StuckTimer:
             runtime=Runtime(runtime) if runtime else None,
             priority=Priority(priority) if priority else None,
             jitter_ms=values.get("jit", 0),
+            stage_ms=values.get("stg", 0),
         ),
         shard=int(str(values["pk"]).rpartition("#")[2]),
         attempts=values["attempts"],
