@@ -7,7 +7,8 @@ sweeper and worker handlers driven by the stack's pollers), submits `duetime.noo
 through `JobService`, and records every executed run by wrapping `RunExecutor.handle` (as the
 stack's own figures do). AWS requests are counted with botocore hooks on every client that
 serves a run. Scenarios: raw (the emulator's own rate for the minimal calls of a run),
-steady, burst, cron top-of-minute, due-vs-stored, and load (concurrent HTTP clients through the
+steady, burst (one by one, batch create, and batch create with staged jobs), cron
+top-of-minute, due-vs-stored, and load (concurrent HTTP clients through the
 local gateway, scripts/bench_load.py); each is compared with a model of the naive design (sweep
 once a minute, enqueue due jobs with no delay). Writes results.json, summary.md and one PNG
 per scenario under --out. See docs/performance.md.
@@ -63,7 +64,17 @@ PRICES = {
     "sqs_request": 0.40e-6,
 }
 HOURS_PER_MONTH = 730
-SCENARIOS = ("steady", "burst", "burst_batch", "cron_top_of_minute", "due_vs_stored", "load")
+SCENARIOS = (
+    "steady",
+    "burst",
+    "burst_batch",
+    "burst_staged",
+    "cron_top_of_minute",
+    "due_vs_stored",
+    "load",
+)
+# `burst_staged`: its jobs' stage_seconds unless --stage-seconds says otherwise.
+STAGE_SECONDS = 3
 SUBMIT_RATE = 60  # jobs/s the bench assumes it can submit (8 threads; ~120/s measured, 2 cores)
 # A run not started when a scenario's wait ends is looked for until every queue is empty and
 # nothing has started for QUIET_SECONDS (at most SETTLE_SECONDS): late, or lost.
@@ -199,10 +210,12 @@ def steady_plan(now_ms: int, rate: int, seconds: int, lead_ms: int) -> SteadyPla
     return SteadyPlan(start, end, raws, dues, one_off, recurring)
 
 
-def burst_bodies(due_ms: int, n: int) -> list[dict[str, Any]]:
-    """N one-offs spread over the second from `due_ms`: an `at` always has its occurrence."""
+def burst_bodies(due_ms: int, n: int, stage_seconds: int = 0) -> list[dict[str, Any]]:
+    """N one-offs spread over the second from `due_ms`: an `at` always has its occurrence;
+    staged `stage_seconds` when not 0."""
+    staged = {"stage_seconds": stage_seconds} if stage_seconds else {}
     return [
-        {"schedule": {"at": rfc3339(due_ms + (i * 997) % 1000)}, "target": NOOP_TARGET}
+        {"schedule": {"at": rfc3339(due_ms + (i * 997) % 1000)}, "target": NOOP_TARGET} | staged
         for i in range(n)
     ]
 
@@ -390,9 +403,11 @@ class Bench:
         sizes: dict[str, int] | None = None,
         scenarios: Sequence[str] = SCENARIOS,
         claim_lead_ms: int = 1_000,
+        stage_seconds: int = STAGE_SECONDS,
     ) -> None:
         self.scenarios = scenarios
         self.claim_lead_ms = claim_lead_ms
+        self.stage_seconds = stage_seconds
         self.out = out
         self.quick = quick
         self.pollers = pollers
@@ -446,6 +461,7 @@ class Bench:
             self.results["machine"] = machine()
             self.results["pollers_per_lambda_queue"] = self.pollers
             self.results["claim_lead_ms"] = self.claim_lead_ms
+            self.results["stage_seconds"] = self.stage_seconds
             self.results["started"] = datetime.now(UTC).isoformat()
             self.raw_rate()
             for name in self.scenarios:
@@ -745,14 +761,17 @@ class Bench:
     def burst(self, name: str = "burst") -> None:
         """N one-offs due in the same second, submitted one by one (`burst`) or with batch
         create, 100 a request (`burst_batch`: each request's runs are sent 10 a message
-        batch, so they become visible together)."""
+        batch, so they become visible together; `burst_staged`: the same, the jobs staged
+        `stage_seconds`, docs/performance.md "Staged runs")."""
         n = self.sizes["burst"]
-        lead_ms = int(n / SUBMIT_RATE * 1000) + 5000
+        stage = self.stage_seconds if name == "burst_staged" else 0
+        lead_ms = int(n / SUBMIT_RATE * 1000) + 5000 + stage * 1000
         self.recorder.take()
         self.log.reset()
         due = (wall_ms() + lead_ms) // 1000 * 1000
-        bodies = burst_bodies(due, n)
-        jobs = self.submit_batches(bodies) if name == "burst_batch" else self.submit(bodies)
+        bodies = burst_bodies(due, n, stage)
+        batched = name in ("burst_batch", "burst_staged")
+        jobs = self.submit_batches(bodies) if batched else self.submit(bodies)
         expected = [(j.id, j.next_due_ms) for j in jobs]
         time.sleep(max(0.0, (due - wall_ms()) / 1000))
         t0 = time.monotonic()
@@ -774,6 +793,7 @@ class Bench:
             expected,
             {
                 "jobs": n,
+                "stage_seconds": stage,
                 "time_to_start_all_seconds": drain_seconds,
                 "first_to_last_start_seconds": span,
                 "drain_runs_per_second": round(drain_rate, 1),
@@ -787,6 +807,9 @@ class Bench:
 
     def burst_batch(self) -> None:
         self.burst("burst_batch")
+
+    def burst_staged(self) -> None:
+        self.burst("burst_staged")
 
     # --- cron top-of-minute --------------------------------------------------------------
 
@@ -1015,7 +1038,8 @@ def markdown(results: dict[str, Any]) -> str:
         "",
         f"Machine: {m['nproc']} x {m['cpu']}, Python {m['python']}, moto {m['moto']}, "
         f"boto3 {m['boto3']}. Pollers per lambda queue: {results['pollers_per_lambda_queue']}; "
-        f"claim lead: {results.get('claim_lead_ms', 0)} ms.",
+        f"claim lead: {results.get('claim_lead_ms', 0)} ms; burst_staged's stage: "
+        f"{results.get('stage_seconds', 0)} s.",
         "",
         f"Raw emulator rate: **{results['raw']['runs_per_second']} runs/s** "
         f"({results['raw']['calls']}).",
@@ -1040,7 +1064,7 @@ def markdown(results: dict[str, Any]) -> str:
             f"{req['dollars_per_million_runs']['total_on_demand']} | "
             f"{naive['p50']} / {naive['p99']} |"
         )
-    for name in ("burst", "burst_batch"):
+    for name in ("burst", "burst_batch", "burst_staged"):
         burst = results["scenarios"].get(name)
         if burst:
             lines += [
@@ -1110,6 +1134,12 @@ def main(argv: list[str] | None = None) -> int:
         default=1000,
         help="how long before its instant a worker may claim a run (default 1000; 0: on it)",
     )
+    parser.add_argument(
+        "--stage-seconds",
+        type=int,
+        default=STAGE_SECONDS,
+        help=f"burst_staged: its jobs' stage_seconds (default {STAGE_SECONDS}; 0-10)",
+    )
     parser.add_argument("--rate", type=int, default=0, help="steady jobs/s (100; quick 20)")
     parser.add_argument("--seconds", type=int, default=0, help="steady duration (30; quick 10)")
     parser.add_argument("--burst", type=int, default=0, help="burst size (2000; quick 200)")
@@ -1141,7 +1171,12 @@ def main(argv: list[str] | None = None) -> int:
     }
     if not 0 <= args.claim_lead_ms <= 2000:
         parser.error("--claim-lead-ms must be from 0 to 2000")
-    Bench(out, args.quick, args.pollers, sizes, args.only or SCENARIOS, args.claim_lead_ms).run()
+    if not 0 <= args.stage_seconds <= 10:
+        parser.error("--stage-seconds must be from 0 to 10")
+    scenarios = args.only or SCENARIOS
+    Bench(
+        out, args.quick, args.pollers, sizes, scenarios, args.claim_lead_ms, args.stage_seconds
+    ).run()
     return 0
 
 

@@ -51,6 +51,9 @@ def test_create_a_cron_job_in_the_form(page: Page) -> None:
     )
     shared["id"] = page.driver.current_url.split("#/jobs/")[1]
     assert page.find("#job-status").text == "scheduled"
+    terms = page.driver.find_elements(By.CSS_SELECTOR, "dl.fields dt")
+    shown = {t.text: t.find_element(By.XPATH, "following-sibling::dd[1]").text for t in terms}
+    assert (shown["Jitter"], shown["Staged"]) == ("0 s", "0 s")
     page.shot("job-detail")
 
 

@@ -1,8 +1,8 @@
-"""Staged runs (`stage_seconds`): a job's run message becomes visible up to that long before its
-instant, on the fast path and through a timer; the worker that holds it reads the job and
-claims the run then, and starts the target on the instant (duetime.services.execute). And a
-lambda-runtime job with the longest timeout the runtime allows still starts after waiting for
-its instant."""
+"""Staged runs (`stage_seconds`): a job's run message becomes visible that long before the
+second its instant is in, on the fast path and through a timer; the worker that holds it reads
+the job and claims the run then, and starts the target on the instant
+(duetime.services.execute). And a lambda-runtime job with the longest timeout the runtime
+allows still starts after waiting for its instant."""
 
 from __future__ import annotations
 

@@ -134,14 +134,34 @@ def test_the_summary_shows_each_burst_its_emulator_calls_and_the_claim_lead() ->
         "machine": {"nproc": 2, "cpu": "cpu", "python": "3.11", "moto": "5", "boto3": "1"},
         "pollers_per_lambda_queue": 20,
         "claim_lead_ms": 750,
+        "stage_seconds": 4,
         "raw": {"runs_per_second": 200.0, "calls": "calls"},
-        "scenarios": {"burst": scenario(5.42), "burst_batch": scenario(7.88)},
+        "scenarios": {
+            "burst": scenario(5.42),
+            "burst_batch": scenario(7.88),
+            "burst_staged": scenario(6.5),
+        },
     }
 
     text = bench.markdown(results)
 
-    assert "Pollers per lambda queue: 20; claim lead: 750 ms." in text
+    assert "Pollers per lambda queue: 20; claim lead: 750 ms; burst_staged's stage: 4 s." in text
     assert "| 0.3 | 5.42 | 2.0 |" in text
     assert "| 0.3 | 7.88 | 2.0 |" in text
     assert "burst: all 2 started 0.5 s" in text
     assert "burst_batch: all 2 started 0.5 s" in text
+    assert "| 0.3 | 6.5 | 2.0 |" in text
+    assert "burst_staged: all 2 started 0.5 s" in text
+
+
+def test_burst_bodies_are_due_within_the_second_and_staged_when_asked() -> None:
+    due = 1_795_000_000_000
+    plain, staged = bench.burst_bodies(due, 3), bench.burst_bodies(due, 3, 4)
+    assert all("stage_seconds" not in body for body in plain)
+    assert [body["stage_seconds"] for body in staged] == [4, 4, 4]
+    assert [b["schedule"] for b in staged] == [b["schedule"] for b in plain]
+    assert [b["schedule"]["at"] for b in plain] == [
+        "2026-11-18T11:06:40.000Z",
+        "2026-11-18T11:06:40.997Z",
+        "2026-11-18T11:06:40.994Z",
+    ]

@@ -5,6 +5,7 @@ by the CLI's `--stage`."""
 from __future__ import annotations
 
 import argparse
+from dataclasses import replace
 
 import pytest
 
@@ -52,6 +53,9 @@ def test_a_stored_job_keeps_its_stage_and_a_change_of_it_rearms() -> None:
 def test_the_run_message_carries_the_stage_and_is_visible_that_much_earlier() -> None:
     message = run_message(job(4), NOW)
     assert (message.stage_ms, message.visible_ms) == (4_000, NOW - 4_000)
+    # Runs due within one second become visible together, at its start less the stage
+    later = replace(message, due_ms=NOW + 999)
+    assert later.visible_ms == NOW - 4_000
     auth = MessageAuth.ephemeral()
     assert auth.open(auth.seal(message)) == message
 

@@ -128,11 +128,12 @@ def _jobs() -> dict[str, Any]:
                     "minimum": 0,
                     "maximum": MAX_STAGE_SECONDS,
                     "default": 0,
-                    "description": "Each run is handed to a worker up to this long before its "
-                    "instant: the job is read and the run claimed then, and the target started "
-                    "on the instant. For bursts that must start on the second; on the lambda "
-                    "runtime the wait is billed. A cancel or pause acknowledged within this "
-                    "window (or the deployment's claim lead, if longer) may not stop the run.",
+                    "description": "Each run is handed to a worker this long before the start "
+                    "of the second it is due in: the job is read and the run claimed then, and "
+                    "the target started on the instant. For bursts that must start on the "
+                    "second; on the lambda runtime the wait is billed. A cancel or pause "
+                    "acknowledged within this window (or the deployment's claim lead, if "
+                    "longer) may not stop the run.",
                 },
                 "overlap": {**_OVERLAP, "default": "allow"},
             },

@@ -232,7 +232,7 @@ def _add_create_options(parser: argparse.ArgumentParser, *, updating: bool = Fal
         dest="stage_seconds",
         type=int,
         metavar="SECONDS",
-        help="hand each run to a worker up to this long before its instant, claimed and "
+        help="hand each run to a worker this long before its instant, claimed and "
         "ready to start on it (stage_seconds, 0-10)",
     )
     modes = [c.value for c in CatchupMode]

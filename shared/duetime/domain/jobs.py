@@ -104,7 +104,7 @@ class JobSpec:
     catchup: Catchup = field(default_factory=Catchup)
     # Each occurrence starts up to this long after its instant (jitter_offset_ms).
     jitter_seconds: int = 0
-    # Each run is handed to a worker up to this long before its instant (staged), so its job
+    # Each run is handed to a worker this long before the second it is due in (staged), so its job
     # read and claim are done when the instant comes (docs/performance.md, "Staged runs").
     stage_seconds: int = 0
     overlap: Overlap = Overlap.ALLOW

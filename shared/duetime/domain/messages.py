@@ -41,9 +41,13 @@ class RunMessage:
 
     @property
     def visible_ms(self) -> int:
-        """When the message should become visible to the workers: its due instant, less its
-        staging (a worker reads the job and claims the run then, and starts it on the instant)."""
-        return self.due_ms - self.stage_ms
+        """When the message should become visible to the workers: its due instant; a staged
+        one's, the start of the second `stage_ms` before its instant's second (a worker reads
+        the job and claims the run then, and starts it on the instant). Staged runs due in one
+        second become visible together, so pollers take them in full batches."""
+        if not self.stage_ms:
+            return self.due_ms
+        return self.due_ms // 1000 * 1000 - self.stage_ms
 
     def to_json(self) -> str:
         body: dict[str, object] = {
