@@ -2,7 +2,8 @@
 
 For one delivery of one attempt of one run:
 1. wait until the claim lead before the due instant (SQS may release a message up to a second
-   early; Settings.claim_lead_ms, a second by default);
+   early; Settings.claim_lead_ms, a second by default), or the job's staging if longer (a
+   staged run's message is released that long ahead: docs/performance.md, "Staged runs");
 2. drop it if the job was cancelled or paused (or deleted);
 3. in a Lambda invocation, start only with time left for the job's timeout and the recording
    of its outcome (otherwise hand the message to another invocation, no attempt counted);
