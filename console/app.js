@@ -20,12 +20,16 @@ function route() {
 
 async function render() {
   if (leave) { leave(); leave = null; }
-  clear(main);
+  // Each render draws into a container of its own: what an earlier render's view still does
+  // (an answer that lands late, its listeners, its timers) stays in that view's detached
+  // container and never reaches the page drawn since.
+  const view = h("div.view");
+  clear(main).append(view);
   const signedIn = Boolean(currentToken());
   document.getElementById("nav").hidden = !signedIn;
   document.getElementById("who").hidden = !signedIn;
   if (!signedIn) {
-    signInView(main, start);
+    signInView(view, start);
     return;
   }
   const { parts, params } = route();
@@ -34,15 +38,15 @@ async function render() {
     else link.removeAttribute("aria-current");
   }
   try {
-    if (parts[0] === "new") formView(main);
-    else if (parts[0] === "system" && operator) leave = systemView(main);
-    else if (parts[0] === "jobs" && parts[1] && parts[2] === "edit") await editView(main, parts[1], formView);
-    else if (parts[0] === "jobs" && parts[1]) await jobView(main, parts[1]);
-    else await jobsView(main, params);
+    if (parts[0] === "new") formView(view);
+    else if (parts[0] === "system" && operator) leave = systemView(view);
+    else if (parts[0] === "jobs" && parts[1] && parts[2] === "edit") await editView(view, parts[1], formView);
+    else if (parts[0] === "jobs" && parts[1]) await jobView(view, parts[1]);
+    else await jobsView(view, params);
   } catch (e) {
-    main.append(h("p.notice.error", { role: "alert" }, e.status === 404 ? "Not found (or not yours)." : e.message));
+    view.append(h("p.notice.error", { role: "alert" }, e.status === 404 ? "Not found (or not yours)." : e.message));
   }
-  main.focus({ preventScroll: true });
+  if (view.isConnected) main.focus({ preventScroll: true });
 }
 
 /** After signing in: who, and whether the operator view exists for this token. */

@@ -122,18 +122,19 @@ export function formView(main, job = null, etag = null) {
   function schedulePreview() {
     clearTimeout(timer);
     timer = setTimeout(async () => {
+      if (!form.isConnected) return; // the form was left (or drawn again) meanwhile
       const mine = ++asked;
       const sched = schedule();
       const zone = sched.timezone || "UTC";
       try {
         const occurrences = await api.preview(sched, 5);
-        if (mine !== asked) return;
+        if (mine !== asked || !form.isConnected) return;
         clearErrors("schedule.");
         previewNote.textContent = `${describeSchedule(sched)}: the next ${occurrences.length} occurrences, in ${zone} and in your zone (${viewerZone()}).`;
         append(clear(preview), occurrences.map((o) => h("li", { dataset: { instant: o } },
           h("time", { datetime: o }, instant(o, zone)), " · ", instant(o))));
       } catch (e) {
-        if (mine !== asked) return;
+        if (mine !== asked || !form.isConnected) return;
         clear(preview);
         previewNote.textContent = "No preview.";
         if (e instanceof ApiError && e.status === 400) {

@@ -6,6 +6,7 @@ so, while the local API does not serve them (`requires_route`)."""
 
 from __future__ import annotations
 
+import time
 from typing import Any
 
 import pytest
@@ -121,6 +122,34 @@ def test_edit_the_schedule_and_next_run_changes(page: Page, stack: Stack) -> Non
     assert after["schedule"]["cron"] == "17 3 * * *"
     assert after["next_run_at"] != before
     page.until(lambda: page.find("#next-run").get_attribute("data-instant") == after["next_run_at"])
+
+
+def test_a_form_left_behind_does_not_act_on_the_form_drawn_since(page: Page) -> None:
+    # Given a form that was opened, typed into and left (its preview listener included)
+    page.open("#/new")
+    page.find("#f-schedule-cron").send_keys("0 9 * * *")
+    page.open("#/jobs")
+    page.find("#filters")
+    page.open("#/new")
+    page.find("#f-schedule-cron")
+    # When the new form is typed into, with the console's requests counted
+    page.driver.execute_script(
+        """window.previews = [];
+        const fetch0 = window.fetch;
+        window.fetch = (url, init) => {
+          if (String(url).endsWith("/schedules/preview")) window.previews.push(init.body);
+          return fetch0(url, init);
+        };"""
+    )
+    page.find("#f-schedule-cron").send_keys("5 * * * *")
+
+    # Then only the new form previews, its own schedule: the form left behind asks nothing
+    def previews() -> list[str]:
+        return list(page.driver.execute_script("return window.previews"))
+
+    page.until(lambda: any("5 * * * *" in body for body in previews()))
+    time.sleep(1.5)  # past the preview's 400 ms pause: a form left behind would have asked
+    assert [body for body in previews() if "0 9 * * *" in body] == []
 
 
 def test_an_invalid_cron_is_shown_at_its_field(page: Page) -> None:
