@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
 import boto3
+import botocore.loaders
+import botocore.session
 import pytest
 from hypothesis import Phase, settings
 from moto import mock_aws
@@ -24,6 +27,12 @@ settings.register_profile("mutation", phases=[Phase.explicit, Phase.reuse, Phase
 # Conditional writes must be atomic, as on DynamoDB (see duetime.local.moto_fixes).
 make_dynamodb_writes_atomic()
 make_sqs_strict()
+
+# Every boto3.Session made by a test (and by the code under test) shares one botocore loader:
+# each new session would otherwise parse the endpoint and service-model JSON again, about
+# 0.2 s a session and most of a test's set-up. The models are read-only, as they are for the
+# clients of one session.
+botocore.session.create_loader = functools.lru_cache(maxsize=None)(botocore.loaders.create_loader)
 
 
 @pytest.fixture

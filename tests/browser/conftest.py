@@ -45,6 +45,8 @@ def browser() -> Iterator[WebDriver]:
         "--lang=en-US",
     ):
         options.add_argument(flag)
+    # The page's console (script errors, failed requests) for the report of a failed test.
+    options.set_capability("goog:loggingPrefs", {"browser": "ALL"})
     driver = webdriver.Chrome(options=options, service=Service(str(CHROMEDRIVER)))
     driver.set_script_timeout(20)
     yield driver
@@ -102,11 +104,36 @@ class Page:
         self.find("#signin button[type=submit]").click()
         self.find("#jobs")
 
+    def evidence(self, name: str) -> str:
+        """What a failed test leaves behind: a screenshot, and the page's address, text and
+        console messages (for the report)."""
+        path = self.shot(f"failed-{name}")
+        main = self.texts("main")
+        log = [f"{e['level']} {e['message']}" for e in self.driver.get_log("browser")]
+        return "\n".join(
+            [f"screenshot: {path}", f"url: {self.driver.current_url}", "main:"]
+            + [(main[0] if main else "(no <main>)")[:3000], "browser console:"]
+            + (log[-50:] or ["(empty)"])
+        )
+
     def shot(self, name: str) -> Path:
         ARTIFACTS.mkdir(parents=True, exist_ok=True)
         path = ARTIFACTS / f"{name}.png"
         self.driver.save_screenshot(str(path))
         return path
+
+
+@pytest.hookimpl(wrapper=True, tryfirst=True)
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Iterator[None]:
+    """A failed browser test's report carries the page as the test left it (Page.evidence)."""
+    report = yield
+    page = getattr(item, "funcargs", {}).get("page")
+    if report.when == "call" and report.failed and isinstance(page, Page):
+        try:
+            report.sections.append(("page when the test failed", page.evidence(item.name)))
+        except Exception as exc:  # the browser may be what failed
+            report.sections.append(("page when the test failed", f"not captured: {exc!r}"))
+    return report
 
 
 @pytest.fixture(scope="module")
