@@ -145,10 +145,10 @@ COORDINATOR_SECONDS = 0.1  # read the shards' progress, start one async invoke p
 # turns it into a message without reading the job (services/handover.py `_dispatch`,
 # domain/timers.py `Timer.message`). A recurring job's timer makes the sweep read the job
 # (BatchGetItem, to plan the chain): SWEEP_JOB_READS per *recurring* timer. The worker reads the
-# job and its dependents' item (one BatchGetItem, services/job_reads.py) once per run:
-# WORKER_JOB_READS read units.
+# job (one BatchGetItem, services/job_reads.py) once per run: WORKER_JOB_READS read units; its
+# dependents' item only when the job is marked as having dependents (modelled as none).
 SWEEP_JOB_READS = 1
-WORKER_JOB_READS = 2
+WORKER_JOB_READS = 1
 # Horizon reads (the shard's state item, strongly consistent): whoever writes a timer reads its
 # shard's horizon after the write. The API: one per timer it writes. A sweep continuing chains:
 # one per hand-over group whose chains it wrote (services/dispatch.py `_read_horizons`; see
@@ -204,11 +204,11 @@ class Inputs:
     # Requests per run (docs/cost.md: writes measured by tests/integration/test_cost.py; reads
     # from the code: services/handover.py, services/dispatch.py, the worker).
     writes_one_off: float = 4.0  # job item, timer, claim, outcome
-    # The worker's read of the job and of its dependents' item (one BatchGetItem, 1 unit each,
-    # found or not: duetime.services.job_reads) + the horizon read after the timer write.
-    reads_one_off: float = 3.0
+    # The worker's read of the job (1 unit: duetime.services.job_reads) + the horizon read
+    # after the timer write.
+    reads_one_off: float = 2.0
     writes_recurring: float = 2.0  # claim, outcome; plus a timer write per job per sweep
-    reads_recurring: float = 2.0  # the worker's two; plus per job per sweep: its job read
+    reads_recurring: float = 1.0  # the worker's; plus per job per sweep: its job read
     # by the sweep and a share of a horizon read (one per hand-over group)
     sqs_per_run: float = 0.3
     timer_item_bytes: int = 150
@@ -281,7 +281,7 @@ class Inputs:
     # units as single submissions (docs/cost.md), one API request for `api_batch_jobs` jobs.
     api_batch_jobs: int = 100  # POST /jobs/batch takes up to 100 jobs
     writes_one_off_batch: float = 4.0
-    # None: the worker's two, and the batch's horizon reads shared by its jobs: one per shard
+    # None: the worker's one, and the batch's horizon reads shared by its jobs: one per shard
     # its timers went to (`one_off_batch_reads`; measured by tests/integration/test_cost.py).
     reads_one_off_batch: float | None = None
     sqs_per_run_batch: float = 0.3
@@ -1341,8 +1341,8 @@ class Bill:
 
 
 def one_off_batch_reads(inputs: Inputs) -> float:
-    """Read units per batch-created one-off: given, else the worker's (its job and its
-    dependents' item) and its share of the batch's horizon reads, one per shard written."""
+    """Read units per batch-created one-off: given, else the worker's (its job item) and its
+    share of the batch's horizon reads, one per shard written."""
     if inputs.reads_one_off_batch is not None:
         return inputs.reads_one_off_batch
     shards = min(inputs.timer_shards, inputs.api_batch_jobs)

@@ -108,7 +108,9 @@ class JobStore(Protocol):
         stored); False otherwise. `expires_at`: the record's TTL, epoch seconds."""
 
     def add_dependent(self, tenant: str, upstream_id: str, dependent_id: str) -> None:
-        """Record that `dependent_id` runs after `upstream_id` (idempotent)."""
+        """Record that `dependent_id` runs after `upstream_id` (idempotent). The first one
+        marks the upstream's job item (`Job.has_dependents`, a new version), so the reads of
+        jobs without dependents skip their dependents' item."""
 
     def remove_dependent(self, tenant: str, upstream_id: str, dependent_id: str) -> None:
         """Forget it (idempotent; an entry left behind is harmless: readers check the job)."""
@@ -120,8 +122,9 @@ class JobStore(Protocol):
         self, keys: Sequence[tuple[str, str]]
     ) -> dict[tuple[str, str], tuple[Job, tuple[str, ...]]]:
         """What runs need of their jobs, read together (strongly consistent; on DynamoDB one
-        BatchGetItem per 50 jobs): each job found, keyed by (tenant, id), with the ids
-        recorded as running after it (`dependents`). Missing jobs are absent."""
+        BatchGetItem per 100 jobs, then one for the dependents' items of the jobs marked as
+        having some): each job found, keyed by (tenant, id), with the ids recorded as running
+        after it (`dependents`). Missing jobs are absent."""
 
 
 class TimerStore(Protocol):

@@ -5,9 +5,11 @@ from __future__ import annotations
 
 from dataclasses import replace
 
+import pytest
+
 from duetime.adapters.codec import job_from_values, job_to_values
 from duetime.domain.schedule import After
-from duetime.ports import JobStore
+from duetime.ports import ConditionFailed, JobStore
 from tests.integration import test_contracts as contracts
 from tests.integration.test_contracts import TENANT, make_job
 
@@ -78,9 +80,70 @@ def test_given_jobs_then_they_are_read_with_their_dependents(job_store: JobStore
         ]
     )
 
+    marked = replace(upstream, has_dependents=True, version=upstream.version + 1)
     assert found == {
-        (TENANT, upstream.id): (upstream, ("a", "b")),
+        (TENANT, upstream.id): (marked, ("a", "b")),
         (TENANT, lone.id): (lone, ()),
         ("other-tenant", foreign.id): (foreign, ()),
     }
     assert job_store.get_with_dependents([]) == {}
+
+
+def test_the_first_dependent_marks_its_upstream_with_a_new_version_once(
+    job_store: JobStore,
+) -> None:
+    upstream = make_job(recurring=True)
+    job_store.create(upstream)
+    assert job_store.get(TENANT, upstream.id) == upstream  # not marked: has_dependents False
+
+    job_store.add_dependent(TENANT, upstream.id, "a")
+    job_store.add_dependent(TENANT, upstream.id, "b")
+    job_store.remove_dependent(TENANT, upstream.id, "a")
+    job_store.remove_dependent(TENANT, upstream.id, "b")
+
+    # One new version in the job's life; the mark stays when the dependents are gone.
+    marked = replace(upstream, has_dependents=True, version=upstream.version + 1)
+    assert job_store.get(TENANT, upstream.id) == marked
+    job_store.add_dependent(TENANT, "01KF00000000000000000NOPE0", "c")  # no job: no item made
+    assert job_store.get(TENANT, "01KF00000000000000000NOPE0") is None
+
+
+def test_a_write_that_read_the_upstream_before_its_mark_fails_and_cannot_drop_it(
+    job_store: JobStore,
+) -> None:
+    upstream = make_job(recurring=True)
+    job_store.create(upstream)
+    read_before = job_store.get(TENANT, upstream.id)
+    assert read_before is not None
+    job_store.add_dependent(TENANT, upstream.id, "a")
+
+    with pytest.raises(ConditionFailed):
+        job_store.replace(
+            replace(read_before, version=read_before.version + 1), expected=read_before
+        )
+
+    stored = job_store.get(TENANT, upstream.id)
+    assert stored is not None
+    assert stored.has_dependents is True
+    job_store.replace(replace(stored, version=stored.version + 1), expected=stored)
+    again = job_store.get(TENANT, upstream.id)
+    assert again is not None
+    assert again.has_dependents is True  # a later write keeps it
+    found = job_store.get_with_dependents([(TENANT, upstream.id)])
+    assert found[(TENANT, upstream.id)][1] == ("a",)
+
+
+def test_only_marked_jobs_and_jobs_stored_before_the_mark_are_read_with_dependents(
+    job_store: JobStore,
+) -> None:
+    # Index entries written before their upstream's item (no item to mark): one upstream is
+    # stored unmarked, as a new job is; the other as a job stored before the mark existed.
+    unmarked = make_job(entropy=1, recurring=True)
+    older = replace(make_job(entropy=2, recurring=True), has_dependents=None)
+    for job in (unmarked, older):
+        job_store.add_dependent(TENANT, job.id, "a")
+        job_store.create(job)
+
+    found = job_store.get_with_dependents([(TENANT, unmarked.id), (TENANT, older.id)])
+
+    assert found == {(TENANT, unmarked.id): (unmarked, ()), (TENANT, older.id): (older, ("a",))}

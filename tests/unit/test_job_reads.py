@@ -62,7 +62,8 @@ def test_a_lone_read_is_made_at_once_with_the_jobs_dependents() -> None:
     store.add_dependent(TENANT, job.id, "dep")
     reads = JobReads(store)
 
-    assert reads.get(TENANT, job.id) == (job, ("dep",))
+    marked = replace(job, has_dependents=True, version=job.version + 1)
+    assert reads.get(TENANT, job.id) == (marked, ("dep",))
     assert reads.get(TENANT, "01KF00000000000000000NOPE0") is None
     assert store.reads == [[(TENANT, job.id)], [(TENANT, "01KF00000000000000000NOPE0")]]
 

@@ -120,14 +120,14 @@ def test_each_shard_has_its_own_horizon_item() -> None:
 def test_requests_per_run_follow_the_code() -> None:
     one_off = inputs()
     assert one_off.writes_per_run == 4  # job, timer, claim, outcome (docs/cost.md)
-    # The worker's read of the job and of its dependents' item, and the horizon read after the
-    # timer write: the sweep reads no job for a one-off timer (it carries its queue).
-    assert one_off.reads_per_run == 3
+    # The worker's read of the job (a job without dependents: not their item), and the horizon
+    # read after the timer write: the sweep reads no job for a one-off timer (its queue is in it).
+    assert one_off.reads_per_run == 2
     recurring = inputs(recurring_share=1.0, occurrences_per_sweep=4)
     assert recurring.writes_per_run == 2.25  # claim + outcome + a quarter timer write
-    # The worker's two reads, plus a quarter of the sweep's job read and of its horizon read
+    # The worker's read, plus a quarter of the sweep's job read and of its horizon read
     # (one per hand-over group of 160, all recurring).
-    assert recurring.reads_per_run == pytest.approx(2 + (1 + 1 / 160) / 4)
+    assert recurring.reads_per_run == pytest.approx(1 + (1 + 1 / 160) / 4)
 
 
 def test_a_sweep_reads_its_horizon_once_per_group_of_chains() -> None:
@@ -173,7 +173,8 @@ def test_sweep_fan_out() -> None:
 
 def test_one_off_timers_make_no_sweep_job_reads() -> None:
     """A one-off's timer carries its queue: sweeping only one-off timers reads no job, so the
-    jobs table sees only the workers' reads (two per run: the job and its dependents' item) and
+    jobs table sees only the workers' reads (one per run: the job; a job without dependents is not
+    marked, so its dependents' item is not read) and
     the sweep has no read bound."""
     model = inputs(rate=10_000, burst=600_000, sweep_timers_per_second=10_000)
     load = sm.sweep_load(model, *sm.minute_timers(model), shards=32)
@@ -184,10 +185,10 @@ def test_one_off_timers_make_no_sweep_job_reads() -> None:
     assert sweep.batch_gets == 0
     assert sweep.seconds == pytest.approx(0.1 + 37_500 / 10_000)
     # Before the burst falls due the workers read for 10,000 runs a second, while it does for
-    # 20,000: two items each.
-    assert sm.WORKER_JOB_READS == 2
-    assert sweep.jobs_rru_while_sweeping == pytest.approx(40_000)
-    assert sm.table_load(model, burst=True).jobs_rru == pytest.approx(40_000)
+    # 20,000: one item each.
+    assert sm.WORKER_JOB_READS == 1
+    assert sweep.jobs_rru_while_sweeping == pytest.approx(20_000)
+    assert sm.table_load(model, burst=True).jobs_rru == pytest.approx(20_000)
 
 
 def test_recurring_timers_make_sweep_job_reads() -> None:
@@ -209,16 +210,16 @@ def test_recurring_timers_make_sweep_job_reads() -> None:
     sweep = sm.sweep_estimate(model, shards=32)
     assert sweep.batch_gets == 32 * math.ceil(9_375 / 100)
     assert sweep.shard_seconds == pytest.approx(28_125 / 10_000 + 9_375 / 500, abs=0.01)
-    # Only the recurring timers' jobs bound the sweep: 300,000 ÷ (40,000 − the workers' 20,000).
-    assert sweep.read_bound_seconds == pytest.approx(15.0)
-    # While the burst falls due: the workers' 40,000 plus the next minute's sweep's 16,000.
-    assert sweep.jobs_rru_while_sweeping == pytest.approx(40_000 + 16_000)
+    # Only the recurring timers' jobs bound the sweep: 300,000 ÷ (40,000 − the workers' 10,000).
+    assert sweep.read_bound_seconds == pytest.approx(10.0)
+    # While the burst falls due: the workers' 20,000 plus the next minute's sweep's 16,000.
+    assert sweep.jobs_rru_while_sweeping == pytest.approx(20_000 + 16_000)
     # The API's one-off timers (5,000/s sustained + 10,000/s of the burst) and the chains'.
     assert sweep.timers_wru_while_sweeping == pytest.approx(15_000 + 16_000)
     # Averaged over the minute: the workers' reads and one per recurring timer (5,000/s).
-    assert sm.table_load(model, burst=True).jobs_rru == pytest.approx(40_000 + 5_000)
+    assert sm.table_load(model, burst=True).jobs_rru == pytest.approx(20_000 + 5_000)
     plan = sm.plan(replace(model, timer_shards=32), scan=False)
-    assert check(plan, "jobs table RRU/s vs per-table quota").demand == pytest.approx(56_000)
+    assert check(plan, "jobs table RRU/s vs per-table quota").demand == pytest.approx(36_000)
 
 
 def test_the_jobs_table_quota_bounds_a_recurring_sweep() -> None:
@@ -228,13 +229,13 @@ def test_the_jobs_table_quota_bounds_a_recurring_sweep() -> None:
         rate=10_000,
         burst=0,
         recurring_share=1.0,
-        table_quota=30_000,
+        table_quota=20_000,
         sweep_recurring_timers_per_second=10_000,
     )
     sweep = sm.sweep_estimate(model, shards=32)
     assert sweep.recurring_timers == 600_000
     assert sweep.shard_seconds == pytest.approx(18_750 / 10_000, abs=0.01)  # rounded
-    assert sweep.read_bound_seconds == pytest.approx(600_000 / (30_000 - 20_000))
+    assert sweep.read_bound_seconds == pytest.approx(600_000 / (20_000 - 10_000))
     assert sweep.seconds == pytest.approx(0.1 + 60.0)
     plan = sm.plan(replace(model, timer_shards=32), scan=False)
     sweep_check = check(plan, "sweep of the burst minute")
@@ -242,8 +243,8 @@ def test_the_jobs_table_quota_bounds_a_recurring_sweep() -> None:
     assert "the jobs table's read quota bounds it" in sweep_check.fix
     quota = check(plan, "jobs table RRU/s vs per-table quota")
     # The shards would read the 600,000 jobs in 1.9 s: spread over the 5 s a retry absorbs,
-    # plus the workers' 20,000.
-    assert quota.demand == pytest.approx(20_000 + 600_000 / 5)
+    # plus the workers' 10,000.
+    assert quota.demand == pytest.approx(10_000 + 600_000 / 5)
 
 
 def test_the_sweeps_query_pages_load_the_timers_table() -> None:
@@ -496,7 +497,7 @@ def test_on_demand_cost_scales_linearly_with_rate(factor: int) -> None:
 def test_dynamodb_cost_per_million_follows_the_requests_per_run() -> None:
     cost = sm.plan(inputs(rate=1_000), scan=False).cost
     per_million_dynamodb = cost.dynamodb_on_demand / cost.runs_per_month * 1e6
-    assert per_million_dynamodb == pytest.approx(4 * 0.625 + 3 * 0.125)  # $2.875
+    assert per_million_dynamodb == pytest.approx(4 * 0.625 + 2 * 0.125)  # $2.75
     assert cost.sqs / cost.runs_per_month * 1e6 == pytest.approx(0.3 * 0.40)
 
 

@@ -143,10 +143,10 @@ def test_cloudwatch_logs_and_custom_metrics() -> None:
 
 
 def test_dynamodb_on_demand_and_provisioned_per_million() -> None:
-    # A batch-created one-off: job, timer, claim, outcome; the worker's job and dependents'
-    # items, and a share of the batch's horizon reads (one per shard of its timers).
+    # A batch-created one-off: job, timer, claim, outcome; the worker's job item (no
+    # dependents), and a share of the batch's horizon reads (one per shard of its timers).
     model = inputs()
-    reads = 2 + model.timer_shards / 100
+    reads = 1 + model.timer_shards / 100
     assert sm.one_off_batch_reads(model) == pytest.approx(reads)
     one_off = bill(model, "one_off_batch")
     assert one_off.parts["dynamodb"] == pytest.approx(4 * 0.625 + reads * 0.125)
@@ -157,13 +157,13 @@ def test_dynamodb_on_demand_and_provisioned_per_million() -> None:
     )
     assert one_off.on_demand == pytest.approx(sum(one_off.parts.values()), abs=1e-3)
     # A recurring occurrence (one per sweep): claim, outcome and its next timer; its worker's
-    # job and dependents reads, the sweep's job read and a 160th of a horizon read.
+    # job read, the sweep's job read and a 160th of a horizon read.
     recurring = bill(inputs(), "recurring")
-    assert recurring.parts["dynamodb"] == pytest.approx(3 * 0.625 + (3 + 1 / 160) * 0.125)
+    assert recurring.parts["dynamodb"] == pytest.approx(3 * 0.625 + (2 + 1 / 160) * 0.125)
     # Every minute (planned ahead): the timer, the sweep's job and horizon reads per ten.
     frequent = bill(inputs(), "recurring_frequent")
     assert frequent.parts["dynamodb"] == pytest.approx(
-        (2 + 1 / 10) * 0.625 + (2 + (1 + 1 / 160) / 10) * 0.125
+        (2 + 1 / 10) * 0.625 + (1 + (1 + 1 / 160) / 10) * 0.125
     )
 
 
@@ -214,7 +214,7 @@ def test_cli_options_set_the_measured_figures(capsys: pytest.CaptureFixture[str]
     assert data["inputs"]["lambda_architecture"] == "x86_64"
     assert data["inputs"]["early_wait_seconds"] == 0.1
     batch = data["bill"]["paths"][1]
-    reads = 2 + data["inputs"]["timer_shards"] / 100
+    reads = 1 + data["inputs"]["timer_shards"] / 100
     assert batch["parts"]["dynamodb"] == pytest.approx(3 * 0.625 + reads * 0.125)
 
 

@@ -85,6 +85,7 @@ def job_to_values(job: Job) -> dict[str, Any]:
         "expires_at": job.expires_at,
         "cancel_reason": job.cancel_reason,
         "ver": job.version,
+        "deps": job.has_dependents,  # absent (None) on items written before the mark
     }
 
 
@@ -118,6 +119,7 @@ def job_from_values(values: dict[str, Any]) -> Job:
         expires_at=values.get("expires_at"),
         cancel_reason=values.get("cancel_reason"),
         version=values.get("ver", 1),
+        has_dependents=values.get("deps"),
     )
 
 

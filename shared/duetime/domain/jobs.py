@@ -147,6 +147,10 @@ class Job:
     # +1 per write of the job item (an update, pause, resume, cancel, completion): the API's
     # ETag, and a condition of every replace, so no write overwrites another it did not see.
     version: int = 1
+    # Whether jobs run after this one (their `after` schedules name it): its runs then read
+    # those jobs' ids too (duetime.services.dependencies); set, with a version, by the first
+    # dependent and never cleared. None: a job stored before the mark existed (its runs read).
+    has_dependents: bool | None = False
 
     def due_ms(self, scheduled_ms: int) -> int:
         """When the occurrence at `scheduled_ms` starts: its instant plus the job's jitter."""

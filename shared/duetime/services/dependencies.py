@@ -6,9 +6,11 @@
   so a run finds them whatever the tenant holds. An id is added before the dependent's job
   item is written and removed after it stops depending (cancel, PATCH): an entry left behind
   is harmless, since `trigger` reads each dependent and checks its schedule and status.
-- A run reads those ids with its job, in the same request, before its claim
-  (duetime.services.job_reads): a dependent created after that (while the run is staged or
-  running) is triggered by the upstream's next runs, not by this one.
+- The first dependent also marks the upstream's job item (`Job.has_dependents`): a run reads
+  those ids with its job, before its claim, only when its job is marked
+  (duetime.services.job_reads), so a job without dependents costs one item read a run, not
+  two. A dependent created after that read (while the run is staged or running) is triggered
+  by the upstream's next runs, not by this one.
 - When a run finishes for good (succeeded, or failed after its last attempt), the executor calls
   `trigger`: one run message per matching dependent that is `scheduled` (a paused or cancelled
   one is not triggered), of its generation, carrying the upstream run's id. The dependent's run

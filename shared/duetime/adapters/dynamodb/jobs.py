@@ -305,6 +305,24 @@ class DynamoJobStore:
             raise StoreError(str(exc)) from exc
 
     def add_dependent(self, tenant: str, upstream_id: str, dependent_id: str) -> None:
+        # The mark first, once in the upstream's life, as a write of its item (a new version:
+        # a replace that read the item before it fails, so no write drops the mark).
+        try:
+            self._client.update_item(
+                TableName=self._table,
+                Key=self._key(tenant, upstream_id),
+                UpdateExpression="SET deps = :t, ver = if_not_exists(ver, :one) + :one",
+                ConditionExpression="attribute_exists(id) AND "
+                "(attribute_not_exists(deps) OR deps = :f)",
+                ExpressionAttributeValues={
+                    ":t": {"BOOL": True},
+                    ":f": {"BOOL": False},
+                    ":one": {"N": "1"},
+                },
+            )
+        except ClientError as exc:
+            if not is_condition_failure(exc):  # marked already, or no such job
+                raise StoreError(str(exc)) from exc
         self._change_dependents(tenant, upstream_id, "ADD", dependent_id)
 
     def remove_dependent(self, tenant: str, upstream_id: str, dependent_id: str) -> None:
@@ -321,18 +339,23 @@ class DynamoJobStore:
     def get_with_dependents(
         self, keys: Sequence[tuple[str, str]]
     ) -> dict[tuple[str, str], tuple[Job, tuple[str, ...]]]:
-        wanted = list(dict.fromkeys(keys))
-        request = [self._key(t, i) for t, i in wanted]
-        request += [self._dependents_key(t, i) for t, i in wanted]
+        # The jobs, then the dependents' items of the jobs marked as having some (or stored
+        # before the mark): most jobs have none, and reading a missing item costs as much as
+        # reading one.
+        request = [self._key(t, i) for t, i in dict.fromkeys(keys)]
         jobs: dict[tuple[str, str], Job] = {}
-        dependents: dict[tuple[str, str], tuple[str, ...]] = {}
         for values in batch_get(self._client, self._table, request, consistent=True):
-            sort_key = str(values["id"])
-            if sort_key.startswith(DEPENDENTS_PREFIX):
-                tenant = self._tenant(str(values["tenant"]))
-                ids = values.get("ids") or set()
-                dependents[(tenant, sort_key[len(DEPENDENTS_PREFIX) :])] = tuple(sorted(ids))
-            elif not sort_key.startswith("!"):
+            if not str(values["id"]).startswith("!"):
                 job = self._job(values)
                 jobs[(job.tenant, job.id)] = job
+        marked = [
+            self._dependents_key(*key)
+            for key, job in jobs.items()
+            if job.has_dependents is not False
+        ]
+        dependents: dict[tuple[str, str], tuple[str, ...]] = {}
+        for values in batch_get(self._client, self._table, marked, consistent=True):
+            tenant = self._tenant(str(values["tenant"]))
+            ids = values.get("ids") or set()
+            dependents[(tenant, str(values["id"])[len(DEPENDENTS_PREFIX) :])] = tuple(sorted(ids))
         return {key: (job, dependents.get(key, ())) for key, job in jobs.items()}

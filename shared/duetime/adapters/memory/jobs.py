@@ -103,6 +103,11 @@ class MemoryJobStore:
 
     def add_dependent(self, tenant: str, upstream_id: str, dependent_id: str) -> None:
         with self._lock:
+            upstream = self._jobs.get((tenant, upstream_id))
+            if upstream is not None and not upstream.has_dependents:
+                self._jobs[(tenant, upstream_id)] = replace(
+                    upstream, has_dependents=True, version=upstream.version + 1
+                )
             self._dependents.setdefault((tenant, upstream_id), set()).add(dependent_id)
 
     def remove_dependent(self, tenant: str, upstream_id: str, dependent_id: str) -> None:
@@ -116,7 +121,12 @@ class MemoryJobStore:
     def get_with_dependents(
         self, keys: Sequence[tuple[str, str]]
     ) -> dict[tuple[str, str], tuple[Job, tuple[str, ...]]]:
-        return {key: (self._jobs[key], self.dependents(*key)) for key in keys if key in self._jobs}
+        with self._lock:
+            found = {key: self._jobs[key] for key in keys if key in self._jobs}
+        return {
+            key: (job, () if job.has_dependents is False else self.dependents(*key))
+            for key, job in found.items()
+        }
 
     def recurring_count(self, tenant: str) -> int:
         return self._recurring.get(tenant, 0)
