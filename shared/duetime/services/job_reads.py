@@ -6,11 +6,11 @@ dependents' item only for a job marked as having dependents (`JobStore.get_with_
 The runs of a burst wake on the same instant, each on its own thread (the records of a Lambda
 batch, the Fargate worker's slots), so their reads are merged: one read is in flight at a time,
 and the first run to ask waits `linger` (2 ms) for the others before it reads for all of them
-(one BatchGetItem per 100 jobs, and one for the marked jobs' dependents); the runs that ask while a read is in flight wait for the next. The records of a batch start
-on their threads within a millisecond or two of each other: without the linger, each would
-find the previous read done and read alone. Each run still reads its job when it wakes (its
-claim lead before its instant), so a cancel acknowledged before that is seen
-(duetime.services.execute).
+(one BatchGetItem per 100 jobs, and one for the marked jobs' dependents); the runs that ask
+while a read is in flight wait for the next. The records of a batch start on their threads
+within a millisecond or two of each other: without the linger, each would find the previous
+read done and read alone. Each run still reads its job when it wakes (its claim lead before
+its instant), so a cancel acknowledged before that is seen (duetime.services.execute).
 """
 
 from __future__ import annotations
