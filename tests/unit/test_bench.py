@@ -28,12 +28,12 @@ def test_given_unsorted_values_then_summary_sorts_and_reports_every_figure() -> 
     assert bench.summarize([])["p50"] is None
 
 
-def test_given_4_writes_3_reads_and_0_3_sqs_per_run_then_dollars_match_docs_cost() -> None:
-    dollars = bench.dollars_per_million(4, 3, 0.3)
-    # docs/cost.md: 4 × $0.625 + 3 × $0.125 = $2.875 on demand, 0.3 × $0.40 = $0.12
-    assert dollars["dynamodb_on_demand"] == pytest.approx(2.875)
+def test_given_4_writes_2_reads_and_0_3_sqs_per_run_then_dollars_match_docs_cost() -> None:
+    dollars = bench.dollars_per_million(4, 2, 0.3)
+    # docs/cost.md: 4 × $0.625 + 2 × $0.125 = $2.75 on demand, 0.3 × $0.40 = $0.12
+    assert dollars["dynamodb_on_demand"] == pytest.approx(2.75)
     assert dollars["sqs"] == pytest.approx(0.12)
-    assert dollars["total_on_demand"] == pytest.approx(2.995)
+    assert dollars["total_on_demand"] == pytest.approx(2.87)
 
 
 def test_given_a_steady_rate_then_provisioned_cost_is_capacity_spread_over_the_runs() -> None:
