@@ -6,6 +6,8 @@ Every reply is validated against the OpenAPI document (tests/integration/test_ap
 
 from __future__ import annotations
 
+from typing import Any
+
 from duetime.domain.timeutil import rfc3339_ms
 from tests.integration.conftest import Engine, engine  # noqa: F401 - fixture
 from tests.integration.test_api import Api, api, at  # noqa: F401 - fixture
@@ -90,3 +92,49 @@ def test_the_dependent_runs_after_its_upstream_with_the_upstream_run_id(
     assert runs[0]["run_id"].startswith(dependent["id"] + "-")
     assert rfc3339_ms(int(runs[0]["run_id"].rsplit("-", 1)[1])) == up[0]["scheduled_for"]
     assert api.call("GET", f"/jobs/{dependent['id']}").json["status"] == "scheduled"
+
+
+def test_the_first_dependent_is_a_change_of_its_upstream_once(api: Api) -> None:  # noqa: F811
+    upstream = api.create({"schedule": {"rate_seconds": 3600}})
+    assert upstream["version"] == 1
+    api.create(after(upstream["id"]))
+    api.create(after(upstream["id"], "failed"))
+
+    # The first dependent marked the upstream (its runs read their dependents from then on):
+    # one new version, so an If-Match with the version before is refused and changes nothing.
+    shown = api.call("GET", f"/jobs/{upstream['id']}")
+    assert shown.json["version"] == 2
+    assert shown.headers["ETag"] == '"2"'
+    stale = api.call(
+        "PATCH", f"/jobs/{upstream['id']}", {"name": "renamed"}, headers={"If-Match": '"1"'}
+    )
+    assert stale.status == 412, stale.json
+    assert stale.json["error"]["code"] == "precondition_failed"
+    fresh = api.call(
+        "PATCH", f"/jobs/{upstream['id']}", {"name": "renamed"}, headers={"If-Match": '"2"'}
+    )
+    assert fresh.status == 200, fresh.json
+    assert fresh.json["version"] == 3
+
+
+def test_a_job_without_dependents_is_read_alone_and_a_marked_one_with_them(
+    api: Api,  # noqa: F811
+) -> None:
+    lone = api.create({"schedule": {"at": at(0)}})
+    upstream = api.create({"schedule": {"at": at(0)}})
+    dependent = api.create(after(upstream["id"]))
+    read: list[str] = []
+
+    def count(params: dict[str, Any], **_: object) -> None:
+        for request in params["RequestItems"].values():
+            read.extend(key["id"]["S"] for key in request["Keys"])
+
+    client = api.engine.parts.timers._client
+    client.meta.events.register("before-parameter-build.dynamodb.BatchGetItem", count)
+    api.engine.drain()
+
+    assert f"!dependents#{upstream['id']}" in read
+    assert f"!dependents#{lone['id']}" not in read
+    assert {lone["id"], upstream["id"], dependent["id"]} <= set(read)
+    runs = api.call("GET", f"/jobs/{dependent['id']}/runs").json["items"]
+    assert [r["status"] for r in runs] == ["succeeded"]
