@@ -138,3 +138,22 @@ def test_a_job_without_dependents_is_read_alone_and_a_marked_one_with_them(
     assert {lone["id"], upstream["id"], dependent["id"]} <= set(read)
     runs = api.call("GET", f"/jobs/{dependent['id']}/runs").json["items"]
     assert [r["status"] for r in runs] == ["succeeded"]
+
+
+def test_patching_a_dependent_marks_an_upstream_left_unmarked(api: Api) -> None:  # noqa: F811
+    # deploy.md "Upgrading past the dependents mark": a dependent linked by the previous code
+    # left its upstream unmarked; any change of the dependent marks it again.
+    upstream = api.create({"schedule": {"rate_seconds": 3600}})
+    dependent = api.create(after(upstream["id"]))
+    key = {"tenant": {"S": "tenant-a"}, "id": {"S": upstream["id"]}}
+    table = api.engine.aws.settings.jobs_table
+    api.engine.aws.dynamodb.update_item(
+        TableName=table, Key=key, UpdateExpression="SET deps = :f",
+        ExpressionAttributeValues={":f": {"BOOL": False}},
+    )  # fmt: skip
+
+    reply = api.call("PATCH", f"/jobs/{dependent['id']}", {"name": "renamed"})
+
+    assert reply.status == 200, reply.json
+    item = api.engine.aws.dynamodb.get_item(TableName=table, Key=key, ConsistentRead=True)
+    assert item["Item"]["deps"] == {"BOOL": True}
