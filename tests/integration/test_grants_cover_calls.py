@@ -208,8 +208,8 @@ def test_the_engine_roles_are_granted_every_dynamodb_call_their_code_makes(
 def test_the_api_is_granted_every_dynamodb_call_its_routes_make(
     api: Api, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    # (The webhook-secret routes need the KMS key of a signing deployment: their calls are
-    # the worker's secret reads and writes, on the jobs table, GetItem and PutItem.)
+    # (The webhook-secret routes need the KMS key of a signing deployment: their calls, KMS's
+    # included, are checked against the grants in test_webhook_secrets.py.)
     for name in (Env.OPERATOR_CLAIM, Env.OPERATOR_SCOPE):
         monkeypatch.delenv(name, raising=False)
     calls = Calls(api.engine)

@@ -15,6 +15,7 @@ from typing import Any
 
 import jsonschema
 import pytest
+from botocore.client import BaseClient
 from botocore.exceptions import ClientError
 from referencing import Registry, Resource
 from referencing.jsonschema import DRAFT202012
@@ -32,6 +33,10 @@ from duetime.local.lambda_runtime import FakeContext, SqsEventSource
 from duetime.ports import ConditionFailed, SecretStore
 from duetime.resources import create_resources
 from duetime.wiring import Components, build
+from infra.constructs import api as api_grants
+from infra.constructs import engine as engine_grants
+from infra.constructs import workers as worker_grants
+from infra.constructs.data import SECRETS_KEY_ACTIONS
 from tests.conftest import Aws
 from tests.unit.test_webhook_signing import verifier
 
@@ -304,3 +309,54 @@ def test_after_a_rotation_a_delivery_verifies_with_the_old_and_the_new_secret(
     assert len(request.headers["webhook-signature"].split()) == 2
     for secret in (rotated["secret"], rotated["previous_secret"]):
         verifier.verify(secret, request.headers, request.body)
+
+
+# --- the calls against what infra grants (moto allows every call; AWS would not) -------------
+
+
+def test_the_secrets_calls_are_the_ones_the_roles_are_granted(
+    signed: Signed, receiver: tuple[str, list[Received]], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The worker makes a tenant's secret at its first signed delivery and reads it after; the
+    API shows and rotates it. Their KMS calls must be the actions infra grants them, on the
+    deployment's key, each with the only encryption context the key's grant allows (`tenant`);
+    their calls on the jobs table, where the records live, must be in the roles' grants."""
+    made: dict[str, list[tuple[str, str, dict[str, Any]]]] = {"worker": [], "api": []}
+    role = ["worker"]
+    original = BaseClient._make_api_call
+
+    def recording(client: BaseClient, operation: str, params: dict[str, Any]) -> Any:
+        made[role[0]].append((client.meta.service_model.service_name, operation, params))
+        return original(client, operation, params)
+
+    monkeypatch.setattr(BaseClient, "_make_api_call", recording)
+    url, received = receiver
+    for tenant in ("acme", "acme", "globex"):  # a first delivery makes, the next one reads
+        submit(signed, url, tenant)
+        deliver_due_runs(signed)
+    role[0] = "api"
+    assert call(signed.parts, "GET", "/webhook-secret")[0] == 200
+    assert call(signed.parts, "POST", "/webhook-secret/rotate")[0] == 200
+    assert call(signed.parts, "GET", "/webhook-secret", tenant="initech")[0] == 200
+
+    assert len(received) == 3
+    grants = {
+        "worker": set(engine_grants.WORKER_JOBS_ACTIONS) & set(worker_grants.TASK_JOBS_ACTIONS),
+        "api": set(api_grants.API_JOBS_ACTIONS),
+    }
+    jobs_table = signed.parts.settings.jobs_table
+    for who, calls in made.items():
+        kms = [(op, params) for service, op, params in calls if service == "kms"]
+        assert {f"kms:{op}" for op, _ in kms} <= set(SECRETS_KEY_ACTIONS), who
+        assert {"GenerateDataKey", "Decrypt"} <= {op for op, _ in kms}, who  # both exercised
+        for op, params in kms:
+            assert list(params["EncryptionContext"]) == ["tenant"], (who, op)
+            if op == "GenerateDataKey":
+                assert params["KeyId"] == signed.parts.settings.secrets_key_arn
+        on_jobs = {
+            f"dynamodb:{op}"
+            for service, op, params in calls
+            if service == "dynamodb"
+            and jobs_table in (params.get("TableName"), *params.get("RequestItems", {}))
+        }
+        assert on_jobs <= grants[who], (who, sorted(on_jobs - grants[who]))
