@@ -40,6 +40,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path[:0] = [str(ROOT / "shared"), str(ROOT)]
 
 from duetime.clock import wall_ms  # noqa: E402 - from the path just set
+from duetime.domain.jobs import MAX_STAGE_SECONDS  # noqa: E402
 from scripts.bench_load import run_load  # noqa: E402
 
 TENANT = "bench"
@@ -1138,7 +1139,8 @@ def main(argv: list[str] | None = None) -> int:
         "--stage-seconds",
         type=int,
         default=STAGE_SECONDS,
-        help=f"burst_staged: its jobs' stage_seconds (default {STAGE_SECONDS}; 0-10)",
+        help=f"burst_staged: its jobs' stage_seconds (default {STAGE_SECONDS}; "
+        f"0-{MAX_STAGE_SECONDS})",
     )
     parser.add_argument("--rate", type=int, default=0, help="steady jobs/s (100; quick 20)")
     parser.add_argument("--seconds", type=int, default=0, help="steady duration (30; quick 10)")
@@ -1171,8 +1173,8 @@ def main(argv: list[str] | None = None) -> int:
     }
     if not 0 <= args.claim_lead_ms <= 2000:
         parser.error("--claim-lead-ms must be from 0 to 2000")
-    if not 0 <= args.stage_seconds <= 10:
-        parser.error("--stage-seconds must be from 0 to 10")
+    if not 0 <= args.stage_seconds <= MAX_STAGE_SECONDS:
+        parser.error(f"--stage-seconds must be from 0 to {MAX_STAGE_SECONDS}")
     scenarios = args.only or SCENARIOS
     Bench(
         out, args.quick, args.pollers, sizes, scenarios, args.claim_lead_ms, args.stage_seconds
