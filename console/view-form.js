@@ -9,6 +9,9 @@ const KINDS = { cron: "Cron expression", rate: "Every N seconds", at: "Once, at 
 const TARGETS = { http: ["url", "method"], sqs: ["queue_url"], sns: ["topic_arn"],
   eventbridge: ["source", "detail_type", "event_bus"], lambda: ["function_arn"], handler: ["name"] };
 const PREVIEW_DELAY_MS = 400;
+// The field without which a kind of schedule has nothing to preview.
+const PREVIEWED_BY = { cron: "schedule.cron", rate: "schedule.rate_seconds", at: "schedule.at",
+  delay: "schedule.delay_seconds", after: "schedule.after.job_id" };
 
 function kindOf(schedule) {
   if (!schedule) return "cron";
@@ -108,13 +111,16 @@ export function formView(main, job = null, etag = null) {
     }
     if (!prefix) clear(formError);
   };
-  // The error goes to the field the API names, or to its closest shown parent field.
-  const showError = (error) => {
+  // The error goes to the field the API names, or to its closest shown parent field. A submit's
+  // error takes the focus there; a preview's does not: it lands while the person may be typing
+  // in another field, and their keys must stay where they type them.
+  const showError = (error, { focus = true } = {}) => {
     let key = error.field || "";
     while (key && !(inputs[key]?.isConnected)) key = key.includes(".") ? key.slice(0, key.lastIndexOf(".")) : "";
     const slot = key ? main.querySelector(`#${inputs[key].id}-error`) : formError;
     slot.textContent = error.field && !key ? `${error.field}: ${error.message}` : error.message;
-    if (key) { inputs[key].setAttribute("aria-invalid", "true"); inputs[key].focus(); }
+    if (key) inputs[key].setAttribute("aria-invalid", "true");
+    if (key && focus) inputs[key].focus();
   };
 
   let timer = null;
@@ -125,6 +131,12 @@ export function formView(main, job = null, etag = null) {
       if (!form.isConnected) return; // the form was left (or drawn again) meanwhile
       const mine = ++asked;
       const sched = schedule();
+      if (!value(PREVIEWED_BY[kind.value])) { // nothing to preview yet: no error for a field not filled in
+        clearErrors("schedule.");
+        clear(preview);
+        previewNote.textContent = "No preview.";
+        return;
+      }
       const zone = sched.timezone || "UTC";
       try {
         const occurrences = await api.preview(sched, 5);
@@ -139,7 +151,7 @@ export function formView(main, job = null, etag = null) {
         previewNote.textContent = "No preview.";
         if (e instanceof ApiError && e.status === 400) {
           clearErrors("schedule.");
-          if (e.field?.startsWith("schedule.")) showError(e);
+          if (e.field?.startsWith("schedule.")) showError(e, { focus: false });
           else previewNote.textContent = `No preview: ${e.message}`;
         }
       }

@@ -59,7 +59,13 @@ class Page:
         self.stack = stack
 
     def open(self, hash_: str = "#/jobs") -> None:
-        self.driver.get(f"{self.stack.url}/console/{hash_}")
+        """A freshly drawn view: the address the page is already at is loaded again (going to
+        it would change nothing, and the view would keep what an earlier test typed)."""
+        url = f"{self.stack.url}/console/{hash_}"
+        if self.driver.current_url == url:
+            self.driver.refresh()
+        else:
+            self.driver.get(url)
 
     # The console re-renders a view when its data changes (a job's page after an action, its
     # runs every few seconds): an element found a moment ago may be gone. Every read here

@@ -170,6 +170,25 @@ def test_an_invalid_cron_is_shown_at_its_field(page: Page) -> None:
     page.shot("form-field-error")
 
 
+def test_the_preview_says_nothing_of_an_empty_form(page: Page) -> None:
+    page.open("#/new")
+    page.until(lambda: page.find("#preview-note").text == "No preview.")
+    time.sleep(1)  # past the preview's 400 ms pause and an answer it might have asked for
+    assert page.texts("#f-schedule-cron-error") == [""]
+    assert page.find("#f-schedule-cron").get_attribute("aria-invalid") is None
+
+
+def test_a_previews_error_does_not_take_the_keys_from_the_field_being_typed_in(
+    page: Page,
+) -> None:
+    page.open("#/new")
+    page.find("#f-schedule-cron").send_keys("61 * * * *")
+    page.find("#f-name").click()  # within the preview's 400 ms pause: its answer lands after
+    page.until(lambda: "61" in page.texts("#f-schedule-cron-error")[0])
+    assert page.driver.switch_to.active_element.get_attribute("id") == "f-name"
+    assert page.find("#f-schedule-cron").get_attribute("aria-invalid") == "true"
+
+
 def test_a_second_tenant_does_not_see_the_job(page: Page, stack: Stack) -> None:
     page.sign_in(stack.token("tenant-b"))
     assert not page.driver.find_elements(By.CSS_SELECTOR, f"tr[data-job-id='{shared['id']}']")
