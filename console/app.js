@@ -46,7 +46,9 @@ async function render() {
   } catch (e) {
     view.append(h("p.notice.error", { role: "alert" }, e.status === 404 ? "Not found (or not yours)." : e.message));
   }
-  if (view.isConnected) main.focus({ preventScroll: true });
+  // The new view gets the focus (a screen reader reads it from the top), unless the person is
+  // already in one of its fields: a list that loads while they type a filter keeps their keys.
+  if (view.isConnected && !view.contains(document.activeElement)) main.focus({ preventScroll: true });
 }
 
 /** After signing in: who, and whether the operator view exists for this token. */

@@ -189,6 +189,23 @@ def test_a_previews_error_does_not_take_the_keys_from_the_field_being_typed_in(
     assert page.find("#f-schedule-cron").get_attribute("aria-invalid") == "true"
 
 
+def test_a_list_that_loads_while_a_filter_is_typed_leaves_the_keys_in_the_filter(
+    page: Page,
+) -> None:
+    page.open("#/jobs")
+    page.find("#jobs tbody tr")
+    # The list's answers take a second from now on (the page's own fetch, wrapped)
+    page.driver.execute_script(
+        "const f = window.fetch; window.fetch = (...a) => "
+        "new Promise((ok) => setTimeout(ok, 1000)).then(() => f(...a));"
+    )
+    page.open("#/jobs?status=scheduled")  # a new view, its list loading
+    page.find("#filter-tag").click()
+    page.find("#filter-tag").send_keys("team:")
+    page.find("#jobs tbody tr", timeout=10)  # the list has loaded
+    assert page.driver.switch_to.active_element.get_attribute("id") == "filter-tag"
+
+
 def test_a_second_tenant_does_not_see_the_job(page: Page, stack: Stack) -> None:
     page.sign_in(stack.token("tenant-b"))
     assert not page.driver.find_elements(By.CSS_SELECTOR, f"tr[data-job-id='{shared['id']}']")
