@@ -42,6 +42,7 @@ PROBED = (
     "aws_lambda_powertools",
     "pyarrow",
     "numpy",
+    "croniter",
     "moto",
     "pytest",
     "hypothesis",

@@ -79,7 +79,7 @@ def test_assets_are_the_lambda_code_and_the_worker_image(synth: Synth) -> None:
     code_dir = synth.outdir / code.pop()
     assert (code_dir / "duetime" / "entrypoints" / "worker.py").is_file()
     assert (code_dir / "duetime" / "settings.py").is_file()
-    assert (code_dir / "croniter").is_dir()
+    assert (code_dir / "tzdata").is_dir()
 
 
 def test_outputs(synth: Synth) -> None:

@@ -64,7 +64,17 @@ MESSAGE_WAIT_SECONDS = 45
 # tick and the sweeps run, and the run's message waits out the rest.
 LEAD_SECONDS = 25
 # Importable in no function's container.
-ABSENT = ("duetime.local", "numpy", "moto", "pytest", "hypothesis", "aws_cdk", "duckdb", "tests")
+ABSENT = (
+    "duetime.local",
+    "numpy",
+    "croniter",
+    "moto",
+    "pytest",
+    "hypothesis",
+    "aws_cdk",
+    "duckdb",
+    "tests",
+)
 
 
 @dataclass

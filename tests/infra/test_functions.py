@@ -192,9 +192,8 @@ def test_handlers_are_in_the_code_asset() -> None:
         assert (asset / (module.replace(".", "/") + ".py")).is_file(), module
     assert (asset / "duetime" / "settings.py").is_file()
     assert not (asset / "duetime" / "local").exists()  # the local stack is not deployed
-    assert (asset / "croniter").is_dir()
-    assert (asset / "dateutil").is_dir()
-    assert (asset / "six.py").is_file()
+    assert (asset / "tzdata").is_dir()
+    assert not (asset / "croniter").exists()  # the tests' cron reference, not deployed
     assert not (asset / "boto3").exists()  # the runtime's
     assert not (asset / "aws_lambda_powertools").exists()  # the layer's
 
