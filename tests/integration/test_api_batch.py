@@ -125,11 +125,14 @@ def test_each_item_has_its_own_idempotency_key(api: Api) -> None:  # noqa: F811
             job(idempotency_key="c", payload=3),  # a new one
             job(idempotency_key="c", payload=3),  # the same key twice in a batch: one job
             job(idempotency_key="with space"),  # a malformed key
+            job(idempotency_key="c", payload=4),  # the batch's own key with another body
         ],
     )
 
     items = again.json["items"]
-    assert statuses(again) == [201, 409, 201, 201, 400]
+    assert statuses(again) == [201, 409, 201, 201, 400, 409]
+    # A conflict names the item's key field (not the header of POST /jobs)
+    assert [items[i]["error"]["field"] for i in (1, 5)] == ["idempotency_key"] * 2
     assert items[0]["job"]["id"] == ids[1]
     assert items[1]["error"]["code"] == "idempotency_conflict"
     assert items[2]["job"]["id"] == items[3]["job"]["id"] not in ids

@@ -47,6 +47,7 @@ def test_an_unknown_or_foreign_upstream_is_a_404(api: Api) -> None:  # noqa: F81
         )
         assert reply.status == 404, reply.json
         assert reply.json["error"]["code"] == "not_found"
+        assert reply.json["error"]["field"] == "schedule.after.job_id"
 
 
 def test_bad_after_schedules_are_400_naming_the_field(api: Api) -> None:  # noqa: F811
@@ -74,6 +75,7 @@ def test_a_cycle_through_patch_is_a_400(api: Api) -> None:  # noqa: F811
         assert reply.json["error"]["field"] == "schedule.after.job_id"
     reply = api.call("PATCH", f"/jobs/{b['id']}", after("01NOSUCHJOB000000000000000"))
     assert reply.status == 404, reply.json
+    assert reply.json["error"]["field"] == "schedule.after.job_id"
     assert api.call("GET", f"/jobs/{a['id']}").json["schedule"] == {"rate_seconds": 3600}
 
 

@@ -39,7 +39,19 @@ class IllegalTransition(DomainError):
 
 
 class NotFound(DomainError):
+    """`field`: the request's field that named what is missing (an `after` schedule's
+    upstream); None when it is the resource of the route."""
+
     code = "not_found"
+
+    def __init__(self, message: str, field: str | None = None) -> None:
+        super().__init__(message)
+        self.field = field
+
+
+# Where an idempotency key comes from: a request's header, or a batch item's own field.
+IDEMPOTENCY_HEADER = "Idempotency-Key"
+IDEMPOTENCY_FIELD = "idempotency_key"
 
 
 class IdempotencyConflict(DomainError):
@@ -47,9 +59,10 @@ class IdempotencyConflict(DomainError):
 
     code = "idempotency_conflict"
 
-    def __init__(self, key: str) -> None:
-        super().__init__(f"Idempotency-Key {key!r} was already used for a different request")
+    def __init__(self, key: str, field: str = IDEMPOTENCY_HEADER) -> None:
+        super().__init__(f"{field} {key!r} was already used for a different request")
         self.key = key
+        self.field = field
 
 
 # Retry-After for quotas that time alone does not lift (a count or an interval): a hint, not

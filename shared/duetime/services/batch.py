@@ -28,7 +28,12 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from duetime.domain.errors import DomainError, IdempotencyConflict, ValidationError
+from duetime.domain.errors import (
+    IDEMPOTENCY_FIELD,
+    DomainError,
+    IdempotencyConflict,
+    ValidationError,
+)
 from duetime.domain.jobs import JobSpec
 from duetime.services.jobs import JobService, JobView
 from duetime.services.submission import Prepared, fingerprint
@@ -77,7 +82,7 @@ class BatchSubmitter:
                 if key is not None and key in keyed:
                     first, bound = keyed[key]
                     if bound != fingerprint(item.spec):
-                        results[index] = IdempotencyConflict(key)
+                        results[index] = IdempotencyConflict(key, IDEMPOTENCY_FIELD)
                     else:
                         same_as[index] = first
                     continue
@@ -85,6 +90,9 @@ class BatchSubmitter:
                     keyed[key] = (index, fingerprint(item.spec))
                 try:
                     prepared = self._prepare(tenant, item, now, quotas)
+                except IdempotencyConflict as exc:  # the item's own key, not a header
+                    results[index] = IdempotencyConflict(exc.key, IDEMPOTENCY_FIELD)
+                    continue
                 except DomainError as exc:
                     results[index] = exc
                     continue

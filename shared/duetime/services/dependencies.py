@@ -58,7 +58,7 @@ class Dependencies:
             gone = job is not None and (job.expires_at or 1 << 62) <= self._clock() // 1000
             if job is None or gone:
                 if depth == 0:
-                    raise NotFound(f"job {schedule.job_id} not found")
+                    raise NotFound(f"job {schedule.job_id} not found", field=FIELD)
                 return  # a broken chain above cannot lead back
             above = job.spec.schedule
             if not isinstance(above, After):
