@@ -112,3 +112,48 @@ def test_a_run_now_is_not_jittered(api: Api) -> None:
     [run] = runs(api, job["id"])
     assert run["due_at"] == run["scheduled_for"] == reply.json["scheduled_for"]
     assert to_ms_of(run["started_at"]) <= wall_ms()
+
+
+LAST_INSTANT = "9999-12-31T23:59:59.999Z"  # any jitter but 0 ms goes past the end of year 9999
+
+
+def timer_keys(api: Api) -> list[str]:
+    items = api.engine.aws.dynamodb.scan(TableName=api.engine.aws.settings.timers_table)["Items"]
+    return [item["pk"]["S"] for item in items if "#" in item["pk"]["S"]]
+
+
+def test_a_job_at_the_end_of_year_9999_is_not_jittered_past_it(api: Api) -> None:
+    job = api.create({"schedule": {"at": LAST_INSTANT}, "jitter_seconds": 900})
+    assert api.call("GET", f"/jobs/{job['id']}").json["next_run_at"] == rfc3339_ms(
+        to_ms_of(LAST_INSTANT)
+    )
+    # Its timer waits in a minute of year 9999 (the jittered instant stops at its last ms)
+    assert [key for key in timer_keys(api) if key.startswith("9999")] != []
+
+
+def test_one_such_job_in_a_batch_leaves_the_others_created(api: Api) -> None:
+    reply = api.call(
+        "POST",
+        "/jobs/batch",
+        {
+            "jobs": [
+                {"schedule": {"delay_seconds": 3600}, "target": {"type": "handler", "name": "x"}},
+                {
+                    "schedule": {"at": LAST_INSTANT},
+                    "jitter_seconds": 900,
+                    "target": {"type": "handler", "name": "x"},
+                },
+            ]
+        },
+    )
+    assert reply.status == 200, reply.json
+    ids = [item["job"]["id"] for item in reply.json["items"]]
+    assert [api.call("GET", f"/jobs/{i}").json["status"] for i in ids] == ["scheduled"] * 2
+
+
+def test_a_patch_to_the_end_of_year_9999_with_jitter_is_stored_with_its_timer(api: Api) -> None:
+    job = api.create({"schedule": {"at": at(3_600)}, "jitter_seconds": 5})
+    reply = api.call("PATCH", f"/jobs/{job['id']}", {"schedule": {"at": LAST_INSTANT}})
+    assert reply.status == 200, reply.json
+    assert reply.json["next_run_at"] == LAST_INSTANT
+    assert [key for key in timer_keys(api) if key.startswith("999912312359")] != []

@@ -336,7 +336,11 @@ VALID_TARGETS = st.one_of(
             "method": st.sampled_from([*HTTP_METHODS, "post", "Get"]),
             "headers": st.dictionaries(
                 HEADER_NAME,
-                st.text(max_size=30).filter(lambda v: "\r" not in v and "\n" not in v),
+                # RFC 9110 field values: visible ASCII, SP and HTAB.
+                st.text(
+                    st.characters(min_codepoint=0x20, max_codepoint=0x7E) | st.just("\t"),
+                    max_size=30,
+                ),
                 max_size=5,
             ),
         },
@@ -350,11 +354,16 @@ VALID_TARGETS = st.one_of(
     st.just({"type": "lambda", "function_arn": "arn:aws:lambda:eu-west-1:1:function:f"}),
     st.just({"type": "handler", "name": "duetime.noop"}),
 )
+# Any text but control characters and bidirectional overrides and isolates (refused in names).
+TEXT_CHARACTERS = st.characters(
+    exclude_categories=("Cc", "Cs"),
+    exclude_characters="\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069",
+)
 VALID_BODIES = st.fixed_dictionaries(
     {"schedule": VALID_SCHEDULES, "target": VALID_TARGETS},
     optional={
         "payload": JSON_VALUE,
-        "name": st.text(min_size=1, max_size=MAX_NAME_CHARS).filter(str.strip),
+        "name": st.text(TEXT_CHARACTERS, min_size=1, max_size=MAX_NAME_CHARS).filter(str.strip),
         "priority": st.sampled_from([p.value for p in Priority]),
         "runtime": st.sampled_from([r.value for r in Runtime]),
         "retry": st.builds(

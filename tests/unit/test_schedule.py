@@ -14,6 +14,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from duetime.domain.errors import ValidationError
+from duetime.domain.jobs import parse_job_spec
 from duetime.domain.schedule import (
     At,
     Cron,
@@ -73,6 +74,62 @@ def test_given_at_with_offset_when_parsed_then_utc_instant() -> None:
 def test_given_at_with_microseconds_when_parsed_then_truncated_to_milliseconds() -> None:
     parsed = parse_schedule({"at": "2026-11-21T09:30:00.123999Z"})
     assert parsed == At(datetime(2026, 11, 21, 9, 30, 0, 123000, tzinfo=UTC))
+
+
+@pytest.mark.parametrize(
+    ("text", "instant"),
+    [
+        ("2026-11-21t09:30:00z", utc(2026, 11, 21, 9, 30)),  # RFC 3339 allows lower case
+        ("2026-11-21T09:30:00.5-00:30", datetime(2026, 11, 21, 10, 0, 0, 500000, tzinfo=UTC)),
+        ("2026-11-21T09:30:00.123456789Z", datetime(2026, 11, 21, 9, 30, 0, 123000, tzinfo=UTC)),
+    ],
+)
+def test_given_an_rfc_3339_date_time_when_parsed_then_its_instant(
+    text: str, instant: datetime
+) -> None:
+    assert parse_schedule({"at": text}) == At(instant)
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "2027-01-01T00:00Z",  # no seconds
+        "2027-01-01T00:00:00+0100",  # offset without a colon
+        "2027-01-01T00:00:00+01",
+        "2027-01-01T00:00:00+00:00:30",  # seconds in the offset
+        "2027-W01-1T00:00:00Z",  # ISO week date
+        "2027-001T00:00:00Z",  # ISO ordinal date
+        "2027-01-01T00:00:00.Z",  # a point without digits
+        "2027-01-01T00:00:00Z\n",
+        " 2027-01-01T00:00:00Z",
+        "2027-01-01 00:00:00Z",  # a space for the T
+        "20270101T000000Z",  # ISO basic format
+        "2026-12-31T23:59:60Z",  # a leap second: no instant here holds it
+        "2027-01-01T00:00:00",  # no offset
+        "\uff12\uff10\uff12\uff17-01-01T00:00:00Z",  # full-width digits
+    ],
+)
+def test_given_at_outside_rfc_3339_when_parsed_then_400_naming_it(text: str) -> None:
+    error = invalid({"at": text})
+    assert error.field == "schedule.at"
+    assert "RFC 3339" in error.message
+
+
+def test_given_a_number_without_a_fraction_when_parsed_then_an_integer() -> None:
+    # JSON Schema's integer (the OpenAPI document's type) includes 60.0
+    assert parse_schedule({"delay_seconds": 60.0}) == Delay(60)
+    assert parse_schedule({"rate_seconds": 1e2}) == Rate(100)
+    spec = parse_job_spec(
+        {
+            "schedule": {"rate_seconds": 60},
+            "target": {"type": "handler", "name": "h"},
+            "jitter_seconds": 5.0,
+            "retry": {"max_attempts": 2.0},
+            "catchup": {"window_seconds": 0.0},
+        }
+    )
+    assert (spec.jitter_seconds, spec.retry.max_attempts, spec.catchup.window_seconds) == (5, 2, 0)
+    assert type(spec.jitter_seconds) is int
 
 
 @pytest.mark.parametrize("seconds", [0, 1, 31_536_000])
@@ -199,7 +256,7 @@ def test_given_bad_at_when_parsed_then_at_error(value: object) -> None:
     assert invalid({"at": value}).field == "schedule.at"
 
 
-@pytest.mark.parametrize("value", [True, False, 5.0, "5", -1, 31_536_001, None])
+@pytest.mark.parametrize("value", [True, False, 5.5, 1e400, "5", -1, 31_536_001, None])
 def test_given_bad_delay_when_parsed_then_delay_error(value: object) -> None:
     error = invalid({"delay_seconds": value})
     assert (error.field, error.message) == (
@@ -208,7 +265,7 @@ def test_given_bad_delay_when_parsed_then_delay_error(value: object) -> None:
     )
 
 
-@pytest.mark.parametrize("value", [True, 0, -60, 60.0, "60", 31_622_401])
+@pytest.mark.parametrize("value", [True, 0, -60, 60.5, "60", 31_622_401, 31_622_401.0])
 def test_given_bad_rate_when_parsed_then_rate_error(value: object) -> None:
     error = invalid({"rate_seconds": value})
     assert (error.field, error.message) == (

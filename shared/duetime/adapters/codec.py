@@ -21,7 +21,7 @@ from duetime.domain.jobs import (
 from duetime.domain.overlap import Overlap
 from duetime.domain.runs import Attempt, Lease, Run, RunStatus
 from duetime.domain.schedule import parse_schedule, schedule_to_dict
-from duetime.domain.targets import parse_target, target_to_dict
+from duetime.domain.targets import read_target, target_to_dict
 
 _serializer = TypeSerializer()
 _deserializer = TypeDeserializer()
@@ -93,7 +93,7 @@ def job_from_values(values: dict[str, Any]) -> Job:
     raw = json.loads(values["spec"])
     spec = JobSpec(
         schedule=parse_schedule(raw["schedule"]),
-        target=parse_target(raw["target"]),
+        target=read_target(raw["target"]),  # as stored: not refused by formats made stricter since
         payload=raw["payload"],
         name=raw["name"],
         priority=Priority(raw["priority"]),

@@ -15,7 +15,7 @@ from duetime.api.schema_parts import INSTANT, obj, ref
 from duetime.domain.errors import ValidationError
 from duetime.domain.planning import MAX_PREVIEW_OCCURRENCES as MAX_PREVIEW
 from duetime.domain.planning import upcoming
-from duetime.domain.schedule import parse_schedule
+from duetime.domain.schedule import parse_schedule, whole_number
 from duetime.domain.timeutil import from_ms, rfc3339
 
 DEFAULT_COUNT = 5
@@ -78,8 +78,8 @@ def parse_preview(raw: object) -> tuple[Any, int]:
     if "schedule" not in raw:
         raise ValidationError("schedule", "required")
     schedule = parse_schedule(raw["schedule"])
-    count = raw.get("count", DEFAULT_COUNT)
-    if isinstance(count, bool) or not isinstance(count, int) or not 1 <= count <= MAX_PREVIEW:
+    count = whole_number(raw.get("count", DEFAULT_COUNT), 1, MAX_PREVIEW)
+    if count is None:
         raise ValidationError("count", f"must be an integer from 1 to {MAX_PREVIEW}")
     return schedule, count
 

@@ -19,8 +19,11 @@ from duetime.domain.schedule import (
     is_triggered,
     parse_schedule,
     schedule_to_dict,
+    whole_number,
 )
 from duetime.domain.targets import Target, parse_target, target_to_dict
+from duetime.domain.text import checked_text
+from duetime.domain.timeutil import LAST_MS
 
 E = TypeVar("E", bound=StrEnum)
 
@@ -153,8 +156,10 @@ class Job:
     has_dependents: bool | None = False
 
     def due_ms(self, scheduled_ms: int) -> int:
-        """When the occurrence at `scheduled_ms` starts: its instant plus the job's jitter."""
-        return scheduled_ms + jitter_offset_ms(self.id, scheduled_ms, self.spec.jitter_seconds)
+        """When the occurrence at `scheduled_ms` starts: its instant plus the job's jitter, up
+        to the last instant of year 9999 (an occurrence at its end is not jittered past it)."""
+        offset = jitter_offset_ms(self.id, scheduled_ms, self.spec.jitter_seconds)
+        return max(scheduled_ms, min(scheduled_ms + offset, LAST_MS))
 
     @property
     def size_bytes(self) -> int:
@@ -353,7 +358,7 @@ def _name(value: object) -> str | None:
         return None
     if not isinstance(value, str) or not value.strip() or len(value) > MAX_NAME_CHARS:
         raise ValidationError("name", f"must be a non-empty string of at most {MAX_NAME_CHARS}")
-    return value
+    return checked_text(value, "name")
 
 
 def _description(value: object) -> str | None:
@@ -361,7 +366,7 @@ def _description(value: object) -> str | None:
         return None
     if not isinstance(value, str) or len(value) > MAX_DESCRIPTION_CHARS:
         raise ValidationError("description", f"must be a string of at most {MAX_DESCRIPTION_CHARS}")
-    return value
+    return checked_text(value, "description", multiline=True)
 
 
 def _tags(value: object) -> dict[str, str]:
@@ -374,14 +379,13 @@ def _tags(value: object) -> dict[str, str]:
     for key, tag in value.items():
         if not isinstance(key, str) or not TAG_KEY.fullmatch(key):
             raise ValidationError(
-                f"tags.{key}",
-                f"a key is 1 to {MAX_TAG_KEY_CHARS} letters, digits or _ . / + - @",
+                f"tags.{key}", f"a key is 1 to {MAX_TAG_KEY_CHARS} letters, digits or _ . / + - @"
             )
         if not isinstance(tag, str) or len(tag) > MAX_TAG_VALUE_CHARS:
             raise ValidationError(
                 f"tags.{key}", f"a value is a string of at most {MAX_TAG_VALUE_CHARS}"
             )
-    return dict(value)
+    return {key: checked_text(tag, f"tags.{key}") for key, tag in value.items()}
 
 
 def _enum(raw: Mapping[str, object], key: str, kind: type[E], default: E) -> E:
@@ -393,10 +397,12 @@ def _enum(raw: Mapping[str, object], key: str, kind: type[E], default: E) -> E:
     raise ValidationError(key, f"must be one of {choices}")
 
 
-def _int(raw: Mapping[str, object], key: str, default: int, low: int, high: int) -> int:
-    value = raw.get(key, default)
-    if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high:
-        raise ValidationError(key, f"must be an integer from {low} to {high}")
+def _int(
+    raw: Mapping[str, object], key: str, default: int, low: int, high: int, path: str = ""
+) -> int:
+    value = whole_number(raw.get(key, default), low, high)
+    if value is None:
+        raise ValidationError(path + key, f"must be an integer from {low} to {high}")
     return value
 
 
@@ -415,9 +421,7 @@ def _retry(raw: object) -> RetryPolicy:
     for key in raw:
         if key not in ("max_attempts", "backoff_seconds", "max_backoff_seconds"):
             raise ValidationError(f"retry.{key}", "unknown field")
-    attempts = raw.get("max_attempts", 3)
-    if isinstance(attempts, bool) or not isinstance(attempts, int) or not 1 <= attempts <= 20:
-        raise ValidationError("retry.max_attempts", "must be an integer from 1 to 20")
+    attempts = _int(raw, "max_attempts", 3, 1, 20, "retry.")
     # Retries travel as SQS messages with DelaySeconds, hence the 900 s ceiling.
     backoff = _number(raw, "retry", "backoff_seconds", 2.0, 900)
     ceiling = _number(raw, "retry", "max_backoff_seconds", max(300.0, backoff), 900)
@@ -440,7 +444,4 @@ def _catchup(raw: object) -> Catchup:
         mode = CatchupMode(raw.get("mode", CatchupMode.LATEST.value))
     except ValueError:
         raise ValidationError("catchup.mode", "must be one of latest|all|none") from None
-    window = raw.get("window_seconds", 3600)
-    if isinstance(window, bool) or not isinstance(window, int) or not 0 <= window <= 604_800:
-        raise ValidationError("catchup.window_seconds", "must be an integer from 0 to 604800")
-    return Catchup(mode, window)
+    return Catchup(mode, _int(raw, "window_seconds", 3600, 0, 604_800, "catchup."))

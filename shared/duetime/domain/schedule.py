@@ -200,9 +200,19 @@ def _optional_instant(raw: Mapping[Any, object], path: str, key: str) -> datetim
     return None if value is None else _instant(value, f"{path}.{key}")
 
 
-def _integer(raw: Mapping[Any, object], path: str, key: str, low: int, high: int) -> int:
-    value = raw[key]
+def whole_number(value: object, low: int, high: int) -> int | None:
+    """`value` as an integer from `low` to `high`: a JSON integer, or a number without a
+    fraction (`60.0`, an integer to JSON Schema); None for anything else, booleans included."""
+    if isinstance(value, float) and value.is_integer():
+        value = int(value)
     if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high:
+        return None
+    return value
+
+
+def _integer(raw: Mapping[Any, object], path: str, key: str, low: int, high: int) -> int:
+    value = whole_number(raw[key], low, high)
+    if value is None:
         raise ValidationError(f"{path}.{key}", f"must be an integer from {low} to {high}")
     return value
 

@@ -6,6 +6,7 @@ Execution lives in duetime.targets.
 from __future__ import annotations
 
 import re
+import unicodedata
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -17,9 +18,43 @@ HTTP_METHODS = ("GET", "POST", "PUT", "PATCH", "DELETE")
 # Headers duetime sets itself; a job may not override them.
 RESERVED_HEADER_PREFIXES = ("duetime-", "webhook-")
 RESERVED_HEADERS = frozenset({"host", "content-length", "transfer-encoding", "connection"})
-_HEADER_NAME = re.compile(r"^[!#$%&'*+.^_`|~0-9A-Za-z-]{1,64}$")
-_HANDLER_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_.-]{0,127}$")
+# Every pattern below is matched whole (fullmatch: `$` would let a trailing newline through).
+# A header name is an RFC 9110 token; a value holds visible US-ASCII, SP and HTAB only (what
+# RFC 9110 §5.5 recommends: no control characters, and no obs-text, which receivers decode
+# differently and http.client cannot send beyond Latin-1).
+HEADER_NAME = re.compile(r"[!#$%&'*+.^_`|~0-9A-Za-z-]{1,64}")
+HEADER_VALUE = re.compile(r"[\t\x20-\x7e]*")
+MAX_HEADER_VALUE_CHARS = 4096
+_HANDLER_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_.-]{0,127}")
 MAX_HEADERS = 20
+MAX_URL_CHARS = 2048
+# A URL's host as the worker sends it (its IDNA A-label form, see duetime.targets.http): DNS
+# labels of letters, digits, `-` and `_` (an IPv4 address in any spelling is one too), or a
+# bracketed IPv6 address without a zone.
+_DNS_HOST = re.compile(r"[A-Za-z0-9_-]+(?:\.[A-Za-z0-9_-]+)*\.?")
+_IPV6_HOST = re.compile(r"[0-9A-Fa-f:.]+")
+MAX_HOST_CHARS = 254  # 253 and a trailing dot
+# AWS resource names, in AWS's own character sets: `%`, spaces and look-alikes are never part
+# of one, so the own-resource check (OwnResources) sees the name AWS would act on.
+# An ARN is `arn:<partition>:<service>:<region>:<account>:<resource>`.
+_ARN = r"arn:aws(?:-[a-z]+)*:{service}:[a-z0-9-]+:[0-9]{{1,12}}:"
+# An SQS queue name: 1-80 letters, digits, `-` or `_`, `.fifo` at the end of a FIFO queue's.
+SQS_QUEUE_NAME = re.compile(r"[A-Za-z0-9_-]+(?:\.fifo)?")
+MAX_SQS_QUEUE_NAME_CHARS = 80
+# An SQS queue URL's path: `/<account>/<name>` (an emulator may put other segments first).
+_SQS_PATH = re.compile(r"(?:/[A-Za-z0-9_.-]+)*/(?P<name>[^/]+)/?")
+# An SNS topic: 1-256 letters, digits, `-` or `_`, `.fifo` at the end of a FIFO topic's.
+SNS_TOPIC_ARN = re.compile(_ARN.format(service="sns") + r"(?P<name>[A-Za-z0-9_-]+(?:\.fifo)?)")
+MAX_SNS_TOPIC_NAME_CHARS = 256
+# A Lambda function: a name of 1-64 letters, digits, `-` or `_`, then optionally a qualifier
+# (a version, an alias or $LATEST).
+LAMBDA_FUNCTION_ARN = re.compile(
+    _ARN.format(service="lambda") + r"function:[A-Za-z0-9_-]{1,64}(?::[A-Za-z0-9$_-]{1,128})?"
+)
+# An EventBridge bus: its name (1-256 of `/ . - _`, letters and digits) or its ARN.
+EVENT_BUS = re.compile(
+    "(?:" + _ARN.format(service="events") + r"event-bus/)?[/.\-_A-Za-z0-9]{1,256}"
+)
 
 
 @dataclass(frozen=True)
@@ -66,14 +101,29 @@ Target = HttpTarget | SqsTarget | SnsTarget | EventBridgeTarget | LambdaTarget |
 
 
 def parse_target(raw: object, path: str = "target") -> Target:
+    """Validate a target from a request; raise ValidationError naming the bad field.
+
+    Whatever it accepts can be delivered: an HTTP URL and headers that http.client sends as
+    they are, AWS names in AWS's own character sets (docs/targets.md)."""
+    return _parse(raw, path, strict=True)
+
+
+def read_target(raw: object, path: str = "target") -> Target:
+    """A target as stored with its job: its structure is checked, but not the formats that
+    `parse_target` may have made stricter since the job was submitted, so that a job stored
+    under older rules stays readable (listed, cancelled, updated with a new target). What it
+    holds that cannot be delivered fails its runs at delivery, and the own-resource check
+    (OwnResources) runs again before every attempt."""
+    return _parse(raw, path, strict=False)
+
+
+def _parse(raw: object, path: str, *, strict: bool) -> Target:
     obj = _object(raw, path)
     kind = obj.get("type")
-    parser: Callable[[Mapping[str, object], str], Target] | None = (
-        _PARSERS.get(kind) if isinstance(kind, str) else None
-    )
+    parser = _PARSERS.get(kind) if isinstance(kind, str) else None
     if parser is None:
         raise ValidationError(f"{path}.type", f"must be one of {', '.join(sorted(_PARSERS))}")
-    return parser(obj, path)
+    return parser(obj, path, strict)
 
 
 def target_to_dict(target: Target) -> dict[str, Any]:
@@ -110,7 +160,9 @@ class OwnResources:
     to a run queue, invoke the worker with a forged event). Named by `queue_names` (every run
     queue and DLQ) and by `name_prefix`: on AWS the stack name, with which CloudFormation
     begins every name it generates (`<stack>-<logical id>-<suffix>`); locally `duetime`.
-    Names compare without regard to case (a refused look-alike costs nothing)."""
+    Names compare without regard to case (a refused look-alike costs nothing), after
+    percent-decoding, repeated (a submission refuses `%` in these names, but a job stored
+    before that rule is checked here again before every attempt)."""
 
     queue_names: frozenset[str] = frozenset()
     name_prefix: str = ""
@@ -126,6 +178,7 @@ class OwnResources:
                 field_name, kind, name = "function_arn", "function", _arn_resource(arn, 6)
             case EventBridgeTarget(event_bus=bus):
                 field_name, kind = "event_bus", "event bus"
+                bus = _percent_decoded(bus)
                 name = bus.rsplit("event-bus/", 1)[-1] if bus.startswith("arn:") else bus
             case _:
                 return None
@@ -138,18 +191,28 @@ class OwnResources:
         return None
 
 
+def _percent_decoded(text: str) -> str:
+    """`text` percent-decoded until nothing changes (`%2564` is `%64` is `d`)."""
+    for _ in range(len(text)):  # each round shortens it, so this bound is never reached
+        decoded = unquote(text)
+        if decoded == text:
+            break
+        text = decoded
+    return text
+
+
 def _queue_name(url: str) -> str:
     """The queue name of an SQS queue URL (`.../<account>/<name>`), however spelled."""
     try:
         path = urlsplit(url).path
     except ValueError:
         return ""
-    segments = [unquote(s) for s in path.split("/") if s]
+    segments = [s for s in _percent_decoded(path).split("/") if s]
     return segments[-1] if segments else ""
 
 
 def _arn_resource(arn: str, index: int) -> str:
-    parts = arn.split(":")
+    parts = _percent_decoded(arn).split(":")
     return parts[index] if len(parts) > index else ""
 
 
@@ -190,18 +253,76 @@ def _arn(obj: Mapping[str, object], path: str, key: str, service: str) -> str:
     return value
 
 
-def _http(obj: Mapping[str, object], path: str) -> HttpTarget:
-    _only(obj, path, {"type", "url", "method", "headers"})
-    url = _text(obj, path, "url")
-    parts = _split(url, f"{path}.url")
+def _unsafe_character(text: str) -> str | None:
+    """The first space or control character of `text` (urlsplit silently drops tab, CR and LF,
+    and http.client refuses the others in a request line), or None."""
+    for char in text:
+        if char.isspace() or unicodedata.category(char) == "Cc":
+            return char
+    return None
+
+
+def _url(url: str, where: str) -> SplitResult:
+    """An absolute http(s) URL that the worker's client sends as it is (duetime.targets.http):
+    printable ASCII, but for a host name, which may be internationalised (it is sent in its
+    IDNA A-label form); no credentials; a port from 0 to 65535."""
+    bad = _unsafe_character(url)
+    if bad is not None:
+        raise ValidationError(
+            where, f"must not contain spaces or control characters (found U+{ord(bad):04X})"
+        )
+    parts = _split(url, where)
     if parts.scheme not in ("http", "https") or not parts.hostname:
-        raise ValidationError(f"{path}.url", "must be an absolute http(s) URL")
+        raise ValidationError(where, "must be an absolute http(s) URL")
     try:
         _ = parts.port  # urlsplit checks the port only when it is read
     except ValueError:
-        raise ValidationError(f"{path}.url", "the port must be a number from 0 to 65535") from None
+        raise ValidationError(where, "the port must be a number from 0 to 65535") from None
     if parts.username or parts.password:
-        raise ValidationError(f"{path}.url", "must not carry credentials")
+        raise ValidationError(where, "must not carry credentials")
+    if not (parts.path + parts.query + parts.fragment).isascii():
+        raise ValidationError(
+            where, "only the host name may hold non-ASCII characters: percent-encode the rest"
+        )
+    _host(parts.hostname, where)
+    return parts
+
+
+def _host(hostname: str, where: str) -> None:
+    if ":" in hostname:  # only a bracketed host holds one: urlsplit checked it is an address
+        if not _IPV6_HOST.fullmatch(hostname):
+            raise ValidationError(where, "an IPv6 address in a URL may not carry a zone")
+        return
+    try:
+        # What the worker sends: DNS, the Host header and TLS SNI all take the A-label form.
+        encoded = hostname.encode("idna").decode("ascii")
+    except UnicodeError:
+        encoded = ""
+    if len(encoded) > MAX_HOST_CHARS or not _DNS_HOST.fullmatch(encoded):
+        raise ValidationError(where, "the host must be a DNS name or an IP address")
+
+
+def _header_value(value: object, where: str) -> str:
+    if not isinstance(value, str) or len(value) > MAX_HEADER_VALUE_CHARS:
+        raise ValidationError(
+            where, f"must be a single-line string of at most {MAX_HEADER_VALUE_CHARS} characters"
+        )
+    if not HEADER_VALUE.fullmatch(value):
+        raise ValidationError(
+            where, "must hold only visible ASCII characters, spaces and tabs (RFC 9110)"
+        )
+    return value
+
+
+def _http(obj: Mapping[str, object], path: str, strict: bool) -> HttpTarget:
+    _only(obj, path, {"type", "url", "method", "headers"})
+    url = _text(obj, path, "url", MAX_URL_CHARS)
+    if strict:
+        _url(url, f"{path}.url")
+    else:
+        parts = _split(url, f"{path}.url")
+        if parts.scheme not in ("http", "https") or not parts.hostname:
+            raise ValidationError(f"{path}.url", "must be an absolute http(s) URL")
     method = obj.get("method", "POST")
     if not isinstance(method, str) or method.upper() not in HTTP_METHODS:
         raise ValidationError(f"{path}.method", f"must be one of {', '.join(HTTP_METHODS)}")
@@ -213,35 +334,64 @@ def _http(obj: Mapping[str, object], path: str) -> HttpTarget:
     headers: dict[str, str] = {}
     for name, value in headers_raw.items():
         where = f"{path}.headers.{name}"
-        if not isinstance(name, str) or not _HEADER_NAME.match(name):
-            raise ValidationError(where, "not a valid header name")
+        if not isinstance(name, str) or (strict and not HEADER_NAME.fullmatch(name)):
+            raise ValidationError(where, "not a valid header name (an RFC 9110 token)")
         lowered = name.lower()
         if lowered in RESERVED_HEADERS or lowered.startswith(RESERVED_HEADER_PREFIXES):
             raise ValidationError(where, "is set by duetime and cannot be overridden")
-        if not isinstance(value, str) or len(value) > 4096 or "\r" in value or "\n" in value:
-            raise ValidationError(where, "must be a single-line string of at most 4096 characters")
+        if strict:
+            _header_value(value, where)
+        elif not isinstance(value, str):
+            raise ValidationError(where, "must be a string")
         headers[name] = value
     return HttpTarget(url=url, method=method.upper(), headers=headers)
 
 
-def _sqs(obj: Mapping[str, object], path: str) -> SqsTarget:
+def _sqs(obj: Mapping[str, object], path: str, strict: bool) -> SqsTarget:
     _only(obj, path, {"type", "queue_url"})
-    url = _text(obj, path, "queue_url")
-    if _split(url, f"{path}.queue_url").scheme not in ("http", "https"):
-        raise ValidationError(f"{path}.queue_url", "must be an SQS queue URL")
+    where = f"{path}.queue_url"
+    url = _text(obj, path, "queue_url", MAX_URL_CHARS)
+    if not strict:
+        if _split(url, where).scheme not in ("http", "https"):
+            raise ValidationError(where, "must be an SQS queue URL")
+        return SqsTarget(queue_url=url)
+    parts = _url(url, where)
+    queue = _SQS_PATH.fullmatch(parts.path)
+    if parts.query or parts.fragment or queue is None:
+        raise ValidationError(where, "must be an SQS queue URL: https://<host>/<account>/<queue>")
+    name = queue.group("name")
+    if len(name) > MAX_SQS_QUEUE_NAME_CHARS or not SQS_QUEUE_NAME.fullmatch(name):
+        raise ValidationError(
+            where,
+            f"the queue name must be 1 to {MAX_SQS_QUEUE_NAME_CHARS} letters, digits, - or _ "
+            "(ending in .fifo for a FIFO queue)",
+        )
     return SqsTarget(queue_url=url)
 
 
-def _sns(obj: Mapping[str, object], path: str) -> SnsTarget:
+def _sns(obj: Mapping[str, object], path: str, strict: bool) -> SnsTarget:
     _only(obj, path, {"type", "topic_arn"})
-    return SnsTarget(topic_arn=_arn(obj, path, "topic_arn", "sns"))
+    arn = _arn(obj, path, "topic_arn", "sns")
+    topic = SNS_TOPIC_ARN.fullmatch(arn)
+    if strict and (topic is None or len(topic.group("name")) > MAX_SNS_TOPIC_NAME_CHARS):
+        raise ValidationError(
+            f"{path}.topic_arn",
+            "must be an SNS topic ARN, arn:aws:sns:<region>:<account>:<topic>, the topic "
+            f"1 to {MAX_SNS_TOPIC_NAME_CHARS} letters, digits, - or _ (ending in .fifo for "
+            "a FIFO topic)",
+        )
+    return SnsTarget(topic_arn=arn)
 
 
-def _eventbridge(obj: Mapping[str, object], path: str) -> EventBridgeTarget:
+def _eventbridge(obj: Mapping[str, object], path: str, strict: bool) -> EventBridgeTarget:
     _only(obj, path, {"type", "source", "detail_type", "event_bus"})
     bus = obj.get("event_bus", "default")
-    if not isinstance(bus, str) or not bus:
-        raise ValidationError(f"{path}.event_bus", "must be an event bus name or ARN")
+    if not isinstance(bus, str) or not bus or (strict and not EVENT_BUS.fullmatch(bus)):
+        raise ValidationError(
+            f"{path}.event_bus",
+            "must be an event bus name (1 to 256 letters, digits, / . - or _) or its ARN, "
+            "arn:aws:events:<region>:<account>:event-bus/<name>",
+        )
     return EventBridgeTarget(
         source=_text(obj, path, "source", 256),
         detail_type=_text(obj, path, "detail_type", 128),
@@ -249,20 +399,27 @@ def _eventbridge(obj: Mapping[str, object], path: str) -> EventBridgeTarget:
     )
 
 
-def _lambda(obj: Mapping[str, object], path: str) -> LambdaTarget:
+def _lambda(obj: Mapping[str, object], path: str, strict: bool) -> LambdaTarget:
     _only(obj, path, {"type", "function_arn"})
-    return LambdaTarget(function_arn=_arn(obj, path, "function_arn", "lambda"))
+    arn = _arn(obj, path, "function_arn", "lambda")
+    if strict and not LAMBDA_FUNCTION_ARN.fullmatch(arn):
+        raise ValidationError(
+            f"{path}.function_arn",
+            "must be a Lambda function ARN, arn:aws:lambda:<region>:<account>:function:<name>"
+            "[:<version or alias>], the name 1 to 64 letters, digits, - or _",
+        )
+    return LambdaTarget(function_arn=arn)
 
 
-def _handler(obj: Mapping[str, object], path: str) -> HandlerTarget:
+def _handler(obj: Mapping[str, object], path: str, strict: bool) -> HandlerTarget:
     _only(obj, path, {"type", "name"})
     name = _text(obj, path, "name", 128)
-    if not _HANDLER_NAME.match(name):
+    if strict and not _HANDLER_NAME.fullmatch(name):
         raise ValidationError(f"{path}.name", "must be a dotted handler name such as duetime.noop")
     return HandlerTarget(name=name)
 
 
-_PARSERS: dict[str, Callable[[Mapping[str, object], str], Target]] = {
+_PARSERS: dict[str, Callable[[Mapping[str, object], str, bool], Target]] = {
     "http": _http,
     "sqs": _sqs,
     "sns": _sns,

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from datetime import UTC, datetime, timedelta
 
 
@@ -27,14 +28,27 @@ def rfc3339_ms(ms: int) -> str:
 
 
 def parse_rfc3339(text: str) -> datetime:
-    """Parse an RFC 3339 instant; an offset (or Z) is required. Raises ValueError."""
-    if not isinstance(text, str) or "T" not in text.upper():
+    """Parse an RFC 3339 `date-time` (section 5.6), to the millisecond (finer digits are
+    dropped). Only that grammar: seconds and an offset (`Z` or `+hh:mm`) required, `T` between
+    date and time, nothing around it; ISO 8601's other forms (`2026-W47-6`, `+0100`, no
+    seconds) are refused, and so is a leap second (`:60`, which no instant here can hold).
+    Raises ValueError."""
+    found = _RFC3339.fullmatch(text) if isinstance(text, str) else None
+    if found is None:
         raise ValueError("expected an RFC 3339 timestamp such as 2026-11-21T09:30:00Z")
-    value = datetime.fromisoformat(text.strip().replace("z", "Z"))
-    if value.tzinfo is None:
-        raise ValueError("timestamp needs a UTC offset or Z")
-    utc = value.astimezone(UTC)
-    return utc.replace(microsecond=utc.microsecond // 1000 * 1000)
+    date, time, fraction, offset = found.groups()
+    if time.endswith(":60"):
+        raise ValueError("a leap second (:60) is not supported")
+    milliseconds = (fraction or "")[:3].ljust(3, "0")
+    zone = "+00:00" if offset in ("Z", "z") else offset
+    return datetime.fromisoformat(f"{date}T{time}.{milliseconds}{zone}").astimezone(UTC)
+
+
+_RFC3339 = re.compile(
+    r"([0-9]{4}-[0-9]{2}-[0-9]{2})[Tt]([0-9]{2}:[0-9]{2}:[0-9]{2})(?:\.([0-9]+))?"
+    r"([Zz]|[+-][0-9]{2}:[0-9]{2})",
+    re.ASCII,
+)
 
 
 def truncate_ms(instant: datetime) -> datetime:
@@ -43,3 +57,5 @@ def truncate_ms(instant: datetime) -> datetime:
 
 EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 MINUTE_MS = 60_000
+# The last instant duetime represents (RFC 3339 and datetime stop at year 9999).
+LAST_MS = to_ms(datetime(9999, 12, 31, 23, 59, 59, 999_000, tzinfo=UTC))

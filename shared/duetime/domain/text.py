@@ -1,0 +1,27 @@
+"""Free text a client gives a job (its name, description, tag values): what it may not hold."""
+
+from __future__ import annotations
+
+import re
+
+from duetime.domain.errors import ValidationError
+
+# Control characters (Unicode category Cc: U+0000-U+001F, U+007F-U+009F) and the bidirectional
+# embeddings, overrides and isolates (U+202A-U+202E, U+2066-U+2069), which make text display
+# otherwise than it reads ("invoice\u202efdp.exe" shows as "invoiceexe.pdf"). Other format
+# characters stay text: the zero-width joiner of an emoji sequence, the right-to-left mark.
+UNSAFE_TEXT = re.compile(r"[\x00-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]")
+# The same, but for newlines and tabs: text of several lines (a description).
+UNSAFE_MULTILINE_TEXT = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]")
+
+
+def checked_text(value: str, field: str, *, multiline: bool = False) -> str:
+    """`value`, or ValidationError naming `field` when it holds an unsafe character."""
+    found = (UNSAFE_MULTILINE_TEXT if multiline else UNSAFE_TEXT).search(value)
+    if found is not None:
+        raise ValidationError(
+            field,
+            "must not contain control characters or bidirectional overrides "
+            f"(found U+{ord(found.group()):04X})",
+        )
+    return value

@@ -1,0 +1,83 @@
+"""A job's `name`, `description` and tag values are text: control characters (Unicode category
+Cc) and the bidirectional embeddings, overrides and isolates (U+202A-U+202E, U+2066-U+2069) are
+refused, naming the field; other text (accents, scripts written right to left, emoji with their
+zero-width joiners) is kept as given, and a description may hold newlines and tabs."""
+
+from __future__ import annotations
+
+import unicodedata
+from typing import Any
+
+import pytest
+
+from duetime.domain.errors import ValidationError
+from duetime.domain.jobs import parse_job_spec, spec_to_dict, updated_spec
+
+BODY: dict[str, Any] = {
+    "schedule": {"delay_seconds": 10},
+    "target": {"type": "handler", "name": "duetime.noop"},
+}
+CONTROLS = [chr(c) for c in range(0x110000) if unicodedata.category(chr(c)) == "Cc"]
+BIDI_CONTROLS = [chr(c) for c in [*range(0x202A, 0x202F), *range(0x2066, 0x206A)]]
+# Text that must be accepted: accents, other scripts, RTL text with its marks (U+200F is a
+# mark, not an override), emoji (a ZWJ sequence, a flag, a skin tone), a soft hyphen.
+TEXTS = [
+    "close day",
+    "café · Größe",
+    "日次レポート",
+    "\u05d3\u05d5\u05d7 \u05d9\u05d5\u05de\u05d9\u200f",  # Hebrew, with a right-to-left mark
+    "\u062a\u0642\u0631\u064a\u0631",  # Arabic
+    "deploy \U0001f469\u200d\U0001f4bb",  # woman technologist: a ZWJ sequence
+    "\U0001f1e9\U0001f1ea \U0001f44d\U0001f3fd",  # flag, thumbs up with a skin tone
+    "co\u00adoperate",  # soft hyphen (format, Cf)
+    "a\u200bb",  # zero-width space (Cf)
+]
+
+
+def refused(**fields: Any) -> str:
+    with pytest.raises(ValidationError) as caught:
+        parse_job_spec({**BODY, **fields})
+    assert "control characters or bidirectional overrides" in caught.value.message
+    return caught.value.field
+
+
+@pytest.mark.parametrize("char", CONTROLS + BIDI_CONTROLS, ids=lambda c: f"U+{ord(c):04X}")
+def test_a_name_with_a_control_character_or_bidi_override_is_refused(char: str) -> None:
+    assert refused(name=f"invoice{char}fdp.exe") == "name"
+
+
+@pytest.mark.parametrize(
+    "char",
+    [c for c in CONTROLS if c not in "\n\t"] + BIDI_CONTROLS,
+    ids=lambda c: f"U+{ord(c):04X}",
+)
+def test_a_description_with_a_control_character_or_bidi_override_is_refused(char: str) -> None:
+    assert refused(description=f"line one\nline{char}two") == "description"
+
+
+@pytest.mark.parametrize("char", ["\x00", "\n", "\t", "\x1b", "\x85", "\u202e", "\u2066"])
+def test_a_tag_value_with_a_control_character_or_bidi_override_is_refused(char: str) -> None:
+    assert refused(tags={"team": "ops", "env": f"prod{char}"}) == "tags.env"
+
+
+@pytest.mark.parametrize("text", TEXTS)
+def test_ordinary_text_and_emoji_are_kept_as_given(text: str) -> None:
+    spec = parse_job_spec({**BODY, "name": text, "description": text, "tags": {"team": text}})
+    assert (spec.name, spec.description, dict(spec.tags)) == (text, text, {"team": text})
+    assert parse_job_spec(spec_to_dict(spec)) == spec
+
+
+def test_a_description_may_hold_newlines_and_tabs() -> None:
+    text = "Closes the day.\n\n\tSee the runbook:\thttps://runbooks.example.com/close-day\n"
+    assert parse_job_spec({**BODY, "description": text}).description == text
+
+
+def test_a_description_may_not_hold_a_carriage_return() -> None:
+    assert refused(description="windows\r\nline") == "description"
+
+
+def test_an_update_with_an_unsafe_name_is_refused_naming_it() -> None:
+    spec = parse_job_spec({**BODY, "name": "nightly"})
+    with pytest.raises(ValidationError) as caught:
+        updated_spec(spec, {"name": "nightly\u202egpj.exe"})
+    assert caught.value.field == "name"
