@@ -278,7 +278,7 @@ def test_unknown_route_is_a_json_404_and_a_wrong_method_a_405(api: Api) -> None:
     assert (missing.status, missing.error["code"]) == (404, "not_found")
     wrong = api.call("PUT", "/jobs")
     assert (wrong.status, wrong.error["code"]) == (405, "method_not_allowed")
-    assert wrong.headers["Allow"] == "GET, POST"
+    assert wrong.headers["Allow"] == "GET, HEAD, POST"  # HEAD wherever GET
 
 
 # --- submissions -------------------------------------------------------------------------------
@@ -673,6 +673,22 @@ def test_a_finished_or_cancelled_job_cannot_be_cancelled_again_or_run(api: Api) 
         assert (reply.status, reply.error["code"]) == (409, "conflict"), action
 
 
+@pytest.mark.parametrize("instant", ["1970-01-01T00:00:00Z", "1970-01-01T00:00:00.001Z"])
+def test_a_one_off_at_the_first_instant_allowed_finishes_like_any_other(
+    api: Api, instant: str
+) -> None:
+    # (Its due instant is 0 ms since the epoch: once read as "no due instant")
+    done = api.create({"schedule": {"at": instant}})
+    api.engine.drain()
+    assert api.engine.recorder.runs_of(done["id"]) == [to_ms_of(instant)]
+    assert api.call("GET", f"/jobs/{done['id']}").json["status"] == "succeeded"
+    listed = api.call("GET", "/jobs", query={"status": "succeeded"}).json["items"]
+    assert [job["id"] for job in listed] == [done["id"]]
+    assert api.call("DELETE", f"/jobs/{done['id']}").status == 409
+    reply = api.call("PATCH", f"/jobs/{done['id']}", {"schedule": {"at": at(60)}})
+    assert reply.status == 409
+
+
 # --- runs --------------------------------------------------------------------------------------
 
 
@@ -853,6 +869,7 @@ def test_an_idempotency_key_replay_returns_the_same_job_and_stores_one(api: Api)
         headers={"Idempotency-Key": "order-42"},
     )
     assert (other.status, other.error["code"]) == (409, "idempotency_conflict")
+    assert other.error["field"] == "Idempotency-Key"
     theirs = api.create(dict(body), headers={"Idempotency-Key": "order-42"}, tenant="tenant-b")
     assert theirs["id"] != first["id"]
     assert len(api.job_items()) == 1

@@ -150,7 +150,7 @@ class JobService:
         last = self._runs.list(job.id, 1, None).items
         last_run = last[0] if last else None
         status = job.status
-        if status == JobStatus.SCHEDULED and not job.spec.recurring and job.next_due_ms:
+        if status == JobStatus.SCHEDULED and not job.spec.recurring and job.next_due_ms is not None:
             own = (
                 last_run
                 if last_run and last_run.scheduled_ms == job.next_due_ms
@@ -162,18 +162,25 @@ class JobService:
                 status = JobStatus.FAILED
         return JobView(job, status, last_run)
 
-    def cancel(self, tenant: str, job_id: str) -> JobView:
-        return self._transition(tenant, job_id, JobStatus.CANCELLED)
+    # `if_match`: the version the caller read (If-Match), None for any; another is a
+    # PreconditionFailed, checked before anything else (RFC 9110 13.2.2), as for an update.
 
-    def pause(self, tenant: str, job_id: str) -> JobView:
-        return self._transition(tenant, job_id, JobStatus.PAUSED)
+    def cancel(self, tenant: str, job_id: str, *, if_match: int | None = None) -> JobView:
+        return self._transition(tenant, job_id, JobStatus.CANCELLED, if_match)
 
-    def resume(self, tenant: str, job_id: str) -> JobView:
-        return self._transition(tenant, job_id, JobStatus.SCHEDULED)
+    def pause(self, tenant: str, job_id: str, *, if_match: int | None = None) -> JobView:
+        return self._transition(tenant, job_id, JobStatus.PAUSED, if_match)
 
-    def _transition(self, tenant: str, job_id: str, wanted: JobStatus) -> JobView:
+    def resume(self, tenant: str, job_id: str, *, if_match: int | None = None) -> JobView:
+        return self._transition(tenant, job_id, JobStatus.SCHEDULED, if_match)
+
+    def _transition(
+        self, tenant: str, job_id: str, wanted: JobStatus, if_match: int | None
+    ) -> JobView:
         view = self.get(tenant, job_id)
         job = view.job
+        if if_match is not None and job.version != if_match:
+            raise PreconditionFailed(job.id, if_match, job.version)
         if view.status != job.status:  # a finished one-off job
             raise IllegalTransition(job.id, view.status, wanted)
         now = self._clock()
@@ -198,6 +205,8 @@ class JobService:
         try:
             self._jobs.replace(updated, expected=job)
         except ConditionFailed:
+            if if_match is not None:  # changed since the caller's version was checked
+                raise PreconditionFailed(job.id, if_match, job.version + 1) from None
             raise IllegalTransition(job.id, "changed concurrently", wanted) from None
         if updated.status in (JobStatus.CANCELLED, JobStatus.COMPLETED):
             self.submission.release(job)
