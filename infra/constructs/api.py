@@ -84,6 +84,12 @@ CONSOLE_ROUTES = (("GET", "/console"), ("GET", "/console/{file}"))
 CONSOLE_PATH = "console/"  # the console's URL: the API's URL (ending in "/") + this
 
 
+def _with_head(method: str) -> list[apigwv2.HttpMethod]:
+    """A public GET route answers HEAD too (RFC 9110; duetime.api.routing), without the token:
+    an authorized one's HEAD reaches the function through the authorized $default route."""
+    return [_METHODS[method], *([apigwv2.HttpMethod.HEAD] if method == "GET" else [])]
+
+
 class Api(Construct):
     """Every route of duetime.api.app.ROUTES, authorized by the JWT authorizer except the
     public ones (GET /health, GET /openapi.json), and the console's public routes
@@ -205,7 +211,7 @@ class Api(Construct):
             public = (method, path) in PUBLIC_ROUTES
             added = self.http_api.add_routes(
                 path=path,
-                methods=[_METHODS[method]],
+                methods=_with_head(method) if public else [_METHODS[method]],
                 integration=integration,
                 authorizer=apigwv2.HttpNoneAuthorizer() if public else None,
             )
@@ -225,7 +231,7 @@ class Api(Construct):
         for method, path in CONSOLE_ROUTES:
             added = self.http_api.add_routes(
                 path=path,
-                methods=[_METHODS[method]],
+                methods=_with_head(method),
                 integration=integration,
                 authorizer=apigwv2.HttpNoneAuthorizer(),
             )

@@ -11,6 +11,12 @@ from tests.infra.conftest import AUDIENCE, ISSUER, Synth
 CONSOLE_ROUTES = {("GET", "/console"), ("GET", "/console/{file}")}
 
 
+def _and_head(routes: set[tuple[str, str]]) -> set[tuple[str, str]]:
+    """A public GET route is declared for HEAD too (RFC 9110: HEAD wherever GET, and without a
+    token where GET needs none; the others' HEAD goes through the authorized $default)."""
+    return routes | {("HEAD", path) for method, path in routes if method == "GET"}
+
+
 def _routes(synth: Synth) -> dict[str, dict[str, Any]]:
     return {
         r["Properties"]["RouteKey"]: r["Properties"]
@@ -32,11 +38,12 @@ def test_every_route_but_the_public_ones_is_authorized(synth: Synth) -> None:
     routes = _routes(synth)
     (authorizer_id,) = synth.of_type("AWS::ApiGatewayV2::Authorizer")
 
-    expected = {f"{method} {path}" for method, path in {*ROUTES, *CONSOLE_ROUTES}} | {"$default"}
+    public = _and_head(PUBLIC_ROUTES | CONSOLE_ROUTES)
+    expected = {f"{method} {path}" for method, path in {*ROUTES, *public}} | {"$default"}
     assert set(routes) == expected
     for key, route in routes.items():
         method, _, path = key.partition(" ")
-        if (method, path) in PUBLIC_ROUTES | CONSOLE_ROUTES:
+        if (method, path) in public:
             assert route.get("AuthorizationType", "NONE") == "NONE", key
             assert "AuthorizerId" not in route, key
         else:
@@ -46,7 +53,11 @@ def test_every_route_but_the_public_ones_is_authorized(synth: Synth) -> None:
 
 def test_public_routes_are_health_the_openapi_document_and_the_console(synth: Synth) -> None:
     public = {k for k, r in _routes(synth).items() if r.get("AuthorizationType", "NONE") == "NONE"}
-    assert public == {"GET /health", "GET /openapi.json", "GET /console", "GET /console/{file}"}
+    assert public == {
+        f"{method} {path}"
+        for method in ("GET", "HEAD")
+        for path in ("/health", "/openapi.json", "/console", "/console/{file}")
+    }
 
 
 def test_default_stage_throttles_and_logs_access(synth: Synth) -> None:

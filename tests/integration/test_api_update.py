@@ -244,6 +244,38 @@ def test_if_match_with_a_stale_version_is_a_412_and_changes_nothing(api: Api) ->
     assert api.call("PATCH", f"/jobs/{job['id']}", {"name": "y"}).json["version"] == 4
 
 
+@pytest.mark.parametrize(
+    ("method", "action", "status"),
+    [
+        ("DELETE", "", "cancelled"),
+        ("POST", "/pause", "paused"),
+        ("POST", "/resume", "scheduled"),
+    ],
+)
+def test_a_status_change_honours_if_match_like_an_update(
+    api: Api,  # noqa: F811
+    method: str,
+    action: str,
+    status: str,
+) -> None:
+    job = api.create({"schedule": {"rate_seconds": 60}})
+    path = f"/jobs/{job['id']}"
+    if action == "/resume":
+        api.call("POST", f"{path}/pause")  # version 2
+    version = api.call("GET", path).json["version"]
+    api.call("PATCH", path, {"name": "changed meanwhile"})  # version + 1
+
+    stale = api.call(method, path + action, headers={"If-Match": f'"{version}"'})
+    assert (stale.status, stale.error["code"]) == (412, "precondition_failed")
+    assert api.call("GET", path).json["version"] == version + 1  # nothing changed
+    bad = api.call(method, path + action, headers={"If-Match": "one"})
+    assert (bad.status, bad.error["field"]) == (400, "If-Match")
+
+    done = api.call(method, path + action, headers={"If-Match": f'"{version + 1}"'})
+    assert (done.status, done.json["status"]) == (200, status)
+    assert done.headers["ETag"] == f'"{version + 2}"'
+
+
 @pytest.mark.parametrize("header", ['W/"1"', "one", '"1', "", '"-1"'])
 def test_a_malformed_if_match_is_a_400(api: Api, header: str) -> None:  # noqa: F811
     job = api.create({"schedule": {"rate_seconds": 60}})

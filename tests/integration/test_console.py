@@ -128,12 +128,12 @@ def test_nothing_outside_the_flat_directory_is_served(
     assert b"secret" not in reply.body.replace(b"secret.json", b"")
 
 
-@pytest.mark.parametrize("method", ["POST", "PUT", "DELETE", "PATCH"])
+@pytest.mark.parametrize("method", ["POST", "PUT", "DELETE", "PATCH", "OPTIONS"])
 def test_other_methods_are_refused(console: Console, site: ConsoleSettings, method: str) -> None:
     for path in ("/console/", "/console/app.js"):
         reply = console.get(path, site, method=method)
         assert reply.status == 405
-        assert reply.headers["Allow"] == "GET"
+        assert reply.headers["Allow"] == "GET, HEAD"
         assert reply.json()["error"]["code"] == "method_not_allowed"
 
 

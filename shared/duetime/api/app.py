@@ -3,7 +3,9 @@
 Each route parses its input, calls the service and shapes the answer with duetime.api.views.
 Errors are raised, never formatted in a route: `_error_response` is the one place that turns
 them into HTTP (status table `ERROR_STATUS`). The OpenAPI document (duetime.api.openapi)
-describes exactly `ROUTES`; a test validates real responses against it.
+describes exactly `ROUTES`; a test validates real responses against it. Which methods a path
+answers (405 with `Allow`, HEAD wherever GET) is duetime.api.routing; the JSON body every
+route reads is duetime.api.body.
 
 The tenant is the JWT claim named by DUETIME_TENANT_CLAIM (default `sub`), as API Gateway's
 JWT authorizer passes it in `requestContext.authorizer.jwt.claims`; it never comes from the
@@ -12,11 +14,6 @@ body. API Gateway has already verified the token (signature, issuer, audience, e
 
 from __future__ import annotations
 
-import base64
-import binascii
-import json
-import math
-import re
 from collections.abc import Callable, Mapping
 from http import HTTPStatus
 from typing import Any, TypeAlias, TypeVar
@@ -29,6 +26,10 @@ from duetime.api import backfill as backfill_route
 from duetime.api import console, views
 from duetime.api import preview as preview_route
 from duetime.api.batch import batch_route
+from duetime.api.body import (
+    MAX_BODY_BYTES,  # noqa: F401 - re-exported: the API's limit
+    json_body,
+)
 from duetime.api.openapi import OPENAPI
 from duetime.api.params import (
     checked_id,
@@ -40,6 +41,7 @@ from duetime.api.params import (
     parse_status,
 )
 from duetime.api.quotas import SubmissionLimiter
+from duetime.api.routing import HeadResolver, allowed_methods, methods_of, shadowed
 from duetime.clock import wall_ms
 from duetime.domain.errors import (
     DomainError,
@@ -64,13 +66,12 @@ from duetime.settings import ApiSettings
 JsonResponse: TypeAlias = Response[Any]
 T = TypeVar("T")
 
-MAX_BODY_BYTES = 256 * 1024
-MAX_JSON_DEPTH = 64
 MAX_TENANT_CHARS = 256
 # Answers holding secret material must not sit in a shared or browser cache.
 _NO_STORE = {"Cache-Control": "no-store"}
 
 # Every (method, path) the API serves; the OpenAPI document has exactly these operations.
+# HEAD is served wherever GET is (duetime.api.routing), without an entry of its own.
 ROUTES: tuple[tuple[str, str], ...] = (
     ("GET", "/health"),
     ("GET", "/openapi.json"),
@@ -91,9 +92,6 @@ ROUTES: tuple[tuple[str, str], ...] = (
     ("POST", "/webhook-secret/rotate"),
 )
 PUBLIC_ROUTES = frozenset({("GET", "/health"), ("GET", "/openapi.json")})
-_ROUTE_PATTERNS = tuple(
-    (method, re.compile(re.escape(path).replace(r"\{id\}", "[^/]+"))) for method, path in ROUTES
-)
 
 
 class Unauthorized(DomainError):
@@ -140,12 +138,12 @@ def build_app(
     settings = settings or ApiSettings()
     quotas = settings.quotas
     limiter = limiter or SubmissionLimiter(quotas.submissions_per_second, quotas.submission_burst)
-    app = APIGatewayHttpResolver()
+    app = HeadResolver()
 
     def route(method: str, path: str) -> Callable[[Callable[..., JsonResponse]], Any]:
         if (method, path) not in ROUTES:
             raise ValueError(f"{method} {path} is not in ROUTES (and the OpenAPI document)")
-        return app.route(path.replace("{id}", "<job_id>"), method)
+        return app.route(path.replace("{id}", "<job_id>"), methods_of(method))
 
     def tenant() -> str:
         found = tenant_from_event(app.current_event.raw_event, settings.tenant_claim)
@@ -210,19 +208,23 @@ def build_app(
         view = service.update(owner, job_id, changes, if_match=expected, quotas=quotas)
         return _job(HTTPStatus.OK, view, clock())
 
+    # A status change honours If-Match as an update does (412 on another version).
+    def expected() -> int | None:
+        return if_match(app.current_event.headers.get("If-Match"))
+
     @route("DELETE", "/jobs/{id}")
     def cancel_job(job_id: str) -> JsonResponse:
-        view = service.cancel(tenant(), checked_id(job_id))
+        view = service.cancel(tenant(), checked_id(job_id), if_match=expected())
         return _job(HTTPStatus.OK, view, clock())
 
     @route("POST", "/jobs/{id}/pause")
     def pause_job(job_id: str) -> JsonResponse:
-        view = service.pause(tenant(), checked_id(job_id))
+        view = service.pause(tenant(), checked_id(job_id), if_match=expected())
         return _job(HTTPStatus.OK, view, clock())
 
     @route("POST", "/jobs/{id}/resume")
     def resume_job(job_id: str) -> JsonResponse:
-        view = service.resume(tenant(), checked_id(job_id))
+        view = service.resume(tenant(), checked_id(job_id), if_match=expected())
         return _job(HTTPStatus.OK, view, clock())
 
     @route("POST", "/jobs/{id}/run")
@@ -275,18 +277,26 @@ def build_app(
 
     console.register(app, settings.console)  # the web console's files: not API routes
 
-    @app.not_found
-    def no_route(_: NotFoundError) -> JsonResponse:
+    def refuse_method() -> JsonResponse:
         method = app.current_event.http_method.upper()
         path = app.current_event.path
-        allow = [m for m, pattern in _ROUTE_PATTERNS if pattern.fullmatch(path)]
+        allow = allowed_methods(ROUTES, path)
         # A path the resolver could not match for a method we serve there (an id with
         # characters no job id has) is simply not found.
         if allow and method not in allow:
             return _error_response(
-                MethodNotAllowed(f"{method} is not allowed on {path[:200]}", sorted(set(allow)))
+                MethodNotAllowed(f"{method} is not allowed on {path[:200]}", allow)
             )
         return _error_response(NotFound(f"no route {method} {path[:200]}"))
+
+    # A literal path is refused the methods of the {id} route that would read it as an id
+    # (GET /jobs/batch is not the job "batch"): registered, they are tried before that route.
+    for literal, methods in shadowed(ROUTES).items():
+        app.route(literal, methods)(refuse_method)
+
+    @app.not_found
+    def no_route(_: NotFoundError) -> JsonResponse:
+        return refuse_method()
 
     def unexpected(exc: Exception) -> JsonResponse:
         logger.exception("unhandled error")
@@ -318,31 +328,6 @@ def tenant_from_event(event: Mapping[str, Any], claim: str) -> str:
     return value
 
 
-def json_body(event: Mapping[str, Any]) -> object:
-    """The request body as JSON. Standard JSON only (no NaN/Infinity), at most
-    MAX_BODY_BYTES and MAX_JSON_DEPTH levels of nesting."""
-    body = event.get("body")
-    if not body:
-        raise ValidationError("body", "required: a JSON object")
-    if event.get("isBase64Encoded"):
-        try:
-            raw = base64.b64decode(body, validate=True)
-        except (binascii.Error, ValueError):
-            raise ValidationError("body", "not valid base64") from None
-    else:
-        raw = str(body).encode()
-    if len(raw) > MAX_BODY_BYTES:
-        raise PayloadTooLarge("body", f"at most {MAX_BODY_BYTES} bytes")
-    try:
-        value = json.loads(raw, parse_constant=_reject_constant, parse_float=_finite_float)
-    except RecursionError:
-        raise ValidationError("body", f"nested more than {MAX_JSON_DEPTH} levels") from None
-    except ValueError as exc:  # JSONDecodeError, UnicodeDecodeError, huge integers
-        raise ValidationError("body", f"not valid JSON ({_first_line(exc)})") from None
-    _check_structure(value)
-    return value
-
-
 def _read_page(read: Callable[[], Page[T]], cursor: str | None) -> Page[T]:
     """A store raises ValueError for a cursor it cannot read: the client's mistake."""
     try:
@@ -351,51 +336,6 @@ def _read_page(read: Callable[[], Page[T]], cursor: str | None) -> Page[T]:
         if cursor is None:
             raise
         raise ValidationError("cursor", "not a cursor from a previous page") from None
-
-
-def _reject_constant(name: str) -> object:
-    raise ValueError(f"{name} is not JSON")
-
-
-def _finite_float(text: str) -> float:
-    value = float(text)
-    if not math.isfinite(value):
-        raise ValueError(f"number {text[:20]} is out of range")
-    return value
-
-
-def _check_structure(value: object) -> None:
-    """At most MAX_JSON_DEPTH levels, and text that is Unicode: JSON's `\\ud800` escapes can
-    spell lone surrogates, which no UTF-8 consumer (a target, a log line) can encode."""
-    stack: list[tuple[object, int]] = [(value, 1)]
-    while stack:  # no recursion: the depth is what is being checked
-        item, level = stack.pop()
-        if isinstance(item, str):
-            _check_text(item)
-            continue
-        if isinstance(item, dict):
-            for key in item:
-                _check_text(key)
-            children: list[object] = list(item.values())
-        elif isinstance(item, list):
-            children = item
-        else:
-            continue
-        if level > MAX_JSON_DEPTH:
-            raise ValidationError("body", f"nested more than {MAX_JSON_DEPTH} levels")
-        stack.extend((child, level + 1) for child in children)
-
-
-def _check_text(text: str) -> None:
-    if not text.isascii():
-        try:
-            text.encode()
-        except UnicodeEncodeError:
-            raise ValidationError("body", "not valid JSON (a lone surrogate escape)") from None
-
-
-def _first_line(exc: Exception) -> str:
-    return str(exc).splitlines()[0][:200] if str(exc) else type(exc).__name__
 
 
 # --- responses: the one place errors become HTTP -------------------------------------------

@@ -7,7 +7,8 @@ locally and on AWS): docs/console.md.
   files the directory holds (never joined to a path: `..`, `%2F` or a sub-directory is simply
   not one of them, so a 404), with a content type from a short allow-list of suffixes;
 - `GET /console/config.json`: generated from ConsoleSettings (token paste, or OpenID Connect);
-- any other method on these paths: 405. No JWT (the API Gateway route has no authorizer):
+- `HEAD` as `GET` without the body (duetime.api.routing); any other method on these paths:
+  405 (`Allow: GET, HEAD`). No JWT (the API Gateway route has no authorizer):
   the files hold no data; everything the console shows comes from the API with the user's
   token.
 
@@ -44,7 +45,8 @@ _TEXT_SUFFIXES = frozenset({".html", ".js", ".css", ".svg", ".json"})
 # short max-age keeps a new version minutes away; index.html and config.json revalidate.
 ASSET_CACHE = "public, max-age=300"
 NO_CACHE = "no-cache"
-_OTHER_METHODS = ["POST", "PUT", "PATCH", "DELETE", "HEAD", "OPTIONS"]
+_METHODS = ["GET", "HEAD"]
+_OTHER_METHODS = ["POST", "PUT", "PATCH", "DELETE", "OPTIONS"]
 
 
 def content_security_policy(settings: ConsoleSettings) -> str:
@@ -125,11 +127,11 @@ def register(app: APIGatewayHttpResolver, settings: ConsoleSettings) -> None:
         return answer(HTTPStatus.OK, CONTENT_TYPES[suffix], body, {"Cache-Control": cache})
 
     # Powertools strips a trailing "/" from a rule: "/console/?" is the one rule for both.
-    @app.route(f"{PREFIX}/?", "GET")
+    @app.route(f"{PREFIX}/?", _METHODS)
     def index() -> Response[Any]:
         return file_answer(INDEX_FILE)
 
-    @app.route(f"{PREFIX}/<name>", "GET")
+    @app.route(f"{PREFIX}/<name>", _METHODS)
     def static(name: str) -> Response[Any]:
         return file_answer(name)
 
@@ -139,7 +141,7 @@ def register(app: APIGatewayHttpResolver, settings: ConsoleSettings) -> None:
             HTTPStatus.METHOD_NOT_ALLOWED,
             "method_not_allowed",
             f"{method} is not allowed on the console",
-            Allow="GET",
+            Allow=", ".join(_METHODS),
         )
 
     app.route(f"{PREFIX}/?", _OTHER_METHODS)(not_allowed)

@@ -13,6 +13,7 @@ from typing import Any
 from duetime import __version__
 from duetime.api import admin, preview
 from duetime.api.backfill import SCHEMAS as BACKFILL_SCHEMAS
+from duetime.api.params import JOB_ID
 from duetime.api.schema_parts import enum_values, ref
 from duetime.api.schemas import component_schemas
 from duetime.domain.jobs import JobStatus
@@ -87,7 +88,13 @@ def _ok(
 
 
 _PARAMETERS = {
-    "JobId": {"name": "id", "in": "path", "required": True, "schema": {"type": "string"}},
+    "JobId": {
+        "name": "id",
+        "in": "path",
+        "required": True,
+        "description": "A job id: a ULID, so never a literal segment such as `batch`.",
+        "schema": {"type": "string", "pattern": f"^{JOB_ID.pattern}$"},
+    },
     "Limit": {
         "name": "limit",
         "in": "query",
@@ -96,7 +103,7 @@ _PARAMETERS = {
     "Cursor": {
         "name": "cursor",
         "in": "query",
-        "description": "`next_cursor` of the previous page.",
+        "description": "`next_cursor` of the previous page; absent or empty: the first page.",
         "schema": {"type": "string", "maxLength": 1024},
     },
     "Status": {
@@ -130,8 +137,9 @@ _PARAMETERS = {
     "IfMatch": {
         "name": "If-Match",
         "in": "header",
-        "description": 'The job\'s ETag as read ("3", its version): the update applies only '
-        "if the job is still at that version, else 412. Without it the update applies.",
+        "description": 'The job\'s ETag as read ("3", its version): the update (or cancel, '
+        "pause, resume) applies only if the job is still at that version, else 412. Without "
+        "it, it applies.",
         "schema": {"type": "string", "pattern": '^(\\*|"[0-9]{1,15}"|[0-9]{1,15})$'},
     },
     "IdempotencyKey": {
@@ -144,6 +152,8 @@ _PARAMETERS = {
 }
 
 _TRANSITION = (404, "NotFound"), (409, "Conflict")
+# A status change with If-Match: a malformed one is a 400, another version a 412.
+_IF_MATCHED = (400, "BadRequest"), *_TRANSITION, (412, "PreconditionFailed")
 _ETAG = {
     "ETag": {
         "description": 'The job\'s version in quotes ("3"): send it as If-Match to update.',
@@ -268,8 +278,9 @@ def _paths() -> dict[str, Any]:
             "delete": {
                 "operationId": "cancelJob",
                 "summary": "Cancel a job (idempotent)",
+                "parameters": [_param("IfMatch")],
                 "responses": _ok(
-                    200, "The job, status cancelled.", "Job", *_TRANSITION, headers=_ETAG
+                    200, "The job, status cancelled.", "Job", *_IF_MATCHED, headers=_ETAG
                 ),
             },
         },
@@ -278,8 +289,9 @@ def _paths() -> dict[str, Any]:
             "post": {
                 "operationId": "pauseJob",
                 "summary": "Pause a recurring job (idempotent)",
+                "parameters": [_param("IfMatch")],
                 "responses": _ok(
-                    200, "The job, status paused.", "Job", *_TRANSITION, headers=_ETAG
+                    200, "The job, status paused.", "Job", *_IF_MATCHED, headers=_ETAG
                 ),
             },
         },
@@ -288,8 +300,9 @@ def _paths() -> dict[str, Any]:
             "post": {
                 "operationId": "resumeJob",
                 "summary": "Resume a paused job from the next occurrence",
+                "parameters": [_param("IfMatch")],
                 "responses": _ok(
-                    200, "The job, status scheduled.", "Job", *_TRANSITION, headers=_ETAG
+                    200, "The job, status scheduled.", "Job", *_IF_MATCHED, headers=_ETAG
                 ),
             },
         },
@@ -375,7 +388,8 @@ OPENAPI: dict[str, Any] = {
         "description": "Schedule jobs that run at a time, after a delay, on a rate or on a "
         'cron schedule. Errors are JSON: {"error": {"code", "message", "field"?}}. HTTP '
         "deliveries are signed (Standard Webhooks) with the tenant's secret: see "
-        "/webhook-secret.",
+        "/webhook-secret. HEAD is answered wherever GET is (its status and headers, no "
+        "body); another method a path does not have is a 405 with an Allow header.",
     },
     "security": [{"bearerJwt": []}],
     "paths": _paths(),

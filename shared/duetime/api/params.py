@@ -77,9 +77,11 @@ def parse_status(raw: str | None) -> JobStatus | None:
 
 
 def parse_cursor(raw: str | None) -> str | None:
-    if raw is None:
+    """The cursor of the page to read; absent or empty (`cursor=`) is the first page, as a
+    client that sends back `next_cursor or ""` expects."""
+    if not raw:
         return None
-    if not raw or len(raw) > MAX_CURSOR_CHARS or not raw.isascii():
+    if len(raw) > MAX_CURSOR_CHARS or not raw.isascii():
         raise ValidationError("cursor", "not a cursor from a previous page")
     return raw
 

@@ -3,12 +3,21 @@
 Each HTTP request becomes the event API Gateway would give the API Lambda, and the handler's
 answer becomes the HTTP response:
 - routes: `GET /health`, `GET /openapi.json` and the web console's files (`GET /console`,
-  `GET /console/...`) are public (their own routes, routeKey "GET /health"); everything else
-  goes to the `$default` route behind the JWT authorizer;
+  `GET /console/...`), and HEAD on each, are public (their own routes, routeKey
+  "GET /health"); everything else goes to the `$default` route behind the JWT authorizer;
+- a HEAD answer has the handler's status and headers and no body; its Content-Length is the
+  handler's (the API sets the length its GET body has), else the length of the handler's body;
+- request framing is refused as ambiguous, with a 400 that closes the connection, before
+  anything reaches the handler: a Content-Length that is not a number or is sent twice with
+  different values, Content-Length together with Transfer-Encoding, a Transfer-Encoding other
+  than `chunked`, a malformed chunk (request smuggling hygiene: a proxy in front could read
+  the request's end elsewhere);
 - the authorizer: `Authorization: Bearer <jwt>`, HS256 with the local key, issuer and audience
   pinned, `exp` required. A refused token is a 401 and the handler is not called;
 - request bodies over 1 MiB are refused with 413 and never reach the handler (API Gateway's
   limit is 10 MB; the API allows 64 KiB of payload, so 1 MiB is ample);
+- the gateway's own refusals have the API's error shape, `{"error": {"code", "message",
+  "field"?}}` (`field`: the header or `body` at fault);
 - a handler that raises is a 500 (API Gateway: "Internal Server Error"), logged here;
 - its listen backlog is LISTEN_BACKLOG, not Python's default of 5: a burst of concurrent
   clients waits in the kernel's queue to be accepted, rather than being refused or reset.
@@ -19,6 +28,7 @@ from __future__ import annotations
 import base64
 import binascii
 import json
+import re
 import threading
 import uuid
 from collections.abc import Callable, Mapping
@@ -45,12 +55,26 @@ ACCOUNT_ID = "123456789012"
 API_ID = "duetime-local"
 # Content types delivered as text; anything else arrives base64-encoded, as API Gateway does.
 _TEXT_TYPES = ("text/", "application/json", "application/xml", "application/x-www-form")
+_CHUNK_SIZE = re.compile(rb"[0-9A-Fa-f]{1,8}")  # at most 4 GiB a chunk: past any limit
 
 
 def is_public(method: str, path: str) -> bool:
-    """Routes without the authorizer, as on AWS: the API's public routes and the console."""
+    """Routes without the authorizer, as on AWS: the API's public routes and the console,
+    with HEAD wherever GET."""
+    method = "GET" if method == "HEAD" else method
     console = method == "GET" and (path == "/console" or path.startswith("/console/"))
     return (method, path) in PUBLIC_ROUTES or console
+
+
+class _Refused(Exception):
+    """A request the gateway answers itself, in the API's error shape."""
+
+    def __init__(self, status: HTTPStatus, code: str, message: str, field: str) -> None:
+        super().__init__(message)
+        self.status = status
+        self.code = code
+        self.message = message
+        self.field = field
 
 
 class Gateway:
@@ -135,28 +159,12 @@ class _RequestHandler(BaseHTTPRequestHandler):
         path = url.path or "/"
         public = is_public(self.command, path)
 
-        length = self.headers.get("Content-Length", "0").strip()
-        if not length.isdigit():
+        try:
+            body = self._read_body()
+        except _Refused as refused:
+            # What follows on the connection cannot be told apart from this body.
             self.close_connection = True
-            self._error(HTTPStatus.BAD_REQUEST, "bad_request", "invalid Content-Length", request_id)
-            return
-        if "chunked" in self.headers.get("Transfer-Encoding", "").lower():
-            body = self._read_chunked()
-        elif int(length) > gateway.max_body_bytes:
-            # Read (a bounded amount of) what the client sends, so that it gets to read the
-            # 413 rather than a connection reset.
-            _drain(self.rfile, min(int(length), _DRAIN_LIMIT_BYTES))
-            body = None
-        else:
-            body = self.rfile.read(int(length))
-        if body is None:
-            self.close_connection = True
-            self._error(
-                HTTPStatus.REQUEST_ENTITY_TOO_LARGE,
-                "payload_too_large",
-                f"the request body is larger than {gateway.max_body_bytes} bytes",
-                request_id,
-            )
+            self._error(refused.status, refused.code, refused.message, request_id, refused.field)
             return
         claims: dict[str, Any] | None = None
         if not public:
@@ -243,34 +251,76 @@ class _RequestHandler(BaseHTTPRequestHandler):
                 event["isBase64Encoded"] = True
         return event
 
-    def _read_chunked(self) -> bytes | None:
-        """A chunked request body, or None past the size limit."""
+    def _read_body(self) -> bytes:
+        """The request body, framed by one Content-Length or by chunks, never both (RFC 9112
+        §6.3: a message with both, or with lengths that disagree, has no reliable end)."""
+        lengths = {value.strip() for value in self.headers.get_all("Content-Length") or []}
+        codings = ",".join(self.headers.get_all("Transfer-Encoding") or [])
+        if codings:
+            if lengths:
+                raise _invalid("Content-Length", "Content-Length and Transfer-Encoding together")
+            if codings.strip().lower() != "chunked":
+                raise _invalid("Transfer-Encoding", "the only transfer coding accepted is chunked")
+            return self._read_chunked()
+        if len(lengths) > 1:
+            raise _invalid("Content-Length", "Content-Length sent with different values")
+        length = lengths.pop() if lengths else "0"
+        if not length.isascii() or not length.isdigit():
+            raise _invalid("Content-Length", "Content-Length is not a number of bytes")
+        if int(length) > self.server.gateway.max_body_bytes:
+            # Read (a bounded amount of) what the client sends, so that it gets to read the
+            # 413 rather than a connection reset.
+            _drain(self.rfile, min(int(length), _DRAIN_LIMIT_BYTES))
+            raise self._too_large()
+        return self.rfile.read(int(length))
+
+    def _read_chunked(self) -> bytes:
+        """A chunked request body: hexadecimal sizes (no sign, prefix or underscore), each
+        chunk followed by CRLF."""
         limit = self.server.gateway.max_body_bytes
         body = bytearray()
         while True:
             size_line = self.rfile.readline(1024).split(b";")[0].strip()
-            try:
-                size = int(size_line, 16)
-            except ValueError:
-                return None
+            if not _CHUNK_SIZE.fullmatch(size_line):
+                raise _invalid("body", "malformed chunked body: a bad chunk size")
+            size = int(size_line, 16)
             if size == 0:
                 while self.rfile.readline(1024).strip():  # trailers
                     pass
                 return bytes(body)
             if len(body) + size > limit:
-                return None
-            body += self.rfile.read(size)
-            self.rfile.readline(8)  # the CRLF after each chunk
+                raise self._too_large()
+            chunk = self.rfile.read(size)
+            if len(chunk) != size or self.rfile.readline(8) != b"\r\n":
+                raise _invalid("body", "malformed chunked body: a chunk is not followed by CRLF")
+            body += chunk
 
-    def _error(self, status: HTTPStatus, code: str, message: str, request_id: str) -> None:
+    def _too_large(self) -> _Refused:
+        limit = self.server.gateway.max_body_bytes
+        return _Refused(
+            HTTPStatus.REQUEST_ENTITY_TOO_LARGE,
+            "payload_too_large",
+            f"the request body is larger than {limit} bytes",
+            "body",
+        )
+
+    def _error(
+        self,
+        status: HTTPStatus,
+        code: str,
+        message: str,
+        request_id: str,
+        field: str | None = None,
+    ) -> None:
         headers = {"content-type": "application/json"}
         if self.close_connection:
             headers["connection"] = "close"
         if status == HTTPStatus.UNAUTHORIZED:
             headers["www-authenticate"] = 'Bearer error="invalid_token"'
-        payload = json.dumps(
-            {"error": {"code": code, "message": message}}, separators=(",", ":")
-        ).encode()
+        error = {"code": code, "message": message}
+        if field is not None:
+            error["field"] = field
+        payload = json.dumps({"error": error}, separators=(",", ":")).encode()
         self._send(status, headers, [], payload, request_id)
 
     def _send(
@@ -288,9 +338,9 @@ class _RequestHandler(BaseHTTPRequestHandler):
         for cookie in cookies:
             self.send_header("Set-Cookie", cookie)
         self.send_header("apigw-requestid", request_id)
-        self.send_header("Content-Length", str(len(payload)))
+        self.send_header("Content-Length", str(_content_length(self.command, headers, payload)))
         self.end_headers()
-        if self.command != "HEAD":
+        if self.command != "HEAD":  # a HEAD answer has no body, whatever its length says
             self.wfile.write(payload)
 
 
@@ -314,6 +364,20 @@ def _response(result: Any) -> tuple[int, dict[str, str], list[str], bytes]:
     else:
         payload = str(raw).encode()
     return int(result["statusCode"]), headers, cookies, payload
+
+
+def _content_length(method: str, headers: Mapping[str, str], payload: bytes) -> int:
+    """The body's length; for HEAD, the length the handler declares (the API answers HEAD
+    without the body, with its GET body's length), else the body it gave anyway."""
+    if method == "HEAD":
+        for name, value in headers.items():
+            if name.lower() == "content-length" and value.strip().isdigit():
+                return int(value.strip())
+    return len(payload)
+
+
+def _invalid(field: str, message: str) -> _Refused:
+    return _Refused(HTTPStatus.BAD_REQUEST, "invalid", message, field)
 
 
 def _claim_strings(claims: Mapping[str, Any]) -> dict[str, str]:

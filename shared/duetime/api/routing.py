@@ -1,0 +1,100 @@
+"""Which methods a path has, and HEAD: the HTTP method rules of the API's routes.
+
+- **A literal path is never an `{id}`.** `/jobs/batch` is the route `POST /jobs/batch`, not
+  the job `batch` of `/jobs/{id}` (job ids are ULIDs: no literal segment is one). The
+  resolver (Powertools) tries static routes before dynamic ones, but only among the routes of
+  the request's method, so `GET /jobs/batch` would reach `GET /jobs/{id}`: `shadowed` names
+  the methods a literal path must refuse itself (405, `Allow` its own methods).
+- **HEAD wherever GET** (RFC 9110 §9.3.2): a GET route is registered for HEAD too, and
+  `HeadResolver` answers a HEAD as the GET would, status and headers, without the body;
+  its `Content-Length` says how long the body would have been.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import re
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+from aws_lambda_powertools.event_handler import APIGatewayHttpResolver
+from aws_lambda_powertools.utilities.typing import LambdaContext
+
+Route = tuple[str, str]  # (method, path template with "{id}")
+
+
+def methods_of(method: str) -> list[str]:
+    """The methods a route of `method` is registered for: HEAD goes with GET."""
+    return [method, "HEAD"] if method == "GET" else [method]
+
+
+def allowed_methods(routes: Iterable[Route], path: str) -> list[str]:
+    """The methods served on the request path `path`, sorted (an `Allow` header's list); empty
+    when no route has this path. A literal route's path answers only its own methods."""
+    routes = tuple(routes)
+    literal = [method for method, template in routes if template == path]
+    found = literal or [
+        method
+        for method, template in routes
+        if "{" in template and _pattern(template).fullmatch(path)
+    ]
+    return sorted({served for method in found for served in methods_of(method)})
+
+
+def shadowed(routes: Iterable[Route]) -> dict[str, list[str]]:
+    """For each literal path that a template's route also matches, the methods of those
+    templates that the literal path does not have: the resolver would hand them to the
+    template's handler with the literal segment as its `{id}`, so they must be refused first."""
+    routes = tuple(routes)
+    out: dict[str, list[str]] = {}
+    for path in sorted({template for _, template in routes if "{" not in template}):
+        own = allowed_methods(routes, path)
+        caught = {
+            served
+            for method, template in routes
+            if "{" in template and _pattern(template).fullmatch(path)
+            for served in methods_of(method)
+        }
+        if caught - set(own):
+            out[path] = sorted(caught - set(own))
+    return out
+
+
+def _pattern(template: str) -> re.Pattern[str]:
+    return re.compile(re.escape(template).replace(r"\{id\}", "[^/]+"))
+
+
+class HeadResolver(APIGatewayHttpResolver):
+    """The resolver, answering HEAD without the body its GET route produced."""
+
+    def resolve(self, event: Mapping[str, Any], context: LambdaContext) -> dict[str, Any]:
+        answer = super().resolve(event, context)
+        return without_body(answer) if _method(event) == "HEAD" else answer
+
+
+def without_body(answer: dict[str, Any]) -> dict[str, Any]:
+    """A payload-2.0 response without its body, with the body's length as Content-Length
+    (what API Gateway would have sent for the GET)."""
+    body = answer.get("body") or ""
+    if answer.get("isBase64Encoded"):
+        try:
+            length = len(base64.b64decode(str(body), validate=True))
+        except binascii.Error:
+            length = len(str(body).encode())
+    else:
+        length = len(str(body).encode())
+    headers = {
+        name: value
+        for name, value in (answer.get("headers") or {}).items()
+        if name.lower() != "content-length"
+    }
+    headers["Content-Length"] = str(length)
+    return {**answer, "headers": headers, "body": "", "isBase64Encoded": False}
+
+
+def _method(event: Mapping[str, Any]) -> str:
+    context = event.get("requestContext")
+    http = context.get("http") if isinstance(context, Mapping) else None
+    method = http.get("method") if isinstance(http, Mapping) else None
+    return method.upper() if isinstance(method, str) else ""

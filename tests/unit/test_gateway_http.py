@@ -1,0 +1,206 @@
+"""The local gateway's HTTP hygiene, with a stub API handler: request framing that two
+readers could read differently is refused (400, the connection closed, the handler not
+called), its own refusals have the API's error shape, and HEAD is passed through without a
+body."""
+
+from __future__ import annotations
+
+import http.client
+import json
+import socket
+from dataclasses import dataclass
+from typing import Any
+
+import pytest
+
+from duetime.local.gateway import MAX_BODY_BYTES, Gateway
+from tests.unit.test_gateway import StubApi, api, call, gateway, token_for  # noqa: F401
+
+
+@dataclass
+class RawAnswer:
+    status: int
+    headers: dict[str, str]
+    body: bytes
+    after: bytes | None  # what came after the answer: b"" closed, None nothing (still open)
+
+    @property
+    def closed(self) -> bool:
+        return self.after == b""
+
+    def json(self) -> Any:
+        return json.loads(self.body)
+
+
+def send_raw(gateway: Gateway, head: str, body: bytes = b"") -> RawAnswer:  # noqa: F811
+    """One request written byte for byte (duplicate headers and all), one answer read: its
+    body as Content-Length says, none for HEAD."""
+    with socket.create_connection(("127.0.0.1", gateway.port), timeout=10) as sock:
+        sock.sendall(head.replace("\n", "\r\n").encode() + b"\r\n" + body)
+        reader = sock.makefile("rb")
+        status = int(reader.readline().split()[1])
+        headers: dict[str, str] = {}
+        while (line := reader.readline().strip()) != b"":
+            name, _, value = line.decode().partition(":")
+            headers[name.strip().lower()] = value.strip()
+        length = 0 if head.startswith("HEAD ") else int(headers.get("content-length", "0"))
+        data = reader.read(length)
+        sock.settimeout(1)
+        after: bytes | None
+        try:
+            after = reader.read1(1)
+        except TimeoutError:
+            after = None
+        return RawAnswer(status, headers, data, after)
+
+
+def post(*framing: str) -> str:
+    lines = ["POST /jobs HTTP/1.1", "Host: x", f"Authorization: Bearer {token_for()}"]
+    return "\n".join([*lines, "Content-Type: application/json", *framing]) + "\n"
+
+
+CHUNKED_OK = b"2\r\n{}\r\n0\r\n\r\n"
+
+
+@pytest.mark.parametrize(
+    ("framing", "body", "field"),
+    [
+        (["Content-Length: 2", "Content-Length: 5"], b"{}", "Content-Length"),
+        (["Content-Length: 7", "Transfer-Encoding: chunked"], CHUNKED_OK, "Content-Length"),
+        (["Transfer-Encoding: chunked", "Content-Length: 7"], CHUNKED_OK, "Content-Length"),
+        (["Transfer-Encoding: gzip, chunked"], CHUNKED_OK, "Transfer-Encoding"),
+        (
+            ["Transfer-Encoding: chunked", "Transfer-Encoding: chunked"],
+            CHUNKED_OK,
+            "Transfer-Encoding",
+        ),
+        (["Content-Length: 2, 5"], b"{}", "Content-Length"),
+        (["Content-Length: -2"], b"{}", "Content-Length"),
+        (["Transfer-Encoding: chunked"], b"zz\r\n{}\r\n0\r\n\r\n", "body"),
+        (["Transfer-Encoding: chunked"], b"-1\r\n{}\r\n0\r\n\r\n", "body"),
+        (["Transfer-Encoding: chunked"], b"0x2\r\n{}\r\n0\r\n\r\n", "body"),
+        (["Transfer-Encoding: chunked"], b"+2\r\n{}\r\n0\r\n\r\n", "body"),
+        (["Transfer-Encoding: chunked"], b"2\r\n{}xx\r\n0\r\n\r\n", "body"),
+    ],
+)
+def test_given_ambiguous_or_malformed_framing_then_400_in_the_api_shape_and_the_connection_closes(
+    gateway: Gateway,  # noqa: F811
+    api: StubApi,  # noqa: F811
+    framing: list[str],
+    body: bytes,
+    field: str,
+) -> None:
+    answer = send_raw(gateway, post(*framing), body)
+
+    assert answer.status == 400
+    assert answer.headers["content-type"] == "application/json"
+    error = answer.json()["error"]
+    assert (error["code"], error["field"]) == ("invalid", field)
+    assert error["message"]
+    assert answer.headers["connection"] == "close"
+    assert answer.closed
+    assert api.events == []
+
+
+@pytest.mark.parametrize(
+    ("framing", "body"),
+    [
+        (["Content-Length: 2", "Content-Length: 2"], b"{}"),  # the same length twice: one length
+        (["Transfer-Encoding: chunked"], CHUNKED_OK),
+        (["Transfer-Encoding: Chunked"], b"1;ext=1\r\n{\r\n1\r\n}\r\n0\r\nX-Trailer: 1\r\n\r\n"),
+    ],
+)
+def test_given_unambiguous_framing_then_the_body_reaches_the_handler(
+    gateway: Gateway,  # noqa: F811
+    api: StubApi,  # noqa: F811
+    framing: list[str],
+    body: bytes,
+) -> None:
+    answer = send_raw(gateway, post(*framing, "Connection: close"), body)
+
+    assert answer.status == 200
+    (event,) = api.events
+    assert event["body"] == "{}"
+
+
+def test_given_a_body_over_the_limit_then_413_names_the_body(
+    gateway: Gateway,  # noqa: F811
+    api: StubApi,  # noqa: F811
+) -> None:
+    chunked = send_raw(
+        gateway, post("Transfer-Encoding: chunked"), f"{MAX_BODY_BYTES + 1:x}\r\n".encode()
+    )
+    sized = call(gateway, "POST", "/jobs", body=b"x" * (MAX_BODY_BYTES + 1), token=token_for())
+
+    for status, error in ((chunked.status, chunked.json()), (sized.status, sized.json())):
+        assert status == 413
+        assert error["error"]["code"] == "payload_too_large"
+        assert error["error"]["field"] == "body"
+    assert api.events == []
+
+
+# --- HEAD ------------------------------------------------------------------------------------
+
+
+def test_given_head_then_the_handlers_length_is_sent_and_no_body(
+    gateway: Gateway,  # noqa: F811
+    api: StubApi,  # noqa: F811
+) -> None:
+    # The API answers HEAD without the body, with the length its GET body has.
+    api.response = {
+        "statusCode": 200,
+        "headers": {"Content-Type": "application/json", "Content-Length": "123", "ETag": '"4"'},
+        "body": "",
+    }
+    connection = http.client.HTTPConnection("127.0.0.1", gateway.port, timeout=10)
+    try:
+        connection.request("HEAD", "/jobs", headers={"Authorization": f"Bearer {token_for()}"})
+        head = connection.getresponse()
+        assert (head.status, head.read()) == (200, b"")
+        assert head.headers["Content-Length"] == "123"
+        assert head.headers["ETag"] == '"4"'
+        # Nothing was written after the headers: the next answer on the connection is whole.
+        api.response = {"statusCode": 200, "headers": {}, "body": '{"next":true}'}
+        connection.request("GET", "/health")
+        following = connection.getresponse()
+        assert (following.status, following.read()) == (200, b'{"next":true}')
+    finally:
+        connection.close()
+    assert [e["requestContext"]["http"]["method"] for e in api.events] == ["HEAD", "GET"]
+
+
+def test_given_head_and_a_handler_that_sends_a_body_anyway_then_it_is_not_written(
+    gateway: Gateway,  # noqa: F811
+    api: StubApi,  # noqa: F811
+) -> None:
+    answer = send_raw(gateway, "HEAD /health HTTP/1.1\nHost: x\n")
+
+    assert answer.status == 200
+    assert answer.headers["content-length"] == str(len('{"ok":true}'))
+    assert (answer.body, answer.after) == (b"", None)  # no byte after the headers
+
+
+@pytest.mark.parametrize("path", ["/health", "/openapi.json", "/console/", "/console/app.js"])
+def test_given_head_on_a_public_route_then_it_needs_no_token(
+    gateway: Gateway,  # noqa: F811
+    api: StubApi,  # noqa: F811
+    path: str,
+) -> None:
+    answer = call(gateway, "HEAD", path)
+
+    assert answer.status == 200
+    (event,) = api.events
+    assert event["routeKey"] == f"HEAD {path}"
+    assert "authorizer" not in event["requestContext"]
+
+
+def test_given_head_on_a_job_route_without_a_token_then_401_without_body(
+    gateway: Gateway,  # noqa: F811
+    api: StubApi,  # noqa: F811
+) -> None:
+    answer = send_raw(gateway, "HEAD /jobs HTTP/1.1\nHost: x\n")
+
+    assert answer.status == 401
+    assert int(answer.headers["content-length"]) > 0
+    assert (answer.body, answer.after) == (b"", None)  # no byte after the headers
+    assert api.events == []
