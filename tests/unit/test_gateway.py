@@ -259,7 +259,7 @@ def test_given_a_handler_that_raises_then_500_json_and_the_error_is_logged(
     answer = call(gateway, "GET", "/jobs", token=token_for())
 
     assert answer.status == 500
-    assert answer.json() == {"error": {"code": "internal_error", "message": "internal error"}}
+    assert answer.json() == {"error": {"code": "internal", "message": "internal error"}}
     (logged,) = [r for r in caplog.records if r.getMessage() == "API handler failed"]
     assert logged.levelname == "ERROR"
     assert logged.exc_info is not None

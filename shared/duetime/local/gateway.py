@@ -180,9 +180,7 @@ class _RequestHandler(BaseHTTPRequestHandler):
             status, headers, cookies, payload = _response(result)
         except Exception:
             logger.exception("API handler failed", extra={"request_id": request_id})
-            self._error(
-                HTTPStatus.INTERNAL_SERVER_ERROR, "internal_error", "internal error", request_id
-            )
+            self._error(HTTPStatus.INTERNAL_SERVER_ERROR, "internal", "internal error", request_id)
             return
         self._send(status, headers, cookies, payload, request_id)
 
