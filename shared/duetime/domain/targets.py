@@ -262,11 +262,12 @@ def _unsafe_character(text: str) -> str | None:
     return None
 
 
-def _url(url: str, where: str) -> SplitResult:
+def _url(url: str, where: str, *, strict: bool = True) -> SplitResult:
     """An absolute http(s) URL that the worker's client sends as it is (duetime.targets.http):
     printable ASCII, but for a host name, which may be internationalised (it is sent in its
-    IDNA A-label form); no credentials; a port from 0 to 65535."""
-    bad = _unsafe_character(url)
+    IDNA A-label form); no credentials; a port from 0 to 65535. Not `strict` (a stored
+    job's): only an absolute http(s) URL."""
+    bad = _unsafe_character(url) if strict else None
     if bad is not None:
         raise ValidationError(
             where, f"must not contain spaces or control characters (found U+{ord(bad):04X})"
@@ -274,6 +275,8 @@ def _url(url: str, where: str) -> SplitResult:
     parts = _split(url, where)
     if parts.scheme not in ("http", "https") or not parts.hostname:
         raise ValidationError(where, "must be an absolute http(s) URL")
+    if not strict:
+        return parts
     try:
         _ = parts.port  # urlsplit checks the port only when it is read
     except ValueError:
@@ -317,12 +320,7 @@ def _header_value(value: object, where: str) -> str:
 def _http(obj: Mapping[str, object], path: str, strict: bool) -> HttpTarget:
     _only(obj, path, {"type", "url", "method", "headers"})
     url = _text(obj, path, "url", MAX_URL_CHARS)
-    if strict:
-        _url(url, f"{path}.url")
-    else:
-        parts = _split(url, f"{path}.url")
-        if parts.scheme not in ("http", "https") or not parts.hostname:
-            raise ValidationError(f"{path}.url", "must be an absolute http(s) URL")
+    _url(url, f"{path}.url", strict=strict)
     method = obj.get("method", "POST")
     if not isinstance(method, str) or method.upper() not in HTTP_METHODS:
         raise ValidationError(f"{path}.method", f"must be one of {', '.join(HTTP_METHODS)}")
