@@ -229,7 +229,9 @@ class Engine(Construct):
             run_queue.dlq.grant(worker, SEND)  # a run out of attempts, with its reason
         for run_queue in self._queues.of_runtime(Runtime.FARGATE):
             run_queue.grant(worker, SEND)  # a dependent on the other runtime: its run
-        self._factory.reach_targets(worker)  # targets: as the target role only
+        if worker.role is None:  # a Function built without a role of its own: never here
+            raise RuntimeError("the worker function has no role")
+        self._factory.reach_targets(worker.role)  # targets: as the target role only
         return worker
 
     def _worker_sources(self) -> dict[str, list[sources.SqsEventSource]]:

@@ -10,7 +10,8 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING
 
-from aws_cdk import Duration, Stack, Token
+import jsii
+from aws_cdk import Duration, IStableListProducer, Lazy, Stack, Token
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_lambda as lambda_
 from aws_cdk import aws_logs as logs
@@ -87,11 +88,15 @@ class FunctionFactory(Construct):
         self._run_signing_secret = data.run_signing_secret
         # Workers reach AWS targets as this role (duetime.targets.AwsClients): it may do
         # exactly what the operator's target ARNs need, and nothing to duetime's own
-        # resources. Its trust is the account; only workers are allowed to assume it.
+        # resources. It trusts the workers' roles only (`reach_targets`): no other principal
+        # of the account may assume it, whatever its own policies allow.
+        self._target_assumers = _Arns()
         self.target_role = iam.Role(
             self,
             "TargetRole",
-            assumed_by=iam.AccountPrincipal(Stack.of(self).account),
+            assumed_by=iam.AccountPrincipal(Stack.of(self).account).with_conditions(
+                {"ArnEquals": {"aws:PrincipalArn": Lazy.list(self._target_assumers)}}
+            ),
             description="duetime: what job targets may reach (assumed by the workers)",
         )
         grant_targets(self.target_role, props.target_resource_arns, props.target_kms_key_arns)
@@ -188,14 +193,28 @@ class FunctionFactory(Construct):
         )
         return function
 
-    def reach_targets(self, grantee: iam.IGrantable) -> None:
-        """Let a worker act as the target role: its AWS targets are reached with its
-        credentials (duetime.targets.AwsClients)."""
-        self.target_role.grant_assume_role(grantee.grant_principal)
+    def reach_targets(self, worker: iam.IRole) -> None:
+        """Let a worker's role act as the target role: its AWS targets are reached with its
+        credentials (duetime.targets.AwsClients). Both sides: the worker's policy allows the
+        assume, and the target role's trust names the worker's role."""
+        self.target_role.grant_assume_role(worker)
+        self._target_assumers.arns.append(worker.role_arn)
 
     def grant_run_signing(self, grantee: iam.IGrantable) -> None:
         """Read the key that signs run messages (every engine function, the Fargate task)."""
         self._run_signing_secret.grant_read(grantee)
+
+
+@jsii.implements(IStableListProducer)
+class _Arns:
+    """A list rendered when the template is: the roles that may assume the target role,
+    known only once the workers are built."""
+
+    def __init__(self) -> None:
+        self.arns: list[str] = []
+
+    def produce(self) -> list[str]:
+        return list(self.arns)
 
 
 def grant_targets(

@@ -357,6 +357,20 @@ def test_targets_are_reached_as_a_role_that_can_reach_the_operators_targets_only
     assert worker["Environment"]["Variables"]["DUETIME_TARGET_ROLE_ARN"] == {
         "Fn::GetAtt": [target_role, "Arn"]
     }
+    # Its trust names those two roles and nothing else of the account: a principal whose own
+    # policy allows sts:AssumeRole on it is still refused.
+    [trust] = synth.resources[target_role]["Properties"]["AssumeRolePolicyDocument"]["Statement"]
+    assert trust["Action"] == "sts:AssumeRole"
+    assert trust["Effect"] == "Allow"
+    assert "root" in str(trust["Principal"]["AWS"])  # the account, narrowed by the condition
+    assert trust["Condition"] == {
+        "ArnEquals": {
+            "aws:PrincipalArn": [
+                {"Fn::GetAtt": [synth.role_of("worker"), "Arn"]},
+                {"Fn::GetAtt": [task_role, "Arn"]},
+            ]
+        }
+    }
     # No other function may assume it or reach the targets.
     for name in ("api", "coordinator", "sweeper", "reconciler", "archiver", "compactor"):
         role_statements = str(synth.statements(synth.role_of(name)))
