@@ -107,10 +107,13 @@ class JobStore(Protocol):
         """Write `gate` with version + 1 if the stored gate still has `gate.version` (0: none
         stored); False otherwise. `expires_at`: the record's TTL, epoch seconds."""
 
-    def add_dependent(self, tenant: str, upstream_id: str, dependent_id: str) -> None:
+    def add_dependent(
+        self, tenant: str, upstream_id: str, dependent_id: str, *, at_most: int | None = None
+    ) -> None:
         """Record that `dependent_id` runs after `upstream_id` (idempotent). The first one
         marks the upstream's job item (`Job.has_dependents`, a new version), so the reads of
-        jobs without dependents skip their dependents' item."""
+        jobs without dependents skip their dependents' item. ConditionFailed, and nothing
+        added, when the upstream already has `at_most` others."""
 
     def remove_dependent(self, tenant: str, upstream_id: str, dependent_id: str) -> None:
         """Forget it (idempotent; an entry left behind is harmless: readers check the job)."""

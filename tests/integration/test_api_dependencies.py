@@ -159,3 +159,33 @@ def test_patching_a_dependent_marks_an_upstream_left_unmarked(api: Api) -> None:
     assert reply.status == 200, reply.json
     item = api.engine.aws.dynamodb.get_item(TableName=table, Key=key, ConsistentRead=True)
     assert item["Item"]["deps"] == {"BOOL": True}
+
+
+def test_an_upstream_with_the_most_dependents_refuses_another_with_a_429(
+    api: Api,  # noqa: F811
+    monkeypatch: Any,
+) -> None:
+    """A job may have MAX_DEPENDENTS jobs after it (every run of it reads their ids and each
+    of them): one more, created or PATCHed, is a 429 on the field, and nothing is written."""
+    monkeypatch.setattr("duetime.services.dependencies.MAX_DEPENDENTS", 2)
+    upstream = api.create({"schedule": {"rate_seconds": 3600}})
+    first = api.create(after(upstream["id"]))
+    api.create(after(upstream["id"]))
+    other = api.create({"schedule": {"delay_seconds": 600}})
+    before = {i["id"]["S"] for i in api.job_items()}
+
+    created = api.call(
+        "POST", "/jobs", {**after(upstream["id"]), "target": {"type": "handler", "name": "h"}}
+    )
+    patched = api.call("PATCH", f"/jobs/{other['id']}", after(upstream["id"]))
+
+    for reply in (created, patched):
+        assert reply.status == 429, reply.json
+        assert reply.json["error"]["code"] == "quota_exceeded"
+        assert reply.json["error"]["field"] == "schedule.after.job_id"
+        assert int(reply.headers["Retry-After"]) >= 1
+    assert {i["id"]["S"] for i in api.job_items()} == before
+    assert api.call("GET", f"/jobs/{other['id']}").json["schedule"] == {"delay_seconds": 600}
+    # Cancelling one of its dependents makes room.
+    api.call("DELETE", f"/jobs/{first['id']}")
+    assert api.create(after(upstream["id"]))["schedule"]["after"]["job_id"] == upstream["id"]

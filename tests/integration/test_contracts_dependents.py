@@ -30,6 +30,22 @@ def test_given_dependents_then_they_are_listed_per_upstream_and_tenant(
     assert job_store.dependents(TENANT, "other") == ()
 
 
+def test_given_a_cap_then_a_dependent_past_it_is_refused_and_nothing_is_added(
+    job_store: JobStore,
+) -> None:
+    job_store.add_dependent(TENANT, "up", "a", at_most=2)
+    job_store.add_dependent(TENANT, "up", "b", at_most=2)
+
+    with pytest.raises(ConditionFailed):
+        job_store.add_dependent(TENANT, "up", "c", at_most=2)
+
+    job_store.add_dependent(TENANT, "up", "b", at_most=2)  # already there: still idempotent
+    assert job_store.dependents(TENANT, "up") == ("a", "b")
+    job_store.remove_dependent(TENANT, "up", "a")
+    job_store.add_dependent(TENANT, "up", "c", at_most=2)  # room again
+    assert job_store.dependents(TENANT, "up") == ("b", "c")
+
+
 def test_given_a_removed_dependent_then_it_is_gone_and_removing_again_is_harmless(
     job_store: JobStore,
 ) -> None:

@@ -27,15 +27,23 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import replace
 
-from duetime.domain.errors import NotFound, ValidationError
+from duetime.domain.errors import (
+    COUNT_QUOTA_RETRY_AFTER_SECONDS,
+    NotFound,
+    QuotaExceeded,
+    ValidationError,
+)
 from duetime.domain.jobs import Job, JobStatus
 from duetime.domain.messages import delay_seconds, run_message
 from duetime.domain.runs import Run, RunStatus
 from duetime.domain.schedule import After, Schedule
-from duetime.ports import JobQueue, JobStore
+from duetime.ports import ConditionFailed, JobQueue, JobStore
 
 # A chain of `after` jobs longer than this is refused (and the cycle check stops there).
 MAX_CHAIN = 32
+# The most jobs that may run after one job: every run of it reads their ids (one item, far
+# under DynamoDB's 400 KB) and each of those jobs, and sends their runs.
+MAX_DEPENDENTS = 1_000
 FIELD = "schedule.after.job_id"
 
 
@@ -67,10 +75,20 @@ class Dependencies:
         raise ValidationError(FIELD, f"a chain of dependencies may be at most {MAX_CHAIN} long")
 
     def link(self, job: Job) -> None:
-        """Before the job item is written: index an `after` job under its upstream."""
+        """Before the job item is written: index an `after` job under its upstream
+        (QuotaExceeded, and no job written, when the upstream has MAX_DEPENDENTS)."""
         schedule = job.spec.schedule
-        if isinstance(schedule, After):
-            self._jobs.add_dependent(job.tenant, schedule.job_id, job.id)
+        if not isinstance(schedule, After):
+            return
+        try:
+            self._jobs.add_dependent(job.tenant, schedule.job_id, job.id, at_most=MAX_DEPENDENTS)
+        except ConditionFailed:
+            raise QuotaExceeded(
+                f"job {schedule.job_id} already has {MAX_DEPENDENTS} jobs that run after it; "
+                "cancel one first",
+                COUNT_QUOTA_RETRY_AFTER_SECONDS,
+                field=FIELD,
+            ) from None
 
     def unlink(self, old: Job, new: Job | None = None) -> None:
         """After the job item is written: `old` no longer depends on its upstream (cancelled,

@@ -273,6 +273,10 @@ class JobService:
                 if if_match is not None:
                     raise PreconditionFailed(job.id, if_match, job.version + 1) from None
                 continue
+            except Exception:  # refused (its upstream's dependents are full) or failed: undo
+                if reserved:
+                    self._jobs.release_recurring(tenant)
+                raise
             if job.spec.recurring and not spec.recurring:
                 self._jobs.release_recurring(tenant)
             self._deps.unlink(job, updated)

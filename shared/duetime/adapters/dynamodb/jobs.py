@@ -293,18 +293,33 @@ class DynamoJobStore:
         sort_key = DEPENDENTS_PREFIX + upstream_id
         return {"tenant": {"S": self._pk(tenant, sort_key)}, "id": {"S": sort_key}}
 
-    def _change_dependents(self, tenant: str, upstream_id: str, verb: str, job_id: str) -> None:
-        try:
-            self._client.update_item(
-                TableName=self._table,
-                Key=self._dependents_key(tenant, upstream_id),
-                UpdateExpression=f"{verb} ids :id",
-                ExpressionAttributeValues={":id": {"SS": [job_id]}},
+    def _change_dependents(
+        self, tenant: str, upstream_id: str, verb: str, job_id: str, at_most: int | None = None
+    ) -> None:
+        request: dict[str, Any] = {
+            "TableName": self._table,
+            "Key": self._dependents_key(tenant, upstream_id),
+            "UpdateExpression": f"{verb} ids :id",
+            "ExpressionAttributeValues": {":id": {"SS": [job_id]}},
+        }
+        if at_most is not None:  # room for one more, or there already (idempotent)
+            request["ConditionExpression"] = (
+                "attribute_not_exists(ids) OR size(ids) < :max OR contains(ids, :one)"
             )
+            request["ExpressionAttributeValues"] |= {
+                ":max": {"N": str(at_most)},
+                ":one": {"S": job_id},
+            }
+        try:
+            self._client.update_item(**request)
         except ClientError as exc:
+            if is_condition_failure(exc):
+                raise ConditionFailed(f"job {upstream_id} has {at_most} dependents") from exc
             raise StoreError(str(exc)) from exc
 
-    def add_dependent(self, tenant: str, upstream_id: str, dependent_id: str) -> None:
+    def add_dependent(
+        self, tenant: str, upstream_id: str, dependent_id: str, *, at_most: int | None = None
+    ) -> None:
         # The mark first, once in the upstream's life, as a write of its item (a new version:
         # a replace that read the item before it fails, so no write drops the mark).
         try:
@@ -323,7 +338,7 @@ class DynamoJobStore:
         except ClientError as exc:
             if not is_condition_failure(exc):  # marked already, or no such job
                 raise StoreError(str(exc)) from exc
-        self._change_dependents(tenant, upstream_id, "ADD", dependent_id)
+        self._change_dependents(tenant, upstream_id, "ADD", dependent_id, at_most)
 
     def remove_dependent(self, tenant: str, upstream_id: str, dependent_id: str) -> None:
         self._change_dependents(tenant, upstream_id, "DELETE", dependent_id)

@@ -101,8 +101,13 @@ class MemoryJobStore:
             self._gates[(tenant, job_id)] = replace(gate, version=gate.version + 1)
             return True
 
-    def add_dependent(self, tenant: str, upstream_id: str, dependent_id: str) -> None:
+    def add_dependent(
+        self, tenant: str, upstream_id: str, dependent_id: str, *, at_most: int | None = None
+    ) -> None:
         with self._lock:
+            ids = self._dependents.get((tenant, upstream_id), set())
+            if at_most is not None and dependent_id not in ids and len(ids) >= at_most:
+                raise ConditionFailed(f"job {upstream_id} has {at_most} dependents")
             upstream = self._jobs.get((tenant, upstream_id))
             if upstream is not None and not upstream.has_dependents:
                 self._jobs[(tenant, upstream_id)] = replace(
