@@ -354,10 +354,11 @@ VALID_TARGETS = st.one_of(
     st.just({"type": "lambda", "function_arn": "arn:aws:lambda:eu-west-1:1:function:f"}),
     st.just({"type": "handler", "name": "duetime.noop"}),
 )
-# Any text but control characters and bidirectional overrides and isolates (refused in names).
+# Any text but control characters, line and paragraph separators, and bidirectional overrides
+# and isolates (refused in names).
 TEXT_CHARACTERS = st.characters(
     exclude_categories=("Cc", "Cs"),
-    exclude_characters="\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069",
+    exclude_characters="\u2028\u2029\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069",
 )
 VALID_BODIES = st.fixed_dictionaries(
     {"schedule": VALID_SCHEDULES, "target": VALID_TARGETS},

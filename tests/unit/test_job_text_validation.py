@@ -1,7 +1,8 @@
 """A job's `name`, `description` and tag values are text: control characters (Unicode category
 Cc) and the bidirectional embeddings, overrides and isolates (U+202A-U+202E, U+2066-U+2069) are
-refused, naming the field; other text (accents, scripts written right to left, emoji with their
-zero-width joiners) is kept as given, and a description may hold newlines and tabs."""
+refused, naming the field, and so are the line and paragraph separators (U+2028, U+2029) in a
+name or a tag; other text (accents, scripts written right to left, emoji with their zero-width
+joiners) is kept as given, and a description may hold newlines, tabs and the separators."""
 
 from __future__ import annotations
 
@@ -19,6 +20,7 @@ BODY: dict[str, Any] = {
 }
 CONTROLS = [chr(c) for c in range(0x110000) if unicodedata.category(chr(c)) == "Cc"]
 BIDI_CONTROLS = [chr(c) for c in [*range(0x202A, 0x202F), *range(0x2066, 0x206A)]]
+SEPARATORS = ["\u2028", "\u2029"]
 # Text that must be accepted: accents, other scripts, RTL text with its marks (U+200F is a
 # mark, not an override), emoji (a ZWJ sequence, a flag, a skin tone), a soft hyphen.
 TEXTS = [
@@ -37,11 +39,13 @@ TEXTS = [
 def refused(**fields: Any) -> str:
     with pytest.raises(ValidationError) as caught:
         parse_job_spec({**BODY, **fields})
-    assert "control characters or bidirectional overrides" in caught.value.message
+    assert "control characters, line breaks or bidirectional overrides" in caught.value.message
     return caught.value.field
 
 
-@pytest.mark.parametrize("char", CONTROLS + BIDI_CONTROLS, ids=lambda c: f"U+{ord(c):04X}")
+@pytest.mark.parametrize(
+    "char", CONTROLS + BIDI_CONTROLS + SEPARATORS, ids=lambda c: f"U+{ord(c):04X}"
+)
 def test_a_name_with_a_control_character_or_bidi_override_is_refused(char: str) -> None:
     assert refused(name=f"invoice{char}fdp.exe") == "name"
 
@@ -55,7 +59,9 @@ def test_a_description_with_a_control_character_or_bidi_override_is_refused(char
     assert refused(description=f"line one\nline{char}two") == "description"
 
 
-@pytest.mark.parametrize("char", ["\x00", "\n", "\t", "\x1b", "\x85", "\u202e", "\u2066"])
+@pytest.mark.parametrize(
+    "char", ["\x00", "\n", "\t", "\x1b", "\x85", "\u2028", "\u2029", "\u202e", "\u2066"]
+)
 def test_a_tag_value_with_a_control_character_or_bidi_override_is_refused(char: str) -> None:
     assert refused(tags={"team": "ops", "env": f"prod{char}"}) == "tags.env"
 
@@ -67,8 +73,9 @@ def test_ordinary_text_and_emoji_are_kept_as_given(text: str) -> None:
     assert parse_job_spec(spec_to_dict(spec)) == spec
 
 
-def test_a_description_may_hold_newlines_and_tabs() -> None:
+def test_a_description_may_hold_newlines_tabs_and_line_separators() -> None:
     text = "Closes the day.\n\n\tSee the runbook:\thttps://runbooks.example.com/close-day\n"
+    text += "Line\u2028separator, paragraph\u2029separator."
     assert parse_job_spec({**BODY, "description": text}).description == text
 
 

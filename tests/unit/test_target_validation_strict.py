@@ -346,6 +346,30 @@ def test_an_event_bus_outside_awss_format_is_refused(bus: str) -> None:
 
 
 @pytest.mark.parametrize(
+    ("source", "detail_type", "field"),
+    [
+        ("aws.ec2", "d", "target.source"),  # reserved: PutEvents fails the entry
+        ("aws.", "d", "target.source"),
+        ("s" * 257, "d", "target.source"),
+        ("acme\nbilling", "d", "target.source"),
+        ("acme.billing", "Close\u202eDay", "target.detail_type"),
+        ("acme.billing", "d" * 129, "target.detail_type"),
+        ("acme.billing", "   ", "target.detail_type"),
+    ],
+)
+def test_an_event_source_or_detail_type_eventbridge_would_refuse_is_refused(
+    source: str, detail_type: str, field: str
+) -> None:
+    target = {"type": "eventbridge", "source": source, "detail_type": detail_type}
+    assert refused_field(target) == field
+
+
+def test_an_event_source_that_only_looks_like_awss_is_kept() -> None:
+    target = {"type": "eventbridge", "source": "awsome.app", "detail_type": "Close Day"}
+    assert parse_target(target) == EventBridgeTarget(source="awsome.app", detail_type="Close Day")
+
+
+@pytest.mark.parametrize(
     "url",
     [
         f"{QUEUE}/orders now",

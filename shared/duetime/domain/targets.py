@@ -13,6 +13,7 @@ from typing import Any
 from urllib.parse import SplitResult, unquote, urlsplit
 
 from duetime.domain.errors import ValidationError
+from duetime.domain.text import checked_text
 
 HTTP_METHODS = ("GET", "POST", "PUT", "PATCH", "DELETE")
 # Headers duetime sets itself; a job may not override them.
@@ -390,11 +391,16 @@ def _eventbridge(obj: Mapping[str, object], path: str, strict: bool) -> EventBri
             "must be an event bus name (1 to 256 letters, digits, / . - or _) or its ARN, "
             "arn:aws:events:<region>:<account>:event-bus/<name>",
         )
-    return EventBridgeTarget(
-        source=_text(obj, path, "source", 256),
-        detail_type=_text(obj, path, "detail_type", 128),
-        event_bus=bus,
-    )
+    source = _text(obj, path, "source", 256)
+    detail_type = _text(obj, path, "detail_type", 128)
+    if strict:
+        # What PutEvents fails an entry for: a source AWS reserves for its services. The
+        # control characters and overrides a name may not hold are refused too.
+        if source.startswith("aws."):
+            raise ValidationError(f"{path}.source", "the aws. prefix is reserved for AWS services")
+        checked_text(source, f"{path}.source")
+        checked_text(detail_type, f"{path}.detail_type")
+    return EventBridgeTarget(source=source, detail_type=detail_type, event_bus=bus)
 
 
 def _lambda(obj: Mapping[str, object], path: str, strict: bool) -> LambdaTarget:

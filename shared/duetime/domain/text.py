@@ -10,8 +10,10 @@ from duetime.domain.errors import ValidationError
 # embeddings, overrides and isolates (U+202A-U+202E, U+2066-U+2069), which make text display
 # otherwise than it reads ("invoice\u202efdp.exe" shows as "invoiceexe.pdf"). Other format
 # characters stay text: the zero-width joiner of an emoji sequence, the right-to-left mark.
-UNSAFE_TEXT = re.compile(r"[\x00-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]")
-# The same, but for newlines and tabs: text of several lines (a description).
+# A line of text (a name, a tag) also refuses the line and paragraph separators (U+2028,
+# U+2029: line breaks to a renderer, not to a reader of the JSON).
+UNSAFE_TEXT = re.compile(r"[\x00-\x1f\x7f-\x9f\u2028-\u202e\u2066-\u2069]")
+# The same, but for newlines, tabs and the separators: text of several lines (a description).
 UNSAFE_MULTILINE_TEXT = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]")
 
 
@@ -21,7 +23,7 @@ def checked_text(value: str, field: str, *, multiline: bool = False) -> str:
     if found is not None:
         raise ValidationError(
             field,
-            "must not contain control characters or bidirectional overrides "
+            "must not contain control characters, line breaks or bidirectional overrides "
             f"(found U+{ord(found.group()):04X})",
         )
     return value
