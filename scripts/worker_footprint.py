@@ -214,7 +214,7 @@ def measure(batches: int, *, webhook: bool = True) -> dict[str, Any]:
     with contextlib.ExitStack() as stack:
         process, moto_url = moto_process.start("127.0.0.1", 0)
         stack.callback(moto_process.stop, process)
-        session = moto_session(REGION)
+        session = moto_session(REGION, unsigned_hot_path=False)  # signed, as on Lambda
         config = Config(max_pool_connections=50, retries={"mode": "standard"})
         client = functools.partial(session.client, config=config, endpoint_url=moto_url)
         sqs = client("sqs")

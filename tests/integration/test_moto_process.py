@@ -148,3 +148,59 @@ def test_given_waiting_messages_then_the_queue_answers_the_age_of_the_oldest_rea
     assert age() == 2  # the ready one has waited two seconds; the delayed one does not count
     sqs.receive_message(QueueUrl=url, MaxNumberOfMessages=1)
     assert age() == 0  # in flight: no longer waiting for a worker
+
+
+def _authorization_headers(client: Any) -> list[str | None]:
+    """The Authorization header of each request `client` sends from now on."""
+    seen: list[str | None] = []
+
+    def record(request: Any, **_: Any) -> None:
+        value = request.headers.get("Authorization")
+        seen.append(value.decode() if isinstance(value, bytes) else value)
+
+    client.meta.events.register("before-send", record)
+    return seen
+
+
+def test_the_hot_paths_calls_go_unsigned_to_moto_and_reach_what_signed_calls_do(
+    server: tuple[subprocess.Popen[str], str],
+) -> None:
+    """In moto's default region the local stack's DynamoDB and SQS calls are not signed
+    (moto needs no signature: it is CPU saved on both sides); they reach the same account and
+    region as signed calls. Other services, and another region, stay signed."""
+    from duetime.local.endpoint import MOTO_DEFAULT_REGION, moto_session
+
+    url = server[1]
+    session = moto_session(MOTO_DEFAULT_REGION)
+    ddb, sqs, s3 = (session.client(name, endpoint_url=url) for name in ("dynamodb", "sqs", "s3"))
+    headers = {name: _authorization_headers(c) for name, c in (("ddb", ddb), ("sqs", sqs))}
+    s3_headers = _authorization_headers(s3)
+
+    ddb.create_table(
+        TableName="unsigned",
+        KeySchema=[{"AttributeName": "k", "KeyType": "HASH"}],
+        AttributeDefinitions=[{"AttributeName": "k", "AttributeType": "S"}],
+        BillingMode="PAY_PER_REQUEST",
+    )
+    queue_url = sqs.create_queue(QueueName="unsigned")["QueueUrl"]
+    s3.list_buckets()
+
+    assert headers == {"ddb": [None], "sqs": [None]}
+    assert s3_headers
+    assert all((h or "").startswith("AWS4-HMAC-SHA256") for h in s3_headers)
+    signed = boto3.Session(
+        aws_access_key_id="testing", aws_secret_access_key="testing", region_name="us-east-1"
+    )
+    assert "unsigned" in signed.client("dynamodb", endpoint_url=url).list_tables()["TableNames"]
+    assert queue_url in signed.client("sqs", endpoint_url=url).list_queues()["QueueUrls"]
+
+    elsewhere = moto_session("eu-west-1").client("dynamodb", endpoint_url=url)
+    elsewhere_headers = _authorization_headers(elsewhere)
+    assert "unsigned" not in elsewhere.list_tables()["TableNames"]  # its own region
+    assert "/eu-west-1/dynamodb/" in (elsewhere_headers[0] or "")
+    # A measurement of what a call costs on AWS signs every call.
+    measured = moto_session(MOTO_DEFAULT_REGION, unsigned_hot_path=False)
+    measured_ddb = measured.client("dynamodb", endpoint_url=url)
+    measured_headers = _authorization_headers(measured_ddb)
+    assert "unsigned" in measured_ddb.list_tables()["TableNames"]
+    assert "/us-east-1/dynamodb/" in (measured_headers[0] or "")

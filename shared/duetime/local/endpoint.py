@@ -17,6 +17,14 @@ if TYPE_CHECKING:
 
 ENDPOINT_FILE = "local.json"
 CREDENTIALS = "duetime-local"  # moto takes any
+# The region moto gives a request that names none (no signature: moto reads a request's region
+# from its signature's scope, else takes this one; its account comes from the access key, and
+# is its default account for duetime-local's, signed or not).
+MOTO_DEFAULT_REGION = "us-east-1"
+# The services of the engine's hot path, whose calls go unsigned to moto (in that region):
+# SigV4 signing costs the client ~0.5 ms of CPU a call and moto ~0.4 ms to read the header,
+# about a sixth of a call's CPU on both sides (scripts/emulator_bench.py; docs/local.md).
+UNSIGNED_SERVICES = ("dynamodb", "dynamodb-streams", "sqs")
 
 
 @dataclass(frozen=True)
@@ -45,13 +53,19 @@ def read_local_endpoint(state_dir: Path = DEFAULT_STATE_DIR) -> LocalEndpoint | 
         return None
 
 
-def moto_session(region: str) -> boto3.Session:
+def moto_session(region: str, *, unsigned_hot_path: bool = True) -> boto3.Session:
     """boto3 with moto's credentials and `region`, whatever the user's environment holds (keys,
-    a profile: AWS_PROFILE is not read); build each client with the moto server's endpoint."""
+    a profile: AWS_PROFILE is not read); build each client with the moto server's endpoint.
+    In moto's default region the calls of UNSIGNED_SERVICES are not signed, unless
+    `unsigned_hot_path` is False (a measurement of what a call costs on AWS)."""
     import boto3
     import botocore.session
+    from botocore.handlers import disable_signing
 
     core = botocore.session.Session(session_vars={"profile": (None, None, None, None)})
+    if unsigned_hot_path and region == MOTO_DEFAULT_REGION:
+        for service in UNSIGNED_SERVICES:
+            core.register(f"choose-signer.{service}", disable_signing)
     return boto3.Session(
         aws_access_key_id=CREDENTIALS,
         aws_secret_access_key=CREDENTIALS,

@@ -27,6 +27,8 @@ import sys
 import threading
 from typing import IO, Any
 
+from duetime.local.endpoint import MOTO_DEFAULT_REGION
+
 
 class MotoProcessError(RuntimeError):
     """The moto server process could not start."""
@@ -101,6 +103,21 @@ def make_dispatch_fast() -> None:
         return hosts[host]
 
     DomainDispatcherApplication.get_backend_for_host = get_backend_for_host  # type: ignore[method-assign]
+    # An unsigned request names its service by its X-Amz-Target prefix only for the services
+    # moto lists; the others would go to S3. The local stack's hot path is unsigned
+    # (duetime.local.endpoint.UNSIGNED_SERVICES), in moto's default region.
+    from moto.moto_server import werkzeug_app
+
+    werkzeug_app.UNSIGNED_REQUESTS.update(
+        {
+            target: (service, MOTO_DEFAULT_REGION)
+            for target, service in (
+                ("AmazonSQS", "sqs"),
+                ("DynamoDB_20120810", "dynamodb"),
+                ("DynamoDBStreams_20120810", "dynamodb"),
+            )
+        }
+    )
 
     # Every request also lists its handler class's methods (`inspect.getmembers`) to find the
     # action's: a class's methods do not change while the server runs.
