@@ -2,9 +2,11 @@
 
     .venv/bin/python scripts/emulator_bench.py [--calls 2000] [--threads 10] [--json]
 
-Starts two moto servers in processes of their own: the local stack's
-(duetime.local.moto_process: persistent connections, answers written at once, the other
-fixes) and moto's own `ThreadedMotoServer` with none of them. Against each, in one run:
+Starts moto servers in processes of their own: the local stack's (duetime.local.moto_process:
+persistent connections, answers written at once, the other fixes), called with signed requests
+(`local`) and unsigned as the stack calls it (`local_unsigned`: duetime.local.endpoint's
+moto_session), and moto's own `ThreadedMotoServer` with none of them (`plain_moto`). Against
+each, in one run:
 
 - `mix`: `--threads` threads each making conditional PutItems and strongly consistent
   GetItems of ~600-byte items (what a run's claim, outcome and job read look like) on a table
@@ -57,16 +59,21 @@ def item(key: str, version: int) -> dict[str, Any]:
     }
 
 
-def measure(plain: bool, calls: int, threads: int) -> dict[str, Any]:
+def measure(plain: bool, calls: int, threads: int, unsigned: bool = False) -> dict[str, Any]:
     import boto3
     from botocore.config import Config
 
     from duetime.local import moto_process
+    from duetime.local.endpoint import MOTO_DEFAULT_REGION, moto_session
 
     process, url = moto_process.start("127.0.0.1", 0, plain=plain)
     try:
-        session = boto3.Session(
-            aws_access_key_id="bench", aws_secret_access_key="bench", region_name="us-east-1"
+        session = (
+            moto_session(MOTO_DEFAULT_REGION)
+            if unsigned
+            else boto3.Session(
+                aws_access_key_id="bench", aws_secret_access_key="bench", region_name="us-east-1"
+            )
         )
         ddb = session.client("dynamodb", endpoint_url=url, config=Config(max_pool_connections=50))
         streams = session.client(
@@ -144,15 +151,19 @@ def main(argv: list[str] | None = None) -> int:
         parser.error("--calls must be at least 2 and --threads at least 1")
     results = {
         "local": measure(False, args.calls, args.threads),
+        "local_unsigned": measure(False, args.calls, args.threads, unsigned=True),
         "plain_moto": measure(True, args.calls, args.threads),
     }
     if args.json:
         print(json.dumps(results, indent=2))
         return 0
-    print("| figure | local stack's moto | plain moto |")
-    print("|---|---|---|")
+    print(
+        "| figure | local stack's moto | the same, unsigned (as the stack calls it) | plain moto |"
+    )
+    print("|---|---|---|---|")
     for figure in results["local"]:
-        print(f"| {figure} | {results['local'][figure]} | {results['plain_moto'][figure]} |")
+        row = " | ".join(str(results[server][figure]) for server in results)
+        print(f"| {figure} | {row} |")
     return 0
 
 

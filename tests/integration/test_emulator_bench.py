@@ -1,4 +1,5 @@
-"""scripts/emulator_bench.py measures the local stack's moto beside plain moto, in one run."""
+"""scripts/emulator_bench.py measures the local stack's moto (signed, and unsigned as the stack
+calls it) beside plain moto, in one run."""
 
 from __future__ import annotations
 
@@ -11,11 +12,11 @@ from tests.scripts import load_script
 emulator_bench = load_script("emulator_bench.py", "emulator_bench")
 
 
-def test_it_prints_both_servers_figures(capsys: pytest.CaptureFixture[str]) -> None:
+def test_it_prints_each_servers_figures(capsys: pytest.CaptureFixture[str]) -> None:
     assert emulator_bench.main(["--calls", "40", "--threads", "2", "--json"]) == 0
 
     figures = json.loads(capsys.readouterr().out)
-    assert figures.keys() == {"local", "plain_moto"}
+    assert figures.keys() == {"local", "local_unsigned", "plain_moto"}
     for server in figures.values():
         assert server["calls"] == 40
         assert server["calls_per_second"] > 0

@@ -22,8 +22,8 @@ CREDENTIALS = "duetime-local"  # moto takes any
 # is its default account for duetime-local's, signed or not).
 MOTO_DEFAULT_REGION = "us-east-1"
 # The services of the engine's hot path, whose calls go unsigned to moto (in that region):
-# SigV4 signing costs the client ~0.5 ms of CPU a call and moto ~0.4 ms to read the header,
-# about a sixth of a call's CPU on both sides (scripts/emulator_bench.py; docs/local.md).
+# SigV4 signing costs the client ~0.45 ms of CPU a call, a sixth of it; moto's CPU is the same
+# either way (scripts/emulator_bench.py, `local_unsigned`; docs/local.md).
 UNSIGNED_SERVICES = ("dynamodb", "dynamodb-streams", "sqs")
 
 
