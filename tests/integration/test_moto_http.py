@@ -86,3 +86,65 @@ def test_an_s3_object_written_read_and_headed_keeps_its_length(url: str) -> None
     with pytest.raises(missing.exceptions.ResourceNotFoundException):
         missing.describe_table(TableName="none")  # an error answer, and the next call works
     assert missing.list_tables()["TableNames"] == []
+
+
+def _request(target: str, body: dict[str, Any]) -> dict[str, Any]:
+    """The WSGI environ of a JSON-protocol call, as the local stack's clients send it."""
+    from werkzeug.test import EnvironBuilder
+
+    return EnvironBuilder(
+        method="POST",
+        path="/",
+        data=json.dumps(body),
+        headers={"Content-Type": "application/x-amz-json-1.0", "X-Amz-Target": target},
+    ).get_environ()
+
+
+@pytest.mark.parametrize(
+    ("target", "body", "service"),
+    [
+        ("DynamoDB_20120810.ListTables", {}, "dynamodb"),
+        ("DynamoDB_20120810.DescribeTable", {"TableName": "none"}, "dynamodb"),
+        ("DynamoDB_20120810.GetItem", {"TableName": "none", "Key": {"k": {"S": "x"}}}, "dynamodb"),
+        ("DynamoDB_20120810.PutItem", {"TableName": "none", "Item": {"k": {"S": "x"}}}, "dynamodb"),
+        ("AmazonSQS.ListQueues", {}, "sqs"),
+        ("AmazonSQS.GetQueueUrl", {"QueueName": "none"}, "sqs"),
+        ("AmazonSQS.SendMessage", {"QueueUrl": "none", "MessageBody": "x"}, "sqs"),
+        ("DynamoDBStreams_20120810.ListStreams", {}, "dynamodbstreams"),
+    ],
+)
+def test_a_hot_path_call_answered_directly_is_answered_as_moto_s_application_answers_it(
+    target: str, body: dict[str, Any], service: str
+) -> None:
+    """The DynamoDB, Streams and SQS calls skip moto's Flask application (`_dispatch`): their
+    status, body and content type are those of the application's answer, errors included."""
+    from moto.moto_server.werkzeug_app import DomainDispatcherApplication, create_backend_app
+
+    from duetime.local.moto_http import _call, _dispatch, _handler
+
+    handler = _handler(target)
+    assert handler is not None
+    # The application routes an unsigned call by its service's signing scope: give it one.
+    scope = {"dynamodbstreams": "dynamodb"}.get(service, service)
+    signed = _request(target, body)
+    signed["HTTP_AUTHORIZATION"] = (
+        f"AWS4-HMAC-SHA256 Credential=testing/20261128/us-east-1/{scope}/aws4_request, "
+        "SignedHeaders=host, Signature=0"
+    )
+    app = DomainDispatcherApplication(create_backend_app)
+
+    direct = _dispatch(handler, _request(target, body))
+    through_app = _call(app, signed)
+
+    assert direct[0] == through_app[0]
+    assert json.loads(direct[2] or b"{}") == json.loads(through_app[2] or b"{}")
+    content_type = {k.lower(): v for k, v in through_app[1]}["content-type"]
+    assert {k.lower(): v for k, v in direct[1]}["content-type"] == content_type
+
+
+def test_other_calls_have_no_direct_handler() -> None:
+    from duetime.local.moto_http import _handler
+
+    assert _handler("") is None
+    assert _handler("AWSKMS.Decrypt") is None
+    assert _handler("DynamoDB_20111205.ListTables") is None  # the old API: moto's app
