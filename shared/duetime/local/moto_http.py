@@ -17,7 +17,7 @@ the client's per call, 250 calls a second (docs/performance.md, "The local emula
 The JSON-protocol calls of the engine's hot path (DynamoDB, DynamoDB Streams, SQS: one handler
 each, named by the request's X-Amz-Target) go to moto's handler directly (`_dispatch`), as
 moto's Flask view would call it, without the Flask application, its URL map and its request
-context around it: about a fifth of the server's CPU a call. Every other request goes through
+context around it: about a sixth of the server's CPU a call. Every other request goes through
 moto's WSGI application.
 """
 

@@ -46,12 +46,7 @@ from typing import TYPE_CHECKING, Any, TextIO
 from duetime.clock import wall_ms
 from duetime.domain.jobs import Priority, Runtime
 from duetime.domain.timeutil import from_ms
-from duetime.local.endpoint import (
-    MOTO_DEFAULT_REGION,
-    LocalEndpoint,
-    moto_session,
-    write_endpoint_file,
-)
+from duetime.local.endpoint import LocalEndpoint, moto_session, write_endpoint_file
 from duetime.local.figures import Figures, LocalFigures, ObservedExecutor, RunFigures, queue_depth
 from duetime.local.keys import DEFAULT_STATE_DIR, load_or_create_key, message_key
 from duetime.local.lambda_runtime import FakeContext, Handler, SqsEventSource, scheduled_event
@@ -70,7 +65,7 @@ if TYPE_CHECKING:
     from duetime.settings import ApiSettings, Settings
     from duetime.wiring import Components
 
-REGION = MOTO_DEFAULT_REGION  # moto's own: the hot path's calls go unsigned (moto_session)
+REGION = "us-east-1"
 ACCOUNT_ID = "123456789012"
 PREFIX = "duetime"
 # On AWS the queues' visibility timeout is 6 × the worker function's timeout (90 min), so a
