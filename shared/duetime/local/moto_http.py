@@ -13,23 +13,14 @@ send with TCP_NODELAY, and keeps the connection for the client's next call (HTTP
 request whose body is chunked, or whose answer fails, goes through werkzeug's own path and
 closes its connection as before. Same measurement: 3.4 ms of the server's CPU and 2.6 ms of
 the client's per call, 250 calls a second (docs/performance.md, "The local emulator").
-
-The JSON-protocol calls of the engine's hot path (DynamoDB, DynamoDB Streams, SQS: one handler
-each, named by the request's X-Amz-Target) go to moto's handler directly (`_dispatch`), as
-moto's Flask view would call it, without the Flask application, its URL map and its request
-context around it: about a sixth of the server's CPU a call. Every other request goes through
-moto's WSGI application.
 """
 
 from __future__ import annotations
 
 import functools
-import importlib
 import io
 import logging
 import threading
-from collections.abc import Callable
-from http import HTTPStatus
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
@@ -38,13 +29,6 @@ if TYPE_CHECKING:
 _log = logging.getLogger(__name__)
 # Headers the handler writes itself (the body is sent whole, with its length).
 _FRAMING = frozenset({"content-length", "connection", "transfer-encoding"})
-# X-Amz-Target prefixes answered by one moto handler each, called directly (`_dispatch`): the
-# module and class of the handler moto's URL map routes them to (moto/<service>/urls.py).
-_DIRECT = {
-    "DynamoDB_20120810.": ("moto.dynamodb.responses", "DynamoHandler"),
-    "DynamoDBStreams_20120810.": ("moto.dynamodbstreams.responses", "DynamoDBStreamsHandler"),
-    "AmazonSQS.": ("moto.sqs.responses", "SQSResponse"),
-}
 
 
 @functools.cache
@@ -69,14 +53,8 @@ def keep_alive_handler() -> type:
             environ = self.make_environ()
             environ["wsgi.input"] = io.BytesIO(body)
             environ["CONTENT_LENGTH"] = str(len(body))
-            handler = (
-                _handler(self.headers.get("X-Amz-Target", "")) if self.command == "POST" else None
-            )
             try:
-                if handler is not None:
-                    status, headers, payload = _dispatch(handler, environ)
-                else:
-                    status, headers, payload = _call(self.server.app, environ)
+                status, headers, payload = _call(self.server.app, environ)
             except Exception:
                 _log.exception("moto failed to answer %s %s", self.command, self.path)
                 self.close_connection = True
@@ -100,40 +78,6 @@ def keep_alive_handler() -> type:
             self.wfile.write(head.encode("latin-1") + payload)
 
     return KeepAliveHandler
-
-
-@functools.cache
-def _handler(target: str) -> Callable[..., Any] | None:
-    """The moto handler of a request with this X-Amz-Target, when it has one of _DIRECT's."""
-    for prefix, (module, name) in _DIRECT.items():
-        if target.startswith(prefix):
-            dispatch: Callable[..., Any] = getattr(importlib.import_module(module), name).dispatch
-            return dispatch
-    return None
-
-
-def _dispatch(
-    handler: Callable[..., Any], environ: dict[str, Any]
-) -> tuple[str, list[tuple[str, str]], bytes]:
-    """What moto's Flask view (moto.core.utils.convert_to_flask_response) does with a request,
-    and what Flask's Response makes of the handler's answer (a default Content-Type)."""
-    from botocore.exceptions import ClientError
-    from moto.moto_api import recorder
-    from moto.moto_server.werkzeug_app import BackendRequest
-
-    request = BackendRequest(environ)
-    recorder._record_request(request)
-    try:
-        result = handler(request, request.raw_url, dict(request.headers))
-    except ClientError as exc:
-        result = 400, {}, exc.response["Error"]["Message"]
-    status, headers, content = result if len(result) == 3 else (200, {}, result)
-    pairs = [(str(name), str(value)) for name, value in headers.items()]
-    if not any(name.lower() == "content-type" for name, _ in pairs):
-        pairs.append(("Content-Type", "text/html; charset=utf-8"))
-    body = content.encode() if isinstance(content, str) else bytes(content or b"")
-    code = int(status)
-    return f"{code} {HTTPStatus(code).phrase.upper()}", pairs, body
 
 
 def _call(app: Any, environ: dict[str, Any]) -> tuple[str, list[tuple[str, str]], bytes]:
