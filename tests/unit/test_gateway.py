@@ -215,15 +215,16 @@ def test_given_no_valid_token_then_401_and_the_handler_is_not_called(
     assert api.events == []
 
 
-@pytest.mark.parametrize("path", ["/health", "/openapi.json"])
+@pytest.mark.parametrize("method", ["GET", "HEAD"])
+@pytest.mark.parametrize("path", ["/health", "/openapi.json", "/console/", "/console/app.js"])
 def test_given_a_public_route_then_it_needs_no_token(
-    gateway: Gateway, api: StubApi, path: str
+    gateway: Gateway, api: StubApi, path: str, method: str
 ) -> None:
-    answer = call(gateway, "GET", path)
+    answer = call(gateway, method, path)
 
     assert answer.status == 200
     (event,) = api.events
-    assert event["routeKey"] == f"GET {path}"
+    assert event["routeKey"] == f"{method} {path}"
     assert "authorizer" not in event["requestContext"]
 
 

@@ -180,20 +180,6 @@ def test_given_head_and_a_handler_that_sends_a_body_anyway_then_it_is_not_writte
     assert (answer.body, answer.after) == (b"", None)  # no byte after the headers
 
 
-@pytest.mark.parametrize("path", ["/health", "/openapi.json", "/console/", "/console/app.js"])
-def test_given_head_on_a_public_route_then_it_needs_no_token(
-    gateway: Gateway,  # noqa: F811
-    api: StubApi,  # noqa: F811
-    path: str,
-) -> None:
-    answer = call(gateway, "HEAD", path)
-
-    assert answer.status == 200
-    (event,) = api.events
-    assert event["routeKey"] == f"HEAD {path}"
-    assert "authorizer" not in event["requestContext"]
-
-
 def test_given_head_on_a_job_route_without_a_token_then_401_without_body(
     gateway: Gateway,  # noqa: F811
     api: StubApi,  # noqa: F811
