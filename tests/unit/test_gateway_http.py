@@ -69,6 +69,9 @@ CHUNKED_OK = b"2\r\n{}\r\n0\r\n\r\n"
         (["Content-Length: 7", "Transfer-Encoding: chunked"], CHUNKED_OK, "Content-Length"),
         (["Transfer-Encoding: chunked", "Content-Length: 7"], CHUNKED_OK, "Content-Length"),
         (["Transfer-Encoding: gzip, chunked"], CHUNKED_OK, "Transfer-Encoding"),
+        (["Transfer-Encoding: gzip"], b"{}", "Transfer-Encoding"),
+        (["Transfer-Encoding: chunked, gzip"], CHUNKED_OK, "Transfer-Encoding"),
+        (["Transfer-Encoding: chunked, chunked"], CHUNKED_OK, "Transfer-Encoding"),
         (
             ["Transfer-Encoding: chunked", "Transfer-Encoding: chunked"],
             CHUNKED_OK,

@@ -10,8 +10,9 @@ answer becomes the HTTP response:
 - request framing is refused as ambiguous, with a 400 that closes the connection, before
   anything reaches the handler: a Content-Length that is not a number or is sent twice with
   different values, Content-Length together with Transfer-Encoding, a Transfer-Encoding other
-  than `chunked`, a malformed chunk (request smuggling hygiene: a proxy in front could read
-  the request's end elsewhere);
+  than one `chunked` (`gzip, chunked` too: bad input is a 4xx, not RFC 9112's 501), a
+  malformed chunk (request smuggling hygiene: a proxy in front could read the request's end
+  elsewhere);
 - the authorizer: `Authorization: Bearer <jwt>`, HS256 with the local key, issuer and audience
   pinned, `exp` required. A refused token is a 401 and the handler is not called;
 - request bodies over 1 MiB are refused with 413 and never reach the handler (API Gateway's
@@ -257,7 +258,9 @@ class _RequestHandler(BaseHTTPRequestHandler):
         if codings:
             if lengths:
                 raise _invalid("Content-Length", "Content-Length and Transfer-Encoding together")
-            if codings.strip().lower() != "chunked":
+            if [c.strip().lower() for c in codings.split(",")] != ["chunked"]:
+                # RFC 9112 suggests 501 for a coding before chunked (`gzip, chunked`); bad
+                # input is a 4xx here, never a 5xx (docs/api.md, "Errors").
                 raise _invalid("Transfer-Encoding", "the only transfer coding accepted is chunked")
             return self._read_chunked()
         if len(lengths) > 1:
