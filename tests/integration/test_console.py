@@ -128,9 +128,9 @@ def test_nothing_outside_the_flat_directory_is_served(
     assert b"secret" not in reply.body.replace(b"secret.json", b"")
 
 
-@pytest.mark.parametrize("method", ["POST", "PUT", "DELETE", "PATCH", "OPTIONS"])
+@pytest.mark.parametrize("method", ["POST", "PUT", "DELETE", "PATCH", "OPTIONS", "TRACE", "FOO"])
 def test_other_methods_are_refused(console: Console, site: ConsoleSettings, method: str) -> None:
-    for path in ("/console/", "/console/app.js"):
+    for path in ("/console", "/console/", "/console/app.js", "/console/missing.js"):
         reply = console.get(path, site, method=method)
         assert reply.status == 405
         assert reply.headers["Allow"] == "GET, HEAD"

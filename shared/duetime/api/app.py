@@ -280,7 +280,7 @@ def build_app(
     def refuse_method() -> JsonResponse:
         method = app.current_event.http_method.upper()
         path = app.current_event.path
-        allow = allowed_methods(ROUTES, path)
+        allow = allowed_methods(ROUTES, path) or console.methods_on(path)
         # A path the resolver could not match for a method we serve there (an id with
         # characters no job id has) is simply not found.
         if allow and method not in allow:

@@ -8,9 +8,10 @@ locally and on AWS): docs/console.md.
   not one of them, so a 404), with a content type from a short allow-list of suffixes;
 - `GET /console/config.json`: generated from ConsoleSettings (token paste, or OpenID Connect);
 - `HEAD` as `GET` without the body (duetime.api.routing); any other method on these paths:
-  405 (`Allow: GET, HEAD`). No JWT (the API Gateway route has no authorizer):
-  the files hold no data; everything the console shows comes from the API with the user's
-  token.
+  405 (`Allow: GET, HEAD`; `methods_on`, answered by the API's not-found handler), TRACE
+  and methods HTTP does not define included. No JWT (the API Gateway route has no
+  authorizer): the files hold no data; everything the console shows comes from the API with
+  the user's token.
 
 Every answer carries the console's Content-Security-Policy and security headers.
 """
@@ -18,6 +19,7 @@ Every answer carries the console's Content-Security-Policy and security headers.
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Mapping
 from http import HTTPStatus
 from pathlib import Path
@@ -46,7 +48,6 @@ _TEXT_SUFFIXES = frozenset({".html", ".js", ".css", ".svg", ".json"})
 ASSET_CACHE = "public, max-age=300"
 NO_CACHE = "no-cache"
 _METHODS = ["GET", "HEAD"]
-_OTHER_METHODS = ["POST", "PUT", "PATCH", "DELETE", "OPTIONS"]
 
 
 def content_security_policy(settings: ConsoleSettings) -> str:
@@ -135,17 +136,12 @@ def register(app: APIGatewayHttpResolver, settings: ConsoleSettings) -> None:
     def static(name: str) -> Response[Any]:
         return file_answer(name)
 
-    def not_allowed(name: str = "") -> Response[Any]:
-        method = app.current_event.http_method.upper()
-        return error(
-            HTTPStatus.METHOD_NOT_ALLOWED,
-            "method_not_allowed",
-            f"{method} is not allowed on the console",
-            Allow=", ".join(_METHODS),
-        )
 
-    app.route(f"{PREFIX}/?", _OTHER_METHODS)(not_allowed)
-    app.route(f"{PREFIX}/<name>", _OTHER_METHODS)(not_allowed)
+def methods_on(path: str) -> list[str]:
+    """The methods the console serves on `path` (empty: not a console path). Any other method
+    there, TRACE or one HTTP does not define included, is the API's 405 (duetime.api.app)."""
+    console = path in (PREFIX, f"{PREFIX}/") or re.fullmatch(f"{PREFIX}/[^/]+", path)
+    return list(_METHODS) if console else []
 
 
 def _origin(url: str) -> str:
