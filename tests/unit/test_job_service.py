@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import hashlib
+import json
 from datetime import UTC, datetime
 from typing import Any
 
@@ -12,10 +14,11 @@ from duetime.adapters.memory.queues import MemoryQueue
 from duetime.adapters.memory.runs import MemoryRunStore
 from duetime.adapters.memory.timers import MemoryTimerStore
 from duetime.domain.errors import IdempotencyConflict, IllegalTransition, NotFound
-from duetime.domain.jobs import JobStatus, Priority, Runtime, parse_job_spec
+from duetime.domain.jobs import JobStatus, Priority, Runtime, parse_job_spec, spec_to_dict
 from duetime.domain.timeutil import to_ms
 from duetime.ports import ConditionFailed
 from duetime.services.jobs import JobService
+from duetime.services.submission import fingerprint
 from duetime.settings import QueueUrls, Settings, queue_key
 
 T0 = to_ms(datetime(2026, 11, 21, 10, 0, 7, tzinfo=UTC))
@@ -59,6 +62,33 @@ def test_given_a_key_reused_for_another_request_then_it_is_a_conflict() -> None:
     parts.service.create("t", spec(), idempotency_key="k")
     with pytest.raises(IdempotencyConflict):
         parts.service.create("t", spec(name="other"), idempotency_key="k")
+
+
+def test_given_fields_at_their_defaults_then_the_key_binds_only_what_the_body_changes() -> None:
+    # A field added later with a default cannot change a fingerprint: a body that leaves the
+    # optional fields at their defaults is bound to its schedule and target alone.
+    minimal = spec()
+    canonical = {k: v for k, v in spec_to_dict(minimal).items() if k in ("schedule", "target")}
+    text = json.dumps(canonical, sort_keys=True, separators=(",", ":"))
+    assert fingerprint(minimal) == "2:" + hashlib.sha256(text.encode()).hexdigest()
+    assert fingerprint(spec(priority="normal", stage_seconds=0, tags={})) == fingerprint(minimal)
+    assert fingerprint(spec(stage_seconds=2)) != fingerprint(minimal)
+    assert fingerprint(spec(schedule={"delay_seconds": 601})) != fingerprint(minimal)
+
+
+def test_given_a_key_bound_before_fingerprints_had_a_version_then_the_retry_still_replays() -> None:
+    parts = Parts()
+    first = parts.service.create("t", spec(payload={"n": 1}))
+    everything = json.dumps(
+        spec_to_dict(spec(payload={"n": 1})), sort_keys=True, separators=(",", ":")
+    )
+    legacy = hashlib.sha256(everything.encode()).hexdigest()  # what the previous version stored
+    parts.jobs.claim_key("t", "k", first.id, legacy, 2**31)
+
+    assert parts.service.create("t", spec(payload={"n": 1}), idempotency_key="k").id == first.id
+    with pytest.raises(IdempotencyConflict):
+        parts.service.create("t", spec(payload={"n": 2}), idempotency_key="k")
+    assert len(parts.jobs.list("t", 10, None).items) == 1
 
 
 def test_given_the_same_key_from_another_tenant_then_it_is_a_separate_job() -> None:

@@ -47,10 +47,37 @@ from duetime.settings import Quotas, Settings
 IDEMPOTENCY_SECONDS = 86_400
 
 
+# A fingerprint's version prefix. Unprefixed: every field's value, defaults included (before
+# 2026-11-28), so a field added with a default changed the fingerprint of every body.
+_FINGERPRINT = "2:"
+
+
 def fingerprint(spec: JobSpec) -> str:
-    """What an Idempotency-Key is bound to: the canonical job body."""
-    canonical = json.dumps(spec_to_dict(spec), sort_keys=True, separators=(",", ":"))
-    return hashlib.sha256(canonical.encode()).hexdigest()
+    """What an Idempotency-Key is bound to: the canonical job body without the fields that have
+    their default value, so a retry made across a deployment that added a field (with a
+    default) still replays."""
+    defaults = spec_to_dict(JobSpec(schedule=spec.schedule, target=spec.target))
+    fields = spec_to_dict(spec)
+    return _FINGERPRINT + _digest(
+        {
+            name: value
+            for name, value in fields.items()
+            if name in ("schedule", "target") or value != defaults[name]
+        }
+    )
+
+
+def same_request(bound: str, spec: JobSpec) -> bool:
+    """Whether a key bound to `bound` was claimed by a request for `spec` (a fingerprint of
+    either version)."""
+    if bound.startswith(_FINGERPRINT):
+        return bound == fingerprint(spec)
+    return bound == _digest(spec_to_dict(spec))
+
+
+def _digest(canonical: object) -> str:
+    text = json.dumps(canonical, sort_keys=True, separators=(",", ":"))
+    return hashlib.sha256(text.encode()).hexdigest()
 
 
 @dataclass(frozen=True)
@@ -155,7 +182,7 @@ class Submission:
                 tenant, idempotency_key, job_id, bound, now // 1000 + IDEMPOTENCY_SECONDS
             )
             if recorded is not None:
-                if recorded[1] != bound:
+                if not same_request(recorded[1], spec):
                     raise IdempotencyConflict(idempotency_key)
                 existing = self._jobs.get(tenant, recorded[0])
                 if existing is not None:
