@@ -68,12 +68,15 @@ def test_given_fields_at_their_defaults_then_the_key_binds_only_what_the_body_ch
     # A field added later with a default cannot change a fingerprint: a body that leaves the
     # optional fields at their defaults is bound to its schedule and target alone.
     minimal = spec()
-    canonical = {k: v for k, v in spec_to_dict(minimal).items() if k in ("schedule", "target")}
+    canonical = {"schedule": {"delay_seconds": 600}, "target": {"type": "handler", "name": "x.y"}}
     text = json.dumps(canonical, sort_keys=True, separators=(",", ":"))
     assert fingerprint(minimal) == "2:" + hashlib.sha256(text.encode()).hexdigest()
     assert fingerprint(spec(priority="normal", stage_seconds=0, tags={})) == fingerprint(minimal)
     assert fingerprint(spec(stage_seconds=2)) != fingerprint(minimal)
     assert fingerprint(spec(schedule={"delay_seconds": 601})) != fingerprint(minimal)
+    web = {"type": "http", "url": "https://example.com/hook"}
+    assert fingerprint(spec(target={**web, "headers": {}})) == fingerprint(spec(target=web))
+    assert fingerprint(spec(target={**web, "headers": {"A": ""}})) != fingerprint(spec(target=web))
 
 
 def test_given_a_key_bound_before_fingerprints_had_a_version_then_the_retry_still_replays() -> None:

@@ -54,17 +54,14 @@ _FINGERPRINT = "2:"
 
 def fingerprint(spec: JobSpec) -> str:
     """What an Idempotency-Key is bound to: the canonical job body without the fields that have
-    their default value, so a retry made across a deployment that added a field (with a
-    default) still replays."""
+    their default value (and the schedule's and target's empty ones), so a retry made across a
+    deployment that added a field with such a default still replays."""
     defaults = spec_to_dict(JobSpec(schedule=spec.schedule, target=spec.target))
     fields = spec_to_dict(spec)
-    return _FINGERPRINT + _digest(
-        {
-            name: value
-            for name, value in fields.items()
-            if name in ("schedule", "target") or value != defaults[name]
-        }
-    )
+    canonical = {name: v for name, v in fields.items() if v != defaults[name]}
+    for name in ("schedule", "target"):  # without their empty fields (`headers: {}`)
+        canonical[name] = {k: v for k, v in fields[name].items() if v not in (None, {}, [])}
+    return _FINGERPRINT + _digest(canonical)
 
 
 def same_request(bound: str, spec: JobSpec) -> bool:
