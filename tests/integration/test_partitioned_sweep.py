@@ -414,3 +414,50 @@ def test_given_job_partitions_then_a_tenants_jobs_spread_over_keys_and_list_newe
     assert listed == sorted(created, key=lambda j: j.id, reverse=True)
     assert store.get("acme#corp", created[3].id) == created[3]
     assert store.list("acme", 50, None).items == []  # a prefix of the tenant is another tenant
+
+
+def test_given_job_partitions_then_a_tenant_named_like_a_partition_key_shares_nothing(
+    aws: Any,
+) -> None:
+    # With partitions, "acme"'s jobs live under the keys "acme#0".."acme#3", while a tenant's
+    # recurring-job counter and webhook secret stay under the tenant itself: the tenants
+    # "acme#0".."acme#3" put theirs on the very partition keys that hold acme's jobs.
+    from duetime.adapters.dynamodb.jobs import DynamoJobStore
+    from duetime.adapters.dynamodb.secrets import DynamoSecretStore
+    from duetime.domain.ids import new_job_id
+    from duetime.domain.jobs import Job
+    from duetime.domain.signing import SecretRecord
+
+    store = DynamoJobStore(aws.dynamodb, aws.settings.jobs_table, partitions=4)
+    secrets = DynamoSecretStore(aws.dynamodb, aws.settings.jobs_table)
+    target = {"type": "handler", "name": "duetime.noop"}
+    spec = parse_job_spec({"schedule": {"at": rfc3339_ms(T0)}, "target": target})
+    acme = [
+        Job("acme", new_job_id(T0 + n, n.to_bytes(10, "big")), spec, JobStatus.SCHEDULED, T0, T0)
+        for n in range(24)
+    ]
+    for job in acme:
+        store.create(job)
+    assert store.reserve_recurring("acme", 1)
+    secrets.put(SecretRecord("acme", b"acme-ciphertext", None, None, None, 1))
+    look_alikes = [f"acme#{k}" for k in range(4)]
+    for n, tenant in enumerate(look_alikes):
+        assert store.reserve_recurring(tenant, 1)  # its own count, not acme's
+        assert not store.reserve_recurring(tenant, 1)
+        secrets.put(SecretRecord(tenant, f"their-{n}".encode(), None, None, None, 1))
+        store.claim_key(tenant, "k", acme[n].id, "2:theirs", 2**31)
+    raw_keys = {
+        i["tenant"]["S"] for i in aws.dynamodb.scan(TableName=aws.settings.jobs_table)["Items"]
+    }
+    assert set(look_alikes) <= raw_keys  # the look-alikes' items do sit on acme's partition keys
+
+    listed = store.list("acme", 100, None).items
+    assert listed == sorted(acme, key=lambda j: j.id, reverse=True)
+    assert all(store.list(tenant, 100, None).items == [] for tenant in look_alikes)
+    assert all(store.get(tenant, acme[0].id) is None for tenant in look_alikes)
+    assert not store.reserve_recurring("acme", 1)  # acme's counter still holds its one
+    found = secrets.get("acme")
+    assert found is not None
+    assert found.current == b"acme-ciphertext"
+    assert store.claim_key("acme", "k", "01KAAAAAAAAAAAAAAAAAAAAAAB", "2:mine", 2**31) is None
+    assert {j.id for j in store.scan_active(0, 1)} == {j.id for j in acme}
