@@ -1127,7 +1127,8 @@ def main(argv: list[str] | None = None) -> int:
         "--pollers",
         type=int,
         default=5,
-        help="the local stack's pollers per lambda queue (default 5, as Lambda starts with)",
+        help="the local stack's most pollers per lambda queue (default 5, as Lambda starts "
+        "with; an idle queue has one)",
     )
     parser.add_argument(
         "--claim-lead-ms",

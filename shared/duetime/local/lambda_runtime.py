@@ -1,4 +1,4 @@
-"""Lambda-shaped events and contexts, and the SQS event source mapping's polling loop."""
+"""Lambda-shaped events and contexts, and the SQS event source mapping's polling loops."""
 
 from __future__ import annotations
 
@@ -102,7 +102,13 @@ class SqsEventSource:
             "Attributes"
         ]["QueueArn"]
 
-    def poll_once(self) -> int:
+    @property
+    def batch_size(self) -> int:
+        return self._batch_size
+
+    def poll_once(self, received: Callable[[int], None] | None = None) -> int:
+        """One receive and, when it got messages, one invocation. `received` is told how many
+        messages came before the handler runs."""
         messages = self._sqs.receive_message(
             QueueUrl=self._url,
             MaxNumberOfMessages=self._batch_size,
@@ -110,6 +116,8 @@ class SqsEventSource:
             MessageSystemAttributeNames=["All"],
             MessageAttributeNames=["All"],
         ).get("Messages", [])
+        if received is not None:
+            received(len(messages))
         if not messages:
             return 0
         response = self._handler(sqs_event(messages, self._arn, self._region), FakeContext())
@@ -124,14 +132,96 @@ class SqsEventSource:
             )
         return len(messages)
 
+
+class ScalingPollers:
+    """An event source mapping's pollers of one queue, scaled with its backlog as Lambda scales
+    them: `minimum` pollers always poll; when a receive gets messages and every poller then
+    holds a batch, one more starts (up to `maximum`), so that one keeps receiving; an added
+    poller stops when a receive of its own comes back empty. Each poller has its own source
+    (its own handler: its own execution environment), reused by the next poller added.
+
+    Lambda keeps five pollers on a queue however idle, which costs nothing there. Here every
+    empty receive is a call the emulator serves, so an idle queue has one: three idle lambda
+    queues made ~10 empty receives a second that way, a tenth of a steady scenario's calls."""
+
+    def __init__(
+        self,
+        make_source: Callable[[], SqsEventSource],
+        maximum: int,
+        minimum: int = 1,
+    ) -> None:
+        self._make_source = make_source
+        self._minimum = minimum
+        self._maximum = max(minimum, maximum)
+        self._lock = threading.Lock()
+        self._pollers = 0
+        self._busy = 0
+        self._started = 0
+        self._threads: list[threading.Thread] = []
+        self._idle: list[SqsEventSource] = []  # the sources of pollers that stopped
+        self._name = "pollers"
+        self.peak = 0  # the most pollers at once
+
+    @property
+    def polling(self) -> int:
+        """How many pollers there are now."""
+        return self._pollers
+
     def run(self, stopping: threading.Event, label: str) -> None:
-        """Poll until `stopping` is set, as the mapping's pollers do; a failed poll is logged
-        (with `label`) and the next comes a second later."""
+        """Poll until `stopping` is set, then wait for every poller's batch to end."""
+        self._name = threading.current_thread().name
+        with self._lock:
+            for _ in range(self._minimum):
+                self._start(stopping, label, added=False)
+        stopping.wait()
+        with self._lock:
+            threads = list(self._threads)
+        for thread in threads:
+            thread.join()
+
+    def _start(self, stopping: threading.Event, label: str, *, added: bool) -> None:
+        """Start a poller (the lock held)."""
+        self._pollers += 1
+        self.peak = max(self.peak, self._pollers)
+        self._threads = [t for t in self._threads if t.is_alive()]
+        source = self._idle.pop() if self._idle else self._make_source()
+        args = (source, stopping, label, added)
+        name = f"{self._name}-{self._started}"
+        self._started += 1
+        thread = threading.Thread(target=self._poll, args=args, name=name, daemon=True)
+        self._threads.append(thread)
+        thread.start()
+
+    def _poll(
+        self, source: SqsEventSource, stopping: threading.Event, label: str, added: bool
+    ) -> None:
         from duetime.observability import logger
 
+        holding = False  # this poller holds a batch
+
+        def received(count: int) -> None:
+            nonlocal holding
+            with self._lock:
+                holding = count > 0
+                self._busy += holding
+                spare = count > 0 and self._busy == self._pollers  # none left receiving
+                if spare and self._pollers < self._maximum and not stopping.is_set():
+                    self._start(stopping, label, added=True)
+
         while not stopping.is_set():
+            holding = False
             try:
-                self.poll_once()
+                count = source.poll_once(received)
             except Exception:
                 logger.exception("event source mapping poll failed", extra={"queue": label})
+                count = -1
+            with self._lock:
+                self._busy -= holding
+                if added and count == 0:
+                    self._pollers -= 1
+                    self._idle.append(source)
+                    return
+            if count < 0:
                 stopping.wait(1)
+        with self._lock:
+            self._pollers -= 1

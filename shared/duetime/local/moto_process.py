@@ -8,7 +8,8 @@ before/after figures).
 
 The child applies the moto fixes (duetime.local.moto_fixes, duetime.local.moto_sqs,
 duetime.local.moto_dynamodb and `make_dispatch_fast` below), serves moto over persistent connections
-(duetime.local.moto_http), prints one JSON line (`{"url": ...}` or `{"error": ...}`) and
+(duetime.local.moto_http) without automatic full garbage collections
+(duetime.local.gc_pauses), prints one JSON line (`{"url": ...}` or `{"error": ...}`) and
 serves until its stdin closes: the parent holds the other end of that pipe, so the server
 ends with the parent however the parent ends (a SIGKILL included).
 """
@@ -156,6 +157,7 @@ def serve(
 ) -> int:
     if plain:
         return _serve_plain(host, port, out, wait)
+    from duetime.local.gc_pauses import freeze_long_lived
     from duetime.local.moto_dynamodb import make_dynamodb_fast
     from duetime.local.moto_fixes import make_dynamodb_writes_atomic, make_sqs_strict
     from duetime.local.moto_http import MotoHttpServer
@@ -178,6 +180,8 @@ def serve(
                 return 1
     server = MotoHttpServer(host, port)
     server.start()
+    # The tables and queues live here: a full collection would walk all of them.
+    freeze_long_lived(full_collections=False)
     bound_host, bound_port = server.address
     print(json.dumps({"url": f"http://{bound_host}:{bound_port}"}), file=out, flush=True)
     wait.read()  # until the parent closes the pipe (or dies)

@@ -13,7 +13,7 @@ small emulators of what AWS would do around the same handlers:
 |                   | which sweeps the shards on threads (on AWS: a sweeper per shard) |
 | reconciler        | the daily rule → the reconciler Lambda (hourly here)             |
 | lambda-<priority> | an SQS event source mapping per lambda queue (lane) → the worker  |
-|                   | Lambda: `lambda_pollers` threads each, the mapping's pollers      |
+|                   | Lambda: up to `lambda_pollers` threads each (its pollers)         |
 | fargate worker    | the Fargate service's `duetime worker --runtime fargate` loop    |
 | ttl-reaper        | DynamoDB TTL: deletes expired items (moto never does)            |
 | runs-stream       | the runs table stream's event source mapping → the archiver      |
@@ -46,10 +46,12 @@ from typing import TYPE_CHECKING, Any, TextIO
 from duetime.clock import wall_ms
 from duetime.domain.jobs import Priority, Runtime
 from duetime.domain.timeutil import from_ms
+from duetime.local import lambda_runtime
 from duetime.local.endpoint import LocalEndpoint, moto_session, write_endpoint_file
 from duetime.local.figures import Figures, LocalFigures, ObservedExecutor, RunFigures, queue_depth
+from duetime.local.gc_pauses import freeze_long_lived
 from duetime.local.keys import DEFAULT_STATE_DIR, load_or_create_key, message_key
-from duetime.local.lambda_runtime import FakeContext, Handler, SqsEventSource, scheduled_event
+from duetime.local.lambda_runtime import FakeContext, Handler, ScalingPollers, scheduled_event
 from duetime.local.streams import StreamEventSource
 from duetime.local.ttl import TTL_REAP_SECONDS, TTL_REAP_SECONDS_HOT, TtlDeletes, TtlReaper
 
@@ -74,7 +76,6 @@ PREFIX = "duetime"
 # a minute. A batch that takes longer (slow targets) lets another poller receive the rest of
 # it: the run claims keep such a second delivery from executing a run twice.
 LOCAL_VISIBILITY_TIMEOUT_SECONDS = 60
-LAMBDA_BATCH_SIZE = 10
 LAMBDA_POLL_WAIT_SECONDS = 1
 FARGATE_POLL_WAIT_SECONDS = 1
 # How long stop() waits for a thread to finish the batch or run it holds.
@@ -93,7 +94,8 @@ class LocalOptions:
     tick_seconds: float = 60.0  # how often the coordinator starts the shard sweeps
     reconcile_seconds: float = 3600.0  # how often the reconciler runs (daily on AWS)
     moto_port: int = 0  # the moto server's port (0: any free port)
-    # Concurrent pollers per lambda queue: Lambda's SQS event source mapping starts with five.
+    # The most pollers per lambda queue (Lambda's SQS mapping starts with five); an idle queue
+    # has one, more start while its messages wait (duetime.local.lambda_runtime.ScalingPollers).
     lambda_pollers: int = 5
     allow_private_targets: bool = True  # loopback webhooks are the point of a local stack
     state_dir: Path = DEFAULT_STATE_DIR
@@ -227,6 +229,7 @@ class LocalStack:
         self._start_history(dynamodb, client("dynamodbstreams"))
         if self._on_figures is not None:
             self._spawn("figures", self._figures_loop, self._on_figures)
+        self._cleanup.callback(freeze_long_lived())  # what has started stays: gc_pauses
 
     def _spawn(self, name: str, target: Callable[..., None], *args: Any) -> None:
         thread = threading.Thread(target=target, args=args, name=name, daemon=True)
@@ -325,19 +328,16 @@ class LocalStack:
 
         queues = {p: parts.settings.queue(Runtime.LAMBDA, p).lanes for p in Priority}
         lanes = [(p, n, url) for p, urls in queues.items() for n, url in enumerate(urls)]
+
+        def source(url: str) -> lambda_runtime.SqsEventSource:
+            handler = _named(worker.make_handler(lambda: parts), "worker")
+            return lambda_runtime.SqsEventSource(
+                sqs, url, handler, wait_seconds=LAMBDA_POLL_WAIT_SECONDS, region=REGION
+            )
+
         for priority, n, url in lanes:  # threads lambda-<priority>-<lane>-<poller>
-            for k in range(self.options.lambda_pollers):
-                handler = _named(worker.make_handler(lambda: parts), "worker")
-                source = SqsEventSource(
-                    sqs,
-                    url,
-                    handler,
-                    batch_size=LAMBDA_BATCH_SIZE,
-                    wait_seconds=LAMBDA_POLL_WAIT_SECONDS,
-                    region=REGION,
-                )
-                name = f"lambda-{priority.value}-{n}-{k}"
-                self._spawn(name, source.run, self._stopping, priority.value)
+            pollers = ScalingPollers(functools.partial(source, url), self.options.lambda_pollers)
+            self._spawn(f"lambda-{priority.value}-{n}", pollers.run, self._stopping, priority)
 
     def _start_fargate_worker(self, parts: Components) -> None:
         from duetime import wiring

@@ -1,0 +1,114 @@
+"""The local event source mapping's pollers scale with a queue's backlog
+(duetime.local.lambda_runtime.ScalingPollers): one on an idle queue, one more whenever every
+poller holds a batch and messages wait, back to one when the backlog is gone."""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections import deque
+from collections.abc import Callable
+from typing import Any
+
+from duetime.local.lambda_runtime import ScalingPollers
+
+
+class FakeQueue:
+    """Messages to receive; each batch is held until `release` is set."""
+
+    def __init__(self, messages: int) -> None:
+        self.lock = threading.Lock()
+        self.messages = deque(range(messages))
+        self.release = threading.Event()
+        self.receives = 0
+        self.empty_receives = 0
+        self.holding = 0
+        self.most_holding = 0
+
+
+class FakeSource:
+    batch_size = 10
+
+    def __init__(self, queue: FakeQueue) -> None:
+        self.queue = queue
+
+    def poll_once(self, received: Callable[[int], None] | None = None) -> int:
+        queue = self.queue
+        with queue.lock:
+            batch = [queue.messages.popleft() for _ in range(min(10, len(queue.messages)))]
+            queue.receives += 1
+            queue.empty_receives += not batch
+        if received is not None:
+            received(len(batch))
+        if not batch:
+            time.sleep(0.02)  # the long poll's wait
+            return 0
+        with queue.lock:
+            queue.holding += 1
+            queue.most_holding = max(queue.most_holding, queue.holding)
+        queue.release.wait()
+        with queue.lock:
+            queue.holding -= 1
+        return len(batch)
+
+
+def running(queue: FakeQueue, maximum: int) -> tuple[ScalingPollers, threading.Event, Any]:
+    made: list[FakeSource] = []
+
+    def make() -> Any:
+        made.append(FakeSource(queue))
+        return made[-1]
+
+    pollers = ScalingPollers(make, maximum)
+    stopping = threading.Event()
+    thread = threading.Thread(target=pollers.run, args=(stopping, "normal"), name="lambda-n-0")
+    thread.start()
+    return pollers, stopping, (thread, made)
+
+
+def wait_until(condition: Callable[[], bool], seconds: float = 5.0) -> None:
+    deadline = time.monotonic() + seconds
+    while not condition():
+        assert time.monotonic() < deadline, "timed out"
+        time.sleep(0.01)
+
+
+def test_given_an_idle_queue_then_one_poller_receives() -> None:
+    queue = FakeQueue(0)
+    pollers, stopping, (thread, made) = running(queue, maximum=5)
+    wait_until(lambda: queue.receives >= 5)
+    stopping.set()
+    thread.join(5)
+    assert pollers.peak == 1
+    assert pollers.polling == 0  # stopped
+    assert len(made) == 1
+    assert queue.receives == queue.empty_receives > 0
+
+
+def test_given_a_backlog_then_pollers_are_added_up_to_the_maximum_and_retire_after_it() -> None:
+    queue = FakeQueue(200)
+    pollers, stopping, (thread, made) = running(queue, maximum=5)
+    wait_until(lambda: queue.most_holding == 5)
+    time.sleep(0.1)
+    assert pollers.peak == 5  # every poller holds a batch; none beyond the maximum
+    with queue.lock:
+        assert len(queue.messages) == 150  # the rest waits for a poller
+    queue.release.set()
+    wait_until(lambda: not queue.messages)
+    wait_until(lambda: pollers.polling == 1)  # the added ones retired once the queue was empty
+    stopping.set()
+    thread.join(5)
+    assert not thread.is_alive()
+    assert len(made) == 5  # retired pollers' sources are reused, not made again
+
+
+def test_given_every_poller_holding_a_batch_then_one_more_keeps_receiving() -> None:
+    queue = FakeQueue(15)
+    pollers, stopping, (thread, _) = running(queue, maximum=5)
+    wait_until(lambda: queue.most_holding == 2)
+    # Two batches (10 and 5) are held, and a third poller polls an empty queue.
+    wait_until(lambda: queue.empty_receives > 0)
+    assert pollers.peak == 3
+    queue.release.set()
+    stopping.set()
+    thread.join(5)
