@@ -141,8 +141,8 @@ class ScalingPollers:
     (its own handler: its own execution environment), reused by the next poller added.
 
     Lambda keeps five pollers on a queue however idle, which costs nothing there. Here every
-    empty receive is a call the emulator serves, so an idle queue has one: three idle lambda
-    queues made ~10 empty receives a second that way, a tenth of a steady scenario's calls."""
+    empty receive is a call the emulator serves, so an idle queue has one: with five each, the
+    idle queues made a tenth of the steady bench scenario's calls (docs/performance.md)."""
 
     def __init__(
         self,
