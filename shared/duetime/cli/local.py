@@ -51,8 +51,8 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         "--lambda-pollers",
         type=positive_int,
         default=5,
-        help="concurrent pollers per lambda queue (default 5, where Lambda's SQS event source "
-        "mapping starts)",
+        help="the most concurrent pollers per lambda queue (default 5, where Lambda's SQS event "
+        "source mapping starts; an idle queue has one)",
     )
     local.add_argument(
         "--lanes",
