@@ -13,7 +13,8 @@ locally and on AWS): docs/console.md.
   authorizer): the files hold no data; everything the console shows comes from the API with
   the user's token.
 
-Every answer carries the console's Content-Security-Policy and security headers.
+Every file and 404 the console answers carries its Content-Security-Policy and security
+headers (a 405 is the API's JSON error, with none: it is no page).
 """
 
 from __future__ import annotations
