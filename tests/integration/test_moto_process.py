@@ -131,6 +131,45 @@ def test_given_a_received_message_then_it_is_invisible_until_its_visibility_time
     assert again[0]["MessageId"] == got[0]["MessageId"]
 
 
+def test_given_deletes_by_receipt_handle_then_they_remove_exactly_those_messages(sqs: Any) -> None:
+    from botocore.exceptions import ClientError
+
+    url = _queue(sqs, "deletes")
+    for start in range(0, 30, 10):
+        entries = [{"Id": str(i), "MessageBody": f"m{start + i}"} for i in range(10)]
+        sqs.send_message_batch(QueueUrl=url, Entries=entries)
+    batch = sqs.receive_message(QueueUrl=url, MaxNumberOfMessages=10)["Messages"]
+    entries = [{"Id": str(i), "ReceiptHandle": m["ReceiptHandle"]} for i, m in enumerate(batch)]
+
+    deleted = sqs.delete_message_batch(QueueUrl=url, Entries=entries)
+    sqs.delete_message(QueueUrl=url, ReceiptHandle=batch[0]["ReceiptHandle"])  # again: no-op
+    with pytest.raises(ClientError) as refused:
+        sqs.delete_message(QueueUrl=url, ReceiptHandle="not-a-handle")
+
+    assert len(deleted["Successful"]) == 10
+    assert refused.value.response["Error"]["Code"] == "ReceiptHandleIsInvalid"
+    left = []
+    while got := sqs.receive_message(QueueUrl=url, MaxNumberOfMessages=10).get("Messages"):
+        left += [m["Body"] for m in got]
+    assert sorted(left + [m["Body"] for m in batch]) == sorted(f"m{n}" for n in range(30))
+    assert len(left) == 20
+
+
+def test_given_a_message_received_twice_then_either_handle_deletes_it(sqs: Any) -> None:
+    url = _queue(sqs, "handles")
+    sqs.send_message(QueueUrl=url, MessageBody="twice")
+    first = sqs.receive_message(QueueUrl=url, VisibilityTimeout=1)["Messages"][0]
+    second = sqs.receive_message(QueueUrl=url, WaitTimeSeconds=5)["Messages"][0]
+    assert first["ReceiptHandle"] != second["ReceiptHandle"]
+
+    sqs.delete_message(QueueUrl=url, ReceiptHandle=first["ReceiptHandle"])  # the older one
+    sqs.delete_message(QueueUrl=url, ReceiptHandle=second["ReceiptHandle"])  # gone: a no-op
+
+    names = ["ApproximateNumberOfMessages", "ApproximateNumberOfMessagesNotVisible"]
+    counts = sqs.get_queue_attributes(QueueUrl=url, AttributeNames=names)["Attributes"]
+    assert counts == dict.fromkeys(names, "0")  # neither waiting nor in flight: deleted
+
+
 def test_given_waiting_messages_then_the_queue_answers_the_age_of_the_oldest_ready_one(
     sqs: Any,
 ) -> None:

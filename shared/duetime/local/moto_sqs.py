@@ -28,7 +28,8 @@ Three more differences from SQS are fixed on the way:
   message becomes visible*; moto sleeps through the whole second, so a message whose delay
   ended mid-wait was received up to a second late (SQS answers at once);
 - `Queue.delete_message` rebuilds the message list without the lock `add_message` appends
-  under, so a message sent while another one is deleted could vanish; it now holds the lock.
+  under, so a message sent while another one is deleted could vanish; it now holds the lock
+  (and finds the message by an index of receipt handles, not by two scans of the queue).
 
 The send path is a copy of moto 5.2.5's `SQSBackend.send_message` with the one lookup
 changed, so the patch applies only to that version (moto is pinned in pyproject.toml);
@@ -71,7 +72,7 @@ def make_sqs_fast() -> bool:
         patches: list[tuple[type, str, Any]] = [
             (SQSBackend, "send_message", _send_message),
             (SQSBackend, "is_message_valid_based_on_retention_period", _within_retention_period),
-            (Queue, "delete_message", _holding_messages_lock(Queue.delete_message)),
+            (Queue, "delete_message", _holding_messages_lock(_delete_message)),
             (Queue, "wait_for_messages", _wait_until_ready),
             (Queue, "messages", property(_ready_messages)),
             (SQSBackend, "receive_message", _holding_queue_lock(SQSBackend.receive_message)),
@@ -132,6 +133,31 @@ def _holding_queue_lock(method: Callable[..., Any]) -> Callable[..., Any]:
             return method(backend, queue_name, *args, **kwargs)
 
     return locked
+
+
+def _delete_message(queue: Any, receipt_handle: str) -> None:
+    """moto's `Queue.delete_message` (a handle from any receive of a message deletes it; a
+    deleted message's handle again does nothing; an unknown one is ReceiptHandleIsInvalid),
+    finding the message through an index of the handles instead of two scans of the queue per
+    message: at a depth of 3,000 a DeleteMessageBatch of 10 took ~60 ms. The index is made
+    again when a handle is not in it (a receive since: once per batch)."""
+    from moto.sqs.exceptions import ReceiptHandleIsInvalid
+
+    if receipt_handle in queue.deleted_messages:
+        return
+    index: dict[str, Any] = queue.__dict__.get("_duetime_handles") or {}
+    message = index.get(receipt_handle)
+    if message is None:
+        index = {h: m for m in queue._messages for h in m.all_receipt_handles}
+        queue._duetime_handles = index
+        message = index.get(receipt_handle)
+        if message is None:
+            raise ReceiptHandleIsInvalid()
+    queue._messages = [m for m in queue._messages if m is not message]
+    queue.pending_messages.discard(message)
+    queue.deleted_messages.update(message.all_receipt_handles)
+    for handle in message.all_receipt_handles:
+        index.pop(handle, None)
 
 
 def _holding_messages_lock(method: Callable[..., Any]) -> Callable[..., Any]:
