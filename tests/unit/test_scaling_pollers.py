@@ -27,8 +27,6 @@ class FakeQueue:
 
 
 class FakeSource:
-    batch_size = 10
-
     def __init__(self, queue: FakeQueue) -> None:
         self.queue = queue
 

@@ -102,10 +102,6 @@ class SqsEventSource:
             "Attributes"
         ]["QueueArn"]
 
-    @property
-    def batch_size(self) -> int:
-        return self._batch_size
-
     def poll_once(self, received: Callable[[int], None] | None = None) -> int:
         """One receive and, when it got messages, one invocation. `received` is told how many
         messages came before the handler runs."""
@@ -135,24 +131,18 @@ class SqsEventSource:
 
 class ScalingPollers:
     """An event source mapping's pollers of one queue, scaled with its backlog as Lambda scales
-    them: `minimum` pollers always poll; when a receive gets messages and every poller then
-    holds a batch, one more starts (up to `maximum`), so that one keeps receiving; an added
-    poller stops when a receive of its own comes back empty. Each poller has its own source
+    them: one poller always polls; when a receive gets messages and every poller then holds a
+    batch, one more starts (up to `maximum`), so that one keeps receiving; an added poller
+    stops when a receive of its own comes back empty. Each poller has its own source
     (its own handler: its own execution environment), reused by the next poller added.
 
     Lambda keeps five pollers on a queue however idle, which costs nothing there. Here every
     empty receive is a call the emulator serves, so an idle queue has one: with five each, the
     idle queues made a tenth of the steady bench scenario's calls (docs/performance.md)."""
 
-    def __init__(
-        self,
-        make_source: Callable[[], SqsEventSource],
-        maximum: int,
-        minimum: int = 1,
-    ) -> None:
+    def __init__(self, make_source: Callable[[], SqsEventSource], maximum: int) -> None:
         self._make_source = make_source
-        self._minimum = minimum
-        self._maximum = max(minimum, maximum)
+        self._maximum = max(1, maximum)
         self._lock = threading.Lock()
         self._pollers = 0
         self._busy = 0
@@ -171,8 +161,7 @@ class ScalingPollers:
         """Poll until `stopping` is set, then wait for every poller's batch to end."""
         self._name = threading.current_thread().name
         with self._lock:
-            for _ in range(self._minimum):
-                self._start(stopping, label, added=False)
+            self._start(stopping, label, added=False)
         stopping.wait()
         with self._lock:
             threads = list(self._threads)
