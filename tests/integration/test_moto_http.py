@@ -86,3 +86,21 @@ def test_an_s3_object_written_read_and_headed_keeps_its_length(url: str) -> None
     with pytest.raises(missing.exceptions.ResourceNotFoundException):
         missing.describe_table(TableName="none")  # an error answer, and the next call works
     assert missing.list_tables()["TableNames"] == []
+
+
+def test_the_server_counts_the_requests_it_takes() -> None:
+    from duetime.local.moto_http import MotoHttpServer
+
+    server = MotoHttpServer("127.0.0.1", 0)
+    server.start()
+    try:
+        host, port = server.address
+        before = server.answered
+        connection = http.client.HTTPConnection(host, port)
+        for _ in range(3):
+            connection.request("POST", "/", body=b"{}", headers=LIST_TABLES)
+            connection.getresponse().read()
+        connection.close()
+        assert server.answered - before == 3
+    finally:
+        server.stop()

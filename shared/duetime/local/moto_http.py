@@ -32,7 +32,7 @@ _FRAMING = frozenset({"content-length", "connection", "transfer-encoding"})
 
 
 @functools.cache
-def keep_alive_handler() -> type:
+def keep_alive_handler() -> type[Any]:
     """The request handler (a class made on first use: moto, werkzeug and flask are the local
     extra's, and this module is imported without them)."""
     from moto.moto_server.werkzeug_app import MotoRequestHandler
@@ -40,8 +40,10 @@ def keep_alive_handler() -> type:
     class KeepAliveHandler(MotoRequestHandler):
         protocol_version = "HTTP/1.1"
         disable_nagle_algorithm = True  # one write per answer: nothing for Nagle to hold back
+        answered = 0  # requests taken, by every server of this process (a sign of activity)
 
         def run_wsgi(self) -> None:
+            KeepAliveHandler.answered += 1
             if "chunked" in self.headers.get("Transfer-Encoding", "").lower():
                 self.close_connection = True
                 super().run_wsgi()
@@ -117,6 +119,11 @@ class MotoHttpServer:
     def address(self) -> tuple[str, int]:
         host, port = self._server.server_address[:2]
         return str(host), int(port)
+
+    @property
+    def answered(self) -> int:
+        """Requests taken so far (by every server of this process)."""
+        return int(keep_alive_handler().answered)
 
     def start(self) -> None:
         self._thread.start()

@@ -157,7 +157,7 @@ def serve(
 ) -> int:
     if plain:
         return _serve_plain(host, port, out, wait)
-    from duetime.local.gc_pauses import freeze_long_lived
+    from duetime.local.gc_pauses import IdleFullCollections, freeze_long_lived
     from duetime.local.moto_dynamodb import make_dynamodb_fast
     from duetime.local.moto_fixes import make_dynamodb_writes_atomic, make_sqs_strict
     from duetime.local.moto_http import MotoHttpServer
@@ -180,11 +180,15 @@ def serve(
                 return 1
     server = MotoHttpServer(host, port)
     server.start()
-    # The tables and queues live here: a full collection would walk all of them.
+    # The tables and queues live here: a full collection would walk all of them, so it waits
+    # for a quiet second (gc_pauses).
     freeze_long_lived(full_collections=False)
+    full_collections = IdleFullCollections(lambda: server.answered)
+    full_collections.start()
     bound_host, bound_port = server.address
     print(json.dumps({"url": f"http://{bound_host}:{bound_port}"}), file=out, flush=True)
     wait.read()  # until the parent closes the pipe (or dies)
+    full_collections.stop()
     server.stop()
     return 0
 
