@@ -44,6 +44,8 @@ RUN_METRICS = (
     Metric.RUNS_DROPPED,
 )
 _WIDE, _HALF, _THIRD, _QUARTER = 24, 12, 8, 6
+AT_LEAST = cloudwatch.ComparisonOperator.GREATER_THAN_OR_EQUAL_TO_THRESHOLD
+ABOVE = cloudwatch.ComparisonOperator.GREATER_THAN_THRESHOLD
 
 
 class Monitoring(Construct):
@@ -71,15 +73,8 @@ class Monitoring(Construct):
         self.alarms: list[cloudwatch.Alarm] = [
             *self._dlq_alarms(),
             *self._queue_age_alarms(),
-            self._coordinator_errors_alarm(),
-            self._sweeper_stopped_alarm(),
-            self._sweeper_errors_alarm(),
-            self._sweep_lag_alarm(),
-            self._timers_quarantined_alarm(),
-            self._reconciler_errors_alarm(),
-            self._lateness_alarm(),
-            self._archiver_behind_alarm(),
-            self._compactor_errors_alarm(),
+            *self._engine_alarms(),
+            *self._history_alarms(),
         ]
         if props.alarm_topic is not None:
             action = actions.SnsAction(props.alarm_topic)
@@ -282,172 +277,153 @@ class Monitoring(Construct):
 
     # --- alarms
 
+    def _alarm(
+        self,
+        construct_id: str,
+        description: str,
+        metric: cloudwatch.IMetric,
+        threshold: float,
+        comparison: cloudwatch.ComparisonOperator,
+        *,
+        periods: int = 1,
+        datapoints: int | None = None,
+        missing: cloudwatch.TreatMissingData = cloudwatch.TreatMissingData.NOT_BREACHING,
+    ) -> cloudwatch.Alarm:
+        return cloudwatch.Alarm(
+            self,
+            construct_id,
+            alarm_description=f"duetime: {description}",
+            metric=metric,
+            threshold=threshold,
+            evaluation_periods=periods,
+            datapoints_to_alarm=datapoints,
+            comparison_operator=comparison,
+            treat_missing_data=missing,
+        )
+
     def _dlq_alarms(self) -> list[cloudwatch.Alarm]:
         dead_ends: list[tuple[str, sqs.Queue]] = [
             (f"{q.runtime.value}/{q.priority.value}", q.dlq) for q in self._queues.run_queues
         ]
         dead_ends.append(("archive failures", self._history.failure_queue))
-        alarms = []
-        for label, queue in dead_ends:
-            construct_id = "DeadLetters" + "".join(
-                part.capitalize() for part in label.replace("/", " ").split()
+        return [
+            self._alarm(
+                "DeadLetters"
+                + "".join(part.capitalize() for part in label.replace("/", " ").split()),
+                f"the {label} dead-letter queue is not empty "
+                "(runs out of attempts, poison messages or unarchived history)",
+                queue.metric_approximate_number_of_messages_visible(
+                    period=MINUTE, statistic="Maximum"
+                ),
+                1,
+                AT_LEAST,
             )
-            alarms.append(
-                cloudwatch.Alarm(
-                    self,
-                    construct_id,
-                    alarm_description=f"duetime: the {label} dead-letter queue is not empty "
-                    "(runs out of attempts, poison messages or unarchived history)",
-                    metric=queue.metric_approximate_number_of_messages_visible(
-                        period=MINUTE, statistic="Maximum"
-                    ),
-                    threshold=1,
-                    evaluation_periods=1,
-                    comparison_operator=cloudwatch.ComparisonOperator.GREATER_THAN_OR_EQUAL_TO_THRESHOLD,
-                    treat_missing_data=cloudwatch.TreatMissingData.NOT_BREACHING,
-                )
-            )
-        return alarms
+            for label, queue in dead_ends
+        ]
 
     def _queue_age_alarms(self) -> list[cloudwatch.Alarm]:
         threshold = self._props.oldest_message_age_threshold_seconds
         return [
-            cloudwatch.Alarm(
-                self,
+            self._alarm(
                 f"OldestMessage{q.runtime.value.capitalize()}{q.priority.value.capitalize()}",
-                alarm_description=f"duetime: a message waits in {q.key} for over {threshold} s "
+                f"a message waits in {q.key} for over {threshold} s "
                 "(workers not keeping up, or failing)",
-                metric=q.oldest_age(period=MINUTE, statistic="Maximum"),  # over its lanes
-                threshold=threshold,
-                evaluation_periods=5,
-                comparison_operator=cloudwatch.ComparisonOperator.GREATER_THAN_THRESHOLD,
-                treat_missing_data=cloudwatch.TreatMissingData.NOT_BREACHING,
+                q.oldest_age(period=MINUTE, statistic="Maximum"),  # over its lanes
+                threshold,
+                ABOVE,
+                periods=5,
             )
             for q in self._queues.run_queues
         ]
 
-    def _coordinator_errors_alarm(self) -> cloudwatch.Alarm:
-        return cloudwatch.Alarm(
-            self,
-            "CoordinatorErrors",
-            alarm_description="duetime: the sweep coordinator failed in 2 of the last 3 "
-            "minutes (shard sweeps were not started; each tick starts them all again, so "
-            "repeated failures delay runs)",
-            metric=self._engine.coordinator.metric_errors(period=MINUTE),
-            threshold=1,
-            evaluation_periods=3,
-            datapoints_to_alarm=2,
-            comparison_operator=cloudwatch.ComparisonOperator.GREATER_THAN_OR_EQUAL_TO_THRESHOLD,
-            treat_missing_data=cloudwatch.TreatMissingData.NOT_BREACHING,
-        )
-
-    def _sweeper_stopped_alarm(self) -> cloudwatch.Alarm:
-        return cloudwatch.Alarm(
-            self,
-            "SweeperStopped",
-            alarm_description="duetime: the sweep coordinator has not run for 10 minutes (the "
-            "schedule rule is disabled or the function is throttled): no shard is swept, "
-            "timers are not dispatched",
-            metric=self._engine.coordinator.metric_invocations(period=FIVE_MINUTES),
-            threshold=1,
-            evaluation_periods=2,
-            comparison_operator=cloudwatch.ComparisonOperator.LESS_THAN_THRESHOLD,
-            treat_missing_data=cloudwatch.TreatMissingData.BREACHING,
-        )
-
-    def _sweeper_errors_alarm(self) -> cloudwatch.Alarm:
-        return cloudwatch.Alarm(
-            self,
-            "SweeperErrors",
-            alarm_description="duetime: a shard sweep failed in 3 of the last 5 minutes (the "
-            "next tick resumes it; SweepLagMinutes shows whether a shard falls behind)",
-            metric=self._engine.sweeper.metric_errors(period=MINUTE),
-            threshold=1,
-            evaluation_periods=5,
-            datapoints_to_alarm=3,
-            comparison_operator=cloudwatch.ComparisonOperator.GREATER_THAN_OR_EQUAL_TO_THRESHOLD,
-            treat_missing_data=cloudwatch.TreatMissingData.NOT_BREACHING,
-        )
-
-    def _sweep_lag_alarm(self) -> cloudwatch.Alarm:
-        return cloudwatch.Alarm(
-            self,
-            "SweepLag",
-            alarm_description=f"duetime: a timer shard has been over "
-            f"{SWEEP_LAG_THRESHOLD_MINUTES} minutes behind for 3 minutes (its sweep keeps "
-            "failing or cannot keep up; the coordinator's log names the lagging shards): "
-            "its timers start late",
-            metric=self.app_metric(Metric.SWEEP_LAG_MINUTES, "Maximum"),
-            threshold=SWEEP_LAG_THRESHOLD_MINUTES,
-            evaluation_periods=3,
-            datapoints_to_alarm=3,
-            comparison_operator=cloudwatch.ComparisonOperator.GREATER_THAN_THRESHOLD,
-            treat_missing_data=cloudwatch.TreatMissingData.NOT_BREACHING,
-        )
-
-    def _timers_quarantined_alarm(self) -> cloudwatch.Alarm:
-        return cloudwatch.Alarm(
-            self,
-            "TimersQuarantined",
-            alarm_description="duetime: a timer is out of hand-over attempts and quarantined: "
-            "its job will not run until an operator acts (run `duetime timers stuck`)",
-            metric=self.app_metric(Metric.TIMERS_QUARANTINED, period=FIVE_MINUTES),
-            threshold=1,
-            evaluation_periods=1,
-            comparison_operator=cloudwatch.ComparisonOperator.GREATER_THAN_OR_EQUAL_TO_THRESHOLD,
-            treat_missing_data=cloudwatch.TreatMissingData.NOT_BREACHING,
-        )
-
-    def _reconciler_errors_alarm(self) -> cloudwatch.Alarm:
-        return cloudwatch.Alarm(
-            self,
-            "ReconcilerErrors",
-            alarm_description="duetime: the daily reconciler failed (recurring jobs without "
-            "a timer may not have been re-armed; the next run retries them)",
-            metric=self._engine.reconciler.metric_errors(period=HOUR),
-            threshold=1,
-            evaluation_periods=1,
-            comparison_operator=cloudwatch.ComparisonOperator.GREATER_THAN_OR_EQUAL_TO_THRESHOLD,
-            treat_missing_data=cloudwatch.TreatMissingData.NOT_BREACHING,
-        )
-
-    def _lateness_alarm(self) -> cloudwatch.Alarm:
-        threshold = self._props.lateness_p99_threshold_ms
-        return cloudwatch.Alarm(
-            self,
-            "LatenessP99",
-            alarm_description=f"duetime: p99 start lateness over {threshold} ms",
-            metric=self.app_metric(Metric.START_LATENESS, "p99", FIVE_MINUTES),
-            threshold=threshold,
-            evaluation_periods=3,
-            datapoints_to_alarm=2,
-            comparison_operator=cloudwatch.ComparisonOperator.GREATER_THAN_THRESHOLD,
-            treat_missing_data=cloudwatch.TreatMissingData.NOT_BREACHING,
-        )
-
-    def _archiver_behind_alarm(self) -> cloudwatch.Alarm:
-        return cloudwatch.Alarm(
-            self,
-            "ArchiverBehind",
-            alarm_description="duetime: the archiver is over 6 hours behind the runs stream "
-            "(records expire from the stream after 24 hours)",
-            metric=self._history.archiver.metric(
-                "IteratorAge", period=FIVE_MINUTES, statistic="Maximum"
+    def _engine_alarms(self) -> list[cloudwatch.Alarm]:
+        engine = self._engine
+        return [
+            self._alarm(
+                "CoordinatorErrors",
+                "the sweep coordinator failed in 2 of the last 3 minutes (shard sweeps were "
+                "not started; each tick starts them all again, so repeated failures delay runs)",
+                engine.coordinator.metric_errors(period=MINUTE),
+                1,
+                AT_LEAST,
+                periods=3,
+                datapoints=2,
             ),
-            threshold=ARCHIVER_ITERATOR_AGE_THRESHOLD_MS,
-            evaluation_periods=1,
-            comparison_operator=cloudwatch.ComparisonOperator.GREATER_THAN_THRESHOLD,
-            treat_missing_data=cloudwatch.TreatMissingData.NOT_BREACHING,
-        )
+            self._alarm(
+                "SweeperStopped",
+                "the sweep coordinator has not run for 10 minutes (the schedule rule is "
+                "disabled or the function is throttled): no shard is swept, timers are not "
+                "dispatched",
+                engine.coordinator.metric_invocations(period=FIVE_MINUTES),
+                1,
+                cloudwatch.ComparisonOperator.LESS_THAN_THRESHOLD,
+                periods=2,
+                missing=cloudwatch.TreatMissingData.BREACHING,
+            ),
+            self._alarm(
+                "SweeperErrors",
+                "a shard sweep failed in 3 of the last 5 minutes (the next tick resumes it; "
+                "SweepLagMinutes shows whether a shard falls behind)",
+                engine.sweeper.metric_errors(period=MINUTE),
+                1,
+                AT_LEAST,
+                periods=5,
+                datapoints=3,
+            ),
+            self._alarm(
+                "SweepLag",
+                f"a timer shard has been over {SWEEP_LAG_THRESHOLD_MINUTES} minutes behind for "
+                "3 minutes (its sweep keeps failing or cannot keep up; the coordinator's log "
+                "names the lagging shards): its timers start late",
+                self.app_metric(Metric.SWEEP_LAG_MINUTES, "Maximum"),
+                SWEEP_LAG_THRESHOLD_MINUTES,
+                ABOVE,
+                periods=3,
+                datapoints=3,
+            ),
+            self._alarm(
+                "TimersQuarantined",
+                "a timer is out of hand-over attempts and quarantined: its job will not run "
+                "until an operator acts (run `duetime timers stuck`)",
+                self.app_metric(Metric.TIMERS_QUARANTINED, period=FIVE_MINUTES),
+                1,
+                AT_LEAST,
+            ),
+            self._alarm(
+                "ReconcilerErrors",
+                "the daily reconciler failed (recurring jobs without a timer may not have "
+                "been re-armed; the next run retries them)",
+                engine.reconciler.metric_errors(period=HOUR),
+                1,
+                AT_LEAST,
+            ),
+            self._alarm(
+                "LatenessP99",
+                f"p99 start lateness over {self._props.lateness_p99_threshold_ms} ms",
+                self.app_metric(Metric.START_LATENESS, "p99", FIVE_MINUTES),
+                self._props.lateness_p99_threshold_ms,
+                ABOVE,
+                periods=3,
+                datapoints=2,
+            ),
+        ]
 
-    def _compactor_errors_alarm(self) -> cloudwatch.Alarm:
-        return cloudwatch.Alarm(
-            self,
-            "CompactorErrors",
-            alarm_description="duetime: the daily history compaction failed",
-            metric=self._history.compactor.metric_errors(period=HOUR),
-            threshold=1,
-            evaluation_periods=1,
-            comparison_operator=cloudwatch.ComparisonOperator.GREATER_THAN_OR_EQUAL_TO_THRESHOLD,
-            treat_missing_data=cloudwatch.TreatMissingData.NOT_BREACHING,
-        )
+    def _history_alarms(self) -> list[cloudwatch.Alarm]:
+        history = self._history
+        return [
+            self._alarm(
+                "ArchiverBehind",
+                "the archiver is over 6 hours behind the runs stream (records expire from "
+                "the stream after 24 hours)",
+                history.archiver.metric("IteratorAge", period=FIVE_MINUTES, statistic="Maximum"),
+                ARCHIVER_ITERATOR_AGE_THRESHOLD_MS,
+                ABOVE,
+            ),
+            self._alarm(
+                "CompactorErrors",
+                "the daily history compaction failed",
+                history.compactor.metric_errors(period=HOUR),
+                1,
+                AT_LEAST,
+            ),
+        ]
