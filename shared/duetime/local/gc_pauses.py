@@ -23,8 +23,7 @@ import gc
 import threading
 from collections.abc import Callable
 
-# A full collection runs after this many middle-generation ones (CPython's default is 10):
-# never, in practice.
+# A threshold no process reaches: no automatic full collection.
 NO_AUTOMATIC_FULL_COLLECTION = 10**9
 # CPython's default: a full collection is due after this many middle-generation ones.
 FULL_COLLECTION_DUE_AFTER = 10

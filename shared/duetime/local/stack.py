@@ -337,7 +337,7 @@ class LocalStack:
 
         for priority, n, url in lanes:  # threads lambda-<priority>-<lane>-<poller>
             pollers = ScalingPollers(functools.partial(source, url), self.options.lambda_pollers)
-            self._spawn(f"lambda-{priority.value}-{n}", pollers.run, self._stopping, priority)
+            self._spawn(f"lambda-{priority.value}-{n}", pollers.run, self._stopping, priority.value)
 
     def _start_fargate_worker(self, parts: Components) -> None:
         from duetime import wiring
