@@ -185,7 +185,7 @@ class SchedulerProps:
     fargate_max_tasks: int = 10
     fargate_cpu: int = 512
     fargate_memory_mib: int = 1024
-    fargate_task_concurrency: int = 8  # runs executing at once in one task
+    fargate_task_concurrency: int = 32  # runs held at once in one task (docs/scaling.md)
     fargate_spot: bool = False  # cheaper; interruptions give the same 2-minute SIGTERM
     container_insights: bool = True
 

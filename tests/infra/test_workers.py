@@ -26,7 +26,7 @@ def test_task_runs_the_worker_on_arm64(synth: Synth) -> None:
 
     assert task["Properties"]["RuntimePlatform"]["CpuArchitecture"] == "ARM64"
     assert task["Properties"]["RequiresCompatibilities"] == ["FARGATE"]
-    assert container["Command"][:2] == ["--concurrency", "8"]
+    assert container["Command"][:2] == ["--concurrency", "32"]
     assert "--stop-timeout-seconds" in container["Command"]
 
 

@@ -22,7 +22,7 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         choices=[p.value for p in Priority],
         help="queue priorities to serve (repeatable; default: all)",
     )
-    worker.add_argument("--concurrency", type=positive_int, default=8)
+    worker.add_argument("--concurrency", type=positive_int, default=32)
     worker.add_argument("--wait-seconds", type=positive_int, default=10, help="long-poll wait")
     worker.add_argument("--visibility-seconds", type=positive_int, default=60)
     worker.add_argument("--stop-timeout-seconds", type=positive_int, default=90)

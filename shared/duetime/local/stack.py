@@ -101,7 +101,7 @@ class LocalOptions:
     state_dir: Path = DEFAULT_STATE_DIR
     host: str = "127.0.0.1"
     figures_seconds: float = 5.0
-    fargate_concurrency: int = 8
+    fargate_concurrency: int = 32
     lanes: int = 1  # queues per runtime × priority (the construct's `queue_lanes`)
     claim_lead_ms: int = 1_000  # Settings.claim_lead_ms (Env.CLAIM_LEAD_MS)
     # The run records' hot window (Env.RUN_TTL_SECONDS); None: the default, 30 days.

@@ -4,7 +4,10 @@
   many messages as there are free execution slots; the runs execute on a thread pool.
 - Messages are received with a short visibility timeout that a heartbeat keeps extending
   while the run executes: a worker that dies loses its lease within `visibility_seconds`.
-- Finished messages are deleted in batches of up to 10 (one request per 10 runs).
+- A finished run frees its slot at once; its message is deleted in a batch of 10 of its
+  queue's (one request per 10 runs), or, fewer, once the first of them has waited
+  `delete_hold_seconds`. (If the worker dies first, the messages of runs that finished come
+  back: their run records say so, and they do not run again.)
 - stop() (SIGTERM): polling stops; runs in flight may finish until `stop_timeout_seconds`;
   whatever is still held after that is released (visibility 0) for another worker.
 """
@@ -13,6 +16,7 @@ from __future__ import annotations
 
 import threading
 import time
+from collections import defaultdict
 from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 
@@ -20,6 +24,8 @@ from duetime.domain.jobs import Priority, Runtime
 from duetime.observability import logger, metrics, serialized_metrics
 from duetime.ports import Delivery, JobQueue
 from duetime.services.execute import Disposition, RunExecutor
+
+DELETE_BATCH = 10  # messages per DeleteMessageBatch
 
 
 class QueueWorker:
@@ -30,12 +36,13 @@ class QueueWorker:
         runtime: Runtime,
         *,
         priorities: Sequence[Priority] = (Priority.HIGH, Priority.NORMAL, Priority.LOW),
-        concurrency: int = 8,
+        concurrency: int = 32,
         wait_seconds: int = 10,
         visibility_seconds: int = 60,
         heartbeat_seconds: float = 20.0,
         stop_timeout_seconds: float = 90.0,
         delete_interval_seconds: float = 0.05,
+        delete_hold_seconds: float = 1.0,
         lanes: Mapping[Priority, int] | None = None,  # lanes per priority queue; default 1
     ) -> None:
         self._queue = queue
@@ -48,11 +55,15 @@ class QueueWorker:
         self._heartbeat = heartbeat_seconds
         self._stop_timeout = stop_timeout_seconds
         self._delete_interval = delete_interval_seconds
+        # Well inside the visibility timeout: a finished run's message must not come back.
+        self._delete_hold = min(delete_hold_seconds, visibility_seconds / 2)
         self._lanes = dict(lanes or {})
         self._stopping = threading.Event()
         self._lock = threading.Lock()
         self._held: dict[str, Delivery] = {}  # received, not yet deleted or released
-        self._finished: list[Delivery] = []  # waiting for a batched delete
+        # Finished, waiting for a batched delete: by queue, with when the first finished.
+        self._finished: defaultdict[str, list[Delivery]] = defaultdict(list)
+        self._first_finished: dict[str, float] = {}
         self.processed = 0
 
     def stop(self) -> None:
@@ -92,11 +103,11 @@ class QueueWorker:
         deadline = time.monotonic() + self._stop_timeout
         while time.monotonic() < deadline:
             with self._lock:
-                if not self._held.keys() - {d.message_id for d in self._finished}:
+                if not self._held.keys() - self._finished_ids():
                     break
             time.sleep(0.05)
         pool.shutdown(wait=False, cancel_futures=True)
-        self._flush()
+        self._flush(everything=True)
         self._release_all()
         metrics.flush_metrics()
         logger.info("worker stopped", extra={"processed": self.processed})
@@ -107,7 +118,7 @@ class QueueWorker:
         # arrive together on several queues may wait briefly for a slot, leased by the heartbeat.
         while not self._stopping.is_set():
             with self._lock:
-                free = self._concurrency - len(self._held)
+                free = self._concurrency - len(self._held) + len(self._finished_ids())
             if free <= 0:
                 time.sleep(0.05)
                 continue
@@ -133,7 +144,8 @@ class QueueWorker:
             result = self._executor.handle(delivery)
             if result.disposition == Disposition.DONE:
                 with self._lock:
-                    self._finished.append(delivery)
+                    self._first_finished.setdefault(delivery.queue, time.monotonic())
+                    self._finished[delivery.queue].append(delivery)
             else:
                 with self._lock:
                     self._held.pop(delivery.message_id, None)
@@ -159,7 +171,7 @@ class QueueWorker:
         A message that lapses comes back to another worker, which finds the run's lease live
         in the run record and leaves it alone (duetime.domain.runs.decide_claim)."""
         with self._lock:
-            done = {d.message_id for d in self._finished}
+            done = self._finished_ids()
             running = [d for i, d in self._held.items() if i not in done]
         for delivery in running:
             try:
@@ -171,9 +183,25 @@ class QueueWorker:
                     exc_info=True,
                 )
 
-    def _flush(self) -> None:
+    def _finished_ids(self) -> set[str]:
+        return {d.message_id for queue in self._finished.values() for d in queue}
+
+    def _flush(self, *, everything: bool = False) -> None:
+        """Delete finished runs' messages: each queue's full batches of 10, and the rest of a
+        queue's once its first has waited `delete_hold_seconds` (all of them: `everything`)."""
+        now = time.monotonic()
+        batch: list[Delivery] = []
         with self._lock:
-            batch, self._finished = self._finished, []
+            for queue, finished in list(self._finished.items()):
+                if everything or now - self._first_finished[queue] >= self._delete_hold:
+                    batch += finished
+                    del self._finished[queue], self._first_finished[queue]
+                elif len(finished) >= DELETE_BATCH:
+                    full = len(finished) - len(finished) % DELETE_BATCH
+                    batch += finished[:full]
+                    del finished[:full]
+                    if not finished:
+                        del self._finished[queue], self._first_finished[queue]
             for delivery in batch:
                 self._held.pop(delivery.message_id, None)
         if batch:

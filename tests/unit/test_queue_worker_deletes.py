@@ -1,0 +1,151 @@
+"""The long-running (Fargate) worker's deletes: full batches of 10 per queue, a partial batch
+after the hold, and a finished run's slot free before its message is deleted."""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+from duetime.domain.jobs import Priority, Runtime
+from duetime.ports import Delivery
+from duetime.services.execute import Disposition, Result
+from duetime.services.queue_worker import QueueWorker
+from tests.waiting import wait_for
+
+
+class FakeQueue:
+    """Messages waiting on the normal priority's queue(s); every delete call recorded with
+    when it was made."""
+
+    def __init__(self) -> None:
+        self.waiting: list[Delivery] = []
+        self.deletes: list[tuple[float, list[Delivery]]] = []
+        self.lock = threading.Lock()
+
+    def put(self, count: int, queue: str = "q-a") -> None:
+        with self.lock:
+            start = len(self.waiting) + sum(len(d) for _, d in self.deletes)
+            self.waiting += [
+                Delivery(f"m{start + i}", f"r{start + i}", "{}", 1, queue) for i in range(count)
+            ]
+
+    def receive(
+        self, runtime: Runtime, priority: Priority, limit: int, wait: int, visibility: int, **_: Any
+    ) -> list[Delivery]:
+        if priority is Priority.NORMAL:
+            with self.lock:
+                got, self.waiting = self.waiting[:limit], self.waiting[limit:]
+            if got:
+                return got
+        time.sleep(0.02)
+        return []
+
+    def delete(self, deliveries: list[Delivery]) -> None:
+        with self.lock:
+            self.deletes.append((time.monotonic(), list(deliveries)))
+
+    def change_visibility(self, delivery: Delivery, seconds: int) -> None:
+        pass
+
+    def deleted(self) -> list[str]:
+        with self.lock:
+            return [d.message_id for _, batch in self.deletes for d in batch]
+
+    def requests(self) -> int:
+        """DeleteMessageBatch requests: the adapter sends each queue's messages 10 a request."""
+        with self.lock:
+            return sum(
+                -(-sum(1 for d in batch if d.queue == q) // 10)
+                for _, batch in self.deletes
+                for q in {d.queue for d in batch}
+            )
+
+
+class FakeExecutor:
+    def __init__(self) -> None:
+        self.handled: list[str] = []
+
+    def handle(self, delivery: Delivery, **_: Any) -> Result:
+        self.handled.append(delivery.message_id)
+        return Result(Disposition.DONE, "ran")
+
+
+@pytest.fixture
+def run_worker() -> Iterator[Any]:
+    started: list[tuple[QueueWorker, threading.Thread]] = []
+
+    def start(queue: FakeQueue, executor: FakeExecutor, **options: Any) -> QueueWorker:
+        worker = QueueWorker(
+            queue,  # type: ignore[arg-type]
+            executor,  # type: ignore[arg-type]
+            Runtime.FARGATE,
+            wait_seconds=1,
+            **({"concurrency": 30, "delete_hold_seconds": 0.5} | options),
+        )
+        thread = threading.Thread(target=worker.run, daemon=True)
+        thread.start()
+        started.append((worker, thread))
+        return worker
+
+    yield start
+    for worker, thread in started:
+        worker.stop()
+        thread.join(timeout=10)
+        assert not thread.is_alive()
+
+
+def test_full_batches_go_at_once_and_the_rest_after_the_hold(run_worker: Any) -> None:
+    queue, executor = FakeQueue(), FakeExecutor()
+    queue.put(25)
+    run_worker(queue, executor)
+    wait_for(lambda: len(queue.deleted()) >= 20, 5)
+    first = queue.deletes[0][0]
+    assert len(queue.deleted()) == 20  # the 5 left wait for the hold
+    wait_for(lambda: len(queue.deleted()) == 25, 5)
+    assert queue.deletes[-1][0] - first >= 0.3
+    assert sorted(queue.deleted()) == sorted(executor.handled)
+    assert queue.requests() == 3  # 10 + 10 + 5, not one request per flush of a few
+
+
+def test_each_queue_fills_its_own_batches(run_worker: Any) -> None:
+    queue, executor = FakeQueue(), FakeExecutor()
+    queue.put(10, "q-a")
+    queue.put(3, "q-b")
+    run_worker(queue, executor, delete_hold_seconds=2.0)
+    wait_for(lambda: len(executor.handled) == 13, 5)
+    wait_for(lambda: len(queue.deleted()) == 10, 5)
+    assert {d.queue for _, batch in queue.deletes for d in batch} == {"q-a"}
+    wait_for(lambda: len(queue.deleted()) == 13, 5)
+    assert queue.requests() == 2
+
+
+def test_a_finished_run_frees_its_slot_before_its_message_is_deleted(run_worker: Any) -> None:
+    queue, executor = FakeQueue(), FakeExecutor()
+    queue.put(3)
+    run_worker(queue, executor, concurrency=1, delete_hold_seconds=5.0)
+    wait_for(lambda: len(executor.handled) == 3, 3)
+    assert queue.deleted() == []  # all three ran on one slot while their deletes waited
+
+
+def test_stopping_deletes_what_finished(run_worker: Any) -> None:
+    queue, executor = FakeQueue(), FakeExecutor()
+    queue.put(4)
+    worker = run_worker(queue, executor, delete_hold_seconds=60.0)
+    wait_for(lambda: len(executor.handled) == 4, 3)
+    worker.stop()
+    wait_for(lambda: len(queue.deleted()) == 4, 10)
+
+
+def test_the_hold_stays_well_inside_the_visibility_timeout() -> None:
+    worker = QueueWorker(
+        FakeQueue(),  # type: ignore[arg-type]
+        FakeExecutor(),  # type: ignore[arg-type]
+        Runtime.FARGATE,
+        visibility_seconds=1,
+        delete_hold_seconds=5.0,
+    )
+    assert worker._delete_hold == 0.5
