@@ -132,6 +132,13 @@ DAYS_PER_MONTH = 730 / 24  # the model's 730-hour month
 # time and for the pollers added while scaling.
 PRICE_EPU_HOUR = 0.00925
 HOURS_PER_MONTH = 730
+# Fargate pricing, us-east-1, Linux/ARM (the worker's platform: infra/constructs/workers.py):
+# per vCPU-hour and per GB-hour, billed per second. Amazon VPC pricing: a public IPv4 address
+# $0.005 an hour; the construct's default network gives each task one (public subnets, no NAT
+# gateway). Fargate Spot (`fargate_spot`) is cheaper by a varying discount: not modelled.
+PRICE_FARGATE_VCPU_HOUR = 0.03238
+PRICE_FARGATE_GB_HOUR = 0.00356
+PRICE_PUBLIC_IPV4_HOUR = 0.005
 
 # --- duetime constants (shared/duetime/services/sweep.py, handover.py, coordinator.py, adapters)
 PAGE_SIZE = 500  # timers per Query page
@@ -154,6 +161,13 @@ WORKER_JOB_READS = 1
 # one per hand-over group whose chains it wrote (services/dispatch.py `_read_horizons`; see
 # `horizon_reads_per_chain_timer`).
 HORIZON_READS_PER_TIMER = 1
+# The Fargate worker (duetime.services.queue_worker.QueueWorker): a poller receives up to the
+# slots free right now (≤ 10); finished runs are deleted 10 a request, a partial batch once its
+# first has waited the hold (1 s).
+FARGATE_DELETE_HOLD_SECONDS = 1.0
+# The SQS requests of a Lambda worker's run, in `sqs_per_run`: its receive and its delete by
+# the event source mapping, 10 a request (the rest is the send).
+LAMBDA_RECEIVE_AND_DELETE_PER_RUN = 2 / SQS_BATCH
 # scripts/sweep_scale.py writes its measurements here (relative to the repository): all
 # one-off timers, and its run with --recurring-share 1.0 (every sustained timer recurring).
 DEFAULT_SWEEP_MEASUREMENT = Path("docs/figures/sweep_scale.json")
@@ -313,6 +327,15 @@ class Inputs:
     worker_log_bytes_per_run: float = 500.0
     worker_log_source: str = "assumed"  # or "measured ..." (MEASURED_WORKER_LOG_SOURCE, file)
     lambda_platform_log_bytes_per_invocation: float = 0.0
+    # Fargate workers (the `fargate` runtime, infra/props.py), priced beside Lambda's
+    # (`fargate_workers`): a task's size and slots (runs held at once, `duetime worker
+    # --concurrency`), and the share of the tasks' capacity in use (the service doubles its
+    # tasks as the backlog fills them: between half and all of it).
+    fargate_vcpu: float = 0.5  # fargate_cpu 512
+    fargate_memory_gb: float = 1.0  # fargate_memory_mib 1024
+    fargate_task_concurrency: int = 32  # as deployed (infra/props.py)
+    fargate_utilisation: float = 0.7
+    fargate_public_ip: bool = True  # the construct's default network
 
     @property
     def writes_per_run(self) -> float:
@@ -1321,6 +1344,12 @@ class PathBill:
     on_demand: float
     provisioned: float
     eventbridge_scheduler: float
+    # The same run with its lane's workers on Fargate (`fargate_workers`): the tasks and the
+    # worker's SQS requests instead of the Lambda workers, their pollers and the mapping's.
+    fargate_tasks: float = 0.0
+    fargate_sqs: float = 0.0
+    on_demand_fargate: float = 0.0
+    provisioned_fargate: float = 0.0
 
 
 @dataclass(frozen=True)
@@ -1330,6 +1359,7 @@ class TargetCheck:
     per_million: float
     target: float
     met: bool
+    workers: str = "lambda"  # or "fargate": the path's bill with Fargate workers
 
 
 @dataclass(frozen=True)
@@ -1338,6 +1368,8 @@ class Bill:
     eventbridge_scheduler_per_million: float
     paths: list[PathBill]
     targets: list[TargetCheck]
+    fargate: FargateWorkers | None = None  # the Fargate workers the `_fargate` figures price
+    staged_second: dict[str, float] = field(default_factory=dict)  # by runtime, $ per million
 
 
 def one_off_batch_reads(inputs: Inputs) -> float:
@@ -1410,6 +1442,88 @@ def scheduler_per_million(invocations_per_month: float) -> float:
     return paid * PRICE_SCHEDULER_INVOCATION / invocations_per_month * 1e6
 
 
+@dataclass(frozen=True)
+class FargateWorkers:
+    """The workers of a lane on Fargate instead of Lambda, per run: a run holds one of a task's
+    slots from its receive to its outcome (the early wait — a staged run's staging included —,
+    the run, the calls around it, its CPU at the task's share); a task serves the fewer of its
+    slots' runs and its vCPU's (one interpreter: at most one vCPU), at `fargate_utilisation`."""
+
+    slot_seconds: float  # a run's hold on a slot
+    runs_per_task_second: float  # a task's capacity
+    bound: str  # "slots" or "cpu": what sets the capacity
+    tasks_at_rate: int  # tasks for the sustained rate, at the utilisation
+    receives_per_run: float
+    deletes_per_run: float
+    task_dollars_per_run: float
+
+
+def poisson_mean_ceil(mean: float, size: int) -> float:
+    """E[ceil(N / size)] for N ~ Poisson(mean): the requests that delete the N runs
+    finishing within a hold, `size` a request."""
+    if mean <= 0:
+        return 0.0
+    spread = 12 * math.sqrt(mean) + 20
+    low, high = max(0, math.floor(mean - spread)), math.ceil(mean + spread)
+    return sum(
+        math.exp(n * math.log(mean) - mean - math.lgamma(n + 1)) * math.ceil(n / size)
+        for n in range(low, high + 1)
+    )
+
+
+def fargate_workers(inputs: Inputs) -> FargateWorkers:
+    """The Fargate workers' capacity, tasks and $ per run (see FargateWorkers). SQS: a receive
+    asks for the slots free then, on average the unused share of the slots (at least 1, at
+    most 10); the runs that finish within a delete hold go in ceil(n / 10) requests."""
+    cpu = inputs.worker_cpu_seconds_per_run or 0.0
+    vcpu = min(1.0, inputs.fargate_vcpu)
+    slot_seconds = (
+        inputs.early_wait_seconds + inputs.run_seconds + inputs.run_overhead_ms / 1000 + cpu / vcpu
+    )
+    by_slots = inputs.fargate_task_concurrency / slot_seconds
+    by_cpu = vcpu / cpu if cpu > 0 else math.inf
+    capacity = min(by_slots, by_cpu)
+    used = capacity * inputs.fargate_utilisation  # runs a second, per task
+    hourly = (
+        inputs.fargate_vcpu * PRICE_FARGATE_VCPU_HOUR
+        + inputs.fargate_memory_gb * PRICE_FARGATE_GB_HOUR
+        + (PRICE_PUBLIC_IPV4_HOUR if inputs.fargate_public_ip else 0.0)
+    )
+    free = inputs.fargate_task_concurrency * (1 - inputs.fargate_utilisation)
+    per_hold = used * FARGATE_DELETE_HOLD_SECONDS
+    return FargateWorkers(
+        slot_seconds=round(slot_seconds, 4),
+        runs_per_task_second=round(capacity, 2),
+        bound="slots" if by_slots <= by_cpu else "cpu",
+        tasks_at_rate=math.ceil(inputs.rate / used),
+        receives_per_run=round(1 / min(SQS_BATCH, max(1.0, free)), 4),
+        deletes_per_run=round(poisson_mean_ceil(per_hold, SQS_BATCH) / per_hold, 4),
+        task_dollars_per_run=hourly / 3600 / used,
+    )
+
+
+def staged_second_per_million(inputs: Inputs) -> dict[str, float]:
+    """What one more second of early wait (a staged second) adds to the workers' $ per million
+    runs, on Lambda and on Fargate."""
+    later = replace(inputs, early_wait_seconds=inputs.early_wait_seconds + 1)
+    gb_s = lambda_gb_second_price(inputs)
+
+    def lambda_run(i: Inputs) -> float:
+        return worker_seconds_per_run(i) * i.worker_memory_mb / 1024 * gb_s
+
+    return {
+        "lambda": round((lambda_run(later) - lambda_run(inputs)) * 1e6, 4),
+        "fargate": round(
+            (
+                fargate_workers(later).task_dollars_per_run
+                - fargate_workers(inputs).task_dollars_per_run
+            )
+            * 1e6,
+            4,
+        ),
+    }
+
+
 def path_bill(inputs: Inputs, path: str, runs_per_month: float, pollers: float = 0.0) -> PathBill:
     """$ per million runs of `path` when all `runs_per_month` take it; `pollers` is the month's
     provisioned-mode poller bill (shared by the runs)."""
@@ -1471,13 +1585,38 @@ def path_bill(inputs: Inputs, path: str, runs_per_month: float, pollers: float =
         * 1e6
     )
     on_demand = sum(per_million.values())
+    fargate = fargate_workers(inputs)
+    fargate_tasks = fargate.task_dollars_per_run * 1e6
+    fargate_sqs = (
+        (
+            r.sqs
+            - LAMBDA_RECEIVE_AND_DELETE_PER_RUN
+            + fargate.receives_per_run
+            + fargate.deletes_per_run
+        )
+        * PRICE_SQS_REQUEST
+        * 1e6
+    )
+    on_demand_fargate = (
+        on_demand
+        - per_million["lambda_workers"]
+        - per_million["event_pollers"]
+        - per_million["sqs"]
+        + fargate_tasks
+        + fargate_sqs
+    )
+    to_provisioned = provisioned_dynamodb - per_million["dynamodb"]
     return PathBill(
         path=path,
         parts={name: round(value, 6) for name, value in per_million.items()},
         dynamodb_provisioned=round(provisioned_dynamodb, 6),
         on_demand=round(on_demand, 4),
-        provisioned=round(on_demand - per_million["dynamodb"] + provisioned_dynamodb, 4),
+        provisioned=round(on_demand + to_provisioned, 4),
         eventbridge_scheduler=round(scheduler_per_million(runs_per_month), 6),
+        fargate_tasks=round(fargate_tasks, 6),
+        fargate_sqs=round(fargate_sqs, 6),
+        on_demand_fargate=round(on_demand_fargate, 4),
+        provisioned_fargate=round(on_demand_fargate + to_provisioned, 4),
     )
 
 
@@ -1487,14 +1626,17 @@ def whole_bill(inputs: Inputs, runs_per_month: float, pollers: float = 0.0) -> B
     paths = [path_bill(inputs, path, runs_per_month, pollers) for path in PATHS]
     by_path = {b.path: b for b in paths}
     targets = []
-    for path, capacity, target in TARGETS:
-        value = getattr(by_path[path], capacity)
-        targets.append(TargetCheck(path, capacity, value, target, value <= target))
+    for workers, suffix in (("lambda", ""), ("fargate", "_fargate")):
+        for path, capacity, target in TARGETS:
+            value = getattr(by_path[path], capacity + suffix)
+            targets.append(TargetCheck(path, capacity, value, target, value <= target, workers))
     return Bill(
         runs_per_month=runs_per_month,
         eventbridge_scheduler_per_million=round(scheduler_per_million(runs_per_month), 4),
         paths=paths,
         targets=targets,
+        fargate=fargate_workers(inputs),
+        staged_second=staged_second_per_million(inputs),
     )
 
 
@@ -2090,10 +2232,47 @@ def render_bill(result: Plan) -> list[str]:
         "|---|---|---|---|",
     ]
     for t in bill.targets:
+        workers = ", Fargate workers" if t.workers == "fargate" else ""
         lines.append(
-            f"| {PATH_TITLES[t.path]}, {t.capacity.replace('_', ' ')} | {t.per_million:.2f} | "
-            f"≤ {t.target:.2f} | {'yes' if t.met else '**no**'} |"
+            f"| {PATH_TITLES[t.path]}, {t.capacity.replace('_', ' ')}{workers} | "
+            f"{t.per_million:.2f} | ≤ {t.target:.2f} | {'yes' if t.met else '**no**'} |"
         )
+    return lines + render_fargate(result)
+
+
+def render_fargate(result: Plan) -> list[str]:
+    """The bill with the workers on Fargate, and what a staged second costs on each runtime."""
+    bill, i = result.bill, result.inputs
+    if bill is None or bill.fargate is None:
+        return []
+    f = bill.fargate
+    lines = [
+        "",
+        f"### With the workers on Fargate ({i.fargate_vcpu:g} vCPU, {i.fargate_memory_gb:g} GB "
+        f"arm64 tasks, {i.fargate_task_concurrency} runs at once, "
+        f"{i.fargate_utilisation * 100:.0f} % used)",
+        "",
+        f"A run holds a slot {f.slot_seconds:.3f} s; a task serves {f.runs_per_task_second:,.1f} "
+        f"runs/s (bound by its {'slots' if f.bound == 'slots' else 'vCPU'}); the sustained rate takes {f.tasks_at_rate:,} tasks "
+        f"(fargate_max_tasks ≥ {f.tasks_at_rate:,}). SQS per run: {f.receives_per_run:.2f} "
+        f"receives, {f.deletes_per_run:.2f} deletes (Lambda's mapping: 0.1 each).",
+        "",
+        "| path | Lambda workers + pollers + SQS | Fargate tasks + SQS | **on demand** | "
+        "**provisioned** |",
+        "|---|---|---|---|---|",
+    ]
+    for p in bill.paths:
+        lambda_side = p.parts["lambda_workers"] + p.parts["event_pollers"] + p.parts["sqs"]
+        lines.append(
+            f"| {PATH_TITLES[p.path]} | {lambda_side:.3f} | {p.fargate_tasks + p.fargate_sqs:.3f}"
+            f" | **{p.on_demand_fargate:.2f}** | **{p.provisioned_fargate:.2f}** |"
+        )
+    staged = bill.staged_second
+    lines += [
+        "",
+        f"A staged second (`stage_seconds`) adds to the workers, per million runs: Lambda "
+        f"${staged['lambda']:.2f}, Fargate ${staged['fargate']:.2f}.",
+    ]
     return lines
 
 
@@ -2201,6 +2380,13 @@ def parse_args(argv: list[str] | None = None) -> tuple[Inputs, bool, Measurement
     parser.add_argument("--occurrences-per-sweep", type=float, help="recurring (1)")
     parser.add_argument("--api-ms-single", type=float, help="API function ms, POST /jobs (40)")
     parser.add_argument("--api-ms-batch", type=float, help="ms, POST /jobs/batch of 100 (400)")
+    parser.add_argument(
+        "--fargate-task-concurrency",
+        type=int,
+        help="Fargate workers: runs a task holds at once (8, as deployed)",
+    )
+    parser.add_argument("--fargate-vcpu", type=float, help="Fargate workers: vCPU a task (0.5)")
+    parser.add_argument("--fargate-memory-gb", type=float, help="Fargate workers: GB a task (1)")
     parser.add_argument("--json", action="store_true", help="print the plan as JSON")
     args = parser.parse_args(argv)
     overrides: dict[str, Any] = {
@@ -2230,6 +2416,9 @@ def parse_args(argv: list[str] | None = None) -> tuple[Inputs, bool, Measurement
         ("occurrences_per_sweep", "occurrences_per_sweep"),
         ("api_ms_single", "api_ms_single"),
         ("api_ms_batch", "api_ms_batch"),
+        ("fargate_task_concurrency", "fargate_task_concurrency"),
+        ("fargate_vcpu", "fargate_vcpu"),
+        ("fargate_memory_gb", "fargate_memory_gb"),
     ):
         if getattr(args, option) is not None:
             overrides[name] = getattr(args, option)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import math
 from dataclasses import replace
 
 import pytest
@@ -179,15 +180,18 @@ def test_storage_over_a_runs_life() -> None:
 
 def test_targets_are_checked_as_written() -> None:
     result = sm.whole_bill(inputs(), SMALL_MONTH)
-    assert [(t.path, t.capacity, t.target) for t in result.targets] == [
+    as_written = [
         ("recurring", "on_demand", 1.00),
         ("recurring_frequent", "on_demand", 1.00),
         ("one_off_batch", "on_demand", 2.00),
         ("one_off_batch", "provisioned", 1.00),
     ]
+    assert [(t.path, t.capacity, t.target) for t in result.targets] == as_written * 2
+    assert [t.workers for t in result.targets] == ["lambda"] * 4 + ["fargate"] * 4
     by_path = {p.path: p for p in result.paths}
     for t in result.targets:
-        assert t.per_million == getattr(by_path[t.path], t.capacity)
+        suffix = "_fargate" if t.workers == "fargate" else ""
+        assert t.per_million == getattr(by_path[t.path], t.capacity + suffix)
         assert t.met == (t.per_million <= t.target)
 
 
@@ -199,7 +203,8 @@ def test_json_keeps_its_keys_and_adds_the_bill(capsys: pytest.CaptureFixture[str
     assert {"cost", "workers", "limits", "checks", "broken_first"} <= data.keys()
     assert "per_million_on_demand" in data["cost"]
     assert [p["path"] for p in data["bill"]["paths"]] == list(sm.PATHS)
-    assert len(data["bill"]["targets"]) == 4
+    assert len(data["bill"]["targets"]) == 8  # as written, then with Fargate workers
+    assert data["bill"]["fargate"]["bound"] in ("slots", "cpu")
     assert data["workers"]["queues_needed_sustained"] == 1
 
 
@@ -226,3 +231,90 @@ def test_the_default_early_wait_is_the_held_sends_release_window() -> None:
     assert sm.Inputs(rate=10, burst=0).early_wait_seconds == RELEASE_LEAD_MS / 1000
     sources = sm.input_sources(sm.Inputs(rate=10, burst=0))
     assert sources["early_wait_seconds"].startswith("the held sends' release window")
+
+
+# --- Fargate workers --------------------------------------------------------------------------
+
+FARGATE_TASK_HOURLY = 0.5 * 0.03238 + 1.0 * 0.00356 + 0.005  # vCPU, GB, public IPv4
+
+
+def test_a_fargate_task_serves_its_slots_runs_until_its_vcpu_is_full() -> None:
+    # A run holds a slot for the early wait + the run + the calls (+ its CPU at the share).
+    slots = sm.fargate_workers(inputs(fargate_task_concurrency=8))
+    assert slots.slot_seconds == pytest.approx(0.5 + 0.2 + 0.03)
+    assert slots.runs_per_task_second == pytest.approx(8 / 0.73, abs=0.01)
+    assert slots.bound == "slots"
+    assert slots.task_dollars_per_run == pytest.approx(
+        FARGATE_TASK_HOURLY / 3600 / (8 / 0.73 * 0.7), rel=1e-3
+    )
+    assert slots.tasks_at_rate == math.ceil(10 / (8 / 0.73 * 0.7))
+    # 10 ms of CPU a run on half a vCPU: 50 runs a second at most, however many slots.
+    cpu = sm.fargate_workers(
+        inputs(fargate_task_concurrency=64, worker_cpu_seconds_per_run=0.01, rate=1_000)
+    )
+    assert cpu.slot_seconds == pytest.approx(0.73 + 0.02)
+    assert cpu.bound == "cpu"
+    assert cpu.runs_per_task_second == pytest.approx(50)
+    assert cpu.tasks_at_rate == math.ceil(1_000 / 35)
+    no_ip = sm.fargate_workers(inputs(fargate_task_concurrency=8, fargate_public_ip=False))
+    assert no_ip.task_dollars_per_run == pytest.approx(
+        slots.task_dollars_per_run * (FARGATE_TASK_HOURLY - 0.005) / FARGATE_TASK_HOURLY
+    )
+
+
+def test_the_fargate_workers_sqs_requests_follow_their_slots_and_rate() -> None:
+    # A receive asks for the free slots (10 at most): 8 slots at 70 % leave 2.4 free.
+    assert sm.fargate_workers(inputs(fargate_task_concurrency=8)).receives_per_run == (
+        pytest.approx(1 / 2.4, abs=1e-4)
+    )
+    assert sm.fargate_workers(inputs(fargate_task_concurrency=64)).receives_per_run == 0.1
+    # Deletes: ceil(n / 10) requests for the n runs finishing within a hold.
+    assert sm.poisson_mean_ceil(0.0, 10) == 0.0
+    assert sm.poisson_mean_ceil(0.5, 10) == pytest.approx(1 - math.exp(-0.5), rel=1e-6)
+    assert sm.poisson_mean_ceil(1_000, 10) == pytest.approx(100.5, abs=0.1)
+    slow = sm.fargate_workers(inputs(fargate_task_concurrency=1, early_wait_seconds=5.0))
+    assert slow.deletes_per_run > 0.9  # one run a hold: a request each
+    busy = sm.fargate_workers(inputs(fargate_task_concurrency=64, early_wait_seconds=0.0))
+    assert busy.deletes_per_run < 0.12
+
+
+def test_a_paths_bill_with_fargate_workers_swaps_the_workers_and_their_sqs() -> None:
+    model = inputs(fargate_task_concurrency=8)
+    fargate = sm.fargate_workers(model)
+    b = bill(model, "one_off_batch")
+    assert b.fargate_tasks == pytest.approx(fargate.task_dollars_per_run * 1e6, rel=1e-4)
+    sqs = 0.3 - 0.2 + fargate.receives_per_run + fargate.deletes_per_run
+    assert b.fargate_sqs == pytest.approx(sqs * 0.40, rel=1e-3)
+    lambda_side = b.parts["lambda_workers"] + b.parts["event_pollers"] + b.parts["sqs"]
+    assert b.on_demand_fargate == pytest.approx(
+        b.on_demand - lambda_side + b.fargate_tasks + b.fargate_sqs, abs=1e-3
+    )
+    assert b.provisioned_fargate - b.on_demand_fargate == pytest.approx(
+        b.provisioned - b.on_demand, abs=1e-3
+    )
+
+
+def test_a_staged_second_costs_the_lambda_worker_a_tenth_of_its_memory_second() -> None:
+    model = inputs(fargate_task_concurrency=8, worker_memory_mb=768)
+    staged = sm.staged_second_per_million(model)
+    assert staged["lambda"] == pytest.approx(0.75 * 0.0000133334 / 10 * 1e6, rel=1e-3)
+    # On Fargate, bound by its slots: a second more of 8 slots' hold, at the utilisation.
+    later = 8 / 1.73 * 0.7
+    now = 8 / 0.73 * 0.7
+    expected = FARGATE_TASK_HOURLY / 3600 * (1 / later - 1 / now) * 1e6
+    assert staged["fargate"] == pytest.approx(expected, rel=1e-3)
+
+
+def test_the_fargate_defaults_are_the_deployed_ones() -> None:
+    import inspect
+
+    from duetime.services.queue_worker import QueueWorker
+    from infra.props import SchedulerProps
+
+    model = sm.Inputs(rate=10, burst=0)
+    props = SchedulerProps.__dataclass_fields__
+    assert model.fargate_task_concurrency == props["fargate_task_concurrency"].default
+    assert model.fargate_vcpu == props["fargate_cpu"].default / 1024
+    assert model.fargate_memory_gb == props["fargate_memory_mib"].default / 1024
+    hold = inspect.signature(QueueWorker).parameters["delete_hold_seconds"].default
+    assert hold == sm.FARGATE_DELETE_HOLD_SECONDS
