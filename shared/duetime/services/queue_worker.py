@@ -118,7 +118,7 @@ class QueueWorker:
         # arrive together on several queues may wait briefly for a slot, leased by the heartbeat.
         while not self._stopping.is_set():
             with self._lock:
-                free = self._concurrency - len(self._held) + len(self._finished_ids())
+                free = self._concurrency - len(self._held) + sum(map(len, self._finished.values()))
             if free <= 0:
                 time.sleep(0.05)
                 continue
