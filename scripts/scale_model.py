@@ -2246,6 +2246,7 @@ def render_fargate(result: Plan) -> list[str]:
     if bill is None or bill.fargate is None:
         return []
     f = bill.fargate
+    bound = "slots" if f.bound == "slots" else "vCPU"
     lines = [
         "",
         f"### With the workers on Fargate ({i.fargate_vcpu:g} vCPU, {i.fargate_memory_gb:g} GB "
@@ -2253,7 +2254,7 @@ def render_fargate(result: Plan) -> list[str]:
         f"{i.fargate_utilisation * 100:.0f} % used)",
         "",
         f"A run holds a slot {f.slot_seconds:.3f} s; a task serves {f.runs_per_task_second:,.1f} "
-        f"runs/s (bound by its {'slots' if f.bound == 'slots' else 'vCPU'}); the sustained rate takes {f.tasks_at_rate:,} tasks "
+        f"runs/s (bound by its {bound}); the sustained rate takes {f.tasks_at_rate:,} tasks "
         f"(fargate_max_tasks ≥ {f.tasks_at_rate:,}). SQS per run: {f.receives_per_run:.2f} "
         f"receives, {f.deletes_per_run:.2f} deletes (Lambda's mapping: 0.1 each).",
         "",
