@@ -53,7 +53,15 @@ if TYPE_CHECKING:
 # the process at once (the sweeper's parallel partitions; the worker's records; locally, all
 # the pollers' batches): a thread that finds the pool empty opens a connection of its own and
 # closes it after one call. Connections are opened lazily, so a large pool costs nothing idle.
-_BOTO_CONFIG = Config(retries={"mode": "standard", "max_attempts": 5}, max_pool_connections=200)
+# No client-side parameter validation: the engine builds its own requests (the services check
+# them anyway), and botocore's check of every request's shape was ~8 % of the worker's CPU a
+# run (docs/performance.md "Worker memory"). The targets' clients keep theirs: they carry
+# the jobs' payloads (duetime.targets.clients).
+_BOTO_CONFIG = Config(
+    retries={"mode": "standard", "max_attempts": 5},
+    max_pool_connections=200,
+    parameter_validation=False,
+)
 
 
 @dataclass(frozen=True)

@@ -13,6 +13,8 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
 
+import pytest
+
 from duetime.domain.jobs import Priority, Runtime, parse_job_spec
 from duetime.domain.timeutil import rfc3339_ms, to_ms
 from duetime.services.batch import BatchJob, BatchSubmitter
@@ -233,3 +235,24 @@ def test_given_a_batch_of_one_offs_then_a_run_reads_about_one_item(engine: Engin
     # (+ the timers' shard count, which a worker process reads now and then, not per run;
     # measured 1.01 a run; 2.01 while every run also read its job's dependents' item)
     assert reads["worker"] <= len(jobs) + 1
+
+
+def test_the_engines_clients_skip_parameter_validation_and_the_targets_clients_keep_it(
+    engine: Engine,
+) -> None:
+    # botocore's shape check of every request was ~8 % of the worker's CPU a run
+    # (docs/performance.md "Worker memory"); the engine builds its own requests, and the
+    # service still refuses a bad one. A target's client carries a job's payload: a bad one
+    # stays a client-side error (a non-retryable TargetError, duetime.targets.aws).
+    import boto3
+    from botocore.exceptions import ClientError, ParamValidationError
+
+    from duetime.targets import AwsClients
+
+    with pytest.raises(ClientError):  # sent: the table name is under DynamoDB's minimum
+        engine.parts.runs._client.describe_table(TableName="")
+    with pytest.raises(ClientError):
+        engine.parts.queue._client.get_queue_url(QueueName="")
+    targets = AwsClients(boto3.Session(region_name="us-east-1"), endpoint_url="http://127.0.0.1:1")
+    with pytest.raises(ParamValidationError):  # refused before anything is sent
+        targets.sqs.send_message(QueueUrl="http://127.0.0.1:1/q", MessageBody=1)  # type: ignore[arg-type]
