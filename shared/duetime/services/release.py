@@ -6,9 +6,11 @@ visible `(due - now) mod 1000` ms early. The sweeper hands runs over seconds to 
 so it can afford to hold a send for part of a second (duetime.domain.messages.release_window):
 a cron or rate occurrence (whole seconds) is then visible 40-150 ms before its instant instead
 of anywhere in the second before it. Held sends go out in groups of messages whose windows
-overlap, so the number of SendMessageBatch requests hardly grows. One send call holds for at
-most `budget_ms` in all (a second), so a page costs the sweep at most a second; whatever is
-sent past its window is released as before (up to a second early, never late).
+overlap, so the number of SendMessageBatch requests hardly grows. Each group is planned from
+the moment the previous one was sent: when a send took long enough (a loaded store) for the
+next windows to close, those wait for their next second's window. One send call holds for at
+most `budget_ms` in all (a second), so a page costs the sweep at most a second; whatever
+cannot be held within it goes at once, as before (up to a second early, never late).
 
 Batch create (`POST /jobs/batch`) holds its sends the same way: a request's hold (at most a
 second of the API function) is shared by up to 100 runs, each of which would otherwise cost
@@ -42,20 +44,25 @@ class ReleasedSender:
         self._budget_ms = budget_ms
 
     def send(self, messages: Sequence[tuple[RunMessage, int]]) -> None:
-        start = self._clock()
-        now_ready: list[RunMessage] = []
-        windows: list[tuple[int, int, RunMessage]] = []
-        for m, _ in messages:
-            window = release_window(m.visible_ms, start)
-            if window is None:
-                now_ready.append(m)
-            else:
-                windows.append((*window, m))
-        if now_ready:
-            self._send(now_ready)
-        windows.sort(key=lambda w: w[0])
+        pending = [m for m, _ in messages]
         spent = 0
-        while windows:
+        while pending:
+            # Planned from the moment of each send: a send that took long (a loaded store)
+            # may have let the next windows close, and those wait for their next second's.
+            now = self._clock()
+            windows: list[tuple[int, int, RunMessage]] = []
+            ready: list[RunMessage] = []
+            for m in pending:
+                window = release_window(m.visible_ms, now)
+                if window is None:
+                    ready.append(m)
+                else:
+                    windows.append((*window, m))
+            if ready:
+                self._send(ready)
+            windows.sort(key=lambda w: w[0])
+            if not windows:
+                return
             # The next group: messages in order of their window's opening, while every window
             # taken is still open at the last opening. Sent then, all are within the leads.
             latest = windows[0][1]
@@ -65,12 +72,15 @@ class ReleasedSender:
                     break
                 latest = min(latest, until)
                 size += 1
-            group, windows = windows[:size], windows[size:]
-            wait = group[-1][0] - (self._clock() - start)
-            if 0 < wait <= self._budget_ms - spent:
+            wait = windows[size - 1][0] - (self._clock() - now)
+            if wait > self._budget_ms - spent:  # held long enough: the rest goes now
+                self._send([m for _, _, m in windows])
+                return
+            if wait > 0:
                 self._sleep(wait / 1000)
                 spent += wait
-            self._send([m for _, _, m in group])
+            self._send([m for _, _, m in windows[:size]])
+            pending = [m for _, _, m in windows[size:]]
 
     def _send(self, messages: list[RunMessage]) -> None:
         now = self._clock()
