@@ -76,6 +76,8 @@ SCENARIOS = (
 )
 # `burst_staged`: its jobs' stage_seconds unless --stage-seconds says otherwise.
 STAGE_SECONDS = 3
+# Batches of 10 in the raw measurements taken just before and just after each burst's drain.
+RAW_BATCHES_BESIDE_A_DRAIN = 50
 SUBMIT_RATE = 60  # jobs/s the bench assumes it can submit (8 threads; ~120/s measured, 2 cores)
 # A run not started when a scenario's wait ends is looked for until every queue is empty and
 # nothing has started for QUIET_SECONDS (at most SETTLE_SECONDS): late, or lost.
@@ -436,6 +438,9 @@ class Bench:
         self.recorder = Recorder()
         self.log = RequestLog()
         self.tenant_of: dict[str, str] = {}  # the load scenario's jobs: one tenant per client
+        self.raw = 0.0  # the run's raw rate (runs/s), measured before the scenarios
+        self.raw_runs = 0
+        self.raw_target: tuple[Any, Any, str, str] | None = None  # its clients, table, queue
 
     def run(self) -> None:
         from duetime.local.stack import LocalOptions, LocalStack
@@ -478,16 +483,32 @@ class Bench:
     # --- the emulator's raw rate ---------------------------------------------------------
 
     def raw_rate(self) -> None:
-        sqs, ddb = self.client("sqs"), self.client("dynamodb")
-        name = f"bench-raw-{uuid.uuid4().hex[:6]}"
-        url = sqs.create_queue(QueueName=name)["QueueUrl"]
-        ddb.create_table(
-            TableName=name,
-            KeySchema=[{"AttributeName": "pk", "KeyType": "HASH"}],
-            AttributeDefinitions=[{"AttributeName": "pk", "AttributeType": "S"}],
-            BillingMode="PAY_PER_REQUEST",
-        )
-        batches = 20 if self.quick else 100
+        """The run's raw rate, measured once before the scenarios."""
+        self.raw = self.measure_raw(20 if self.quick else 100)
+        self.results["raw"] = {
+            "runs": self.raw_runs,
+            "seconds": round(self.raw_runs / self.raw, 3),
+            "runs_per_second": round(self.raw, 1),
+            "calls": "per 10 runs: SendMessageBatch + ReceiveMessage + DeleteMessageBatch "
+            "+ 10 PutItem, one thread",
+        }
+        say(f"raw emulator rate: {self.raw:.1f} runs/s")
+
+    def measure_raw(self, batches: int) -> float:
+        """Runs a second of a run's minimal calls, `batches` batches of 10, on a queue and a
+        table of their own (created once)."""
+        if self.raw_target is None:
+            sqs, ddb = self.client("sqs"), self.client("dynamodb")
+            name = f"bench-raw-{uuid.uuid4().hex[:6]}"
+            url = sqs.create_queue(QueueName=name)["QueueUrl"]
+            ddb.create_table(
+                TableName=name,
+                KeySchema=[{"AttributeName": "pk", "KeyType": "HASH"}],
+                AttributeDefinitions=[{"AttributeName": "pk", "AttributeType": "S"}],
+                BillingMode="PAY_PER_REQUEST",
+            )
+            self.raw_target = (sqs, ddb, name, url)
+        sqs, ddb, name, url = self.raw_target
         started = time.perf_counter()
         runs = 0
         for b in range(batches):
@@ -507,16 +528,8 @@ class Bench:
                     ],
                 )
             runs += len(got)
-        elapsed = time.perf_counter() - started
-        self.raw = runs / elapsed
-        self.results["raw"] = {
-            "runs": runs,
-            "seconds": round(elapsed, 3),
-            "runs_per_second": round(self.raw, 1),
-            "calls": "per 10 runs: SendMessageBatch + ReceiveMessage + DeleteMessageBatch "
-            "+ 10 PutItem, one thread",
-        }
-        say(f"raw emulator rate: {self.raw:.1f} runs/s")
+        self.raw_runs = runs
+        return runs / (time.perf_counter() - started)
 
     # --- helpers -------------------------------------------------------------------------
 
@@ -766,6 +779,9 @@ class Bench:
         `stage_seconds`, docs/performance.md "Staged runs")."""
         n = self.sizes["burst"]
         stage = self.stage_seconds if name == "burst_staged" else 0
+        # The drain is compared with the raw rate measured just before and just after it: the
+        # machine's speed swings over minutes, so the run's first measurement can be stale.
+        raw_before = self.measure_raw(RAW_BATCHES_BESIDE_A_DRAIN)
         lead_ms = int(n / SUBMIT_RATE * 1000) + 5000 + stage * 1000
         self.recorder.take()
         self.log.reset()
@@ -780,6 +796,8 @@ class Bench:
         executions = self.recorder.take()
         time.sleep(2)  # late duplicates would land here
         executions += self.recorder.take()
+        raw_after = self.measure_raw(RAW_BATCHES_BESIDE_A_DRAIN)
+        raw = (raw_before + raw_after) / 2
         # An earlier scenario's recurring job may still run one occurrence past its window.
         ids = {j.id for j in jobs}
         executions = [e for e in executions if e[0] in ids]
@@ -798,8 +816,11 @@ class Bench:
                 "time_to_start_all_seconds": drain_seconds,
                 "first_to_last_start_seconds": span,
                 "drain_runs_per_second": round(drain_rate, 1),
-                "raw_runs_per_second": round(self.raw, 1),
-                "drain_ratio_to_raw": round(drain_rate / self.raw, 3),
+                "raw_runs_per_second": round(raw, 1),
+                "drain_ratio_to_raw": round(drain_rate / raw, 3),
+                "raw_runs_per_second_before": round(raw_before, 1),
+                "raw_runs_per_second_after": round(raw_after, 1),
+                "drain_ratio_to_run_raw": round(drain_rate / self.raw, 3),
                 "waited_seconds": round(last - t0, 2),
                 "settle": settled,
             },
@@ -1072,7 +1093,9 @@ def markdown(results: dict[str, Any]) -> str:
                 "",
                 f"{name}: all {burst['jobs']} started {burst['time_to_start_all_seconds']} s "
                 f"after the due second; drain {burst['drain_runs_per_second']} runs/s = "
-                f"{burst['drain_ratio_to_raw']:.0%} of the raw rate.",
+                f"{burst['drain_ratio_to_raw']:.0%} of the raw rate measured beside it "
+                f"({burst['raw_runs_per_second_before']} runs/s before, "
+                f"{burst['raw_runs_per_second_after']} after).",
             ]
     load = results["scenarios"].get("load")
     if load:

@@ -127,6 +127,8 @@ def test_the_summary_shows_each_burst_its_emulator_calls_and_the_claim_lead() ->
             "time_to_start_all_seconds": 0.5,
             "drain_runs_per_second": 4.0,
             "drain_ratio_to_raw": 0.02,
+            "raw_runs_per_second_before": 190.0,
+            "raw_runs_per_second_after": 210.0,
         }
 
     results = {
@@ -149,6 +151,7 @@ def test_the_summary_shows_each_burst_its_emulator_calls_and_the_claim_lead() ->
     assert "| 0.3 | 5.42 | 2.0 |" in text
     assert "| 0.3 | 7.88 | 2.0 |" in text
     assert "burst: all 2 started 0.5 s" in text
+    assert "2% of the raw rate measured beside it (190.0 runs/s before, 210.0 after)" in text
     assert "burst_batch: all 2 started 0.5 s" in text
     assert "| 0.3 | 6.5 | 2.0 |" in text
     assert "burst_staged: all 2 started 0.5 s" in text
