@@ -25,6 +25,7 @@ import argparse
 import json
 import math
 import sys
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -165,6 +166,10 @@ HORIZON_READS_PER_TIMER = 1
 # slots free right now (≤ 10); finished runs are deleted 10 a request, a partial batch once its
 # first has waited the hold (1 s).
 FARGATE_DELETE_HOLD_SECONDS = 1.0
+# Fargate's launch rate for on-demand ECS tasks, per account and Region: a token bucket of 100
+# tasks, refilled at 20 a second (Amazon ECS Developer Guide, "AWS Fargate throttling quotas").
+FARGATE_LAUNCH_BURST = 100
+FARGATE_LAUNCHES_PER_SECOND = 20
 # The SQS requests of a Lambda worker's run, in `sqs_per_run`: its receive and its delete by
 # the event source mapping, 10 a request (the rest is the send).
 LAMBDA_RECEIVE_AND_DELETE_PER_RUN = 2 / SQS_BATCH
@@ -336,6 +341,7 @@ class Inputs:
     fargate_task_concurrency: int = 32  # as deployed (infra/props.py)
     fargate_utilisation: float = 0.7
     fargate_public_ip: bool = True  # the construct's default network
+    fargate_max_tasks: int = 10  # the service's maximum, as deployed (infra/props.py)
 
     @property
     def writes_per_run(self) -> float:
@@ -1456,6 +1462,14 @@ class FargateWorkers:
     receives_per_run: float
     deletes_per_run: float
     task_dollars_per_run: float
+    # What the deployed service does at the sustained rate (infra/constructs/workers.py): it
+    # sets its task count from the backlog (visible + in-flight messages) to 1, 2, 4, … tasks
+    # as the backlog fills their slots, up to `fargate_max_tasks`.
+    max_tasks: int = 0  # fargate_max_tasks
+    runs_per_second_at_max_tasks: float = 0.0  # all that maximum serves
+    tasks_scaled: int = 0  # the step the backlog settles at for the rate, uncapped
+    vcpu_scaled: float = 0.0  # those tasks' vCPU (the account's Fargate vCPU quota)
+    launch_seconds: float = 0.0  # launching them from none, at Fargate's launch rate
 
 
 def poisson_mean_ceil(mean: float, size: int) -> float:
@@ -1491,6 +1505,7 @@ def fargate_workers(inputs: Inputs) -> FargateWorkers:
     )
     free = inputs.fargate_task_concurrency * (1 - inputs.fargate_utilisation)
     per_hold = used * FARGATE_DELETE_HOLD_SECONDS
+    scaled = backlog_step(inputs.rate, slot_seconds, inputs.fargate_task_concurrency, capacity)
     return FargateWorkers(
         slot_seconds=round(slot_seconds, 4),
         runs_per_task_second=round(capacity, 2),
@@ -1499,7 +1514,24 @@ def fargate_workers(inputs: Inputs) -> FargateWorkers:
         receives_per_run=round(1 / min(SQS_BATCH, max(1.0, free)), 4),
         deletes_per_run=round(poisson_mean_ceil(per_hold, SQS_BATCH) / per_hold, 4),
         task_dollars_per_run=hourly / 3600 / used,
+        max_tasks=inputs.fargate_max_tasks,
+        runs_per_second_at_max_tasks=round(inputs.fargate_max_tasks * capacity, 1),
+        tasks_scaled=scaled,
+        vcpu_scaled=round(scaled * inputs.fargate_vcpu, 2),
+        launch_seconds=round(
+            max(0, scaled - FARGATE_LAUNCH_BURST) / FARGATE_LAUNCHES_PER_SECOND, 1
+        ),
     )
+
+
+def backlog_step(rate: float, slot_seconds: float, slots: int, capacity: float) -> int:
+    """The task count the backlog policy settles at for `rate` runs a second: the first of 1,
+    2, 4, … whose slots hold the runs in flight (rate × slot_seconds, Little's law) and whose
+    capacity keeps up (below it the backlog grows and the next step follows)."""
+    tasks = 1
+    while tasks * slots < rate * slot_seconds or tasks * capacity < rate:
+        tasks *= 2
+    return tasks
 
 
 def staged_second_per_million(inputs: Inputs) -> dict[str, float]:
@@ -2254,9 +2286,24 @@ def render_fargate(result: Plan) -> list[str]:
         f"{i.fargate_utilisation * 100:.0f} % used)",
         "",
         f"A run holds a slot {f.slot_seconds:.3f} s; a task serves {f.runs_per_task_second:,.1f} "
-        f"runs/s (bound by its {bound}); the sustained rate takes {f.tasks_at_rate:,} tasks "
-        f"(fargate_max_tasks ≥ {f.tasks_at_rate:,}). SQS per run: {f.receives_per_run:.2f} "
+        f"runs/s (bound by its {bound}); the sustained rate is priced as {f.tasks_at_rate:,} "
+        f"tasks at that use. SQS per run: {f.receives_per_run:.2f} "
         f"receives, {f.deletes_per_run:.2f} deletes (Lambda's mapping: 0.1 each).",
+        "",
+        f"Scaling: as configured (fargate_max_tasks {f.max_tasks:,}) the Fargate workers serve "
+        f"at most {f.runs_per_second_at_max_tasks:,.0f} runs/s. At {i.rate:,.0f} runs/s the "
+        f"service's backlog steps settle at {f.tasks_scaled:,} tasks "
+        f"({i.rate / (f.tasks_scaled * f.runs_per_task_second) * 100:.0f} % used): "
+        + (
+            f"fargate_max_tasks ≥ {f.tasks_scaled:,}, "
+            if f.tasks_scaled > f.max_tasks
+            else "within the maximum, "
+        )
+        + f"and {f.vcpu_scaled:,g} vCPU of the account's Fargate On-Demand vCPU quota. "
+        f"Fargate launches {FARGATE_LAUNCH_BURST} tasks at once, then "
+        f"{FARGATE_LAUNCHES_PER_SECOND} a second"
+        + (f" ({f.launch_seconds:g} s more for {f.tasks_scaled:,})" if f.launch_seconds else "")
+        + ", after the scaling alarm's minute; each task then takes its start-up.",
         "",
         "| path | Lambda workers + pollers + SQS | Fargate tasks + SQS | **on demand** | "
         "**provisioned** |",
@@ -2297,13 +2344,49 @@ def _pollers(value: str) -> tuple[int, int] | None:
     return low, high
 
 
+def _bounded(
+    kind: Callable[[str], float],
+    *,
+    minimum: float | None = None,
+    above: float | None = None,
+    maximum: float | None = None,
+) -> Callable[[str], Any]:
+    """An argparse type: a finite `kind` (int or float) within the bounds, or a clear error."""
+    what = "an integer" if kind is int else "a number"
+
+    def parse(text: str) -> Any:
+        try:
+            value = kind(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"expected {what}, got {text!r}") from None
+        if not math.isfinite(value):
+            raise argparse.ArgumentTypeError(f"expected a finite number, got {text!r}")
+        if above is not None and value <= above:
+            raise argparse.ArgumentTypeError(f"must be above {above:g}, got {text}")
+        if minimum is not None and value < minimum:
+            raise argparse.ArgumentTypeError(f"must be at least {minimum:g}, got {text}")
+        if maximum is not None and value > maximum:
+            raise argparse.ArgumentTypeError(f"must be at most {maximum:g}, got {text}")
+        return value
+
+    return parse
+
+
+COUNT = _bounded(int, minimum=1)  # shards, queues, tasks, slots, quotas: one or more
+POSITIVE = _bounded(float, above=0)
+NON_NEGATIVE = _bounded(float, minimum=0)
+SHARE = _bounded(float, minimum=0, maximum=1)
+
+
 Measurements = tuple[SweepMeasurement | None, SweepMeasurement | None]
 
 
 def parse_args(argv: list[str] | None = None) -> tuple[Inputs, bool, Measurements]:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
-    parser.add_argument("--rate", type=float, required=True, help="sustained runs per second")
-    parser.add_argument("--burst", type=int, default=0, help="extra runs due in one minute")
+    parser.add_argument("--rate", type=POSITIVE, required=True, help="sustained runs per second")
+    parser.add_argument(
+        "--burst", type=_bounded(int, minimum=0), default=0, help="extra runs due in one minute"
+    )
     parser.add_argument(
         "--profile",
         default="default",
@@ -2327,13 +2410,13 @@ def parse_args(argv: list[str] | None = None) -> tuple[Inputs, bool, Measurement
         "docs/figures/sweep_scale_recurring.json; when missing, the recurring throughput is "
         "assumed)",
     )
-    parser.add_argument("--run-seconds", type=float, default=0.2)
-    parser.add_argument("--recurring-share", type=float, default=0.0)
-    parser.add_argument("--hot-tenant-share", type=float, default=0.1)
+    parser.add_argument("--run-seconds", type=NON_NEGATIVE, default=0.2)
+    parser.add_argument("--recurring-share", type=SHARE, default=0.0)
+    parser.add_argument("--hot-tenant-share", type=SHARE, default=0.1)
     # Deployment: the profile's value unless given.
-    parser.add_argument("--timer-shards", type=int)
-    parser.add_argument("--job-partitions", type=int)
-    parser.add_argument("--worker-queues", type=int)
+    parser.add_argument("--timer-shards", type=COUNT)
+    parser.add_argument("--job-partitions", type=COUNT)
+    parser.add_argument("--worker-queues", type=COUNT)
     parser.add_argument(
         "--worker-pollers",
         type=_pollers,
@@ -2341,26 +2424,28 @@ def parse_args(argv: list[str] | None = None) -> tuple[Inputs, bool, Measurement
         metavar="MIN,MAX|none",
         help="provisioned-mode pollers of the worker mapping, or none (standard mode)",
     )
-    parser.add_argument("--worker-max-concurrency", type=int, help="standard mode, per mapping")
-    parser.add_argument("--account-concurrency", type=int)
-    parser.add_argument("--table-quota", type=int, help="per-table request units per second")
-    parser.add_argument("--sweeper-reserved-concurrency", type=int)
-    parser.add_argument("--esm-ramp-per-minute", type=float)
-    parser.add_argument("--send-parallelism", type=int)
+    parser.add_argument("--worker-max-concurrency", type=COUNT, help="standard mode, per mapping")
+    parser.add_argument("--account-concurrency", type=COUNT)
+    parser.add_argument("--table-quota", type=COUNT, help="per-table request units per second")
+    parser.add_argument("--sweeper-reserved-concurrency", type=COUNT)
+    parser.add_argument("--esm-ramp-per-minute", type=POSITIVE)
+    parser.add_argument("--send-parallelism", type=COUNT)
     # The worker's time per run and the requests per run: pass what a measurement found.
     parser.add_argument(
         "--early-wait-seconds",
-        type=float,
+        type=NON_NEGATIVE,
         help="the early wait an invocation pays (its batch's longest; default 0.15: the held "
         "sends' release window)",
     )
-    parser.add_argument("--run-overhead-ms", type=float, help="claim + outcome + job read (30)")
+    parser.add_argument(
+        "--run-overhead-ms", type=NON_NEGATIVE, help="claim + outcome + job read (30)"
+    )
     parser.add_argument(
         "--worker-seconds-per-run",
-        type=float,
+        type=POSITIVE,
         help="measured billed worker seconds per run (default: invocation seconds ÷ batch)",
     )
-    parser.add_argument("--worker-memory-mb", type=int)
+    parser.add_argument("--worker-memory-mb", type=_bounded(int, minimum=128, maximum=10_240))
     parser.add_argument(
         "--measured",
         type=Path,
@@ -2374,20 +2459,41 @@ def parse_args(argv: list[str] | None = None) -> tuple[Inputs, bool, Measurement
         choices=sorted(PRICE_LAMBDA_GB_SECOND_BY_ARCHITECTURE),
         help="price Lambda at this architecture's rate (default arm64, as deployed)",
     )
-    parser.add_argument("--writes-one-off", type=float, help="DynamoDB writes, POST /jobs (4)")
-    parser.add_argument("--writes-one-off-batch", type=float, help="writes, batch create (4)")
-    parser.add_argument("--sqs-per-run", type=float, help="SQS requests per run (0.3)")
-    parser.add_argument("--sqs-per-run-batch", type=float, help="SQS, batch create (0.3)")
-    parser.add_argument("--occurrences-per-sweep", type=float, help="recurring (1)")
-    parser.add_argument("--api-ms-single", type=float, help="API function ms, POST /jobs (40)")
-    parser.add_argument("--api-ms-batch", type=float, help="ms, POST /jobs/batch of 100 (400)")
+    parser.add_argument(
+        "--writes-one-off", type=NON_NEGATIVE, help="DynamoDB writes, POST /jobs (4)"
+    )
+    parser.add_argument(
+        "--writes-one-off-batch", type=NON_NEGATIVE, help="writes, batch create (4)"
+    )
+    parser.add_argument("--sqs-per-run", type=NON_NEGATIVE, help="SQS requests per run (0.3)")
+    parser.add_argument("--sqs-per-run-batch", type=NON_NEGATIVE, help="SQS, batch create (0.3)")
+    parser.add_argument(
+        "--occurrences-per-sweep", type=_bounded(float, minimum=1), help="recurring (1)"
+    )
+    parser.add_argument(
+        "--api-ms-single", type=NON_NEGATIVE, help="API function ms, POST /jobs (40)"
+    )
+    parser.add_argument(
+        "--api-ms-batch", type=NON_NEGATIVE, help="ms, POST /jobs/batch of 100 (400)"
+    )
     parser.add_argument(
         "--fargate-task-concurrency",
-        type=int,
-        help="Fargate workers: runs a task holds at once (8, as deployed)",
+        type=COUNT,
+        help="Fargate workers: runs a task holds at once (32, as deployed)",
     )
-    parser.add_argument("--fargate-vcpu", type=float, help="Fargate workers: vCPU a task (0.5)")
-    parser.add_argument("--fargate-memory-gb", type=float, help="Fargate workers: GB a task (1)")
+    parser.add_argument(
+        "--fargate-max-tasks", type=COUNT, help="Fargate workers: the service's maximum (10)"
+    )
+    parser.add_argument(
+        "--fargate-vcpu",
+        type=_bounded(float, above=0, maximum=16),
+        help="Fargate workers: vCPU a task (0.5)",
+    )
+    parser.add_argument(
+        "--fargate-memory-gb",
+        type=_bounded(float, above=0, maximum=120),
+        help="Fargate workers: GB a task (1)",
+    )
     parser.add_argument("--json", action="store_true", help="print the plan as JSON")
     args = parser.parse_args(argv)
     overrides: dict[str, Any] = {
@@ -2420,6 +2526,7 @@ def parse_args(argv: list[str] | None = None) -> tuple[Inputs, bool, Measurement
         ("fargate_task_concurrency", "fargate_task_concurrency"),
         ("fargate_vcpu", "fargate_vcpu"),
         ("fargate_memory_gb", "fargate_memory_gb"),
+        ("fargate_max_tasks", "fargate_max_tasks"),
     ):
         if getattr(args, option) is not None:
             overrides[name] = getattr(args, option)

@@ -392,6 +392,35 @@ def test_a_measurement_without_the_figure_is_a_cli_error(
     assert "per_shard_timers_per_second" in capsys.readouterr().err
 
 
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (["--rate", "0"], "argument --rate: must be above 0, got 0"),
+        (["--rate", "nan"], "argument --rate: expected a finite number, got 'nan'"),
+        (["--rate", "lots"], "argument --rate: expected a number, got 'lots'"),
+        (["--burst", "-1"], "argument --burst: must be at least 0, got -1"),
+        (["--recurring-share", "1.5"], "argument --recurring-share: must be at most 1, got 1.5"),
+        (["--timer-shards", "0"], "argument --timer-shards: must be at least 1, got 0"),
+        (["--worker-queues", "2.5"], "argument --worker-queues: expected an integer, got '2.5'"),
+        (["--worker-memory-mb", "64"], "argument --worker-memory-mb: must be at least 128, got 64"),
+        (["--run-seconds", "-1"], "argument --run-seconds: must be at least 0, got -1"),
+        (["--occurrences-per-sweep", "0"], "argument --occurrences-per-sweep: must be at least 1"),
+        (["--fargate-task-concurrency", "0"], "argument --fargate-task-concurrency: must be at"),
+        (["--fargate-max-tasks", "-2"], "argument --fargate-max-tasks: must be at least 1, got -2"),
+        (["--fargate-vcpu", "0"], "argument --fargate-vcpu: must be above 0, got 0"),
+    ],
+)
+def test_an_input_out_of_its_range_is_a_cli_error_naming_it(
+    argv: list[str], message: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Each once ended in a traceback (a division by zero), an endless loop or a plan for a
+    negative rate."""
+    with pytest.raises(SystemExit) as exited:
+        sm.main(["--rate", "100", *argv])
+    assert exited.value.code == 2
+    assert message in capsys.readouterr().err
+
+
 # --- workers ----------------------------------------------------------------------------------
 
 

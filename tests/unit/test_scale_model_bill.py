@@ -262,6 +262,24 @@ def test_a_fargate_task_serves_its_slots_runs_until_its_vcpu_is_full() -> None:
     )
 
 
+def test_the_fargate_service_settles_on_the_backlog_step_that_holds_and_keeps_up() -> None:
+    # 64 slots, 0.75 s a run, 50 runs/s a task (its vCPU). At 1,000 runs/s 750 are in flight:
+    # 16 tasks hold them (12 would, the steps double) but serve 800/s, so the backlog grows
+    # to the next step, 32 tasks (16 vCPU), within Fargate's launch burst.
+    cpu = {"fargate_task_concurrency": 64, "worker_cpu_seconds_per_run": 0.01}
+    busy = sm.fargate_workers(inputs(rate=1_000, **cpu))
+    assert (busy.tasks_scaled, busy.vcpu_scaled, busy.launch_seconds) == (32, 16.0, 0.0)
+    assert busy.max_tasks == 10
+    assert busy.runs_per_second_at_max_tasks == pytest.approx(500)  # the default maximum
+    # At 10,000 runs/s: 256 tasks, 156 of them after the launch burst of 100, 20 a second.
+    big = sm.fargate_workers(inputs(rate=10_000, fargate_max_tasks=300, **cpu))
+    assert (big.tasks_scaled, big.launch_seconds) == (256, 7.8)
+    assert big.runs_per_second_at_max_tasks == pytest.approx(15_000)
+    # 8 slots and 0.73 s a run: 7.3 runs in flight at 10 runs/s, and one task serves 10.96.
+    assert sm.fargate_workers(inputs(fargate_task_concurrency=8)).tasks_scaled == 1
+    assert sm.fargate_workers(inputs(rate=11, fargate_task_concurrency=8)).tasks_scaled == 2
+
+
 def test_the_fargate_workers_sqs_requests_follow_their_slots_and_rate() -> None:
     # A receive asks for the free slots (10 at most): 8 slots at 70 % leave 2.4 free.
     assert sm.fargate_workers(inputs(fargate_task_concurrency=8)).receives_per_run == (
@@ -316,5 +334,6 @@ def test_the_fargate_defaults_are_the_deployed_ones() -> None:
     assert model.fargate_task_concurrency == props["fargate_task_concurrency"].default
     assert model.fargate_vcpu == props["fargate_cpu"].default / 1024
     assert model.fargate_memory_gb == props["fargate_memory_mib"].default / 1024
+    assert model.fargate_max_tasks == props["fargate_max_tasks"].default
     hold = inspect.signature(QueueWorker).parameters["delete_hold_seconds"].default
     assert hold == sm.FARGATE_DELETE_HOLD_SECONDS
