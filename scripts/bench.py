@@ -1195,6 +1195,10 @@ def main(argv: list[str] | None = None) -> int:
         "clients": args.clients,
         "load_seconds": args.load_seconds,
     }
+    if negative := [name for name, value in sizes.items() if value < 0]:
+        parser.error(f"--{negative[0].replace('_', '-')} must be 0 (its default) or more")
+    if args.pollers < 1:
+        parser.error("--pollers must be at least 1")
     if not 0 <= args.claim_lead_ms <= 2000:
         parser.error("--claim-lead-ms must be from 0 to 2000")
     if not 0 <= args.stage_seconds <= MAX_STAGE_SECONDS:

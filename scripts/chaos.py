@@ -58,6 +58,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         parser.error(f"unknown fault(s): {', '.join(sorted(unknown))}")
     if not 0 <= args.fault_rate < 1:
         parser.error("--fault-rate must be in [0, 1)")
+    if args.jobs < 1 or args.window_seconds < 1:
+        parser.error("--jobs and --window-seconds must be at least 1")
 
     import contextlib
     import logging

@@ -168,3 +168,33 @@ def test_burst_bodies_are_due_within_the_second_and_staged_when_asked() -> None:
         "2026-11-18T11:06:40.997Z",
         "2026-11-18T11:06:40.994Z",
     ]
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (["--pollers", "0"], "--pollers must be at least 1"),
+        (["--burst", "-5"], "--burst must be 0 (its default) or more"),
+        (["--load-seconds", "-1"], "--load-seconds must be 0 (its default) or more"),
+        (["--stage-seconds", "11"], "--stage-seconds must be from 0 to 10"),
+    ],
+)
+def test_an_out_of_range_option_is_a_usage_error_before_any_stack_starts(
+    argv: list[str], message: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    with pytest.raises(SystemExit) as exited:
+        bench.main(argv)
+    assert exited.value.code == 2
+    assert message in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("argv", [["--jobs", "-1"], ["--jobs", "0"], ["--window-seconds", "0"]])
+def test_the_chaos_run_refuses_no_jobs_or_no_window(
+    argv: list[str], capsys: pytest.CaptureFixture[str]
+) -> None:
+    from scripts import chaos
+
+    with pytest.raises(SystemExit) as exited:
+        chaos.main(argv)
+    assert exited.value.code == 2
+    assert "--jobs and --window-seconds must be at least 1" in capsys.readouterr().err
