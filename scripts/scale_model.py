@@ -25,7 +25,6 @@ import argparse
 import json
 import math
 import sys
-from collections.abc import Callable
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -35,6 +34,7 @@ if str(ROOT) not in sys.path:  # run as a script from any directory: infra/ is i
     sys.path.insert(0, str(ROOT))
 
 from infra.profiles import PROFILES, Profile  # noqa: E402
+from scripts.arguments import COUNT, NON_NEGATIVE, POSITIVE, SHARE, bounded  # noqa: E402
 
 # --- AWS published limits (checked November 2026) -----------------------------------------
 # DynamoDB, "Best practices for designing and using partition keys effectively" and
@@ -2344,40 +2344,6 @@ def _pollers(value: str) -> tuple[int, int] | None:
     return low, high
 
 
-def _bounded(
-    kind: Callable[[str], float],
-    *,
-    minimum: float | None = None,
-    above: float | None = None,
-    maximum: float | None = None,
-) -> Callable[[str], Any]:
-    """An argparse type: a finite `kind` (int or float) within the bounds, or a clear error."""
-    what = "an integer" if kind is int else "a number"
-
-    def parse(text: str) -> Any:
-        try:
-            value = kind(text)
-        except ValueError:
-            raise argparse.ArgumentTypeError(f"expected {what}, got {text!r}") from None
-        if not math.isfinite(value):
-            raise argparse.ArgumentTypeError(f"expected a finite number, got {text!r}")
-        if above is not None and value <= above:
-            raise argparse.ArgumentTypeError(f"must be above {above:g}, got {text}")
-        if minimum is not None and value < minimum:
-            raise argparse.ArgumentTypeError(f"must be at least {minimum:g}, got {text}")
-        if maximum is not None and value > maximum:
-            raise argparse.ArgumentTypeError(f"must be at most {maximum:g}, got {text}")
-        return value
-
-    return parse
-
-
-COUNT = _bounded(int, minimum=1)  # shards, queues, tasks, slots, quotas: one or more
-POSITIVE = _bounded(float, above=0)
-NON_NEGATIVE = _bounded(float, minimum=0)
-SHARE = _bounded(float, minimum=0, maximum=1)
-
-
 Measurements = tuple[SweepMeasurement | None, SweepMeasurement | None]
 
 
@@ -2385,7 +2351,7 @@ def parse_args(argv: list[str] | None = None) -> tuple[Inputs, bool, Measurement
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
     parser.add_argument("--rate", type=POSITIVE, required=True, help="sustained runs per second")
     parser.add_argument(
-        "--burst", type=_bounded(int, minimum=0), default=0, help="extra runs due in one minute"
+        "--burst", type=bounded(int, minimum=0), default=0, help="extra runs due in one minute"
     )
     parser.add_argument(
         "--profile",
@@ -2445,7 +2411,7 @@ def parse_args(argv: list[str] | None = None) -> tuple[Inputs, bool, Measurement
         type=POSITIVE,
         help="measured billed worker seconds per run (default: invocation seconds ÷ batch)",
     )
-    parser.add_argument("--worker-memory-mb", type=_bounded(int, minimum=128, maximum=10_240))
+    parser.add_argument("--worker-memory-mb", type=bounded(int, minimum=128, maximum=10_240))
     parser.add_argument(
         "--measured",
         type=Path,
@@ -2468,7 +2434,7 @@ def parse_args(argv: list[str] | None = None) -> tuple[Inputs, bool, Measurement
     parser.add_argument("--sqs-per-run", type=NON_NEGATIVE, help="SQS requests per run (0.3)")
     parser.add_argument("--sqs-per-run-batch", type=NON_NEGATIVE, help="SQS, batch create (0.3)")
     parser.add_argument(
-        "--occurrences-per-sweep", type=_bounded(float, minimum=1), help="recurring (1)"
+        "--occurrences-per-sweep", type=bounded(float, minimum=1), help="recurring (1)"
     )
     parser.add_argument(
         "--api-ms-single", type=NON_NEGATIVE, help="API function ms, POST /jobs (40)"
@@ -2486,12 +2452,12 @@ def parse_args(argv: list[str] | None = None) -> tuple[Inputs, bool, Measurement
     )
     parser.add_argument(
         "--fargate-vcpu",
-        type=_bounded(float, above=0, maximum=16),
+        type=bounded(float, above=0, maximum=16),
         help="Fargate workers: vCPU a task (0.5)",
     )
     parser.add_argument(
         "--fargate-memory-gb",
-        type=_bounded(float, above=0, maximum=120),
+        type=bounded(float, above=0, maximum=120),
         help="Fargate workers: GB a task (1)",
     )
     parser.add_argument("--json", action="store_true", help="print the plan as JSON")

@@ -117,6 +117,12 @@ from duetime.ports import StoreError
 from duetime.services.sweep import Sweeper
 from duetime.settings import QueueUrls, Settings, queue_key
 
+ROOT = Path(__file__).resolve().parents[1]
+if str(ROOT) not in sys.path:  # run as a script from any directory: scripts/ is a package
+    sys.path.insert(0, str(ROOT))
+
+from scripts.arguments import COUNT, NON_NEGATIVE, POSITIVE, SHARE  # noqa: E402
+
 # --- AWS and SDK figures ---------------------------------------------------------------------
 # DynamoDB, "Best practices for designing and using partition keys effectively" (as
 # scripts/scale_model.py): one partition serves at most 3,000 RCU and 1,000 WCU a second.
@@ -920,27 +926,6 @@ def machine(processes: int) -> dict[str, Any]:
 # --- the command line ------------------------------------------------------------------------
 
 
-def _positive_int(raw: str) -> int:
-    value = int(raw)
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"must be positive: {raw}")
-    return value
-
-
-def _positive(raw: str) -> float:
-    value = float(raw)
-    if not value > 0:
-        raise argparse.ArgumentTypeError(f"must be positive: {raw}")
-    return value
-
-
-def _share(raw: str) -> float:
-    value = float(raw)
-    if not 0 <= value <= 1:
-        raise argparse.ArgumentTypeError(f"must be from 0 to 1: {raw}")
-    return value
-
-
 def parse_args(argv: Sequence[str] | None) -> tuple[Inputs, argparse.Namespace]:
     d = Inputs()
     parser = argparse.ArgumentParser(
@@ -949,24 +934,24 @@ def parse_args(argv: Sequence[str] | None) -> tuple[Inputs, argparse.Namespace]:
     )
     add = parser.add_argument
     add("--timers-burst", type=int, default=d.timers_burst, help="one-off timers due at :00")
-    add("--burst-seconds", type=_positive, default=d.burst_seconds, help="the burst's spread")
+    add("--burst-seconds", type=POSITIVE, default=d.burst_seconds, help="the burst's spread")
     add("--rate", type=float, default=d.rate, help="sustained timers/s over the minute")
-    add("--shards", type=_positive_int, default=d.shards, help="timer shards")
-    add("--recurring-share", type=_share, default=d.recurring_share, help="of sustained timers")
-    add("--tenants", type=_positive_int, default=d.tenants, help="tenants owning the jobs")
-    add("--hot-tenant-share", type=_share, default=d.hot_tenant_share, help="the largest's")
-    add("--job-partitions", type=_positive_int, default=d.job_partitions, help="per tenant")
-    add("--query-ms", type=float, default=d.query_ms, help="Query latency")
-    add("--batch-get-ms", type=float, default=d.batch_get_ms, help="BatchGetItem latency")
-    add("--send-ms", type=float, default=d.send_ms, help="SendMessageBatch latency")
-    add("--write-ms", type=float, default=d.write_ms, help="UpdateItem/PutItem/DeleteItem")
-    add("--batch-write-ms", type=float, default=d.batch_write_ms, help="BatchWriteItem")
-    add("--invoke-ms", type=float, default=d.invoke_ms, help="coordinator's async invoke")
-    add("--partition-rcu", type=_positive, default=d.partition_rcu, help="per partition, /s")
-    add("--partition-wcu", type=_positive, default=d.partition_wcu, help="per partition, /s")
-    add("--cpu-scale", type=_positive, default=d.cpu_scale, help="Lambda CPU s per CPU s here")
+    add("--shards", type=COUNT, default=d.shards, help="timer shards")
+    add("--recurring-share", type=SHARE, default=d.recurring_share, help="of sustained timers")
+    add("--tenants", type=COUNT, default=d.tenants, help="tenants owning the jobs")
+    add("--hot-tenant-share", type=SHARE, default=d.hot_tenant_share, help="the largest's")
+    add("--job-partitions", type=COUNT, default=d.job_partitions, help="per tenant")
+    add("--query-ms", type=NON_NEGATIVE, default=d.query_ms, help="Query latency")
+    add("--batch-get-ms", type=NON_NEGATIVE, default=d.batch_get_ms, help="BatchGetItem latency")
+    add("--send-ms", type=NON_NEGATIVE, default=d.send_ms, help="SendMessageBatch latency")
+    add("--write-ms", type=NON_NEGATIVE, default=d.write_ms, help="UpdateItem/PutItem/DeleteItem")
+    add("--batch-write-ms", type=NON_NEGATIVE, default=d.batch_write_ms, help="BatchWriteItem")
+    add("--invoke-ms", type=NON_NEGATIVE, default=d.invoke_ms, help="coordinator's async invoke")
+    add("--partition-rcu", type=POSITIVE, default=d.partition_rcu, help="per partition, /s")
+    add("--partition-wcu", type=POSITIVE, default=d.partition_wcu, help="per partition, /s")
+    add("--cpu-scale", type=POSITIVE, default=d.cpu_scale, help="Lambda CPU s per CPU s here")
     add("--seed", type=int, default=d.seed, help="job ids, tenants, backoff jitter")
-    add("--processes", type=_positive_int, default=2, help="shard processes at once")
+    add("--processes", type=COUNT, default=2, help="shard processes at once")
     add("--json", action="store_true", help="print the result as JSON")
     add("--out", type=Path, help="also write the JSON here")
     args = parser.parse_args(argv)

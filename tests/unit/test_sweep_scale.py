@@ -118,3 +118,21 @@ def test_requests_are_charged_as_the_adapters_make_them() -> None:
     assert aws.calls["SendMessageBatch"] == 17
     assert aws.waited_by_call["SendMessageBatch"] == pytest.approx(math.ceil(17 / 16) * 0.010)
     assert len(queue.sent) == 170
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (["--shards", "0"], "argument --shards: must be at least 1, got 0"),
+        (["--query-ms", "-1"], "argument --query-ms: must be at least 0, got -1"),
+        (["--recurring-share", "1.5"], "argument --recurring-share: must be at most 1, got 1.5"),
+        (["--cpu-scale", "inf"], "argument --cpu-scale: expected a finite number, got 'inf'"),
+    ],
+)
+def test_an_input_out_of_its_range_is_a_usage_error_naming_it(
+    argv: list[str], message: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    with pytest.raises(SystemExit) as exited:
+        sweep_scale.main([*TINY, *argv])
+    assert exited.value.code == 2
+    assert message in capsys.readouterr().err
