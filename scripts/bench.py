@@ -439,7 +439,6 @@ class Bench:
         self.log = RequestLog()
         self.tenant_of: dict[str, str] = {}  # the load scenario's jobs: one tenant per client
         self.raw = 0.0  # the run's raw rate (runs/s), measured before the scenarios
-        self.raw_runs = 0
         self.raw_target: tuple[Any, Any, str, str] | None = None  # its clients, table, queue
 
     def run(self) -> None:
@@ -484,19 +483,20 @@ class Bench:
 
     def raw_rate(self) -> None:
         """The run's raw rate, measured once before the scenarios."""
-        self.raw = self.measure_raw(20 if self.quick else 100)
+        runs, seconds = self.measure_raw(20 if self.quick else 100)
+        self.raw = runs / seconds
         self.results["raw"] = {
-            "runs": self.raw_runs,
-            "seconds": round(self.raw_runs / self.raw, 3),
+            "runs": runs,
+            "seconds": round(seconds, 3),
             "runs_per_second": round(self.raw, 1),
             "calls": "per 10 runs: SendMessageBatch + ReceiveMessage + DeleteMessageBatch "
             "+ 10 PutItem, one thread",
         }
         say(f"raw emulator rate: {self.raw:.1f} runs/s")
 
-    def measure_raw(self, batches: int) -> float:
-        """Runs a second of a run's minimal calls, `batches` batches of 10, on a queue and a
-        table of their own (created once)."""
+    def measure_raw(self, batches: int) -> tuple[int, float]:
+        """(runs, seconds) of a run's minimal calls, `batches` batches of 10, on a queue and
+        a table of their own (created once)."""
         if self.raw_target is None:
             sqs, ddb = self.client("sqs"), self.client("dynamodb")
             name = f"bench-raw-{uuid.uuid4().hex[:6]}"
@@ -528,8 +528,7 @@ class Bench:
                     ],
                 )
             runs += len(got)
-        self.raw_runs = runs
-        return runs / (time.perf_counter() - started)
+        return runs, time.perf_counter() - started
 
     # --- helpers -------------------------------------------------------------------------
 
@@ -781,7 +780,8 @@ class Bench:
         stage = self.stage_seconds if name == "burst_staged" else 0
         # The drain is compared with the raw rate measured just before and just after it: the
         # machine's speed swings over minutes, so the run's first measurement can be stale.
-        raw_before = self.measure_raw(RAW_BATCHES_BESIDE_A_DRAIN)
+        runs, seconds = self.measure_raw(RAW_BATCHES_BESIDE_A_DRAIN)
+        raw_before = runs / seconds
         lead_ms = int(n / SUBMIT_RATE * 1000) + 5000 + stage * 1000
         self.recorder.take()
         self.log.reset()
@@ -796,7 +796,8 @@ class Bench:
         executions = self.recorder.take()
         time.sleep(2)  # late duplicates would land here
         executions += self.recorder.take()
-        raw_after = self.measure_raw(RAW_BATCHES_BESIDE_A_DRAIN)
+        runs, seconds = self.measure_raw(RAW_BATCHES_BESIDE_A_DRAIN)
+        raw_after = runs / seconds
         raw = (raw_before + raw_after) / 2
         # An earlier scenario's recurring job may still run one occurrence past its window.
         ids = {j.id for j in jobs}
