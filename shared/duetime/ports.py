@@ -75,6 +75,11 @@ class JobStore(Protocol):
         """Record that a tenant's idempotency key names `job_id`. None if this call recorded
         it; otherwise the (job id, request fingerprint) recorded first."""
 
+    def release_key(self, tenant: str, key: str, job_id: str) -> None:
+        """Forget a key recorded for `job_id` whose request was refused before the job was
+        written: a later request with the key starts afresh. A key that names another job is
+        left as it is."""
+
     def get_many(self, keys: Sequence[tuple[str, str]]) -> dict[str, Job]:
         """Jobs by (tenant, id), keyed by id; missing ones are absent."""
 

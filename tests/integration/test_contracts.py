@@ -484,6 +484,19 @@ def test_given_an_idempotency_key_then_the_first_claim_wins_per_tenant(
     assert job_store.claim_key(OTHER_TENANT, "k1", "job-3", "fp-3", T0 // 1000 + 60) is None
 
 
+def test_given_a_released_key_then_it_is_free_unless_it_names_another_job(
+    job_store: JobStore,
+) -> None:
+    expires = T0 // 1000 + 60
+    job_store.claim_key(TENANT, "k1", "job-1", "fp-1", expires)
+    job_store.release_key(TENANT, "k1", "job-9")  # names another job: kept
+    assert job_store.claim_key(TENANT, "k1", "job-2", "fp-2", expires) == ("job-1", "fp-1")
+    job_store.release_key(TENANT, "k1", "job-1")
+    job_store.release_key(TENANT, "k1", "job-1")  # twice, or never recorded: nothing
+    assert job_store.claim_key(TENANT, "k1", "job-2", "fp-2", expires) is None
+    assert job_store.claim_key(TENANT, "k1", "job-3", "fp-3", expires) == ("job-2", "fp-2")
+
+
 def test_given_idempotency_records_then_listing_and_get_never_return_them(
     job_store: JobStore,
 ) -> None:

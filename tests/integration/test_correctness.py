@@ -235,6 +235,58 @@ def test_given_the_recurring_quota_then_cancel_or_completion_frees_a_place_and_p
     assert twins.jobs.recurring_count("t") == 2
 
 
+def test_given_a_submission_refused_by_a_quota_then_its_idempotency_key_stays_free() -> None:
+    # Found by review: the refused request had recorded its key, so for 24 hours the key
+    # answered 409 to any other body although it named no job.
+    twins = Twins(shards=1)
+    quotas = Quotas(max_active_recurring_jobs=1)
+    first = twins.service.create("t", _spec({"rate_seconds": 600}), quotas=quotas)
+    with pytest.raises(QuotaExceeded):
+        twins.service.create("t", _spec({"rate_seconds": 60}), idempotency_key="k1", quotas=quotas)
+
+    one_off = twins.service.create(
+        "t", _spec({"delay_seconds": 5}), idempotency_key="k1", quotas=quotas
+    )  # another body with the key: a first request
+
+    assert (
+        twins.service.create(
+            "t", _spec({"delay_seconds": 5}), idempotency_key="k1", quotas=quotas
+        ).id
+        == one_off.id
+    )  # and the key is now bound to it
+    assert twins.jobs.recurring_count("t") == 1
+    assert {j.id for j in twins.jobs.list("t", 10, None).items} == {first.id, one_off.id}
+
+
+def test_given_a_tenant_at_its_quota_then_a_replay_of_its_job_is_answered_not_refused() -> None:
+    twins = Twins(shards=1)
+    quotas = Quotas(max_active_recurring_jobs=1)
+    spec = _spec({"rate_seconds": 600})
+    job = twins.service.create("t", spec, idempotency_key="k1", quotas=quotas)
+
+    assert twins.service.create("t", spec, idempotency_key="k1", quotas=quotas).id == job.id
+    assert twins.jobs.recurring_count("t") == 1
+
+
+def test_given_an_upstream_with_all_its_dependents_then_the_refusal_frees_the_key(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from duetime.services import dependencies
+
+    monkeypatch.setattr(dependencies, "MAX_DEPENDENTS", 1)
+    twins = Twins(shards=1)
+    upstream = twins.service.create("t", _spec({"rate_seconds": 600}))
+    after = {"after": {"job_id": upstream.id}}
+    twins.service.create("t", _spec(after))
+    with pytest.raises(QuotaExceeded):
+        twins.service.create("t", _spec(after), idempotency_key="k2")
+
+    other = twins.service.create("t", _spec({"delay_seconds": 5}), idempotency_key="k2")
+
+    assert other.spec.schedule == _spec({"delay_seconds": 5}).schedule
+    assert len(twins.jobs.list("t", 10, None).items) == 3
+
+
 def test_given_a_drifted_counter_then_the_reconciler_recounts_it() -> None:
     twins = Twins(shards=1)
     for _ in range(2):

@@ -5,7 +5,8 @@ or in a batch (duetime.services.batch). Both go through the same steps:
    duetime's own resources), an `after` job's upstream.
 2. `prepare`: the first occurrence, the job id, the Idempotency-Key claim (a replay answers
    with the job the first request created, after finishing what that request started, see
-   `replayed`), the active-recurring quota; the job to write.
+   `replayed`), the active-recurring quota (a refusal frees the key it recorded: `unbind`);
+   the job to write.
 3. the write and the first occurrence's dispatch: `create` (one conditional put) then
    `launch`; in a batch, `create_many` (one BatchWriteItem, the dispatches together).
    A submission is not acknowledged unless it went out: on a failure the job is `withdraw`n
@@ -22,6 +23,7 @@ from dataclasses import dataclass, replace
 
 from duetime.domain.errors import (
     COUNT_QUOTA_RETRY_AFTER_SECONDS,
+    DomainError,
     IdempotencyConflict,
     QuotaExceeded,
     ValidationError,
@@ -85,6 +87,7 @@ class Prepared:
     job: Job
     replay: bool = False
     resumed: bool = False  # its id comes from an earlier request that died before writing it
+    key: str | None = None  # the Idempotency-Key this request recorded for the job
 
 
 class Submission:
@@ -120,6 +123,11 @@ class Submission:
             return job
         try:
             self._deps.link(job)
+        except DomainError:  # refused (its upstream's dependents are full): nothing written
+            self.release(job)
+            self.unbind(tenant, prepared.key, job.id)
+            raise
+        try:
             self._jobs.create(job)
         except Exception:
             self.release(job)
@@ -173,12 +181,15 @@ class Submission:
             raise ValidationError("schedule", "has no occurrence in the future")
         job_id = new_job_id(now, self._entropy(10))
         resumed = False
+        claimed: str | None = None
         if idempotency_key is not None:
             bound = fingerprint(spec)
             recorded = self._jobs.claim_key(
                 tenant, idempotency_key, job_id, bound, now // 1000 + IDEMPOTENCY_SECONDS
             )
-            if recorded is not None:
+            if recorded is None:
+                claimed = idempotency_key
+            else:
                 if not same_request(recorded[1], spec):
                     raise IdempotencyConflict(idempotency_key)
                 existing = self._jobs.get(tenant, recorded[0])
@@ -186,7 +197,11 @@ class Submission:
                     return Prepared(self.replayed(existing, now, limit), replay=True)
                 job_id, resumed = recorded[0], True
         if spec.recurring and limit is not None:
-            self.reserve(tenant, limit)
+            try:
+                self.reserve(tenant, limit)
+            except QuotaExceeded:
+                self.unbind(tenant, claimed, job_id)
+                raise
         due = to_ms(first) if first is not None else None  # None: an `after` job
         job = Job(
             tenant=tenant,
@@ -198,7 +213,14 @@ class Submission:
             next_due_ms=due,
             expires_at=self.expiry(spec, due, now),
         )
-        return Prepared(job, resumed=resumed)
+        return Prepared(job, resumed=resumed, key=claimed)
+
+    def unbind(self, tenant: str, key: str | None, job_id: str) -> None:
+        """A request refused before its job was written (a quota) frees the Idempotency-Key it
+        recorded: the key names no job, so a later request with it, whatever its body, is a
+        first request. A key recorded by an earlier request stays bound to it."""
+        if key is not None:
+            self._jobs.release_key(tenant, key, job_id)
 
     def expiry(self, spec: JobSpec, due: int | None, now: int) -> int | None:
         """A one-off job lives for the hot window after it runs, and its run record no less

@@ -101,6 +101,18 @@ class DynamoJobStore:
             return str(values.get("job_id", "")), str(values.get("fingerprint", ""))
         return None
 
+    def release_key(self, tenant: str, key: str, job_id: str) -> None:
+        try:
+            self._client.delete_item(
+                TableName=self._table,
+                Key=self._key(tenant, IDEMPOTENCY_PREFIX + key),
+                ConditionExpression="job_id = :j",
+                ExpressionAttributeValues={":j": {"S": job_id}},
+            )
+        except ClientError as exc:
+            if not is_condition_failure(exc):
+                raise StoreError(str(exc)) from exc
+
     def create(self, job: Job) -> None:
         try:
             self._client.put_item(

@@ -30,6 +30,11 @@ class MemoryJobStore:
                 self._keys[(tenant, key)] = (job_id, fingerprint)
             return existing
 
+    def release_key(self, tenant: str, key: str, job_id: str) -> None:
+        with self._lock:
+            if self._keys.get((tenant, key), ("",))[0] == job_id:
+                del self._keys[(tenant, key)]
+
     def create(self, job: Job) -> None:
         with self._lock:
             if (job.tenant, job.id) in self._jobs:
