@@ -97,6 +97,9 @@ def test_given_an_rfc_3339_date_time_when_parsed_then_its_instant(
         "2027-01-01T00:00:00+0100",  # offset without a colon
         "2027-01-01T00:00:00+01",
         "2027-01-01T00:00:00+00:00:30",  # seconds in the offset
+        "2027-01-01T00:00:00+00:60",  # offset minutes run 00-59 (was read as +01:00)
+        "2027-01-01T00:00:00-01:99",
+        "2027-01-01T00:00:00+24:00",  # offset hours run 00-23
         "2027-W01-1T00:00:00Z",  # ISO week date
         "2027-001T00:00:00Z",  # ISO ordinal date
         "2027-01-01T00:00:00.Z",  # a point without digits
