@@ -4,6 +4,7 @@ object is refused, naming the key's path, at any depth)."""
 
 from __future__ import annotations
 
+import base64
 import json
 
 import pytest
@@ -147,3 +148,33 @@ def test_the_depth_and_size_limits_still_apply_to_bodies_with_duplicates() -> No
 def test_distinct_keys_and_equal_keys_in_different_objects_are_fine() -> None:
     body = '{"a": {"id": 1}, "b": {"id": 2}, "c": [{"id": 3}, {"id": 4}], "A": 5}'
     assert json_body({"body": body}) == json.loads(body)
+
+
+@pytest.mark.parametrize(
+    ("raw", "reason"),
+    [
+        ('{"a": 1}'.encode("utf-16"), "not UTF-8"),  # json.loads guessed UTF-16 and took it
+        ('{"a": 1}'.encode("utf-32-le"), "not valid JSON"),  # valid UTF-8: NULs between
+        ('{"a": 1}'.encode("utf-8-sig"), "a byte order mark"),
+        (b'{"a": "\xe9"}', "not UTF-8"),  # Latin-1
+    ],
+)
+def test_a_body_that_is_not_utf_8_is_a_400(raw: bytes, reason: str) -> None:
+    event = {"body": base64.b64encode(raw).decode(), "isBase64Encoded": True}
+    with pytest.raises(ValidationError) as refused:
+        json_body(event)
+    assert refused.value.field == "body"
+    assert reason in refused.value.message
+
+
+def test_a_lone_surrogate_in_a_text_body_is_a_400_not_a_500() -> None:
+    with pytest.raises(ValidationError) as refused:
+        json_body({"body": '{"a": "\ud800"}'})
+    assert "not UTF-8" in refused.value.message
+
+
+def test_utf_8_text_beyond_ascii_is_read_as_sent() -> None:
+    body = '{"name": "réveil ☀ 日本"}'
+    assert json_body({"body": body}) == {"name": "réveil ☀ 日本"}
+    encoded = base64.b64encode(body.encode()).decode()
+    assert json_body({"body": encoded, "isBase64Encoded": True}) == {"name": "réveil ☀ 日本"}

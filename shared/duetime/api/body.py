@@ -1,8 +1,9 @@
 """The request body as JSON, read once for every route that takes one (duetime.api.app).
 
-Standard JSON only, with the limits every body has: at most MAX_BODY_BYTES (decoded, for a
-base64 body) and MAX_JSON_DEPTH levels; no NaN or Infinity, no number out of a float's range,
-no lone surrogate escape; and no key twice in one object. Python's json keeps the last value
+Standard JSON only, with the limits every body has: UTF-8 without a byte order mark (RFC
+8259 8.1), at most MAX_BODY_BYTES (decoded, for a base64 body) and MAX_JSON_DEPTH levels; no
+NaN or Infinity, no number out of a float's range, no lone surrogate escape; and no key twice
+in one object. Python's json keeps the last value
 of a repeated key where another reader (a proxy, a validator, the client's own library) may
 keep the first: the body would mean two things, so it is refused, naming the key's path.
 """
@@ -34,9 +35,15 @@ def json_body(event: Mapping[str, Any]) -> object:
         except (binascii.Error, ValueError):
             raise ValidationError("body", "not valid base64") from None
     else:
-        raw = str(body).encode()
+        raw = str(body).encode("utf-8", "surrogatepass")  # a lone surrogate: not UTF-8, below
     if len(raw) > MAX_BODY_BYTES:
         raise PayloadTooLarge("body", f"at most {MAX_BODY_BYTES} bytes")
+    try:  # JSON is UTF-8 (RFC 8259 8.1); json.loads would also guess UTF-16 and UTF-32
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError:
+        raise ValidationError("body", "not valid JSON (not UTF-8)") from None
+    if text.startswith("\ufeff"):
+        raise ValidationError("body", "not valid JSON (a byte order mark: send UTF-8 without one)")
     duplicated: list[_DuplicateKey] = []
 
     def object_of(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
@@ -48,7 +55,7 @@ def json_body(event: Mapping[str, Any]) -> object:
 
     try:
         value = json.loads(
-            raw,
+            text,
             object_pairs_hook=object_of,
             parse_constant=_reject_constant,
             parse_float=_finite_float,
