@@ -305,6 +305,9 @@ def test_given_bad_rate_when_parsed_then_rate_error(value: object) -> None:
         5,
         None,
         "0 " * 200 + "*",
+        "*\n*\t*\v*\f*",  # fields are separated by spaces: control characters are refused
+        "0 9 * * *\r\n",
+        "0\t9 * * *",
     ],
 )
 def test_given_bad_cron_when_parsed_then_cron_error(expression: object) -> None:

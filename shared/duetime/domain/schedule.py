@@ -20,6 +20,7 @@ from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from duetime.domain.cron import _cron_spec, _first_cron_instant_after
 from duetime.domain.errors import ValidationError
+from duetime.domain.text import checked_text
 from duetime.domain.timeutil import parse_rfc3339, rfc3339, to_ms, truncate_ms
 
 
@@ -123,6 +124,7 @@ def parse_schedule(raw: object, path: str = "schedule") -> Schedule:
     expression = raw["cron"]
     if not isinstance(expression, str):
         raise ValidationError(f"{path}.cron", "must be a cron expression string")
+    checked_text(expression, f"{path}.cron")  # fields are separated by spaces, not tabs or lines
     try:
         _cron_spec(expression)
     except ValueError as exc:
