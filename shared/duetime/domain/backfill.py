@@ -6,7 +6,8 @@ they ran). Its occurrences are those of the job's current schedule, from the job
 on (occurrences before the job existed are not its own), at most MAX_BACKFILL_OCCURRENCES.
 
 Cost: one schedule evaluation per occurrence listed; a range that holds too many is counted
-exactly for a rate (arithmetic) and up to COUNT_LIMIT visits for a cron expression.
+exactly for a rate (arithmetic), and for a cron expression on from where the listing stopped,
+up to COUNT_LIMIT occurrences in all (a refusal costs at most twice an accepted backfill).
 """
 
 from __future__ import annotations
@@ -21,7 +22,8 @@ from duetime.domain.schedule import Rate, Schedule, next_occurrence
 from duetime.domain.timeutil import from_ms, parse_rfc3339, rfc3339_ms, to_ms
 
 MAX_BACKFILL_OCCURRENCES = 1000
-COUNT_LIMIT = 10_000  # a cron range's occurrences are counted this far for the error message
+# A cron range's occurrences are counted this far for the error message.
+COUNT_LIMIT = 2 * MAX_BACKFILL_OCCURRENCES
 _FIELDS = ("from", "to")
 
 
@@ -86,7 +88,7 @@ def backfill_occurrences(
         if len(found) == limit:
             raise ValidationError(
                 "to",
-                f"the range holds {_count(schedule, created_at, start, span.end_ms)} "
+                f"the range holds {_count(schedule, created_at, start, span, limit, occurrence)} "
                 f"occurrences; at most {limit} per backfill (to={rfc3339_ms(occurrence)} "
                 f"holds the first {limit})",
             )
@@ -95,13 +97,21 @@ def backfill_occurrences(
     return tuple(found)
 
 
-def _count(schedule: Schedule, created_at: datetime, start_ms: int, end_ms: int) -> str:
-    """How many occurrences lie in [start_ms, end_ms), as the error message says it."""
+def _count(
+    schedule: Schedule,
+    created_at: datetime,
+    start_ms: int,
+    span: BackfillRange,
+    listed: int,
+    beyond: int,
+) -> str:
+    """How many occurrences lie in [start_ms, span.end_ms), as the error message says it. A
+    cron count goes on from `beyond`, the occurrence after the `listed` first ones."""
     if isinstance(schedule, Rate):
-        return f"{rate_count_between(schedule, created_at, start_ms, end_ms):,}"
-    seen = 0
-    occurrence = _next(schedule, created_at, start_ms - 1)
-    while occurrence is not None and occurrence < end_ms:
+        return f"{rate_count_between(schedule, created_at, start_ms, span.end_ms):,}"
+    seen = listed
+    occurrence: int | None = beyond
+    while occurrence is not None and occurrence < span.end_ms:
         if seen == COUNT_LIMIT:
             return f"more than {COUNT_LIMIT:,}"
         seen += 1
