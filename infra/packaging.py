@@ -6,9 +6,10 @@ the managed layers (Powertools; AWS SDK for pandas for pyarrow):
     duetime/      shared/duetime without duetime/local and duetime/cli (the local stack and
                   the command line are not deployed); the handlers are its
                   duetime/entrypoints/<name>.py
-    tzdata/       the time zone database (zoneinfo's fallback where the OS has none),
-                  copied from the environment that runs the synth (the pinned version of
-                  pyproject.toml); RUNTIME_DISTRIBUTIONS lists any other pure-Python runtime
+    tzdata/       the time zone database duetime reads its zones from
+                  (duetime.domain.schedule.zone), copied from the environment that runs the
+                  synth (the pinned version of pyproject.toml); RUNTIME_DISTRIBUTIONS lists
+                  any other pure-Python runtime
                   dependency to bundle with its requirements (none today)
     console/      the web console's static files (the repository's flat console/ directory,
                   its top-level files only), served by the API function from
@@ -34,7 +35,7 @@ REPO_ROOT = Path(__file__).resolve().parent.parent
 
 # Distributions bundled with their pure-Python dependencies (found through their metadata).
 RUNTIME_DISTRIBUTIONS: tuple[str, ...] = ()
-# Bundled when installed: zoneinfo falls back to it where the OS has no time zone database.
+# Bundled when installed: the time zone database (a dependency in pyproject.toml, so always).
 OPTIONAL_DISTRIBUTIONS = ("tzdata",)
 # Provided by the Lambda runtime (boto3) or by the managed layers: never bundled.
 PROVIDED = frozenset(

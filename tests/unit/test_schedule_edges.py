@@ -84,6 +84,30 @@ def test_given_a_leap_second_zone_when_parsed_then_refused(zone: str) -> None:
     assert refusal({"cron": "0 9 * * *", "timezone": zone}).field == "schedule.timezone"
 
 
+@pytest.mark.parametrize(
+    "zone", ["posixrules", "posix/Europe/Berlin", "Factory", "zone1970.tab", "Europe/Berlin/"]
+)
+def test_given_a_zone_the_pinned_tzdata_does_not_list_then_refused(zone: str) -> None:
+    # A host's /usr/share/zoneinfo holds these too: accepted there, they were refused on a
+    # host without them (a Lambda runtime), and a stored job failed to read.
+    assert refusal({"cron": "0 9 * * *", "timezone": zone}).field == "schedule.timezone"
+
+
+def test_zones_come_from_the_pinned_package_whatever_the_host_has() -> None:
+    from importlib.resources import files
+
+    from duetime.domain.schedule import zone
+
+    berlin = zone("Europe/Berlin")
+    assert berlin is zone("Europe/Berlin")  # read once
+    assert str(berlin) == "Europe/Berlin"
+    assert datetime(2026, 7, 1, 12, tzinfo=berlin).utcoffset() == timedelta(hours=2)
+    pinned = files("tzdata").joinpath("zoneinfo", "Europe", "Berlin").read_bytes()
+    assert pinned.startswith(b"TZif")
+    with pytest.raises(ValueError):
+        zone("../../etc/passwd")
+
+
 # --- instants between milliseconds ---------------------------------------------------------------
 
 

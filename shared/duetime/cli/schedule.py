@@ -8,12 +8,13 @@ import argparse
 import sys
 from datetime import datetime
 from typing import Any
-from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
+from zoneinfo import ZoneInfo
 
 from duetime.cli.client import ApiError, Unreachable, UsageError, client_for
 from duetime.cli.format import clean, json_text
 from duetime.cli.jobs import _common_options
 from duetime.cli.types import positive_int
+from duetime.domain.schedule import zone
 
 
 def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -116,6 +117,6 @@ def _zone(name: str | None) -> ZoneInfo | None:
     if name is None:
         return None
     try:
-        return ZoneInfo(name)
-    except (ZoneInfoNotFoundError, ValueError, OSError):
+        return zone(name)  # the zones the API accepts, with the same rules
+    except ValueError:
         raise UsageError(f"--timezone must be an IANA time zone name, not {name!r}") from None

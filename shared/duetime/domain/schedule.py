@@ -12,11 +12,13 @@ daylight-saving policy, by `duetime.domain.cron`; this module adds the time zone
 
 from __future__ import annotations
 
+import functools
+import importlib.resources
 from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any
-from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
+from zoneinfo import ZoneInfo
 
 from duetime.domain.cron import _cron_spec, _first_cron_instant_after
 from duetime.domain.errors import ValidationError
@@ -220,14 +222,28 @@ def _integer(raw: Mapping[Any, object], path: str, key: str, low: int, high: int
 
 
 def _valid_zone(name: object) -> bool:
-    if not isinstance(name, str) or not name or name == "localtime" or name.startswith("right/"):
-        # `localtime` depends on the host; `right/` zones count leap seconds.
-        return False
-    try:
-        ZoneInfo(name)
-    except (ZoneInfoNotFoundError, ValueError, OSError):
-        return False
-    return True
+    return isinstance(name, str) and name in _zone_names()
+
+
+@functools.cache
+def _zone_names() -> frozenset[str]:
+    """The zones of the pinned tzdata package (pyproject.toml), the same on every host: not the
+    host's /usr/share/zoneinfo, which also holds `localtime` (the host's own), `posixrules`,
+    `right/` zones (counting leap seconds) and `posix/` copies, and may be another version.
+    `Factory` is a placeholder, not a place."""
+    listed = importlib.resources.files("tzdata").joinpath("zones").read_text(encoding="utf-8")
+    return frozenset(listed.split()) - {"Factory"}
+
+
+@functools.lru_cache(maxsize=1024)
+def zone(name: str) -> ZoneInfo:
+    """A zone's rules, from the pinned tzdata package whatever the host has, so a schedule's
+    occurrences are the same wherever they are computed. `name` must be a valid zone."""
+    if name not in _zone_names():
+        raise ValueError(f"not an IANA time zone name: {name!r}")
+    data = importlib.resources.files("tzdata").joinpath("zoneinfo", *name.split("/"))
+    with data.open("rb") as rules:
+        return ZoneInfo.from_file(rules, key=name)
 
 
 def _normalise_bounds(schedule: Rate | Cron) -> None:
@@ -338,13 +354,13 @@ def _rate_previous(rate: Rate, created_at: datetime, before: datetime) -> dateti
 
 def _cron_next(cron: Cron, created_at: datetime, after: datetime | None) -> datetime | None:
     spec = _cron_spec(cron.expression)
-    zone = ZoneInfo(cron.timezone)
+    rules = zone(cron.timezone)
     lower = created_at if cron.start_at is None else max(created_at, cron.start_at)
     # The result must be >= lower and > after: express both as "strictly after threshold".
     threshold = lower - _EPSILON if after is None or after < lower else after
     if cron.end_at is not None and threshold >= cron.end_at:
         return None
-    found = _first_cron_instant_after(spec, zone, threshold)
+    found = _first_cron_instant_after(spec, rules, threshold)
     if found is None or (cron.end_at is not None and found > cron.end_at):
         return None
     return found
