@@ -101,6 +101,8 @@ def _jobs() -> dict[str, Any]:
                 "runtime": {"enum": enum_values(Runtime), "default": "lambda"},
                 "retry": {**obj(retry_fields), "type": ["object", "null"]},
                 "timeout_seconds": {
+                    "description": "Seconds one attempt may take. On the lambda runtime at most "
+                    "the worker's timeout less 60 s (840 as deployed): a larger value is a 400.",
                     "type": "integer",
                     "minimum": 1,
                     "maximum": MAX_TIMEOUT_SECONDS,
