@@ -244,3 +244,15 @@ def test_a_url_python_cannot_split_is_a_400_not_a_500(api: Api, url: str) -> Non
 
     assert_error_shape(reply, 400, "invalid", "target.url")
     assert api.job_items() == []
+
+
+def test_security_md_lists_exactly_the_fields_a_submission_accepts() -> None:
+    import re
+    from pathlib import Path
+
+    from duetime.domain import jobs
+
+    text = (Path(__file__).parents[2] / "docs" / "security.md").read_text()
+    listed = re.search(r"accepts exactly the submission fields \(([^)]*)\)", text)
+    assert listed is not None
+    assert set(re.findall(r"`([a-z_]+)`", listed.group(1))) == jobs._SPEC_FIELDS
