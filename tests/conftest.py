@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import functools
+import io
+import logging
 from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
@@ -15,6 +17,7 @@ from hypothesis import Phase, settings
 from moto import mock_aws
 
 from duetime.local.moto_fixes import make_dynamodb_writes_atomic, make_sqs_strict
+from duetime.observability import logger
 from duetime.resources import create_resources
 from duetime.settings import Settings
 
@@ -76,3 +79,18 @@ def aws(aws_env: None) -> Iterator[Aws]:
             require_https=False,
         )
         yield Aws(session, dynamodb, sqs, settings)
+
+
+@pytest.fixture
+def logged() -> Iterator[io.StringIO]:
+    """The functions' logger writing to a buffer, at its default level (INFO)."""
+    handler = logger.registered_handler
+    assert isinstance(handler, logging.StreamHandler)
+    level = logger.log_level
+    buffer = io.StringIO()
+    stream = handler.setStream(buffer)
+    logger.setLevel(logging.INFO)
+    yield buffer
+    logger.setLevel(level)
+    if stream is not None:
+        handler.setStream(stream)

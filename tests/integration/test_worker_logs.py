@@ -7,9 +7,6 @@ from __future__ import annotations
 import io
 import json
 import logging
-from collections.abc import Iterator
-
-import pytest
 
 from duetime.domain.invocation import Invocation, TargetError
 from duetime.observability import logger
@@ -22,21 +19,6 @@ def refused(invocation: Invocation) -> None:
 
 
 DEFAULT_HANDLERS.register("test.logs.refused", refused)
-
-
-@pytest.fixture
-def logged() -> Iterator[io.StringIO]:
-    """The functions' logger writing to a buffer, at its default level (INFO)."""
-    handler = logger.registered_handler
-    assert isinstance(handler, logging.StreamHandler)
-    level = logger.log_level
-    buffer = io.StringIO()
-    stream = handler.setStream(buffer)
-    logger.setLevel(logging.INFO)
-    yield buffer
-    logger.setLevel(level)
-    if stream is not None:
-        handler.setStream(stream)
 
 
 def lines_about(buffer: io.StringIO, job_id: str) -> list[str]:

@@ -14,6 +14,7 @@ import socket
 from collections.abc import Sequence
 
 from duetime.domain.invocation import TargetError
+from duetime.observability import logger
 
 IPAddress = ipaddress.IPv4Address | ipaddress.IPv6Address
 
@@ -119,9 +120,18 @@ def check_addresses(host: str, addresses: Sequence[str], allow_private: bool) ->
         ip = parse_address(text)
         reason = None if allow_private else refusal_reason(ip)
         if reason is not None:
+            # The run's error, which its tenant reads, does not say which address: that would
+            # map the operator's internal names to their addresses. The operator's log does.
+            logger.warning(
+                "target address refused", extra={"host": host, "address": text, "reason": reason}
+            )
+            where = (
+                f"{host} ({reason})"
+                if host == text
+                else f"{host} resolves to a non-public address ({reason})"
+            )
             raise TargetError(
-                f"refused: {host} resolves to {text} ({reason}); "
-                "duetime only delivers to public addresses",
+                f"refused: {where}; duetime only delivers to public addresses",
                 retryable=False,
             )
     return addresses[0]
