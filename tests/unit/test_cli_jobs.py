@@ -361,7 +361,7 @@ def test_body_with_body_flags_is_refused_before_sending(
         (["--eventbridge", "no-detail-type"], "is not SOURCE:DETAIL_TYPE"),
         (["--delay", "10s"], "invalid int value"),
         (["--priority", "urgent"], "invalid choice"),
-        (["--idempotency-key", "a\nb"], "without control characters"),
+        (["--idempotency-key", "a\nb"], "must be printable ASCII"),
     ],
 )
 def test_what_argparse_can_check_is_a_usage_error(
@@ -668,6 +668,66 @@ def test_url_and_token_come_from_the_environment(
     assert run("list") == 0
     assert api.last.path == "/jobs"
     assert api.last.headers["authorization"] == "Bearer from-env"
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (["--token", "t\u00f6ken"], "argument --token: must be printable ASCII"),
+        (["--token", TOKEN, "--timeout", "inf"], "argument --timeout: must be greater than 0"),
+        (["--token", TOKEN, "--timeout", "1e300"], "and at most 86400"),
+    ],
+)
+def test_a_value_no_request_can_carry_is_a_usage_error_not_a_traceback(
+    api: FakeApi, argv: list[str], message: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # A pasted curly quote in a token raised UnicodeEncodeError; an infinite timeout,
+    # OverflowError: both as tracebacks.
+    with pytest.raises(SystemExit) as exited:
+        run("list", "--api-url", api.url, *argv)
+    assert exited.value.code == 2
+    assert message in capsys.readouterr().err
+    assert api.requests == []
+
+
+def test_a_token_from_the_environment_that_no_header_can_carry_is_a_usage_error(
+    api: FakeApi, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setenv("DUETIME_TOKEN", "\u201ctoken\u201d")
+    assert run("list", "--api-url", api.url) == 2
+    assert "DUETIME_TOKEN must be printable ASCII" in capsys.readouterr().err
+    assert api.requests == []
+
+
+def test_an_idempotency_key_no_header_can_carry_is_a_usage_error(
+    api: FakeApi, capsys: pytest.CaptureFixture[str]
+) -> None:
+    with pytest.raises(SystemExit):
+        jobs(
+            api,
+            "create",
+            "--delay",
+            "60",
+            "--url",
+            "https://example.com",
+            "--idempotency-key",
+            "k\u20ac",
+        )
+    assert "argument --idempotency-key: must be printable ASCII" in capsys.readouterr().err
+    assert api.requests == []
+
+
+def test_a_json_file_nested_too_deeply_is_a_usage_error(
+    api: FakeApi, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    deep = tmp_path / "deep.json"
+    deep.write_text("[" * 200_000 + "]" * 200_000)
+    with pytest.raises(SystemExit):
+        jobs(
+            api, "create", "--delay", "60", "--url", "https://example.com", "--payload", f"@{deep}"
+        )
+    assert f"argument --payload: {deep} is nested too deeply" in capsys.readouterr().err
+    assert api.requests == []
 
 
 def test_the_default_api_url_is_the_local_stack() -> None:

@@ -114,3 +114,12 @@ def test_what_cannot_be_sent_is_a_usage_error_before_any_call(
     assert preview(api, *argv) == 2
     assert api.requests == []
     assert capsys.readouterr().err.startswith("duetime: ")
+
+
+def test_an_instant_with_no_local_time_before_year_10000_is_shown_in_utc_only() -> None:
+    # 9999-12-31T23:59Z is 10000-01-01 in Tokyo, past what a datetime holds: it raised
+    # OverflowError (a traceback).
+    text = schedule.format_occurrences(
+        {"occurrences": ["9999-12-31T23:59:00.000Z"]}, schedule._zone("Asia/Tokyo")
+    )
+    assert text == "9999-12-31T23:59:00.000Z"

@@ -18,7 +18,8 @@ from http.client import HTTPException
 from typing import Any
 
 from duetime import __version__
-from duetime.cli.format import cut, is_control
+from duetime.cli.format import cut
+from duetime.cli.types import header_problem
 
 API_URL_ENV = "DUETIME_API_URL"
 TOKEN_ENV = "DUETIME_TOKEN"  # noqa: S105 (the variable's name, not a secret)
@@ -60,8 +61,9 @@ def client_for(args: argparse.Namespace) -> ApiClient:
     token = args.token
     if token is None:
         token = os.environ.get(TOKEN_ENV, "").strip()
-        if any(is_control(char) for char in token):
-            raise UsageError(f"{TOKEN_ENV} holds control characters")
+        problem = header_problem(token) if token else None
+        if problem is not None:
+            raise UsageError(f"{TOKEN_ENV} {problem}")
     if not token:
         raise UsageError(
             f"no API token: pass --token or set {TOKEN_ENV} "

@@ -32,8 +32,8 @@ from duetime.cli.types import (
     json_value,
     key_value,
     number,
-    positive_float,
     positive_int,
+    positive_seconds,
     source_detail_type,
 )
 from duetime.domain.jobs import CatchupMode, JobStatus, Priority, Runtime
@@ -136,7 +136,7 @@ def _common_options() -> argparse.ArgumentParser:
     )
     group.add_argument(
         "--timeout",
-        type=positive_float,
+        type=positive_seconds,
         default=DEFAULT_TIMEOUT_SECONDS,
         metavar="SECONDS",
         help=f"HTTP timeout (default: {DEFAULT_TIMEOUT_SECONDS:g})",

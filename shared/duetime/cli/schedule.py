@@ -107,7 +107,10 @@ def format_occurrences(answer: Any, zone: ZoneInfo | None) -> str:
             instant = datetime.fromisoformat(str(text))
         except ValueError:
             raise ApiError(200, "bad_response", "an occurrence is not an instant", None) from None
-        local = instant.astimezone(zone) if zone is not None else None
+        try:
+            local = instant.astimezone(zone) if zone is not None else None
+        except OverflowError:  # an instant near year 9999 has no local time past it
+            local = None
         shown = f"  {local:%Y-%m-%d %H:%M:%S %Z} ({zone})" if local is not None else ""
         lines.append(clean(str(text)) + shown)
     return "\n".join(lines)

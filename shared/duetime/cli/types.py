@@ -4,11 +4,10 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import sys
 from typing import Any
 from urllib.parse import urlsplit
-
-from duetime.cli.format import is_control
 
 
 def read_text(path: str) -> str:
@@ -49,7 +48,7 @@ def positive_float(text: str, *, at_most: float | None = None) -> float:
         value = float(text)
     except ValueError:
         raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
-    if not value > 0 or (at_most is not None and value > at_most):
+    if not 0 < value < math.inf or (at_most is not None and value > at_most):
         bound = f" and at most {at_most:g}" if at_most is not None else ""
         raise argparse.ArgumentTypeError(f"must be greater than 0{bound}")
     return value
@@ -96,6 +95,8 @@ def json_value(text: str) -> Any:
             raise argparse.ArgumentTypeError(f"cannot read {path}: {exc}") from None
     try:
         return json.loads(text)
+    except RecursionError:
+        raise argparse.ArgumentTypeError(f"{source} is nested too deeply") from None
     except json.JSONDecodeError as exc:
         quoted = source == "JSON" and not text.lstrip().startswith(("{", "[", '"'))
         hint = f" (a string must be quoted: '\"{text}\"')" if quoted else ""
@@ -117,7 +118,19 @@ def source_detail_type(text: str) -> tuple[str, str]:
 
 
 def header_value(text: str) -> str:
+    """A value for an HTTP header (a token, an Idempotency-Key): printable ASCII."""
     value = text.strip()
-    if not value or any(is_control(char) for char in value):
-        raise argparse.ArgumentTypeError("must be non-empty, without control characters")
+    problem = header_problem(value)
+    if problem is not None:
+        raise argparse.ArgumentTypeError(problem)
     return value
+
+
+def header_problem(value: str) -> str | None:
+    """Why `value` cannot be sent in an HTTP header, or None. Non-ASCII text (a pasted curly
+    quote) cannot be encoded in one, and control characters would split it."""
+    if not value:
+        return "must not be empty"
+    if not (value.isascii() and value.isprintable()):
+        return "must be printable ASCII (no control or non-ASCII characters such as \u201c)"
+    return None
