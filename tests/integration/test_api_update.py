@@ -432,3 +432,17 @@ def test_a_paused_job_cannot_become_a_one_off(api: Api) -> None:  # noqa: F811
     assert (reply.status, reply.error["code"]) == (409, "conflict")
     fetched = api.call("GET", f"/jobs/{job['id']}").json
     assert (fetched["schedule"], fetched["version"]) == (job["schedule"], 2)
+
+
+def test_a_recurring_job_with_an_overlap_policy_can_become_a_one_off(api: Api) -> None:  # noqa: F811
+    # Found by review: the merged body kept `overlap: skip`, which a one-off refuses, so the
+    # PATCH failed on a field the client had not sent.
+    job = api.create({"schedule": {"rate_seconds": 60}, "overlap": "skip"})
+    once = api.call("PATCH", f"/jobs/{job['id']}", {"schedule": {"delay_seconds": 60}})
+    assert once.status == 200, once.json
+    assert (once.json["overlap"], once.json["schedule"]) == ("allow", {"delay_seconds": 60})
+    # Sent with the schedule, a policy a one-off cannot have is still refused, naming it.
+    again = api.create({"schedule": {"rate_seconds": 60}, "overlap": "skip"})
+    both = {"schedule": {"delay_seconds": 60}, "overlap": "skip"}
+    refused = api.call("PATCH", f"/jobs/{again['id']}", both)
+    assert (refused.status, refused.error["field"]) == (400, "overlap")

@@ -247,7 +247,9 @@ def parse_job_spec(raw: object) -> JobSpec:
     overlap = _enum(raw, "overlap", Overlap, Overlap.ALLOW)
     if overlap != Overlap.ALLOW and not is_recurring(schedule):
         # A one-off job has one run: nothing can overlap it.
-        raise ValidationError("overlap", "must be allow for a one-off job (at)")
+        raise ValidationError(
+            "overlap", "must be allow for a one-off job (at, delay_seconds or after)"
+        )
     return JobSpec(
         schedule=schedule,
         target=parse_target(raw["target"]),
@@ -292,7 +294,8 @@ READ_ONLY_FIELDS = frozenset(
 def updated_spec(spec: JobSpec, raw: object) -> JobSpec:
     """The spec after a PATCH body: its fields replace the current ones (a whole `schedule`,
     `target`, `retry` or `tags` map, not a merge; null, where a submission accepts it, resets
-    a field to its default), and the result is validated as a submission is."""
+    a field to its default), and the result is validated as a submission is. A schedule made
+    one-off drops the overlap policy it no longer needs, unless the body sets one."""
     if not isinstance(raw, Mapping):
         raise ValidationError("body", "must be a JSON object")
     for key in raw:
@@ -302,6 +305,13 @@ def updated_spec(spec: JobSpec, raw: object) -> JobSpec:
             raise ValidationError(str(key), "unknown field")
     merged = spec_to_dict(spec)
     merged.update(raw)
+    if (
+        "schedule" in raw
+        and "overlap" not in raw
+        and not is_recurring(parse_schedule(raw["schedule"]))
+    ):
+        # The policy was the recurring schedule's: a one-off has no runs to overlap.
+        merged["overlap"] = Overlap.ALLOW.value
     return parse_job_spec(merged)
 
 
