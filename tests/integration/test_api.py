@@ -875,6 +875,17 @@ def test_an_idempotency_key_replay_returns_the_same_job_and_stores_one(api: Api)
     assert len(api.job_items()) == 1
 
 
+def test_a_created_job_answers_with_its_location_and_etag(api: Api) -> None:
+    body = {"schedule": {"delay_seconds": 60}, "target": HANDLER_TARGET}
+    reply = api.call("POST", "/jobs", body, headers={"Idempotency-Key": "loc-1"})
+    assert reply.status == 201
+    assert reply.headers["Location"] == f"/jobs/{reply.json['id']}"
+    assert reply.headers["ETag"] == '"1"'
+    again = api.call("POST", "/jobs", body, headers={"Idempotency-Key": "loc-1"})
+    assert again.headers["Location"] == reply.headers["Location"]  # a replay names the same
+    assert api.call("GET", reply.headers["Location"]).json["id"] == reply.json["id"]
+
+
 def test_a_replay_shows_the_job_as_it_is_now(api: Api) -> None:
     body = {"schedule": {"delay_seconds": 60}}
     first = api.create(dict(body), headers={"Idempotency-Key": "k-1"})

@@ -171,7 +171,9 @@ def build_app(
         # With a key this may be a replay: show the job as it is now (it may have run or been
         # cancelled since). A new job has no run yet.
         view = service.get(owner, job.id) if key else JobView(job, job.status, None)
-        return _job(HTTPStatus.CREATED, view, clock())
+        created = _job(HTTPStatus.CREATED, view, clock())
+        created.headers["Location"] = f"/jobs/{job.id}"
+        return created
 
     body = lambda: json_body(app.current_event.raw_event)  # noqa: E731
     batch = batch_route(BatchSubmitter(service), tenant, body, limiter, quotas, clock, status_of)

@@ -210,7 +210,13 @@ def _paths() -> dict[str, Any]:
                     (409, "IdempotencyConflict"),
                     (413, "PayloadTooLarge"),
                     (429, "TooManyRequests"),
-                    headers=_ETAG,
+                    headers={
+                        **_ETAG,
+                        "Location": {
+                            "description": "The job's path, /jobs/{id}.",
+                            "schema": {"type": "string", "pattern": f"^/jobs/{JOB_ID.pattern}$"},
+                        },
+                    },
                 ),
             },
             "get": {
