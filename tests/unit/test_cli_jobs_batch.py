@@ -8,6 +8,7 @@ from typing import Any
 
 import pytest
 
+from duetime.api.body import MAX_BODY_BYTES
 from tests.unit.test_cli_jobs import (  # noqa: F401 - fixtures
     JOB,
     FakeApi,
@@ -143,4 +144,45 @@ def test_an_error_of_the_whole_batch_exits_1(
     api.answer(400, {"error": {"code": "invalid", "message": "too many", "field": "jobs"}})
 
     assert jobs(api, "create", "--from-file", path) == 1
-    assert "jobs" in capsys.readouterr().err
+    assert capsys.readouterr().out == ("line 1: 400 invalid jobs: the request failed: too many\n")
+
+
+def test_requests_are_split_by_size_too_so_none_exceeds_the_apis_body_limit(
+    api: FakeApi,  # noqa: F811
+    tmp_path: Path,
+) -> None:
+    # 90 jobs of 3 KB went in one 277 KB request: a 413, and nothing created.
+    big = [body(n, description="d" * 3_000) for n in range(10, 100)]  # all the same size
+    path = write_lines(tmp_path, [json.dumps(b) for b in big])
+    # `{"jobs":[` + n bodies of `each` bytes and n - 1 commas + `]}` within the limit:
+    each = len(json.dumps(big[0], separators=(",", ":")))
+    first = (MAX_BODY_BYTES - len('{"jobs":[]}') + 1) // (each + 1)
+    for size in (first, 90 - first):
+        api.answer(200, {"items": [created(n) for n in range(size)]})
+
+    assert jobs(api, "create", "--from-file", path) == 0
+
+    assert [len(r.body["jobs"]) for r in api.requests] == [first, 90 - first]
+    sent = [len(json.dumps(r.body, separators=(",", ":")).encode()) for r in api.requests]
+    assert max(sent) <= MAX_BODY_BYTES < sum(sent)
+    assert [b for r in api.requests for b in r.body["jobs"]] == big
+
+
+def test_a_request_that_fails_reports_every_line_after_the_results_received(
+    api: FakeApi,  # noqa: F811
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    path = write_lines(tmp_path, [json.dumps(body(n)) for n in range(250)])
+    api.answer(200, {"items": [created(n) for n in range(100)]})
+    api.answer(503, {"error": {"code": "unavailable", "message": "try later"}})
+
+    assert jobs(api, "create", "--from-file", path) == 1
+
+    lines = capsys.readouterr().out.splitlines()
+    assert len(lines) == 250  # every line's fate, the created ones included
+    assert lines[99] == "line 100: 201 J99 scheduled job-99"
+    assert lines[100] == "line 101: 503 unavailable the request failed: try later"
+    assert lines[199] == "line 200: 503 unavailable the request failed: try later"
+    assert lines[200] == "line 201: - not_sent not sent: an earlier request failed"
+    assert len(api.requests) == 2

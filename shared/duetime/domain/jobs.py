@@ -247,9 +247,7 @@ def parse_job_spec(raw: object) -> JobSpec:
     overlap = _enum(raw, "overlap", Overlap, Overlap.ALLOW)
     if overlap != Overlap.ALLOW and not is_recurring(schedule):
         # A one-off job has one run: nothing can overlap it.
-        raise ValidationError(
-            "overlap", "must be allow for a one-off job (at, delay_seconds or after)"
-        )
+        raise ValidationError("overlap", "must be allow for a one-off job (one run)")
     return JobSpec(
         schedule=schedule,
         target=parse_target(raw["target"]),
@@ -303,15 +301,8 @@ def updated_spec(spec: JobSpec, raw: object) -> JobSpec:
             raise ValidationError(str(key), "read-only field")
         if key not in PATCHABLE_FIELDS:
             raise ValidationError(str(key), "unknown field")
-    merged = spec_to_dict(spec)
-    merged.update(raw)
-    if (
-        "schedule" in raw
-        and "overlap" not in raw
-        and not is_recurring(parse_schedule(raw["schedule"]))
-    ):
-        # The policy was the recurring schedule's: a one-off has no runs to overlap.
-        merged["overlap"] = Overlap.ALLOW.value
+    one_off = "schedule" in raw and not is_recurring(parse_schedule(raw["schedule"]))
+    merged = spec_to_dict(spec) | ({"overlap": Overlap.ALLOW.value} if one_off else {}) | dict(raw)
     return parse_job_spec(merged)
 
 
