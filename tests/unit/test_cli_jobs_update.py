@@ -122,3 +122,21 @@ def test_a_412_is_one_line_on_stderr(api: FakeApi, capsys: pytest.CaptureFixture
     err = capsys.readouterr().err
     assert err.startswith("duetime: ")
     assert "version 5" in err
+
+
+def test_payload_null_resets_the_payload_in_an_update(
+    api: FakeApi,  # noqa: F811
+) -> None:
+    # `--payload null` read as "not given": "nothing to update", exit 2.
+    api.answer(200, JOB)
+    assert jobs(api, "update", JOB["id"], "--payload", "null") == 0
+    assert api.last.body == {"payload": None}
+
+
+def test_payload_null_counts_as_a_body_flag_next_to_body(
+    api: FakeApi,  # noqa: F811
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    assert jobs(api, "update", JOB["id"], "--body", "{}", "--payload", "null") == 2
+    assert "--body cannot be combined with --payload" in capsys.readouterr().err
+    assert api.requests == []

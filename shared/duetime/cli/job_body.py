@@ -41,6 +41,15 @@ BODY_FLAGS = [
     ("--stage", "stage_seconds"),
     ("--overlap", "overlap"),
 ]
+# `--payload`'s default: the flag was not given (`--payload null` is JSON null, which resets the
+# payload in an update).
+NO_PAYLOAD: Any = object()
+
+
+def given_flags(args: argparse.Namespace) -> list[str]:
+    """The body flags given on the command line."""
+    absent = {dest: NO_PAYLOAD if dest == "payload" else None for _, dest in BODY_FLAGS}
+    return [flag for flag, dest in BODY_FLAGS if getattr(args, dest) is not absent[dest]]
 
 
 def job_body(args: argparse.Namespace) -> dict[str, Any]:
@@ -85,7 +94,7 @@ def job_body(args: argparse.Namespace) -> dict[str, Any]:
         target["event_bus"] = args.event_bus
 
     body: dict[str, Any] = {"schedule": schedule, "target": target}
-    if args.payload is not None:
+    if args.payload is not NO_PAYLOAD:
         body["payload"] = args.payload
     for key in (
         "name",

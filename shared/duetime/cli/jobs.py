@@ -26,7 +26,7 @@ from duetime.cli.client import (
     client_for,
 )
 from duetime.cli.format import clean, format_job, format_jobs, format_runs, json_text, with_cursor
-from duetime.cli.job_body import BODY_FLAGS, job_body
+from duetime.cli.job_body import NO_PAYLOAD, given_flags, job_body
 from duetime.cli.types import (
     header_value,
     json_value,
@@ -197,7 +197,11 @@ def _add_create_options(parser: argparse.ArgumentParser, *, updating: bool = Fal
 
     job = parser.add_argument_group("job")
     job.add_argument(
-        "--payload", type=json_value, metavar="JSON|@FILE", help="what the target receives"
+        "--payload",
+        type=json_value,
+        default=NO_PAYLOAD,
+        metavar="JSON|@FILE",
+        help="what the target receives (in an update, null resets it)",
     )
     job.add_argument("--name", help="a label for people")
     job.add_argument("--description", help="free text for people (up to 1,024 characters)")
@@ -314,14 +318,14 @@ def _job_path(args: argparse.Namespace, suffix: str = "") -> str:
 
 def _create(client: ApiClient, args: argparse.Namespace) -> tuple[Any, Render]:
     if args.from_file is not None:
-        extra = [flag for flag, dest in BODY_FLAGS if getattr(args, dest) is not None]
+        extra = given_flags(args)
         extra += ["--body"] * (args.body is not None)
         extra += ["--idempotency-key"] * (args.idempotency_key is not None)
         if extra:
             raise UsageError(f"--from-file cannot be combined with {', '.join(extra)}")
         return jobs_batch.create_from_file(client, args.from_file), jobs_batch.format_results
     if args.body is not None:
-        extra = [flag for flag, dest in BODY_FLAGS if getattr(args, dest) is not None]
+        extra = given_flags(args)
         if extra:
             raise UsageError(f"--body cannot be combined with {', '.join(extra)}")
         body = args.body
@@ -333,7 +337,7 @@ def _create(client: ApiClient, args: argparse.Namespace) -> tuple[Any, Render]:
 
 def _update(client: ApiClient, args: argparse.Namespace) -> tuple[Any, Render]:
     if args.body is not None:
-        extra = [flag for flag, dest in BODY_FLAGS if getattr(args, dest) is not None]
+        extra = given_flags(args)
         if extra:
             raise UsageError(f"--body cannot be combined with {', '.join(extra)}")
         body = args.body
