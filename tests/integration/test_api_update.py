@@ -276,7 +276,7 @@ def test_a_status_change_honours_if_match_like_an_update(
     assert done.headers["ETag"] == f'"{version + 2}"'
 
 
-@pytest.mark.parametrize("header", ['W/"1"', "one", '"1', "", '"-1"'])
+@pytest.mark.parametrize("header", ["one", '"1', "", '"-1"', '"1",,'])
 def test_a_malformed_if_match_is_a_400(api: Api, header: str) -> None:  # noqa: F811
     job = api.create({"schedule": {"rate_seconds": 60}})
     reply = api.call("PATCH", f"/jobs/{job['id']}", {"name": "x"}, headers={"If-Match": header})
@@ -446,3 +446,27 @@ def test_a_recurring_job_with_an_overlap_policy_can_become_a_one_off(api: Api) -
     both = {"schedule": {"delay_seconds": 60}, "overlap": "skip"}
     refused = api.call("PATCH", f"/jobs/{again['id']}", both)
     assert (refused.status, refused.error["field"]) == (400, "overlap")
+
+
+@pytest.mark.parametrize(
+    ("header", "status"),
+    [
+        ('"1", "2"', 200),  # a list: any of its versions
+        ('"5","1"', 200),
+        ('W/"1"', 412),  # a weak tag never matches: If-Match compares strongly
+        ('W/"1", "7"', 412),
+        ('W/"1", "1"', 200),
+    ],
+)
+def test_if_match_takes_a_list_of_tags_and_never_matches_a_weak_one(
+    api: Api,  # noqa: F811
+    header: str,
+    status: int,
+) -> None:
+    job = api.create({"schedule": {"rate_seconds": 60}})
+    reply = api.call("PATCH", f"/jobs/{job['id']}", {"name": "x"}, headers={"If-Match": header})
+    assert reply.status == status
+    name = api.call("GET", f"/jobs/{job['id']}").json["name"]
+    assert name == ("x" if status == 200 else job["name"])
+    if status == 412:
+        assert reply.error["code"] == "precondition_failed"

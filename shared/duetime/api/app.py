@@ -211,7 +211,7 @@ def build_app(
         return _job(HTTPStatus.OK, view, clock())
 
     # A status change honours If-Match as an update does (412 on another version).
-    def expected() -> int | None:
+    def expected() -> frozenset[int] | None:
         return if_match(app.current_event.headers.get("If-Match"))
 
     @route("DELETE", "/jobs/{id}")

@@ -138,9 +138,10 @@ _PARAMETERS = {
         "name": "If-Match",
         "in": "header",
         "description": 'The job\'s ETag as read ("3", its version): the update (or cancel, '
-        "pause, resume) applies only if the job is still at that version, else 412. Without "
+        "pause, resume) applies only if the job is still at that version, else 412. A list "
+        '("3", "4") accepts any of its versions; a weak tag (W/"3") never matches. Without '
         "it, it applies.",
-        "schema": {"type": "string", "pattern": '^(\\*|"[0-9]{1,15}"|[0-9]{1,15})$'},
+        "schema": {"type": "string", "minLength": 1, "maxLength": 1024},
     },
     "IdempotencyKey": {
         "name": "Idempotency-Key",

@@ -24,17 +24,24 @@ MAX_LIMIT = 100
 MAX_CURSOR_CHARS = 1024
 JOB_ID = re.compile(r"[0-9A-HJKMNP-TV-Z]{26}")  # a ULID (duetime.domain.ids.new_job_id)
 IDEMPOTENCY_KEY = re.compile(r"[\x21-\x7e]{1,255}")  # visible ASCII
-IF_MATCH = re.compile(r'"(\d{1,15})"|(\d{1,15})')  # a job's ETag: its version, quoted
+# One entity tag of If-Match: a job's ETag (its version, quoted; bare digits are taken too), or
+# a weak tag, which never matches: If-Match compares strongly (RFC 9110 13.1.1).
+IF_MATCH = re.compile(r'"(\d{1,15})"|(\d{1,15})|(W/"[\x21\x23-\x7e]*")')
 
 
-def if_match(raw: str | None) -> int | None:
-    """The version an update expects: `If-Match: "3"` (the job's ETag); `*` is any."""
+def if_match(raw: str | None) -> frozenset[int] | None:
+    """The versions an update accepts: `If-Match: "3"` (the job's ETag) or a list of tags
+    (`"3", "4"`: any of them); None for `*` (any version) or no header."""
     if raw is None or raw.strip() == "*":
         return None
-    found = IF_MATCH.fullmatch(raw.strip())
-    if found is None:
-        raise ValidationError("If-Match", 'must be a job\'s ETag: its version in quotes ("3")')
-    return int(found.group(1) or found.group(2))
+    versions: set[int] = set()
+    for tag in raw.split(","):
+        found = IF_MATCH.fullmatch(tag.strip())
+        if found is None:
+            raise ValidationError("If-Match", 'must be a job\'s ETag: its version in quotes ("3")')
+        if found.group(3) is None:
+            versions.add(int(found.group(1) or found.group(2)))
+    return frozenset(versions)
 
 
 def parse_job_filter(event: Mapping[str, Any]) -> JobFilter | None:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Collection
+
 
 class DomainError(Exception):
     """Base class for errors a caller can act on."""
@@ -87,9 +89,10 @@ class PreconditionFailed(DomainError):
 
     code = "precondition_failed"
 
-    def __init__(self, job_id: str, expected: int, current: int) -> None:
+    def __init__(self, job_id: str, expected: Collection[int], current: int) -> None:
+        named = " or ".join(map(str, sorted(expected))) or "a weak ETag (never matched)"
         super().__init__(
-            f"job {job_id} is at version {current}, not {expected}: read it again and retry"
+            f"job {job_id} is at version {current}, not {named}: read it again and retry"
         )
         self.job_id = job_id
         self.expected = expected

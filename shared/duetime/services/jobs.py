@@ -162,24 +162,28 @@ class JobService:
                 status = JobStatus.FAILED
         return JobView(job, status, last_run)
 
-    # `if_match`: the version the caller read (If-Match), None for any; another is a
+    # `if_match`: the versions the caller accepts (If-Match), None for any; another is a
     # PreconditionFailed, checked before anything else (RFC 9110 13.2.2), as for an update.
 
-    def cancel(self, tenant: str, job_id: str, *, if_match: int | None = None) -> JobView:
+    def cancel(
+        self, tenant: str, job_id: str, *, if_match: frozenset[int] | None = None
+    ) -> JobView:
         return self._transition(tenant, job_id, JobStatus.CANCELLED, if_match)
 
-    def pause(self, tenant: str, job_id: str, *, if_match: int | None = None) -> JobView:
+    def pause(self, tenant: str, job_id: str, *, if_match: frozenset[int] | None = None) -> JobView:
         return self._transition(tenant, job_id, JobStatus.PAUSED, if_match)
 
-    def resume(self, tenant: str, job_id: str, *, if_match: int | None = None) -> JobView:
+    def resume(
+        self, tenant: str, job_id: str, *, if_match: frozenset[int] | None = None
+    ) -> JobView:
         return self._transition(tenant, job_id, JobStatus.SCHEDULED, if_match)
 
     def _transition(
-        self, tenant: str, job_id: str, wanted: JobStatus, if_match: int | None
+        self, tenant: str, job_id: str, wanted: JobStatus, if_match: frozenset[int] | None
     ) -> JobView:
         view = self.get(tenant, job_id)
         job = view.job
-        if if_match is not None and job.version != if_match:
+        if if_match is not None and job.version not in if_match:
             raise PreconditionFailed(job.id, if_match, job.version)
         if view.status != job.status:  # a finished one-off job
             raise IllegalTransition(job.id, view.status, wanted)
@@ -221,7 +225,7 @@ class JobService:
         job_id: str,
         changes: object,
         *,
-        if_match: int | None = None,
+        if_match: frozenset[int] | None = None,
         quotas: Quotas | None = None,
     ) -> JobView:
         """PATCH a scheduled or paused job (updated_spec). `if_match`: the version the caller
@@ -231,7 +235,7 @@ class JobService:
         for _ in range(3):
             view = self.get(tenant, job_id)
             job = view.job
-            if if_match is not None and job.version != if_match:
+            if if_match is not None and job.version not in if_match:
                 raise PreconditionFailed(job.id, if_match, job.version)
             if view.status not in (JobStatus.SCHEDULED, JobStatus.PAUSED):
                 raise IllegalTransition(job.id, view.status, "updated")
