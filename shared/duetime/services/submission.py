@@ -123,14 +123,11 @@ class Submission:
             return job
         try:
             self._deps.link(job)
-        except DomainError:  # refused (its upstream's dependents are full): nothing written
-            self.release(job)
-            self.unbind(tenant, prepared.key, job.id)
-            raise
-        try:
             self._jobs.create(job)
-        except Exception:
+        except Exception as exc:
             self.release(job)
+            if isinstance(exc, DomainError):  # refused (its upstream's dependents are full)
+                self.unbind(tenant, prepared.key, job.id)
             raise
         if job.next_due_ms is not None:  # None: an `after` job, run by its upstream
             self.launch(job)
