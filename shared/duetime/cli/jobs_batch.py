@@ -91,14 +91,11 @@ def _not_created(rest: list[Line], failed: list[Line], exc: Exception) -> list[d
     """The items of the lines from a request that failed as a whole on: its own, with the
     request's error (after no answer, its jobs may exist: a line's `idempotency_key` makes a
     re-send safe), then those never sent."""
+    status: int | None = None
+    error = {"code": "no_answer", "message": f"{exc}; these jobs may or may not exist"}
     if isinstance(exc, ApiError):
-        error = {"code": exc.code, "message": f"the request failed: {exc.message}"}
-        status: int | None = exc.status
-    else:
-        error = {"code": "no_answer", "message": f"{exc}; these jobs may or may not exist"}
-        status = None
-    if isinstance(exc, ApiError) and exc.field:
-        error["field"] = exc.field
+        status, error = exc.status, {"code": exc.code, "message": f"the request failed: {exc.message}"}
+        error |= {"field": exc.field} if exc.field else {}
     sent = {number for number, _ in failed}
     unsent = {"code": "not_sent", "message": "not sent: an earlier request failed"}
     return [
