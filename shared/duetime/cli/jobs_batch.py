@@ -94,7 +94,8 @@ def _not_created(rest: list[Line], failed: list[Line], exc: Exception) -> list[d
     status: int | None = None
     error = {"code": "no_answer", "message": f"{exc}; these jobs may or may not exist"}
     if isinstance(exc, ApiError):
-        status, error = exc.status, {"code": exc.code, "message": f"the request failed: {exc.message}"}
+        status = exc.status
+        error = {"code": exc.code, "message": f"the request failed: {exc.message}"}
         error |= {"field": exc.field} if exc.field else {}
     sent = {number for number, _ in failed}
     unsent = {"code": "not_sent", "message": "not sent: an earlier request failed"}
