@@ -13,7 +13,8 @@ export function h(spec, attrs = {}, ...children) {
       for (const [event, handler] of Object.entries(value)) node.addEventListener(event, handler);
     } else if (name === "dataset") {
       Object.assign(node.dataset, value);
-    } else if (name in node && typeof value !== "string") {
+    } else if ((name in node && typeof value !== "string") || (name === "value" && "value" in node)) {
+      // A property: a <textarea> shows its `value` property, never a `value` attribute.
       node[name] = value;
     } else {
       node.setAttribute(name, value === true ? "" : String(value));

@@ -91,9 +91,14 @@ export function formView(main, job = null, etag = null) {
     }
     return out;
   };
+  // An update replaces the target whole: of the same type, the job's fields the form does not
+  // show (an http target's headers) go back as they were.
   const target = () => {
-    const out = { type: targetType.value };
-    for (const key of TARGETS[targetType.value]) if (value(`target.${key}`)) out[key] = value(`target.${key}`);
+    const out = job?.target?.type === targetType.value ? { ...job.target } : { type: targetType.value };
+    for (const key of TARGETS[targetType.value]) {
+      if (value(`target.${key}`)) out[key] = value(`target.${key}`);
+      else delete out[key];
+    }
     return out;
   };
   const tags = () => Object.fromEntries(value("tags").split(/[\n,]/).map((x) => x.trim()).filter(Boolean)

@@ -66,6 +66,46 @@ def test_an_edit_after_a_concurrent_change_is_a_conflict_then_goes_through_after
     assert after["version"] == changed.body["version"] + 1
 
 
+def test_an_edit_keeps_the_payload_and_the_targets_headers_the_form_does_not_change(
+    page: Page, stack: Stack
+) -> None:
+    # Found by review: the payload box opened empty (a <textarea> ignores a `value`
+    # attribute), so saving sent `payload: null`; and the target, which an update replaces
+    # whole, lost its headers, so renaming a job stripped its Authorization header.
+    target = {
+        "type": "http",
+        "url": "https://hooks.example.com/nightly",
+        "headers": {"Authorization": "Bearer s3cret"},
+    }
+    created = stack.call(
+        "POST",
+        "/jobs",
+        {
+            "name": "kept",
+            "schedule": {"cron": "0 9 * * *"},
+            "target": target,
+            "payload": {"report": "daily", "n": 3},
+        },
+        tenant=TENANT,
+    )
+    assert created.status == 201, created.body
+    job = created.body
+    page.sign_in(stack.token(TENANT))
+    page.open(f"#/jobs/{job['id']}/edit")
+    assert page.find("#f-payload").get_property("value") == '{"report":"daily","n":3}'
+    name = page.find("#f-name")
+    name.clear()
+    name.send_keys("renamed")
+    page.find("#save").click()
+    page.until(lambda: page.driver.current_url.endswith(f"#/jobs/{job['id']}"))
+
+    after = stack.call("GET", f"/jobs/{job['id']}", tenant=TENANT).body
+    assert after["name"] == "renamed"
+    assert after["payload"] == {"report": "daily", "n": 3}
+    assert after["target"]["headers"] == {"Authorization": "Bearer s3cret"}
+    assert after["target"]["url"] == "https://hooks.example.com/nightly"
+
+
 def test_a_backfill_from_the_job_page_shows_the_apis_answer(page: Page, stack: Stack) -> None:
     job = create(stack, "backfilled", {"rate_seconds": 60})
     page.sign_in(stack.token(TENANT))
