@@ -202,6 +202,9 @@ class History(Construct):
             description="duetime compactor: rewrites a day's small Parquet files into few",
             timeout_seconds=props.compactor_timeout_seconds,
             memory_mib=2048,
+            # One compaction at a time (duetime.history.compaction): a scheduled run and a manual
+            # invoke that overlapped on a partition would each merge part of it.
+            reserved_concurrency=1,
             environment={
                 Env.HISTORY_BUCKET: self.bucket.bucket_name,
                 # Partitions older than the hot window no longer receive writes: compact those.

@@ -414,6 +414,13 @@ def test_no_reserved_concurrency_by_default(synth: Synth, name: str) -> None:
     assert function.get("ReservedConcurrentExecutions") is None
 
 
+def test_the_compactor_runs_one_at_a_time(synth: Synth) -> None:
+    """Two compactions of one partition at once (the schedule's and a manual invoke) each
+    merged part of it and duplicated rows: duetime.history.compaction relies on one."""
+    _, function = synth.function("compactor")
+    assert function["ReservedConcurrentExecutions"] == 1
+
+
 def test_the_webhook_secrets_key_rotates_and_only_signers_may_use_it(synth: Synth) -> None:
     key = synth.logical_id("Scheduler/Data/SecretsKey")
     assert synth.resources[key]["Properties"]["EnableKeyRotation"] is True

@@ -434,6 +434,27 @@ def test_compaction_interrupted_before_deleting_its_inputs_is_finished_by_the_ne
     assert history.query("SELECT * FROM runs ORDER BY run_id") == before
 
 
+def test_compaction_keeps_one_row_per_run_when_two_compactions_overlapped(
+    history: History,
+) -> None:
+    # Two compactions of one partition at once (the schedule's and a manual one) could each
+    # merge part of it, leaving a run's row in two objects; the next merge keeps one.
+    archive_in_batches(history, 3, DAY)
+    before = history.query("SELECT * FROM runs ORDER BY run_id")
+    first = history.keys("2026-11-21")[0]
+    copy = first.replace(".parquet", "-overlapped.parquet")
+    history.bucket.put_table(copy, history.bucket.read_table(first))
+    assert history.query("SELECT count(*) AS n FROM runs") == [{"n": 12}]  # 3 runs twice
+
+    report = compact_partition(history.bucket, "2026-11-21")
+
+    assert report.rows == 12  # read
+    (compacted,) = history.keys("2026-11-21")
+    assert history.bucket.footer(compacted).num_rows == 9  # written: each run once
+    assert history.query("SELECT * FROM runs ORDER BY run_id") == before
+    assert not compact_partition(history.bucket, "2026-11-21").changed
+
+
 def test_compaction_merges_late_objects_with_an_earlier_compacted_one(history: History) -> None:
     archive_in_batches(history, 2, DAY)
     compact_partition(history.bucket, "2026-11-21")

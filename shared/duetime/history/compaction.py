@@ -47,6 +47,7 @@ from dataclasses import dataclass, field
 from datetime import date, timedelta
 
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from duetime.history.archive import HistoryBucket, StoredObject
 from duetime.history.schema import conform, partition_prefix
@@ -157,11 +158,13 @@ def _finish_earlier_merges(
         if not leftovers:
             continue
         if len(leftovers) == len(inputs):
-            # Nothing was deleted yet, so step 3 may not have run: check the counts now.
+            # Nothing was deleted yet, so step 3 may not have run: check the counts now (the
+            # inputs' total as C recorded it: C itself holds each run once).
             rows = sum(bucket.footer(k).num_rows for k in leftovers)
-            if rows != footer.num_rows:
+            recorded = int(footer.metadata.get(META_INPUT_ROWS, footer.num_rows))
+            if rows != recorded:
                 raise CompactionError(
-                    f"{obj.key} holds {footer.num_rows} rows but its inputs hold {rows}: left as is"
+                    f"{obj.key} was made from {recorded} rows, its inputs hold {rows}: left as is"
                 )
         bucket.delete(leftovers)
         deleted.update(leftovers)
@@ -172,19 +175,31 @@ def _finish_earlier_merges(
 def _merge(bucket: HistoryBucket, prefix: str, inputs: list[str], report: CompactionReport) -> None:
     tables = [conform(bucket.read_table(key)) for key in inputs]
     rows = sum(t.num_rows for t in tables)
-    merged = pa.concat_tables(tables).sort_by(
-        [("scheduled_for", "ascending"), ("run_id", "ascending")]
+    merged = _one_row_per_run(
+        pa.concat_tables(tables).sort_by([("scheduled_for", "ascending"), ("run_id", "ascending")])
     )
     key = compacted_key(prefix, inputs)
     bucket.put_table(key, merged, {META_INPUTS: json.dumps(inputs), META_INPUT_ROWS: str(rows)})
     written = bucket.footer(key).num_rows
-    if written != rows:
+    if written != merged.num_rows:
         bucket.delete([key])
-        raise CompactionError(f"{key} was written with {written} rows, expected {rows}")
+        raise CompactionError(f"{key} was written with {written} rows, expected {merged.num_rows}")
     bucket.delete(inputs)
     report.merged.extend(inputs)
     report.written.append(key)
     report.rows += rows
+
+
+def _one_row_per_run(table: pa.Table) -> pa.Table:
+    """`table` (sorted by run) without repeats of a run: a run is archived once, so a repeat
+    comes from two compactions that overlapped (the CLI's beside the scheduled one). Merging
+    drops it, so such a partition heals at its next compaction."""
+    if table.num_rows < 2:
+        return table
+    ids = table.column("run_id")
+    repeats = pc.equal(ids.slice(1), ids.slice(0, table.num_rows - 1))
+    keep = pa.concat_arrays([pa.array([True]), pc.invert(repeats.combine_chunks())])
+    return table.filter(keep)
 
 
 def settled_days(today: date, run_ttl_seconds: int, days: int = COMPACTION_DAYS) -> list[date]:
