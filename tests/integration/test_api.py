@@ -886,6 +886,26 @@ def test_a_created_job_answers_with_its_location_and_etag(api: Api) -> None:
     assert api.call("GET", reply.headers["Location"]).json["id"] == reply.json["id"]
 
 
+def test_no_answer_of_the_api_may_be_cached(api: Api) -> None:
+    # A job holds credentials (an http target's headers): a browser's disk cache kept the
+    # answers of GET /jobs/{id} and /jobs after signing out.
+    job = api.create({"schedule": {"rate_seconds": 60}})
+    answers = [
+        api.call("GET", f"/jobs/{job['id']}"),
+        api.call("GET", "/jobs"),
+        api.call("GET", f"/jobs/{job['id']}/runs"),
+        api.call(
+            "POST",
+            "/jobs/batch",
+            {"jobs": [{"schedule": {"delay_seconds": 60}, "target": HANDLER_TARGET}]},
+        ),
+        api.call("POST", "/schedules/preview", {"schedule": {"rate_seconds": 60}}),
+        api.call("GET", "/jobs/01KAW3Z6H8D4G7VQ5R2T9XNMBC"),  # an error too
+        api.call("GET", "/health", tenant=None),
+    ]
+    assert [a.headers.get("Cache-Control") for a in answers] == ["no-store"] * len(answers)
+
+
 def test_a_replay_shows_the_job_as_it_is_now(api: Api) -> None:
     body = {"schedule": {"delay_seconds": 60}}
     first = api.create(dict(body), headers={"Idempotency-Key": "k-1"})

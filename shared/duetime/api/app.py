@@ -67,8 +67,6 @@ JsonResponse: TypeAlias = Response[Any]
 T = TypeVar("T")
 
 MAX_TENANT_CHARS = 256
-# Answers holding secret material must not sit in a shared or browser cache.
-_NO_STORE = {"Cache-Control": "no-store"}
 
 # Every (method, path) the API serves; the OpenAPI document has exactly these operations.
 # HEAD is served wherever GET is (duetime.api.routing), without an entry of its own.
@@ -269,13 +267,13 @@ def build_app(
     def get_webhook_secret() -> JsonResponse:
         owner = tenant()
         found = secrets().get(owner)
-        return _json(HTTPStatus.OK, views.webhook_secret_json(found, clock()), _NO_STORE)
+        return _json(HTTPStatus.OK, views.webhook_secret_json(found, clock()))
 
     @route("POST", "/webhook-secret/rotate")
     def rotate_webhook_secret() -> JsonResponse:
         owner = tenant()
         found = secrets().rotate(owner)
-        return _json(HTTPStatus.OK, views.webhook_secret_json(found, clock()), _NO_STORE)
+        return _json(HTTPStatus.OK, views.webhook_secret_json(found, clock()))
 
     console.register(app, settings.console)  # the web console's files: not API routes
 
