@@ -14,7 +14,9 @@ let leave = null;
 
 function route() {
   const [path, search = ""] = (location.hash.replace(/^#/, "") || "/jobs").split("?");
-  const parts = path.split("/").filter(Boolean).map(decodeURIComponent);
+  // A malformed escape (#/jobs/%E0) is kept as typed: the API then answers not found.
+  const decode = (part) => { try { return decodeURIComponent(part); } catch { return part; } };
+  const parts = path.split("/").filter(Boolean).map(decode);
   return { parts, params: new URLSearchParams(search) };
 }
 

@@ -213,6 +213,12 @@ def test_a_second_tenant_does_not_see_the_job(page: Page, stack: Stack) -> None:
     page.until(lambda: "Not found" in page.find("main").text)
 
 
+def test_a_malformed_escape_in_the_address_is_a_page_not_a_blank(page: Page) -> None:
+    # decodeURIComponent threw URIError before the view's error handling: a blank page.
+    page.open("#/jobs/%E0")
+    page.until(lambda: "Not found" in page.find("main").text or "invalid" in page.find("main").text)
+
+
 def test_the_operator_view_appears_only_with_the_scope(page: Page, stack: Stack) -> None:
     requires_route(stack, "GET", "/admin/stats")
     page.sign_in(stack.token("tenant-a"))
