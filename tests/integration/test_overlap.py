@@ -18,7 +18,7 @@ from duetime.adapters.memory.queues import MemoryQueue
 from duetime.adapters.memory.runs import MemoryRunStore
 from duetime.adapters.memory.timers import MemoryTimerStore
 from duetime.domain.errors import ValidationError
-from duetime.domain.invocation import Invocation
+from duetime.domain.invocation import Invocation, TargetError
 from duetime.domain.jobs import Priority, Runtime, parse_job_spec
 from duetime.domain.messages import RunMessage
 from duetime.domain.overlap import Admission, Gate, Overlap
@@ -240,6 +240,48 @@ def test_given_a_holder_that_died_after_its_outcome_then_its_redelivery_starts_t
     # Then the buffered occurrence ran, after the first
     assert twins.statuses(job) == dict.fromkeys(OCCURRENCES[:2], RunStatus.SUCCEEDED)
     assert twins.overlapping() == []
+
+
+def test_given_a_stale_copy_of_a_failed_attempt_then_the_retry_keeps_the_gate() -> None:
+    # Found by review: the copy's claim answered "done" (attempt 1 is recorded) and released
+    # the gate while the run was retrying. The next occurrence then ran, and the retry, taken
+    # for a late copy at the gate, was deleted: the run stayed `retrying` for good.
+    twins = OverlapTwins()
+    body = {
+        "schedule": {"rate_seconds": 1, "end_at": rfc3339_ms(T0 + 12_500)},
+        "target": {"type": "handler", "name": "duetime.sleep"},
+        "payload": {"seconds": 3},
+        "overlap": "skip",
+        "retry": {"max_attempts": 3, "backoff_seconds": 2, "max_backoff_seconds": 2},
+    }
+    job = twins.service.create("t", parse_job_spec(body))
+    first = OCCURRENCES[0]
+    runner = twins.execute
+
+    def failing_once(target: Target, invocation: Invocation) -> None:
+        if invocation.scheduled_ms == first and invocation.attempt == 1:
+            copy = RunMessage(
+                "t",
+                job.id,
+                first,
+                1,
+                first,
+                generation=twins.jobs.get("t", job.id).generation,  # type: ignore[union-attr]
+            )
+            twins.queue.send([(copy, 0)])  # SQS's own duplicate, handled once this attempt failed
+            raise TargetError("the target refused it", retryable=True)
+        runner(target, invocation)
+
+    twins.execute = failing_once  # type: ignore[method-assign]
+
+    twins.run_for(30)
+
+    statuses = twins.statuses(job.id)
+    assert statuses[first] == RunStatus.SUCCEEDED  # its retry ran
+    assert twins.overlapping() == []
+    assert [e.scheduled_ms for e in twins.executions].count(first) == 1  # attempt 2
+    assert RunStatus.RETRYING not in statuses.values()
+    assert twins.jobs.gate("t", job.id).holder_ms is None
 
 
 def test_given_a_one_off_job_then_only_allow_is_accepted() -> None:

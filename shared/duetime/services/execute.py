@@ -40,6 +40,7 @@ from duetime.domain.messages import MessageAuth, RunMessage, UnauthenticatedMess
 from duetime.domain.overlap import Admission, Overlap
 from duetime.domain.retry import backoff_ms, should_retry
 from duetime.domain.runs import (
+    TERMINAL_RUN_STATUSES,
     ClaimOutcome,
     Lease,
     Run,
@@ -214,7 +215,10 @@ class RunExecutor:
         outcome, run = self._runs.claim(claim)
         if outcome == ClaimOutcome.DONE:
             count(Metric.RUNS_DUPLICATE)
-            if gated:  # the holder died between its outcome and its release: release now
+            if gated and run is not None and run.status in TERMINAL_RUN_STATUSES:
+                # The holder died between its outcome and its release: release now. (A stale
+                # copy of an attempt whose run is retrying or running must not: the run
+                # still holds the gate, and its retry would find it taken.)
                 self._overlap.release(job, message.scheduled_ms)
             if run is not None and not self._triggered(job, dependents, run):
                 return Result(Disposition.RETRY_LATER, "dependents not triggered yet", run)
