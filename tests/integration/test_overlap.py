@@ -211,6 +211,14 @@ def test_given_buffer_one_then_at_most_one_waits_none_is_lost_and_none_overlap()
     assert {statuses[s] for s in twins.runs.ever_buffered} == {RunStatus.SUCCEEDED}
     assert set(statuses.values()) == {RunStatus.SUCCEEDED, RunStatus.SKIPPED}
     assert twins.waiting() == []
+    # A run that waited keeps its occurrence's due instant, and its lateness is the wait
+    # (found by review: it was recorded due when it started, lateness 0).
+    for execution in twins.executions:
+        if execution.scheduled_ms in twins.runs.ever_buffered:
+            run = twins.runs.get(job, execution.scheduled_ms)
+            assert run is not None
+            assert run.due_ms == execution.scheduled_ms  # no jitter
+            assert run.lateness_ms == execution.start_ms - execution.scheduled_ms > 0
     assert twins.jobs.gate("t", job).holder_ms is None
 
 
@@ -315,6 +323,8 @@ def test_given_a_dead_holder_then_a_late_copy_of_a_finished_occurrence_takes_no_
     twins.runs.record(_run(job_id, waiting, RunStatus.BUFFERED))
     twins.clock.now = T0 + 600_000  # long after the dead holder's grace
     guard = twins.executor._overlap
+    while twins.queue.receive(Runtime.LAMBDA, Priority.NORMAL, 10, 0):
+        pass  # the occurrences sent at submission: only what the gate sends is looked at below
 
     # When a late copy of the occurrence that already succeeded comes to the gate
     admission = guard.admit(job, _message(job_id, done), grace_ms=0)
@@ -327,7 +337,8 @@ def test_given_a_dead_holder_then_a_late_copy_of_a_finished_occurrence_takes_no_
     sent = []
     while deliveries := twins.queue.receive(Runtime.LAMBDA, Priority.NORMAL, 10, 0):
         sent += [twins.queue.auth.open(d.body) for d in deliveries]
-    assert [m.scheduled_ms for m in sent if m.due_ms == twins.clock.now] == [waiting]
+    # (due at its own instant: its record's lateness says how long it waited)
+    assert [(m.scheduled_ms, m.attempt, m.due_ms) for m in sent] == [(waiting, 1, waiting)]
     # And the buffered place is free for the next real occurrence
     assert guard.admit(job, _message(job_id, real), grace_ms=0) == Admission.BUFFER
     assert twins.jobs.gate("t", job_id).buffered_ms == real

@@ -84,7 +84,7 @@ class OverlapGuard:
                 if late:
                     decision = late_copy(decision, gate)
             if decision.start_ms is not None:
-                self._start(job, decision.start_ms, now)
+                self._start(job, decision.start_ms)
             if decision.gate != gate and not self._jobs.put_gate(
                 job.tenant, job.id, decision.gate, now // 1000 + GATE_TTL_SECONDS
             ):
@@ -116,20 +116,22 @@ class OverlapGuard:
             if after is None:
                 return
             if after.holder_ms is not None:
-                self._start(job, after.holder_ms, now)
+                self._start(job, after.holder_ms)
             if self._jobs.put_gate(job.tenant, job.id, after, now // 1000 + GATE_TTL_SECONDS):
                 return
         # Left held: the next occurrence finds this holder finished and hands over itself.
         logger.warning("the overlap gate kept changing during a release")
 
-    def _start(self, job: Job, scheduled_ms: int, now: int) -> None:
-        """Send the buffered occurrence's first attempt, due now."""
+    def _start(self, job: Job, scheduled_ms: int) -> None:
+        """Send the buffered occurrence's first attempt, visible now. It carries the
+        occurrence's own due instant, so its record's `due_at` is the occurrence's and its
+        `lateness_ms` says how long it waited (docs/api.md, "Overlapping runs")."""
         start = RunMessage(
             tenant=job.tenant,
             job_id=job.id,
             scheduled_ms=scheduled_ms,
             attempt=1,
-            due_ms=now,
+            due_ms=job.due_ms(scheduled_ms),
             runtime=job.spec.runtime,
             priority=job.spec.priority,
             generation=job.generation,
