@@ -158,12 +158,14 @@ class RunExecutor:
         if found is None or found[0].status in (JobStatus.CANCELLED, JobStatus.PAUSED):
             count(Metric.RUNS_DROPPED)
             status = found[0].status if found else "missing"
+            self._end_dropped_retry(message, f"the job is {status}")
             return Result(Disposition.DONE, f"dropped: job is {status}")
         job, dependents = found
         if message.generation is not None and message.generation < job.generation:
             # Handed over before a pause: a pause drops what it stopped, even once resumed
             # (the resumed chain sends its own runs, from the resume on).
             count(Metric.RUNS_DROPPED)
+            self._end_dropped_retry(message, "the job was paused or changed since")
             return Result(Disposition.DONE, "dropped: sent before the job was paused")
         gated = job.spec.recurring and job.spec.overlap != Overlap.ALLOW
         if gated:
@@ -298,6 +300,21 @@ class RunExecutor:
         if done is not None and not self._triggered(job, dependents, done):
             return Result(Disposition.RETRY_LATER, "succeeded; dependents not triggered", done)
         return Result(Disposition.DONE, "succeeded", done or run)
+
+    def _end_dropped_retry(self, message: RunMessage, reason: str) -> None:
+        """A retry dropped with its job ends its run `failed`, its last attempt's error kept,
+        rather than leaving it `retrying` for good (shown as in progress, holding an overlap
+        gate). A first attempt has no record to end."""
+        if message.attempt < 2:
+            return
+        run = self._runs.get(message.job_id, message.scheduled_ms)
+        if run is None or run.status != RunStatus.RETRYING or run.attempt != message.attempt - 1:
+            return
+        last = run.attempts[-1] if run.attempts else None
+        why = f"not retried: {reason}"
+        error = f"{last.error}; {why}" if last and last.error else why
+        ended = (last.finished_ms if last else None) or self._clock()
+        self._runs.finish(run, RunOutcome(RunStatus.FAILED, ended, error))
 
     def _failed(
         self,

@@ -1,0 +1,72 @@
+"""A retry dropped with its job (cancelled, paused) ends its run `failed`, its last attempt's
+error kept: found by review, such a run stayed `retrying` for good (shown in progress, and,
+for a gated job, holding its overlap gate)."""
+
+from __future__ import annotations
+
+from duetime.domain.invocation import Invocation, TargetError
+from duetime.domain.jobs import parse_job_spec
+from duetime.domain.runs import RunStatus
+from duetime.domain.targets import Target
+from duetime.domain.timeutil import rfc3339_ms
+from tests.integration.test_overlap import T0, OverlapTwins
+
+
+def failing_first_attempts(twins: OverlapTwins) -> None:
+    def execute(target: Target, invocation: Invocation) -> None:
+        if invocation.attempt == 1:
+            raise TargetError("the target refused it", retryable=True)
+
+    twins.execute = execute  # type: ignore[method-assign]
+
+
+def test_given_a_one_off_cancelled_while_retrying_then_its_run_ends_failed() -> None:
+    twins = OverlapTwins()
+    failing_first_attempts(twins)
+    spec = {
+        "schedule": {"at": rfc3339_ms(T0 + 5_000)},
+        "target": {"type": "handler", "name": "duetime.noop"},
+        "retry": {"max_attempts": 3, "backoff_seconds": 60},
+    }
+    job = twins.service.create("t", parse_job_spec(spec))
+    twins.run_for(10)
+    (retrying,) = twins.runs.all()
+    assert (retrying.status, retrying.attempt) == (RunStatus.RETRYING, 1)
+
+    twins.service.cancel("t", job.id)
+    twins.run_for(120)  # the retry comes due, and is dropped with its job
+
+    (run,) = twins.runs.all()
+    assert (run.status, run.attempt) == (RunStatus.FAILED, 1)
+    assert run.attempts[-1].error == ("the target refused it; not retried: the job is cancelled")
+    assert run.attempts[-1].finished_ms == retrying.attempts[-1].finished_ms
+
+
+def test_given_a_gated_job_paused_while_a_run_retries_then_the_gate_is_free_on_resume() -> None:
+    twins = OverlapTwins()
+    failing_first_attempts(twins)
+    spec = {
+        "schedule": {"rate_seconds": 30, "end_at": rfc3339_ms(T0 + 600_000)},
+        "target": {"type": "handler", "name": "duetime.noop"},
+        "retry": {"max_attempts": 3, "backoff_seconds": 60, "max_backoff_seconds": 60},
+        "overlap": "skip",
+    }
+    job = twins.service.create("t", parse_job_spec(spec))
+    twins.run_for(35)  # the first occurrence (T0 + 30 s) failed its attempt 1
+    first = twins.runs.get(job.id, T0 + 30_000)
+    assert first is not None
+    assert first.status == RunStatus.RETRYING
+    twins.service.pause("t", job.id)
+    twins.run_for(90)  # its retry comes due, and is dropped with the pause
+
+    assert twins.runs.get(job.id, T0 + 30_000).status == RunStatus.FAILED  # type: ignore[union-attr]
+    resumed = twins.clock.now
+    twins.service.resume("t", job.id)
+    twins.run_for(60)
+    # The first occurrence after the resume runs (its first attempt fails and is retried, as
+    # this job's do): it is not skipped behind a run that was never going to finish.
+    after = sorted(
+        (r for r in twins.runs.all() if r.scheduled_ms > resumed), key=lambda r: r.scheduled_ms
+    )
+    assert after
+    assert after[0].status in (RunStatus.RETRYING, RunStatus.SUCCEEDED)
