@@ -172,6 +172,32 @@ def test_config_and_policy_name_the_issuer_with_a_client_id(console: Console) ->
     assert "form-action 'self' https://login.example.com;" in policy
 
 
+@pytest.mark.parametrize(
+    ("issuer", "sources"),
+    [
+        # Cognito's token endpoint is the user pool's hosted domain, not the issuer's origin:
+        # the sign-in's token request was blocked by the policy (found by review).
+        (
+            "https://cognito-idp.eu-west-1.amazonaws.com/eu-west-1_AbC123",
+            "'self' https://cognito-idp.eu-west-1.amazonaws.com "
+            "https://*.auth.eu-west-1.amazoncognito.com",
+        ),
+        (
+            "https://accounts.google.com",
+            "'self' https://accounts.google.com https://oauth2.googleapis.com",
+        ),
+        ("https://tenant.eu.auth0.com/", "'self' https://tenant.eu.auth0.com"),
+    ],
+)
+def test_the_policy_allows_the_providers_token_endpoint(
+    console: Console, issuer: str, sources: str
+) -> None:
+    settings = ConsoleSettings(client_id="console-client", issuer=issuer)
+    policy = console.get("/console/config.json", settings).headers["Content-Security-Policy"]
+    assert f"connect-src {sources};" in policy
+    assert f"form-action {sources};" in policy
+
+
 def test_settings_from_the_environment() -> None:
     assert ConsoleSettings.from_env({}) == ConsoleSettings()
     assert ConsoleSettings.from_env({"DUETIME_CONSOLE_DIR": "/opt/console"}).directory == Path(

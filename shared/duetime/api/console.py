@@ -56,7 +56,7 @@ def content_security_policy(settings: ConsoleSettings) -> str:
     too when the console signs in with OpenID Connect (discovery and token requests are
     fetches, the authorization request a navigation)."""
     issuer = _origin(settings.issuer) if settings.client_id and settings.issuer else ""
-    extra = f" {issuer}" if issuer else ""
+    extra = "".join(f" {origin}" for origin in _provider_origins(issuer))
     return (
         "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; "
         f"connect-src 'self'{extra}; form-action 'self'{extra}; base-uri 'none'; "
@@ -143,6 +143,24 @@ def methods_on(path: str) -> list[str]:
     there, TRACE or one HTTP does not define included, is the API's 405 (duetime.api.app)."""
     console = path in (PREFIX, f"{PREFIX}/") or re.fullmatch(f"{PREFIX}/[^/]+", path)
     return list(_METHODS) if console else []
+
+
+# Providers whose token endpoint is not on the issuer's origin (their discovery documents say
+# where it is): Cognito's is the user pool's hosted domain, Google's its API host.
+_COGNITO_ISSUER = re.compile(r"https://cognito-idp\.([a-z0-9-]+)\.amazonaws\.com")
+_GOOGLE_ISSUER = "https://accounts.google.com"
+
+
+def _provider_origins(issuer: str) -> list[str]:
+    """The origins the console's sign-in fetches from: the issuer's, and its token endpoint's
+    where that is elsewhere."""
+    if not issuer:
+        return []
+    if cognito := _COGNITO_ISSUER.fullmatch(issuer):
+        return [issuer, f"https://*.auth.{cognito.group(1)}.amazoncognito.com"]
+    if issuer == _GOOGLE_ISSUER:
+        return [issuer, "https://oauth2.googleapis.com"]
+    return [issuer]
 
 
 def _origin(url: str) -> str:
