@@ -70,3 +70,27 @@ def test_given_a_gated_job_paused_while_a_run_retries_then_the_gate_is_free_on_r
     )
     assert after
     assert after[0].status in (RunStatus.RETRYING, RunStatus.SUCCEEDED)
+
+
+def test_given_a_one_off_updated_while_its_run_retries_then_the_run_goes_on() -> None:
+    # Found by review: the update re-armed the occurrence with attempt 1, which the claim took
+    # for a copy of the attempt that failed, while the pending retry (of the old generation)
+    # was dropped: the run never finished and the job stayed scheduled, due in the past.
+    twins = OverlapTwins()
+    failing_first_attempts(twins)
+    spec = {
+        "schedule": {"at": rfc3339_ms(T0 + 5_000)},
+        "target": {"type": "handler", "name": "duetime.noop"},
+        "retry": {"max_attempts": 3, "backoff_seconds": 60, "max_backoff_seconds": 60},
+    }
+    job = twins.service.create("t", parse_job_spec(spec))
+    twins.run_for(10)
+    twins.service.update("t", job.id, {"jitter_seconds": 2})  # a change that re-arms
+
+    twins.run_for(5)  # its next attempt goes now (its instant is past)
+
+    (run,) = twins.runs.all()
+    assert (run.status, run.attempt) == (RunStatus.SUCCEEDED, 2)
+    assert twins.service.get("t", job.id).status.value == "succeeded"
+    twins.run_for(120)  # the old generation's retry comes due: dropped, the run left as it is
+    assert twins.runs.get(job.id, run.scheduled_ms) == run

@@ -165,7 +165,9 @@ class RunExecutor:
             # Handed over before a pause: a pause drops what it stopped, even once resumed
             # (the resumed chain sends its own runs, from the resume on).
             count(Metric.RUNS_DROPPED)
-            self._end_dropped_retry(message, "the job was paused or changed since")
+            if job.spec.recurring or job.next_due_ms != message.scheduled_ms:
+                # (A one-off re-armed on the same instant carries its run on: JobService.update.)
+                self._end_dropped_retry(message, "the job was paused or changed since")
             return Result(Disposition.DONE, "dropped: sent before the job was paused")
         gated = job.spec.recurring and job.spec.overlap != Overlap.ALLOW
         if gated:

@@ -285,9 +285,20 @@ class JobService:
                 self._jobs.release_recurring(tenant)
             self._deps.unlink(job, updated)
             if due is not None and job.status == JobStatus.SCHEDULED:  # paused: resume arms it
-                self._dispatcher.dispatch([(updated, due)])
+                self._rearm(updated, due, now)
             return self._view(updated)
         raise IllegalTransition(job_id, "changed concurrently", "updated")
+
+    def _rearm(self, job: Job, due: int, now: int) -> None:
+        """Dispatch an updated job's next occurrence. A one-off whose run waits for a retry on
+        that same instant goes on with it: its next attempt, under the job's new settings and
+        generation (an attempt 1 would be taken for a copy of the one that failed)."""
+        pending = None if job.spec.recurring else self._runs.get(job.id, due)
+        if pending is None or pending.status != RunStatus.RETRYING:
+            self._dispatcher.dispatch([(job, due)])
+            return
+        message = replace(run_message(job, due), attempt=pending.attempt + 1)
+        self._queue.send([(message, delay_seconds(message.due_ms, now))])
 
     def run_now(self, tenant: str, job_id: str) -> int:
         """One extra run now, besides the schedule. Returns its scheduled instant."""
