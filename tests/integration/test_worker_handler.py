@@ -105,3 +105,41 @@ def test_given_a_batch_then_its_records_run_concurrently(engine: Engine) -> None
     assert {r.status for job in jobs for r in engine.parts.runs.list(job, 10, None).items} == {
         RunStatus.SUCCEEDED
     }
+
+
+def test_given_a_record_whose_handling_fails_then_it_comes_back_in_seconds(
+    engine: Engine, monkeypatch: Any
+) -> None:
+    # Found by review: an exception (a store error reading the job) left the message to the
+    # queue's visibility timeout, 90 minutes as deployed, before the run was tried again.
+    from duetime.ports import StoreError
+
+    url = engine.aws.settings.queue(Runtime.LAMBDA, Priority.NORMAL).url
+    job = engine.submit({"schedule": {"delay_seconds": 0}})
+    messages = receive_all(engine, url)
+    arn = engine.aws.sqs.get_queue_attributes(QueueUrl=url, AttributeNames=["QueueArn"])[
+        "Attributes"
+    ]["QueueArn"]
+    reads = engine.parts.executor._reads
+    outage = [True]
+    real_get = reads.get
+
+    def unavailable(tenant: str, job_id: str) -> Any:
+        if outage:
+            raise StoreError("the jobs table is unavailable")
+        return real_get(tenant, job_id)
+
+    monkeypatch.setattr(reads, "get", unavailable)
+    response = worker_handler.handler(sqs_event(messages, arn, "us-east-1"), FakeContext())
+    assert response == {"batchItemFailures": [{"itemIdentifier": messages[0]["MessageId"]}]}
+    outage.clear()
+
+    # Its first receive: visible again after 2 s (the queue's own timeout is far longer).
+    assert receive_all(engine, url) == []
+    engine.advance(3)
+    again = receive_all(engine, url)
+    assert [m["MessageId"] for m in again] == [messages[0]["MessageId"]]
+    assert worker_handler.handler(sqs_event(again, arn, "us-east-1"), FakeContext()) == {
+        "batchItemFailures": []
+    }
+    assert [c.job_id for c in engine.recorder.calls] == [job]

@@ -40,6 +40,9 @@ class RetryLater(Exception):
     """Marks a record as failed so SQS delivers it again after its visibility timeout."""
 
 
+RETRY_SOON_MAX_SECONDS = 300
+
+
 class _Worker:
     """One worker function's state: its batch processor holds the batch being processed, so
     hosts that invoke several at once (the local stack's pollers) make one each."""
@@ -90,7 +93,18 @@ class _Worker:
             queue=parts.queue.url_for_arn(record.event_source_arn),
         )
         # A run starts only with time left for its timeout and recording (see RunExecutor).
-        result = parts.executor.handle(delivery, remaining_ms=remaining_ms)
+        try:
+            result = parts.executor.handle(delivery, remaining_ms=remaining_ms)
+        except Exception:
+            # Failed (a store call, say): back in seconds, not after the queue's visibility
+            # timeout (6 x the function's: 90 minutes as deployed). 2, 4, 8, ... 300 s by the
+            # receive count; the redrive policy still dead-letters it after 10 receives.
+            backoff = min(RETRY_SOON_MAX_SECONDS, 2 ** min(delivery.receive_count, 9))
+            try:
+                parts.queue.change_visibility(delivery, backoff)
+            except Exception:  # the same outage, likely: the visibility timeout stands
+                logger.warning("could not shorten a failed record's visibility", exc_info=True)
+            raise
         if result.disposition == Disposition.RETRY_LATER:
             raise RetryLater(result.detail)
         return result.detail
