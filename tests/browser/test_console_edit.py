@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import re
 from datetime import UTC, datetime, timedelta
+from typing import Any
 
 import pytest
 from selenium.webdriver.common.by import By
@@ -24,6 +25,17 @@ def create(stack: Stack, name: str, schedule: dict[str, object]) -> dict[str, ob
     assert created.status == 201, created.body
     body: dict[str, object] = created.body
     return body
+
+
+def save_name(page: Page, stack: Stack, job_id: str, name: str) -> dict[str, Any]:
+    """Types `name` in the open edit form, saves, and answers the job as stored."""
+    field = page.find("#f-name")
+    field.clear()
+    field.send_keys(name)
+    page.find("#save").click()
+    page.until(lambda: page.driver.current_url.endswith(f"#/jobs/{job_id}"))
+    stored: dict[str, Any] = stack.call("GET", f"/jobs/{job_id}", tenant=TENANT).body
+    return stored
 
 
 def test_an_edit_after_a_concurrent_change_is_a_conflict_then_goes_through_after_reload(
@@ -56,12 +68,7 @@ def test_an_edit_after_a_concurrent_change_is_a_conflict_then_goes_through_after
     error.click()
     page.until(lambda: page.find("#f-name").get_attribute("value") == "changed meanwhile")
     assert page.texts("#form-error") == [""]
-    name = page.find("#f-name")
-    name.clear()
-    name.send_keys("mine after reload")
-    page.find("#save").click()
-    page.until(lambda: page.driver.current_url.endswith(f"#/jobs/{job['id']}"))
-    after = stack.call("GET", f"/jobs/{job['id']}", tenant=TENANT).body
+    after = save_name(page, stack, str(job["id"]), "mine after reload")
     assert after["name"] == "mine after reload"
     assert after["version"] == changed.body["version"] + 1
 
@@ -93,13 +100,8 @@ def test_an_edit_keeps_the_payload_and_the_targets_headers_the_form_does_not_cha
     page.sign_in(stack.token(TENANT))
     page.open(f"#/jobs/{job['id']}/edit")
     assert page.find("#f-payload").get_property("value") == '{"report":"daily","n":3}'
-    name = page.find("#f-name")
-    name.clear()
-    name.send_keys("renamed")
-    page.find("#save").click()
-    page.until(lambda: page.driver.current_url.endswith(f"#/jobs/{job['id']}"))
+    after = save_name(page, stack, job["id"], "renamed")
 
-    after = stack.call("GET", f"/jobs/{job['id']}", tenant=TENANT).body
     assert after["name"] == "renamed"
     assert after["payload"] == {"report": "daily", "n": 3}
     assert after["target"]["headers"] == {"Authorization": "Bearer s3cret"}
