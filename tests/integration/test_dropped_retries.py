@@ -5,7 +5,7 @@ for a gated job, holding its overlap gate)."""
 from __future__ import annotations
 
 from duetime.domain.invocation import Invocation, TargetError
-from duetime.domain.jobs import parse_job_spec
+from duetime.domain.jobs import Job, parse_job_spec
 from duetime.domain.runs import RunStatus
 from duetime.domain.targets import Target
 from duetime.domain.timeutil import rfc3339_ms
@@ -20,16 +20,22 @@ def failing_first_attempts(twins: OverlapTwins) -> None:
     twins.execute = execute  # type: ignore[method-assign]
 
 
-def test_given_a_one_off_cancelled_while_retrying_then_its_run_ends_failed() -> None:
-    twins = OverlapTwins()
+def retrying_one_off(twins: OverlapTwins) -> Job:
+    """A one-off due at T0 + 5 s whose first attempt failed: its run waits for a retry."""
     failing_first_attempts(twins)
     spec = {
         "schedule": {"at": rfc3339_ms(T0 + 5_000)},
         "target": {"type": "handler", "name": "duetime.noop"},
-        "retry": {"max_attempts": 3, "backoff_seconds": 60},
+        "retry": {"max_attempts": 3, "backoff_seconds": 60, "max_backoff_seconds": 60},
     }
     job = twins.service.create("t", parse_job_spec(spec))
     twins.run_for(10)
+    return job
+
+
+def test_given_a_one_off_cancelled_while_retrying_then_its_run_ends_failed() -> None:
+    twins = OverlapTwins()
+    job = retrying_one_off(twins)
     (retrying,) = twins.runs.all()
     assert (retrying.status, retrying.attempt) == (RunStatus.RETRYING, 1)
 
@@ -77,14 +83,7 @@ def test_given_a_one_off_updated_while_its_run_retries_then_the_run_goes_on() ->
     # for a copy of the attempt that failed, while the pending retry (of the old generation)
     # was dropped: the run never finished and the job stayed scheduled, due in the past.
     twins = OverlapTwins()
-    failing_first_attempts(twins)
-    spec = {
-        "schedule": {"at": rfc3339_ms(T0 + 5_000)},
-        "target": {"type": "handler", "name": "duetime.noop"},
-        "retry": {"max_attempts": 3, "backoff_seconds": 60, "max_backoff_seconds": 60},
-    }
-    job = twins.service.create("t", parse_job_spec(spec))
-    twins.run_for(10)
+    job = retrying_one_off(twins)
     twins.service.update("t", job.id, {"jitter_seconds": 2})  # a change that re-arms
 
     twins.run_for(5)  # its next attempt goes now (its instant is past)
