@@ -91,5 +91,56 @@ def test_given_a_one_off_updated_while_its_run_retries_then_the_run_goes_on() ->
     (run,) = twins.runs.all()
     assert (run.status, run.attempt) == (RunStatus.SUCCEEDED, 2)
     assert twins.service.get("t", job.id).status.value == "succeeded"
-    twins.run_for(120)  # the old generation's retry comes due: dropped, the run left as it is
+    twins.run_for(120)  # the old generation's retry comes due: a copy, the run left as it is
     assert twins.runs.get(job.id, run.scheduled_ms) == run
+
+
+def test_given_a_one_off_updated_while_its_attempt_runs_then_its_retry_runs() -> None:
+    # Found by review: the failed attempt's retry carried the generation before the update
+    # and was dropped as stale, while the update's re-arm (attempt 1) was a copy of the
+    # attempt in flight: the run stayed `retrying` for good and the job never finished.
+    twins = OverlapTwins()
+
+    def execute(target: Target, invocation: Invocation) -> None:
+        if invocation.attempt == 1:
+            twins.service.update("t", invocation.job_id, {"jitter_seconds": 2})
+            raise TargetError("the target refused it", retryable=True)
+
+    twins.execute = execute  # type: ignore[method-assign]
+    spec = {
+        "schedule": {"at": rfc3339_ms(T0 + 5_000)},
+        "target": {"type": "handler", "name": "duetime.noop"},
+        "retry": {"max_attempts": 3, "backoff_seconds": 60, "max_backoff_seconds": 60},
+    }
+    job = twins.service.create("t", parse_job_spec(spec))
+    twins.run_for(10)
+    (run,) = twins.runs.all()
+    assert (run.status, run.attempt) == (RunStatus.RETRYING, 1)
+    assert twins.service.get("t", job.id).job.generation > job.generation
+
+    twins.run_for(120)  # the retry comes due after its backoff
+
+    (run,) = twins.runs.all()
+    assert (run.status, run.attempt) == (RunStatus.SUCCEEDED, 2)
+    assert twins.service.get("t", job.id).status.value == "succeeded"
+
+
+def test_given_a_queued_one_off_rearmed_on_its_instant_then_the_new_first_attempt_runs() -> None:
+    # The old generation's first attempt gives way to the re-arm's: the update's jitter
+    # applies, though the old message was queued first and due earlier.
+    twins = OverlapTwins()
+    spec = {
+        "schedule": {"at": rfc3339_ms(T0 + 60_000)},
+        "target": {"type": "handler", "name": "duetime.sleep"},
+        "payload": {"seconds": 0},
+    }
+    job = twins.service.create("t", parse_job_spec(spec))
+    twins.run_for(1)
+    twins.service.update("t", job.id, {"jitter_seconds": 30})
+    jittered = twins.service.get("t", job.id).job.due_ms(T0 + 60_000)
+    assert jittered > T0 + 60_000
+
+    twins.run_for(120)
+
+    (run,) = twins.runs.all()
+    assert (run.status, run.attempt, run.due_ms) == (RunStatus.SUCCEEDED, 1, jittered)

@@ -161,13 +161,23 @@ class RunExecutor:
             self._end_dropped_retry(message, f"the job is {status}")
             return Result(Disposition.DONE, f"dropped: job is {status}")
         job, dependents = found
-        if message.generation is not None and message.generation < job.generation:
-            # Handed over before a pause: a pause drops what it stopped, even once resumed
-            # (the resumed chain sends its own runs, from the resume on).
+        if (
+            message.generation is not None
+            and message.generation < job.generation
+            and (
+                job.spec.recurring
+                or job.next_due_ms != message.scheduled_ms
+                or message.attempt == 1
+            )
+        ):
+            # Handed over before a pause or a re-arm: a pause drops what it stopped, even once
+            # resumed (the resumed chain sends its own runs, from the resume on). A one-off
+            # re-armed on the same instant keeps its run: the re-arm's first attempt replaces
+            # the old one (its jitter, its lane), but the old generation's retries go on (one
+            # sent by an attempt that was running during the update is the only message that
+            # carries the run on; with the re-arm's, JobService._rearm, one claim makes them one).
             count(Metric.RUNS_DROPPED)
-            if job.spec.recurring or job.next_due_ms != message.scheduled_ms:
-                # (A one-off re-armed on the same instant carries its run on: JobService.update.)
-                self._end_dropped_retry(message, "the job was paused or changed since")
+            self._end_dropped_retry(message, "the job was paused or changed since")
             return Result(Disposition.DONE, "dropped: sent before the job was paused")
         gated = job.spec.recurring and job.spec.overlap != Overlap.ALLOW
         if gated:
