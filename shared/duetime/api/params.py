@@ -35,8 +35,11 @@ def if_match(raw: str | None) -> frozenset[int] | None:
     if raw is None or raw.strip() == "*":
         return None
     versions: set[int] = set()
-    for tag in raw.split(","):
-        found = IF_MATCH.fullmatch(tag.strip())
+    # RFC 9110 section 5.6.1: a list's empty elements (`"3", , "4"`) are ignored; one with no
+    # element at all is no ETag.
+    tags = [tag.strip() for tag in raw.split(",") if tag.strip()] or [""]
+    for tag in tags:
+        found = IF_MATCH.fullmatch(tag)
         if found is None:
             raise ValidationError("If-Match", 'must be a job\'s ETag: its version in quotes ("3")')
         if found.group(3) is None:
