@@ -29,7 +29,8 @@ if TYPE_CHECKING:
 
 # DynamoDB actions per table, from what the API's code calls (duetime.services.jobs and
 # ...dispatch over duetime.adapters.dynamodb): jobs are created, read, listed and replaced
-# conditionally (idempotency keys are conditional puts too), a batch's fresh jobs written by
+# conditionally (idempotency keys are conditional puts too; a PATCH to a new `after`, in a
+# transaction with condition checks of the chain above it), a batch's fresh jobs written by
 # batch writes; the tenant's recurring-job counter and an upstream's dependents' item are
 # updated; a timer is written and the sweep state read (and the cursor moved back) when a
 # submission is due later; runs are read and listed, and batch read by a backfill (which of
@@ -43,6 +44,7 @@ API_JOBS_ACTIONS = (
     "dynamodb:PutItem",
     "dynamodb:BatchWriteItem",
     "dynamodb:UpdateItem",
+    "dynamodb:ConditionCheckItem",
 )
 API_TIMERS_ACTIONS = (
     "dynamodb:GetItem",

@@ -86,9 +86,11 @@ class JobStore(Protocol):
     def list(self, tenant: str, limit: int, cursor: str | None) -> Page[Job]:
         """A tenant's jobs, newest first."""
 
-    def replace(self, job: Job, *, expected: Job) -> None:
+    def replace(self, job: Job, *, expected: Job, unchanged: Sequence[Job] = ()) -> None:
         """Write `job` if the stored one still has `expected`'s status, generation and
-        version; ConditionFailed otherwise."""
+        version, and each job of `unchanged` (as read) its generation: the chain of `after`
+        jobs a new dependency was checked against (duetime.services.dependencies; on
+        DynamoDB one transaction); ConditionFailed otherwise."""
 
     def scan_active(self, segment: int, segments: int) -> Iterator[Job]:
         """Every job of every tenant whose status is `scheduled` or `paused`, in one segment

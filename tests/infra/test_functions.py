@@ -21,13 +21,14 @@ DYNAMODB: dict[str, dict[str, set[str]]] = {
     "api": {
         # jobs: create/claim idempotency key/replace (conditional puts), get, list (query),
         # a batch's fresh jobs (batch write), the recurring-job counter and an upstream's
-        # dependents (updates)
+        # dependents (updates), a new `after`'s chain (condition checks in its transaction)
         "jobs": {
             "dynamodb:PutItem",
             "dynamodb:GetItem",
             "dynamodb:Query",
             "dynamodb:BatchWriteItem",
             "dynamodb:UpdateItem",
+            "dynamodb:ConditionCheckItem",
         },
         # timers: write the first timer (put / batch write), read the sweep state and move
         # the cursor back (check after write); every shard's sweep state (GET /admin/stats)

@@ -189,3 +189,33 @@ def test_an_upstream_with_the_most_dependents_refuses_another_with_a_429(
     # Cancelling one of its dependents makes room.
     api.call("DELETE", f"/jobs/{first['id']}")
     assert api.create(after(upstream["id"]))["schedule"]["after"]["job_id"] == upstream["id"]
+
+
+def test_two_concurrent_patches_cannot_close_a_loop(api: Api) -> None:  # noqa: F811
+    # Found by review: each PATCH checked the chain above its new upstream, then wrote; A after
+    # B and B after A at once both passed, and the loop triggered runs for as long as it ran.
+    a = api.create({"schedule": {"rate_seconds": 3600}})
+    b = api.create({"schedule": {"rate_seconds": 3600}})
+    for upstream in (a, b):  # (already marked as having dependents: no write of A or B's item)
+        api.create(after(upstream["id"]))
+    armed = True
+
+    def meanwhile(**_: Any) -> None:  # B's PATCH lands between A's check and A's writes
+        nonlocal armed
+        if armed:
+            armed = False
+            api.engine.parts.service.update("tenant-a", b["id"], after(a["id"]))
+
+    events = api.engine.parts.timers._client.meta.events  # the API's DynamoDB client
+    for operation in ("PutItem", "UpdateItem", "TransactWriteItems"):
+        events.register(f"before-call.dynamodb.{operation}", meanwhile)
+
+    crossing = api.call("PATCH", f"/jobs/{a['id']}", after(b["id"]))
+
+    assert not armed
+    assert crossing.status == 400, crossing.json
+    assert crossing.json["error"]["field"] == "schedule.after.job_id"
+    assert api.call("GET", f"/jobs/{a['id']}").json["schedule"] == {"rate_seconds": 3600}
+    assert api.call("GET", f"/jobs/{b['id']}").json["schedule"] == {
+        "after": {"job_id": a["id"], "on": "succeeded"}
+    }

@@ -1764,3 +1764,22 @@ def test_given_a_job_written_since_it_was_read_then_a_replace_from_the_stale_rea
         )
 
     assert job_store.get(TENANT, job.id) == renamed
+
+
+def test_given_a_chain_job_re_armed_since_it_was_read_then_a_replace_depending_on_it_fails(
+    job_store: JobStore,
+) -> None:
+    # A PATCH to a new `after` writes only if the chain it checked for a loop is as read.
+    job, upstream = make_job(), make_job(entropy=1)
+    job_store.create(job)
+    job_store.create(upstream)
+    renamed = replace(job, spec=replace(job.spec, name="renamed"), version=2)
+    rearmed = replace(upstream, generation=upstream.generation + 1, version=2)
+    job_store.replace(rearmed, expected=upstream)
+
+    with pytest.raises(ConditionFailed):
+        job_store.replace(renamed, expected=job, unchanged=[upstream])
+
+    assert job_store.get(TENANT, job.id) == job
+    job_store.replace(renamed, expected=job, unchanged=[rearmed])  # as read: written
+    assert job_store.get(TENANT, job.id) == renamed

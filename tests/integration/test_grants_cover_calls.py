@@ -44,6 +44,14 @@ SQS_ACTION = {
 }
 
 
+TRANSACT_ACTION = {
+    "Put": "PutItem",
+    "Update": "UpdateItem",
+    "Delete": "DeleteItem",
+    "ConditionCheck": "ConditionCheckItem",
+}
+
+
 class Calls:
     """DynamoDB operations by table ("jobs", "timers", "runs") and SQS operations by queue kind
     ("lambda queues", "fargate dlqs", ...), recorded while a role is on."""
@@ -82,10 +90,14 @@ class Calls:
             self.made[self._role][self._resources[params["QueueUrl"]]].add(action)
             return
         names = [params.get("TableName"), *params.get("RequestItems", {})]
-        names += [item["TableName"] for t in params.get("TransactItems", []) for item in t.values()]
         for name in names:
             if name in self._resources:
                 self.made[self._role][self._resources[name]].add(f"dynamodb:{operation}")
+        # A transaction is authorized item by item, each by its own action.
+        for entry in params.get("TransactItems", []):
+            for kind, item in entry.items():
+                action = f"dynamodb:{TRANSACT_ACTION[kind]}"
+                self.made[self._role][self._resources[item["TableName"]]].add(action)
 
 
 def granted() -> dict[str, dict[str, set[str]]]:
@@ -222,6 +234,7 @@ def test_the_api_is_granted_every_dynamodb_call_its_routes_make(
         replies = [api.call("POST", "/jobs", keyed, headers={"Idempotency-Key": "k-1"})]
         rate = api.create({"schedule": {"rate_seconds": 60}})
         dependent = api.create({"schedule": {"after": {"job_id": one_off["id"]}}})
+        after = {"job_id": rate["id"], "on": "finished"}
         batch = [
             {"schedule": {"at": later}, "target": test_api.HANDLER_TARGET},
             {"schedule": {"delay_seconds": 0}, "target": test_api.HANDLER_TARGET},
@@ -232,6 +245,8 @@ def test_the_api_is_granted_every_dynamodb_call_its_routes_make(
             api.call("GET", "/jobs"),
             api.call("GET", f"/jobs/{rate['id']}"),
             api.call("PATCH", f"/jobs/{rate['id']}", {"schedule": {"rate_seconds": 120}}),
+            # (a new `after`: written on condition that the chain above is as checked)
+            api.call("PATCH", f"/jobs/{dependent['id']}", {"schedule": {"after": after}}),
             api.call("POST", f"/jobs/{rate['id']}/pause"),
             api.call("POST", f"/jobs/{rate['id']}/resume"),
             api.call("POST", f"/jobs/{rate['id']}/run"),
@@ -247,7 +262,10 @@ def test_the_api_is_granted_every_dynamodb_call_its_routes_make(
             api.call("GET", "/admin/stats", claims={"sub": "ops", "scope": "duetime/operator"}),
         ]
     # Then each answered as it should...
-    assert [r.status for r in replies] == [201, 200, 200, 200, 200, 200, 200, 202, 202] + [200] * 5
+    assert [r.status for r in replies] == [201, 200, 200, 200, 200, 200, 200, 200, 202, 202] + [
+        200
+    ] * 5
+    assert "dynamodb:ConditionCheckItem" in calls.made["api"]["jobs"]
     assert "dynamodb:BatchGetItem" in calls.made["api"]["runs"]  # the backfill's look
     # ...and every call was one the API may make
     assert_granted(calls)

@@ -1,7 +1,9 @@
 """Job dependencies: `after` jobs, run once per run of their upstream job that ends as they ask.
 
 - At create and PATCH, `check` finds the upstream (404 when it is not the tenant's) and refuses
-  a cycle (walking up the chain of `after` schedules, at most MAX_CHAIN jobs).
+  a cycle (walking up the chain of `after` schedules, at most MAX_CHAIN jobs). A PATCH writes
+  on condition that the chain it walked was not re-armed meanwhile (a new generation: a new
+  schedule among others), so two concurrent PATCHes cannot close a loop neither of them saw.
 - The jobs table keeps, beside each upstream, the ids of its dependents (`JobStore.dependents`),
   so a run finds them whatever the tenant holds. An id is added before the dependent's job
   item is written and removed after it stops depending (cancel, PATCH): an entry left behind
@@ -53,11 +55,15 @@ class Dependencies:
         self._queue = queue
         self._clock = clock
 
-    def check(self, tenant: str, job_id: str | None, schedule: Schedule) -> None:
+    def check(self, tenant: str, job_id: str | None, schedule: Schedule) -> tuple[Job, ...]:
         """For an `after` schedule of job `job_id` (None: a new job): its upstream must be a
-        live job of the tenant (NotFound), and the chain above must not come back to the job."""
+        live job of the tenant (NotFound), and the chain above must not come back to the job.
+        Returns the jobs of that chain as read: a PATCH writes only if none of them has been
+        re-armed since (`JobStore.replace`), or two at once could close a loop that neither
+        saw (A after B and B after A)."""
         if not isinstance(schedule, After):
-            return
+            return ()
+        chain: list[Job] = []
         upstream: str = schedule.job_id
         for depth in range(MAX_CHAIN):
             if upstream == job_id:
@@ -67,10 +73,11 @@ class Dependencies:
             if job is None or gone:
                 if depth == 0:
                     raise NotFound(f"job {schedule.job_id} not found", field=FIELD)
-                return  # a broken chain above cannot lead back
+                return tuple(chain)  # a broken chain above cannot lead back
+            chain.append(job)
             above = job.spec.schedule
             if not isinstance(above, After):
-                return
+                return tuple(chain)
             upstream = above.job_id
         raise ValidationError(FIELD, f"a chain of dependencies may be at most {MAX_CHAIN} long")
 

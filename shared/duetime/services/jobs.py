@@ -249,7 +249,7 @@ class JobService:
                 return view
             if job.status == JobStatus.PAUSED and not (spec.recurring or spec.triggered):
                 raise IllegalTransition(job.id, "paused", "a one-off (resume it first)")
-            self.submission.check(tenant, spec, quotas, job.id)
+            chain = self.submission.check(tenant, spec, quotas, job.id)
             updated = replace(job, spec=spec, updated_ms=now, version=job.version + 1)
             due: int | None = None
             if rearms(job.spec, spec):
@@ -270,12 +270,15 @@ class JobService:
                 self.submission.reserve(tenant, quotas.max_active_recurring_jobs)
             try:
                 self._deps.link(updated)
-                self._jobs.replace(updated, expected=job)
+                # A new `after` is written only if the chain it was checked against is
+                # as read: a concurrent PATCH of the chain could close a loop.
+                moved = spec.schedule != job.spec.schedule
+                self._jobs.replace(updated, expected=job, unchanged=chain if moved else ())
             except ConditionFailed:
+                # The job changed (with If-Match, the next read answers 412), or the chain
+                # of its new `after` did: check again.
                 if reserved:
                     self._jobs.release_recurring(tenant)
-                if if_match is not None:
-                    raise PreconditionFailed(job.id, if_match, job.version + 1) from None
                 continue
             except Exception:  # refused (its upstream's dependents are full) or failed: undo
                 if reserved:

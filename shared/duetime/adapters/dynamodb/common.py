@@ -26,6 +26,14 @@ def is_condition_failure(exc: ClientError) -> bool:
     return exc.response.get("Error", {}).get("Code") == "ConditionalCheckFailedException"
 
 
+def is_cancelled_by_condition(exc: ClientError) -> bool:
+    """A transaction cancelled because one of its conditions failed."""
+    if exc.response.get("Error", {}).get("Code") != "TransactionCanceledException":
+        return False
+    reasons = exc.response.get("CancellationReasons", [])
+    return any(reason.get("Code") == "ConditionalCheckFailed" for reason in reasons)
+
+
 def encode_cursor(key: dict[str, Any]) -> str:
     return base64.urlsafe_b64encode(json.dumps(key, separators=(",", ":")).encode()).decode()
 

@@ -18,6 +18,7 @@ from duetime.adapters.dynamodb.common import (
     batch_write,
     decode_cursor,
     encode_cursor,
+    is_cancelled_by_condition,
     is_condition_failure,
     query_page,
 )
@@ -178,24 +179,41 @@ class DynamoJobStore:
         jobs = [self._job(v) for v in merged[:limit]]
         return Page(jobs, encode_cursor({"id": jobs[-1].id}) if more and jobs else None)
 
-    def replace(self, job: Job, *, expected: Job) -> None:
+    def replace(self, job: Job, *, expected: Job, unchanged: Sequence[Job] = ()) -> None:
+        put: dict[str, Any] = {
+            "TableName": self._table,
+            "Item": self._item(job),
+            # An item written before versions were stored has none: it reads as 1.
+            "ConditionExpression": "#s = :s AND gen = :g AND "
+            "(attribute_not_exists(ver) OR ver = :v)",
+            "ExpressionAttributeNames": {"#s": "status"},
+            "ExpressionAttributeValues": {
+                ":s": {"S": expected.status.value},
+                ":g": {"N": str(expected.generation)},
+                ":v": {"N": str(expected.version)},
+            },
+        }
+        # (A rare write, an `after` moved: a transaction costs twice a put.)
+        transaction: list[Any] = [{"Put": put}] if unchanged else []
+        transaction += [
+            {
+                "ConditionCheck": {
+                    "TableName": self._table,
+                    "Key": self._key(read.tenant, read.id),
+                    "ConditionExpression": "gen = :g",
+                    "ExpressionAttributeValues": {":g": {"N": str(read.generation)}},
+                }
+            }
+            for read in unchanged
+        ]
         try:
-            self._client.put_item(
-                TableName=self._table,
-                Item=self._item(job),
-                # An item written before versions were stored has none: it reads as 1.
-                ConditionExpression="#s = :s AND gen = :g AND "
-                "(attribute_not_exists(ver) OR ver = :v)",
-                ExpressionAttributeNames={"#s": "status"},
-                ExpressionAttributeValues={
-                    ":s": {"S": expected.status.value},
-                    ":g": {"N": str(expected.generation)},
-                    ":v": {"N": str(expected.version)},
-                },
-            )
+            if transaction:
+                self._client.transact_write_items(TransactItems=transaction)
+            else:
+                self._client.put_item(**put)
         except ClientError as exc:
-            if is_condition_failure(exc):
-                raise ConditionFailed(f"job {job.id} changed") from exc
+            if is_condition_failure(exc) or is_cancelled_by_condition(exc):
+                raise ConditionFailed(f"job {job.id} or its chain changed") from exc
             raise StoreError(str(exc)) from exc
 
     def scan_active(self, segment: int, segments: int) -> Iterator[Job]:

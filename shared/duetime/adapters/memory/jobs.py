@@ -61,7 +61,7 @@ class MemoryJobStore:
         more = len(ids) > limit
         return Page([self._jobs[(tenant, i)] for i in page], page[-1] if more and page else None)
 
-    def replace(self, job: Job, *, expected: Job) -> None:
+    def replace(self, job: Job, *, expected: Job, unchanged: Sequence[Job] = ()) -> None:
         with self._lock:
             current = self._jobs.get((job.tenant, job.id))
             if (
@@ -71,6 +71,10 @@ class MemoryJobStore:
                 or current.version != expected.version
             ):
                 raise ConditionFailed(f"job {job.id} changed")
+            for read in unchanged:
+                now = self._jobs.get((read.tenant, read.id))
+                if now is None or now.generation != read.generation:
+                    raise ConditionFailed(f"job {read.id} changed")
             self._jobs[(job.tenant, job.id)] = job
 
     def scan_active(self, segment: int, segments: int) -> Iterator[Job]:
