@@ -5,7 +5,7 @@ for a gated job, holding its overlap gate)."""
 from __future__ import annotations
 
 from duetime.domain.invocation import Invocation, TargetError
-from duetime.domain.jobs import Job, parse_job_spec
+from duetime.domain.jobs import Job, Priority, Runtime, parse_job_spec
 from duetime.domain.runs import RunStatus
 from duetime.domain.targets import Target
 from duetime.domain.timeutil import rfc3339_ms
@@ -95,15 +95,13 @@ def test_given_a_one_off_updated_while_its_run_retries_then_the_run_goes_on() ->
     assert twins.runs.get(job.id, run.scheduled_ms) == run
 
 
-def test_given_a_one_off_updated_while_its_attempt_runs_then_its_retry_runs() -> None:
-    # Found by review: the failed attempt's retry carried the generation before the update
-    # and was dropped as stale, while the update's re-arm (attempt 1) was a copy of the
-    # attempt in flight: the run stayed `retrying` for good and the job never finished.
-    twins = OverlapTwins()
+def updated_while_running(twins: OverlapTwins, changes: dict[str, object]) -> Job:
+    """A one-off due at T0 + 5 s, updated with `changes` while its first attempt runs, which
+    then fails: its run waits for a retry."""
 
     def execute(target: Target, invocation: Invocation) -> None:
         if invocation.attempt == 1:
-            twins.service.update("t", invocation.job_id, {"jitter_seconds": 2})
+            twins.service.update("t", invocation.job_id, changes)
             raise TargetError("the target refused it", retryable=True)
 
     twins.execute = execute  # type: ignore[method-assign]
@@ -117,6 +115,15 @@ def test_given_a_one_off_updated_while_its_attempt_runs_then_its_retry_runs() ->
     (run,) = twins.runs.all()
     assert (run.status, run.attempt) == (RunStatus.RETRYING, 1)
     assert twins.service.get("t", job.id).job.generation > job.generation
+    return job
+
+
+def test_given_a_one_off_updated_while_its_attempt_runs_then_its_retry_runs() -> None:
+    # Found by review: the failed attempt's retry carried the generation before the update
+    # and was dropped as stale, while the update's re-arm (attempt 1) was a copy of the
+    # attempt in flight: the run stayed `retrying` for good and the job never finished.
+    twins = OverlapTwins()
+    job = updated_while_running(twins, {"jitter_seconds": 2})
 
     twins.run_for(120)  # the retry comes due after its backoff
 
@@ -144,3 +151,23 @@ def test_given_a_queued_one_off_rearmed_on_its_instant_then_the_new_first_attemp
 
     (run,) = twins.runs.all()
     assert (run.status, run.attempt, run.due_ms) == (RunStatus.SUCCEEDED, 1, jittered)
+
+
+def test_given_a_one_off_moved_to_another_queue_while_its_attempt_runs_then_its_retry_follows() -> (
+    None
+):
+    # Found by review: the kept retry stayed in the old queue (a lambda queue, for a job moved
+    # to fargate with a timeout no Lambda invocation can hold, went round until the DLQ).
+    twins = OverlapTwins()
+    job = updated_while_running(twins, {"priority": "high"})
+    twins.run_for(120)  # the old generation's retry comes due in the normal queue: re-sent
+    # (the update's own first attempt, a copy of the one that ran, and the retry)
+    deliveries = twins.queue.receive(Runtime.LAMBDA, Priority.HIGH, 10, 0)
+    assert len(deliveries) == 2
+
+    results = [twins.executor.handle(delivery) for delivery in deliveries]
+
+    (run,) = twins.runs.all()
+    assert [r.disposition for r in results] == ["done", "done"]
+    assert (run.status, run.attempt) == (RunStatus.SUCCEEDED, 2)
+    assert twins.service.get("t", job.id).status.value == "succeeded"

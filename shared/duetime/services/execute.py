@@ -36,7 +36,13 @@ from enum import StrEnum
 from duetime.domain.ids import run_id
 from duetime.domain.invocation import Invocation, TargetError
 from duetime.domain.jobs import MAX_STAGE_SECONDS, RECORDING_MARGIN_SECONDS, Job, JobStatus
-from duetime.domain.messages import MessageAuth, RunMessage, UnauthenticatedMessage, delay_seconds
+from duetime.domain.messages import (
+    MessageAuth,
+    RunMessage,
+    UnauthenticatedMessage,
+    delay_seconds,
+    run_message,
+)
 from duetime.domain.overlap import Admission, Overlap
 from duetime.domain.retry import backoff_ms, should_retry
 from duetime.domain.runs import (
@@ -161,24 +167,29 @@ class RunExecutor:
             self._end_dropped_retry(message, f"the job is {status}")
             return Result(Disposition.DONE, f"dropped: job is {status}")
         job, dependents = found
-        if (
-            message.generation is not None
-            and message.generation < job.generation
-            and (
+        if message.generation is not None and message.generation < job.generation:
+            # Handed over before a pause or a re-arm: a pause drops what it stopped, even once
+            # resumed (the resumed chain sends its own runs, from the resume on).
+            if (
                 job.spec.recurring
                 or job.next_due_ms != message.scheduled_ms
                 or message.attempt == 1
+            ):
+                count(Metric.RUNS_DROPPED)
+                self._end_dropped_retry(message, "the job was paused or changed since")
+                return Result(Disposition.DONE, "dropped: sent before the job was paused")
+            # A one-off re-armed on the same instant keeps its run: the re-arm's first attempt
+            # replaced the old one (its jitter, its lane), but a retry of the old generation
+            # carries the run on (one sent by an attempt that was running during the update is
+            # the only message that does; with the re-arm's, JobService._rearm, one claim makes
+            # them one). It goes on as the job is now: its queue, its generation.
+            carried = replace(
+                run_message(job, message.scheduled_ms),
+                attempt=message.attempt,
+                due_ms=message.due_ms,
             )
-        ):
-            # Handed over before a pause or a re-arm: a pause drops what it stopped, even once
-            # resumed (the resumed chain sends its own runs, from the resume on). A one-off
-            # re-armed on the same instant keeps its run: the re-arm's first attempt replaces
-            # the old one (its jitter, its lane), but the old generation's retries go on (one
-            # sent by an attempt that was running during the update is the only message that
-            # carries the run on; with the re-arm's, JobService._rearm, one claim makes them one).
-            count(Metric.RUNS_DROPPED)
-            self._end_dropped_retry(message, "the job was paused or changed since")
-            return Result(Disposition.DONE, "dropped: sent before the job was paused")
+            self._queue.send([(carried, delay_seconds(carried.visible_ms, self._clock()))])
+            return Result(Disposition.DONE, "re-sent under the job's new settings")
         gated = job.spec.recurring and job.spec.overlap != Overlap.ALLOW
         if gated:
             self._wait_until(message.due_ms)
