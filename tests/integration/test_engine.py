@@ -4,18 +4,23 @@ from __future__ import annotations
 
 import json
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import replace
 from typing import Any
 
+import pytest
 from botocore.awsrequest import AWSResponse
 
+from duetime.adapters.dynamodb.jobs import DynamoJobStore
 from duetime.clock import wall_ms
 from duetime.domain.jobs import JobStatus, Priority, Runtime
 from duetime.domain.messages import RunMessage
 from duetime.domain.runs import CLOCK_SKEW_ALLOWANCE_MS, ClaimOutcome, Lease, RunClaim, RunStatus
 from duetime.domain.timers import minute_of
 from duetime.domain.timeutil import parse_rfc3339, to_ms
+from duetime.ports import ConditionFailed
 from duetime.services.execute import ABANDONED_ERROR
 from tests.integration.conftest import START, Engine
+from tests.integration.test_contracts import make_job
 from tests.reliability.harness import _Body
 
 START_MS = to_ms(START)
@@ -396,3 +401,36 @@ def test_given_a_claim_that_lands_but_answers_500_then_the_retry_finds_it_ours_a
     run = engine.parts.runs.get(job_id, created(engine, job_id))
     assert run is not None
     assert run.status == RunStatus.SUCCEEDED
+
+
+@pytest.mark.parametrize("write", ["create", "replace"])
+def test_given_a_job_write_that_lands_but_answers_500_then_the_retry_finds_it_ours(
+    engine: Engine, write: str
+) -> None:
+    # Found by review: the SDK's retry of a write DynamoDB applied failed its condition on our
+    # own item, and callers took it for a concurrent writer's (a replay answered 201 for a job
+    # never armed, a resume answered 409 and left the job without a chain).
+    jobs = engine.parts.jobs
+    assert isinstance(jobs, DynamoJobStore)
+    job = make_job()
+    if write == "replace":
+        jobs.create(job)
+    written = replace(job, spec=replace(job.spec, name="renamed"), version=job.version + 1)
+    landed: list[str] = []
+
+    def first_write_lands(params: dict[str, Any], **_: Any) -> None:
+        if not landed:  # (what the first request applied, before its 500)
+            landed.append(params["Item"]["id"]["S"])
+            unconditional = {k: v for k, v in params.items() if "Expression" not in k}
+            jobs._client.put_item(**unconditional)
+
+    jobs._client.meta.events.register("provide-client-params.dynamodb.PutItem", first_write_lands)
+    if write == "create":
+        jobs.create(written)
+    else:
+        jobs.replace(written, expected=job)
+
+    assert landed == [job.id]
+    assert jobs.get(job.tenant, job.id) == written
+    with pytest.raises(ConditionFailed):  # another writer's change still fails
+        jobs.replace(replace(written, version=written.version + 1), expected=job)

@@ -123,8 +123,16 @@ class DynamoJobStore:
             )
         except ClientError as exc:
             if is_condition_failure(exc):
+                if self._landed(job):
+                    return
                 raise ConditionFailed(f"job {job.id} exists") from exc
             raise StoreError(str(exc)) from exc
+
+    def _landed(self, job: Job) -> bool:
+        """Whether a conditional write of `job` that failed its condition was our own: DynamoDB
+        may apply a write and still answer 500, and the SDK's retry then fails on the item
+        the first request wrote."""
+        return self.get(job.tenant, job.id) == job
 
     def create_many(self, jobs: Sequence[Job]) -> None:
         items = [{"PutRequest": {"Item": self._item(job)}} for job in jobs]
@@ -213,6 +221,8 @@ class DynamoJobStore:
                 self._client.put_item(**put)
         except ClientError as exc:
             if is_condition_failure(exc) or is_cancelled_by_condition(exc):
+                if self._landed(job):
+                    return
                 raise ConditionFailed(f"job {job.id} or its chain changed") from exc
             raise StoreError(str(exc)) from exc
 
