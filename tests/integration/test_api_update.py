@@ -457,6 +457,8 @@ def test_a_recurring_job_with_an_overlap_policy_can_become_a_one_off(api: Api) -
         ('W/"1", "7"', 412),
         ('W/"1", "1"', 200),
         ('"1",,', 200),  # a list's empty elements are ignored (RFC 9110, section 5.6.1)
+        ('"01"', 412),  # not the ETag "1": strong comparison is character by character
+        ("1", 200),  # a bare version is taken as its ETag
         (', "7" , ,"1"', 200),
     ],
 )

@@ -19,7 +19,7 @@ from urllib.parse import parse_qs, urlsplit
 import pytest
 
 from duetime.cli.client import client_for
-from duetime.cli.format import format_duration, schedule_summary
+from duetime.cli.format import format_duration, format_job, schedule_summary
 from duetime.cli.jobs import register
 
 TOKEN = "t0ken"
@@ -251,15 +251,15 @@ def test_create_sends_every_flag_in_the_body_with_token_and_idempotency_key(
         (["--cron", "*/15 * * * *"], {"cron": "*/15 * * * *"}),
         # Not valid, but the API is the one to say so (and name the field).
         (["--rate", "60", "--timezone", "UTC"], {"rate_seconds": 60, "timezone": "UTC"}),
-        ([], {}),
+        ([], None),  # none: left out, and the API answers `schedule` is required
     ],
 )
 def test_each_schedule_flag_builds_its_schedule(
-    api: FakeApi, flags: list[str], schedule: dict[str, Any]
+    api: FakeApi, flags: list[str], schedule: dict[str, Any] | None
 ) -> None:
     assert jobs(api, "create", *flags, "--handler", "duetime.noop") == 0
     assert api.last.body == {
-        "schedule": schedule,
+        **({"schedule": schedule} if schedule is not None else {}),
         "target": {"type": "handler", "name": "duetime.noop"},
     }
 
@@ -760,6 +760,7 @@ def test_an_api_url_that_is_not_http_is_refused(capsys: pytest.CaptureFixture[st
         ({"delay_seconds": 10}, "in 10s"),
         ({"delay_seconds": 86_400}, "in 1d"),
         ({"delay_seconds": 0}, "in 0s"),
+        ({"after": {"job_id": "01UP", "on": "failed"}}, "after 01UP failed"),
         ({"weird": 1}, '{"weird":1}'),
         (None, "-"),
     ],
@@ -771,3 +772,33 @@ def test_schedule_summary(schedule: Any, text: str) -> None:
 def test_format_duration_keeps_odd_values() -> None:
     assert format_duration(61) == "61s"
     assert format_duration(2.5) == "2.5s"
+
+
+def test_the_job_block_in_cli_md_is_what_get_prints() -> None:
+    # Found by review: the documented block had drifted from the output (fields added since).
+    docs = (Path(__file__).parents[2] / "docs" / "cli.md").read_text()
+    block = docs.split("Output (the same block as `get`):\n\n```\n", 1)[1].split("\n```", 1)[0]
+    job = {
+        "id": "01JD2YV3K8QF3P5W2M7N0C9XAB",
+        "name": "standup",
+        "description": None,
+        "tags": {},
+        "status": "scheduled",
+        "version": 1,
+        "schedule": {"cron": "0 9 * * 1-5", "timezone": "Europe/Berlin"},
+        "target": {"type": "http", "url": "https://hooks.example.com/standup", "headers": {}},
+        "payload": {"channel": "#team"},
+        "priority": "normal",
+        "runtime": "lambda",
+        "retry": {"max_attempts": 3, "backoff_seconds": 2.0, "max_backoff_seconds": 300.0},
+        "timeout_seconds": 30,
+        "catchup": {"mode": "latest", "window_seconds": 3600},
+        "overlap": "allow",
+        "jitter_seconds": 0,
+        "stage_seconds": 0,
+        "next_run_at": "2026-11-23T08:00:00.000Z",
+        "created_at": "2026-11-20T10:00:00.000Z",
+        "updated_at": "2026-11-20T10:00:00.000Z",
+        "last_run": None,
+    }
+    assert format_job(job) == block

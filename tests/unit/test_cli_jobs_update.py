@@ -140,3 +140,17 @@ def test_payload_null_counts_as_a_body_flag_next_to_body(
     assert jobs(api, "update", JOB["id"], "--body", "{}", "--payload", "null") == 2
     assert "--body cannot be combined with --payload" in capsys.readouterr().err
     assert api.requests == []
+
+
+def test_update_sends_an_empty_object_payload_as_given(api: FakeApi) -> None:  # noqa: F811
+    # Found by review: empty objects were dropped from the body, `--payload {}` with them.
+    api.answer(200, JOB)
+    assert jobs(api, "update", "J1", "--payload", "{}") == 0
+    assert api.last.body == {"payload": {}}
+
+
+def test_create_leaves_out_a_target_none_of_whose_flags_was_given(api: FakeApi) -> None:  # noqa: F811
+    # Found by review: `{"target": {}}` was sent, and the API named target.type, not target.
+    api.answer(201, JOB)
+    assert jobs(api, "create", "--delay", "60") == 0
+    assert api.last.body == {"schedule": {"delay_seconds": 60}}

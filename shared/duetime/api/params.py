@@ -25,7 +25,8 @@ MAX_CURSOR_CHARS = 1024
 JOB_ID = re.compile(r"[0-9A-HJKMNP-TV-Z]{26}")  # a ULID (duetime.domain.ids.new_job_id)
 IDEMPOTENCY_KEY = re.compile(r"[\x21-\x7e]{1,255}")  # visible ASCII
 # One entity tag of If-Match: a job's ETag (its version, quoted; bare digits are taken too), or
-# a weak tag, which never matches: If-Match compares strongly (RFC 9110 13.1.1).
+# a weak tag, which never matches: If-Match compares strongly (RFC 9110 13.1.1), so does a
+# version written otherwise than the ETag ("03").
 IF_MATCH = re.compile(r'"(\d{1,15})"|(\d{1,15})|(W/"[\x21\x23-\x7e]*")')
 
 
@@ -42,8 +43,9 @@ def if_match(raw: str | None) -> frozenset[int] | None:
         found = IF_MATCH.fullmatch(tag)
         if found is None:
             raise ValidationError("If-Match", 'must be a job\'s ETag: its version in quotes ("3")')
-        if found.group(3) is None:
-            versions.add(int(found.group(1) or found.group(2)))
+        digits = found.group(1) or found.group(2)
+        if digits is not None and digits == str(int(digits)):  # "03" is not the tag "3"
+            versions.add(int(digits))
     return frozenset(versions)
 
 

@@ -30,7 +30,8 @@ def format_duration(seconds: object) -> str:
 
 
 def schedule_summary(schedule: object) -> str:
-    """One line: `cron 0 9 * * * Europe/Berlin`, `at 2026-…`, `every 30s`, `in 10s`."""
+    """One line: `cron 0 9 * * * Europe/Berlin`, `at 2026-…`, `every 30s`, `in 10s`,
+    `after 01J… succeeded`."""
     if not isinstance(schedule, Mapping):
         return _scalar(schedule)
     if "cron" in schedule:
@@ -43,6 +44,9 @@ def schedule_summary(schedule: object) -> str:
         return f"at {schedule['at']}"
     elif "delay_seconds" in schedule:
         return f"in {format_duration(schedule['delay_seconds'])}"
+    elif isinstance(schedule.get("after"), Mapping):
+        after = schedule["after"]
+        return f"after {after.get('job_id')} {after.get('on') or 'succeeded'}"
     else:
         return _scalar(schedule)
     if schedule.get("start_at"):
@@ -144,6 +148,8 @@ _JOB_FIELDS = [
     "timeout_seconds",
     "catchup",
     "overlap",
+    "jitter_seconds",
+    "stage_seconds",
     "next_run_at",
     "last_run",
     "created_at",

@@ -53,8 +53,9 @@ def given_flags(args: argparse.Namespace) -> list[str]:
 
 
 def job_body(args: argparse.Namespace) -> dict[str, Any]:
-    """The POST /jobs body for the create flags. Flags go in as given, even in combinations the
-    API refuses (`--timezone` with `--rate`): its answer names the field."""
+    """The POST /jobs (or PATCH) body for the flags given, and only those. Flags go in as
+    given, even in combinations the API refuses (`--timezone` with `--rate`): its answer names
+    the field."""
     schedule: dict[str, Any] = {}
     for key, value in [
         ("at", args.at),
@@ -93,7 +94,11 @@ def job_body(args: argparse.Namespace) -> dict[str, Any]:
     if args.event_bus is not None:
         target["event_bus"] = args.event_bus
 
-    body: dict[str, Any] = {"schedule": schedule, "target": target}
+    # A schedule or target none of whose flags was given is left out (the API names it as
+    # required; an update keeps the job's).
+    body: dict[str, Any] = {
+        key: value for key, value in (("schedule", schedule), ("target", target)) if value
+    }
     if args.payload is not NO_PAYLOAD:
         body["payload"] = args.payload
     for key in (

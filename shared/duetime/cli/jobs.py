@@ -342,8 +342,7 @@ def _update(client: ApiClient, args: argparse.Namespace) -> tuple[Any, Render]:
             raise UsageError(f"--body cannot be combined with {', '.join(extra)}")
         body = args.body
     else:
-        # Only what was given: no schedule or target unless a flag of theirs was.
-        body = {key: value for key, value in job_body(args).items() if value != {}}
+        body = job_body(args)
         if not body:
             raise UsageError("nothing to update: give at least one flag")
     headers = {"If-Match": f'"{args.if_match}"'} if args.if_match is not None else None
