@@ -212,6 +212,7 @@ def test_given_no_valid_token_then_401_and_the_handler_is_not_called(
     assert error["code"] == "unauthorized"
     assert reason in error["message"]
     assert answer.headers["Content-Type"] == "application/json"
+    assert answer.headers["Cache-Control"] == "no-store"  # as every answer of the API
     assert api.events == []
 
 
@@ -242,6 +243,7 @@ def test_given_a_body_over_1_mib_then_413_and_the_handler_is_not_called(
 
     assert answer.status == 413
     assert answer.json()["error"]["code"] == "payload_too_large"
+    assert answer.headers["Cache-Control"] == "no-store"
     assert api.events == []
 
 

@@ -313,7 +313,7 @@ class _RequestHandler(BaseHTTPRequestHandler):
         request_id: str,
         field: str | None = None,
     ) -> None:
-        headers = {"content-type": "application/json"}
+        headers = {"content-type": "application/json", "cache-control": "no-store"}
         if self.close_connection:
             headers["connection"] = "close"
         if status == HTTPStatus.UNAUTHORIZED:
