@@ -23,6 +23,7 @@ from referencing.jsonschema import DRAFT202012
 
 from duetime.api.app import MAX_BODY_BYTES, PUBLIC_ROUTES, ROUTES
 from duetime.api.openapi import OPENAPI
+from duetime.clock import wall_ms
 from duetime.domain.jobs import MAX_PAYLOAD_BYTES, Priority, Runtime
 from duetime.domain.timeutil import parse_rfc3339, rfc3339_ms, to_ms
 from duetime.entrypoints import api as api_handler
@@ -912,6 +913,30 @@ def test_a_replay_shows_the_job_as_it_is_now(api: Api) -> None:
     api.call("DELETE", f"/jobs/{first['id']}")
     replay = api.create(dict(body), headers={"Idempotency-Key": "k-1"})
     assert (replay["id"], replay["status"]) == (first["id"], "cancelled")
+
+
+def test_a_replay_after_its_schedule_ended_still_answers_with_the_job(api: Api) -> None:
+    # Found by review: the body was checked for a future occurrence before its key was looked
+    # up, so a client retrying late got a 400 for a job that exists.
+    end = rfc3339_ms(wall_ms() + 90_000)
+    body = {"schedule": {"rate_seconds": 30, "end_at": end}}
+    first = api.create(dict(body), headers={"Idempotency-Key": "k-ended"})
+    api.engine.advance(120)
+
+    replay = api.create(dict(body), headers={"Idempotency-Key": "k-ended"})
+    fresh = api.call(
+        "POST", "/jobs", {**body, "target": HANDLER_TARGET}, headers={"Idempotency-Key": "k-new"}
+    )
+
+    assert replay["id"] == first["id"]
+    assert (fresh.status, fresh.error["field"]) == (400, "schedule")
+    again = api.call(  # the refused request bound nothing: its key is free for another body
+        "POST",
+        "/jobs",
+        {"schedule": {"delay_seconds": 5}, "target": HANDLER_TARGET},
+        headers={"Idempotency-Key": "k-new"},
+    )
+    assert again.status == 201
 
 
 @pytest.mark.parametrize("key", ["", "with space", "é", "x" * 256])

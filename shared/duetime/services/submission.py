@@ -175,7 +175,9 @@ class Submission:
         after claiming its key is completed under the job id it had claimed (`resumed`)."""
         limit = quotas.max_active_recurring_jobs if quotas is not None else None
         first = first_due(spec.schedule, created_at=from_ms(now))
-        if first is None and not spec.triggered:
+        # (A replay answers with its job even once the schedule is over: checked below.)
+        ended = first is None and not spec.triggered
+        if ended and idempotency_key is None:
             raise ValidationError("schedule", "has no occurrence in the future")
         job_id = new_job_id(now, self._entropy(10))
         resumed = False
@@ -194,6 +196,9 @@ class Submission:
                 if existing is not None:
                     return Prepared(self.replayed(existing, now, limit), replay=True)
                 job_id, resumed = recorded[0], True
+        if ended:
+            self.unbind(tenant, claimed, job_id)
+            raise ValidationError("schedule", "has no occurrence in the future")
         if spec.recurring and limit is not None:
             try:
                 self.reserve(tenant, limit)
