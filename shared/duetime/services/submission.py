@@ -41,6 +41,7 @@ from duetime.domain.jobs import (
 from duetime.domain.planning import first_due
 from duetime.domain.schedule import Rate
 from duetime.domain.timeutil import from_ms, to_ms
+from duetime.observability import logger
 from duetime.ports import ConditionFailed, JobStore
 from duetime.services.dependencies import Dependencies
 from duetime.services.dispatch import Dispatcher
@@ -293,8 +294,12 @@ class Submission:
         try:
             self._jobs.replace(cancelled, expected=job)
         except ConditionFailed:
+            # Not written (a batch's write failed part way), or changed since it was written
+            # (a replay revived it, or its owner changed it once a replay named it): it lives
+            # on, still counted, and the caller still gets its own error.
             if written:
-                raise
+                logger.warning("a failed submission's job changed since: not withdrawn")
+                return
         self.release(job)
 
     def reserve(self, tenant: str, limit: int) -> None:
