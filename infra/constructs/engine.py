@@ -70,6 +70,8 @@ RECONCILER_TIMERS_ACTIONS = (
     "dynamodb:BatchWriteItem",
     "dynamodb:UpdateItem",
 )
+# ...and whether a day's overdue one-offs have a run record (batch get).
+RECONCILER_RUNS_ACTIONS = ("dynamodb:BatchGetItem",)
 # The worker reads the job and its dependents' item together (cancel/pause check; batch get,
 # shared by the runs that wake together), the dependents' jobs it triggers (batch get), and
 # an overlap job's gate (get, conditional put); it claims/records its run (conditional puts)
@@ -184,7 +186,8 @@ class Engine(Construct):
             self,
             "Reconciler",
             name="reconciler",
-            description="duetime reconciler: re-arms recurring jobs without a live timer, daily",
+            description="duetime reconciler: re-arms recurring jobs without a live timer and "
+            "overdue one-offs that never ran, daily",
             timeout_seconds=props.reconciler_timeout_seconds,
             memory_mib=RECONCILER_MEMORY_MIB,
             environment=self._factory.engine_env,
@@ -194,6 +197,7 @@ class Engine(Construct):
         reconciler.configure_async_invoke(retry_attempts=0)
         data.jobs.grant(reconciler, *RECONCILER_JOBS_ACTIONS)
         data.timers.grant(reconciler, *RECONCILER_TIMERS_ACTIONS)
+        data.runs.grant(reconciler, *RECONCILER_RUNS_ACTIONS)
         for run_queue in self._queues.run_queues:  # a re-armed chain's due occurrences
             run_queue.grant(reconciler, SEND)
         return reconciler

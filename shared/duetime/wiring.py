@@ -154,6 +154,7 @@ def build(
         reconciler=Reconciler(
             jobs,
             timers,
+            runs,
             Dispatcher(jobs, timers, queue, settings, clock=clock),
             settings,
             clock=clock,

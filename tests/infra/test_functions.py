@@ -87,7 +87,8 @@ DYNAMODB: dict[str, dict[str, set[str]]] = {
             "dynamodb:BatchWriteItem",
             "dynamodb:UpdateItem",
         },
-        "runs": set(),
+        # runs: whether the overdue one-offs have a record (batch get)
+        "runs": {"dynamodb:BatchGetItem"},
     },
     "worker": {
         # the job and its dependents' item (batch get); the dependents' jobs; the overlap gate;

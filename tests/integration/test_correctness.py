@@ -298,6 +298,7 @@ def test_given_a_drifted_counter_then_the_reconciler_recounts_it() -> None:
     reconciler = Reconciler(
         twins.jobs,
         twins.timers,
+        twins.runs,
         Dispatcher(twins.jobs, twins.timers, twins.queue, twins.settings, clock=twins.clock),
         twins.settings,
         clock=twins.clock,

@@ -4,11 +4,16 @@ for a gated job, holding its overlap gate)."""
 
 from __future__ import annotations
 
+import pytest
+
 from duetime.domain.invocation import Invocation, TargetError
 from duetime.domain.jobs import Job, Priority, Runtime, parse_job_spec
 from duetime.domain.runs import RunStatus
 from duetime.domain.targets import Target
 from duetime.domain.timeutil import rfc3339_ms
+from duetime.ports import QueueError
+from duetime.services.dispatch import Dispatcher
+from duetime.services.reconcile import SETTLE_MS, Reconciler
 from tests.integration.test_overlap import T0, OverlapTwins
 
 
@@ -171,3 +176,46 @@ def test_given_a_one_off_moved_to_another_queue_while_its_attempt_runs_then_its_
     assert [r.disposition for r in results] == ["done", "done"]
     assert (run.status, run.attempt) == (RunStatus.SUCCEEDED, 2)
     assert twins.service.get("t", job.id).status.value == "succeeded"
+
+
+def test_given_a_one_off_whose_rescheduling_failed_to_dispatch_then_the_reconciler_sends_it() -> (
+    None
+):
+    # Found by review: the new instant and generation were stored, the dispatch failed (500),
+    # the old instant's message was dropped as stale, and the reconciler skipped one-offs: the
+    # job stayed scheduled, due in the past, for good.
+    twins = OverlapTwins()
+    spec = {
+        "schedule": {"at": rfc3339_ms(T0 + 30_000)},
+        "target": {"type": "handler", "name": "duetime.sleep"},
+        "payload": {"seconds": 0},
+    }
+    job = twins.service.create("t", parse_job_spec(spec))
+    send = twins.queue.send
+    twins.queue.send = failing_send  # type: ignore[method-assign]
+    with pytest.raises(QueueError):
+        twins.service.update("t", job.id, {"schedule": {"at": rfc3339_ms(T0 + 60_000)}})
+    twins.queue.send = send  # type: ignore[method-assign]
+    twins.run_for(120)
+    assert twins.executions == []  # the old instant's run was dropped, the new one never sent
+
+    twins.clock.now += SETTLE_MS
+    reconciler = Reconciler(
+        twins.jobs,
+        twins.timers,
+        twins.runs,
+        Dispatcher(twins.jobs, twins.timers, twins.queue, twins.settings, clock=twins.clock),
+        twins.settings,
+        clock=twins.clock,
+    )
+    first = reconciler.reconcile()
+    twins.run_for(5)
+    again = reconciler.reconcile()  # its run has a record now: nothing to send
+
+    assert [e.scheduled_ms for e in twins.executions] == [T0 + 60_000]
+    assert (first.overdue, first.rearmed, again.rearmed) == (1, 1, 0)
+    assert twins.service.get("t", job.id).status.value == "succeeded"
+
+
+def failing_send(messages: object) -> None:
+    raise QueueError("SQS is unavailable")

@@ -22,6 +22,7 @@ from duetime.domain.overlap import Gate
 from duetime.domain.timeutil import rfc3339_ms
 from duetime.entrypoints import reconciler
 from duetime.local.lambda_runtime import FakeContext
+from duetime.services.reconcile import SETTLE_MS
 from duetime.settings import Env
 from infra.constructs import api as api_grants
 from infra.constructs import engine as engine_grants
@@ -131,6 +132,7 @@ def granted() -> dict[str, dict[str, set[str]]]:
         "reconciler": {
             "jobs": set(engine_grants.RECONCILER_JOBS_ACTIONS),
             "timers": set(engine_grants.RECONCILER_TIMERS_ACTIONS),
+            "runs": set(engine_grants.RECONCILER_RUNS_ACTIONS),
         }
         | every_queue,
         "api": {
@@ -192,7 +194,8 @@ def test_the_engine_roles_are_granted_every_dynamodb_call_their_code_makes(
         with calls.of("fargate task"):
             engine.drain(Runtime.FARGATE)
 
-    # And the daily reconciler looks over the chains
+    # And the daily reconciler looks over the chains and the one-offs due a while ago
+    engine.advance(SETTLE_MS // 1000)
     with calls.of("reconciler"):
         reconciler.make_handler(lambda: engine.parts)({}, FakeContext())
 
@@ -200,6 +203,7 @@ def test_the_engine_roles_are_granted_every_dynamodb_call_their_code_makes(
     assert engine.recorder.runs_of(upstream)
     assert engine.recorder.runs_of(on_fargate)
     assert "dynamodb:Scan" in calls.made["reconciler"]["jobs"]
+    assert "dynamodb:BatchGetItem" in calls.made["reconciler"]["runs"]
     ended = engine.parts.jobs.get(TENANT, ends)
     assert ended is not None
     assert ended.status.value == "completed"  # by the sweep that handed its last run over

@@ -60,9 +60,10 @@ class Twins:
         }
         self.settings = Settings("jobs", "timers", "runs", queues, timer_shards=shards)
         self.jobs, self.timers = MemoryJobStore(), MemoryTimerStore(shards=shards)
+        self.runs = MemoryRunStore()
         self.queue = MemoryQueue(self.clock)
         self.service = JobService(
-            self.jobs, self.timers, MemoryRunStore(), self.queue, self.settings, clock=self.clock
+            self.jobs, self.timers, self.runs, self.queue, self.settings, clock=self.clock
         )
         self.sweeper = Sweeper(
             self.jobs, self.timers, self.queue, self.settings, clock=self.clock, **sweeper

@@ -74,6 +74,7 @@ def test_given_a_chain_planned_ahead_then_the_reconciler_finds_its_timer(engine:
     reconciler = Reconciler(
         parts.jobs,
         parts.timers,
+        parts.runs,
         Dispatcher(parts.jobs, parts.timers, parts.queue, engine.aws.settings, clock=wall_ms),
         engine.aws.settings,
         clock=wall_ms,

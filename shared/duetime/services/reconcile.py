@@ -1,5 +1,5 @@
 """The reconciler: find recurring jobs that are `scheduled` but whose chain is broken, and
-re-arm them.
+one-off jobs long overdue that never ran, and re-arm them.
 
 A recurring job's chain lives in one timer at a time (its next occurrence). However a chain
 breaks — a timer removed by hand, expired by TTL while its shard was stuck for a week, a bug —
@@ -19,6 +19,13 @@ re-armed chain writes the same timer keys as the live one, so the two merge at t
 occurrence (or the next line, for a chain planned ahead), and any occurrence sent twice shares
 its run id.
 
+A scheduled one-off job whose instant is more than `SETTLE_MS` past (and less than
+`OVERDUE_WINDOW_MS` before that: the daily runs look at each about once) and that has no run
+record lost its run before it started (a dispatch that failed after the job was written, its
+timer or message removed by hand): it is sent now, as a late run (a copy still on its way
+shares its run id, and runs once). One BatchGetItem of the runs table per 100 such jobs: a
+day's one-offs, one strongly consistent read each.
+
 Cost: the Scan reads the whole jobs table once a day (0.5 read units per 4 KB, eventually
 consistent) plus about 15 strongly consistent timer reads per minute-level recurring job.
 """
@@ -36,7 +43,7 @@ from duetime.domain.schedule import next_occurrence
 from duetime.domain.timers import Timer, minute_of
 from duetime.domain.timeutil import MINUTE_MS, from_ms, to_ms
 from duetime.observability import Metric, count, logger
-from duetime.ports import JobStore, TimerStore
+from duetime.ports import JobStore, RunStore, TimerStore
 from duetime.services.dispatch import Dispatcher
 from duetime.settings import Settings
 
@@ -47,12 +54,17 @@ LOOKBACK_MINUTES = 10
 SETTLE_MS = 10 * MINUTE_MS
 SCAN_SEGMENTS = 4
 CHECK_BATCH = 25  # jobs whose candidate timers are read together
+MAX_BATCH_GET = 100  # overdue one-offs whose runs are read together
+# A one-off is looked at by the runs of about a day after its instant (the reconciler runs
+# daily): the older ones, finished for the most part, were looked at before.
+OVERDUE_WINDOW_MS = 26 * 60 * MINUTE_MS
 
 
 @dataclass
 class ReconcileReport:
     scanned: int = 0  # scheduled or paused jobs read
     recurring: int = 0  # scheduled recurring ones old enough to check
+    overdue: int = 0  # scheduled one-offs whose instant is long past
     rearmed: int = 0
     failed: int = 0  # re-arming failed (retried by the next run)
     # Per tenant, the active (scheduled or paused) recurring jobs counted by the scan: the
@@ -65,6 +77,7 @@ class Reconciler:
         self,
         jobs: JobStore,
         timers: TimerStore,
+        runs: RunStore,
         dispatcher: Dispatcher,
         settings: Settings,
         *,
@@ -73,6 +86,7 @@ class Reconciler:
     ) -> None:
         self._jobs = jobs
         self._timers = timers
+        self._runs = runs
         self._dispatcher = dispatcher
         self._settings = settings
         self._clock = clock
@@ -90,6 +104,7 @@ class Reconciler:
         for r in reports:
             total.scanned += r.scanned
             total.recurring += r.recurring
+            total.overdue += r.overdue
             total.rearmed += r.rearmed
             total.failed += r.failed
             total.active_recurring.update(r.active_recurring)
@@ -105,13 +120,23 @@ class Reconciler:
     def _segment(self, segment: int, stuck: set[tuple[str, int]]) -> ReconcileReport:
         report = ReconcileReport()
         batch: list[Job] = []
+        overdue: list[Job] = []
         for job in self._jobs.scan_active(segment, self._segments):
             report.scanned += 1
             if job.spec.recurring:
                 report.active_recurring[job.tenant] += 1
             if job.status != JobStatus.SCHEDULED:
                 continue  # paused: nothing to arm
-            if not job.spec.recurring or job.updated_ms > self._clock() - SETTLE_MS:
+            settled = self._clock() - SETTLE_MS
+            if not job.spec.recurring:
+                last = max(job.next_due_ms or 0, job.updated_ms)
+                if job.next_due_ms is not None and settled - OVERDUE_WINDOW_MS < last < settled:
+                    overdue.append(job)
+                    if len(overdue) == MAX_BATCH_GET:
+                        self._check_overdue(overdue, report)
+                        overdue = []
+                continue
+            if job.updated_ms > settled:
                 continue
             if (job.id, job.generation) in stuck:
                 continue  # its chain waits in the stuck list (`duetime timers stuck`)
@@ -122,7 +147,27 @@ class Reconciler:
                 batch = []
         if batch:
             self._check(batch, report)
+        if overdue:
+            self._check_overdue(overdue, report)
         return report
+
+    def _check_overdue(self, jobs: list[Job], report: ReconcileReport) -> None:
+        """One-offs long overdue: sent now unless their run has a record (it started, or
+        waits for a retry, or its job's finished state was not written)."""
+        report.overdue += len(jobs)
+        keys = [(job.id, job.next_due_ms or 0) for job in jobs]
+        recorded = self._runs.get_many(keys)
+        for job, key in zip(jobs, keys, strict=True):
+            if key in recorded:
+                continue
+            try:
+                self._dispatcher.dispatch([(job, key[1])])
+            except Exception:
+                logger.exception("re-sending an overdue one-off failed", extra={"job_id": job.id})
+                report.failed += 1
+                continue
+            report.rearmed += 1
+            logger.warning("re-sent a one-off that never ran", extra={"job_id": job.id})
 
     def _check(self, jobs: list[Job], report: ReconcileReport) -> None:
         now = self._clock()
