@@ -12,7 +12,8 @@ export class ApiError extends Error {
 }
 
 async function call(method, path, { body, headers = {} } = {}) {
-  const init = { method, headers: { ...headers, Authorization: `Bearer ${currentToken()}` } };
+  const token = currentToken();
+  const init = { method, headers: { ...headers, Authorization: `Bearer ${token}` } };
   if (body !== undefined) {
     init.headers["Content-Type"] = "application/json";
     init.body = JSON.stringify(body);
@@ -20,7 +21,9 @@ async function call(method, path, { body, headers = {} } = {}) {
   const reply = await fetch(path, init);
   const text = await reply.text();
   const json = text ? JSON.parse(text) : null;
-  if (reply.status === 401) {
+  // A refused token signs its user out; a 401 for a token replaced since (another user signed
+  // in while the request was on its way) concerns nobody signed in now.
+  if (reply.status === 401 && currentToken() === token) {
     signOut("Your token was refused or has expired: sign in again.");
   }
   if (!reply.ok) throw new ApiError(reply.status, json);

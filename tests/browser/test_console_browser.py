@@ -230,3 +230,45 @@ def test_the_operator_view_appears_only_with_the_scope(page: Page, stack: Stack)
     page.find("#queues")
     page.find("#shards")
     page.shot("system")
+
+
+def test_a_late_401_for_the_previous_user_does_not_sign_out_the_next(
+    page: Page, stack: Stack
+) -> None:
+    # Found by review: a request of tenant-a's, refused after tenant-b had signed in in the same
+    # tab, signed tenant-b out.
+    page.sign_in(stack.token("tenant-a"))
+    run = """
+        const done = arguments[arguments.length - 1];
+        (async () => { %s })().then(done, (e) => done(`failed: ${e}`));
+    """
+    held = page.driver.execute_async_script(
+        run
+        % """
+        const original = window.fetch;
+        let release;
+        const gate = new Promise((resolve) => { release = resolve; });
+        window.fetch = async () => {  // the next call is answered 401, once released
+          window.fetch = original;
+          await gate;
+          return new Response('{"error":{"code":"unauthorized","message":"expired"}}',
+            { status: 401, headers: { "Content-Type": "application/json" } });
+        };
+        window.__release = release;
+        const { api } = await import("./api.js");
+        window.__late = api.listJobs({}).then(() => "answered", (e) => `refused ${e.status}`);
+        return "held";
+        """
+    )
+    assert held == "held"
+    token_b = stack.token("tenant-b")
+    page.driver.execute_async_script(
+        run
+        % 'const { signInWithToken } = await import("./auth.js"); signInWithToken(arguments[0]);',
+        token_b,
+    )
+
+    late = page.driver.execute_async_script(run % "window.__release(); return await window.__late;")
+
+    assert late == "refused 401"
+    assert page.driver.execute_script("return sessionStorage.getItem('duetime.token')") == token_b
