@@ -57,9 +57,10 @@ FAILURE_SOURCE = "duetime.archiver"
 # A reported record is sent whole when its JSON is at most this long (a run record is ~1 KB);
 # ten of them stay well inside one SendMessageBatch (256 KB).
 MAX_REPORTED_RECORD_CHARS = 16_000
-# Timestamps outside these years are corrupt data, not runs.
-_MIN_MS = 946_684_800_000  # 2000-01-01
-_MAX_MS = 7_258_118_400_000  # 2200-01-01
+# Timestamps outside the instants the API takes are corrupt data, not runs: a one-off's `at`
+# may be any instant from 1970 on (a past one runs now) to the end of year 9999.
+_MIN_MS = 0  # 1970-01-01
+_MAX_MS = 253_402_300_800_000  # 10000-01-01
 _INT32 = 2**31 - 1
 
 
