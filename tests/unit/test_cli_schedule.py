@@ -104,6 +104,8 @@ def test_the_api_s_refusal_is_one_line_naming_the_field(
         (),  # no schedule
         ("0 9 * * *", "--rate", "60"),  # two
         ("--rate", "60", "--timezone", "Mars/Olympus"),  # a zone to show that does not exist
+        ("--rate", "60", "--count", "0"),  # the API answers 1 to 20
+        ("--rate", "60", "--count", "21"),
     ],
 )
 def test_what_cannot_be_sent_is_a_usage_error_before_any_call(

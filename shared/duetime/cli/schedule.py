@@ -13,7 +13,7 @@ from zoneinfo import ZoneInfo
 from duetime.cli.client import ApiError, Unreachable, UsageError, client_for
 from duetime.cli.format import clean, json_text
 from duetime.cli.jobs import _common_options
-from duetime.cli.types import positive_int
+from duetime.cli.types import preview_count
 from duetime.domain.schedule import zone
 
 
@@ -46,7 +46,7 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     preview.add_argument("--start-at", metavar="RFC3339", help="first run (cron, --rate)")
     preview.add_argument("--end-at", metavar="RFC3339", help="last run (cron, --rate)")
     preview.add_argument(
-        "--count", type=positive_int, default=5, metavar="N", help="how many (1-20, default 5)"
+        "--count", type=preview_count, default=5, metavar="N", help="how many (1-20, default 5)"
     )
     preview.set_defaults(run=run_preview)
 

@@ -9,6 +9,8 @@ import sys
 from typing import Any
 from urllib.parse import urlsplit
 
+from duetime.domain.planning import MAX_PREVIEW_OCCURRENCES
+
 
 def read_text(path: str) -> str:
     """A file's text as UTF-8, or standard input's for `-` (OSError, UnicodeDecodeError)."""
@@ -52,6 +54,11 @@ def positive_float(text: str, *, at_most: float | None = None) -> float:
         bound = f" and at most {at_most:g}" if at_most is not None else ""
         raise argparse.ArgumentTypeError(f"must be greater than 0{bound}")
     return value
+
+
+def preview_count(text: str) -> int:
+    """How many instants `schedule preview` asks for: what the API answers, 1 to 20."""
+    return _whole_in(text, 1, MAX_PREVIEW_OCCURRENCES, "a whole number", "")
 
 
 def positive_seconds(text: str) -> float:
