@@ -104,8 +104,6 @@ def test_the_api_s_refusal_is_one_line_naming_the_field(
         (),  # no schedule
         ("0 9 * * *", "--rate", "60"),  # two
         ("--rate", "60", "--timezone", "Mars/Olympus"),  # a zone to show that does not exist
-        ("--rate", "60", "--count", "0"),  # the API answers 1 to 20
-        ("--rate", "60", "--count", "21"),
     ],
 )
 def test_what_cannot_be_sent_is_a_usage_error_before_any_call(
@@ -116,6 +114,19 @@ def test_what_cannot_be_sent_is_a_usage_error_before_any_call(
     assert preview(api, *argv) == 2
     assert api.requests == []
     assert capsys.readouterr().err.startswith("duetime: ")
+
+
+@pytest.mark.parametrize("count", ["0", "21"])
+def test_a_count_the_api_does_not_answer_is_a_usage_error_before_any_call(
+    api: FakeApi,  # noqa: F811
+    capsys: pytest.CaptureFixture[str],
+    count: str,
+) -> None:
+    with pytest.raises(SystemExit) as exited:  # argparse's: exit status 2
+        preview(api, "--rate", "60", "--count", count)
+    assert exited.value.code == 2
+    assert api.requests == []
+    assert "--count: must be from 1 to 20" in capsys.readouterr().err
 
 
 def test_an_instant_with_no_local_time_before_year_10000_is_shown_in_utc_only() -> None:
