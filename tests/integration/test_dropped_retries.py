@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 
 from duetime.domain.invocation import Invocation, TargetError
-from duetime.domain.jobs import Job, Priority, Runtime, parse_job_spec
+from duetime.domain.jobs import Job, JobSpec, Priority, Runtime, parse_job_spec
 from duetime.domain.runs import RunStatus
 from duetime.domain.targets import Target
 from duetime.domain.timeutil import rfc3339_ms
@@ -25,15 +25,28 @@ def failing_first_attempts(twins: OverlapTwins) -> None:
     twins.execute = execute  # type: ignore[method-assign]
 
 
-def retrying_one_off(twins: OverlapTwins) -> Job:
-    """A one-off due at T0 + 5 s whose first attempt failed: its run waits for a retry."""
-    failing_first_attempts(twins)
-    spec = {
-        "schedule": {"at": rfc3339_ms(T0 + 5_000)},
-        "target": {"type": "handler", "name": "duetime.noop"},
-        "retry": {"max_attempts": 3, "backoff_seconds": 60, "max_backoff_seconds": 60},
+# A one-off due at T0 + 5 s that retries after a minute.
+RETRIED_ONE_OFF = {
+    "schedule": {"at": rfc3339_ms(T0 + 5_000)},
+    "target": {"type": "handler", "name": "duetime.noop"},
+    "retry": {"max_attempts": 3, "backoff_seconds": 60, "max_backoff_seconds": 60},
+}
+
+
+def quick_one_off(at_ms: int) -> JobSpec:
+    """A one-off whose run succeeds at once."""
+    body = {
+        "schedule": {"at": rfc3339_ms(at_ms)},
+        "target": {"type": "handler", "name": "duetime.sleep"},
+        "payload": {"seconds": 0},
     }
-    job = twins.service.create("t", parse_job_spec(spec))
+    return parse_job_spec(body)
+
+
+def retrying_one_off(twins: OverlapTwins) -> Job:
+    """RETRIED_ONE_OFF, its first attempt failed: its run waits for a retry."""
+    failing_first_attempts(twins)
+    job = twins.service.create("t", parse_job_spec(RETRIED_ONE_OFF))
     twins.run_for(10)
     return job
 
@@ -101,8 +114,8 @@ def test_given_a_one_off_updated_while_its_run_retries_then_the_run_goes_on() ->
 
 
 def updated_while_running(twins: OverlapTwins, changes: dict[str, object]) -> Job:
-    """A one-off due at T0 + 5 s, updated with `changes` while its first attempt runs, which
-    then fails: its run waits for a retry."""
+    """RETRIED_ONE_OFF, updated with `changes` while its first attempt runs, which then
+    fails: its run waits for a retry."""
 
     def execute(target: Target, invocation: Invocation) -> None:
         if invocation.attempt == 1:
@@ -110,12 +123,7 @@ def updated_while_running(twins: OverlapTwins, changes: dict[str, object]) -> Jo
             raise TargetError("the target refused it", retryable=True)
 
     twins.execute = execute  # type: ignore[method-assign]
-    spec = {
-        "schedule": {"at": rfc3339_ms(T0 + 5_000)},
-        "target": {"type": "handler", "name": "duetime.noop"},
-        "retry": {"max_attempts": 3, "backoff_seconds": 60, "max_backoff_seconds": 60},
-    }
-    job = twins.service.create("t", parse_job_spec(spec))
+    job = twins.service.create("t", parse_job_spec(RETRIED_ONE_OFF))
     twins.run_for(10)
     (run,) = twins.runs.all()
     assert (run.status, run.attempt) == (RunStatus.RETRYING, 1)
@@ -141,12 +149,7 @@ def test_given_a_queued_one_off_rearmed_on_its_instant_then_the_new_first_attemp
     # The old generation's first attempt gives way to the re-arm's: the update's jitter
     # applies, though the old message was queued first and due earlier.
     twins = OverlapTwins()
-    spec = {
-        "schedule": {"at": rfc3339_ms(T0 + 60_000)},
-        "target": {"type": "handler", "name": "duetime.sleep"},
-        "payload": {"seconds": 0},
-    }
-    job = twins.service.create("t", parse_job_spec(spec))
+    job = twins.service.create("t", quick_one_off(T0 + 60_000))
     twins.run_for(1)
     twins.service.update("t", job.id, {"jitter_seconds": 30})
     jittered = twins.service.get("t", job.id).job.due_ms(T0 + 60_000)
@@ -185,12 +188,7 @@ def test_given_a_one_off_whose_rescheduling_failed_to_dispatch_then_the_reconcil
     # the old instant's message was dropped as stale, and the reconciler skipped one-offs: the
     # job stayed scheduled, due in the past, for good.
     twins = OverlapTwins()
-    spec = {
-        "schedule": {"at": rfc3339_ms(T0 + 30_000)},
-        "target": {"type": "handler", "name": "duetime.sleep"},
-        "payload": {"seconds": 0},
-    }
-    job = twins.service.create("t", parse_job_spec(spec))
+    job = twins.service.create("t", quick_one_off(T0 + 30_000))
     send = twins.queue.send
     twins.queue.send = failing_send  # type: ignore[method-assign]
     with pytest.raises(QueueError):

@@ -779,26 +779,18 @@ def test_the_job_block_in_cli_md_is_what_get_prints() -> None:
     docs = (Path(__file__).parents[2] / "docs" / "cli.md").read_text()
     block = docs.split("Output (the same block as `get`):\n\n```\n", 1)[1].split("\n```", 1)[0]
     job = {
-        "id": "01JD2YV3K8QF3P5W2M7N0C9XAB",
+        **JOB,
         "name": "standup",
         "description": None,
         "tags": {},
-        "status": "scheduled",
         "version": 1,
         "schedule": {"cron": "0 9 * * 1-5", "timezone": "Europe/Berlin"},
         "target": {"type": "http", "url": "https://hooks.example.com/standup", "headers": {}},
         "payload": {"channel": "#team"},
-        "priority": "normal",
-        "runtime": "lambda",
-        "retry": {"max_attempts": 3, "backoff_seconds": 2.0, "max_backoff_seconds": 300.0},
-        "timeout_seconds": 30,
-        "catchup": {"mode": "latest", "window_seconds": 3600},
         "overlap": "allow",
         "jitter_seconds": 0,
         "stage_seconds": 0,
         "next_run_at": "2026-11-23T08:00:00.000Z",
-        "created_at": "2026-11-20T10:00:00.000Z",
-        "updated_at": "2026-11-20T10:00:00.000Z",
         "last_run": None,
     }
     assert format_job(job) == block

@@ -36,6 +36,7 @@ from collections import Counter
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
+from functools import partial
 
 from duetime.domain.jobs import Job, JobStatus
 from duetime.domain.planning import CHAIN_GRID_MS
@@ -158,16 +159,22 @@ class Reconciler:
         keys = [(job.id, job.next_due_ms or 0) for job in jobs]
         recorded = self._runs.get_many(keys)
         for job, key in zip(jobs, keys, strict=True):
-            if key in recorded:
-                continue
-            try:
-                self._dispatcher.dispatch([(job, key[1])])
-            except Exception:
-                logger.exception("re-sending an overdue one-off failed", extra={"job_id": job.id})
-                report.failed += 1
-                continue
-            report.rearmed += 1
-            logger.warning("re-sent a one-off that never ran", extra={"job_id": job.id})
+            if key not in recorded:
+                send = partial(self._dispatcher.dispatch, [(job, key[1])])
+                self._rearm(job, send, "re-sent a one-off that never ran", report)
+
+    def _rearm(
+        self, job: Job, rearm: Callable[[], object], done: str, report: ReconcileReport
+    ) -> None:
+        """Re-arm one job; a failure is logged and counted (the next run retries it)."""
+        try:
+            rearm()
+        except Exception:
+            logger.exception("re-arming a job failed", extra={"job_id": job.id})
+            report.failed += 1
+            return
+        report.rearmed += 1
+        logger.warning(done, extra={"job_id": job.id})
 
     def _check(self, jobs: list[Job], report: ReconcileReport) -> None:
         now = self._clock()
@@ -180,17 +187,12 @@ class Reconciler:
             found_next = next_occurrence(
                 job.spec.schedule, created_at=from_ms(job.created_ms), after=from_ms(now - 1)
             )
-            try:
-                if found_next is None:
-                    self._dispatcher.complete(job, now)  # its schedule is over
-                else:
-                    self._dispatcher.dispatch([(job, to_ms(found_next))])
-            except Exception:
-                logger.exception("re-arming a job failed", extra={"job_id": job.id})
-                report.failed += 1
-                continue
-            report.rearmed += 1
-            logger.warning("re-armed a recurring job without a timer", extra={"job_id": job.id})
+            rearm = (
+                partial(self._dispatcher.complete, job, now)  # its schedule is over
+                if found_next is None
+                else partial(self._dispatcher.dispatch, [(job, to_ms(found_next))])
+            )
+            self._rearm(job, rearm, "re-armed a recurring job without a timer", report)
 
     def candidates(self, job: Job, now: int) -> list[Timer]:
         """Where a healthy chain of `job` keeps its timer now (see the module docstring)."""
