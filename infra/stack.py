@@ -52,6 +52,17 @@ class DuetimeStack(Stack):
         topic = sns.Topic(
             self, "AlarmTopic", display_name="duetime alarms", master_key=key, enforce_ssl=True
         )
+        # A topic policy (enforce_ssl writes one) replaces SNS's default, which let the
+        # account's alarms publish: without this, every alarm's action fails ("not authorized
+        # to perform: SNS:Publish").
+        topic.add_to_resource_policy(
+            iam.PolicyStatement(
+                principals=[iam.ServicePrincipal("cloudwatch.amazonaws.com")],
+                actions=["sns:Publish"],
+                resources=[topic.topic_arn],
+                conditions={"StringEquals": {"aws:SourceAccount": self.account}},
+            )
+        )
         topic.add_subscription(subscriptions.EmailSubscription(email))
         return topic
 

@@ -29,7 +29,8 @@ if TYPE_CHECKING:
 
 # DynamoDB actions per table, from what the API's code calls (duetime.services.jobs and
 # ...dispatch over duetime.adapters.dynamodb): jobs are created, read, listed and replaced
-# conditionally (idempotency keys are conditional puts too; a PATCH to a new `after`, in a
+# conditionally (idempotency keys are conditional puts too, and a key a refused request had
+# recorded is deleted, conditionally; a PATCH to a new `after`, in a
 # transaction with condition checks of the chain above it), a batch's fresh jobs written by
 # batch writes; the tenant's recurring-job counter and an upstream's dependents' item are
 # updated; a timer is written and the sweep state read (and the cursor moved back) when a
@@ -45,6 +46,7 @@ API_JOBS_ACTIONS = (
     "dynamodb:BatchWriteItem",
     "dynamodb:UpdateItem",
     "dynamodb:ConditionCheckItem",
+    "dynamodb:DeleteItem",
 )
 API_TIMERS_ACTIONS = (
     "dynamodb:GetItem",

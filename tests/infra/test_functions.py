@@ -29,6 +29,7 @@ DYNAMODB: dict[str, dict[str, set[str]]] = {
             "dynamodb:BatchWriteItem",
             "dynamodb:UpdateItem",
             "dynamodb:ConditionCheckItem",
+            "dynamodb:DeleteItem",  # the idempotency key of a refused request, freed
         },
         # timers: write the first timer (put / batch write), read the sweep state and move
         # the cursor back (check after write); every shard's sweep state (GET /admin/stats)

@@ -135,6 +135,17 @@ def test_alarms_notify_the_topic(synth: Synth) -> None:
         assert alarm["OKActions"] == [{"Ref": topic}]
     (subscription,) = synth.of_type("AWS::SNS::Subscription").values()
     assert subscription["Properties"]["Endpoint"] == "oncall@example.com"
+    # The topic's policy (it has one: TLS only) must let the alarms publish, as SNS's default
+    # policy, which it replaces, did (found by review).
+    (policy,) = synth.of_type("AWS::SNS::TopicPolicy").values()
+    allows = [
+        s
+        for s in policy["Properties"]["PolicyDocument"]["Statement"]
+        if s["Effect"] == "Allow" and s.get("Principal") == {"Service": "cloudwatch.amazonaws.com"}
+    ]
+    assert [s["Action"] for s in allows] == ["sns:Publish"]
+    assert allows[0]["Resource"] == {"Ref": topic}
+    assert list(allows[0]["Condition"]["StringEquals"]) == ["aws:SourceAccount"]
 
 
 def test_dashboard_shows_runs_lateness_queues_and_sweeps(synth: Synth) -> None:

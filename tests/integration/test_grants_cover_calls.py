@@ -236,6 +236,10 @@ def test_the_api_is_granted_every_dynamodb_call_its_routes_make(
         one_off = api.create({"schedule": {"delay_seconds": 0}})
         keyed = {"schedule": {"at": later}, "target": test_api.HANDLER_TARGET}
         replies = [api.call("POST", "/jobs", keyed, headers={"Idempotency-Key": "k-1"})]
+        # (a keyed request refused after its key was recorded frees the key)
+        ended = {"rate_seconds": 60, "end_at": rfc3339_ms(created - 60_000)}
+        refused = {"schedule": ended, "target": test_api.HANDLER_TARGET}
+        replies += [api.call("POST", "/jobs", refused, headers={"Idempotency-Key": "k-2"})]
         rate = api.create({"schedule": {"rate_seconds": 60}})
         dependent = api.create({"schedule": {"after": {"job_id": one_off["id"]}}})
         after = {"job_id": rate["id"], "on": "finished"}
@@ -266,9 +270,20 @@ def test_the_api_is_granted_every_dynamodb_call_its_routes_make(
             api.call("GET", "/admin/stats", claims={"sub": "ops", "scope": "duetime/operator"}),
         ]
     # Then each answered as it should...
-    assert [r.status for r in replies] == [201, 200, 200, 200, 200, 200, 200, 200, 202, 202] + [
-        200
-    ] * 5
+    assert [r.status for r in replies] == [
+        201,
+        400,
+        200,
+        200,
+        200,
+        200,
+        200,
+        200,
+        200,
+        202,
+        202,
+    ] + [200] * 5
+    assert "dynamodb:DeleteItem" in calls.made["api"]["jobs"]
     assert "dynamodb:ConditionCheckItem" in calls.made["api"]["jobs"]
     assert "dynamodb:BatchGetItem" in calls.made["api"]["runs"]  # the backfill's look
     # ...and every call was one the API may make
