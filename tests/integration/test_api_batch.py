@@ -145,6 +145,22 @@ def test_each_item_has_its_own_idempotency_key(api: Api) -> None:  # noqa: F811
     assert theirs.json["items"][0]["job"]["id"] not in ids
 
 
+def test_an_item_refused_binds_its_key_for_no_later_item(api: Api) -> None:  # noqa: F811
+    # Found by review: the key was recorded for the batch before the item was checked, so an
+    # item refused by a later check (here the lambda runtime's timeout) made a later item
+    # with its key a 409, though a refused request binds nothing.
+    answer = batch(
+        api,
+        [
+            job(idempotency_key="p", timeout_seconds=841),
+            job(idempotency_key="p", payload=2),
+        ],
+    )
+
+    assert statuses(answer) == [400, 201]
+    assert answer.json["items"][0]["error"]["field"] == "timeout_seconds"
+
+
 # --- quotas -----------------------------------------------------------------------------------
 
 

@@ -90,10 +90,13 @@ class BatchSubmitter:
                     keyed[key] = (index, fingerprint(item.spec))
                 try:
                     prepared = self._prepare(tenant, item, now, quotas)
-                except IdempotencyConflict as exc:  # the item's own key, not a header
-                    results[index] = IdempotencyConflict(exc.key, IDEMPOTENCY_FIELD)
-                    continue
                 except DomainError as exc:
+                    # A refused item binds nothing (as a refused POST /jobs): a later item
+                    # with its key is a first request, whatever its body.
+                    if key is not None:
+                        del keyed[key]
+                    if isinstance(exc, IdempotencyConflict):  # the item's own key
+                        exc = IdempotencyConflict(exc.key, IDEMPOTENCY_FIELD)
                     results[index] = exc
                     continue
                 if prepared.replay:
