@@ -580,6 +580,15 @@ def test_list_filters_on_the_effective_status(api: Api) -> None:
     assert len(everything) == 3
 
 
+GOOD_CURSOR = "eyJpZCI6ICIwMUtBVzNaNkg4RDRHN1ZRNVIyVDlYTk1CQyJ9"  # {"id": "01KAW3Z6…"}
+# The same JSON in UTF-16
+UTF16_CURSOR = base64.urlsafe_b64encode('{"id": "01KAW3Z6H8D4G7VQ5R2T9XNMBC"}'.encode("utf-16"))
+
+
+def test_a_well_formed_cursor_is_taken(api: Api) -> None:
+    assert api.call("GET", "/jobs", query={"cursor": GOOD_CURSOR}).status == 200
+
+
 @pytest.mark.parametrize(
     ("query", "field"),
     [
@@ -596,6 +605,11 @@ def test_list_filters_on_the_effective_status(api: Api) -> None:
         # accepts that; DynamoDB refuses it)
         ({"cursor": "eyJpZCI6IiEifQ=="}, "cursor"),  # {"id": "!"}
         ({"cursor": "eyJpZCI6IiJ9"}, "cursor"),  # {"id": ""}
+        # Found by review: a lenient decoder read these as the cursor they were made from.
+        ({"cursor": f"{GOOD_CURSOR}!!"}, "cursor"),  # characters outside base64, skipped
+        ({"cursor": f"{GOOD_CURSOR},{GOOD_CURSOR}"}, "cursor"),  # a repeated parameter, joined
+        ({"cursor": "eyJpZCI6ICJaWlpaWlpaWlpaWlpaWlpaWlpaWlpaWlpaWiJ9"}, "cursor"),  # Z…: no ULID
+        ({"cursor": UTF16_CURSOR.decode()}, "cursor"),  # UTF-16 JSON
     ],
 )
 def test_bad_list_parameters_are_a_400_naming_them(

@@ -40,7 +40,10 @@ def encode_cursor(key: dict[str, Any]) -> str:
 
 def decode_cursor(cursor: str) -> dict[str, Any]:
     try:
-        value = json.loads(base64.urlsafe_b64decode(cursor.encode()))
+        # Strictly what encode_cursor writes: URL-safe base64 (no other character, which a
+        # lenient decoder would skip) of UTF-8 JSON (json.loads would guess UTF-16 from bytes).
+        raw = base64.b64decode(cursor.encode("ascii"), altchars=b"-_", validate=True)
+        value = json.loads(raw.decode("utf-8"))
     except ValueError as exc:
         raise ValueError("invalid cursor") from exc
     if not isinstance(value, dict) or not value:

@@ -29,10 +29,10 @@ from duetime.ports import ConditionFailed, Page, StoreError
 if TYPE_CHECKING:
     from mypy_boto3_dynamodb import DynamoDBClient
 
-# A job cursor names a job id: a ULID (Crockford base32). Anything else could sort outside the
-# query's key condition (DynamoDB refuses such an ExclusiveStartKey) or inside the
-# idempotency records.
-_JOB_ID_CURSOR = re.compile(r"[0-9A-HJKMNP-TV-Z]{26}")
+# A job cursor names a job id: a ULID (Crockford base32, its first character 0-7: 48 bits of
+# time). Anything else could sort outside the query's key condition (DynamoDB refuses such an
+# ExclusiveStartKey) or inside the idempotency records.
+_JOB_ID_CURSOR = re.compile(r"[0-7][0-9A-HJKMNP-TV-Z]{25}")
 
 
 # Idempotency records share the jobs table under sort keys that sort before every job id
