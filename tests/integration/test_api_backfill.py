@@ -148,9 +148,13 @@ def test_a_one_off_paused_or_cancelled_job_is_a_409(api: Api) -> None:
     cancelled = api.create({"schedule": {"rate_seconds": 60}})
     api.call("DELETE", f"/jobs/{cancelled['id']}")
 
-    for job in (one_off, paused, cancelled):
+    dependent = api.create({"schedule": {"after": {"job_id": paused["id"]}}})
+
+    for job in (one_off, paused, cancelled, dependent):
         reply = backfill(api, job["id"], at(0), at(60))
         assert (reply.status, reply.error["code"]) == (409, "conflict"), job["schedule"]
+    # Each says what it is (an `after` job was called a one-off)
+    assert "an after job" in backfill(api, dependent["id"], at(0), at(60)).error["message"]
 
 
 def test_another_tenant_s_job_or_an_unknown_one_is_a_404(api: Api) -> None:

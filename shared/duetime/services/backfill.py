@@ -53,7 +53,8 @@ class Backfill:
         is read once the job is found: an unknown job is a 404 before a bad body is a 400."""
         job = self._service.get(tenant, job_id).job
         if not job.spec.recurring:
-            raise IllegalTransition(job.id, "a one-off job", "backfilled")
+            kind = "an after job" if job.spec.triggered else "a one-off job"
+            raise IllegalTransition(job.id, kind, "backfilled")
         if job.status not in (JobStatus.SCHEDULED, JobStatus.COMPLETED):
             # A paused or cancelled job's runs are dropped by the worker: refuse, not lose.
             raise IllegalTransition(job.id, job.status, "backfilled")
