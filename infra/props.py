@@ -248,6 +248,7 @@ class SchedulerProps:
         self._check_console()
         self._check_pollers()
         self._check_lanes()
+        self._check_worker_reservation()
         self._check_warm_throughput()
         self.worker_max_concurrency.check_order(self.standard_priorities)
 
@@ -302,6 +303,26 @@ class SchedulerProps:
             raise ValueError(
                 f"queue_lanes: {extra} lanes beyond the first of each queue, at most "
                 f"{MAX_EXTRA_LANES} (their URLs must fit the functions' 4 KB environment)"
+            )
+
+    def _check_worker_reservation(self) -> None:
+        """A worker reservation below what its mappings may invoke at once throttles them: a
+        throttled batch comes back only after the queue's visibility timeout, a receive
+        counted towards the DLQ. Standard mode: each lane's maximum concurrency; provisioned:
+        each lane's minimum pollers, at least one invocation each."""
+        reserved = self.worker_reserved_concurrency
+        if reserved is None:
+            return
+        needed = 0
+        for priority in Priority:
+            pollers = self.pollers_of(priority)
+            each = self.worker_max_concurrency.of(priority) if pollers is None else pollers.minimum
+            needed += each * self.lanes_of(Runtime.LAMBDA, priority)
+        if reserved < needed:
+            raise ValueError(
+                f"worker_reserved_concurrency ({reserved}) must be None or at least {needed}: "
+                "what the lambda queues' mappings may invoke at once (their maximum "
+                "concurrency, or minimum pollers, over every lane)"
             )
 
     def lanes_of(self, runtime: Runtime, priority: Priority) -> int:

@@ -68,6 +68,10 @@ def test_the_order_applies_to_the_standard_mode_mappings_only() -> None:
         # each shard's sweep is its own invocation: a reservation must fit them all
         {"sweeper_reserved_concurrency": 1},
         {"timer_shards": 16, "sweeper_reserved_concurrency": 8},
+        # a worker reservation below what its mappings invoke at once throttles them
+        {"worker_reserved_concurrency": 74},  # 50 + 20 + 5 by default
+        {"worker_reserved_concurrency": 100, "queue_lanes": {"lambda/high": 2}},  # 125
+        {"worker_reserved_concurrency": 30, "worker_pollers": {"high": Pollers(25, 100)}},
         # SQS provisioned pollers: minimum 2..200, maximum 2..2000, minimum <= maximum
         {"worker_pollers": {"normal": Pollers(minimum=1, maximum=10)}},
         {"worker_pollers": {"normal": Pollers(minimum=201, maximum=400)}},
@@ -82,6 +86,17 @@ def test_invalid_props_are_refused(changes: dict[str, object]) -> None:
     settings: dict[str, object] = {"jwt_issuer": ISSUER, "jwt_audience": ("duetime",)}
     with pytest.raises(ValueError):
         SchedulerProps(**{**settings, **changes})  # type: ignore[arg-type]
+
+
+def test_a_worker_reservation_may_cover_every_mapping() -> None:
+    # (found by review: nothing checked it, and a reservation of 10 throttled every mapping)
+    for changes in (
+        {"worker_reserved_concurrency": 75},
+        {"worker_reserved_concurrency": 125, "queue_lanes": {"lambda/high": 2}},
+        {"worker_reserved_concurrency": 50, "worker_pollers": {"high": Pollers(25, 100)}},
+    ):
+        props = SchedulerProps(jwt_issuer=ISSUER, jwt_audience=AUDIENCE, **changes)  # type: ignore[arg-type]
+        assert props.worker_reserved_concurrency == changes["worker_reserved_concurrency"]
 
 
 def test_sweeper_reservation_may_cover_every_shard() -> None:
