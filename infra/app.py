@@ -209,7 +209,10 @@ def build_app(
 def main() -> None:
     # Under the CDK CLI, context (cdk.json, cdk.context.json, -c) arrives in CDK_CONTEXT_JSON.
     context = None if "CDK_CONTEXT_JSON" in os.environ else cdk_json_context()
-    app, _ = build_app(context)
+    # ...and the output directory in CDK_OUTDIR; without the CLI, cdk.out as the CLI's default
+    # (the CDK's own default is a temporary directory).
+    outdir = None if "CDK_OUTDIR" in os.environ else "cdk.out"
+    app, _ = build_app(context, outdir)
     app.synth()
 
 
