@@ -37,8 +37,10 @@ _PRIORITIES = tuple(p.value for p in Priority)
 _QUEUE_KEYS = tuple(queue_key(r, p) for r in Runtime for p in Priority)
 # Lanes (queues, each with its own event source mapping) per runtime × priority: every extra
 # lane's queue name (up to 80 bytes) goes into the functions' environment (DUETIME_QUEUES):
-# Lambda caps it at 4 KB, the API function uses ~3.1 KB without lanes: 8 extra lanes in all.
-MAX_EXTRA_LANES = 8
+# Lambda caps it at 4 KB of the variables' JSON (DUETIME_QUEUES's quotes escaped): with every
+# generated name at its longest (80) and the console's variables, the API function holds 6
+# extra lanes in all (tests/infra/test_lanes.py measures it).
+MAX_EXTRA_LANES = 6
 MAX_QUEUE_LANES = 1 + MAX_EXTRA_LANES
 _TABLE_NAMES = tuple(t.name for t in TABLES)
 _MAX_LAMBDA_TIMEOUT_SECONDS = 900

@@ -93,11 +93,13 @@ class Queues(Construct):
         return tuple(q for q in self.run_queues if q.runtime == runtime)
 
     def settings_json(self) -> str:
-        """The DUETIME_QUEUES value: {"lambda/normal": {"url": ..., "dlq_url": ...}, ...}, a
-        queue with lanes also "more_lanes": [names] (QueueUrls.from_json reads it)."""
+        """The DUETIME_QUEUES value: {"lambda/normal": {"url": ..., "dlq": <name>}, ...}, a
+        queue with lanes also "more_lanes": [names] (QueueUrls.from_json reads it). Names,
+        not URLs, where the URL's account and region are the first lane's: the functions'
+        environment holds 4 KB (docs/scaling.md, "Lanes")."""
         return Stack.of(self).to_json_string(
             {
-                q.key: {"url": q.queue.queue_url, "dlq_url": q.dlq.queue_url}
+                q.key: {"url": q.queue.queue_url, "dlq": q.dlq.queue_name}
                 | ({"more_lanes": [n.queue_name for n in q.lanes[1:]]} if q.lanes[1:] else {})
                 for q in self.run_queues
             }

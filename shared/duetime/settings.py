@@ -132,12 +132,19 @@ class QueueUrls:
 
     @classmethod
     def from_json(cls, value: Mapping[str, Any]) -> QueueUrls:
+        """An entry as to_json writes it, or as the CDK app does: the DLQ by its name
+        ("dlq"), beside the first lane (the same account and region), to save the functions'
+        4 KB of environment."""
         url: str = value["url"]
         names = value.get("more_lanes", [])
         if not isinstance(names, list) or not all(isinstance(n, str) and n for n in names):
             raise ValueError("more_lanes must be a list of queue names")
         base = url.rstrip("/").rsplit("/", 1)[0]  # https://sqs.<region>.amazonaws.com/<account>
-        return cls(url, value["dlq_url"], tuple(f"{base}/{name}" for name in names))
+        dlq = value.get("dlq")
+        if dlq is not None and (not isinstance(dlq, str) or not dlq or "/" in dlq):
+            raise ValueError("dlq must be a queue name")
+        dlq_url: str = f"{base}/{dlq}" if dlq is not None else value["dlq_url"]
+        return cls(url, dlq_url, tuple(f"{base}/{name}" for name in names))
 
 
 def lane_index(job_id: str, scheduled_ms: int, lanes: int) -> int:

@@ -80,9 +80,9 @@ CONSOLE_CONTEXT: dict[str, Any] = {
     "duetime:consoleScopes": "openid email",
 }
 # `cdk synth -c duetime:queueLanes='{...}'`: queues spread over lanes, the most extra lanes
-# the props allow (infra.props.MAX_EXTRA_LANES: 5 + 2 + 1).
-LANES = {"lambda/normal": 6, "lambda/high": 3, "fargate/high": 2}
-LANES_CONTEXT: dict[str, Any] = {"duetime:queueLanes": json.dumps(LANES)}
+# the props allow (infra.props.MAX_EXTRA_LANES: 4 + 1 + 1).
+LANES = {"lambda/normal": 5, "lambda/high": 2, "fargate/high": 2}
+LANES_CONTEXT: dict[str, Any] = {"duetime:queueLanes": json.dumps(LANES), **CONSOLE_CONTEXT}
 SYNTH_TIMEOUT_SECONDS = 240
 
 

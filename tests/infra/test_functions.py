@@ -152,8 +152,10 @@ def test_engine_functions_get_settings_the_code_accepts(synth: Synth, name: str)
     assert settings.jobs_table == f"ref:{synth.logical_id('Scheduler/Data/Jobs')}"
     assert settings.runs_table == f"ref:{synth.logical_id('Scheduler/Data/Runs')}"
     keys = [queue_key(r, p) for r in Runtime for p in Priority]
+    # (a queue's Ref renders as ref:<id>, its QueueName as getatt:<id>: the DLQ, given by
+    # name, is the queue's URL with its own name)
     assert {key: (urls.url, urls.dlq_url) for key, urls in settings.queues.items()} == {
-        key: (f"ref:{queue}", f"ref:{dlq}")
+        key: (f"{QUEUE_URL}/ref:{queue}", f"{QUEUE_URL}/getatt:{dlq}")
         for key, (queue, dlq) in zip(keys, synth.queue_ids(), strict=True)
     }
     assert settings.require_https is True
@@ -163,12 +165,17 @@ def test_engine_functions_get_settings_the_code_accepts(synth: Synth, name: str)
     assert settings.timer_shards == 8
 
 
+QUEUE_URL = "https://sqs.eu-west-1.amazonaws.com/111122223333"
+
+
 def _render(value: Any) -> str:
-    """A CloudFormation value as text, references as `ref:<logical id>`."""
+    """A CloudFormation value as text, references as `ref:<logical id>` (a queue's, as the
+    URL it is: QUEUE_URL/ref:<logical id>)."""
     if isinstance(value, str):
         return value
     if "Ref" in value:
-        return f"ref:{value['Ref']}"
+        queue = "Queues" in value["Ref"]
+        return f"{QUEUE_URL}/ref:{value['Ref']}" if queue else f"ref:{value['Ref']}"
     if "Fn::GetAtt" in value:
         return f"getatt:{value['Fn::GetAtt'][0]}"
     separator, parts = value["Fn::Join"]

@@ -183,3 +183,20 @@ def test_the_scale_model_reads_a_profile_s_lanes_and_names_the_prop() -> None:
     one = sm.plan(sm.inputs_from_profile(DEFAULT, 10_000, 600_000), scan=False)
     mapping = next(c for c in one.checks if c.name.startswith("worker concurrency per"))
     assert "queue_lanes['lambda/normal'] = 2" in mapping.fix
+
+
+def test_a_dlq_given_by_name_is_beside_the_first_lane() -> None:
+    # The CDK app names the DLQ (its URL would cost ~55 bytes of the 4 KB environment).
+    entry = {"url": f"{BASE}/q-normal", "dlq": "q-normal-dlq", "more_lanes": ["q-normal-2"]}
+    queue = QueueUrls.from_json(entry)
+    assert queue.dlq_url == f"{BASE}/q-normal-dlq"
+    assert queue.lanes == (f"{BASE}/q-normal", f"{BASE}/q-normal-2")
+    assert QueueUrls.from_json({"url": queue.url, "dlq_url": queue.dlq_url}).dlq_url == (
+        queue.dlq_url
+    )
+
+
+@pytest.mark.parametrize("dlq", ["", 7, "a/b"])
+def test_a_dlq_name_that_is_not_one_is_refused(dlq: object) -> None:
+    with pytest.raises(ValueError, match="dlq must be a queue name"):
+        QueueUrls.from_json({"url": f"{BASE}/q", "dlq": dlq})
