@@ -153,7 +153,7 @@ class SchedulerProps:
     worker_pollers: dict[str, Pollers] | None = None
     # Per queue key ("lambda/high", "fargate/low", ...): how many lanes (queues with the same
     # settings and DLQ; lambda lanes each with its own mapping, with the concurrency or pollers
-    # above) the runtime × priority is spread over, 1..9 (1 when absent), at most 8 extra
+    # above) the runtime × priority is spread over, 1..7 (1 when absent), at most 6 extra
     # lanes in all. One mapping runs at most 1,000 batches at once: past that a priority needs
     # more (docs/scaling.md, "Lanes").
     queue_lanes: Mapping[str, int] = field(default_factory=dict)
