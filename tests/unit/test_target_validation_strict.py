@@ -102,6 +102,7 @@ def deliverable(target: HttpTarget) -> None:
         "http://ü!.example/",  # IDNA gives xn--!-…: not a DNS name
         "http://[fe80::1%25eth0]/",  # IPv6 zone
         "http://[::1/",
+        "http://hooks.example.com:0/",  # no port: it read as the scheme's default (review)
     ],
 )
 def test_an_http_url_the_worker_cannot_send_is_refused_on_target_url(url: str) -> None:
@@ -162,6 +163,11 @@ def test_the_refused_urls_are_those_the_worker_fails_to_send(url: str) -> None:
 )
 def test_a_header_value_outside_visible_ascii_sp_and_htab_is_refused(value: str) -> None:
     assert refused_field(headers(**{"X-Key": value})) == "target.headers.X-Key"
+
+
+def test_two_header_names_that_differ_only_in_case_are_refused() -> None:
+    # Found by review: both were accepted and shown, and one replaced the other when sent.
+    assert refused_field(headers(**{"X-A": "1", "x-a": "2"})) == "target.headers.x-a"
 
 
 @pytest.mark.parametrize(

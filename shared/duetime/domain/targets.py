@@ -279,9 +279,11 @@ def _url(url: str, where: str, *, strict: bool = True) -> SplitResult:
     if not strict:
         return parts
     try:
-        _ = parts.port  # urlsplit checks the port only when it is read
+        port = parts.port  # urlsplit checks the port only when it is read
     except ValueError:
-        raise ValidationError(where, "the port must be a number from 0 to 65535") from None
+        port = 0
+    if port == 0:  # (0 is no port to connect to: it read as the scheme's default)
+        raise ValidationError(where, "the port must be a number from 1 to 65535")
     if parts.username or parts.password:
         raise ValidationError(where, "must not carry credentials")
     if not (parts.path + parts.query + parts.fragment).isascii():
@@ -331,6 +333,7 @@ def _http(obj: Mapping[str, object], path: str, strict: bool) -> HttpTarget:
     if len(headers_raw) > MAX_HEADERS:
         raise ValidationError(f"{path}.headers", f"at most {MAX_HEADERS} headers")
     headers: dict[str, str] = {}
+    seen: set[str] = set()
     for name, value in headers_raw.items():
         where = f"{path}.headers.{name}"
         if not isinstance(name, str) or (strict and not HEADER_NAME.fullmatch(name)):
@@ -338,6 +341,9 @@ def _http(obj: Mapping[str, object], path: str, strict: bool) -> HttpTarget:
         lowered = name.lower()
         if lowered in RESERVED_HEADERS or lowered.startswith(RESERVED_HEADER_PREFIXES):
             raise ValidationError(where, "is set by duetime and cannot be overridden")
+        if strict and lowered in seen:  # one of them would be sent, the other dropped
+            raise ValidationError(where, "repeats a header name (names are case-insensitive)")
+        seen.add(lowered)
         if strict:
             _header_value(value, where)
         elif not isinstance(value, str):

@@ -30,8 +30,10 @@ RETRYABLE_ERROR_CODES = frozenset(
         "RequestLimitExceeded",
         "LimitExceededException",
         "SlowDown",
-        "KMSThrottling",
+        "KMSThrottling",  # SNS
         "KMSThrottlingException",
+        "KmsThrottled",  # SQS (HTTP 400)
+        "KMS.ThrottlingException",  # SQS's newer spelling
         "EC2ThrottledException",
         "ProvisionedThroughputExceededException",
         "ServiceUnavailable",

@@ -76,7 +76,7 @@ class HttpDelivery:
         url = self._parse_url(target.url)
         host, port = _host_and_port(url)
         resolve = self._resolver or address_guard.resolve_host
-        addresses = resolve(host, port)
+        addresses = _within(invocation.timeout_seconds, deadline, resolve, host, port)
         address_guard.check_addresses(host, addresses, self._allow_private)
         # Every answer passed the guard, so any of them may be dialled, in the resolver's order.
         pin = _Pin(addresses, port, invocation.timeout_seconds, deadline)
@@ -120,8 +120,38 @@ class HttpDelivery:
         return url
 
 
+def _within(
+    timeout: float,
+    deadline: float,
+    resolve: Callable[[str, int], list[str]],
+    host: str,
+    port: int,
+) -> list[str]:
+    """The name's addresses, resolved within the attempt's deadline: getaddrinfo has no
+    timeout of its own, and a stalled DNS server would hold the worker for the resolver's.
+    (A resolution given up on finishes on its own thread, unused.)"""
+    answer: list[list[str] | BaseException] = []
+
+    def run() -> None:
+        try:
+            answer.append(resolve(host, port))
+        except BaseException as exc:  # handed to the caller's thread
+            answer.append(exc)
+
+    thread = threading.Thread(target=run, name=f"resolve {host}", daemon=True)
+    thread.start()
+    thread.join(max(0.0, deadline - time.monotonic()))
+    if not answer:
+        raise TargetError(f"timed out after {timeout:g} s resolving {host}")
+    if isinstance(answer[0], BaseException):
+        raise answer[0]
+    return answer[0]
+
+
 def _host_and_port(url: SplitResult) -> tuple[str, int]:
-    hostname = url.hostname or ""
+    # A fully qualified name's final dot (`example.com.`) is the same host, but TLS SNI and
+    # certificate names are written without it (RFC 6066), and so is the Host header.
+    hostname = (url.hostname or "").removesuffix(".")
     try:
         # The A-label form is what DNS, the Host header and TLS SNI all expect.
         host = hostname.encode("idna").decode("ascii")
@@ -146,6 +176,8 @@ def _headers(target: HttpTarget, invocation: Invocation, *, has_body: bool) -> d
     for source in (defaults, target.headers, delivery_metadata(invocation)):
         for name, value in source.items():
             merged[name.lower()] = (name, value)
+    if not has_body:  # GET and DELETE send no body, so no Content-Type (targets.md)
+        merged.pop("content-type", None)
     return dict(merged.values())
 
 
@@ -261,8 +293,23 @@ class _Pin:
                 socket.socket.shutdown(sock, socket.SHUT_RDWR)
 
 
+class _FinalResponse(http.client.HTTPResponse):
+    """A response whose interim 1xx answers (102 Processing, 103 Early Hints) are skipped, as
+    http.client skips 100 Continue itself: the final status is the outcome (RFC 9110,
+    section 15.2). A 101 is final: duetime never asks to switch protocols."""
+
+    def _read_status(self) -> tuple[str, int, str]:
+        while True:
+            version, status, reason = super()._read_status()  # type: ignore[misc]
+            if not 101 < status < 200:
+                return version, status, reason
+            http.client._read_headers(self.fp)  # type: ignore[attr-defined]
+
+
 class _PinnedHTTPConnection(http.client.HTTPConnection):
     """Plain HTTP to a checked address; the Host header still names the URL's host."""
+
+    response_class = _FinalResponse
 
     def __init__(self, host: str, pin: _Pin) -> None:
         super().__init__(host, pin.port, timeout=pin.remaining())
@@ -274,6 +321,8 @@ class _PinnedHTTPConnection(http.client.HTTPConnection):
 
 class _PinnedHTTPSConnection(http.client.HTTPSConnection):
     """HTTPS to a checked address; SNI and certificate verification use the URL's host name."""
+
+    response_class = _FinalResponse
 
     def __init__(self, host: str, pin: _Pin, context: ssl.SSLContext) -> None:
         super().__init__(host, pin.port, timeout=pin.remaining(), context=context)
