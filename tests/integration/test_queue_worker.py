@@ -210,3 +210,52 @@ def test_given_a_batch_of_fargate_runs_then_a_run_costs_about_a_third_of_an_sqs_
     assert requests["SendMessageBatch"] == 10
     assert requests["DeleteMessageBatch"] <= 12
     assert per_run <= 0.35
+
+
+def test_given_a_stop_then_received_runs_not_started_are_handed_back_and_running_ones_kept(
+    engine: Engine,
+) -> None:
+    # Found by review: on SIGTERM the runs received but waiting for a slot were started
+    # during the stop's grace (a long one killed at its end, its attempt counted failed), and
+    # the heartbeat stopped, so a run still executing came back to other workers.
+    STARTED.clear()
+    one_slot = QueueWorker(
+        engine.parts.queue,
+        engine.parts.executor,
+        Runtime.FARGATE,
+        concurrency=1,
+        wait_seconds=1,
+        visibility_seconds=2,
+        heartbeat_seconds=0.5,
+        stop_timeout_seconds=10,
+    )
+    thread = threading.Thread(target=one_slot.run, daemon=True)
+    thread.start()
+    time.sleep(0.3)  # every poller is waiting with one free slot: each takes a message
+    body = {
+        "schedule": {"delay_seconds": 0},
+        "runtime": "fargate",
+        "target": {"type": "handler", "name": "test.slow"},
+    }
+    first = engine.submit({**body, "priority": "high", "payload": {"seconds": 4}})
+    waiting = engine.submit({**body, "priority": "normal", "payload": {"seconds": 0}})
+    assert STARTED.wait(10)
+    wait_for(lambda: len(one_slot._held) == 2)  # one running, one waiting for the slot
+
+    one_slot.stop()
+    url = engine.aws.settings.queue(Runtime.FARGATE, Priority.NORMAL).url
+    handed_back: list[dict[str, Any]] = []
+
+    def released() -> bool:  # visible again at once, for another task
+        handed_back.extend(engine.aws.sqs.receive_message(QueueUrl=url).get("Messages", []))
+        return bool(handed_back)
+
+    wait_for(released, seconds=5)
+    time.sleep(2.5)  # past the 2 s visibility: the heartbeat still hides the running one
+    high = engine.aws.settings.queue(Runtime.FARGATE, Priority.HIGH).url
+    assert engine.aws.sqs.receive_message(QueueUrl=high).get("Messages", []) == []
+    thread.join(timeout=15)
+
+    assert not thread.is_alive()
+    assert [c.job_id for c in engine.recorder.calls] == [first]
+    assert engine.parts.auth.open(handed_back[0]["Body"]).job_id == waiting

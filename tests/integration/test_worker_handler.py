@@ -10,6 +10,7 @@ from duetime.domain.messages import RunMessage
 from duetime.domain.runs import RunStatus
 from duetime.entrypoints import worker as worker_handler
 from duetime.local.lambda_runtime import FakeContext, sqs_event
+from duetime.ports import QueueError
 from duetime.targets import DEFAULT_HANDLERS, Invocation
 from tests.integration.conftest import Engine
 
@@ -143,3 +144,41 @@ def test_given_a_record_whose_handling_fails_then_it_comes_back_in_seconds(
         "batchItemFailures": []
     }
     assert [c.job_id for c in engine.recorder.calls] == [job]
+
+
+def test_given_dependents_not_triggered_then_the_upstream_message_comes_back_in_seconds(
+    engine: Engine, monkeypatch: Any
+) -> None:
+    # Found by review: the upstream's run succeeded, sending its dependents' runs failed, and
+    # its message came back only after the queue's visibility timeout (90 minutes as
+    # deployed): the `after` job ran that late.
+    url = engine.aws.settings.queue(Runtime.LAMBDA, Priority.NORMAL).url
+    upstream = engine.submit({"schedule": {"delay_seconds": 0}})
+    dependent = engine.submit({"schedule": {"after": {"job_id": upstream}}})
+    messages = receive_all(engine, url)
+    arn = engine.aws.sqs.get_queue_attributes(QueueUrl=url, AttributeNames=["QueueArn"])[
+        "Attributes"
+    ]["QueueArn"]
+    dependencies = engine.parts.executor._dependencies
+    outage = [True]
+    real_trigger = dependencies.trigger
+
+    def failing(*args: Any) -> int:
+        if outage:
+            raise QueueError("SQS is unavailable")
+        return real_trigger(*args)
+
+    monkeypatch.setattr(dependencies, "trigger", failing)
+    response = worker_handler.handler(sqs_event(messages, arn, "us-east-1"), FakeContext())
+    assert response == {"batchItemFailures": [{"itemIdentifier": messages[0]["MessageId"]}]}
+    outage.clear()
+
+    assert receive_all(engine, url) == []
+    engine.advance(3)
+    again = receive_all(engine, url)
+    assert [m["MessageId"] for m in again] == [messages[0]["MessageId"]]
+    assert worker_handler.handler(sqs_event(again, arn, "us-east-1"), FakeContext()) == {
+        "batchItemFailures": []
+    }
+    engine.drain()
+    assert sorted(c.job_id for c in engine.recorder.calls) == sorted([upstream, dependent])

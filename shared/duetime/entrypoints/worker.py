@@ -26,7 +26,7 @@ from aws_lambda_powertools.utilities.typing import LambdaContext
 
 from duetime.observability import logger, metrics, tracer
 from duetime.ports import Delivery
-from duetime.services.execute import Disposition
+from duetime.services.execute import Disposition, retry_soon_seconds
 from duetime.wiring import Components, components
 
 # One thread per record of the largest batch the event source mapping delivers (infra sets
@@ -38,9 +38,6 @@ Handler = Callable[[dict[str, Any], LambdaContext], dict[str, Any]]
 
 class RetryLater(Exception):
     """Marks a record as failed so SQS delivers it again after its visibility timeout."""
-
-
-RETRY_SOON_MAX_SECONDS = 300
 
 
 class _Worker:
@@ -97,11 +94,9 @@ class _Worker:
             result = parts.executor.handle(delivery, remaining_ms=remaining_ms)
         except Exception:
             # Failed (a store call, say): back in seconds, not after the queue's visibility
-            # timeout (6 x the function's: 90 minutes as deployed). 2, 4, 8, ... 300 s by the
-            # receive count; the redrive policy still dead-letters it after 10 receives.
-            backoff = min(RETRY_SOON_MAX_SECONDS, 2 ** min(delivery.receive_count, 9))
+            # timeout (6 x the function's: 90 minutes as deployed): retry_soon_seconds.
             try:
-                parts.queue.change_visibility(delivery, backoff)
+                parts.queue.change_visibility(delivery, retry_soon_seconds(delivery.receive_count))
             except Exception:  # the same outage, likely: the visibility timeout stands
                 logger.warning("could not shorten a failed record's visibility", exc_info=True)
             raise

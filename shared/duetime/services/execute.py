@@ -78,11 +78,31 @@ class Disposition(StrEnum):
     RETRY_LATER = "retry_later"  # leave it: SQS delivers it again after the visibility timeout
 
 
+# A delivery to handle again soon (its handling failed, or a send it owed did) comes back after
+# 2, 4, 8, ... seconds by its receive count, up to this: not after the queue's visibility
+# timeout (6 x the worker's: 90 minutes as deployed); the redrive policy still dead-letters it
+# after its 10th receive.
+RETRY_SOON_MAX_SECONDS = 300
+# SQS caps a message's visibility timeout at 12 hours.
+MAX_VISIBILITY_SECONDS = 43_200
+
+
+def retry_soon_seconds(receive_count: int) -> int:
+    doubling: int = 2 ** min(max(receive_count, 1), 9)
+    return min(RETRY_SOON_MAX_SECONDS, doubling)
+
+
 @dataclass(frozen=True)
 class Result:
     disposition: Disposition
     detail: str
     run: Run | None = None
+    soon: bool = False  # RETRY_LATER, back after retry_soon_seconds (set by RunExecutor.handle)
+
+
+def _soon(detail: str, run: Run | None) -> Result:
+    """Leave the message to come back soon: nothing else says when."""
+    return Result(Disposition.RETRY_LATER, detail, run, soon=True)
 
 
 class RunExecutor:
@@ -139,9 +159,17 @@ class RunExecutor:
             job_id=message.job_id, run_id=run_id(message.job_id, message.scheduled_ms)
         )
         try:
-            return self._handle(delivery, message, remaining_ms)
+            result = self._handle(delivery, message, remaining_ms)
         finally:
             logger.thread_safe_remove_keys(["job_id", "run_id"])
+        if result.soon:
+            # Nothing else says when to come back: soon, not after the visibility timeout (an
+            # `after` job's run would wait 90 minutes for one failed send).
+            try:
+                self._queue.change_visibility(delivery, retry_soon_seconds(delivery.receive_count))
+            except Exception:  # the same outage, likely: the visibility timeout stands
+                logger.warning("could not shorten a delivery's visibility", exc_info=True)
+        return result
 
     def _handle(
         self, delivery: Delivery, message: RunMessage, remaining_ms: Callable[[], int] | None
@@ -246,7 +274,7 @@ class RunExecutor:
                 # still holds the gate, and its retry would find it taken.)
                 self._overlap.release(job, message.scheduled_ms)
             if run is not None and not self._triggered(job, dependents, run):
-                return Result(Disposition.RETRY_LATER, "dependents not triggered yet", run)
+                return _soon("dependents not triggered yet", run)
             return Result(Disposition.DONE, "duplicate of finished work", run)
         if outcome == ClaimOutcome.ABANDONED and run is not None:
             # Its holder was killed or died mid-attempt: that attempt failed. Retry (or give up)
@@ -258,11 +286,12 @@ class RunExecutor:
         if outcome == ClaimOutcome.BUSY or run is None:
             # Come back when the holder's lease ends: if it died, this delivery reclaims.
             count(Metric.RUNS_DUPLICATE)
-            if run is not None and run.lease is not None:
-                reclaimable = run.lease.until_ms + claim.skew_allowance_ms
-                self._queue.change_visibility(
-                    delivery, delay_seconds(reclaimable, self._clock()) + 1
-                )
+            if run is None or run.lease is None:
+                return _soon("another worker holds the run", run)
+            reclaimable = run.lease.until_ms + claim.skew_allowance_ms
+            # (Not delay_seconds: a lease can end past SQS's 900 s delay limit.)
+            wait = (reclaimable - self._clock()) // 1000 + 1
+            self._queue.change_visibility(delivery, max(0, min(MAX_VISIBILITY_SECONDS, wait)))
             return Result(Disposition.RETRY_LATER, "another worker holds the run", run)
         self._wait_until(message.due_ms)
         count(Metric.RUNS_STARTED)
@@ -321,7 +350,7 @@ class RunExecutor:
         # most of the logs' bill (docs/cost.md "Logs"). Failures and retries log at WARNING+.
         logger.debug("run succeeded", extra={"attempt": message.attempt})
         if done is not None and not self._triggered(job, dependents, done):
-            return Result(Disposition.RETRY_LATER, "succeeded; dependents not triggered", done)
+            return _soon("succeeded; dependents not triggered", done)
         return Result(Disposition.DONE, "succeeded", done or run)
 
     def _end_dropped_retry(self, message: RunMessage, reason: str) -> None:
@@ -369,7 +398,7 @@ class RunExecutor:
         count(Metric.RUNS_DEAD)
         logger.error("run failed", extra={"attempt": message.attempt, "error": error})
         if done is not None and not self._triggered(job, dependents, done):
-            return Result(Disposition.RETRY_LATER, "failed; dependents not triggered", done)
+            return _soon("failed; dependents not triggered", done)
         return Result(Disposition.DONE, f"failed: {error}", done or run)
 
     def _triggered(self, job: Job, dependents: tuple[str, ...], run: Run) -> bool:

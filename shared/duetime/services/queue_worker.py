@@ -8,8 +8,11 @@
   queue's (one request per 10 runs), or, fewer, once the first of them has waited
   `delete_hold_seconds`. (If the worker dies first, the messages of runs that finished come
   back: their run records say so, and they do not run again.)
-- stop() (SIGTERM): polling stops; runs in flight may finish until `stop_timeout_seconds`;
-  whatever is still held after that is released (visibility 0) for another worker.
+- stop() (SIGTERM): polling stops; runs received but not started are released at once
+  (visibility 0) for another worker; runs in flight may finish until `stop_timeout_seconds`,
+  their heartbeat and deletes going on; whatever is still held after that is released.
+- A run whose handling raised (a store error) comes back soon, as on the Lambda worker
+  (duetime.services.execute.retry_soon_seconds).
 """
 
 from __future__ import annotations
@@ -18,12 +21,12 @@ import threading
 import time
 from collections import defaultdict
 from collections.abc import Callable, Mapping, Sequence
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
 
 from duetime.domain.jobs import Priority, Runtime
 from duetime.observability import logger, metrics, serialized_metrics
 from duetime.ports import Delivery, JobQueue
-from duetime.services.execute import Disposition, RunExecutor
+from duetime.services.execute import Disposition, RunExecutor, retry_soon_seconds
 
 DELETE_BATCH = 10  # messages per DeleteMessageBatch
 
@@ -58,9 +61,14 @@ class QueueWorker:
         # Well inside the visibility timeout: a finished run's message must not come back.
         self._delete_hold = min(delete_hold_seconds, visibility_seconds / 2)
         self._lanes = dict(lanes or {})
-        self._stopping = threading.Event()
+        self._stopping = threading.Event()  # stop receiving (SIGTERM)
+        # Stop the heartbeat and the deletes: only once the runs in flight have drained, or
+        # their messages would come back to other workers while they still run.
+        self._halted = threading.Event()
         self._lock = threading.Lock()
         self._held: dict[str, Delivery] = {}  # received, not yet deleted or released
+        # Handed to the pool, not started yet: released, not started, when the worker stops.
+        self._queued: dict[str, tuple[Future[None], Delivery]] = {}
         # Finished, waiting for a batched delete: by queue, with when the first finished.
         self._finished: defaultdict[str, list[Delivery]] = defaultdict(list)
         self._first_finished: dict[str, float] = {}
@@ -100,6 +108,7 @@ class QueueWorker:
         logger.info("worker stopping", extra={"in_flight": len(self._held)})
         for thread in pollers:
             thread.join(timeout=self._wait + 5)
+        self._release_queued()
         deadline = time.monotonic() + self._stop_timeout
         while time.monotonic() < deadline:
             with self._lock:
@@ -107,6 +116,7 @@ class QueueWorker:
                     break
             time.sleep(0.05)
         pool.shutdown(wait=False, cancel_futures=True)
+        self._halted.set()
         self._flush(everything=True)
         self._release_all()
         metrics.flush_metrics()
@@ -136,10 +146,26 @@ class QueueWorker:
             for delivery in deliveries:
                 if self._stopping.is_set():
                     self._release(delivery)
-                else:
-                    pool.submit(self._process, delivery)
+                    continue
+                with self._lock:
+                    future = pool.submit(self._process, delivery)
+                    self._queued[delivery.message_id] = (future, delivery)
+
+    def _release_queued(self) -> None:
+        """On stop: the runs received but not started yet are handed back at once (another
+        task starts them), not started here during the stop's grace, where a long run would be
+        killed at its end and its attempt counted failed."""
+        with self._lock:
+            queued = list(self._queued.values())
+        for future, delivery in queued:
+            if future.cancel():
+                with self._lock:
+                    self._queued.pop(delivery.message_id, None)
+                self._release(delivery)
 
     def _process(self, delivery: Delivery) -> None:
+        with self._lock:
+            self._queued.pop(delivery.message_id, None)
         try:
             result = self._executor.handle(delivery)
             if result.disposition == Disposition.DONE:
@@ -150,16 +176,22 @@ class QueueWorker:
                 with self._lock:
                     self._held.pop(delivery.message_id, None)
         except Exception:
-            # The message stays leased until its visibility expires, then comes back.
+            # Back soon (2, 4, 8, ... s by its receive count), as on the Lambda worker: not
+            # after whatever is left of its visibility, which a long outage would spend in
+            # quick receives until the DLQ.
             logger.exception("run processing failed", extra={"message_id": delivery.message_id})
             with self._lock:
                 self._held.pop(delivery.message_id, None)
+            try:
+                self._queue.change_visibility(delivery, retry_soon_seconds(delivery.receive_count))
+            except Exception:
+                logger.warning("could not shorten a failed run's visibility", exc_info=True)
         finally:
             with self._lock:
                 self.processed += 1
 
     def _every(self, seconds: float, action: Callable[[], None]) -> None:
-        while not self._stopping.wait(seconds):
+        while not self._halted.wait(seconds):
             try:
                 action()
             except Exception:
@@ -174,6 +206,9 @@ class QueueWorker:
             done = self._finished_ids()
             running = [d for i, d in self._held.items() if i not in done]
         for delivery in running:
+            with self._lock:  # handled since (put back, finished): its visibility is set
+                if self._held.get(delivery.message_id) is not delivery:
+                    continue
             try:
                 self._queue.change_visibility(delivery, self._visibility)
             except Exception:
