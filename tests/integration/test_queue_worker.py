@@ -35,14 +35,14 @@ def slow(invocation: Invocation) -> None:
 DEFAULT_HANDLERS.register("test.slow", slow)
 
 
-@pytest.fixture
-def worker(engine: Engine) -> Iterator[QueueWorker]:
+def started(engine: Engine, concurrency: int = 4) -> tuple[QueueWorker, threading.Thread]:
+    """A Fargate worker on its thread, with a 2 s visibility its heartbeat keeps extending."""
     STARTED.clear()
     worker = QueueWorker(
         engine.parts.queue,
         engine.parts.executor,
         Runtime.FARGATE,
-        concurrency=4,
+        concurrency=concurrency,
         wait_seconds=1,
         visibility_seconds=2,
         heartbeat_seconds=0.5,
@@ -50,6 +50,12 @@ def worker(engine: Engine) -> Iterator[QueueWorker]:
     )
     thread = threading.Thread(target=worker.run, daemon=True)
     thread.start()
+    return worker, thread
+
+
+@pytest.fixture
+def worker(engine: Engine) -> Iterator[QueueWorker]:
+    worker, thread = started(engine)
     yield worker
     worker.stop()
     thread.join(timeout=15)
@@ -218,19 +224,7 @@ def test_given_a_stop_then_received_runs_not_started_are_handed_back_and_running
     # Found by review: on SIGTERM the runs received but waiting for a slot were started
     # during the stop's grace (a long one killed at its end, its attempt counted failed), and
     # the heartbeat stopped, so a run still executing came back to other workers.
-    STARTED.clear()
-    one_slot = QueueWorker(
-        engine.parts.queue,
-        engine.parts.executor,
-        Runtime.FARGATE,
-        concurrency=1,
-        wait_seconds=1,
-        visibility_seconds=2,
-        heartbeat_seconds=0.5,
-        stop_timeout_seconds=10,
-    )
-    thread = threading.Thread(target=one_slot.run, daemon=True)
-    thread.start()
+    one_slot, thread = started(engine, concurrency=1)
     time.sleep(0.3)  # every poller is waiting with one free slot: each takes a message
     body = {
         "schedule": {"delay_seconds": 0},

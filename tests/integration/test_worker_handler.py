@@ -10,7 +10,7 @@ from duetime.domain.messages import RunMessage
 from duetime.domain.runs import RunStatus
 from duetime.entrypoints import worker as worker_handler
 from duetime.local.lambda_runtime import FakeContext, sqs_event
-from duetime.ports import QueueError
+from duetime.ports import QueueError, StoreError
 from duetime.targets import DEFAULT_HANDLERS, Invocation
 from tests.integration.conftest import Engine
 
@@ -108,34 +108,30 @@ def test_given_a_batch_then_its_records_run_concurrently(engine: Engine) -> None
     }
 
 
-def test_given_a_record_whose_handling_fails_then_it_comes_back_in_seconds(
-    engine: Engine, monkeypatch: Any
+def handled_after_one_failure(
+    engine: Engine, monkeypatch: Any, owner: object, method: str, error: Exception
 ) -> None:
-    # Found by review: an exception (a store error reading the job) left the message to the
-    # queue's visibility timeout, 90 minutes as deployed, before the run was tried again.
-    from duetime.ports import StoreError
-
+    """Deliver the lambda/normal queue's messages (one) with `owner.method` failing once: the
+    record is reported failed, visible again 2 s later (the queue's own timeout is far
+    longer), and handled on its next receive."""
     url = engine.aws.settings.queue(Runtime.LAMBDA, Priority.NORMAL).url
-    job = engine.submit({"schedule": {"delay_seconds": 0}})
     messages = receive_all(engine, url)
     arn = engine.aws.sqs.get_queue_attributes(QueueUrl=url, AttributeNames=["QueueArn"])[
         "Attributes"
     ]["QueueArn"]
-    reads = engine.parts.executor._reads
     outage = [True]
-    real_get = reads.get
+    real = getattr(owner, method)
 
-    def unavailable(tenant: str, job_id: str) -> Any:
+    def flaky(*args: Any) -> Any:
         if outage:
-            raise StoreError("the jobs table is unavailable")
-        return real_get(tenant, job_id)
+            raise error
+        return real(*args)
 
-    monkeypatch.setattr(reads, "get", unavailable)
+    monkeypatch.setattr(owner, method, flaky)
     response = worker_handler.handler(sqs_event(messages, arn, "us-east-1"), FakeContext())
     assert response == {"batchItemFailures": [{"itemIdentifier": messages[0]["MessageId"]}]}
     outage.clear()
 
-    # Its first receive: visible again after 2 s (the queue's own timeout is far longer).
     assert receive_all(engine, url) == []
     engine.advance(3)
     again = receive_all(engine, url)
@@ -143,6 +139,18 @@ def test_given_a_record_whose_handling_fails_then_it_comes_back_in_seconds(
     assert worker_handler.handler(sqs_event(again, arn, "us-east-1"), FakeContext()) == {
         "batchItemFailures": []
     }
+
+
+def test_given_a_record_whose_handling_fails_then_it_comes_back_in_seconds(
+    engine: Engine, monkeypatch: Any
+) -> None:
+    # Found by review: an exception (a store error reading the job) left the message to the
+    # queue's visibility timeout, 90 minutes as deployed, before the run was tried again.
+    job = engine.submit({"schedule": {"delay_seconds": 0}})
+    reads = engine.parts.executor._reads
+    handled_after_one_failure(
+        engine, monkeypatch, reads, "get", StoreError("the jobs table is unavailable")
+    )
     assert [c.job_id for c in engine.recorder.calls] == [job]
 
 
@@ -152,33 +160,11 @@ def test_given_dependents_not_triggered_then_the_upstream_message_comes_back_in_
     # Found by review: the upstream's run succeeded, sending its dependents' runs failed, and
     # its message came back only after the queue's visibility timeout (90 minutes as
     # deployed): the `after` job ran that late.
-    url = engine.aws.settings.queue(Runtime.LAMBDA, Priority.NORMAL).url
     upstream = engine.submit({"schedule": {"delay_seconds": 0}})
     dependent = engine.submit({"schedule": {"after": {"job_id": upstream}}})
-    messages = receive_all(engine, url)
-    arn = engine.aws.sqs.get_queue_attributes(QueueUrl=url, AttributeNames=["QueueArn"])[
-        "Attributes"
-    ]["QueueArn"]
     dependencies = engine.parts.executor._dependencies
-    outage = [True]
-    real_trigger = dependencies.trigger
-
-    def failing(*args: Any) -> int:
-        if outage:
-            raise QueueError("SQS is unavailable")
-        return real_trigger(*args)
-
-    monkeypatch.setattr(dependencies, "trigger", failing)
-    response = worker_handler.handler(sqs_event(messages, arn, "us-east-1"), FakeContext())
-    assert response == {"batchItemFailures": [{"itemIdentifier": messages[0]["MessageId"]}]}
-    outage.clear()
-
-    assert receive_all(engine, url) == []
-    engine.advance(3)
-    again = receive_all(engine, url)
-    assert [m["MessageId"] for m in again] == [messages[0]["MessageId"]]
-    assert worker_handler.handler(sqs_event(again, arn, "us-east-1"), FakeContext()) == {
-        "batchItemFailures": []
-    }
+    handled_after_one_failure(
+        engine, monkeypatch, dependencies, "trigger", QueueError("SQS is unavailable")
+    )
     engine.drain()
     assert sorted(c.job_id for c in engine.recorder.calls) == sorted([upstream, dependent])
