@@ -726,6 +726,107 @@ def test_run_now_is_accepted_queued_and_run(api: Api) -> None:
     assert fetched["next_run_at"] == at(3600)
 
 
+def test_a_run_now_replayed_with_its_idempotency_key_is_the_same_run(api: Api) -> None:
+    # A retried run-now (its answer lost) made a second run: a job run twice.
+    job = api.create({"schedule": {"at": at(3600)}})
+    keyed = {"Idempotency-Key": "rerun-7"}
+    first = api.call("POST", f"/jobs/{job['id']}/run", headers=keyed)
+    api.engine.advance(2)
+
+    replay = api.call("POST", f"/jobs/{job['id']}/run", headers=keyed)
+    api.engine.drain()
+
+    assert (first.status, replay.status) == (202, 202)
+    assert replay.json == first.json
+    assert api.engine.recorder.runs_of(job["id"]) == [to_ms_of(first.json["scheduled_for"])]
+    # A run-now without a key, or with another, is a run of its own.
+    other = api.call("POST", f"/jobs/{job['id']}/run", headers={"Idempotency-Key": "rerun-8"})
+    api.engine.advance(1)
+    plain = api.call("POST", f"/jobs/{job['id']}/run")
+    api.engine.drain()
+    assert len({first.json["run_id"], other.json["run_id"], plain.json["run_id"]}) == 3
+    assert len(api.engine.recorder.runs_of(job["id"])) == 3
+
+
+def test_a_run_now_replay_sends_the_run_its_first_request_failed_to_send(
+    api: Api, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    job = api.create({"schedule": {"at": at(3600)}})
+    keyed = {"Idempotency-Key": "rerun-lost"}
+    with monkeypatch.context() as broken:
+        broken.setattr(api.engine.parts.queue, "send", failing_send)
+        lost = api.call("POST", f"/jobs/{job['id']}/run", headers=keyed)
+    api.engine.drain()
+    assert lost.status == 500
+    assert api.engine.recorder.runs_of(job["id"]) == []
+
+    replay = api.call("POST", f"/jobs/{job['id']}/run", headers=keyed)
+    api.engine.drain()
+
+    assert replay.status == 202
+    assert api.engine.recorder.runs_of(job["id"]) == [to_ms_of(replay.json["scheduled_for"])]
+
+
+def failing_send(messages: object) -> None:
+    raise ConnectionError("SQS is unreachable")
+
+
+def test_a_run_now_key_used_for_another_request_is_a_conflict(api: Api) -> None:
+    job = api.create({"schedule": {"at": at(3600)}}, headers={"Idempotency-Key": "k-job"})
+    other = api.create({"schedule": {"at": at(7200)}})
+    ran = api.call("POST", f"/jobs/{job['id']}/run", headers={"Idempotency-Key": "k-run"})
+    assert ran.status == 202
+
+    answers = [
+        api.call("POST", f"/jobs/{job['id']}/run", headers={"Idempotency-Key": "k-job"}),
+        api.call("POST", f"/jobs/{other['id']}/run", headers={"Idempotency-Key": "k-run"}),
+        api.call(
+            "POST",
+            "/jobs",
+            {"schedule": {"at": at(3600)}, "target": HANDLER_TARGET},
+            headers={"Idempotency-Key": "k-run"},
+        ),
+    ]
+
+    assert [(a.status, a.error["code"], a.error["field"]) for a in answers] == [
+        (409, "idempotency_conflict", "Idempotency-Key")
+    ] * 3
+    api.engine.drain()
+    assert api.engine.recorder.runs_of(other["id"]) == []
+    assert len(api.engine.recorder.runs_of(job["id"])) == 1
+    assert len(api.job_items()) == 2
+    # Keys are per tenant: another tenant's key of the same name is its own, and its
+    # run-now of a job of tenant-a is a 404.
+    theirs = api.call(
+        "POST", f"/jobs/{job['id']}/run", headers={"Idempotency-Key": "k-run"}, tenant="tenant-b"
+    )
+    assert theirs.status == 404
+
+
+def test_a_refused_run_now_binds_nothing_to_its_key(api: Api) -> None:
+    job = api.create({"schedule": {"rate_seconds": 60}})
+    api.call("POST", f"/jobs/{job['id']}/pause")
+    keyed = {"Idempotency-Key": "rerun-paused"}
+
+    refused = api.call("POST", f"/jobs/{job['id']}/run", headers=keyed)
+    api.call("POST", f"/jobs/{job['id']}/resume")
+    api.engine.advance(1)
+    resumed_ms = wall_ms()
+    accepted = api.call("POST", f"/jobs/{job['id']}/run", headers=keyed)
+
+    assert (refused.status, refused.error["code"]) == (409, "conflict")
+    assert accepted.status == 202  # a run of its own, asked for after the resume
+    assert to_ms_of(accepted.json["scheduled_for"]) >= resumed_ms
+
+
+@pytest.mark.parametrize("key", ["", "with space", "x" * 256])
+def test_a_run_now_with_a_malformed_idempotency_key_is_a_400(api: Api, key: str) -> None:
+    job = api.create({"schedule": {"at": at(3600)}})
+    reply = api.call("POST", f"/jobs/{job['id']}/run", headers={"Idempotency-Key": key})
+    assert (reply.status, reply.error["field"]) == (400, "Idempotency-Key")
+    assert api.engine.queue_messages(Runtime.LAMBDA, Priority.NORMAL) == 0
+
+
 def test_a_failed_one_off_can_be_run_again_as_a_run_of_its_own(api: Api) -> None:
     job = api.create(
         {

@@ -442,6 +442,24 @@ def test_run_shows_whatever_the_api_answers(
     )
 
 
+def test_run_sends_its_idempotency_key(api: FakeApi) -> None:
+    api.answer(202, {"job_id": "J1", "scheduled_for": "2026-11-20T10:00:00.000Z"})
+    assert jobs(api, "run", "J1", "--idempotency-key", "rerun-7") == 0
+    assert api.last.headers["idempotency-key"] == "rerun-7"
+    assert jobs(api, "run", "J1") == 0
+    assert "idempotency-key" not in api.last.headers
+
+
+def test_run_refuses_a_key_no_header_can_carry(
+    api: FakeApi, capsys: pytest.CaptureFixture[str]
+) -> None:
+    with pytest.raises(SystemExit) as exit_info:
+        jobs(api, "run", "J1", "--idempotency-key", "k\u20ac")
+    assert exit_info.value.code == 2
+    assert "argument --idempotency-key: must be printable ASCII" in capsys.readouterr().err
+    assert api.requests == []
+
+
 # --- list and runs ------------------------------------------------------------------------------
 
 

@@ -232,7 +232,8 @@ def build_app(
         owner = tenant()
         job_id = checked_id(job_id)
         limiter.take(owner)
-        scheduled_ms = service.run_now(owner, job_id)
+        key = idempotency_key(app.current_event.headers.get("Idempotency-Key"))
+        scheduled_ms = service.run_now(owner, job_id, idempotency_key=key)
         return _json(HTTPStatus.ACCEPTED, views.run_now_json(job_id, scheduled_ms))
 
     @route("GET", "/jobs/{id}/runs")

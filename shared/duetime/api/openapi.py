@@ -45,6 +45,10 @@ _RESPONSES = {
     "IdempotencyConflict": _error(
         "The Idempotency-Key was used for another request (code idempotency_conflict)."
     ),
+    "RunConflict": _error(
+        "The job is paused, cancelled or completed (code conflict), or the Idempotency-Key "
+        "was used for another request (code idempotency_conflict)."
+    ),
     "PayloadTooLarge": _error("Body over 256 KiB or payload over 64 KiB."),
     "TooManyRequests": _error(
         "A tenant quota refused the request (code quota_exceeded).",
@@ -147,7 +151,8 @@ _PARAMETERS = {
         "name": "Idempotency-Key",
         "in": "header",
         "description": "Repeat the request with the same key (for 24 hours) to get the same "
-        "job back instead of a second one; the same key with another body is a 409.",
+        "job (or run) back instead of a second one; the same key with another body, or for "
+        "another request, is a 409.",
         "schema": {"type": "string", "pattern": "^[\\x21-\\x7e]{1,255}$"},
     },
 }
@@ -318,11 +323,15 @@ def _paths() -> dict[str, Any]:
             "post": {
                 "operationId": "runJob",
                 "summary": "One extra run now, besides the schedule",
+                "parameters": [_param("IdempotencyKey")],
                 "responses": _ok(
                     202,
-                    "The run is queued.",
+                    "The run is queued. A replay with the same Idempotency-Key answers 202 "
+                    "too, with the same run.",
                     "RunAccepted",
-                    *_TRANSITION,
+                    (400, "BadRequest"),
+                    (404, "NotFound"),
+                    (409, "RunConflict"),
                     (429, "TooManyRequests"),
                 ),
             },

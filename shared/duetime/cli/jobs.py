@@ -88,6 +88,13 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     ]:
         action = actions.add_parser(name, parents=[common], help=text, description=text)
         action.add_argument("job_id", metavar="ID")
+        if name == "run":
+            action.add_argument(
+                "--idempotency-key",
+                type=header_value,
+                metavar="KEY",
+                help="a replay with the same key returns the same run instead of a second one",
+            )
 
     listing = actions.add_parser("list", parents=[common], help="list jobs (GET /jobs)")
     listing.add_argument("--status", choices=[s.value for s in JobStatus])
@@ -331,8 +338,7 @@ def _create(client: ApiClient, args: argparse.Namespace) -> tuple[Any, Render]:
         body = args.body
     else:
         body = job_body(args)
-    headers = {"Idempotency-Key": args.idempotency_key} if args.idempotency_key else None
-    return client.call("POST", "/jobs", body=body, headers=headers), format_job
+    return client.call("POST", "/jobs", body=body, headers=_keyed(args)), format_job
 
 
 def _update(client: ApiClient, args: argparse.Namespace) -> tuple[Any, Render]:
@@ -366,7 +372,12 @@ def _resume(client: ApiClient, args: argparse.Namespace) -> tuple[Any, Render]:
 
 
 def _run_now(client: ApiClient, args: argparse.Namespace) -> tuple[Any, Render]:
-    return client.call("POST", _job_path(args, "/run")), format_job
+    return client.call("POST", _job_path(args, "/run"), headers=_keyed(args)), format_job
+
+
+def _keyed(args: argparse.Namespace) -> dict[str, str] | None:
+    """The Idempotency-Key header of a create or run-now, if given."""
+    return {"Idempotency-Key": args.idempotency_key} if args.idempotency_key else None
 
 
 def _backfill(client: ApiClient, args: argparse.Namespace) -> tuple[Any, Render]:

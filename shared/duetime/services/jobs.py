@@ -16,6 +16,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, replace
 
 from duetime.domain.errors import (
+    IdempotencyConflict,
     IllegalTransition,
     NotFound,
     PreconditionFailed,
@@ -37,7 +38,12 @@ from duetime.ports import ConditionFailed, JobQueue, JobStore, Page, RunStore, T
 from duetime.services.dependencies import Dependencies
 from duetime.services.dispatch import Dispatcher
 from duetime.services.release import ReleasedSender
-from duetime.services.submission import Submission
+from duetime.services.submission import (
+    IDEMPOTENCY_SECONDS,
+    Submission,
+    run_now_binding,
+    run_now_instant,
+)
 from duetime.settings import Quotas, Settings
 
 
@@ -303,11 +309,31 @@ class JobService:
         message = replace(run_message(job, due), attempt=pending.attempt + 1)
         self._queue.send([(message, delay_seconds(message.due_ms, now))])
 
-    def run_now(self, tenant: str, job_id: str) -> int:
-        """One extra run now, besides the schedule. Returns its scheduled instant."""
-        view = self.get(tenant, job_id)
-        if view.job.status != JobStatus.SCHEDULED:
-            raise IllegalTransition(job_id, view.job.status, "run")
+    def run_now(self, tenant: str, job_id: str, idempotency_key: str | None = None) -> int:
+        """One extra run now, besides the schedule. Returns its scheduled instant. With an
+        idempotency key, a replay (the same key for the same job, within 24 hours) answers
+        the first request's instant and sends that run again, in case the first request died
+        before sending it (a copy shares its run id: it runs once); the key used for another
+        request is an IdempotencyConflict."""
+        job = self.get(tenant, job_id).job
         now = self._clock()
-        self._send(view.job, now, now)
+        if idempotency_key is not None:
+            recorded = self._jobs.claim_key(
+                tenant,
+                idempotency_key,
+                job_id,
+                run_now_binding(now),
+                now // 1000 + IDEMPOTENCY_SECONDS,
+            )
+            instant = None if recorded is None else run_now_instant(recorded[1])
+            if recorded is not None and (instant is None or recorded[0] != job_id):
+                raise IdempotencyConflict(idempotency_key)
+            if instant is not None:
+                if job.status == JobStatus.SCHEDULED:
+                    self._send(job, instant, now)
+                return instant
+        if job.status != JobStatus.SCHEDULED:
+            self.submission.unbind(tenant, idempotency_key, job_id)
+            raise IllegalTransition(job_id, job.status, "run")
+        self._send(job, now, now)
         return now

@@ -75,6 +75,19 @@ def same_request(bound: str, spec: JobSpec) -> bool:
     return bound == _digest(spec_to_dict(spec))
 
 
+# What a key used with `POST /jobs/{id}/run` is bound to: the instant of the run it asked for.
+_RUN_NOW = "run-now:"
+
+
+def run_now_binding(instant: int) -> str:
+    return f"{_RUN_NOW}{instant}"
+
+
+def run_now_instant(bound: str) -> int | None:
+    """The instant of the run a key bound by a run-now asked for; None for a job submission."""
+    return int(bound[len(_RUN_NOW) :]) if bound.startswith(_RUN_NOW) else None
+
+
 def _digest(canonical: object) -> str:
     text = json.dumps(canonical, sort_keys=True, separators=(",", ":"))
     return hashlib.sha256(text.encode()).hexdigest()
