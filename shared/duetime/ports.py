@@ -92,10 +92,13 @@ class JobStore(Protocol):
         jobs a new dependency was checked against (duetime.services.dependencies; on
         DynamoDB one transaction); ConditionFailed otherwise."""
 
-    def scan_active(self, segment: int, segments: int) -> Iterator[Job]:
+    def scan_active(
+        self, segment: int, segments: int, counters: dict[str, int] | None = None
+    ) -> Iterator[Job]:
         """Every job of every tenant whose status is `scheduled` or `paused`, in one segment
         of a parallel scan (segment 0..segments-1): a whole-table read, for the daily
-        reconciler."""
+        reconciler. `counters`: filled, by the same read, with the segment's tenants whose
+        count of active recurring jobs (reserve_recurring) is above zero, and that count."""
 
     def reserve_recurring(self, tenant: str, limit: int) -> bool:
         """Count one more active (scheduled or paused) recurring job of the tenant, if it has

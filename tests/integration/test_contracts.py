@@ -619,6 +619,23 @@ def test_given_jobs_in_every_status_when_scanning_segments_then_each_active_job_
     assert sorted(found, key=lambda j: j.id) == sorted(active, key=lambda j: j.id)
 
 
+def test_given_recurring_counters_then_the_scan_reads_those_above_zero_beside_the_jobs(
+    job_store: JobStore,
+) -> None:
+    job = make_job(entropy=1, recurring=True)
+    job_store.create(job)
+    for tenant, reserved in ((TENANT, 2), (OTHER_TENANT, 1), ("tenant-c", 1)):
+        for _ in range(reserved):
+            assert job_store.reserve_recurring(tenant, 5)
+    job_store.release_recurring("tenant-c")
+    counters: dict[str, int] = {}
+
+    found = [j.id for segment in range(3) for j in job_store.scan_active(segment, 3, counters)]
+
+    assert found == [job.id]
+    assert counters == {TENANT: 2, OTHER_TENANT: 1}
+
+
 def test_given_a_recurring_quota_when_reserving_then_the_check_and_increment_are_atomic(
     job_store: JobStore,
 ) -> None:

@@ -294,6 +294,8 @@ def test_given_a_drifted_counter_then_the_reconciler_recounts_it() -> None:
             "t", _spec({"rate_seconds": 600}), quotas=Quotas(max_active_recurring_jobs=10)
         )
     twins.jobs.set_recurring_count("t", 7)  # a crash between counting and creating, say
+    twins.jobs.set_recurring_count("u", 3)  # the same, for a tenant with no recurring job
+    twins.submit({"delay_seconds": 60}, tenant="u")
     twins.clock.now += 3_600_000
     reconciler = Reconciler(
         twins.jobs,
@@ -307,6 +309,7 @@ def test_given_a_drifted_counter_then_the_reconciler_recounts_it() -> None:
     reconciler.reconcile()
 
     assert twins.jobs.recurring_count("t") == 2
+    assert twins.jobs.recurring_count("u") == 0
 
 
 def _spec(schedule: dict[str, Any]) -> Any:

@@ -71,6 +71,8 @@ class ReconcileReport:
     # Per tenant, the active (scheduled or paused) recurring jobs counted by the scan: the
     # quota counters are set to these, repairing any drift.
     active_recurring: Counter[str] = field(default_factory=Counter)
+    # Per tenant, its counter as the scan read it (the tenants above zero).
+    counted: dict[str, int] = field(default_factory=dict)
 
 
 class Reconciler:
@@ -109,12 +111,20 @@ class Reconciler:
             total.rearmed += r.rearmed
             total.failed += r.failed
             total.active_recurring.update(r.active_recurring)
+            total.counted.update(r.counted)
+        # A counter above zero for a tenant with no active recurring job (a reservation
+        # leaked by a crash) goes back to zero.
+        for tenant in total.counted.keys() - total.active_recurring.keys():
+            self._jobs.set_recurring_count(tenant, 0)
         for tenant, active in total.active_recurring.items():
             self._jobs.set_recurring_count(tenant, active)
         count(Metric.JOBS_REARMED, total.rearmed)
         logger.info(
             "reconciled",
-            extra={"reconcile": total.__dict__ | {"active_recurring": len(total.active_recurring)}},
+            extra={
+                "reconcile": total.__dict__
+                | {"active_recurring": len(total.active_recurring), "counted": len(total.counted)}
+            },
         )
         return total
 
@@ -122,7 +132,7 @@ class Reconciler:
         report = ReconcileReport()
         batch: list[Job] = []
         overdue: list[Job] = []
-        for job in self._jobs.scan_active(segment, self._segments):
+        for job in self._jobs.scan_active(segment, self._segments, report.counted):
             report.scanned += 1
             if job.spec.recurring:
                 report.active_recurring[job.tenant] += 1

@@ -226,23 +226,32 @@ class DynamoJobStore:
                 raise ConditionFailed(f"job {job.id} or its chain changed") from exc
             raise StoreError(str(exc)) from exc
 
-    def scan_active(self, segment: int, segments: int) -> Iterator[Job]:
+    def scan_active(
+        self, segment: int, segments: int, counters: dict[str, int] | None = None
+    ) -> Iterator[Job]:
         params: dict[str, Any] = {
             "TableName": self._table,
             "Segment": segment,
             "TotalSegments": segments,
-            # Jobs only: idempotency records, counters and webhook secrets have no status.
-            "FilterExpression": "#s IN (:s, :p)",
-            "ExpressionAttributeNames": {"#s": "status"},
+            # Jobs (idempotency records, counters and webhook secrets have no status) and the
+            # recurring counters above zero.
+            "FilterExpression": "#s IN (:s, :p) OR (#id = :c AND #a > :zero)",
+            "ExpressionAttributeNames": {"#s": "status", "#id": "id", "#a": "active"},
             "ExpressionAttributeValues": {
                 ":s": {"S": JobStatus.SCHEDULED.value},
                 ":p": {"S": JobStatus.PAUSED.value},
+                ":c": {"S": RECURRING_COUNTER},
+                ":zero": {"N": "0"},
             },
         }
         while True:
             response = self._client.scan(**params)
             for item in response.get("Items", []):
-                yield self._job(from_item(item))
+                values = from_item(item)
+                if values["id"] != RECURRING_COUNTER:
+                    yield self._job(values)
+                elif counters is not None:
+                    counters[str(values["tenant"])] = int(values["active"])
             if "LastEvaluatedKey" not in response:
                 return
             params["ExclusiveStartKey"] = response["LastEvaluatedKey"]

@@ -77,9 +77,16 @@ class MemoryJobStore:
                     raise ConditionFailed(f"job {read.id} changed")
             self._jobs[(job.tenant, job.id)] = job
 
-    def scan_active(self, segment: int, segments: int) -> Iterator[Job]:
+    def scan_active(
+        self, segment: int, segments: int, counters: dict[str, int] | None = None
+    ) -> Iterator[Job]:
         with self._lock:
             jobs = list(self._jobs.values())
+            counted = dict(self._recurring)
+        if counters is not None:
+            for tenant, active in counted.items():
+                if active > 0 and zlib.crc32(tenant.encode()) % segments == segment:
+                    counters[tenant] = active
         for job in jobs:
             active = job.status in (JobStatus.SCHEDULED, JobStatus.PAUSED)
             if active and zlib.crc32(job.id.encode()) % segments == segment:
