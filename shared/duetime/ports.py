@@ -282,7 +282,9 @@ class JobQueue(RunSender, Protocol):
         Settings.queue(...).lanes), long-polling up to wait_seconds; they stay invisible for
         visibility_seconds (default: the queue's visibility timeout)."""
 
-    def delete(self, deliveries: Sequence[Delivery]) -> None: ...
+    def delete(self, deliveries: Sequence[Delivery]) -> list[Delivery]:
+        """Delete received messages (batched, retried). Returns those that could not be: their
+        messages come back when their visibility ends."""
 
     def change_visibility(self, delivery: Delivery, seconds: int) -> None: ...
 

@@ -44,9 +44,10 @@ class FakeQueue:
         time.sleep(0.02)
         return []
 
-    def delete(self, deliveries: list[Delivery]) -> None:
+    def delete(self, deliveries: list[Delivery]) -> list[Delivery]:
         with self.lock:
             self.deletes.append((time.monotonic(), list(deliveries)))
+        return []
 
     def change_visibility(self, delivery: Delivery, seconds: int) -> None:
         pass

@@ -11,6 +11,8 @@ from collections.abc import Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import TYPE_CHECKING, Any
 
+from botocore.exceptions import BotoCoreError, ClientError
+
 from duetime.domain.ids import message_group_id
 from duetime.domain.jobs import Priority, Runtime
 from duetime.domain.messages import MessageAuth, RunMessage
@@ -132,17 +134,41 @@ class SqsJobQueue:
             for m in response.get("Messages", [])
         ]
 
-    def delete(self, deliveries: Sequence[Delivery]) -> None:
+    def delete(self, deliveries: Sequence[Delivery]) -> list[Delivery]:
         by_queue: dict[str, list[Delivery]] = defaultdict(list)
         for delivery in deliveries:
             by_queue[delivery.queue].append(delivery)
-        for url, items in by_queue.items():
-            for start in range(0, len(items), _BATCH):
-                entries: Any = [
-                    {"Id": str(i), "ReceiptHandle": d.receipt_handle}
-                    for i, d in enumerate(items[start : start + _BATCH])
-                ]
-                self._client.delete_message_batch(QueueUrl=url, Entries=entries)
+        return [
+            delivery
+            for url, items in by_queue.items()
+            for start in range(0, len(items), _BATCH)
+            for delivery in self._delete_batch(url, items[start : start + _BATCH])
+        ]
+
+    def _delete_batch(self, url: str, batch: list[Delivery]) -> list[Delivery]:
+        """Delete one batch; entries SQS reports as failed on its side are retried (with
+        backoff) a few times. Returns what is left: those, those failed by their receipt
+        (expired, or from a queue that is gone), or the whole batch if the request failed."""
+        entries = {str(i): d for i, d in enumerate(batch)}
+        final: list[Delivery] = []
+        for attempt in range(_SEND_TRIES):
+            try:
+                response = self._client.delete_message_batch(
+                    QueueUrl=url,
+                    Entries=[
+                        {"Id": i, "ReceiptHandle": d.receipt_handle} for i, d in entries.items()
+                    ],
+                )
+            except (BotoCoreError, ClientError):  # already retried by botocore
+                return final + list(entries.values())
+            failed = response.get("Failed", [])
+            final += [entries[f["Id"]] for f in failed if f.get("SenderFault")]
+            entries = {f["Id"]: entries[f["Id"]] for f in failed if not f.get("SenderFault")}
+            if not entries:
+                return final
+            if attempt < _SEND_TRIES - 1:
+                time.sleep(0.05 * 2**attempt)
+        return final + list(entries.values())
 
     def change_visibility(self, delivery: Delivery, seconds: int) -> None:
         self._client.change_message_visibility(

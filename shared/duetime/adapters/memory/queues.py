@@ -95,11 +95,12 @@ class MemoryQueue:
                     )
         return out
 
-    def delete(self, deliveries: Sequence[Delivery]) -> None:
+    def delete(self, deliveries: Sequence[Delivery]) -> list[Delivery]:
         receipts = {d.receipt_handle for d in deliveries}
         with self._lock:
             for key, stored in self._queues.items():
                 self._queues[key] = [s for s in stored if s.receipt not in receipts]
+        return []
 
     def change_visibility(self, delivery: Delivery, seconds: int) -> None:
         with self._lock:

@@ -1,0 +1,80 @@
+"""The SQS adapter's deletes (SqsJobQueue.delete): 10 a request per queue, a failed entry
+retried when the fault is SQS's, and what could not be deleted handed back to the caller."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from botocore.exceptions import ClientError
+
+from duetime.adapters.sqs import SqsJobQueue
+from duetime.domain.messages import MessageAuth
+from duetime.ports import Delivery
+
+AUTH = MessageAuth([b"k" * 32])
+
+
+class FlakySqs:
+    """Answers each DeleteMessageBatch from a script: per call, the receipts that fail and
+    whether by the sender's fault; "raise" fails the request."""
+
+    def __init__(self, script: list[Any]) -> None:
+        self.script = script
+        self.calls: list[tuple[str, list[str]]] = []
+
+    def delete_message_batch(self, QueueUrl: str, Entries: list[dict[str, str]]) -> Any:
+        receipts = [e["ReceiptHandle"] for e in Entries]
+        self.calls.append((QueueUrl, receipts))
+        step = self.script.pop(0) if self.script else {}
+        if step == "raise":
+            raise ClientError({"Error": {"Code": "InternalError"}}, "DeleteMessageBatch")
+        failed = [
+            {"Id": e["Id"], "Code": "x", "SenderFault": step[e["ReceiptHandle"]]}
+            for e in Entries
+            if e["ReceiptHandle"] in step
+        ]
+        ok = [{"Id": e["Id"]} for e in Entries if e["ReceiptHandle"] not in step]
+        return {"Successful": ok, "Failed": failed}
+
+
+def deliveries(count: int, queue: str = "q-a") -> list[Delivery]:
+    return [Delivery(f"m{i}", f"{queue}-r{i}", "{}", 1, queue) for i in range(count)]
+
+
+def test_entries_failed_on_sqs_side_are_retried_and_a_bad_receipt_is_handed_back() -> None:
+    sqs = FlakySqs([{"q-a-r1": False, "q-a-r2": True}, {"q-a-r1": False}, {}])
+    queue = SqsJobQueue(sqs, {}, AUTH)  # type: ignore[arg-type]
+    batch = deliveries(3)
+
+    left = queue.delete(batch)
+
+    assert [receipts for _, receipts in sqs.calls] == [
+        ["q-a-r0", "q-a-r1", "q-a-r2"],
+        ["q-a-r1"],
+        ["q-a-r1"],
+    ]
+    assert left == [batch[2]]  # failed by its receipt: a retry cannot cure that
+
+
+def test_a_failed_request_does_not_stop_the_other_queues_batches() -> None:
+    sqs = FlakySqs(["raise"])
+    queue = SqsJobQueue(sqs, {}, AUTH)  # type: ignore[arg-type]
+    first, second = deliveries(12, "q-a"), deliveries(2, "q-b")
+
+    left = queue.delete(first + second)
+
+    assert [(url, len(receipts)) for url, receipts in sqs.calls] == [
+        ("q-a", 10),
+        ("q-a", 2),
+        ("q-b", 2),
+    ]
+    assert left == first[:10]
+
+
+def test_an_entry_that_keeps_failing_is_handed_back_after_a_few_tries() -> None:
+    sqs = FlakySqs([{"q-a-r0": False}] * 10)
+    queue = SqsJobQueue(sqs, {}, AUTH)  # type: ignore[arg-type]
+    batch = deliveries(1)
+
+    assert queue.delete(batch) == batch
+    assert len(sqs.calls) == 4
