@@ -35,7 +35,9 @@ def slow(invocation: Invocation) -> None:
 DEFAULT_HANDLERS.register("test.slow", slow)
 
 
-def started(engine: Engine, concurrency: int = 4) -> tuple[QueueWorker, threading.Thread]:
+def started(
+    engine: Engine, concurrency: int = 4, wait_seconds: int = 1
+) -> tuple[QueueWorker, threading.Thread]:
     """A Fargate worker on its thread, with a 2 s visibility its heartbeat keeps extending."""
     STARTED.clear()
     worker = QueueWorker(
@@ -43,7 +45,7 @@ def started(engine: Engine, concurrency: int = 4) -> tuple[QueueWorker, threadin
         engine.parts.executor,
         Runtime.FARGATE,
         concurrency=concurrency,
-        wait_seconds=1,
+        wait_seconds=wait_seconds,
         visibility_seconds=2,
         heartbeat_seconds=0.5,
         stop_timeout_seconds=10,
@@ -253,3 +255,27 @@ def test_given_a_stop_then_received_runs_not_started_are_handed_back_and_running
     assert not thread.is_alive()
     assert [c.job_id for c in engine.recorder.calls] == [first]
     assert engine.parts.auth.open(handed_back[0]["Body"]).job_id == waiting
+
+
+def test_given_runs_waiting_for_a_slot_then_the_highest_priority_starts_first(
+    engine: Engine,
+) -> None:
+    # Found by review: runs received together on several queues beyond the free slots
+    # started in the order they were received, so a high-priority run waited behind low ones.
+    one_slot, thread = started(engine, concurrency=1, wait_seconds=5)
+    time.sleep(0.3)  # every poller is long-polling with the one free slot
+    body = {"schedule": {"delay_seconds": 0}, "runtime": "fargate", "target": RECORD}
+    busy = engine.submit(
+        {**body, "target": {"type": "handler", "name": "test.slow"}, "payload": {"seconds": 1}}
+    )
+    assert STARTED.wait(10)  # the slot is taken
+    low = engine.submit({**body, "priority": "low"})
+    wait_for(lambda: len(one_slot._held) == 2)  # received first, waiting for the slot
+    high = engine.submit({**body, "priority": "high"})
+    wait_for(lambda: len(one_slot._held) == 3)
+    try:
+        wait_for(lambda: len(engine.recorder.calls) == 3, 10)
+    finally:
+        one_slot.stop()
+        thread.join(timeout=15)
+    assert [c.job_id for c in engine.recorder.calls] == [busy, high, low]

@@ -150,3 +150,29 @@ def test_the_hold_stays_well_inside_the_visibility_timeout() -> None:
         delete_hold_seconds=5.0,
     )
     assert worker._delete_hold == 0.5
+
+
+def test_two_copies_of_one_message_each_hold_a_slot_and_are_each_deleted(
+    run_worker: Any,
+) -> None:
+    # SQS may deliver one message twice (the same message id, two receipts). Held by message
+    # id, the second copy replaced the first: the worker counted one slot for two runs, and
+    # the first copy's heartbeat stopped.
+    queue, executor = FakeQueue(), FakeExecutor()
+    release = threading.Event()
+    handle = executor.handle
+
+    def blocked(delivery: Delivery, **kwargs: Any) -> Result:
+        release.wait(5)
+        return handle(delivery, **kwargs)
+
+    executor.handle = blocked  # type: ignore[method-assign]
+    queue.waiting = [Delivery("m0", receipt, "{}", 1, "q-a") for receipt in ("r0", "r1")]
+    worker = run_worker(queue, executor, concurrency=4, delete_hold_seconds=0.1)
+
+    wait_for(lambda: not queue.waiting, 3)
+    assert len(worker._held) == 2
+    release.set()
+    wait_for(lambda: len(queue.deleted()) == 2, 5)
+    receipts = sorted(d.receipt_handle for _, batch in queue.deletes for d in batch)
+    assert receipts == ["r0", "r1"]

@@ -1,7 +1,9 @@
 """A long-running worker over the execution core: the Fargate worker (and the local stack's).
 
 - One poller thread per priority queue (per lane of it: `lanes`) long-polls for up to as
-  many messages as there are free execution slots; the runs execute on a thread pool.
+  many messages as there are free execution slots; the runs execute on a thread pool. Runs
+  received together on several queues may outnumber the free slots: they wait for one
+  highest priority first (then first received), leased by the heartbeat.
 - Messages are received with a short visibility timeout that a heartbeat keeps extending
   while the run executes: a worker that dies loses its lease within `visibility_seconds`.
 - A finished run frees its slot at once; its message is deleted in a batch of 10 of its
@@ -17,11 +19,13 @@
 
 from __future__ import annotations
 
+import heapq
+import itertools
 import threading
 import time
 from collections import defaultdict
 from collections.abc import Callable, Mapping, Sequence
-from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import ThreadPoolExecutor
 
 from duetime.domain.jobs import Priority, Runtime
 from duetime.observability import logger, metrics, serialized_metrics
@@ -29,6 +33,7 @@ from duetime.ports import Delivery, JobQueue
 from duetime.services.execute import Disposition, RunExecutor, retry_soon_seconds
 
 DELETE_BATCH = 10  # messages per DeleteMessageBatch
+_RANK = {Priority.HIGH: 0, Priority.NORMAL: 1, Priority.LOW: 2}  # which waiting run starts first
 
 
 class QueueWorker:
@@ -66,9 +71,13 @@ class QueueWorker:
         # their messages would come back to other workers while they still run.
         self._halted = threading.Event()
         self._lock = threading.Lock()
-        self._held: dict[str, Delivery] = {}  # received, not yet deleted or released
-        # Handed to the pool, not started yet: released, not started, when the worker stops.
-        self._queued: dict[str, tuple[Future[None], Delivery]] = {}
+        # Received, not yet deleted or released; by receipt handle (two copies of one message
+        # may be held at once).
+        self._held: dict[str, Delivery] = {}
+        # Received, not started yet, as (rank, arrival, delivery): each pool task starts the
+        # first. Released, not started, when the worker stops.
+        self._waiting: list[tuple[int, int, Delivery]] = []
+        self._arrivals = itertools.count()
         # Finished, waiting for a batched delete: by queue, with when the first finished.
         self._finished: defaultdict[str, list[Delivery]] = defaultdict(list)
         self._first_finished: dict[str, float] = {}
@@ -106,9 +115,10 @@ class QueueWorker:
         while not self._stopping.wait(0.5):
             pass
         logger.info("worker stopping", extra={"in_flight": len(self._held)})
+        self._release_waiting()
         for thread in pollers:
             thread.join(timeout=self._wait + 5)
-        self._release_queued()
+        self._release_waiting()  # what a poller received as the stop came
         deadline = time.monotonic() + self._stop_timeout
         while time.monotonic() < deadline:
             with self._lock:
@@ -125,7 +135,8 @@ class QueueWorker:
     def _poll(self, priority: Priority, pool: ThreadPoolExecutor, lane: int = 0) -> None:
         # Pollers do not reserve execution slots while they long-poll (one idle queue would
         # starve the others); each asks for up to the capacity free right now. Messages that
-        # arrive together on several queues may wait briefly for a slot, leased by the heartbeat.
+        # arrive together on several queues may wait briefly for a slot (`_next`: the highest
+        # priority first), leased by the heartbeat.
         while not self._stopping.is_set():
             with self._lock:
                 free = self._concurrency - len(self._held) + sum(map(len, self._finished.values()))
@@ -142,30 +153,31 @@ class QueueWorker:
                 continue
             with self._lock:
                 for delivery in deliveries:
-                    self._held[delivery.message_id] = delivery
-            for delivery in deliveries:
-                if self._stopping.is_set():
-                    self._release(delivery)
-                    continue
-                with self._lock:
-                    future = pool.submit(self._process, delivery)
-                    self._queued[delivery.message_id] = (future, delivery)
+                    self._held[delivery.receipt_handle] = delivery
+                    entry = (_RANK[priority], next(self._arrivals), delivery)
+                    heapq.heappush(self._waiting, entry)
+            for _ in deliveries:
+                pool.submit(self._next)
 
-    def _release_queued(self) -> None:
+    def _next(self) -> None:
+        """A pool task: start the waiting run that comes first (none once stopping)."""
+        with self._lock:
+            if self._stopping.is_set() or not self._waiting:
+                return
+            delivery = heapq.heappop(self._waiting)[2]
+        self._process(delivery)
+
+    def _release_waiting(self) -> None:
         """On stop: the runs received but not started yet are handed back at once (another
         task starts them), not started here during the stop's grace, where a long run would be
         killed at its end and its attempt counted failed."""
         with self._lock:
-            queued = list(self._queued.values())
-        for future, delivery in queued:
-            if future.cancel():
-                with self._lock:
-                    self._queued.pop(delivery.message_id, None)
-                self._release(delivery)
+            waiting = [delivery for _, _, delivery in self._waiting]
+            self._waiting.clear()
+        for delivery in waiting:
+            self._release(delivery)
 
     def _process(self, delivery: Delivery) -> None:
-        with self._lock:
-            self._queued.pop(delivery.message_id, None)
         try:
             result = self._executor.handle(delivery)
             if result.disposition == Disposition.DONE:
@@ -174,14 +186,14 @@ class QueueWorker:
                     self._finished[delivery.queue].append(delivery)
             else:
                 with self._lock:
-                    self._held.pop(delivery.message_id, None)
+                    self._held.pop(delivery.receipt_handle, None)
         except Exception:
             # Back soon (2, 4, 8, ... s by its receive count), as on the Lambda worker: not
             # after whatever is left of its visibility, which a long outage would spend in
             # quick receives until the DLQ.
             logger.exception("run processing failed", extra={"message_id": delivery.message_id})
             with self._lock:
-                self._held.pop(delivery.message_id, None)
+                self._held.pop(delivery.receipt_handle, None)
             try:
                 self._queue.change_visibility(delivery, retry_soon_seconds(delivery.receive_count))
             except Exception:
@@ -207,7 +219,7 @@ class QueueWorker:
             running = [d for i, d in self._held.items() if i not in done]
         for delivery in running:
             with self._lock:  # handled since (put back, finished): its visibility is set
-                if self._held.get(delivery.message_id) is not delivery:
+                if self._held.get(delivery.receipt_handle) is not delivery:
                     continue
             try:
                 self._queue.change_visibility(delivery, self._visibility)
@@ -219,7 +231,7 @@ class QueueWorker:
                 )
 
     def _finished_ids(self) -> set[str]:
-        return {d.message_id for queue in self._finished.values() for d in queue}
+        return {d.receipt_handle for queue in self._finished.values() for d in queue}
 
     def _flush(self, *, everything: bool = False) -> None:
         """Delete finished runs' messages: each queue's full batches of 10, and the rest of a
@@ -238,7 +250,7 @@ class QueueWorker:
                     if not finished:
                         del self._finished[queue], self._first_finished[queue]
             for delivery in batch:
-                self._held.pop(delivery.message_id, None)
+                self._held.pop(delivery.receipt_handle, None)
         if batch:
             left = self._queue.delete(batch)
             if left:  # they come back, and their run records make the next worker drop them
@@ -248,7 +260,7 @@ class QueueWorker:
 
     def _release(self, delivery: Delivery) -> None:
         with self._lock:
-            self._held.pop(delivery.message_id, None)
+            self._held.pop(delivery.receipt_handle, None)
         try:
             self._queue.change_visibility(delivery, 0)
         except Exception:
