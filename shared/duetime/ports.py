@@ -59,6 +59,16 @@ class Page(Generic[T]):
     cursor: str | None  # opaque; None when there is nothing more
 
 
+@dataclass(frozen=True)
+class KeyHold:
+    """What a withdrawal of a job created under an Idempotency-Key must respect: a replay of
+    that request may have answered with the job (JobStore.mark_key). `token`: the withdrawing
+    request's own mark ("" for the first request, which never marks)."""
+
+    key: str
+    token: str = ""
+
+
 class JobStore(Protocol):
     def create(self, job: Job) -> None:
         """Insert a new job; ConditionFailed if the id exists."""
@@ -86,11 +96,24 @@ class JobStore(Protocol):
     def list(self, tenant: str, limit: int, cursor: str | None) -> Page[Job]:
         """A tenant's jobs, newest first."""
 
-    def replace(self, job: Job, *, expected: Job, unchanged: Sequence[Job] = ()) -> None:
+    def replace(
+        self,
+        job: Job,
+        *,
+        expected: Job,
+        unchanged: Sequence[Job] = (),
+        hold: KeyHold | None = None,
+    ) -> None:
         """Write `job` if the stored one still has `expected`'s status, generation and
         version, and each job of `unchanged` (as read) its generation: the chain of `after`
-        jobs a new dependency was checked against (duetime.services.dependencies; on
-        DynamoDB one transaction); ConditionFailed otherwise."""
+        jobs a new dependency was checked against (duetime.services.dependencies); and, with
+        `hold`, if its key is not marked, or marked with its token (on DynamoDB these are one
+        transaction); ConditionFailed otherwise."""
+
+    def mark_key(self, tenant: str, key: str, token: str) -> None:
+        """A replay of the request that recorded `key` answers with its job: from now on only
+        a write holding `token` (replace's `hold`) may withdraw the job. Nothing if the key
+        is not recorded."""
 
     def scan_active(
         self, segment: int, segments: int, counters: dict[str, int] | None = None

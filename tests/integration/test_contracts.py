@@ -64,6 +64,7 @@ from duetime.ports import (
     Delivery,
     JobQueue,
     JobStore,
+    KeyHold,
     Page,
     RunStore,
     SecretCipher,
@@ -495,6 +496,32 @@ def test_given_a_released_key_then_it_is_free_unless_it_names_another_job(
     job_store.release_key(TENANT, "k1", "job-1")  # twice, or never recorded: nothing
     assert job_store.claim_key(TENANT, "k1", "job-2", "fp-2", expires) is None
     assert job_store.claim_key(TENANT, "k1", "job-3", "fp-3", expires) == ("job-2", "fp-2")
+
+
+def test_given_a_key_marked_by_a_replay_then_only_its_holder_may_withdraw_the_job(
+    job_store: JobStore,
+) -> None:
+    job = make_job()
+    job_store.create(job)
+    job_store.claim_key(TENANT, "k1", job.id, "fp", T0 // 1000 + 60)
+    withdrawn = replace(job, status=JobStatus.CANCELLED, version=job.version + 1)
+    first, replay = KeyHold("k1"), KeyHold("k1", "token-a")
+
+    job_store.mark_key(TENANT, "k1", replay.token)
+
+    with pytest.raises(ConditionFailed):  # the first request: a replay answered with the job
+        job_store.replace(withdrawn, expected=job, hold=first)
+    with pytest.raises(ConditionFailed):  # an earlier replay, since overtaken
+        job_store.replace(withdrawn, expected=job, hold=KeyHold("k1", "token-b"))
+    assert job_store.get(TENANT, job.id) == job
+    job_store.replace(withdrawn, expected=job, hold=replay)
+    assert job_store.get(TENANT, job.id) == withdrawn
+    # Unmarked (or never recorded) keys hold nothing back; marking one records nothing.
+    other = make_job(entropy=1)
+    job_store.create(other)
+    job_store.mark_key(TENANT, "never-claimed", "token-c")
+    job_store.replace(replace(other, version=2), expected=other, hold=KeyHold("never-claimed"))
+    assert job_store.claim_key(TENANT, "never-claimed", "j", "fp", T0 // 1000 + 60) is None
 
 
 def test_given_idempotency_records_then_listing_and_get_never_return_them(

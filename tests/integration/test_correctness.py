@@ -19,7 +19,9 @@ from duetime.domain.jobs import (
 from duetime.domain.timeutil import MINUTE_MS, rfc3339_ms
 from duetime.entrypoints import worker as worker_handler
 from duetime.local.lambda_runtime import FakeContext, sqs_event
+from duetime.services.batch import BatchJob, BatchSubmitter
 from duetime.services.dispatch import Dispatcher
+from duetime.services.jobs import JobView
 from duetime.services.reconcile import Reconciler
 from duetime.services.sweep import Sweeper
 from duetime.settings import Quotas
@@ -134,6 +136,91 @@ def test_given_a_first_request_whose_dispatch_failed_then_its_replay_revives_the
     assert replayed.status == JobStatus.SCHEDULED
     assert twins.jobs.get("t", replayed.id) == replayed
     assert twins.sent() == Counter({(replayed.id, replayed.next_due_ms): 1})
+
+
+@pytest.mark.parametrize("schedule", [{"delay_seconds": 30}, {"rate_seconds": 30}])
+def test_given_a_replay_answered_while_the_first_send_hung_then_its_failure_cancels_nothing(
+    schedule: dict[str, Any],
+) -> None:
+    # Found by review: the first request's send hung, the client retried, the replay armed
+    # the job and answered 201; then the first send failed and its withdrawal cancelled the
+    # job the client had been told was scheduled.
+    twins = Twins(shards=1)
+    spec = parse_job_spec({"schedule": schedule, "target": NOOP})
+    quotas = Quotas(max_active_recurring_jobs=10)
+    send = twins.queue.send
+    answers = []
+
+    def hung_then_failed(messages: Any) -> None:
+        twins.queue.send = send  # type: ignore[method-assign]
+        answers.append(twins.service.create("t", spec, idempotency_key="k4", quotas=quotas))
+        raise ConnectionError("SQS timed out")
+
+    twins.queue.send = hung_then_failed  # type: ignore[method-assign]
+    with pytest.raises(ConnectionError):
+        twins.service.create("t", spec, idempotency_key="k4", quotas=quotas)
+
+    (answered,) = answers
+    assert answered.status == JobStatus.SCHEDULED
+    assert twins.jobs.get("t", answered.id) == answered
+    assert twins.jobs.recurring_count("t") == (1 if spec.recurring else 0)
+    sent = twins.sent()  # (a recurring job's next occurrences are planned ahead too)
+    assert sent[(answered.id, answered.next_due_ms)] == 1
+    assert set(sent.values()) == {1}
+
+
+def test_given_a_batch_replayed_while_its_first_send_hung_then_its_failure_cancels_nothing() -> (
+    None
+):
+    twins = Twins(shards=1)
+    spec = parse_job_spec({"schedule": {"delay_seconds": 30}, "target": NOOP})
+    batch = BatchSubmitter(twins.service)
+    send = twins.queue.send
+    answers = []
+
+    def hung_then_failed(messages: Any) -> None:
+        twins.queue.send = send  # type: ignore[method-assign]
+        answers.extend(batch.create("t", [BatchJob(spec, "k6")]))
+        raise ConnectionError("SQS timed out")
+
+    twins.queue.send = hung_then_failed  # type: ignore[method-assign]
+    with pytest.raises(ConnectionError):
+        batch.create("t", [BatchJob(spec, "k6")])
+
+    (answered,) = answers
+    assert isinstance(answered, JobView)
+    assert twins.jobs.get("t", answered.job.id).status == JobStatus.SCHEDULED  # type: ignore[union-attr]
+    assert twins.sent() == Counter({(answered.job.id, answered.job.next_due_ms): 1})
+
+
+def test_given_a_later_replay_answered_while_a_revival_hung_then_the_revival_cancels_nothing() -> (
+    None
+):
+    twins = Twins(shards=1)
+    spec = parse_job_spec({"schedule": {"delay_seconds": 30}, "target": NOOP})
+    send = twins.queue.send
+
+    def failing_send(messages: Any) -> None:
+        raise ConnectionError("SQS is unreachable")
+
+    twins.queue.send = failing_send  # type: ignore[method-assign]
+    with pytest.raises(ConnectionError):  # the first request withdraws its job
+        twins.service.create("t", spec, idempotency_key="k5")
+    answers = []
+
+    def hung_then_failed(messages: Any) -> None:
+        twins.queue.send = send  # type: ignore[method-assign]
+        answers.append(twins.service.create("t", spec, idempotency_key="k5"))
+        raise ConnectionError("SQS timed out")
+
+    twins.queue.send = hung_then_failed  # type: ignore[method-assign]
+    with pytest.raises(ConnectionError):  # a replay revives it; its send hangs, then fails
+        twins.service.create("t", spec, idempotency_key="k5")
+
+    (answered,) = answers
+    assert answered.status == JobStatus.SCHEDULED
+    assert twins.jobs.get("t", answered.id) == answered
+    assert twins.sent() == Counter({(answered.id, answered.next_due_ms): 1})
 
 
 def test_given_a_job_its_owner_cancelled_then_a_replay_shows_it_cancelled() -> None:

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import secrets
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 
@@ -42,7 +43,7 @@ from duetime.domain.planning import first_due
 from duetime.domain.schedule import Rate
 from duetime.domain.timeutil import from_ms, to_ms
 from duetime.observability import logger
-from duetime.ports import ConditionFailed, JobStore
+from duetime.ports import ConditionFailed, JobStore, KeyHold
 from duetime.services.dependencies import Dependencies
 from duetime.services.dispatch import Dispatcher
 from duetime.settings import Quotas, Settings
@@ -102,6 +103,8 @@ class Prepared:
     replay: bool = False
     resumed: bool = False  # its id comes from an earlier request that died before writing it
     key: str | None = None  # the Idempotency-Key this request recorded for the job
+    # What withdrawing the job must respect, if it has a key: a replay that answered with it.
+    hold: KeyHold | None = None
 
 
 class Submission:
@@ -144,7 +147,7 @@ class Submission:
                 self.unbind(tenant, prepared.key, job.id)
             raise
         if job.next_due_ms is not None:  # None: an `after` job, run by its upstream
-            self.launch(job)
+            self.launch(job, prepared.hold)
         return job
 
     def check(
@@ -196,6 +199,7 @@ class Submission:
         job_id = new_job_id(now, self._entropy(10))
         resumed = False
         claimed: str | None = None
+        hold = None
         if idempotency_key is not None:
             bound = fingerprint(spec)
             recorded = self._jobs.claim_key(
@@ -203,12 +207,17 @@ class Submission:
             )
             if recorded is None:
                 claimed = idempotency_key
+                hold = KeyHold(idempotency_key)
             else:
                 if not same_request(recorded[1], spec):
                     raise IdempotencyConflict(idempotency_key)
+                # Marked before the job is read: the first request, perhaps still sending,
+                # can no longer withdraw what this replay answers with.
+                hold = KeyHold(idempotency_key, secrets.token_hex(8))
+                self._jobs.mark_key(tenant, idempotency_key, hold.token)
                 existing = self._jobs.get(tenant, recorded[0])
                 if existing is not None:
-                    return Prepared(self.replayed(existing, now, limit), replay=True)
+                    return Prepared(self.replayed(existing, now, limit, hold), replay=True)
                 job_id, resumed = recorded[0], True
         if ended:
             self.unbind(tenant, claimed, job_id)
@@ -230,7 +239,7 @@ class Submission:
             next_due_ms=due,
             expires_at=self.expiry(spec, due, now),
         )
-        return Prepared(job, resumed=resumed, key=claimed)
+        return Prepared(job, resumed=resumed, key=claimed, hold=hold)
 
     def unbind(self, tenant: str, key: str | None, job_id: str) -> None:
         """A request refused before its job was written (a quota) frees the Idempotency-Key it
@@ -246,13 +255,14 @@ class Submission:
             return None
         return max(due, now) // 1000 + self._settings.run_ttl_seconds
 
-    def launch(self, job: Job) -> None:
+    def launch(self, job: Job, hold: KeyHold | None = None) -> None:
         """Dispatch a new (written) job's first occurrence; on a failure the job is withdrawn
-        and the error goes to the caller."""
+        (unless a replay answered with it meanwhile: `hold`) and the error goes to the
+        caller."""
         try:
             self._dispatcher.dispatch([(job, job.next_due_ms or 0)])
         except Exception:
-            self.withdraw(job)
+            self.withdraw(job, hold=hold)
             raise
 
     def create_many(self, new: Sequence[Prepared]) -> set[str]:
@@ -286,14 +296,15 @@ class Submission:
     def abandon(self, prepared: Sequence[Prepared]) -> None:
         """Prepared jobs, written or not, that will not be acknowledged: withdrawn."""
         for p in prepared:
-            self.withdraw(p.job, written=False)
+            self.withdraw(p.job, written=False, hold=p.hold)
 
     def now(self) -> int:
         return self._clock()
 
-    def withdraw(self, job: Job, *, written: bool = True) -> None:
+    def withdraw(self, job: Job, *, written: bool = True, hold: KeyHold | None = None) -> None:
         """A submission failed before it was acknowledged: its job is cancelled
-        (SUBMISSION_FAILED) and uncounted. `written=False`: the job may not have been written
+        (SUBMISSION_FAILED) and uncounted, unless a replay of the request (`hold`: its key)
+        answered with the job meanwhile. `written=False`: the job may not have been written
         (a batch's write failed part way)."""
         now = self._clock()
         cancelled = replace(
@@ -305,12 +316,13 @@ class Submission:
             version=job.version + 1,
         )
         try:
-            self._jobs.replace(cancelled, expected=job)
+            self._jobs.replace(cancelled, expected=job, hold=hold)
         except ConditionFailed:
-            # Not written (a batch's write failed part way), or changed since it was written
-            # (a replay revived it, or its owner changed it once a replay named it): it lives
-            # on, still counted, and the caller still gets its own error.
-            if written:
+            # Not written (a batch's write failed part way), or answered by a replay, or
+            # changed since it was written (a replay revived it, or its owner changed it once a
+            # replay named it): it lives on, still counted, and the caller still gets its own
+            # error.
+            if written or self._jobs.get(job.tenant, job.id) is not None:
                 logger.warning("a failed submission's job changed since: not withdrawn")
                 return
         self.release(job)
@@ -331,14 +343,17 @@ class Submission:
         if job.spec.recurring:
             self._jobs.release_recurring(job.tenant)
 
-    def replayed(self, job: Job, now: int, recurring_limit: int | None) -> Job:
+    def replayed(
+        self, job: Job, now: int, recurring_limit: int | None, hold: KeyHold | None = None
+    ) -> Job:
         """A replay finishes what the first request started, and otherwise shows the job as it
         is now.
 
         - The first request died between storing the job and dispatching it: the scheduled
           job is armed again (idempotent: the same timer keys and run ids).
         - Its dispatch failed, so it withdrew the job: the replay revives and dispatches it
-          (and, failing again, withdraws it again and answers with the error).
+          (and, failing again, withdraws it again, unless a later replay (`hold`) answered
+          with it meanwhile, and answers with the error).
         - Anything else (run, paused, cancelled by its owner since) is the job's true state."""
         if job.status == JobStatus.SCHEDULED:
             self._dispatcher.arm(job, now)
@@ -361,6 +376,6 @@ class Submission:
                 self.release(job)
                 current = self._jobs.get(job.tenant, job.id)
                 return current if current is not None else job
-            self.launch(revived)
+            self.launch(revived, hold)
             return revived
         return job

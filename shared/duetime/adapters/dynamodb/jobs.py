@@ -24,7 +24,7 @@ from duetime.adapters.dynamodb.common import (
 )
 from duetime.domain.jobs import Job, JobStatus
 from duetime.domain.overlap import Gate
-from duetime.ports import ConditionFailed, Page, StoreError
+from duetime.ports import ConditionFailed, KeyHold, Page, StoreError
 
 if TYPE_CHECKING:
     from mypy_boto3_dynamodb import DynamoDBClient
@@ -187,7 +187,27 @@ class DynamoJobStore:
         jobs = [self._job(v) for v in merged[:limit]]
         return Page(jobs, encode_cursor({"id": jobs[-1].id}) if more and jobs else None)
 
-    def replace(self, job: Job, *, expected: Job, unchanged: Sequence[Job] = ()) -> None:
+    def mark_key(self, tenant: str, key: str, token: str) -> None:
+        try:
+            self._client.update_item(
+                TableName=self._table,
+                Key=self._key(tenant, IDEMPOTENCY_PREFIX + key),
+                UpdateExpression="SET replayed = :t",
+                ConditionExpression="attribute_exists(id)",
+                ExpressionAttributeValues={":t": {"S": token}},
+            )
+        except ClientError as exc:
+            if not is_condition_failure(exc):
+                raise StoreError(str(exc)) from exc
+
+    def replace(
+        self,
+        job: Job,
+        *,
+        expected: Job,
+        unchanged: Sequence[Job] = (),
+        hold: KeyHold | None = None,
+    ) -> None:
         put: dict[str, Any] = {
             "TableName": self._table,
             "Item": self._item(job),
@@ -201,8 +221,19 @@ class DynamoJobStore:
                 ":v": {"N": str(expected.version)},
             },
         }
-        # (A rare write, an `after` moved: a transaction costs twice a put.)
-        transaction: list[Any] = [{"Put": put}] if unchanged else []
+        # (Rare writes, an `after` moved or a failed submission withdrawn: a transaction
+        # costs twice a put.)
+        transaction: list[Any] = [{"Put": put}] if unchanged or hold else []
+        if hold is not None:  # no replay answered with the job, or only the holder
+            check: dict[str, Any] = {
+                "TableName": self._table,
+                "Key": self._key(job.tenant, IDEMPOTENCY_PREFIX + hold.key),
+                "ConditionExpression": "attribute_not_exists(replayed)",
+            }
+            if hold.token:
+                check["ConditionExpression"] += " OR replayed = :t"
+                check["ExpressionAttributeValues"] = {":t": {"S": hold.token}}
+            transaction.append({"ConditionCheck": check})
         transaction += [
             {
                 "ConditionCheck": {

@@ -9,13 +9,14 @@ from dataclasses import replace
 
 from duetime.domain.jobs import Job, JobStatus
 from duetime.domain.overlap import Gate
-from duetime.ports import ConditionFailed, Page
+from duetime.ports import ConditionFailed, KeyHold, Page
 
 
 class MemoryJobStore:
     def __init__(self) -> None:
         self._jobs: dict[tuple[str, str], Job] = {}
         self._keys: dict[tuple[str, str], tuple[str, str]] = {}
+        self._marks: dict[tuple[str, str], str] = {}  # a key's replay token (mark_key)
         self._recurring: dict[str, int] = {}  # active recurring jobs per tenant
         self._gates: dict[tuple[str, str], Gate] = {}  # overlap gates by (tenant, job id)
         self._dependents: dict[tuple[str, str], set[str]] = {}  # by (tenant, upstream id)
@@ -34,6 +35,7 @@ class MemoryJobStore:
         with self._lock:
             if self._keys.get((tenant, key), ("",))[0] == job_id:
                 del self._keys[(tenant, key)]
+                self._marks.pop((tenant, key), None)
 
     def create(self, job: Job) -> None:
         with self._lock:
@@ -61,8 +63,25 @@ class MemoryJobStore:
         more = len(ids) > limit
         return Page([self._jobs[(tenant, i)] for i in page], page[-1] if more and page else None)
 
-    def replace(self, job: Job, *, expected: Job, unchanged: Sequence[Job] = ()) -> None:
+    def mark_key(self, tenant: str, key: str, token: str) -> None:
         with self._lock:
+            if (tenant, key) in self._keys:
+                self._marks[(tenant, key)] = token
+
+    def replace(
+        self,
+        job: Job,
+        *,
+        expected: Job,
+        unchanged: Sequence[Job] = (),
+        hold: KeyHold | None = None,
+    ) -> None:
+        with self._lock:
+            if (
+                hold is not None
+                and self._marks.get((job.tenant, hold.key), hold.token) != hold.token
+            ):
+                raise ConditionFailed(f"job {job.id} was answered by a replay")
             current = self._jobs.get((job.tenant, job.id))
             if (
                 current is None
