@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -102,6 +103,25 @@ DYNAMODB: dict[str, dict[str, set[str]]] = {
     "archiver": {"jobs": set(), "timers": set(), "runs": set()},
     "compactor": {"jobs": set(), "timers": set(), "runs": set()},
 }
+
+
+def test_deploy_md_lists_each_role_s_dynamodb_actions() -> None:
+    text = (Path(__file__).resolve().parents[2] / "docs" / "deploy.md").read_text()
+    table = text[text.index("| role | jobs table | timers table | runs table |") :]
+    rows = {}
+    for line in table.splitlines()[2:]:
+        if not line.startswith("|"):
+            break
+        role, *cells = [cell.strip() for cell in line.strip("|").split("|")]
+        rows[role] = [
+            set() if c == "-" else {f"dynamodb:{a}" for a in c.split(", ")} for c in cells
+        ]
+    granted = {
+        name: [tables["jobs"], tables["timers"], tables["runs"]]
+        for name, tables in DYNAMODB.items()
+        if any(tables.values())
+    }
+    assert rows == granted
 
 
 def _all_statements(synth: Synth) -> list[dict[str, Any]]:
