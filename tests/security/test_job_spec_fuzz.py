@@ -30,6 +30,7 @@ from duetime.domain.jobs import (
 )
 from duetime.domain.schedule import MAX_DELAY_SECONDS, MAX_RATE_SECONDS, next_occurrence
 from duetime.domain.targets import HTTP_METHODS
+from duetime.domain.timeutil import to_ms
 
 FUZZ = settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
@@ -291,6 +292,10 @@ INSTANTS = st.datetimes(
 ).map(lambda d: d.isoformat())
 
 
+def _ms(instant: str) -> int:
+    return to_ms(datetime.fromisoformat(instant))
+
+
 @st.composite
 def bounds(draw: st.DrawFn) -> dict[str, str]:
     out: dict[str, str] = {}
@@ -299,7 +304,8 @@ def bounds(draw: st.DrawFn) -> dict[str, str]:
     if draw(st.booleans()):
         end = draw(INSTANTS)
         start = out.get("start_at")
-        if start is None or datetime.fromisoformat(end) > datetime.fromisoformat(start):
+        # Instants are kept to the millisecond: an end 0.4 ms after the start is no later.
+        if start is None or _ms(end) > _ms(start):
             out["end_at"] = end
     return out
 
