@@ -53,6 +53,11 @@ class QueueError(Exception):
         self.failed = list(failed)
 
 
+class QueueUnavailable(QueueError):
+    """SQS could not take a request at all (no answer, throttled, a server error), after the
+    SDK's retries: a passing condition of SQS, nothing about the messages themselves."""
+
+
 @dataclass(frozen=True)
 class Page(Generic[T]):
     items: list[T]

@@ -23,6 +23,7 @@ from duetime.domain.messages import RunMessage
 from duetime.domain.planning import MAX_CATCHUP_RUNS
 from duetime.domain.timers import Timer
 from duetime.domain.timeutil import MINUTE_MS, rfc3339_ms, to_ms
+from duetime.ports import QueueError, QueueUnavailable
 from duetime.services.coordinator import Coordinator, InProcessLauncher
 from duetime.services.jobs import JobService
 from duetime.services.sweep import MAX_HANDOVER_ATTEMPTS, Sweeper, retry_backoff_ms
@@ -186,6 +187,67 @@ def test_given_a_poisoned_timer_then_its_shard_moves_past_it_and_it_is_quarantin
     assert {job_id for job_id, _ in twins.sent()} == set()
     healthy.sweep()
     assert {job_id for job_id, _ in twins.sent()} == {poisoned}
+
+
+def test_given_sqs_unavailable_for_hours_then_no_timer_is_parked_and_all_go_when_it_returns() -> (
+    None
+):
+    # Found by review: a quick SQS failure split every page down to single timers and parked
+    # them all; after ~95 minutes the one-offs were quarantined and needed a manual retry.
+    twins = Twins(shards=1)
+    due = {
+        twins.submit({"at": rfc3339_ms(T0 + 300_000 + i * 10)}): T0 + 300_000 + i * 10
+        for i in range(30)
+    }
+    chain = twins.submit({"rate_seconds": 3600, "start_at": rfc3339_ms(T0 + 300_005)})
+    send = twins.queue.send
+
+    def unavailable(messages: Any) -> None:
+        raise QueueUnavailable("SQS: ServiceUnavailable", [m for m, _ in messages])
+
+    twins.queue.send = unavailable  # type: ignore[method-assign]
+    for minute in range(4, 4 + 120):  # two hours of sweeps, one a minute
+        twins.clock.now = T0 + minute * MINUTE_MS
+        report = twins.sweeper.sweep()
+        assert report.parked == 0
+    assert report.errors  # the partition reports SQS's failure (the sweep error alarm)
+    assert twins.sweeper.stuck() == []
+
+    twins.queue.send = send  # type: ignore[method-assign]
+    twins.clock.now += MINUTE_MS
+    twins.sweeper.sweep()
+
+    sent = twins.sent()
+    assert all(sent[(job_id, instant)] == 1 for job_id, instant in due.items())
+    assert any(job_id == chain for job_id, _ in sent)  # its chain goes on (catch-up rules)
+
+
+def test_given_sqs_unavailable_then_a_parked_timer_s_retries_count_no_attempt() -> None:
+    twins = Twins(shards=1)
+    job = twins.submit({"at": rfc3339_ms(T0 + 300_000)})
+    send = twins.queue.send
+
+    def refused(messages: Any) -> None:  # this message, refused: the timer is parked
+        raise QueueError("InvalidMessageContents", [m for m, _ in messages])
+
+    def unavailable(messages: Any) -> None:
+        raise QueueUnavailable("SQS: ServiceUnavailable", [m for m, _ in messages])
+
+    twins.queue.send = refused  # type: ignore[method-assign]
+    twins.clock.now = T0 + 240_000
+    assert twins.sweeper.sweep().parked == 1
+    twins.queue.send = unavailable  # type: ignore[method-assign]
+    for attempt in range(1, MAX_HANDOVER_ATTEMPTS + 2):  # past every backoff
+        twins.clock.now += retry_backoff_ms(attempt)
+        report = twins.sweeper.sweep()
+    (stuck,) = twins.sweeper.stuck()
+    assert (stuck.attempts, stuck.quarantined) == (1, False)
+    assert report.errors
+
+    twins.queue.send = send  # type: ignore[method-assign]
+    twins.clock.now += retry_backoff_ms(MAX_HANDOVER_ATTEMPTS)
+    assert twins.sweeper.sweep().unparked == 1
+    assert twins.sent() == Counter({(job, T0 + 300_000): 1})
 
 
 def test_given_a_full_page_of_largest_jobs_then_no_page_holds_more_than_its_budget() -> None:

@@ -23,6 +23,7 @@ from cryptography.x509.oid import NameOID
 from moto import mock_aws
 
 from duetime import __version__
+from duetime.adapters.aws_errors import is_retryable
 from duetime.domain.targets import (
     EventBridgeTarget,
     HandlerTarget,
@@ -32,7 +33,6 @@ from duetime.domain.targets import (
     SqsTarget,
 )
 from duetime.targets import AwsClients, HttpDelivery, Invocation, TargetError, TargetExecutor
-from duetime.targets.aws import is_retryable
 
 SCHEDULED_MS = 1_795_237_200_123  # 2026-11-21T05:00:00.123Z
 

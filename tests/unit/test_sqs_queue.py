@@ -1,15 +1,19 @@
-"""The SQS adapter's deletes (SqsJobQueue.delete): 10 a request per queue, a failed entry
-retried when the fault is SQS's, and what could not be deleted handed back to the caller."""
+"""The SQS adapter's sends and deletes (SqsJobQueue): a send SQS cannot take at all is
+QueueUnavailable (the sweeper parks no timer for it); deletes go 10 a request per queue, a
+failed entry is retried when the fault is SQS's, and what could not be deleted is handed back
+to the caller."""
 
 from __future__ import annotations
 
 from typing import Any
 
-from botocore.exceptions import ClientError
+import pytest
+from botocore.exceptions import ClientError, EndpointConnectionError, ParamValidationError
 
 from duetime.adapters.sqs import SqsJobQueue
-from duetime.domain.messages import MessageAuth
-from duetime.ports import Delivery
+from duetime.domain.messages import MessageAuth, RunMessage
+from duetime.ports import Delivery, QueueUnavailable
+from duetime.settings import QueueUrls
 
 AUTH = MessageAuth([b"k" * 32])
 
@@ -78,3 +82,52 @@ def test_an_entry_that_keeps_failing_is_handed_back_after_a_few_tries() -> None:
 
     assert queue.delete(batch) == batch
     assert len(sqs.calls) == 4
+
+
+def _client_error(code: str, status: int) -> ClientError:
+    return ClientError(
+        {"Error": {"Code": code}, "ResponseMetadata": {"HTTPStatusCode": status}},
+        "SendMessageBatch",
+    )
+
+
+class FailingSqs:
+    def __init__(self, error: Exception) -> None:
+        self.error = error
+
+    def send_message_batch(self, **_: Any) -> Any:
+        raise self.error
+
+
+@pytest.mark.parametrize(
+    ("error", "unavailable"),
+    [
+        (_client_error("ServiceUnavailable", 503), True),
+        (_client_error("InternalError", 500), True),
+        (_client_error("KmsThrottled", 400), True),
+        (_client_error("RequestThrottled", 403), True),
+        (EndpointConnectionError(endpoint_url="https://sqs.example"), True),
+        (_client_error("AccessDenied", 403), False),
+        (_client_error("KMS.DisabledException", 400), False),
+        (_client_error("BatchRequestTooLong", 400), False),
+        (ParamValidationError(report="bad"), False),
+    ],
+)
+def test_a_send_sqs_cannot_take_at_all_is_queue_unavailable(
+    error: Exception, unavailable: bool
+) -> None:
+    queue = SqsJobQueue(
+        FailingSqs(error),  # type: ignore[arg-type]
+        {"lambda/normal": QueueUrls("https://sqs.example/q", "https://sqs.example/dlq")},
+        AUTH,
+    )
+    message = RunMessage("tenant", "job", 1_795_255_200_000, 1, 1_795_255_200_000)
+
+    with pytest.raises(Exception) as raised:
+        queue.send([(message, 0)])
+
+    assert isinstance(raised.value, QueueUnavailable) is unavailable
+    if unavailable:
+        assert raised.value.failed == [message]  # type: ignore[attr-defined]
+    else:
+        assert raised.value is error

@@ -13,10 +13,11 @@ from typing import TYPE_CHECKING, Any
 
 from botocore.exceptions import BotoCoreError, ClientError
 
+from duetime.adapters.aws_errors import is_transient
 from duetime.domain.ids import message_group_id
 from duetime.domain.jobs import Priority, Runtime
 from duetime.domain.messages import MessageAuth, RunMessage
-from duetime.ports import DeadLetter, Delivery, QueueError
+from duetime.ports import DeadLetter, Delivery, QueueError, QueueUnavailable
 from duetime.settings import QueueUrls, queue_key
 
 if TYPE_CHECKING:
@@ -82,10 +83,16 @@ class SqsJobQueue:
             for i, (message, delay) in enumerate(batch)
         }
         for attempt in range(_SEND_TRIES):
-            response = self._client.send_message_batch(
-                QueueUrl=url,
-                Entries=list(entries.values()),  # type: ignore[arg-type]
-            )
+            try:
+                response = self._client.send_message_batch(
+                    QueueUrl=url,
+                    Entries=list(entries.values()),  # type: ignore[arg-type]
+                )
+            except (BotoCoreError, ClientError) as exc:
+                if not is_transient(exc):
+                    raise
+                unsent = [batch[int(i)][0] for i in entries]
+                raise QueueUnavailable(f"SQS did not take a batch: {exc}", unsent) from exc
             retry_ids = {f["Id"] for f in response.get("Failed", [])}
             entries = {i: e for i, e in entries.items() if i in retry_ids}
             if not entries:

@@ -64,7 +64,7 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
 def run_stuck(args: argparse.Namespace) -> int:
     from botocore.exceptions import BotoCoreError, ClientError
 
-    from duetime.ports import StoreError
+    from duetime.ports import QueueUnavailable, StoreError
 
     parts = deployment(args)
     try:
@@ -78,6 +78,9 @@ def run_stuck(args: argparse.Namespace) -> int:
                 print(_table(entries), end="")
             return 0
         results = parts.sweeper.retry(entries)
+    except QueueUnavailable as exc:
+        print(f"duetime: SQS is unavailable; the timers stay stuck: {exc}", file=sys.stderr)
+        return 1
     except (BotoCoreError, ClientError, StoreError) as exc:
         print(f"duetime: cannot reach the timers: {exc}", file=sys.stderr)
         return 1

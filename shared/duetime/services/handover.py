@@ -3,7 +3,8 @@
 A one-off's timer carries its queue and becomes a message as it is; a recurring job's timer
 needs the job, to plan its chain (duetime.services.dispatch). Timers go a group at a time, and
 a group whose hand-over raises is split in halves until the timers that fail on their own are
-found: the sweeper parks those, and the rest of the page goes through.
+found: the sweeper parks those, and the rest of the page goes through. When SQS itself cannot
+take requests (QueueUnavailable), no timer is to blame: the hand-over stops there and raises.
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ from duetime.domain.jobs import Job, JobStatus
 from duetime.domain.messages import delay_seconds
 from duetime.domain.timers import Timer
 from duetime.observability import logger
-from duetime.ports import JobQueue, JobStore, RunSender, TimerStore
+from duetime.ports import JobQueue, JobStore, QueueUnavailable, RunSender, TimerStore
 from duetime.services.dispatch import Dispatcher
 from duetime.services.release import ReleasedSender
 from duetime.settings import Settings
@@ -85,6 +86,10 @@ class HandOver:
             group = groups.popleft()
             try:
                 self._dispatch(group, report)
+            except QueueUnavailable:
+                # SQS is down or throttling, not failing these timers: no timer is to blame,
+                # none is parked; the caller stops and the next sweep resumes here.
+                raise
             except Exception as exc:
                 if len(group) > 1:
                     half = len(group) // 2

@@ -40,7 +40,7 @@ from dataclasses import dataclass, field, fields
 from duetime.domain.timers import StuckTimer, Timer, minute_of
 from duetime.domain.timeutil import MINUTE_MS
 from duetime.observability import Metric, count, logger, milliseconds
-from duetime.ports import JobQueue, JobStore, TimerStore
+from duetime.ports import JobQueue, JobStore, QueueUnavailable, TimerStore
 from duetime.services.handover import HandOver
 from duetime.settings import Settings
 
@@ -356,7 +356,12 @@ class Sweeper:
             due = self._timers.parked_due(shard, now, self._page_size)
             if not due:
                 return
-            results = self.retry(due, deadline=deadline, report=report)
+            try:
+                results = self.retry(due, deadline=deadline, report=report)
+            except QueueUnavailable as exc:  # not the timers' doing: no attempt counted
+                logger.warning("retrying parked timers stopped: SQS is unavailable")
+                report.errors.append(f"parked timers of shard {shard}: {exc}")
+                return
             if len(results) < len(due):
                 return  # out of time
 

@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING
 
 from botocore.exceptions import BotoCoreError, ClientError, ParamValidationError
 
+from duetime.adapters.aws_errors import is_retryable
 from duetime.domain.invocation import Invocation, TargetError, delivery_metadata, envelope, to_json
 from duetime.domain.targets import EventBridgeTarget, LambdaTarget, SnsTarget, SqsTarget
 from duetime.targets.clients import AwsClients
@@ -15,47 +16,6 @@ from duetime.targets.clients import AwsClients
 if TYPE_CHECKING:
     from mypy_boto3_sns.type_defs import MessageAttributeValueTypeDef as SnsAttribute
     from mypy_boto3_sqs.type_defs import MessageAttributeValueTypeDef as SqsAttribute
-
-# Error codes that describe a passing condition. Anything else in 4xx (access denied, not
-# found, validation, KMS key disabled) needs a person to fix it, so retrying only delays the
-# dead letter.
-RETRYABLE_ERROR_CODES = frozenset(
-    {
-        "Throttling",
-        "ThrottlingException",
-        "ThrottledException",
-        "RequestThrottled",
-        "RequestThrottledException",
-        "TooManyRequestsException",
-        "RequestLimitExceeded",
-        "LimitExceededException",
-        "SlowDown",
-        "KMSThrottling",  # SNS
-        "KMSThrottlingException",
-        "KmsThrottled",  # SQS (HTTP 400)
-        "KMS.ThrottlingException",  # SQS's newer spelling
-        "EC2ThrottledException",
-        "ProvisionedThroughputExceededException",
-        "ServiceUnavailable",
-        "ServiceUnavailableException",
-        "InternalError",
-        "InternalFailure",
-        "InternalException",
-        "InternalServerError",
-        "InternalServiceError",
-        "RequestTimeout",
-        "RequestTimeoutException",
-        "RequestExpired",
-        "ExpiredToken",
-        "ExpiredTokenException",
-        "ResourceConflictException",  # Lambda: the function is being updated
-        "ResourceNotReadyException",  # Lambda: the function is still being created
-    }
-)
-
-
-def is_retryable(code: str, http_status: int) -> bool:
-    return code in RETRYABLE_ERROR_CODES or http_status == 429 or http_status >= 500
 
 
 @contextmanager
