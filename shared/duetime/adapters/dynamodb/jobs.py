@@ -1,17 +1,17 @@
 """The job store on DynamoDB: jobs by (tenant, id), beside each tenant's idempotency records
-and its count of active recurring jobs."""
+(duetime.adapters.dynamodb.job_table), its count of active recurring jobs, the overlap gates
+and the `after` dependents."""
 
 from __future__ import annotations
 
 import re
-import zlib
 from collections.abc import Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from botocore.exceptions import ClientError
 
-from duetime.adapters.codec import from_item, job_from_values, job_to_values, to_item
+from duetime.adapters.codec import from_item, to_item
 from duetime.adapters.dynamodb.common import (
     BATCH_WRITE,
     batch_get,
@@ -22,12 +22,10 @@ from duetime.adapters.dynamodb.common import (
     is_condition_failure,
     query_page,
 )
+from duetime.adapters.dynamodb.job_table import IDEMPOTENCY_PREFIX, JobTable
 from duetime.domain.jobs import Job, JobStatus
 from duetime.domain.overlap import Gate
 from duetime.ports import ConditionFailed, KeyHold, Page, StoreError
-
-if TYPE_CHECKING:
-    from mypy_boto3_dynamodb import DynamoDBClient
 
 # A job cursor names a job id: a ULID (Crockford base32, its first character 0-7: 48 bits of
 # time). Anything else could sort outside the query's key condition (DynamoDB refuses such an
@@ -35,9 +33,8 @@ if TYPE_CHECKING:
 _JOB_ID_CURSOR = re.compile(r"[0-7][0-9A-HJKMNP-TV-Z]{25}")
 
 
-# Idempotency records share the jobs table under sort keys that sort before every job id
-# (ULIDs start with a digit), so a tenant's job listing never meets them.
-IDEMPOTENCY_PREFIX = "!idem#"
+# Items beside the jobs have sort keys that sort before every job id (ULIDs start with a
+# digit), so a tenant's job listing never meets them.
 RECURRING_COUNTER = "!count#recurring"
 # A recurring job's overlap gate (skip, buffer_one): one small item beside the job.
 OVERLAP_GATE_PREFIX = "!overlap#"
@@ -45,74 +42,9 @@ OVERLAP_GATE_PREFIX = "!overlap#"
 DEPENDENTS_PREFIX = "!dependents#"
 
 
-class DynamoJobStore:
-    """Jobs by (tenant, id). With `partitions` > 1 a tenant's items are spread over that many
-    partition keys, `<tenant>#<crc32(sort key) mod partitions>`: one DynamoDB partition takes
-    1,000 writes and 3,000 strong reads a second, and that is a tenant's ceiling when all its
-    jobs share one. The count is fixed for a table's life (a job is found by recomputing its
-    key); 1 keeps the key the tenant itself."""
-
-    def __init__(self, client: DynamoDBClient, table: str, partitions: int = 1) -> None:
-        self._client = client
-        self._table = table
-        self._partitions = partitions
-
-    def _pk(self, tenant: str, sort_key: str) -> str:
-        if self._partitions == 1:
-            return tenant
-        return f"{tenant}#{zlib.crc32(sort_key.encode()) % self._partitions}"
-
-    def _key(self, tenant: str, job_id: str) -> dict[str, Any]:
-        return {"tenant": {"S": self._pk(tenant, job_id)}, "id": {"S": job_id}}
-
-    def _item(self, job: Job) -> dict[str, Any]:
-        return to_item(job_to_values(job) | {"tenant": self._pk(job.tenant, job.id)})
-
-    def _tenant(self, partition_key: str) -> str:
-        return partition_key.rpartition("#")[0] if self._partitions > 1 else partition_key
-
-    def _job(self, values: dict[str, Any]) -> Job:
-        if self._partitions > 1:
-            values = values | {"tenant": self._tenant(str(values["tenant"]))}
-        return job_from_values(values)
-
-    def claim_key(
-        self, tenant: str, key: str, job_id: str, fingerprint: str, expires_at: int
-    ) -> tuple[str, str] | None:
-        try:
-            self._client.put_item(
-                TableName=self._table,
-                Item=to_item(
-                    {
-                        "tenant": self._pk(tenant, IDEMPOTENCY_PREFIX + key),
-                        "id": IDEMPOTENCY_PREFIX + key,
-                        "job_id": job_id,
-                        "fingerprint": fingerprint,
-                        "expires_at": expires_at,
-                    }
-                ),
-                ConditionExpression="attribute_not_exists(id)",
-                ReturnValuesOnConditionCheckFailure="ALL_OLD",
-            )
-        except ClientError as exc:
-            if not is_condition_failure(exc):
-                raise StoreError(str(exc)) from exc
-            old: Any = exc.response.get("Item") or {}
-            values = from_item(old)
-            return str(values.get("job_id", "")), str(values.get("fingerprint", ""))
-        return None
-
-    def release_key(self, tenant: str, key: str, job_id: str) -> None:
-        try:
-            self._client.delete_item(
-                TableName=self._table,
-                Key=self._key(tenant, IDEMPOTENCY_PREFIX + key),
-                ConditionExpression="job_id = :j",
-                ExpressionAttributeValues={":j": {"S": job_id}},
-            )
-        except ClientError as exc:
-            if not is_condition_failure(exc):
-                raise StoreError(str(exc)) from exc
+class DynamoJobStore(JobTable):
+    """Jobs by (tenant, id), on the jobs table (JobTable: its keys, and the idempotency
+    records)."""
 
     def create(self, job: Job) -> None:
         try:
@@ -186,19 +118,6 @@ class DynamoJobStore:
         more = len(merged) > limit or any(last is not None for _, last in pages)
         jobs = [self._job(v) for v in merged[:limit]]
         return Page(jobs, encode_cursor({"id": jobs[-1].id}) if more and jobs else None)
-
-    def mark_key(self, tenant: str, key: str, token: str) -> None:
-        try:
-            self._client.update_item(
-                TableName=self._table,
-                Key=self._key(tenant, IDEMPOTENCY_PREFIX + key),
-                UpdateExpression="SET replayed = :t",
-                ConditionExpression="attribute_exists(id)",
-                ExpressionAttributeValues={":t": {"S": token}},
-            )
-        except ClientError as exc:
-            if not is_condition_failure(exc):
-                raise StoreError(str(exc)) from exc
 
     def replace(
         self,
