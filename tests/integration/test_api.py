@@ -24,6 +24,7 @@ from referencing.jsonschema import DRAFT202012
 from duetime.api.app import MAX_BODY_BYTES, PUBLIC_ROUTES, ROUTES
 from duetime.api.openapi import OPENAPI
 from duetime.clock import wall_ms
+from duetime.domain.errors import IllegalTransition
 from duetime.domain.jobs import MAX_PAYLOAD_BYTES, Priority, Runtime
 from duetime.domain.timeutil import parse_rfc3339, rfc3339_ms, to_ms
 from duetime.entrypoints import api as api_handler
@@ -817,6 +818,46 @@ def test_a_refused_run_now_binds_nothing_to_its_key(api: Api) -> None:
     assert (refused.status, refused.error["code"]) == (409, "conflict")
     assert accepted.status == 202  # a run of its own, asked for after the resume
     assert to_ms_of(accepted.json["scheduled_for"]) >= resumed_ms
+
+
+def test_a_run_now_replay_racing_a_refused_first_request_is_refused_as_well(
+    api: Api, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Found by review: the replay found the key the refused first request had claimed (and
+    # was about to free) and answered 202 for a run never sent.
+    job = api.create({"schedule": {"rate_seconds": 60}})
+    api.call("POST", f"/jobs/{job['id']}/pause")
+    api.engine.advance(1)
+    keyed = {"Idempotency-Key": "rerun-race"}
+    jobs = api.engine.parts.jobs
+    claim = jobs.claim_key
+    replies: list[object] = []
+
+    def claim_then_replay(*args: Any) -> Any:
+        recorded = claim(*args)
+        monkeypatch.setattr(jobs, "claim_key", claim)
+        try:  # the client's retry, between the first's claim and its refusal
+            replies.append(api.engine.parts.service.run_now("tenant-a", job["id"], "rerun-race"))
+        except IllegalTransition as refused:
+            replies.append(refused)
+        return recorded
+
+    monkeypatch.setattr(jobs, "claim_key", claim_then_replay)
+    queued = api.engine.queue_messages(Runtime.LAMBDA, Priority.NORMAL)
+    first = api.call("POST", f"/jobs/{job['id']}/run", headers=keyed)
+
+    assert (first.status, first.error["code"]) == (409, "conflict")
+    assert [type(r) for r in replies] == [IllegalTransition]
+    assert api.engine.queue_messages(Runtime.LAMBDA, Priority.NORMAL) == queued
+    # A run-now accepted before a pause is still answered as accepted by its replay.
+    api.call("POST", f"/jobs/{job['id']}/resume")
+    api.engine.advance(1)
+    accepted = api.call("POST", f"/jobs/{job['id']}/run", headers={"Idempotency-Key": "k-2"})
+    api.engine.advance(1)
+    api.call("POST", f"/jobs/{job['id']}/pause")
+    again = api.call("POST", f"/jobs/{job['id']}/run", headers={"Idempotency-Key": "k-2"})
+    assert (accepted.status, again.status) == (202, 202)
+    assert again.json == accepted.json
 
 
 @pytest.mark.parametrize("key", ["", "with space", "x" * 256])

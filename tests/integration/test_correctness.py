@@ -11,6 +11,7 @@ from duetime.adapters.memory.jobs import MemoryJobStore
 from duetime.domain.errors import QuotaExceeded, ValidationError
 from duetime.domain.jobs import (
     RECORDING_MARGIN_SECONDS,
+    SUBMISSION_FAILED,
     JobStatus,
     Priority,
     Runtime,
@@ -19,6 +20,7 @@ from duetime.domain.jobs import (
 from duetime.domain.timeutil import MINUTE_MS, rfc3339_ms
 from duetime.entrypoints import worker as worker_handler
 from duetime.local.lambda_runtime import FakeContext, sqs_event
+from duetime.ports import KeyHold
 from duetime.services.batch import BatchJob, BatchSubmitter
 from duetime.services.dispatch import Dispatcher
 from duetime.services.jobs import JobView
@@ -191,6 +193,56 @@ def test_given_a_batch_replayed_while_its_first_send_hung_then_its_failure_cance
     assert isinstance(answered, JobView)
     assert twins.jobs.get("t", answered.job.id).status == JobStatus.SCHEDULED  # type: ignore[union-attr]
     assert twins.sent() == Counter({(answered.job.id, answered.job.next_due_ms): 1})
+
+
+def test_given_a_replay_that_failed_too_then_the_first_failure_still_withdraws_the_job() -> None:
+    # Found by review: a replay marked its key before it knew its own outcome; when its send
+    # failed too, the first request could no longer withdraw the job, left scheduled, unsent.
+    twins = Twins(shards=1)
+    spec = parse_job_spec({"schedule": {"delay_seconds": 30}, "target": NOOP})
+    send = twins.queue.send
+    failures = []
+
+    def failing_send(messages: Any) -> None:
+        raise ConnectionError("SQS is unreachable")
+
+    def hung_then_failed(messages: Any) -> None:
+        twins.queue.send = failing_send  # type: ignore[method-assign]
+        with pytest.raises(ConnectionError) as replay:  # the client's retry fails as well
+            twins.service.create("t", spec, idempotency_key="k7")
+        failures.append(replay.value)
+        raise ConnectionError("SQS timed out")
+
+    twins.queue.send = hung_then_failed  # type: ignore[method-assign]
+    with pytest.raises(ConnectionError):
+        twins.service.create("t", spec, idempotency_key="k7")
+
+    assert failures
+    (job,) = twins.jobs._jobs.values()
+    assert (job.status, job.cancel_reason) == (JobStatus.CANCELLED, SUBMISSION_FAILED)
+    twins.queue.send = send  # type: ignore[method-assign]
+    revived = twins.service.create("t", spec, idempotency_key="k7")  # the next retry
+    assert (revived.id, revived.status) == (job.id, JobStatus.SCHEDULED)
+    assert twins.sent() == Counter({(job.id, revived.next_due_ms): 1})
+
+
+def test_given_a_withdrawal_between_a_replay_s_send_and_its_mark_then_the_replay_revives() -> None:
+    twins = Twins(shards=1)
+    spec = parse_job_spec({"schedule": {"delay_seconds": 30}, "target": NOOP})
+    first = twins.service.create("t", spec, idempotency_key="k8")
+    mark = twins.jobs.mark_key
+
+    def first_request_withdraws_first(tenant: str, key: str, token: str) -> None:
+        # The first request's send fails just now, after the replay's went through.
+        twins.service.submission.withdraw(first, hold=KeyHold(key))
+        mark(tenant, key, token)
+
+    twins.jobs.mark_key = first_request_withdraws_first  # type: ignore[method-assign]
+    replayed = twins.service.create("t", spec, idempotency_key="k8")
+
+    assert (replayed.id, replayed.status) == (first.id, JobStatus.SCHEDULED)
+    assert twins.jobs.get("t", first.id) == replayed
+    assert twins.sent()[(first.id, first.next_due_ms)] >= 1
 
 
 def test_given_a_later_replay_answered_while_a_revival_hung_then_the_revival_cancels_nothing() -> (

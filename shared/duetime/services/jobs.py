@@ -331,7 +331,12 @@ class JobService:
             if instant is not None:
                 if job.status == JobStatus.SCHEDULED:
                     self._send(job, instant, now)
-                return instant
+                    return instant
+                if job.updated_ms >= instant:  # paused or ended since the run was asked for
+                    return instant
+                # Not scheduled already when it was asked for: that request is being refused
+                # (and frees the key); so is this one.
+                raise IllegalTransition(job_id, job.status, "run")
         if job.status != JobStatus.SCHEDULED:
             self.submission.unbind(tenant, idempotency_key, job_id)
             raise IllegalTransition(job_id, job.status, "run")

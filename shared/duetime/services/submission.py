@@ -211,13 +211,11 @@ class Submission:
             else:
                 if not same_request(recorded[1], spec):
                     raise IdempotencyConflict(idempotency_key)
-                # Marked before the job is read: the first request, perhaps still sending,
-                # can no longer withdraw what this replay answers with.
                 hold = KeyHold(idempotency_key, secrets.token_hex(8))
-                self._jobs.mark_key(tenant, idempotency_key, hold.token)
                 existing = self._jobs.get(tenant, recorded[0])
                 if existing is not None:
-                    return Prepared(self.replayed(existing, now, limit, hold), replay=True)
+                    replayed = self.replayed(existing, now, limit, hold)
+                    return Prepared(self.answered(replayed, hold, now, limit), replay=True)
                 job_id, resumed = recorded[0], True
         if ended:
             self.unbind(tenant, claimed, job_id)
@@ -301,11 +299,27 @@ class Submission:
     def now(self) -> int:
         return self._clock()
 
+    def answered(self, job: Job, hold: KeyHold, now: int, recurring_limit: int | None) -> Job:
+        """A replay went through (its job armed, or revived): its key is marked with its
+        token, so that no earlier request with the key, still sending, can withdraw the job
+        from now on (`hold`); and the job is read again, as the replay answers with it as it
+        is. One withdrawn between this replay's dispatch and its mark (the first request's
+        send failed) is revived. A replay that fails marks nothing: the first request's
+        failure still withdraws the job."""
+        self._jobs.mark_key(job.tenant, hold.key, hold.token)
+        current = self._jobs.get(job.tenant, job.id)
+        if current is None:
+            return job
+        if current.status == JobStatus.CANCELLED and current.cancel_reason == SUBMISSION_FAILED:
+            return self.replayed(current, now, recurring_limit, hold)
+        return current
+
     def withdraw(self, job: Job, *, written: bool = True, hold: KeyHold | None = None) -> None:
         """A submission failed before it was acknowledged: its job is cancelled
         (SUBMISSION_FAILED) and uncounted, unless a replay of the request (`hold`: its key)
         answered with the job meanwhile. `written=False`: the job may not have been written
-        (a batch's write failed part way)."""
+        (a batch's write failed part way). A withdrawal that fails leaves the job as it is
+        (the reconciler arms it if nothing else does) and the caller's own error goes on."""
         now = self._clock()
         cancelled = replace(
             job,
@@ -321,11 +335,19 @@ class Submission:
             # Not written (a batch's write failed part way), or answered by a replay, or
             # changed since it was written (a replay revived it, or its owner changed it once a
             # replay named it): it lives on, still counted, and the caller still gets its own
-            # error.
-            if written or self._jobs.get(job.tenant, job.id) is not None:
+            # error. (Another request's write of the same id, a replay that resumed it,
+            # counted its own.)
+            if written or self._written_by_us(job):
                 logger.warning("a failed submission's job changed since: not withdrawn")
                 return
+        except Exception:
+            logger.exception("withdrawing a failed submission's job failed")
+            return
         self.release(job)
+
+    def _written_by_us(self, job: Job) -> bool:
+        stored = self._jobs.get(job.tenant, job.id)
+        return stored is not None and stored.created_ms == job.created_ms
 
     def reserve(self, tenant: str, limit: int) -> None:
         """Count a new recurring job against the tenant's quota of active ones (an atomic
