@@ -156,6 +156,9 @@ class QueueWorker:
                     self._held[delivery.receipt_handle] = delivery
                     entry = (_RANK[priority], next(self._arrivals), delivery)
                     heapq.heappush(self._waiting, entry)
+            if self._stopping.is_set():  # received as the stop came: handed back now
+                self._release_waiting()
+                continue
             for _ in deliveries:
                 pool.submit(self._next)
 
