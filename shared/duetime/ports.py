@@ -135,8 +135,10 @@ class JobStore(Protocol):
     def release_recurring(self, tenant: str) -> None:
         """Count one active recurring job fewer (never below zero)."""
 
-    def set_recurring_count(self, tenant: str, count: int) -> None:
-        """Overwrite the count (the reconciler's daily recount repairs drift)."""
+    def set_recurring_count(self, tenant: str, count: int, *, expected: int | None = None) -> None:
+        """Overwrite the count (the reconciler's daily recount repairs drift). With `expected`,
+        only if it still holds that (no counter holds 0): a job counted or released since it
+        was read leaves it as it is."""
 
     def gate(self, tenant: str, job_id: str) -> Gate:
         """The job's overlap gate (strongly consistent); `Gate()` (version 0) if none."""

@@ -693,6 +693,18 @@ def test_given_a_recurring_quota_when_reserving_then_the_check_and_increment_are
     assert job_store.list(TENANT, 50, None).items == []
 
 
+def test_given_a_counter_changed_since_it_was_read_then_a_conditional_set_leaves_it(
+    job_store: JobStore,
+) -> None:
+    job_store.set_recurring_count(TENANT, 3, expected=0)  # none stored: it holds 0
+    job_store.set_recurring_count(TENANT, 1, expected=2)  # it holds 3: left
+    assert [job_store.reserve_recurring(TENANT, 4) for _ in range(2)] == [True, False]
+    job_store.set_recurring_count(TENANT, 1, expected=4)
+    assert [job_store.reserve_recurring(TENANT, 3) for _ in range(3)] == [True, True, False]
+    job_store.set_recurring_count(OTHER_TENANT, 2, expected=1)  # none stored: not 1
+    assert job_store.reserve_recurring(OTHER_TENANT, 1) is True
+
+
 # --- TimerStore: timers ---------------------------------------------------------------------------
 
 

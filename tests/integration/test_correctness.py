@@ -451,6 +451,35 @@ def test_given_a_drifted_counter_then_the_reconciler_recounts_it() -> None:
     assert twins.jobs.recurring_count("u") == 0
 
 
+def test_given_a_recurring_job_counted_during_the_scan_then_the_recount_leaves_its_counter() -> (
+    None
+):
+    twins = Twins(shards=1)
+    quotas = Quotas(max_active_recurring_jobs=10)
+    twins.service.create("t", _spec({"rate_seconds": 600}), quotas=quotas)
+    twins.clock.now += 3_600_000
+    scan = twins.jobs.scan_active
+
+    def scan_while_a_job_is_created(*args: Any) -> Any:
+        yield from scan(*args)
+        twins.service.create("t", _spec({"rate_seconds": 600}), quotas=quotas)  # not scanned
+
+    twins.jobs.scan_active = scan_while_a_job_is_created  # type: ignore[method-assign]
+    reconciler = Reconciler(
+        twins.jobs,
+        twins.timers,
+        twins.runs,
+        Dispatcher(twins.jobs, twins.timers, twins.queue, twins.settings, clock=twins.clock),
+        twins.settings,
+        clock=twins.clock,
+        segments=1,
+    )
+
+    reconciler.reconcile()
+
+    assert twins.jobs.recurring_count("t") == 2  # not set back to the 1 the scan found
+
+
 def _spec(schedule: dict[str, Any]) -> Any:
     return parse_job_spec({"schedule": schedule, "target": NOOP})
 

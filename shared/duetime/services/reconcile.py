@@ -112,12 +112,14 @@ class Reconciler:
             total.failed += r.failed
             total.active_recurring.update(r.active_recurring)
             total.counted.update(r.counted)
-        # A counter above zero for a tenant with no active recurring job (a reservation
-        # leaked by a crash) goes back to zero.
-        for tenant in total.counted.keys() - total.active_recurring.keys():
-            self._jobs.set_recurring_count(tenant, 0)
-        for tenant, active in total.active_recurring.items():
-            self._jobs.set_recurring_count(tenant, active)
+        # Each counter is set to the jobs found, if it still holds what the scan read (a job
+        # counted or released meanwhile leaves it to the next run); a counter above zero for
+        # a tenant with no active recurring job (a reservation leaked by a crash) goes to 0.
+        for tenant in total.counted.keys() | total.active_recurring.keys():
+            found = total.active_recurring.get(tenant, 0)
+            read = total.counted.get(tenant, 0)
+            if found != read:
+                self._jobs.set_recurring_count(tenant, found, expected=read)
         count(Metric.JOBS_REARMED, total.rearmed)
         logger.info(
             "reconciled",

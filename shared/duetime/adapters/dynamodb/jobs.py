@@ -239,13 +239,23 @@ class DynamoJobStore(JobTable):
             if not is_condition_failure(exc):  # already at zero: nothing to release
                 raise StoreError(str(exc)) from exc
 
-    def set_recurring_count(self, tenant: str, count: int) -> None:
-        self._client.update_item(
-            TableName=self._table,
-            Key=self._counter_key(tenant),
-            UpdateExpression="SET active = :n",
-            ExpressionAttributeValues={":n": {"N": str(count)}},
-        )
+    def set_recurring_count(self, tenant: str, count: int, *, expected: int | None = None) -> None:
+        params: dict[str, Any] = {
+            "TableName": self._table,
+            "Key": self._counter_key(tenant),
+            "UpdateExpression": "SET active = :n",
+            "ExpressionAttributeValues": {":n": {"N": str(count)}},
+        }
+        if expected is not None:
+            params["ConditionExpression"] = "active = :e" + (
+                " OR attribute_not_exists(active)" if expected == 0 else ""
+            )
+            params["ExpressionAttributeValues"][":e"] = {"N": str(expected)}
+        try:
+            self._client.update_item(**params)
+        except ClientError as exc:
+            if not is_condition_failure(exc):  # changed since it was read: left as it is
+                raise StoreError(str(exc)) from exc
 
     # A job's overlap gate (duetime.domain.overlap): `!overlap#<job id>` beside its job, with
     # no status (so neither listings nor the reconciler's scan take it for a job).

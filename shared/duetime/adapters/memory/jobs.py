@@ -122,9 +122,10 @@ class MemoryJobStore:
         with self._lock:
             self._recurring[tenant] = max(0, self._recurring.get(tenant, 0) - 1)
 
-    def set_recurring_count(self, tenant: str, count: int) -> None:
+    def set_recurring_count(self, tenant: str, count: int, *, expected: int | None = None) -> None:
         with self._lock:
-            self._recurring[tenant] = count
+            if expected is None or self._recurring.get(tenant, 0) == expected:
+                self._recurring[tenant] = count
 
     def gate(self, tenant: str, job_id: str) -> Gate:
         return self._gates.get((tenant, job_id), Gate())
