@@ -245,6 +245,30 @@ def test_given_a_withdrawal_between_a_replay_s_send_and_its_mark_then_the_replay
     assert twins.sent()[(first.id, first.next_due_ms)] >= 1
 
 
+def test_given_a_batch_whose_write_failed_while_a_retry_wrote_its_job_then_the_job_lives() -> None:
+    # Found by review: the retry wrote the job under the id the batch had claimed; the batch's
+    # withdrawal then cancelled it (or, once held back, kept the batch's own count too).
+    twins = Twins(shards=1)
+    spec = parse_job_spec({"schedule": {"rate_seconds": 600}, "target": NOOP})
+    quotas = Quotas(max_active_recurring_jobs=10)
+    create_many = twins.jobs.create_many
+    answers = []
+
+    def failing_write(jobs: Any) -> None:
+        twins.jobs.create_many = create_many  # type: ignore[method-assign]
+        twins.clock.now += 1_000  # the client gave up; its retry, a POST /jobs with the key
+        answers.append(twins.service.create("t", spec, idempotency_key="k9", quotas=quotas))
+        raise ConnectionError("BatchWriteItem failed")
+
+    twins.jobs.create_many = failing_write  # type: ignore[method-assign]
+    with pytest.raises(ConnectionError):
+        BatchSubmitter(twins.service).create("t", [BatchJob(spec, "k9")], quotas=quotas)
+
+    (answered,) = answers
+    assert twins.jobs.get("t", answered.id).status == JobStatus.SCHEDULED  # type: ignore[union-attr]
+    assert twins.jobs.recurring_count("t") == 1
+
+
 def test_given_a_later_replay_answered_while_a_revival_hung_then_the_revival_cancels_nothing() -> (
     None
 ):

@@ -148,6 +148,9 @@ class Submission:
             raise
         if job.next_due_ms is not None:  # None: an `after` job, run by its upstream
             self.launch(job, prepared.hold)
+        if prepared.resumed and prepared.hold is not None:
+            limit = quotas.max_active_recurring_jobs if quotas is not None else None
+            return self.answered(job, prepared.hold, self._clock(), limit)
         return job
 
     def check(
@@ -289,6 +292,9 @@ class Submission:
         except Exception:
             self.abandon([p for p in new if p.job.id not in lost])
             raise
+        for p in new:
+            if p.resumed and p.hold is not None and p.job.id not in lost:
+                self.answered(p.job, p.hold, self._clock(), None)
         return {job.id for job in written}
 
     def abandon(self, prepared: Sequence[Prepared]) -> None:
@@ -300,12 +306,13 @@ class Submission:
         return self._clock()
 
     def answered(self, job: Job, hold: KeyHold, now: int, recurring_limit: int | None) -> Job:
-        """A replay went through (its job armed, or revived): its key is marked with its
-        token, so that no earlier request with the key, still sending, can withdraw the job
-        from now on (`hold`); and the job is read again, as the replay answers with it as it
-        is. One withdrawn between this replay's dispatch and its mark (the first request's
-        send failed) is revived. A replay that fails marks nothing: the first request's
-        failure still withdraws the job."""
+        """A replay went through (its job armed, revived, or written and sent in place of a
+        first request that had not written it): its key is marked with its token, so that
+        no earlier request with the key, still sending, can withdraw the job from now on
+        (`hold`); and the job is read again, as the replay answers with it as it is. One
+        withdrawn between this replay's dispatch and its mark (the first request's send
+        failed) is revived. A replay that fails marks nothing: the first request's failure
+        still withdraws the job."""
         self._jobs.mark_key(job.tenant, hold.key, hold.token)
         current = self._jobs.get(job.tenant, job.id)
         if current is None:
