@@ -222,6 +222,32 @@ def test_given_sqs_unavailable_for_hours_then_no_timer_is_parked_and_all_go_when
     assert any(job_id == chain for job_id, _ in sent)  # its chain goes on (catch-up rules)
 
 
+def test_given_sqs_throttling_part_way_then_each_sweep_keeps_what_went_out() -> None:
+    # Found by review: the groups a page had sent before SQS throttled were not recorded, so
+    # each sweep sent them again and never got past the group that failed.
+    twins = Twins(shards=1)
+    due = {twins.submit({"at": rfc3339_ms(T0 + 300_000 + i)}): T0 + 300_000 + i for i in range(500)}
+    send = twins.queue.send
+    allowance = [0]
+
+    def throttled_after_two(messages: Any) -> None:
+        if allowance[0] == 0:
+            raise QueueUnavailable("SQS: RequestThrottled", [m for m, _ in messages])
+        allowance[0] -= 1
+        send(messages)
+
+    twins.queue.send = throttled_after_two  # type: ignore[method-assign]
+    sent: Counter[tuple[str, int]] = Counter()
+    for minute in range(4, 8):
+        twins.clock.now = T0 + minute * MINUTE_MS
+        allowance[0] = 2  # two groups of 160 a sweep, then throttled
+        report = twins.sweeper.sweep()
+        sent += twins.sent()
+        assert report.parked == 0
+
+    assert sent == Counter(due.items())  # every run once: nothing sent twice, nothing parked
+
+
 def test_given_sqs_unavailable_then_a_parked_timer_s_retries_count_no_attempt() -> None:
     twins = Twins(shards=1)
     job = twins.submit({"at": rfc3339_ms(T0 + 300_000)})

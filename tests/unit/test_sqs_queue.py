@@ -12,7 +12,7 @@ from botocore.exceptions import ClientError, EndpointConnectionError, ParamValid
 
 from duetime.adapters.sqs import SqsJobQueue
 from duetime.domain.messages import MessageAuth, RunMessage
-from duetime.ports import Delivery, QueueUnavailable
+from duetime.ports import Delivery, QueueError, QueueUnavailable
 from duetime.settings import QueueUrls
 
 AUTH = MessageAuth([b"k" * 32])
@@ -131,3 +131,56 @@ def test_a_send_sqs_cannot_take_at_all_is_queue_unavailable(
         assert raised.value.failed == [message]  # type: ignore[attr-defined]
     else:
         assert raised.value is error
+
+
+class EntryFailingSqs:
+    """SendMessageBatch answers from a script: per call, whether its first entry fails and if
+    so whether by the sender's fault (None: nothing fails)."""
+
+    def __init__(self, script: list[bool | None]) -> None:
+        self.script = script
+        self.calls: list[int] = []
+
+    def send_message_batch(self, QueueUrl: str, Entries: list[dict[str, Any]]) -> Any:
+        self.calls.append(len(Entries))
+        fault = self.script.pop(0) if self.script else None
+        if fault is None:
+            return {"Successful": [{"Id": e["Id"]} for e in Entries], "Failed": []}
+        first, *rest = Entries
+        failed = [{"Id": first["Id"], "Code": "x", "SenderFault": fault}]
+        return {"Successful": [{"Id": e["Id"]} for e in rest], "Failed": failed}
+
+
+def _sender(sqs: Any) -> SqsJobQueue:
+    urls = QueueUrls("https://sqs.example/q", "https://sqs.example/dlq")
+    return SqsJobQueue(sqs, {"lambda/normal": urls}, AUTH)
+
+
+def _messages(count: int) -> list[tuple[RunMessage, int]]:
+    return [(RunMessage("tenant", f"job-{i}", 1_795_255_200_000, 1, 0), 0) for i in range(count)]
+
+
+def test_an_entry_sqs_refuses_is_not_resent_and_names_its_message() -> None:
+    sqs = EntryFailingSqs([True])
+    messages = _messages(3)
+
+    with pytest.raises(QueueError) as raised:
+        _sender(sqs).send(messages)
+
+    assert not isinstance(raised.value, QueueUnavailable)  # the sweeper parks its timer
+    assert raised.value.failed == [messages[0][0]]
+    assert sqs.calls == [3]
+
+
+def test_an_entry_sqs_fails_on_its_side_is_resent_and_if_it_keeps_failing_sqs_is_unavailable() -> (
+    None
+):
+    flaky = EntryFailingSqs([False, None])
+    _sender(flaky).send(_messages(3))
+    assert flaky.calls == [3, 1]
+
+    failing = EntryFailingSqs([False] * 4)
+    with pytest.raises(QueueUnavailable) as raised:
+        _sender(failing).send(_messages(3))
+    assert failing.calls == [3, 1, 1, 1]
+    assert [m.job_id for m in raised.value.failed] == ["job-0"]

@@ -70,7 +70,11 @@ class SqsJobQueue:
             raise QueueError(f"{len(failed)} message(s) were not accepted by SQS", failed)
 
     def _send_batch(self, url: str, batch: list[tuple[RunMessage, int]]) -> list[RunMessage]:
-        """Send one batch; entries SQS reports as failed are resent (with backoff) a few times."""
+        """Send one batch; entries SQS reports as failed on its side are resent (with backoff)
+        a few times. Returns the messages not sent: those SQS refused (SenderFault), with any
+        it kept failing. Raises QueueUnavailable when SQS did not take the request, or kept
+        failing entries on its side and refused none."""
+        refused: list[RunMessage] = []
         entries = {
             str(i): {
                 "Id": str(i),
@@ -93,12 +97,17 @@ class SqsJobQueue:
                     raise
                 unsent = [batch[int(i)][0] for i in entries]
                 raise QueueUnavailable(f"SQS did not take a batch: {exc}", unsent) from exc
-            retry_ids = {f["Id"] for f in response.get("Failed", [])}
-            entries = {i: e for i, e in entries.items() if i in retry_ids}
+            failed = response.get("Failed", [])
+            refused += [batch[int(f["Id"])][0] for f in failed if f.get("SenderFault")]
+            entries = {f["Id"]: entries[f["Id"]] for f in failed if not f.get("SenderFault")}
             if not entries:
-                return []
-            time.sleep(0.05 * 2**attempt)
-        return [batch[int(i)][0] for i in entries]
+                return refused
+            if attempt < _SEND_TRIES - 1:
+                time.sleep(0.05 * 2**attempt)
+        unsent = [batch[int(i)][0] for i in entries]
+        if not refused:  # SQS kept failing on its side: not about these messages
+            raise QueueUnavailable(f"SQS failed {len(unsent)} message(s) on its side", unsent)
+        return refused + unsent
 
     def send_dead(self, message: RunMessage, reason: str, *, signed: bool = True) -> None:
         dlq = self._queues[queue_key(message.runtime, message.priority)].dlq_url

@@ -79,7 +79,10 @@ def run_stuck(args: argparse.Namespace) -> int:
             return 0
         results = parts.sweeper.retry(entries)
     except QueueUnavailable as exc:
-        print(f"duetime: SQS is unavailable; the timers stay stuck: {exc}", file=sys.stderr)
+        print(
+            f"duetime: SQS is unavailable; the timers not handed over stay stuck: {exc}",
+            file=sys.stderr,
+        )
         return 1
     except (BotoCoreError, ClientError, StoreError) as exc:
         print(f"duetime: cannot reach the timers: {exc}", file=sys.stderr)

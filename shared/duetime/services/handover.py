@@ -4,13 +4,14 @@ A one-off's timer carries its queue and becomes a message as it is; a recurring 
 needs the job, to plan its chain (duetime.services.dispatch). Timers go a group at a time, and
 a group whose hand-over raises is split in halves until the timers that fail on their own are
 found: the sweeper parks those, and the rest of the page goes through. When SQS itself cannot
-take requests (QueueUnavailable), no timer is to blame: the hand-over stops there and raises.
+take requests (QueueUnavailable), no timer is to blame: the hand-over stops there and says so.
 """
 
 from __future__ import annotations
 
 from collections import deque
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from typing import Protocol
 
 from duetime.domain.jobs import Job, JobStatus
@@ -41,6 +42,17 @@ class Tally(Protocol):
     jobs_completed: int
 
 
+@dataclass(frozen=True)
+class Handed:
+    """What a hand-over dealt with: its first `done` timers, those among them that failed on
+    their own (`failed`, with the reason: the caller parks them), and, if it stopped because
+    SQS could not take requests, that error (`unavailable`: the caller stops there)."""
+
+    done: int
+    failed: list[tuple[Timer, str]]
+    unavailable: QueueUnavailable | None = None
+
+
 class HandOver:
     """The sweeper's hand-over of due timers (one-offs as messages, chains planned on)."""
 
@@ -65,12 +77,11 @@ class HandOver:
             jobs, timers, self._queue, settings, clock=clock, plan_ahead=True
         )
 
-    def hand_over(
-        self, timers: Sequence[Timer], deadline: int, report: Tally
-    ) -> tuple[int, list[tuple[Timer, str]]]:
+    def hand_over(self, timers: Sequence[Timer], deadline: int, report: Tally) -> Handed:
         """Send `timers` to SQS in order, a group at a time, and continue the chains of
-        recurring jobs. Returns how many were dealt with (a prefix: the rest met the deadline)
-        and those among them whose hand-over failed on its own, with the reason.
+        recurring jobs. Returns how many were dealt with (a prefix: the rest met the deadline,
+        or SQS could not take requests) and those among them whose hand-over failed on its
+        own, with the reason.
 
         A group whose hand-over raises is split in halves, each tried again, until the
         failing timers are alone. Work done by a failed attempt (a chain's next timer, sent
@@ -86,10 +97,10 @@ class HandOver:
             group = groups.popleft()
             try:
                 self._dispatch(group, report)
-            except QueueUnavailable:
+            except QueueUnavailable as exc:
                 # SQS is down or throttling, not failing these timers: no timer is to blame,
                 # none is parked; the caller stops and the next sweep resumes here.
-                raise
+                return Handed(done, failed, exc)
             except Exception as exc:
                 if len(group) > 1:
                     half = len(group) // 2
@@ -102,7 +113,7 @@ class HandOver:
                 )
                 failed.append((group[0], f"{type(exc).__name__}: {exc}"))
             done += len(group)
-        return done, failed
+        return Handed(done, failed)
 
     def _dispatch(self, timers: Sequence[Timer], report: Tally) -> None:
         """One-off timers carry their queue: they become messages without reading the job

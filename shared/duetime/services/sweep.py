@@ -267,13 +267,15 @@ class Sweeper:
                 read, more = self._timers.read_due(minute, shard, watermark, horizon_ms, limit)
                 page = self._within_budget(read)
                 more = more or len(page) < len(read)
-                done, failed = self._handover.hand_over(page, deadline, report)
-                for timer, reason in failed:
+                handed = self._handover.hand_over(page, deadline, report)
+                for timer, reason in handed.failed:
                     self._park(shard, timer, reason, report)
-                if done:
-                    watermark = page[done - 1].sort_key
+                if handed.done:
+                    watermark = page[handed.done - 1].sort_key
+                if handed.unavailable is not None:  # kept what went out; the next sweep goes on
+                    raise handed.unavailable
                 report.pages += 1
-                finished = not more and done == len(page)
+                finished = not more and handed.done == len(page)
                 out_of_time = self._clock() > deadline
                 held = self._timers.advance(
                     minute,
@@ -375,13 +377,14 @@ class Sweeper:
         """Hand stuck timers over again: each that goes through is forgotten; each that fails
         counts an attempt (a quarantined one stays quarantined, with the new reason). Returns
         the entries dealt with (a prefix, when the deadline came) and why each failed (None:
-        handed over)."""
+        handed over). Raises QueueUnavailable, once those dealt with are recorded, when SQS
+        stopped taking requests: the others count no attempt."""
         report = report or SweepReport(started_ms=self._clock())
         limit = deadline if deadline is not None else self._clock() + self._deadline_ms
-        done, failed = self._handover.hand_over([s.timer for s in stuck], limit, report)
-        reasons = {id(timer): reason for timer, reason in failed}
+        handed = self._handover.hand_over([s.timer for s in stuck], limit, report)
+        reasons = {id(timer): reason for timer, reason in handed.failed}
         results: list[tuple[StuckTimer, str | None]] = []
-        for entry in stuck[:done]:
+        for entry in stuck[: handed.done]:
             reason = reasons.get(id(entry.timer))
             if reason is None:
                 self._timers.unpark(entry)
@@ -389,6 +392,8 @@ class Sweeper:
             else:
                 self._record_failure(entry, reason, report, previous=True)
             results.append((entry, reason))
+        if handed.unavailable is not None:  # those dealt with are recorded; the rest wait
+            raise handed.unavailable
         return results
 
     def stuck(self) -> list[StuckTimer]:
