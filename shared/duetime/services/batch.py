@@ -106,7 +106,7 @@ class BatchSubmitter:
         except Exception:
             submission.abandon(list(new.values()))
             raise
-        written = submission.create_many(list(new.values()))
+        written = submission.create_many(list(new.values()), quotas)
         for index, prepared in new.items():
             job = prepared.job
             # Not written by us: a concurrent replay wrote it first; it is answered as it is.

@@ -266,12 +266,12 @@ class Submission:
             self.withdraw(job, hold=hold)
             raise
 
-    def create_many(self, new: Sequence[Prepared]) -> set[str]:
+    def create_many(self, new: Sequence[Prepared], quotas: Quotas | None = None) -> set[str]:
         """Write prepared jobs and dispatch their first occurrences, together (a batch): the
         fresh ids by one unconditional BatchWriteItem (a new ULID no stored job can have), a
         resumed id by a conditional put (another replay may write it at the same moment).
         Returns the ids this call wrote. On a failure every job not acknowledged is
-        withdrawn, then the error raised."""
+        withdrawn, then the error raised. `quotas`: the tenant's (for a job revived here)."""
         fresh = [p.job for p in new if not p.resumed]
         written = list(fresh)
         lost: set[str] = set()  # resumed jobs another replay wrote first: theirs, not ours
@@ -292,9 +292,13 @@ class Submission:
         except Exception:
             self.abandon([p for p in new if p.job.id not in lost])
             raise
+        limit = quotas.max_active_recurring_jobs if quotas is not None else None
         for p in new:
             if p.resumed and p.hold is not None and p.job.id not in lost:
-                self.answered(p.job, p.hold, self._clock(), None)
+                try:
+                    self.answered(p.job, p.hold, self._clock(), limit)
+                except DomainError:  # withdrawn meanwhile, and over the quota now: as it is
+                    logger.warning("a resumed batch job was withdrawn and not revived")
         return {job.id for job in written}
 
     def abandon(self, prepared: Sequence[Prepared]) -> None:
