@@ -22,9 +22,7 @@ from duetime.entrypoints import worker as worker_handler
 from duetime.local.lambda_runtime import FakeContext, sqs_event
 from duetime.ports import KeyHold
 from duetime.services.batch import BatchJob, BatchSubmitter
-from duetime.services.dispatch import Dispatcher
 from duetime.services.jobs import JobView
-from duetime.services.reconcile import Reconciler
 from duetime.services.sweep import Sweeper
 from duetime.settings import Quotas
 from tests.integration.conftest import Engine
@@ -92,6 +90,10 @@ def test_given_a_resume_whose_dispatch_failed_then_resuming_again_arms_the_chain
     assert len({instant for job, instant in twins.sent() if job == job_id}) >= 11
 
 
+def failing_send(messages: Any) -> None:
+    raise ConnectionError("SQS is unreachable")
+
+
 class Crash(BaseException):
     """The process dies here (no `except Exception` stops it)."""
 
@@ -120,9 +122,6 @@ def test_given_a_first_request_whose_dispatch_failed_then_its_replay_revives_the
     twins = Twins(shards=1)
     spec = parse_job_spec({"schedule": {"delay_seconds": 30}, "target": NOOP})
     send = twins.queue.send
-
-    def failing_send(messages: Any) -> None:
-        raise ConnectionError("SQS is unreachable")
 
     twins.queue.send = failing_send  # type: ignore[method-assign]
     with pytest.raises(ConnectionError):
@@ -203,9 +202,6 @@ def test_given_a_replay_that_failed_too_then_the_first_failure_still_withdraws_t
     send = twins.queue.send
     failures = []
 
-    def failing_send(messages: Any) -> None:
-        raise ConnectionError("SQS is unreachable")
-
     def hung_then_failed(messages: Any) -> None:
         twins.queue.send = failing_send  # type: ignore[method-assign]
         with pytest.raises(ConnectionError) as replay:  # the client's retry fails as well
@@ -275,9 +271,6 @@ def test_given_a_later_replay_answered_while_a_revival_hung_then_the_revival_can
     twins = Twins(shards=1)
     spec = parse_job_spec({"schedule": {"delay_seconds": 30}, "target": NOOP})
     send = twins.queue.send
-
-    def failing_send(messages: Any) -> None:
-        raise ConnectionError("SQS is unreachable")
 
     twins.queue.send = failing_send  # type: ignore[method-assign]
     with pytest.raises(ConnectionError):  # the first request withdraws its job
@@ -460,14 +453,7 @@ def test_given_a_drifted_counter_then_the_reconciler_recounts_it() -> None:
     twins.jobs.set_recurring_count("u", 3)  # the same, for a tenant with no recurring job
     twins.submit({"delay_seconds": 60}, tenant="u")
     twins.clock.now += 3_600_000
-    reconciler = Reconciler(
-        twins.jobs,
-        twins.timers,
-        twins.runs,
-        Dispatcher(twins.jobs, twins.timers, twins.queue, twins.settings, clock=twins.clock),
-        twins.settings,
-        clock=twins.clock,
-    )
+    reconciler = twins.reconciler()
 
     reconciler.reconcile()
 
@@ -489,15 +475,7 @@ def test_given_a_recurring_job_counted_during_the_scan_then_the_recount_leaves_i
         twins.service.create("t", _spec({"rate_seconds": 600}), quotas=quotas)  # not scanned
 
     twins.jobs.scan_active = scan_while_a_job_is_created  # type: ignore[method-assign]
-    reconciler = Reconciler(
-        twins.jobs,
-        twins.timers,
-        twins.runs,
-        Dispatcher(twins.jobs, twins.timers, twins.queue, twins.settings, clock=twins.clock),
-        twins.settings,
-        clock=twins.clock,
-        segments=1,
-    )
+    reconciler = twins.reconciler(segments=1)
 
     reconciler.reconcile()
 

@@ -25,7 +25,9 @@ from duetime.domain.timers import Timer
 from duetime.domain.timeutil import MINUTE_MS, rfc3339_ms, to_ms
 from duetime.ports import QueueError, QueueUnavailable
 from duetime.services.coordinator import Coordinator, InProcessLauncher
+from duetime.services.dispatch import Dispatcher
 from duetime.services.jobs import JobService
+from duetime.services.reconcile import Reconciler
 from duetime.services.sweep import MAX_HANDOVER_ATTEMPTS, Sweeper, retry_backoff_ms
 from duetime.settings import QueueUrls, Settings, queue_key
 from tests.integration.conftest import START, Engine
@@ -73,6 +75,18 @@ class Twins:
     def submit(self, schedule: dict[str, Any], tenant: str = "t", **extra: Any) -> str:
         body = {"schedule": schedule, "target": {"type": "handler", "name": "duetime.noop"}}
         return self.service.create(tenant, parse_job_spec(body | extra)).id
+
+    def reconciler(self, **options: Any) -> Reconciler:
+        dispatcher = Dispatcher(self.jobs, self.timers, self.queue, self.settings, clock=self.clock)
+        return Reconciler(
+            self.jobs,
+            self.timers,
+            self.runs,
+            dispatcher,
+            self.settings,
+            clock=self.clock,
+            **options,
+        )
 
     def sent(self) -> Counter[tuple[str, int]]:
         """Every run message sent so far, by (job, scheduled instant); the queues are emptied."""
