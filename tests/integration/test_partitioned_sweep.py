@@ -466,8 +466,19 @@ def test_given_a_poisoned_job_on_moto_then_duetime_timers_stuck_lists_and_retrie
     assert "1 failed" in out.getvalue()
     assert engine.parts.sweeper.stuck()[0].attempts == 2
 
-    # Repaired, then retried: handed over, gone from the list, and it runs
+    # Repaired, and retried while SQS takes no request: kept, no attempt counted, no traceback
     engine.aws.dynamodb.put_item(TableName=table, Item=good)
+
+    def unavailable(messages: Any) -> None:
+        raise QueueUnavailable("SQS did not take a batch", [m for m, _ in messages])
+
+    with monkeypatch.context() as outage:
+        outage.setattr(engine.parts.queue, "send", unavailable)
+        assert cli_main(["timers", "stuck", "--retry"]) == 1
+    assert "SQS is unavailable" in capsys.readouterr().err
+    assert engine.parts.sweeper.stuck()[0].attempts == 2
+
+    # Retried once SQS is back: handed over, gone from the list, and it runs
     assert cli_main(["timers", "stuck", "--retry"]) == 0
     assert "1 handed over, 0 failed" in capsys.readouterr().out
     assert engine.parts.sweeper.stuck() == []
