@@ -92,8 +92,8 @@ class JobStore(Protocol):
 
     def release_key(self, tenant: str, key: str, job_id: str) -> None:
         """Forget a key recorded for `job_id` whose request was refused before the job was
-        written: a later request with the key starts afresh. A key that names another job is
-        left as it is."""
+        written: a later request with the key starts afresh. A key that names another job, or
+        that a replay marked (mark_key: it answered with the job), is left as it is."""
 
     def get_many(self, keys: Sequence[tuple[str, str]]) -> dict[str, Job]:
         """Jobs by (tenant, id), keyed by id; missing ones are absent."""
@@ -110,15 +110,19 @@ class JobStore(Protocol):
         hold: KeyHold | None = None,
     ) -> None:
         """Write `job` if the stored one still has `expected`'s status, generation and
-        version, and each job of `unchanged` (as read) its generation: the chain of `after`
+        version (and creation time: a job of the same id another request wrote is not
+        `expected`), and each job of `unchanged` (as read) its generation: the chain of `after`
         jobs a new dependency was checked against (duetime.services.dependencies); and, with
         `hold`, if its key is not marked, or marked with its token (on DynamoDB these are one
         transaction); ConditionFailed otherwise."""
 
     def mark_key(self, tenant: str, key: str, token: str) -> None:
         """A replay of the request that recorded `key` answers with its job: from now on only
-        a write holding `token` (replace's `hold`) may withdraw the job. Nothing if the key
-        is not recorded."""
+        a write holding `token` (replace's `hold`) may withdraw the job, and the key is not
+        released (release_key). Nothing if the key is not recorded."""
+
+    def unmark_key(self, tenant: str, key: str, token: str) -> None:
+        """Take back `token`'s mark (its replay failed after all); another's mark stays."""
 
     def scan_active(
         self, segment: int, segments: int, counters: dict[str, int] | None = None

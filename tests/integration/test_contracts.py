@@ -516,6 +516,19 @@ def test_given_a_key_marked_by_a_replay_then_only_its_holder_may_withdraw_the_jo
     assert job_store.get(TENANT, job.id) == job
     job_store.replace(withdrawn, expected=job, hold=replay)
     assert job_store.get(TENANT, job.id) == withdrawn
+    # A marked key is not released; a mark is taken back only by its own token.
+    job_store.release_key(TENANT, "k1", job.id)
+    job_store.unmark_key(TENANT, "k1", "token-b")
+    job_store.release_key(TENANT, "k1", job.id)
+    assert job_store.claim_key(TENANT, "k1", "j", "fp", T0 // 1000 + 60) == (job.id, "fp")
+    job_store.unmark_key(TENANT, "k1", replay.token)
+    job_store.release_key(TENANT, "k1", job.id)
+    assert job_store.claim_key(TENANT, "k1", "j", "fp", T0 // 1000 + 60) is None
+    # A job of the same id written by another request (another creation time) is not the
+    # one expected.
+    lookalike = replace(withdrawn, created_ms=withdrawn.created_ms + 1)
+    with pytest.raises(ConditionFailed):
+        job_store.replace(replace(withdrawn, version=9), expected=lookalike)
     # Unmarked (or never recorded) keys hold nothing back; marking one records nothing.
     other = make_job(entropy=1)
     job_store.create(other)

@@ -109,7 +109,8 @@ class BatchSubmitter:
         written = submission.create_many(list(new.values()), quotas)
         for index, prepared in new.items():
             job = prepared.job
-            # Not written by us: a concurrent replay wrote it first; it is answered as it is.
+            # Resumed (an earlier request's id), or written first by a concurrent replay: it is
+            # answered as it is now.
             results[index] = (
                 JobView(job, job.status, None)
                 if job.id in written

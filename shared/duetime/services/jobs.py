@@ -328,6 +328,7 @@ class JobService:
             instant = None if recorded is None else run_now_instant(recorded[1])
             if recorded is not None and (instant is None or recorded[0] != job_id):
                 raise IdempotencyConflict(idempotency_key)
+            job = self.get(tenant, job_id).job  # as it is now that the key is bound
             if instant is not None:
                 if job.status == JobStatus.SCHEDULED:
                     self._send(job, instant, now)

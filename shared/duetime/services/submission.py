@@ -270,8 +270,9 @@ class Submission:
         """Write prepared jobs and dispatch their first occurrences, together (a batch): the
         fresh ids by one unconditional BatchWriteItem (a new ULID no stored job can have), a
         resumed id by a conditional put (another replay may write it at the same moment).
-        Returns the ids this call wrote. On a failure every job not acknowledged is
-        withdrawn, then the error raised. `quotas`: the tenant's (for a job revived here)."""
+        Returns the ids of the fresh jobs it wrote, to answer as written (a resumed job is
+        answered as it is now). On a failure every job not acknowledged is withdrawn, then the
+        error raised. `quotas`: the tenant's (for a job revived here)."""
         fresh = [p.job for p in new if not p.resumed]
         written = list(fresh)
         lost: set[str] = set()  # resumed jobs another replay wrote first: theirs, not ours
@@ -297,9 +298,9 @@ class Submission:
             if p.resumed and p.hold is not None and p.job.id not in lost:
                 try:
                     self.answered(p.job, p.hold, self._clock(), limit)
-                except DomainError:  # withdrawn meanwhile, and over the quota now: as it is
+                except Exception:  # withdrawn meanwhile and not revived: answered as it is
                     logger.warning("a resumed batch job was withdrawn and not revived")
-        return {job.id for job in written}
+        return {job.id for job in fresh}
 
     def abandon(self, prepared: Sequence[Prepared]) -> None:
         """Prepared jobs, written or not, that will not be acknowledged: withdrawn."""
@@ -318,12 +319,16 @@ class Submission:
         failed) is revived. A replay that fails marks nothing: the first request's failure
         still withdraws the job."""
         self._jobs.mark_key(job.tenant, hold.key, hold.token)
-        current = self._jobs.get(job.tenant, job.id)
-        if current is None:
-            return job
-        if current.status == JobStatus.CANCELLED and current.cancel_reason == SUBMISSION_FAILED:
-            return self.replayed(current, now, recurring_limit, hold)
-        return current
+        try:
+            current = self._jobs.get(job.tenant, job.id)
+            if current is None:
+                return job
+            if current.status == JobStatus.CANCELLED and current.cancel_reason == SUBMISSION_FAILED:
+                return self.replayed(current, now, recurring_limit, hold)
+            return current
+        except Exception:  # it answers with an error after all: its mark holds nothing back
+            self._jobs.unmark_key(job.tenant, hold.key, hold.token)
+            raise
 
     def withdraw(self, job: Job, *, written: bool = True, hold: KeyHold | None = None) -> None:
         """A submission failed before it was acknowledged: its job is cancelled

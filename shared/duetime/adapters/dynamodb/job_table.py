@@ -83,7 +83,7 @@ class JobTable:
             self._client.delete_item(
                 TableName=self._table,
                 Key=self._key(tenant, IDEMPOTENCY_PREFIX + key),
-                ConditionExpression="job_id = :j",
+                ConditionExpression="job_id = :j AND attribute_not_exists(replayed)",
                 ExpressionAttributeValues={":j": {"S": job_id}},
             )
         except ClientError as exc:
@@ -97,6 +97,19 @@ class JobTable:
                 Key=self._key(tenant, IDEMPOTENCY_PREFIX + key),
                 UpdateExpression="SET replayed = :t",
                 ConditionExpression="attribute_exists(id)",
+                ExpressionAttributeValues={":t": {"S": token}},
+            )
+        except ClientError as exc:
+            if not is_condition_failure(exc):
+                raise StoreError(str(exc)) from exc
+
+    def unmark_key(self, tenant: str, key: str, token: str) -> None:
+        try:
+            self._client.update_item(
+                TableName=self._table,
+                Key=self._key(tenant, IDEMPOTENCY_PREFIX + key),
+                UpdateExpression="REMOVE replayed",
+                ConditionExpression="replayed = :t",
                 ExpressionAttributeValues={":t": {"S": token}},
             )
         except ClientError as exc:

@@ -131,12 +131,13 @@ class DynamoJobStore(JobTable):
             "TableName": self._table,
             "Item": self._item(job),
             # An item written before versions were stored has none: it reads as 1.
-            "ConditionExpression": "#s = :s AND gen = :g AND "
+            "ConditionExpression": "#s = :s AND gen = :g AND created_ms = :c AND "
             "(attribute_not_exists(ver) OR ver = :v)",
             "ExpressionAttributeNames": {"#s": "status"},
             "ExpressionAttributeValues": {
                 ":s": {"S": expected.status.value},
                 ":g": {"N": str(expected.generation)},
+                ":c": {"N": str(expected.created_ms)},
                 ":v": {"N": str(expected.version)},
             },
         }

@@ -33,9 +33,9 @@ class MemoryJobStore:
 
     def release_key(self, tenant: str, key: str, job_id: str) -> None:
         with self._lock:
-            if self._keys.get((tenant, key), ("",))[0] == job_id:
+            marked = (tenant, key) in self._marks
+            if self._keys.get((tenant, key), ("",))[0] == job_id and not marked:
                 del self._keys[(tenant, key)]
-                self._marks.pop((tenant, key), None)
 
     def create(self, job: Job) -> None:
         with self._lock:
@@ -68,6 +68,11 @@ class MemoryJobStore:
             if (tenant, key) in self._keys:
                 self._marks[(tenant, key)] = token
 
+    def unmark_key(self, tenant: str, key: str, token: str) -> None:
+        with self._lock:
+            if self._marks.get((tenant, key)) == token:
+                del self._marks[(tenant, key)]
+
     def replace(
         self,
         job: Job,
@@ -87,6 +92,7 @@ class MemoryJobStore:
                 current is None
                 or current.status != expected.status
                 or current.generation != expected.generation
+                or current.created_ms != expected.created_ms
                 or current.version != expected.version
             ):
                 raise ConditionFailed(f"job {job.id} changed")

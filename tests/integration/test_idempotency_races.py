@@ -1,0 +1,248 @@
+"""Idempotency-Key races between a request and its retries (found by review): two or three
+requests with one key, interleaved on the in-memory twins (a retry runs inside the first
+request's hung send or write, or on a thread of its own), each ending as a client expects: a
+job answered 2xx is never left cancelled, a job every request failed is not left scheduled
+with nothing armed, a live recurring job is counted once, and one key names one job or run.
+"""
+
+from __future__ import annotations
+
+import threading
+from typing import Any
+
+import pytest
+
+from duetime.domain.errors import DomainError
+from duetime.domain.jobs import JobStatus, parse_job_spec
+from duetime.ports import KeyHold
+from duetime.services.batch import BatchJob, BatchSubmitter
+from duetime.services.jobs import JobView
+from duetime.settings import Quotas
+from tests.integration.test_correctness import failing_send
+from tests.integration.test_partitioned_sweep import Twins
+
+NOOP = {"type": "handler", "name": "duetime.noop"}
+
+
+def run_in_thread(fn: Any) -> tuple[threading.Thread, dict[str, Any]]:
+    box: dict[str, Any] = {}
+
+    def target() -> None:
+        try:
+            box["result"] = fn()
+        except BaseException as exc:
+            box["error"] = exc
+
+    thread = threading.Thread(target=target)
+    thread.start()
+    return thread, box
+
+
+def test_given_a_batch_write_failing_while_a_retry_sends_then_its_job_lives_counted_once() -> None:
+    """F, a batch item with key k: its BatchWriteItem hangs, then fails. B, a POST /jobs
+    retry with k, is resumed (no job yet): it writes X and sends. F's withdrawal must not
+    take B's job for its own (it used to: the same status, generation and version), and the
+    tenant's count must be 1."""
+    twins = Twins(shards=1)
+    spec = parse_job_spec({"schedule": {"rate_seconds": 30}, "target": NOOP})
+    quotas = Quotas(max_active_recurring_jobs=10)
+    create_many = twins.jobs.create_many
+    send = twins.queue.send
+    in_write, fail_write = threading.Event(), threading.Event()
+
+    def hung_write(jobs: Any) -> None:
+        in_write.set()
+        fail_write.wait(5)
+        raise ConnectionError("BatchWriteItem failed")
+
+    twins.jobs.create_many = hung_write  # type: ignore[method-assign]
+    f_thread, f_box = run_in_thread(
+        lambda: BatchSubmitter(twins.service).create("t", [BatchJob(spec, "k")], quotas=quotas)
+    )
+    assert in_write.wait(5)
+    twins.jobs.create_many = create_many  # type: ignore[method-assign]
+    twins.clock.now += 1_000
+
+    def b_send(messages: Any) -> None:
+        twins.queue.send = send  # type: ignore[method-assign]
+        fail_write.set()
+        f_thread.join(5)  # F's withdrawal lands while B's send is in flight
+        send(messages)
+
+    twins.queue.send = b_send  # type: ignore[method-assign]
+    answered = twins.service.create("t", spec, idempotency_key="k", quotas=quotas)
+    assert isinstance(f_box.get("error"), ConnectionError)
+    stored = twins.jobs.get("t", answered.id)
+    assert stored.status == JobStatus.SCHEDULED
+    assert twins.jobs.recurring_count("t") == 1, twins.jobs.recurring_count("t")
+
+
+def test_given_a_batch_item_withdrawn_and_not_revived_then_it_is_answered_as_stored() -> None:
+    """As above, with B a batch item too, and another recurring job taking the slot F freed
+    before B marks its key: B's revival is over the quota. The batch must answer the item as
+    it is stored, not as it was written."""
+    twins = Twins(shards=1)
+    spec = parse_job_spec({"schedule": {"rate_seconds": 30}, "target": NOOP})
+    other = parse_job_spec({"schedule": {"rate_seconds": 900}, "target": NOOP})
+    quotas = Quotas(max_active_recurring_jobs=2)
+    create_many = twins.jobs.create_many
+    send = twins.queue.send
+    in_write, fail_write = threading.Event(), threading.Event()
+
+    def hung_write(jobs: Any) -> None:
+        in_write.set()
+        fail_write.wait(5)
+        raise ConnectionError("BatchWriteItem failed")
+
+    twins.jobs.create_many = hung_write  # type: ignore[method-assign]
+    f_thread, _f_box = run_in_thread(
+        lambda: BatchSubmitter(twins.service).create("t", [BatchJob(spec, "k")], quotas=quotas)
+    )
+    assert in_write.wait(5)
+    twins.jobs.create_many = create_many  # type: ignore[method-assign]
+    twins.clock.now += 1_000
+
+    def b_send(messages: Any) -> None:
+        twins.queue.send = send  # type: ignore[method-assign]
+        fail_write.set()
+        f_thread.join(5)
+        send(messages)
+        twins.service.create("t", other, quotas=quotas)  # takes the slot F freed
+
+    twins.queue.send = b_send  # type: ignore[method-assign]
+    (result,) = BatchSubmitter(twins.service).create("t", [BatchJob(spec, "k")], quotas=quotas)
+    assert isinstance(result, JobView)
+    stored = twins.jobs.get("t", result.job.id)
+    assert stored.status == result.job.status, (stored.status, result.job.status)
+
+
+def test_given_a_resumed_batch_item_and_sqs_down_after_its_send_then_the_batch_answers() -> None:
+    """As above, with B a batch of [the resumed item k, a fresh unkeyed item], and SQS down
+    after B's first send. F's withdrawal used to cancel B's job, B's revival then failed, and
+    the batch answered 5xx although its fresh job was written and armed (a retry without keys
+    would duplicate it). Now F leaves B's job alone, and the batch answers each item as it is
+    stored."""
+    twins = Twins(shards=1)
+    spec = parse_job_spec({"schedule": {"rate_seconds": 30}, "target": NOOP})
+    fresh = parse_job_spec({"schedule": {"delay_seconds": 30}, "target": NOOP})
+    quotas = Quotas(max_active_recurring_jobs=10)
+    create_many = twins.jobs.create_many
+    send = twins.queue.send
+    in_write, fail_write = threading.Event(), threading.Event()
+
+    def hung_write(jobs: Any) -> None:
+        in_write.set()
+        fail_write.wait(5)
+        raise ConnectionError("BatchWriteItem failed")
+
+    twins.jobs.create_many = hung_write  # type: ignore[method-assign]
+    f_thread, _f_box = run_in_thread(
+        lambda: BatchSubmitter(twins.service).create("t", [BatchJob(spec, "k")], quotas=quotas)
+    )
+    assert in_write.wait(5)
+    twins.jobs.create_many = create_many  # type: ignore[method-assign]
+    twins.clock.now += 1_000
+    calls = []
+
+    def b_send(messages: Any) -> None:
+        calls.append(1)
+        if len(calls) == 1:
+            fail_write.set()
+            f_thread.join(5)
+            return send(messages)
+        raise ConnectionError("SQS down for the revival")
+
+    twins.queue.send = b_send  # type: ignore[method-assign]
+    resumed, new = BatchSubmitter(twins.service).create(
+        "t", [BatchJob(spec, "k"), BatchJob(fresh, None)], quotas=quotas
+    )
+    assert isinstance(resumed, JobView)
+    assert isinstance(new, JobView)
+    assert resumed.job.status == twins.jobs.get("t", resumed.job.id).status  # type: ignore[union-attr]
+    assert resumed.job.status == JobStatus.SCHEDULED  # F's withdrawal no longer takes it
+    assert twins.jobs.recurring_count("t") == 1
+    assert twins.jobs.get("t", new.job.id).status == JobStatus.SCHEDULED  # type: ignore[union-attr]
+
+
+def test_given_a_run_now_that_read_its_job_paused_before_a_resume_then_its_key_is_one_run() -> None:
+    twins = Twins(shards=1)
+    spec = parse_job_spec({"schedule": {"rate_seconds": 600}, "target": NOOP})
+    job_id = twins.service.create("t", spec).id
+    twins.service.pause("t", job_id)
+    claim = twins.jobs.claim_key
+    repeats = []
+
+    def claim_with_race(tenant, key, jid, bound, expires):
+        twins.jobs.claim_key = claim  # type: ignore[method-assign]
+        twins.clock.now += 1
+        twins.service.resume("t", job_id)  # the owner resumes after R1 read it paused
+        twins.clock.now += 1
+        recorded = claim(tenant, key, jid, bound, expires)
+        repeats.append(twins.service.run_now("t", job_id, "rk"))  # R2 races R1
+        return recorded
+
+    twins.jobs.claim_key = claim_with_race  # type: ignore[method-assign]
+    first = twins.service.run_now("t", job_id, "rk")  # R1 reads the job again once bound
+    twins.clock.now += 5_000
+    again = twins.service.run_now("t", job_id, "rk")  # R3: the client's retry
+    assert first == repeats[0] == again  # one run for the key (it used to be two)
+
+
+def test_given_a_replay_that_marked_then_failed_then_a_later_failure_still_withdraws() -> None:
+    """F wrote X; replay Y armed it; F's failed send withdrew X just before Y's mark; Y
+    revived X and that send failed: Y answers 5xx. Its mark used to stay, so a later retry's
+    own failure could not withdraw X: X was left scheduled, counted, with nothing sent."""
+    twins = Twins(shards=1)
+    spec = parse_job_spec({"schedule": {"delay_seconds": 30}, "target": NOOP})
+    first = twins.service.create("t", spec, idempotency_key="k")  # F: written (its send: see Y)
+    send = twins.queue.send
+    mark = twins.jobs.mark_key
+
+    def f_withdraws_first(tenant: str, key: str, token: str) -> None:
+        twins.jobs.mark_key = mark  # type: ignore[method-assign]
+        twins.service.submission.withdraw(first, hold=KeyHold(key))  # F's send failed
+        mark(tenant, key, token)
+        twins.queue.send = failing_send  # type: ignore[method-assign]  # SQS goes down
+
+    twins.jobs.mark_key = f_withdraws_first  # type: ignore[method-assign]
+    with pytest.raises(ConnectionError):
+        twins.service.create("t", spec, idempotency_key="k")  # Y
+    assert twins.jobs.get("t", first.id).status == JobStatus.CANCELLED
+    twins.sent()  # Y's first message came while X was cancelled: dropped
+    twins.clock.now += 60_000
+    with pytest.raises(ConnectionError):
+        twins.service.create("t", spec, idempotency_key="k")  # R3, SQS still down
+    twins.queue.send = send  # type: ignore[method-assign]
+    stored = twins.jobs.get("t", first.id)
+    assert stored.status == JobStatus.CANCELLED, "all requests failed, X left scheduled unsent"
+
+
+def test_given_a_refused_first_request_then_it_does_not_free_a_key_a_retry_answered_with() -> None:
+    """F claims k (job id X) and is refused by the quota; meanwhile retry R, resumed, gets the
+    freed slot, writes X and answers 201. F's release of k used to delete the record R
+    answered with, so the next retry with k created a second job."""
+    twins = Twins(shards=1)
+    spec = parse_job_spec({"schedule": {"rate_seconds": 30}, "target": NOOP})
+    quotas = Quotas(max_active_recurring_jobs=1)
+    blocker = twins.service.create(
+        "t", parse_job_spec({"schedule": {"rate_seconds": 60}, "target": NOOP}), quotas=quotas
+    )
+    reserve = twins.jobs.reserve_recurring
+    answers = []
+
+    def refused_then_slot_frees(tenant: str, limit: int) -> bool:
+        twins.jobs.reserve_recurring = reserve  # type: ignore[method-assign]
+        ok = reserve(tenant, limit)  # F: refused (at the limit)
+        twins.service.cancel("t", blocker.id)  # a slot frees
+        twins.clock.now += 500
+        answers.append(twins.service.create("t", spec, idempotency_key="k", quotas=quotas))
+        return ok
+
+    twins.jobs.reserve_recurring = refused_then_slot_frees  # type: ignore[method-assign]
+    with pytest.raises(DomainError):
+        twins.service.create("t", spec, idempotency_key="k", quotas=quotas)
+    (r,) = answers
+    twins.service.cancel("t", r.id)  # (make room so the next retry is not itself refused)
+    twins.clock.now += 500
+    again = twins.service.create("t", spec, idempotency_key="k", quotas=quotas)
+    assert again.id == r.id, "the same key created two jobs"
