@@ -66,9 +66,8 @@ class Page(Generic[T]):
 
 @dataclass(frozen=True)
 class KeyHold:
-    """What a withdrawal of a job created under an Idempotency-Key must respect: a replay of
-    that request may have answered with the job (JobStore.mark_key). `token`: the withdrawing
-    request's own mark ("" for the first request, which never marks)."""
+    """A withdrawal's key: a replay may have answered with the job (JobStore.mark_key).
+    `token`: the withdrawing request's own mark ("" for a first request: it never marks)."""
 
     key: str
     token: str = ""
@@ -140,9 +139,8 @@ class JobStore(Protocol):
         """Count one active recurring job fewer (never below zero)."""
 
     def set_recurring_count(self, tenant: str, count: int, *, expected: int | None = None) -> None:
-        """Overwrite the count (the reconciler's daily recount repairs drift). With `expected`,
-        only if it still holds that (no counter holds 0): a job counted or released since it
-        was read leaves it as it is."""
+        """Overwrite the count (the reconciler's daily recount repairs drift); with `expected`,
+        only if it still holds that (none: 0), so a job counted meanwhile is not lost."""
 
     def gate(self, tenant: str, job_id: str) -> Gate:
         """The job's overlap gate (strongly consistent); `Gate()` (version 0) if none."""
