@@ -265,8 +265,8 @@ def test_given_runs_waiting_for_a_slot_then_the_highest_priority_starts_first(
     one_slot, thread = started(engine, concurrency=1, wait_seconds=5)
     time.sleep(0.3)  # every poller is long-polling with the one free slot
     body = {"schedule": {"delay_seconds": 0}, "runtime": "fargate", "target": RECORD}
-    busy = engine.submit(
-        {**body, "target": {"type": "handler", "name": "test.slow"}, "payload": {"seconds": 1}}
+    busy = engine.submit(  # holds the slot while the other two arrive (with room for a slow CI)
+        {**body, "target": {"type": "handler", "name": "test.slow"}, "payload": {"seconds": 4}}
     )
     assert STARTED.wait(10)  # the slot is taken
     low = engine.submit({**body, "priority": "low"})
@@ -274,7 +274,7 @@ def test_given_runs_waiting_for_a_slot_then_the_highest_priority_starts_first(
     high = engine.submit({**body, "priority": "high"})
     wait_for(lambda: len(one_slot._held) == 3)
     try:
-        wait_for(lambda: len(engine.recorder.calls) == 3, 10)
+        wait_for(lambda: len(engine.recorder.calls) == 3, 15)
     finally:
         one_slot.stop()
         thread.join(timeout=15)
