@@ -38,6 +38,32 @@ def run_in_thread(fn: Any) -> tuple[threading.Thread, dict[str, Any]]:
     return thread, box
 
 
+class HungBatch:
+    """Request F: a batch of one job with key "k", on a thread, whose BatchWriteItem hangs
+    until `fail()`, then fails. Meanwhile the store writes the other requests' jobs."""
+
+    def __init__(self, twins: Twins, spec: Any, quotas: Quotas) -> None:
+        create_many = twins.jobs.create_many
+        self._writing, self._go = threading.Event(), threading.Event()
+
+        def hung_write(jobs: Any) -> None:
+            self._writing.set()
+            self._go.wait(5)
+            raise ConnectionError("BatchWriteItem failed")
+
+        twins.jobs.create_many = hung_write  # type: ignore[method-assign]
+        self.thread, self.box = run_in_thread(
+            lambda: BatchSubmitter(twins.service).create("t", [BatchJob(spec, "k")], quotas=quotas)
+        )
+        assert self._writing.wait(5)
+        twins.jobs.create_many = create_many  # type: ignore[method-assign]
+        twins.clock.now += 1_000  # the client's retry comes a second later
+
+    def fail(self) -> None:
+        self._go.set()
+        self.thread.join(5)
+
+
 def test_given_a_batch_write_failing_while_a_retry_sends_then_its_job_lives_counted_once() -> None:
     """F, a batch item with key k: its BatchWriteItem hangs, then fails. B, a POST /jobs
     retry with k, is resumed (no job yet): it writes X and sends. F's withdrawal must not
@@ -46,32 +72,17 @@ def test_given_a_batch_write_failing_while_a_retry_sends_then_its_job_lives_coun
     twins = Twins(shards=1)
     spec = parse_job_spec({"schedule": {"rate_seconds": 30}, "target": NOOP})
     quotas = Quotas(max_active_recurring_jobs=10)
-    create_many = twins.jobs.create_many
     send = twins.queue.send
-    in_write, fail_write = threading.Event(), threading.Event()
-
-    def hung_write(jobs: Any) -> None:
-        in_write.set()
-        fail_write.wait(5)
-        raise ConnectionError("BatchWriteItem failed")
-
-    twins.jobs.create_many = hung_write  # type: ignore[method-assign]
-    f_thread, f_box = run_in_thread(
-        lambda: BatchSubmitter(twins.service).create("t", [BatchJob(spec, "k")], quotas=quotas)
-    )
-    assert in_write.wait(5)
-    twins.jobs.create_many = create_many  # type: ignore[method-assign]
-    twins.clock.now += 1_000
+    first = HungBatch(twins, spec, quotas)
 
     def b_send(messages: Any) -> None:
         twins.queue.send = send  # type: ignore[method-assign]
-        fail_write.set()
-        f_thread.join(5)  # F's withdrawal lands while B's send is in flight
+        first.fail()  # F's withdrawal lands while B's send is in flight
         send(messages)
 
     twins.queue.send = b_send  # type: ignore[method-assign]
     answered = twins.service.create("t", spec, idempotency_key="k", quotas=quotas)
-    assert isinstance(f_box.get("error"), ConnectionError)
+    assert isinstance(first.box.get("error"), ConnectionError)
     stored = twins.jobs.get("t", answered.id)
     assert stored.status == JobStatus.SCHEDULED
     assert twins.jobs.recurring_count("t") == 1, twins.jobs.recurring_count("t")
@@ -85,27 +96,12 @@ def test_given_a_batch_item_withdrawn_and_not_revived_then_it_is_answered_as_sto
     spec = parse_job_spec({"schedule": {"rate_seconds": 30}, "target": NOOP})
     other = parse_job_spec({"schedule": {"rate_seconds": 900}, "target": NOOP})
     quotas = Quotas(max_active_recurring_jobs=2)
-    create_many = twins.jobs.create_many
     send = twins.queue.send
-    in_write, fail_write = threading.Event(), threading.Event()
-
-    def hung_write(jobs: Any) -> None:
-        in_write.set()
-        fail_write.wait(5)
-        raise ConnectionError("BatchWriteItem failed")
-
-    twins.jobs.create_many = hung_write  # type: ignore[method-assign]
-    f_thread, _f_box = run_in_thread(
-        lambda: BatchSubmitter(twins.service).create("t", [BatchJob(spec, "k")], quotas=quotas)
-    )
-    assert in_write.wait(5)
-    twins.jobs.create_many = create_many  # type: ignore[method-assign]
-    twins.clock.now += 1_000
+    first = HungBatch(twins, spec, quotas)
 
     def b_send(messages: Any) -> None:
         twins.queue.send = send  # type: ignore[method-assign]
-        fail_write.set()
-        f_thread.join(5)
+        first.fail()
         send(messages)
         twins.service.create("t", other, quotas=quotas)  # takes the slot F freed
 
@@ -126,29 +122,14 @@ def test_given_a_resumed_batch_item_and_sqs_down_after_its_send_then_the_batch_a
     spec = parse_job_spec({"schedule": {"rate_seconds": 30}, "target": NOOP})
     fresh = parse_job_spec({"schedule": {"delay_seconds": 30}, "target": NOOP})
     quotas = Quotas(max_active_recurring_jobs=10)
-    create_many = twins.jobs.create_many
     send = twins.queue.send
-    in_write, fail_write = threading.Event(), threading.Event()
-
-    def hung_write(jobs: Any) -> None:
-        in_write.set()
-        fail_write.wait(5)
-        raise ConnectionError("BatchWriteItem failed")
-
-    twins.jobs.create_many = hung_write  # type: ignore[method-assign]
-    f_thread, _f_box = run_in_thread(
-        lambda: BatchSubmitter(twins.service).create("t", [BatchJob(spec, "k")], quotas=quotas)
-    )
-    assert in_write.wait(5)
-    twins.jobs.create_many = create_many  # type: ignore[method-assign]
-    twins.clock.now += 1_000
+    first = HungBatch(twins, spec, quotas)
     calls = []
 
     def b_send(messages: Any) -> None:
         calls.append(1)
         if len(calls) == 1:
-            fail_write.set()
-            f_thread.join(5)
+            first.fail()
             return send(messages)
         raise ConnectionError("SQS down for the revival")
 
