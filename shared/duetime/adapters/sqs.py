@@ -4,12 +4,13 @@ each run goes to one lane by a stable hash of the run, so its copies and retries
 
 from __future__ import annotations
 
+import functools
 import threading
 import time
 from collections import defaultdict
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from botocore.exceptions import BotoCoreError, ClientError
 
@@ -26,6 +27,7 @@ if TYPE_CHECKING:
 _BATCH = 10
 _SEND_TRIES = 4
 _PARALLEL_SENDS = 16  # within the connection pool of the boto3 config (duetime.wiring)
+T = TypeVar("T")
 
 
 class SqsJobQueue:
@@ -74,10 +76,8 @@ class SqsJobQueue:
         a few times. Returns the messages not sent: those SQS refused (SenderFault), with any
         it kept failing. Raises QueueUnavailable when SQS did not take the request, or kept
         failing entries on its side and refused none."""
-        refused: list[RunMessage] = []
         entries = {
             str(i): {
-                "Id": str(i),
                 "MessageBody": self._auth.seal(message),
                 "DelaySeconds": max(0, min(900, delay)),
                 # The tenant as message group: SQS fair queues keep one noisy tenant from
@@ -86,28 +86,19 @@ class SqsJobQueue:
             }
             for i, (message, delay) in enumerate(batch)
         }
-        for attempt in range(_SEND_TRIES):
-            try:
-                response = self._client.send_message_batch(
-                    QueueUrl=url,
-                    Entries=list(entries.values()),  # type: ignore[arg-type]
-                )
-            except (BotoCoreError, ClientError) as exc:
-                if not is_transient(exc):
-                    raise
-                unsent = [batch[int(i)][0] for i in entries]
-                raise QueueUnavailable(f"SQS did not take a batch: {exc}", unsent) from exc
-            failed = response.get("Failed", [])
-            refused += [batch[int(f["Id"])][0] for f in failed if f.get("SenderFault")]
-            entries = {f["Id"]: entries[f["Id"]] for f in failed if not f.get("SenderFault")}
-            if not entries:
-                return refused
-            if attempt < _SEND_TRIES - 1:
-                time.sleep(0.05 * 2**attempt)
-        unsent = [batch[int(i)][0] for i in entries]
-        if not refused:  # SQS kept failing on its side: not about these messages
-            raise QueueUnavailable(f"SQS failed {len(unsent)} message(s) on its side", unsent)
-        return refused + unsent
+        send = functools.partial(self._client.send_message_batch, QueueUrl=url)
+        try:
+            refused, unsent = _with_retries(send, entries, lambda e: e)
+        except (BotoCoreError, ClientError) as exc:
+            if not is_transient(exc):
+                raise
+            raise QueueUnavailable(
+                f"SQS did not take a batch: {exc}", [m for m, _ in batch]
+            ) from exc
+        if unsent and not refused:  # SQS kept failing on its side: not about these messages
+            failed = [batch[int(i)][0] for i in unsent]
+            raise QueueUnavailable(f"SQS failed {len(failed)} message(s) on its side", failed)
+        return [batch[int(i)][0] for i in refused + unsent]
 
     def send_dead(self, message: RunMessage, reason: str, *, signed: bool = True) -> None:
         dlq = self._queues[queue_key(message.runtime, message.priority)].dlq_url
@@ -164,27 +155,16 @@ class SqsJobQueue:
     def _delete_batch(self, url: str, batch: list[Delivery]) -> list[Delivery]:
         """Delete one batch; entries SQS reports as failed on its side are retried (with
         backoff) a few times. Returns what is left: those, those failed by their receipt
-        (expired, or from a queue that is gone), or the whole batch if the request failed."""
+        (expired, or from a queue that is gone), or the whole batch if a request failed."""
         entries = {str(i): d for i, d in enumerate(batch)}
-        final: list[Delivery] = []
-        for attempt in range(_SEND_TRIES):
-            try:
-                response = self._client.delete_message_batch(
-                    QueueUrl=url,
-                    Entries=[
-                        {"Id": i, "ReceiptHandle": d.receipt_handle} for i, d in entries.items()
-                    ],
-                )
-            except (BotoCoreError, ClientError):  # already retried by botocore
-                return final + list(entries.values())
-            failed = response.get("Failed", [])
-            final += [entries[f["Id"]] for f in failed if f.get("SenderFault")]
-            entries = {f["Id"]: entries[f["Id"]] for f in failed if not f.get("SenderFault")}
-            if not entries:
-                return final
-            if attempt < _SEND_TRIES - 1:
-                time.sleep(0.05 * 2**attempt)
-        return final + list(entries.values())
+        delete = functools.partial(self._client.delete_message_batch, QueueUrl=url)
+        try:
+            refused, left = _with_retries(
+                delete, entries, lambda d: {"ReceiptHandle": d.receipt_handle}
+            )
+        except (BotoCoreError, ClientError):  # already retried by botocore
+            return list(batch)
+        return [entries[i] for i in refused + left]
 
     def change_visibility(self, delivery: Delivery, seconds: int) -> None:
         self._client.change_message_visibility(
@@ -263,3 +243,24 @@ class SqsDeadLetters:
         self._client.delete_message(
             QueueUrl=self._queues[letter.queue].dlq_url, ReceiptHandle=letter.receipt_handle
         )
+
+
+def _with_retries(
+    call: Callable[..., Any], items: dict[str, T], entry: Callable[[T], dict[str, Any]]
+) -> tuple[list[str], list[str]]:
+    """One batch call (SendMessageBatch, DeleteMessageBatch) over `items` by entry id; the
+    entries SQS fails on its side are tried again, with backoff, up to _SEND_TRIES calls.
+    Returns the ids SQS refused (SenderFault: a retry cannot help) and those it still failed.
+    A request that raises (after botocore's own retries) raises."""
+    pending = list(items)
+    refused: list[str] = []
+    for attempt in range(_SEND_TRIES):
+        entries = [entry(items[i]) | {"Id": i} for i in pending]
+        failed = call(Entries=entries).get("Failed", [])
+        refused += [f["Id"] for f in failed if f.get("SenderFault")]
+        pending = [f["Id"] for f in failed if not f.get("SenderFault")]
+        if not pending:
+            break
+        if attempt < _SEND_TRIES - 1:
+            time.sleep(0.05 * 2**attempt)
+    return refused, pending
