@@ -17,6 +17,7 @@ from duetime.domain.jobs import JobStatus, parse_job_spec
 from duetime.ports import KeyHold
 from duetime.services.batch import BatchJob, BatchSubmitter
 from duetime.services.jobs import JobView
+from duetime.services.submission import IDEMPOTENCY_SECONDS, fingerprint
 from duetime.settings import Quotas
 from tests.integration.test_correctness import failing_send
 from tests.integration.test_partitioned_sweep import Twins
@@ -227,3 +228,27 @@ def test_given_a_refused_first_request_then_it_does_not_free_a_key_a_retry_answe
     twins.clock.now += 500
     again = twins.service.create("t", spec, idempotency_key="k", quotas=quotas)
     assert again.id == r.id, "the same key created two jobs"
+
+
+def test_given_two_resumed_retries_racing_then_the_one_that_loses_the_write_replays() -> None:
+    """F claimed k for job X and died before writing it. Retries A and B both find k bound to X
+    and no job (resumed); B writes X first, sends and answers 201. A's conditional write of X
+    then fails: A used to answer 500. It now answers with X, as a replay, counted once."""
+    twins = Twins(shards=1)
+    spec = parse_job_spec({"schedule": {"rate_seconds": 30}, "target": NOOP})
+    quotas = Quotas(max_active_recurring_jobs=10)
+    twins.jobs.claim_key("t", "k", "X", fingerprint(spec), IDEMPOTENCY_SECONDS)  # F, then died
+    create = twins.jobs.create
+    answers = []
+
+    def b_writes_first(job: Any) -> None:
+        twins.jobs.create = create  # type: ignore[method-assign]
+        answers.append(twins.service.create("t", spec, idempotency_key="k", quotas=quotas))
+        create(job)
+
+    twins.jobs.create = b_writes_first  # type: ignore[method-assign]
+    a = twins.service.create("t", spec, idempotency_key="k", quotas=quotas)
+    (b,) = answers
+    assert a.id == b.id == "X"
+    assert twins.jobs.get("t", "X").status == JobStatus.SCHEDULED  # type: ignore[union-attr]
+    assert twins.jobs.recurring_count("t") == 1

@@ -138,18 +138,25 @@ class Submission:
         job = prepared.job
         if prepared.replay:
             return job
+        limit = quotas.max_active_recurring_jobs if quotas is not None else None
         try:
             self._deps.link(job)
             self._jobs.create(job)
         except Exception as exc:
             self.release(job)
+            if isinstance(exc, ConditionFailed) and prepared.resumed and prepared.hold is not None:
+                # Another retry of the same request wrote the job first: this one replays it.
+                existing = self._jobs.get(tenant, job.id)
+                if existing is not None:
+                    now = self._clock()
+                    replayed = self.replayed(existing, now, limit, prepared.hold)
+                    return self.answered(replayed, prepared.hold, now, limit)
             if isinstance(exc, DomainError):  # refused (its upstream's dependents are full)
                 self.unbind(tenant, prepared.key, job.id)
             raise
         if job.next_due_ms is not None:  # None: an `after` job, run by its upstream
             self.launch(job, prepared.hold)
         if prepared.resumed and prepared.hold is not None:
-            limit = quotas.max_active_recurring_jobs if quotas is not None else None
             return self.answered(job, prepared.hold, self._clock(), limit)
         return job
 
