@@ -749,6 +749,26 @@ def test_a_run_now_replayed_with_its_idempotency_key_is_the_same_run(api: Api) -
     assert len(api.engine.recorder.runs_of(job["id"])) == 3
 
 
+def test_run_nows_in_one_millisecond_or_on_an_occurrence_are_runs_of_their_own(api: Api) -> None:
+    # A run's id is its instant: two run-nows in the same millisecond were one run, and a
+    # run-now on the millisecond of a scheduled occurrence was that occurrence.
+    job = api.create({"schedule": {"cron": "* * * * *"}})
+    occurrence = to_ms_of(job["next_run_at"])
+    api.engine.stand_at(occurrence - 30_000)  # the clock stands still: one millisecond
+    same_ms = [api.call("POST", f"/jobs/{job['id']}/run") for _ in range(3)]
+    api.engine.stand_at(occurrence)
+    on_occurrence = api.call("POST", f"/jobs/{job['id']}/run")
+
+    answers = [*same_ms, on_occurrence]
+    assert [a.status for a in answers] == [202] * 4
+    instants = [to_ms_of(a.json["scheduled_for"]) for a in answers]
+    assert len(set(instants)) == 4 and occurrence not in instants, (instants, occurrence)
+    api.engine.tick()
+    api.engine.advance(2)
+    api.engine.drain()
+    assert sorted(api.engine.recorder.runs_of(job["id"])) == sorted([*instants, occurrence])
+
+
 def test_a_run_now_replay_sends_the_run_its_first_request_failed_to_send(
     api: Api, monkeypatch: pytest.MonkeyPatch
 ) -> None:

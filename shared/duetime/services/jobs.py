@@ -43,6 +43,7 @@ from duetime.services.submission import (
     Submission,
     run_now_binding,
     run_now_instant,
+    run_now_slot,
 )
 from duetime.settings import Quotas, Settings
 
@@ -317,29 +318,51 @@ class JobService:
         request is an IdempotencyConflict."""
         job = self.get(tenant, job_id).job
         now = self._clock()
+        if idempotency_key is None and job.status != JobStatus.SCHEDULED:
+            raise IllegalTransition(job_id, job.status, "run")
+        instant = self._run_now_instant(job, now)
         if idempotency_key is not None:
             recorded = self._jobs.claim_key(
                 tenant,
                 idempotency_key,
                 job_id,
-                run_now_binding(now),
+                run_now_binding(instant),
                 now // 1000 + IDEMPOTENCY_SECONDS,
             )
-            instant = None if recorded is None else run_now_instant(recorded[1])
-            if recorded is not None and (instant is None or recorded[0] != job_id):
+            asked = None if recorded is None else run_now_instant(recorded[1])
+            if recorded is not None and (asked is None or recorded[0] != job_id):
                 raise IdempotencyConflict(idempotency_key)
             job = self.get(tenant, job_id).job  # as it is now that the key is bound
-            if instant is not None:
+            if asked is not None:
                 if job.status == JobStatus.SCHEDULED:
-                    self._send(job, instant, now)
-                    return instant
-                if job.updated_ms >= instant:  # paused or ended since the run was asked for
-                    return instant
+                    self._send(job, asked, now)
+                    return asked
+                if job.updated_ms >= asked:  # paused or ended since the run was asked for
+                    return asked
                 # Not scheduled already when it was asked for: that request is being refused
                 # (and frees the key); so is this one.
                 raise IllegalTransition(job_id, job.status, "run")
         if job.status != JobStatus.SCHEDULED:
             self.submission.unbind(tenant, idempotency_key, job_id)
             raise IllegalTransition(job_id, job.status, "run")
-        self._send(job, now, now)
-        return now
+        self._send(job, instant, now)
+        return instant
+
+    def _run_now_instant(self, job: Job, now: int) -> int:
+        """The instant of a run asked for at `now`: the first millisecond from `now` on that no
+        other run of the job has, as a run's id is its instant: not an occurrence of its
+        schedule, and not taken by another run-now (reserved by a conditional record kept a
+        day, `run_now_slot`: two requests in one millisecond were one run)."""
+        instant = now
+        while self._dispatcher.next_due(job, instant) == instant or (
+            self._jobs.claim_key(
+                job.tenant,
+                run_now_slot(job.id, instant),
+                job.id,
+                "run-now slot",
+                instant // 1000 + IDEMPOTENCY_SECONDS,
+            )
+            is not None
+        ):
+            instant += 1
+        return instant

@@ -84,6 +84,12 @@ def run_now_binding(instant: int) -> str:
     return f"{_RUN_NOW}{instant}"
 
 
+def run_now_slot(job_id: str, instant: int) -> str:
+    """The record that reserves `instant` for one run-now of job `job_id`, kept with the
+    Idempotency-Keys under a name no key can have (a key is visible ASCII: no spaces)."""
+    return f" run-now {job_id} {instant}"
+
+
 def run_now_instant(bound: str) -> int | None:
     """The instant of the run a key bound by a run-now asked for; None for a job submission."""
     return int(bound[len(_RUN_NOW) :]) if bound.startswith(_RUN_NOW) else None
