@@ -62,6 +62,26 @@ _BOTO_CONFIG = Config(
     max_pool_connections=200,
     parameter_validation=False,
 )
+# The engine's SQS calls take tens of milliseconds. With botocore's defaults (60 s to connect
+# and 60 s for an answer, an attempt) an SQS that accepts connections and never answers held a
+# send for minutes, longer than the sweeper function may run: the sweep died holding its
+# partition. So 3 s to connect, 5 s for an answer beyond a receive's long poll, four attempts:
+# such a send fails (QueueUnavailable) within ~40 s, and the sweep stops there, keeping its
+# progress (docs/reliability.md "Stuck timers").
+SQS_CONNECT_SECONDS = 3
+SQS_ANSWER_SECONDS = 5
+SQS_ATTEMPTS = 4
+
+
+def sqs_config(poll_seconds: int) -> Config:
+    """The SQS client's: `poll_seconds`, the longest long poll its receives make."""
+    return _BOTO_CONFIG.merge(
+        Config(
+            retries={"mode": "standard", "max_attempts": SQS_ATTEMPTS},
+            connect_timeout=SQS_CONNECT_SECONDS,
+            read_timeout=poll_seconds + SQS_ANSWER_SECONDS,
+        )
+    )
 
 
 @dataclass(frozen=True)
@@ -90,16 +110,19 @@ def build(
     endpoint_url: str | None = None,
     make_executor: Callable[..., RunExecutor] = RunExecutor,
     release_sleep: Callable[[float], None] | None = None,
+    sqs_poll_seconds: int = 1,
 ) -> Components:
     """The engine's components. `endpoint_url`: where every AWS client sends its calls (the
     local stack's moto server; None: AWS). `make_executor`: called with RunExecutor's
     arguments (the local stack passes a subclass that counts the runs). `release_sleep`: how
     the sweeper and batch create hold a send to its release moment
     (duetime.services.release); by default
-    time.sleep on the wall clock, no holding on another clock (a test's clock stands)."""
+    time.sleep on the wall clock, no holding on another clock (a test's clock stands).
+    `sqs_poll_seconds`: the longest long poll of the run queues' receives (the Fargate worker's
+    wait; the dead-letter queues' and the local stack's are 1 s)."""
     session = session or boto3.Session()
     dynamodb = session.client("dynamodb", config=_BOTO_CONFIG, endpoint_url=endpoint_url)
-    sqs = session.client("sqs", config=_BOTO_CONFIG, endpoint_url=endpoint_url)
+    sqs = session.client("sqs", config=sqs_config(sqs_poll_seconds), endpoint_url=endpoint_url)
     jobs = DynamoJobStore(dynamodb, settings.jobs_table, settings.job_partitions)
     timers = DynamoTimerStore(
         dynamodb, settings.timers_table, settings.timer_shards, settings.timer_ttl_seconds

@@ -762,7 +762,8 @@ def test_run_nows_in_one_millisecond_or_on_an_occurrence_are_runs_of_their_own(a
     answers = [*same_ms, on_occurrence]
     assert [a.status for a in answers] == [202] * 4
     instants = [to_ms_of(a.json["scheduled_for"]) for a in answers]
-    assert len(set(instants)) == 4 and occurrence not in instants, (instants, occurrence)
+    assert len(set(instants)) == 4, instants
+    assert occurrence not in instants, (instants, occurrence)
     api.engine.tick()
     api.engine.advance(2)
     api.engine.drain()

@@ -1,5 +1,5 @@
-"""`duetime local` options checked before anything starts: a bad value is a usage error
-naming the flag, not a traceback."""
+"""`duetime local` and `duetime worker` options checked before anything starts: a bad value is
+a usage error naming the flag, not a traceback."""
 
 from __future__ import annotations
 
@@ -24,3 +24,14 @@ def test_a_claim_lead_out_of_range_is_a_usage_error(
     err = capsys.readouterr().err
     assert "--claim-lead-ms" in err
     assert message in err
+
+
+@pytest.mark.parametrize("value", ["0", "21", "ten"])
+def test_a_worker_wait_beyond_sqs_long_polls_is_a_usage_error(
+    capsys: pytest.CaptureFixture[str], value: str
+) -> None:
+    with pytest.raises(SystemExit) as stopped:
+        main(["worker", "--runtime", "fargate", "--wait-seconds", value])
+
+    assert stopped.value.code == 2
+    assert "--wait-seconds" in capsys.readouterr().err

@@ -8,7 +8,13 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from botocore.exceptions import ClientError, EndpointConnectionError, ParamValidationError
+from botocore.exceptions import (
+    ClientError,
+    ConnectTimeoutError,
+    EndpointConnectionError,
+    ParamValidationError,
+    ReadTimeoutError,
+)
 
 from duetime.adapters.sqs import SqsJobQueue
 from duetime.domain.messages import MessageAuth, RunMessage
@@ -107,6 +113,9 @@ class FailingSqs:
         (_client_error("KmsThrottled", 400), True),
         (_client_error("RequestThrottled", 403), True),
         (EndpointConnectionError(endpoint_url="https://sqs.example"), True),
+        # an SQS that accepts connections and never answers (duetime.wiring.sqs_config)
+        (ReadTimeoutError(endpoint_url="https://sqs.example"), True),
+        (ConnectTimeoutError(endpoint_url="https://sqs.example"), True),
         (_client_error("AccessDenied", 403), False),
         (_client_error("KMS.DisabledException", 400), False),
         (_client_error("BatchRequestTooLong", 400), False),

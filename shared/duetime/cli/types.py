@@ -45,6 +45,11 @@ def claim_lead_ms(text: str) -> int:
     return _whole_in(text, 0, 2_000, "a whole number", " (milliseconds)")
 
 
+def poll_wait_seconds(text: str) -> int:
+    """A long poll's wait: SQS takes 1 to 20 seconds."""
+    return _whole_in(text, 1, 20, "a whole number", " (seconds: SQS's longest long poll)")
+
+
 def positive_float(text: str, *, at_most: float | None = None) -> float:
     try:
         value = float(text)

@@ -6,7 +6,7 @@ import argparse
 import signal
 from types import FrameType
 
-from duetime.cli.types import positive_int
+from duetime.cli.types import poll_wait_seconds, positive_int
 from duetime.domain.jobs import Priority, Runtime
 
 
@@ -23,7 +23,9 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         help="queue priorities to serve (repeatable; default: all)",
     )
     worker.add_argument("--concurrency", type=positive_int, default=32)
-    worker.add_argument("--wait-seconds", type=positive_int, default=10, help="long-poll wait")
+    worker.add_argument(
+        "--wait-seconds", type=poll_wait_seconds, default=10, help="long-poll wait (1-20 s)"
+    )
     worker.add_argument("--visibility-seconds", type=positive_int, default=60)
     worker.add_argument("--stop-timeout-seconds", type=positive_int, default=90)
     worker.set_defaults(run=_run_worker)
@@ -31,9 +33,10 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
 
 def _run_worker(args: argparse.Namespace) -> int:
     from duetime.services.queue_worker import QueueWorker
-    from duetime.wiring import components
+    from duetime.settings import Settings
+    from duetime.wiring import build
 
-    parts = components()
+    parts = build(Settings.from_env(), sqs_poll_seconds=args.wait_seconds)
     runtime = Runtime(args.runtime)
     worker = QueueWorker(
         parts.queue,
