@@ -65,10 +65,10 @@ _BOTO_CONFIG = Config(
 # The engine's SQS calls take tens of milliseconds. With botocore's defaults (60 s to connect
 # and 60 s for an answer, an attempt) an SQS that accepts connections and never answers held a
 # send for minutes, longer than the sweeper function may run: the sweep died holding its
-# partition. So 3 s to connect, 5 s for an answer beyond a receive's long poll, four attempts:
+# partition. So 2 s to connect, 5 s for an answer beyond a receive's long poll, four attempts:
 # such a send fails (QueueUnavailable) within ~40 s, and the sweep stops there, keeping its
 # progress (docs/reliability.md "Stuck timers").
-SQS_CONNECT_SECONDS = 3
+SQS_CONNECT_SECONDS = 2
 SQS_ANSWER_SECONDS = 5
 SQS_ATTEMPTS = 4
 
@@ -129,7 +129,7 @@ def build(
     )
     runs = DynamoRunStore(dynamodb, settings.runs_table)
     auth = message_auth(settings, session, endpoint_url=endpoint_url)
-    queue = SqsJobQueue(sqs, settings.queues, auth)
+    queue = SqsJobQueue(sqs, settings.queues, auth, longest_poll_seconds=sqs_poll_seconds)
     clients = AwsClients(
         session, target_role_arn=settings.target_role_arn, endpoint_url=endpoint_url
     )

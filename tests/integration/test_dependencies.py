@@ -256,3 +256,42 @@ def test_a_patch_moves_the_dependent_to_its_new_upstream(engine: Engine) -> None
 
     engine.service.update(TENANT, b, {"schedule": {"rate_seconds": 60}})
     assert engine.jobs.dependents(TENANT, x) == ()
+
+
+def test_a_run_now_of_a_chain_s_jobs_in_one_millisecond_are_runs_of_their_own(
+    engine: Engine,
+) -> None:
+    """A dependent's triggered run has its upstream's instant, and a run-now of the dependent
+    in the same millisecond had it too: one of the two runs was taken for a copy and dropped.
+    A run-now reserves its instant for the whole chain (and skips the root's occurrences)."""
+    a = engine.create({"rate_seconds": 60})  # its first occurrence sent at once
+    b = engine.after(a)
+    c = engine.after(b, "finished")
+    first = engine.service.get(TENANT, a).job.next_due_ms
+    engine.now = first
+
+    instants = [engine.service.run_now(TENANT, job) for job in (a, b, c)]
+    engine.work()
+
+    assert len(set(instants)) == 3 and first not in instants, instants  # noqa: PT018
+    # b: its own run-now and one triggered by each of a's two runs (its occurrence, its
+    # run-now); c: its run-now and one triggered by each of b's three.
+    assert len(engine.runs_of(a)) == 2
+    assert len(engine.runs_of(b)) == 3
+    assert len(engine.runs_of(c)) == 4
+
+
+def test_a_run_now_replay_after_a_pause_answers_its_run_when_its_instant_was_moved_on(
+    engine: Engine,
+) -> None:
+    """A keyed run-now whose instant was moved on a millisecond (another run-now had the
+    moment) answered 202; the job was paused in that millisecond. The replay compared the
+    pause with the moved instant and answered 409: it compares with the moment asked."""
+    job = engine.create({"rate_seconds": 3600})
+    plain = engine.service.run_now(TENANT, job)
+    keyed = engine.service.run_now(TENANT, job, "k")
+    engine.service.pause(TENANT, job)  # in the same millisecond, after both answered
+    engine.now += 5_000
+
+    assert keyed == plain + 1
+    assert engine.service.run_now(TENANT, job, "k") == keyed  # it used to be a 409

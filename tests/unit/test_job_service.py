@@ -18,7 +18,7 @@ from duetime.domain.jobs import JobStatus, Priority, Runtime, parse_job_spec, sp
 from duetime.domain.timeutil import to_ms
 from duetime.ports import ConditionFailed
 from duetime.services.jobs import JobService
-from duetime.services.submission import fingerprint
+from duetime.services.submission import fingerprint, run_now_binding, run_now_bound
 from duetime.settings import QueueUrls, Settings, queue_key
 
 T0 = to_ms(datetime(2026, 11, 21, 10, 0, 7, tzinfo=UTC))
@@ -177,3 +177,10 @@ def test_given_a_one_off_job_past_its_hot_window_then_it_is_history_not_state() 
     with pytest.raises(NotFound):
         parts.service.get("t", job.id)
     assert parts.service.list("t").items == []
+
+
+def test_a_run_now_binding_keeps_its_instant_and_the_moment_asked_across_versions() -> None:
+    assert run_now_bound(run_now_binding(T0 + 2, T0)) == (T0 + 2, T0)
+    # A key bound before 2026-11-29 holds the instant alone: it was the moment asked.
+    assert run_now_bound(f"run-now:{T0}") == (T0, T0)
+    assert run_now_bound(fingerprint(spec())) is None

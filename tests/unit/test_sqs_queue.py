@@ -17,6 +17,7 @@ from botocore.exceptions import (
 )
 
 from duetime.adapters.sqs import SqsJobQueue
+from duetime.domain.jobs import Priority, Runtime
 from duetime.domain.messages import MessageAuth, RunMessage
 from duetime.ports import Delivery, QueueError, QueueUnavailable
 from duetime.settings import QueueUrls
@@ -193,3 +194,24 @@ def test_an_entry_sqs_fails_on_its_side_is_resent_and_if_it_keeps_failing_sqs_is
         _sender(failing).send(_messages(3))
     assert failing.calls == [3, 1, 1, 1]
     assert [m.job_id for m in raised.value.failed] == ["job-0"]
+
+
+class ReceivingSqs:
+    def __init__(self) -> None:
+        self.waits: list[int] = []
+
+    def receive_message(self, WaitTimeSeconds: int, **_: Any) -> Any:
+        self.waits.append(WaitTimeSeconds)
+        return {"Messages": []}
+
+
+def test_a_receive_polls_no_longer_than_its_client_waits_for_an_answer() -> None:
+    """A long poll longer than the client's read timeout (duetime.wiring.sqs_config) would be
+    cut short as a timeout, and the messages SQS handed to it hidden until their visibility
+    ends: the queue polls at most as long as it was built for."""
+    sqs = ReceivingSqs()
+    urls = QueueUrls("https://sqs.example/q", "https://sqs.example/dlq")
+    queue = SqsJobQueue(sqs, {"lambda/normal": urls}, AUTH, longest_poll_seconds=1)  # type: ignore[arg-type]
+    for wait in (0, 1, 10):
+        queue.receive(Runtime.LAMBDA, Priority.NORMAL, 10, wait)
+    assert sqs.waits == [0, 1, 1]

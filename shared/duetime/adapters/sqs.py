@@ -32,11 +32,19 @@ T = TypeVar("T")
 
 class SqsJobQueue:
     def __init__(
-        self, client: SQSClient, queues: Mapping[str, QueueUrls], auth: MessageAuth
+        self,
+        client: SQSClient,
+        queues: Mapping[str, QueueUrls],
+        auth: MessageAuth,
+        *,
+        longest_poll_seconds: int = 20,
     ) -> None:
+        """`longest_poll_seconds`: the longest long poll `client` waits out (its read timeout
+        allows: duetime.wiring.sqs_config); a receive asking for more polls that long."""
         self._client = client
         self._queues = queues
         self._auth = auth  # every run message is signed (duetime.domain.messages.MessageAuth)
+        self._longest_poll = longest_poll_seconds
         self._executor: ThreadPoolExecutor | None = None
         self._executor_lock = threading.Lock()
 
@@ -124,7 +132,7 @@ class SqsJobQueue:
         params: dict[str, Any] = {
             "QueueUrl": url,
             "MaxNumberOfMessages": max_messages,
-            "WaitTimeSeconds": wait_seconds,
+            "WaitTimeSeconds": min(wait_seconds, self._longest_poll),
             "MessageSystemAttributeNames": ["ApproximateReceiveCount"],
         }
         if visibility_seconds is not None:

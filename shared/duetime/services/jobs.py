@@ -16,6 +16,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, replace
 
 from duetime.domain.errors import (
+    DomainError,
     IdempotencyConflict,
     IllegalTransition,
     NotFound,
@@ -42,7 +43,7 @@ from duetime.services.submission import (
     IDEMPOTENCY_SECONDS,
     Submission,
     run_now_binding,
-    run_now_instant,
+    run_now_bound,
     run_now_slot,
 )
 from duetime.settings import Quotas, Settings
@@ -326,19 +327,20 @@ class JobService:
                 tenant,
                 idempotency_key,
                 job_id,
-                run_now_binding(instant),
+                run_now_binding(instant, now),
                 now // 1000 + IDEMPOTENCY_SECONDS,
             )
-            asked = None if recorded is None else run_now_instant(recorded[1])
-            if recorded is not None and (asked is None or recorded[0] != job_id):
+            bound = None if recorded is None else run_now_bound(recorded[1])
+            if recorded is not None and (bound is None or recorded[0] != job_id):
                 raise IdempotencyConflict(idempotency_key)
             job = self.get(tenant, job_id).job  # as it is now that the key is bound
-            if asked is not None:
+            if bound is not None:
+                first, asked = bound
                 if job.status == JobStatus.SCHEDULED:
-                    self._send(job, asked, now)
-                    return asked
+                    self._send(job, first, now)
+                    return first
                 if job.updated_ms >= asked:  # paused or ended since the run was asked for
-                    return asked
+                    return first
                 # Not scheduled already when it was asked for: that request is being refused
                 # (and frees the key); so is this one.
                 raise IllegalTransition(job_id, job.status, "run")
@@ -352,12 +354,16 @@ class JobService:
         """The instant of a run asked for at `now`: the first millisecond from `now` on that no
         other run of the job has, as a run's id is its instant: not an occurrence of its
         schedule, and not taken by another run-now (reserved by a conditional record kept a
-        day, `run_now_slot`: two requests in one millisecond were one run)."""
+        day, `run_now_slot`: two requests in one millisecond were one run). A run of an
+        `after` job triggered by its upstream's run has that run's instant: instants are
+        reserved for the whole chain, under the id of the job at its top, whose occurrences
+        they skip."""
+        top = self._top_of_chain(job)
         instant = now
-        while self._dispatcher.next_due(job, instant) == instant or (
+        while self._dispatcher.next_due(top, instant) == instant or (
             self._jobs.claim_key(
                 job.tenant,
-                run_now_slot(job.id, instant),
+                run_now_slot(top.id, instant),
                 job.id,
                 "run-now slot",
                 instant // 1000 + IDEMPOTENCY_SECONDS,
@@ -366,3 +372,12 @@ class JobService:
         ):
             instant += 1
         return instant
+
+    def _top_of_chain(self, job: Job) -> Job:
+        """The job at the top of an `after` job's chain of upstreams, as far as it is readable
+        (the job itself for any other)."""
+        try:
+            chain = self._deps.check(job.tenant, job.id, job.spec.schedule)
+        except DomainError:  # its upstream is gone: nothing triggers it
+            return job
+        return chain[-1] if chain else job

@@ -80,8 +80,10 @@ def same_request(bound: str, spec: JobSpec) -> bool:
 _RUN_NOW = "run-now:"
 
 
-def run_now_binding(instant: int) -> str:
-    return f"{_RUN_NOW}{instant}"
+def run_now_binding(instant: int, asked: int) -> str:
+    """What a run-now's key is bound to: its run's instant and the moment it was asked for (the
+    instant is that moment, or a few milliseconds after when another run had it)."""
+    return f"{_RUN_NOW}{instant}@{asked}"
 
 
 def run_now_slot(job_id: str, instant: int) -> str:
@@ -90,9 +92,14 @@ def run_now_slot(job_id: str, instant: int) -> str:
     return f" run-now {job_id} {instant}"
 
 
-def run_now_instant(bound: str) -> int | None:
-    """The instant of the run a key bound by a run-now asked for; None for a job submission."""
-    return int(bound[len(_RUN_NOW) :]) if bound.startswith(_RUN_NOW) else None
+def run_now_bound(bound: str) -> tuple[int, int] | None:
+    """The instant of the run a key bound by a run-now asked for, and the moment it was asked
+    (the instant itself in a binding made before 2026-11-29, which had only that); None for a
+    job submission."""
+    if not bound.startswith(_RUN_NOW):
+        return None
+    instant, _, asked = bound[len(_RUN_NOW) :].partition("@")
+    return int(instant), int(asked or instant)
 
 
 def _digest(canonical: object) -> str:
