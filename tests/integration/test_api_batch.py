@@ -224,7 +224,7 @@ def test_a_batch_of_100_fast_path_jobs_costs_10_sqs_requests_and_4_job_writes(
     assert len(api.job_items()) == 100
 
 
-def test_keyed_items_add_one_conditional_claim_each_and_timers_are_batched(
+def test_keyed_items_are_written_by_conditional_puts_and_timers_are_batched(
     api: Api,  # noqa: F811
 ) -> None:
     calls = Calls(api.engine)
@@ -233,10 +233,11 @@ def test_keyed_items_add_one_conditional_claim_each_and_timers_are_batched(
     reply = batch(api, jobs)
 
     assert statuses(reply) == [201] * 30
-    # A claim per key (the condition is the claim); the 30 jobs in 2 BatchWriteItem, their 30
-    # timers (an hour away: beyond the sweep horizon) in 2 more; nothing sent yet.
-    assert calls.count["PutItem"] == 30
-    assert calls.count["BatchWriteItem"] == 4
+    # Per key, a claim (the condition is the claim) and the job's conditional write (a retry
+    # with the key may write the same id: test_idempotency_races); their 30 timers (an hour
+    # away: beyond the sweep horizon) in 2 BatchWriteItem; nothing sent yet.
+    assert calls.count["PutItem"] == 60
+    assert calls.count["BatchWriteItem"] == 2
     assert calls.count["SendMessageBatch"] == calls.count["SendMessage"] == 0
 
 

@@ -40,24 +40,24 @@ def run_in_thread(fn: Any) -> tuple[threading.Thread, dict[str, Any]]:
 
 
 class HungBatch:
-    """Request F: a batch of one job with key "k", on a thread, whose BatchWriteItem hangs
+    """Request F: a batch of one job with key "k", on a thread, whose write of the job hangs
     until `fail()`, then fails. Meanwhile the store writes the other requests' jobs."""
 
     def __init__(self, twins: Twins, spec: Any, quotas: Quotas) -> None:
-        create_many = twins.jobs.create_many
+        create = twins.jobs.create  # a keyed item's write: a conditional put
         self._writing, self._go = threading.Event(), threading.Event()
 
-        def hung_write(jobs: Any) -> None:
+        def hung_write(job: Any) -> None:
             self._writing.set()
             self._go.wait(5)
-            raise ConnectionError("BatchWriteItem failed")
+            raise ConnectionError("PutItem failed")
 
-        twins.jobs.create_many = hung_write  # type: ignore[method-assign]
+        twins.jobs.create = hung_write  # type: ignore[method-assign]
         self.thread, self.box = run_in_thread(
             lambda: BatchSubmitter(twins.service).create("t", [BatchJob(spec, "k")], quotas=quotas)
         )
         assert self._writing.wait(5)
-        twins.jobs.create_many = create_many  # type: ignore[method-assign]
+        twins.jobs.create = create  # type: ignore[method-assign]
         twins.clock.now += 1_000  # the client's retry comes a second later
 
     def fail(self) -> None:
@@ -254,3 +254,42 @@ def test_given_two_resumed_retries_racing_then_the_one_that_loses_the_write_repl
     assert a.id == b.id == "X"
     assert twins.jobs.get("t", "X").status == JobStatus.SCHEDULED  # type: ignore[union-attr]
     assert twins.jobs.recurring_count("t") == 1
+
+
+def test_given_a_batch_write_landing_after_a_retry_answered_then_the_retry_s_job_stays() -> None:
+    """F, a batch item with key k: its write of job X lands late (the SDK retried it through a
+    DynamoDB brownout), after B, a POST /jobs retry with k, resumed, wrote X, sent it and
+    answered 201. F's write was an unconditional BatchWriteItem: it overwrote B's job (another
+    first instant, a second message) and counted it again. Now a keyed item's write is
+    conditional: F's fails, and F answers the item as it is stored."""
+    twins = Twins(shards=1)
+    spec = parse_job_spec({"schedule": {"rate_seconds": 30}, "target": NOOP})
+    quotas = Quotas(max_active_recurring_jobs=10)
+    create, create_many = twins.jobs.create, twins.jobs.create_many
+    answers: list[Any] = []
+    started: list[bool] = []
+
+    def b_first(write: Any) -> Any:
+        def late(jobs: Any) -> None:
+            if jobs and not started:  # F's write of X: B comes in before it lands
+                started.append(True)
+                twins.clock.now += 2_000
+                answers.append(twins.service.create("t", spec, idempotency_key="k", quotas=quotas))
+                twins.clock.now += 1_000
+            write(jobs)
+
+        return late
+
+    twins.jobs.create = b_first(create)  # type: ignore[method-assign]
+    twins.jobs.create_many = b_first(create_many)  # type: ignore[method-assign]
+    (result,) = BatchSubmitter(twins.service).create("t", [BatchJob(spec, "k")], quotas=quotas)
+    (b,) = answers
+    assert isinstance(result, JobView)
+    assert result.job.id == b.id
+    stored = twins.jobs.get("t", b.id)
+    assert stored is not None
+    assert (stored.created_ms, stored.next_due_ms) == (b.created_ms, b.next_due_ms)
+    assert twins.jobs.recurring_count("t") == 1
+    sent = twins.sent()  # B's occurrences (those within the sweep horizon), each once
+    assert set(sent.values()) == {1}, sent
+    assert {(ms - b.next_due_ms) % 30_000 for _, ms in sent} == {0}, sent  # none of F's

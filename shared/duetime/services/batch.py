@@ -5,11 +5,12 @@ quotas and idempotency semantics, and one item's error (invalid, over a quota, a
 conflict) leaves the others alone.
 
 What the items share is batched:
-- the job items with fresh ids are written by BatchWriteItem (25 a request), without a
-  condition: a fresh id is a new ULID (80 random bits) that no stored job can have, so the
-  `attribute_not_exists` of a single create guards nothing. A job whose id comes from the
-  idempotency record of an earlier request that died before writing it may be written at the
-  same moment by another replay: it keeps the conditional put (rare: one per such item).
+- the items without an idempotency key are written by BatchWriteItem (25 a request), without
+  a condition: a fresh id is a new ULID (80 random bits) that no stored job can have, so the
+  `attribute_not_exists` of a single create guards nothing. A keyed item's job keeps the
+  conditional put: a retry with its key may write the same id (the id its record names) at the
+  same moment, or before a write of ours that the SDK retried lands; the condition keeps the
+  job the client was answered with (Submission.create_many).
 - the idempotency claims stay conditional puts, one per keyed item: the condition is the claim
   (a transaction would fail the whole batch on one replayed key).
 - the first occurrences of all new jobs are dispatched at once (Dispatcher.dispatch): their

@@ -288,18 +288,20 @@ class Submission:
 
     def create_many(self, new: Sequence[Prepared], quotas: Quotas | None = None) -> set[str]:
         """Write prepared jobs and dispatch their first occurrences, together (a batch): the
-        fresh ids by one unconditional BatchWriteItem (a new ULID no stored job can have), a
-        resumed id by a conditional put (another replay may write it at the same moment).
-        Returns the ids of the fresh jobs it wrote, to answer as written (a resumed job is
-        answered as it is now). On a failure every job not acknowledged is withdrawn, then the
-        error raised. `quotas`: the tenant's (for a job revived here)."""
-        fresh = [p.job for p in new if not p.resumed]
-        written = list(fresh)
-        lost: set[str] = set()  # resumed jobs another replay wrote first: theirs, not ours
+        unkeyed ones by one unconditional BatchWriteItem (a new ULID no stored job can have), a
+        keyed one by a conditional put, as a retry with its key may write the same id at the
+        same moment (a resumed id), or later (a write of ours that lands late, after the
+        client's retry wrote, sent and answered the job, would overwrite it). Returns the ids
+        of the jobs it wrote fresh, to answer as written (a resumed job, or one a retry wrote
+        first, is answered as it is now). On a failure every job not acknowledged is
+        withdrawn, then the error raised. `quotas`: the tenant's (for a job revived here)."""
+        unkeyed = [p.job for p in new if p.hold is None]
+        written = list(unkeyed)
+        lost: set[str] = set()  # jobs a retry with the same key wrote first: theirs, not ours
         try:
-            self._jobs.create_many(fresh)
+            self._jobs.create_many(unkeyed)
             for p in new:
-                if not p.resumed:
+                if p.hold is None:
                     continue
                 try:
                     self._jobs.create(p.job)
@@ -320,7 +322,7 @@ class Submission:
                     self.answered(p.job, p.hold, self._clock(), limit)
                 except Exception:  # withdrawn meanwhile and not revived: answered as it is
                     logger.warning("a resumed batch job was withdrawn and not revived")
-        return {job.id for job in fresh}
+        return {p.job.id for p in new if not p.resumed and p.job.id not in lost}
 
     def abandon(self, prepared: Sequence[Prepared]) -> None:
         """Prepared jobs, written or not, that will not be acknowledged: withdrawn."""
