@@ -16,7 +16,7 @@ from duetime.domain.jobs import Priority, Runtime, parse_job_spec
 from duetime.domain.messages import RELEASE_LEAD_MS, RELEASE_MARGIN_MS
 from duetime.domain.timeutil import rfc3339_ms
 from duetime.ports import QueueError
-from duetime.services.submission import fingerprint as _fingerprint
+from duetime.services.idempotency import fingerprint as _fingerprint
 from duetime.settings import QuotaEnv
 from tests.integration.conftest import Engine, engine  # noqa: F401 - fixture
 from tests.integration.test_api import (

@@ -16,8 +16,8 @@ from duetime.domain.errors import DomainError
 from duetime.domain.jobs import JobStatus, parse_job_spec
 from duetime.ports import KeyHold
 from duetime.services.batch import BatchJob, BatchSubmitter
+from duetime.services.idempotency import IDEMPOTENCY_SECONDS, fingerprint
 from duetime.services.jobs import JobView
-from duetime.services.submission import IDEMPOTENCY_SECONDS, fingerprint
 from duetime.settings import Quotas
 from tests.integration.test_correctness import failing_send
 from tests.integration.test_partitioned_sweep import Twins
@@ -290,6 +290,52 @@ def test_given_a_batch_write_landing_after_a_retry_answered_then_the_retry_s_job
     assert stored is not None
     assert (stored.created_ms, stored.next_due_ms) == (b.created_ms, b.next_due_ms)
     assert twins.jobs.recurring_count("t") == 1
-    sent = twins.sent()  # B's occurrences (those within the sweep horizon), each once
-    assert set(sent.values()) == {1}, sent
-    assert {(ms - b.next_due_ms) % 30_000 for _, ms in sent} == {0}, sent  # none of F's
+    # B's occurrences (those within the sweep horizon), none of F's. (F, answering as a replay,
+    # sends them again: copies of one run share its id and run once.)
+    sent = twins.sent()
+    assert {(ms - b.next_due_ms) % 30_000 for _, ms in sent} == {0}, sent
+
+
+def test_given_a_batch_losing_its_write_to_a_retry_that_then_fails_its_answer_holds() -> None:
+    """F, a batch item with key k: its write of X is slow. B, a retry with k, resumed, writes X;
+    B's send hangs. F's write then fails its condition, and F answered 201 with X as stored,
+    without marking the key: B's send failed, B withdrew X, and the job F answered with was
+    cancelled, never run. Now F answers as a replay (it sends X and marks k): X stays."""
+    twins = Twins(shards=1)
+    spec = parse_job_spec({"schedule": {"delay_seconds": 30}, "target": NOOP})
+    create, send = twins.jobs.create, twins.queue.send
+    b_wrote, b_fails = threading.Event(), threading.Event()
+    b_thread: list[threading.Thread] = []
+    box: dict[str, Any] = {}
+
+    def hung_send(messages: Any) -> None:
+        if threading.current_thread() is not threading.main_thread():  # B's
+            b_wrote.set()  # B wrote X and is sending it
+            b_fails.wait(5)
+            raise ConnectionError("SQS send failed")
+        send(messages)
+
+    def f_writes_late(job: Any) -> None:
+        twins.jobs.create = create  # type: ignore[method-assign]
+        twins.clock.now += 2_000
+        thread, result = run_in_thread(
+            lambda: twins.service.create("t", spec, idempotency_key="k")  # B
+        )
+        b_thread.append(thread)
+        box.update(b=result)
+        assert b_wrote.wait(5)
+        create(job)  # F's write lands: X is there
+
+    twins.queue.send = hung_send  # type: ignore[method-assign]
+    twins.jobs.create = f_writes_late  # type: ignore[method-assign]
+    (f,) = BatchSubmitter(twins.service).create("t", [BatchJob(spec, "k")])
+    b_fails.set()
+    b_thread[0].join(5)
+
+    assert isinstance(box["b"].get("error"), ConnectionError)
+    assert isinstance(f, JobView)
+    assert f.job.status == JobStatus.SCHEDULED
+    stored = twins.jobs.get("t", f.job.id)
+    assert stored is not None
+    assert stored.status == JobStatus.SCHEDULED, stored.cancel_reason  # it was cancelled
+    assert [job for job, _ in twins.sent()] == [f.job.id]  # sent, by F

@@ -17,8 +17,8 @@ from duetime.domain.errors import IdempotencyConflict, IllegalTransition, NotFou
 from duetime.domain.jobs import JobStatus, Priority, Runtime, parse_job_spec, spec_to_dict
 from duetime.domain.timeutil import to_ms
 from duetime.ports import ConditionFailed
+from duetime.services.idempotency import fingerprint, run_now_binding, run_now_bound
 from duetime.services.jobs import JobService
-from duetime.services.submission import fingerprint, run_now_binding, run_now_bound
 from duetime.settings import QueueUrls, Settings, queue_key
 
 T0 = to_ms(datetime(2026, 11, 21, 10, 0, 7, tzinfo=UTC))

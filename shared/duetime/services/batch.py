@@ -36,8 +36,9 @@ from duetime.domain.errors import (
     ValidationError,
 )
 from duetime.domain.jobs import JobSpec
+from duetime.services.idempotency import fingerprint
 from duetime.services.jobs import JobService, JobView
-from duetime.services.submission import Prepared, fingerprint
+from duetime.services.submission import Prepared
 from duetime.settings import Quotas
 
 MAX_BATCH_JOBS = 100

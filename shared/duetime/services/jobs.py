@@ -38,14 +38,14 @@ from duetime.domain.timeutil import from_ms, to_ms
 from duetime.ports import ConditionFailed, JobQueue, JobStore, Page, RunStore, TimerStore
 from duetime.services.dependencies import Dependencies
 from duetime.services.dispatch import Dispatcher
-from duetime.services.release import ReleasedSender
-from duetime.services.submission import (
+from duetime.services.idempotency import (
     IDEMPOTENCY_SECONDS,
-    Submission,
     run_now_binding,
     run_now_bound,
     run_now_slot,
 )
+from duetime.services.release import ReleasedSender
+from duetime.services.submission import Submission
 from duetime.settings import Quotas, Settings
 
 

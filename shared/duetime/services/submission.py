@@ -8,7 +8,10 @@ or in a batch (duetime.services.batch). Both go through the same steps:
    `replayed`), the active-recurring quota (a refusal frees the key it recorded: `unbind`);
    the job to write.
 3. the write and the first occurrence's dispatch: `create` (one conditional put) then
-   `launch`; in a batch, `create_many` (one BatchWriteItem, the dispatches together).
+   `launch`; in a batch, `create_many` (one BatchWriteItem for the unkeyed jobs, the
+   dispatches together). A keyed request whose conditional write finds its job written by
+   another request with the key (its retry) answers as a replay of it (`replay_lost`).
+   What a key is bound to: duetime.services.idempotency.
    A submission is not acknowledged unless it went out: on a failure the job is `withdraw`n
    (cancelled with SUBMISSION_FAILED, uncounted) rather than left never to run, and the error
    goes to the caller, whose retry with the same key revives it.
@@ -16,8 +19,6 @@ or in a batch (duetime.services.batch). Both go through the same steps:
 
 from __future__ import annotations
 
-import hashlib
-import json
 import secrets
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
@@ -37,7 +38,6 @@ from duetime.domain.jobs import (
     JobSpec,
     JobStatus,
     Runtime,
-    spec_to_dict,
 )
 from duetime.domain.planning import first_due
 from duetime.domain.schedule import Rate
@@ -46,65 +46,8 @@ from duetime.observability import logger
 from duetime.ports import ConditionFailed, JobStore, KeyHold
 from duetime.services.dependencies import Dependencies
 from duetime.services.dispatch import Dispatcher
+from duetime.services.idempotency import IDEMPOTENCY_SECONDS, fingerprint, same_request
 from duetime.settings import Quotas, Settings
-
-IDEMPOTENCY_SECONDS = 86_400
-
-
-# A fingerprint's version prefix. Unprefixed: every field's value, defaults included (before
-# 2026-11-28), so a field added with a default changed the fingerprint of every body.
-_FINGERPRINT = "2:"
-
-
-def fingerprint(spec: JobSpec) -> str:
-    """What an Idempotency-Key is bound to: the canonical job body without the fields that have
-    their default value (and the schedule's and target's empty ones), so a retry made across a
-    deployment that added a field with such a default still replays."""
-    defaults = spec_to_dict(JobSpec(schedule=spec.schedule, target=spec.target))
-    fields = spec_to_dict(spec)
-    canonical = {name: v for name, v in fields.items() if v != defaults[name]}
-    for name in ("schedule", "target"):  # without their empty fields (`headers: {}`)
-        canonical[name] = {k: v for k, v in fields[name].items() if v not in (None, {}, [])}
-    return _FINGERPRINT + _digest(canonical)
-
-
-def same_request(bound: str, spec: JobSpec) -> bool:
-    """Whether a key bound to `bound` was claimed by a request for `spec` (a fingerprint of
-    either version)."""
-    if bound.startswith(_FINGERPRINT):
-        return bound == fingerprint(spec)
-    return bound == _digest(spec_to_dict(spec))
-
-
-# What a key used with `POST /jobs/{id}/run` is bound to: the instant of the run it asked for.
-_RUN_NOW = "run-now:"
-
-
-def run_now_binding(instant: int, asked: int) -> str:
-    """What a run-now's key is bound to: its run's instant and the moment it was asked for (the
-    instant is that moment, or a few milliseconds after when another run had it)."""
-    return f"{_RUN_NOW}{instant}@{asked}"
-
-
-def run_now_slot(job_id: str, instant: int) -> str:
-    """The record that reserves `instant` for one run-now of job `job_id`, kept with the
-    Idempotency-Keys under a name no key can have (a key is visible ASCII: no spaces)."""
-    return f" run-now {job_id} {instant}"
-
-
-def run_now_bound(bound: str) -> tuple[int, int] | None:
-    """The instant of the run a key bound by a run-now asked for, and the moment it was asked
-    (the instant itself in a binding made before 2026-11-29, which had only that); None for a
-    job submission."""
-    if not bound.startswith(_RUN_NOW):
-        return None
-    instant, _, asked = bound[len(_RUN_NOW) :].partition("@")
-    return int(instant), int(asked or instant)
-
-
-def _digest(canonical: object) -> str:
-    text = json.dumps(canonical, sort_keys=True, separators=(",", ":"))
-    return hashlib.sha256(text.encode()).hexdigest()
 
 
 @dataclass(frozen=True)
@@ -157,13 +100,11 @@ class Submission:
             self._jobs.create(job)
         except Exception as exc:
             self.release(job)
-            if isinstance(exc, ConditionFailed) and prepared.resumed and prepared.hold is not None:
-                # Another retry of the same request wrote the job first: this one replays it.
-                existing = self._jobs.get(tenant, job.id)
-                if existing is not None:
-                    now = self._clock()
-                    replayed = self.replayed(existing, now, limit, prepared.hold)
-                    return self.answered(replayed, prepared.hold, now, limit)
+            if isinstance(exc, ConditionFailed) and prepared.hold is not None:
+                # A request with the same key wrote the job first: this one replays it.
+                replayed = self.replay_lost(job, prepared.hold, limit)
+                if replayed is not None:
+                    return replayed
             if isinstance(exc, DomainError):  # refused (its upstream's dependents are full)
                 self.unbind(tenant, prepared.key, job.id)
             raise
@@ -317,12 +258,30 @@ class Submission:
             raise
         limit = quotas.max_active_recurring_jobs if quotas is not None else None
         for p in new:
-            if p.resumed and p.hold is not None and p.job.id not in lost:
-                try:
+            if p.hold is None or not (p.resumed or p.job.id in lost):
+                continue
+            try:
+                if p.job.id in lost:
+                    self.replay_lost(p.job, p.hold, limit)
+                else:
                     self.answered(p.job, p.hold, self._clock(), limit)
-                except Exception:  # withdrawn meanwhile and not revived: answered as it is
-                    logger.warning("a resumed batch job was withdrawn and not revived")
+            except Exception:  # withdrawn meanwhile and not revived: answered as it is
+                logger.warning("a keyed batch job was withdrawn and not revived")
         return {p.job.id for p in new if not p.resumed and p.job.id not in lost}
+
+    def replay_lost(self, job: Job, hold: KeyHold, recurring_limit: int | None) -> Job | None:
+        """A keyed request whose write of its job failed its condition: a request with the
+        same key (its retry, or a concurrent copy) wrote the job first, and this one answers
+        as a replay of it. It finishes what the other started (`replayed`) and marks the key
+        (`answered`), so that the other's failure can no longer withdraw the job this one
+        answers with. None: the job is gone again."""
+        existing = self._jobs.get(job.tenant, job.id)
+        if existing is None:
+            return None
+        mine = KeyHold(hold.key, hold.token or secrets.token_hex(8))
+        now = self._clock()
+        replayed = self.replayed(existing, now, recurring_limit, mine)
+        return self.answered(replayed, mine, now, recurring_limit)
 
     def abandon(self, prepared: Sequence[Prepared]) -> None:
         """Prepared jobs, written or not, that will not be acknowledged: withdrawn."""
