@@ -236,6 +236,34 @@ def test_given_sqs_unavailable_for_hours_then_no_timer_is_parked_and_all_go_when
     assert any(job_id == chain for job_id, _ in sent)  # its chain goes on (catch-up rules)
 
 
+def test_given_sqs_unavailable_then_a_sweep_stops_at_the_first_partition_it_fails() -> None:
+    # A sweep went on to lease, read and fail every other partition with timers: each a
+    # lease, a page read and a failed send, for nothing.
+    twins = Twins(shards=1)
+    due = {
+        twins.submit({"at": rfc3339_ms(T0 + minute * MINUTE_MS + 500)}): T0
+        + minute * MINUTE_MS
+        + 500
+        for minute in (5, 6, 7)
+    }
+    send = twins.queue.send
+    attempts: list[int] = []
+
+    def unavailable(messages: Any) -> None:
+        attempts.append(len(messages))
+        raise QueueUnavailable("SQS: ServiceUnavailable", [m for m, _ in messages])
+
+    twins.queue.send = unavailable  # type: ignore[method-assign]
+    twins.clock.now = T0 + 6 * MINUTE_MS  # minutes 5, 6 and 7 all within the horizon
+    report = twins.sweeper.sweep()
+    assert (report.partitions, len(attempts), report.parked) == (1, 1, 0)
+
+    twins.queue.send = send  # type: ignore[method-assign]
+    twins.clock.now += MINUTE_MS
+    twins.sweeper.sweep()
+    assert twins.sent() == Counter(due.items())
+
+
 def test_given_sqs_throttling_part_way_then_each_sweep_keeps_what_went_out() -> None:
     # Found by review: the groups a page had sent before SQS throttled were not recorded, so
     # each sweep sent them again and never got past the group that failed.

@@ -169,24 +169,33 @@ class Sweeper:
         states = self._timers.partition_states([(m, shard) for m in [*backlog, *current]])
         horizon_ms = (last + 1) * MINUTE_MS  # every minute swept is whole
         complete: set[int] = set()
+        unavailable = False
         for minute in [*current, *backlog]:
             known = states.get((minute, shard))
             if known is not None and known.complete:
                 complete.add(minute)
-            elif self._clock() > deadline:
+                continue
+            if self._clock() > deadline:
                 break  # the next sweep continues from the watermarks
-            elif self._sweep_partition(
-                minute,
-                shard,
-                known.watermark if known else None,
-                owner,
-                horizon_ms,
-                deadline,
-                report,
-            ):
-                complete.add(minute)
+            try:
+                if self._sweep_partition(
+                    minute,
+                    shard,
+                    known.watermark if known else None,
+                    owner,
+                    horizon_ms,
+                    deadline,
+                    report,
+                ):
+                    complete.add(minute)
+            except QueueUnavailable:
+                # SQS will not take requests: the other partitions would fail the same way
+                # (a lease, a read and a send each, for nothing). The next sweep goes on.
+                unavailable = True
+                break
         self._advance_cursor(shard, cursor, [*backlog, *current], complete)
-        self._retry_parked(shard, deadline, report)
+        if not unavailable:
+            self._retry_parked(shard, deadline, report)
         report.duration_ms = self._clock() - now
         milliseconds(Metric.SWEEP_DURATION, report.duration_ms)
         count(Metric.TIMERS_ENQUEUED, report.messages_sent)
@@ -215,7 +224,9 @@ class Sweeper:
         deadline: int,
         report: SweepReport,
     ) -> bool:
-        """Sweep one (minute, shard) partition page by page. Returns whether it is complete."""
+        """Sweep one (minute, shard) partition page by page. Returns whether it is complete.
+        Raises QueueUnavailable, its progress recorded and its lease released, when SQS will
+        not take requests."""
         try:
             first, _ = self._timers.read_due(minute, shard, watermark, horizon_ms, 1)
             if not first:
@@ -237,6 +248,8 @@ class Sweeper:
                 self._timers.advance(minute, shard, owner, failed.watermark, release=True)
             except Exception:
                 logger.exception("releasing a partition failed", extra={"minute": minute})
+            if isinstance(failed.__cause__, QueueUnavailable):
+                raise failed.__cause__ from None
             return False
         except Exception as exc:  # before we held the lease: nothing to release
             logger.exception("sweeping a partition failed", extra={"minute": minute})
