@@ -66,7 +66,7 @@ class HungBatch:
 
 
 def test_given_a_batch_write_failing_while_a_retry_sends_then_its_job_lives_counted_once() -> None:
-    """F, a batch item with key k: its BatchWriteItem hangs, then fails. B, a POST /jobs
+    """F, a batch item with key k: its write of the job hangs, then fails. B, a POST /jobs
     retry with k, is resumed (no job yet): it writes X and sends. F's withdrawal must not
     take B's job for its own (it used to: the same status, generation and version), and the
     tenant's count must be 1."""
