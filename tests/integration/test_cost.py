@@ -148,10 +148,11 @@ def test_given_runs_that_wake_together_then_their_job_reads_are_merged(engine: E
             reads[operation] += 1
 
     engine.parts.timers._client.meta.events.register("before-parameter-build", count)
-    due_ms = START_MS + 5_000
+    engine.stand_at(START_MS)
+    due_ms = START_MS + 5_500
     jobs = [engine.submit({"schedule": {"at": rfc3339_ms(due_ms)}}) for _ in range(20)]
     reads.clear()  # the submissions' own
-    engine.advance_to(due_ms - 900)  # visible: each batch of 10 waits for its instant
+    engine.advance_to(due_ms - 400)  # visible (500 ms early): each batch waits for its instant
     engine.drain()
 
     assert sorted(c.job_id for c in engine.recorder.calls) == sorted(jobs)

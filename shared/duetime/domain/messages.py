@@ -187,7 +187,20 @@ def release_window(due_ms: int, now_ms: int) -> tuple[int, int] | None:
     return earliest, latest
 
 
+# A message sent unheld (a single submission, a retry) whose delay would make it visible in the
+# last LATE_SEND_MS of the second before its instant is sent with the next whole second
+# instead: visible at most LATE_SEND_MS late, not nearly a second early. The common case is a
+# `delay_seconds` job: its instant is whole seconds after the API read the clock, and the send
+# comes a few milliseconds later.
+LATE_SEND_MS = 100
+
+
 def delay_seconds(due_ms: int, now_ms: int) -> int:
-    """SQS releases the message at most this long after now: never after the due instant (the
-    worker waits out the remaining fraction of a second), never beyond SQS's 900 s."""
-    return max(0, min(900, (due_ms - now_ms) // 1000))
+    """The SQS delay of a message due at `due_ms` sent at `now_ms`: the whole seconds before
+    its instant (the worker waits out the remaining fraction), or one more when that fraction
+    is over a second minus LATE_SEND_MS (visible that little late rather than ~1 s early);
+    never beyond SQS's 900 s."""
+    ahead = due_ms - now_ms
+    if ahead <= 0:
+        return 0
+    return min(900, (ahead + LATE_SEND_MS) // 1000)
