@@ -41,6 +41,7 @@ sys.path[:0] = [str(ROOT / "shared"), str(ROOT)]
 
 from duetime.clock import wall_ms  # noqa: E402 - from the path just set
 from duetime.domain.jobs import MAX_STAGE_SECONDS  # noqa: E402
+from duetime.local.lambda_runtime import LAMBDA_MAX_POLLERS  # noqa: E402
 from scripts.bench_load import run_load  # noqa: E402
 
 TENANT = "bench"
@@ -402,7 +403,7 @@ class Bench:
         self,
         out: Path,
         quick: bool,
-        pollers: int = 5,
+        pollers: int = LAMBDA_MAX_POLLERS,
         sizes: dict[str, int] | None = None,
         scenarios: Sequence[str] = SCENARIOS,
         claim_lead_ms: int = 1_000,
@@ -1150,9 +1151,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--pollers",
         type=int,
-        default=5,
-        help="the local stack's most pollers per lambda queue (default 5, as Lambda starts "
-        "with; an idle queue has one)",
+        default=LAMBDA_MAX_POLLERS,
+        help="the local stack's most pollers per lambda queue (default %(default)s, as `duetime "
+        "local --lambda-pollers`: five at once, then on Lambda's ramp; an idle queue has one)",
     )
     parser.add_argument(
         "--claim-lead-ms",

@@ -252,7 +252,7 @@ class Inputs:
     # create, recurring occurrences) has its sends held until the messages become visible
     # 40-150 ms before their instants (duetime.services.release): at most 0.15 s, measured at
     # p99 56-125 ms (docs/performance.md, "Early wait"). A single POST /jobs due within the
-    # sweep horizon is not held (up to 1 s): pass `--early-wait-seconds` for that mix.
+    # sweep horizon is not held (up to 0.9 s): pass `--early-wait-seconds` for that mix.
     early_wait_seconds: float = 0.15
     # The worker's billed seconds per run, measured (an invocation's billed duration ÷ its
     # records); None: `invocation_seconds` ÷ the batch size.
@@ -1085,10 +1085,10 @@ def worker_seconds_per_run(inputs: Inputs) -> float:
 
 def longest_of_uniform_waits(bound_seconds: float, records: int) -> float:
     """The expected longest of `records` early waits spread evenly over [0, bound): the wait
-    an invocation pays when its records' waits are independent — bound × n ÷ (n + 1). Today's
-    DelaySeconds rounds down to the whole second (domain/messages.py `delay_seconds`): a
-    one-off with an arbitrary due millisecond waits up to 1 s, so a batch of 10 pays ≈ 0.91 s,
-    not the 0.5 s mean."""
+    an invocation pays when its records' waits are independent — bound × n ÷ (n + 1). An unheld
+    send's DelaySeconds is the whole seconds before its instant, or the next second when that
+    is at most 0.1 s late (domain/messages.py `delay_seconds`): a one-off with an arbitrary due
+    millisecond waits up to 0.9 s, so a batch of 10 pays ≈ 0.82 s, not the 0.45 s mean."""
     return bound_seconds * records / (records + 1)
 
 

@@ -7,6 +7,7 @@ from typing import Any
 import pytest
 
 from duetime.domain.jobs import Priority, Runtime
+from duetime.local.lambda_runtime import LAMBDA_MAX_POLLERS
 from infra.app import (
     PLACEHOLDER_ISSUER,
     Context,
@@ -29,6 +30,11 @@ def test_priority_concurrency_must_be_ordered() -> None:
         SchedulerProps(jwt_issuer=ISSUER, jwt_audience=AUDIENCE, worker_max_concurrency=unordered)
     with pytest.raises(ValueError, match="maximum concurrency"):
         PriorityConcurrency(high=10, normal=5, low=1)
+
+
+def test_the_local_stack_scales_a_lambda_queue_as_far_as_the_normal_mapping_does() -> None:
+    # `duetime local` and the bench emulate the deployed mapping's maximum concurrency.
+    assert PriorityConcurrency().of(Priority.NORMAL) == LAMBDA_MAX_POLLERS
 
 
 def test_the_order_applies_to_the_standard_mode_mappings_only() -> None:

@@ -98,11 +98,12 @@ def test_the_worker_is_priced_from_a_measured_time_per_run() -> None:
 
 def test_an_invocation_pays_its_batchs_longest_early_wait() -> None:
     """Records run side by side: the invocation ends with its slowest record. Waits spread
-    evenly over [0, 1 s) (DelaySeconds rounded down): the longest of 10 is 10/11 s."""
-    assert sm.longest_of_uniform_waits(1.0, 10) == pytest.approx(10 / 11)
+    evenly over [0, 0.9 s) (unheld sends: duetime.domain.messages.delay_seconds): the longest
+    of 10 is 9/11 s."""
+    assert sm.longest_of_uniform_waits(0.9, 10) == pytest.approx(9 / 11)
     assert sm.longest_of_uniform_waits(1.0, 1) == pytest.approx(0.5)
-    model = inputs(early_wait_seconds=sm.longest_of_uniform_waits(1.0, 10))
-    assert sm.invocation_seconds(model) == pytest.approx(10 / 11 + 0.2 + 0.03)
+    model = inputs(early_wait_seconds=sm.longest_of_uniform_waits(0.9, 10))
+    assert sm.invocation_seconds(model) == pytest.approx(9 / 11 + 0.2 + 0.03)
 
 
 def test_mappings_per_priority_at_10000_runs_per_second() -> None:

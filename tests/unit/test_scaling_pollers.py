@@ -1,9 +1,11 @@
 """The local event source mapping's pollers scale with a queue's backlog
 (duetime.local.lambda_runtime.ScalingPollers): one on an idle queue, one more whenever every
-poller holds a batch and messages wait, back to one when the backlog is gone."""
+poller holds a batch and messages wait (at once up to five, then on Lambda's ramp), back to one
+when the backlog is gone."""
 
 from __future__ import annotations
 
+import itertools
 import threading
 import time
 from collections import deque
@@ -24,6 +26,7 @@ class FakeQueue:
         self.empty_receives = 0
         self.holding = 0
         self.most_holding = 0
+        self.reached: list[float] = []  # when `most_holding` reached 1, 2, ... (monotonic)
 
 
 class FakeSource:
@@ -43,21 +46,25 @@ class FakeSource:
             return 0
         with queue.lock:
             queue.holding += 1
-            queue.most_holding = max(queue.most_holding, queue.holding)
+            if queue.holding > queue.most_holding:
+                queue.most_holding = queue.holding
+                queue.reached.append(time.monotonic())
         queue.release.wait()
         with queue.lock:
             queue.holding -= 1
         return len(batch)
 
 
-def running(queue: FakeQueue, maximum: int) -> tuple[ScalingPollers, threading.Event, Any]:
+def running(
+    queue: FakeQueue, maximum: int, **options: Any
+) -> tuple[ScalingPollers, threading.Event, Any]:
     made: list[FakeSource] = []
 
     def make() -> Any:
         made.append(FakeSource(queue))
         return made[-1]
 
-    pollers = ScalingPollers(make, maximum)
+    pollers = ScalingPollers(make, maximum, **options)
     stopping = threading.Event()
     thread = threading.Thread(target=pollers.run, args=(stopping, "normal"), name="lambda-n-0")
     thread.start()
@@ -110,3 +117,16 @@ def test_given_every_poller_holding_a_batch_then_one_more_keeps_receiving() -> N
     queue.release.set()
     stopping.set()
     thread.join(5)
+
+
+def test_beyond_the_first_five_pollers_are_added_on_lambdas_ramp_up_to_the_maximum() -> None:
+    queue = FakeQueue(200)
+    pollers, stopping, (thread, _) = running(queue, maximum=8, initial=5, ramp_seconds=0.3)
+    wait_until(lambda: queue.most_holding == 8)
+    queue.release.set()
+    stopping.set()
+    thread.join(5)
+    assert pollers.peak == 8
+    reached = queue.reached
+    # The first five start together (whenever every poller holds a batch); then one a ramp.
+    assert all(later - first >= 0.29 for first, later in itertools.pairwise(reached[4:]))

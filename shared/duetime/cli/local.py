@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, TextIO
 
 from duetime.cli.options import LOCAL_STACK_MODULES, missing_local_extra, state_dir_option
 from duetime.cli.types import claim_lead_ms, http_url, port, positive_int, positive_seconds
+from duetime.local.lambda_runtime import LAMBDA_MAX_POLLERS
 from duetime.settings import Env
 
 if TYPE_CHECKING:
@@ -50,9 +51,10 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     local.add_argument(
         "--lambda-pollers",
         type=positive_int,
-        default=5,
-        help="the most concurrent pollers per lambda queue (default 5, where Lambda's SQS event "
-        "source mapping starts; an idle queue has one)",
+        default=LAMBDA_MAX_POLLERS,
+        help="the most concurrent pollers per lambda queue (default %(default)s, the normal "
+        "priority mapping's maximum concurrency; an idle queue has one, five start at once "
+        "when messages wait, then one more every 0.2 s as Lambda scales)",
     )
     local.add_argument(
         "--lanes",

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import threading
+import time
 import uuid
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -15,6 +16,15 @@ if TYPE_CHECKING:
     from mypy_boto3_sqs.type_defs import MessageTypeDef
 
 Handler = Callable[[dict[str, Any], Any], Any]
+
+# Lambda's standard-mode scaling of an SQS event source mapping: five concurrent batches at
+# first, then up to 300 more a minute while messages are available (the Lambda developer guide,
+# "Configuring scaling behavior for SQS event source mappings"; docs/scaling.md).
+LAMBDA_INITIAL_POLLERS = 5
+LAMBDA_RAMP_SECONDS = 60 / 300
+# The local stack's default most pollers per lambda queue: the normal priority mapping's
+# deployed maximum concurrency (infra/props.py PriorityConcurrency).
+LAMBDA_MAX_POLLERS = 20
 
 
 @dataclass
@@ -130,19 +140,32 @@ class SqsEventSource:
 
 
 class ScalingPollers:
-    """An event source mapping's pollers of one queue, scaled with its backlog as Lambda scales
-    them: one poller always polls; when a receive gets messages and every poller then holds a
-    batch, one more starts (up to `maximum`), so that one keeps receiving; an added poller
-    stops when a receive of its own comes back empty. Each poller has its own source
-    (its own handler: its own execution environment), reused by the next poller added.
+    """An event source mapping's pollers of one queue, scaled with its backlog as Lambda's
+    standard mode scales them: one poller always polls; when a receive gets messages and every
+    poller then holds a batch, one more starts so that one keeps receiving: at once up to
+    `initial` (Lambda "starts processing five batches at a time"), then at most one every
+    `ramp_seconds` (Lambda adds "up to 300 more instances per minute"), up to `maximum` (the
+    mapping's maximum concurrency). An added poller stops when a receive of its own comes back
+    empty. Each poller has its own source (its own handler: its own execution environment),
+    reused by the next poller added.
 
     Lambda keeps five pollers on a queue however idle, which costs nothing there. Here every
     empty receive is a call the emulator serves, so an idle queue has one: with five each, the
     idle queues made a tenth of the steady bench scenario's calls (docs/performance.md)."""
 
-    def __init__(self, make_source: Callable[[], SqsEventSource], maximum: int) -> None:
+    def __init__(
+        self,
+        make_source: Callable[[], SqsEventSource],
+        maximum: int,
+        *,
+        initial: int = LAMBDA_INITIAL_POLLERS,
+        ramp_seconds: float = LAMBDA_RAMP_SECONDS,
+    ) -> None:
         self._make_source = make_source
         self._maximum = max(1, maximum)
+        self._initial = initial
+        self._ramp = ramp_seconds
+        self._next_ramp = 0.0  # when the next poller beyond `initial` may start (monotonic)
         self._lock = threading.Lock()
         self._pollers = 0
         self._busy = 0
@@ -150,7 +173,7 @@ class ScalingPollers:
         self._threads: list[threading.Thread] = []
         self._idle: list[SqsEventSource] = []  # the sources of pollers that stopped
         self._name = "pollers"
-        self.peak = 0  # the most pollers at once
+        self.peak = 0  # the most pollers at once (one waiting for its ramp included)
 
     @property
     def polling(self) -> int:
@@ -169,12 +192,18 @@ class ScalingPollers:
             thread.join()
 
     def _start(self, stopping: threading.Event, label: str, *, added: bool) -> None:
-        """Start a poller (the lock held)."""
+        """Start a poller (the lock held); beyond `initial`, it starts polling on the ramp."""
+        now, delay = time.monotonic(), 0.0
+        if self._pollers >= self._initial:
+            delay = max(0.0, self._next_ramp - now)
+            self._next_ramp = now + delay + self._ramp
+        elif self._pollers == self._initial - 1:  # the last of the first ones: the ramp begins
+            self._next_ramp = now + self._ramp
         self._pollers += 1
         self.peak = max(self.peak, self._pollers)
         self._threads = [t for t in self._threads if t.is_alive()]
         source = self._idle.pop() if self._idle else self._make_source()
-        args = (source, stopping, label, added)
+        args = (source, stopping, label, added, delay)
         name = f"{self._name}-{self._started}"
         self._started += 1
         thread = threading.Thread(target=self._poll, args=args, name=name, daemon=True)
@@ -182,7 +211,12 @@ class ScalingPollers:
         thread.start()
 
     def _poll(
-        self, source: SqsEventSource, stopping: threading.Event, label: str, added: bool
+        self,
+        source: SqsEventSource,
+        stopping: threading.Event,
+        label: str,
+        added: bool,
+        delay: float = 0.0,
     ) -> None:
         from duetime.observability import logger
 
@@ -197,6 +231,7 @@ class ScalingPollers:
                 if spare and self._pollers < self._maximum and not stopping.is_set():
                     self._start(stopping, label, added=True)
 
+        stopping.wait(delay)
         while not stopping.is_set():
             holding = False
             try:

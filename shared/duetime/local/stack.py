@@ -94,9 +94,9 @@ class LocalOptions:
     tick_seconds: float = 60.0  # how often the coordinator starts the shard sweeps
     reconcile_seconds: float = 3600.0  # how often the reconciler runs (daily on AWS)
     moto_port: int = 0  # the moto server's port (0: any free port)
-    # The most pollers per lambda queue (Lambda's SQS mapping starts with five); an idle queue
-    # has one, more start while its messages wait (duetime.local.lambda_runtime.ScalingPollers).
-    lambda_pollers: int = 5
+    # The most pollers per lambda queue; an idle queue has one, more start while its messages
+    # wait, on Lambda's ramp (duetime.local.lambda_runtime.ScalingPollers).
+    lambda_pollers: int = lambda_runtime.LAMBDA_MAX_POLLERS
     allow_private_targets: bool = True  # loopback webhooks are the point of a local stack
     state_dir: Path = DEFAULT_STATE_DIR
     host: str = "127.0.0.1"

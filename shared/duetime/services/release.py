@@ -10,12 +10,14 @@ overlap, so the number of SendMessageBatch requests hardly grows. Each group is 
 the moment the previous one was sent: when a send took long enough (a loaded store) for the
 next windows to close, those wait for their next second's window. One send call holds for at
 most `budget_ms` in all (a second), so a page costs the sweep at most a second; whatever
-cannot be held within it goes at once, as before (up to a second early, never late).
+cannot be held within it goes at once, as before (up to 0.9 s early, or at most 0.1 s late:
+duetime.domain.messages.delay_seconds).
 
 Batch create (`POST /jobs/batch`) holds its sends the same way: a request's hold (at most a
 second of the API function) is shared by up to 100 runs, each of which would otherwise cost
 a worker up to a second. A single submission's sends are not held: its answer would wait
-that second for one run (docs/performance.md, "Early wait").
+that second for one run (docs/performance.md, "Early wait"); its delay is rounded to the
+next second when that makes it visible at most 100 ms late (`delay_seconds`).
 """
 
 from __future__ import annotations
