@@ -84,10 +84,10 @@ class JobStore(Protocol):
     def get(self, tenant: str, job_id: str) -> Job | None: ...
 
     def claim_key(
-        self, tenant: str, key: str, job_id: str, fingerprint: str, expires_at: int
+        self, tenant: str, key: str, job_id: str, fingerprint: str, expires_at: int, now: int
     ) -> tuple[str, str] | None:
-        """Record that a tenant's idempotency key names `job_id`. None if this call recorded
-        it; otherwise the (job id, request fingerprint) recorded first."""
+        """Record a tenant's idempotency key as naming `job_id` to `expires_at` (s): None if this
+        call recorded it (one expired by `now` is free), else the (job id, fingerprint) held."""
 
     def release_key(self, tenant: str, key: str, job_id: str) -> None:
         """Forget a key recorded for `job_id` whose request was refused before the job was

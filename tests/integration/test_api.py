@@ -1053,6 +1053,31 @@ def test_an_idempotency_key_replay_returns_the_same_job_and_stores_one(api: Api)
     assert len(api.job_items()) == 1
 
 
+def test_an_idempotency_key_past_its_24_hours_starts_afresh_before_ttl_deletes_it(
+    api: Api,
+) -> None:
+    body = {"schedule": {"delay_seconds": 60}, "payload": {"n": 1}}
+    first = api.create(dict(body), headers={"Idempotency-Key": "order-43"})
+    api.engine.advance(86_399)  # within the day: still a conflict for another body
+    other = {**body, "payload": {"n": 2}, "target": HANDLER_TARGET}
+    late = api.call("POST", "/jobs", other, headers={"Idempotency-Key": "order-43"})
+    assert (late.status, late.error["code"]) == (409, "idempotency_conflict")
+
+    api.engine.advance(2)  # the record has expired; DynamoDB's TTL has not deleted it yet
+    record = api.engine.aws.dynamodb.get_item(
+        TableName=api.engine.aws.settings.jobs_table,
+        Key={"tenant": {"S": "tenant-a"}, "id": {"S": "!idem#order-43"}},
+        ConsistentRead=True,
+    )
+    assert record["Item"]["job_id"]["S"] == first["id"]
+    fresh = api.create(other, headers={"Idempotency-Key": "order-43"})
+
+    assert fresh["id"] != first["id"]
+    assert fresh["payload"] == {"n": 2}
+    assert {i["id"]["S"] for i in api.job_items()} == {first["id"], fresh["id"]}
+    assert api.create(other, headers={"Idempotency-Key": "order-43"}) == fresh  # a replay again
+
+
 def test_a_created_job_answers_with_its_location_and_etag(api: Api) -> None:
     body = {"schedule": {"delay_seconds": 60}, "target": HANDLER_TARGET}
     reply = api.call("POST", "/jobs", body, headers={"Idempotency-Key": "loc-1"})

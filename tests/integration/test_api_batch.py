@@ -273,7 +273,7 @@ def test_a_key_whose_first_request_died_before_writing_its_job_gets_the_recorded
     body = job(payload="resumed")
     recorded = "01KAAAAAAAAAAAAAAAAAAAAAAB"
     fingerprint = _fingerprint(parse_job_spec(body))
-    api.engine.parts.jobs.claim_key("tenant-a", "died", recorded, fingerprint, 2**31)
+    api.engine.parts.jobs.claim_key("tenant-a", "died", recorded, fingerprint, 2**31, 0)
 
     reply = batch(api, [{**body, "idempotency_key": "died"}, job()])
 

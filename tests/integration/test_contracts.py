@@ -480,22 +480,53 @@ def test_given_jobs_of_two_tenants_when_paging_then_each_job_appears_once_newest
 def test_given_an_idempotency_key_then_the_first_claim_wins_per_tenant(
     job_store: JobStore,
 ) -> None:
-    assert job_store.claim_key(TENANT, "k1", "job-1", "fp-1", T0 // 1000 + 60) is None
-    assert job_store.claim_key(TENANT, "k1", "job-2", "fp-2", T0 // 1000 + 60) == ("job-1", "fp-1")
-    assert job_store.claim_key(OTHER_TENANT, "k1", "job-3", "fp-3", T0 // 1000 + 60) is None
+    assert job_store.claim_key(TENANT, "k1", "job-1", "fp-1", T0 // 1000 + 60, T0 // 1000) is None
+    assert job_store.claim_key(TENANT, "k1", "job-2", "fp-2", T0 // 1000 + 60, T0 // 1000) == (
+        "job-1",
+        "fp-1",
+    )
+    assert (
+        job_store.claim_key(OTHER_TENANT, "k1", "job-3", "fp-3", T0 // 1000 + 60, T0 // 1000)
+        is None
+    )
+
+
+def test_given_an_expired_key_not_yet_deleted_by_ttl_then_it_is_free(
+    job_store: JobStore,
+) -> None:
+    # DynamoDB's TTL deletes expired items up to days late: a key past its window must not
+    # answer a new request as a replay of its old job (or refuse it as a conflict).
+    expires = T0 // 1000 + 60
+    assert job_store.claim_key(TENANT, "k1", "job-1", "fp-1", expires, T0 // 1000) is None
+    assert job_store.claim_key(TENANT, "k1", "job-2", "fp-2", expires + 60, expires - 1) == (
+        "job-1",
+        "fp-1",
+    )
+    assert job_store.claim_key(TENANT, "k1", "job-2", "fp-2", expires + 60, expires) is None
+    # The new record holds for its own window.
+    assert job_store.claim_key(TENANT, "k1", "job-3", "fp-3", expires + 90, expires + 59) == (
+        "job-2",
+        "fp-2",
+    )
 
 
 def test_given_a_released_key_then_it_is_free_unless_it_names_another_job(
     job_store: JobStore,
 ) -> None:
     expires = T0 // 1000 + 60
-    job_store.claim_key(TENANT, "k1", "job-1", "fp-1", expires)
+    job_store.claim_key(TENANT, "k1", "job-1", "fp-1", expires, T0 // 1000)
     job_store.release_key(TENANT, "k1", "job-9")  # names another job: kept
-    assert job_store.claim_key(TENANT, "k1", "job-2", "fp-2", expires) == ("job-1", "fp-1")
+    assert job_store.claim_key(TENANT, "k1", "job-2", "fp-2", expires, T0 // 1000) == (
+        "job-1",
+        "fp-1",
+    )
     job_store.release_key(TENANT, "k1", "job-1")
     job_store.release_key(TENANT, "k1", "job-1")  # twice, or never recorded: nothing
-    assert job_store.claim_key(TENANT, "k1", "job-2", "fp-2", expires) is None
-    assert job_store.claim_key(TENANT, "k1", "job-3", "fp-3", expires) == ("job-2", "fp-2")
+    assert job_store.claim_key(TENANT, "k1", "job-2", "fp-2", expires, T0 // 1000) is None
+    assert job_store.claim_key(TENANT, "k1", "job-3", "fp-3", expires, T0 // 1000) == (
+        "job-2",
+        "fp-2",
+    )
 
 
 def test_given_a_key_marked_by_a_replay_then_only_its_holder_may_withdraw_the_job(
@@ -503,7 +534,7 @@ def test_given_a_key_marked_by_a_replay_then_only_its_holder_may_withdraw_the_jo
 ) -> None:
     job = make_job()
     job_store.create(job)
-    job_store.claim_key(TENANT, "k1", job.id, "fp", T0 // 1000 + 60)
+    job_store.claim_key(TENANT, "k1", job.id, "fp", T0 // 1000 + 60, T0 // 1000)
     withdrawn = replace(job, status=JobStatus.CANCELLED, version=job.version + 1)
     first, replay = KeyHold("k1"), KeyHold("k1", "token-a")
 
@@ -520,10 +551,13 @@ def test_given_a_key_marked_by_a_replay_then_only_its_holder_may_withdraw_the_jo
     job_store.release_key(TENANT, "k1", job.id)
     job_store.unmark_key(TENANT, "k1", "token-b")
     job_store.release_key(TENANT, "k1", job.id)
-    assert job_store.claim_key(TENANT, "k1", "j", "fp", T0 // 1000 + 60) == (job.id, "fp")
+    assert job_store.claim_key(TENANT, "k1", "j", "fp", T0 // 1000 + 60, T0 // 1000) == (
+        job.id,
+        "fp",
+    )
     job_store.unmark_key(TENANT, "k1", replay.token)
     job_store.release_key(TENANT, "k1", job.id)
-    assert job_store.claim_key(TENANT, "k1", "j", "fp", T0 // 1000 + 60) is None
+    assert job_store.claim_key(TENANT, "k1", "j", "fp", T0 // 1000 + 60, T0 // 1000) is None
     # A job of the same id written by another request (another creation time) is not the
     # one expected.
     lookalike = replace(withdrawn, created_ms=withdrawn.created_ms + 1)
@@ -534,7 +568,9 @@ def test_given_a_key_marked_by_a_replay_then_only_its_holder_may_withdraw_the_jo
     job_store.create(other)
     job_store.mark_key(TENANT, "never-claimed", "token-c")
     job_store.replace(replace(other, version=2), expected=other, hold=KeyHold("never-claimed"))
-    assert job_store.claim_key(TENANT, "never-claimed", "j", "fp", T0 // 1000 + 60) is None
+    assert (
+        job_store.claim_key(TENANT, "never-claimed", "j", "fp", T0 // 1000 + 60, T0 // 1000) is None
+    )
 
 
 def test_given_idempotency_records_then_listing_and_get_never_return_them(
@@ -543,7 +579,7 @@ def test_given_idempotency_records_then_listing_and_get_never_return_them(
     jobs = [make_job(created_ms=T0 + i, entropy=i) for i in range(3)]
     for job in jobs:
         job_store.create(job)
-    job_store.claim_key(TENANT, "key", jobs[0].id, "fp", T0 // 1000 + 60)
+    job_store.claim_key(TENANT, "key", jobs[0].id, "fp", T0 // 1000 + 60, T0 // 1000)
     assert [j.id for j in job_store.list(TENANT, 10, None).items] == [j.id for j in jobs[::-1]]
     assert job_store.get(TENANT, "!idem#key") is None
 
@@ -651,7 +687,7 @@ def test_given_jobs_in_every_status_when_scanning_segments_then_each_active_job_
     cancelled = replace(make_job(entropy=91), status=JobStatus.CANCELLED)
     job_store.create(paused)
     job_store.create(cancelled)
-    job_store.claim_key(TENANT, "idem-1", scheduled[0].id, "f", T0 // 1000 + 60)
+    job_store.claim_key(TENANT, "idem-1", scheduled[0].id, "f", T0 // 1000 + 60, T0 // 1000)
 
     found = [job for segment in range(3) for job in job_store.scan_active(segment, 3)]
 

@@ -154,14 +154,14 @@ def test_given_a_run_now_that_read_its_job_paused_before_a_resume_then_its_key_i
     claim = twins.jobs.claim_key
     repeats = []
 
-    def claim_with_race(tenant, key, jid, bound, expires):
+    def claim_with_race(tenant, key, jid, bound, expires, now):
         if key != "rk":  # the run-now's instant reserved
-            return claim(tenant, key, jid, bound, expires)
+            return claim(tenant, key, jid, bound, expires, now)
         twins.jobs.claim_key = claim  # type: ignore[method-assign]
         twins.clock.now += 1
         twins.service.resume("t", job_id)  # the owner resumes after R1 read it paused
         twins.clock.now += 1
-        recorded = claim(tenant, key, jid, bound, expires)
+        recorded = claim(tenant, key, jid, bound, expires, now)
         repeats.append(twins.service.run_now("t", job_id, "rk"))  # R2 races R1
         return recorded
 
@@ -239,7 +239,8 @@ def test_given_two_resumed_retries_racing_then_the_one_that_loses_the_write_repl
     twins = Twins(shards=1)
     spec = parse_job_spec({"schedule": {"rate_seconds": 30}, "target": NOOP})
     quotas = Quotas(max_active_recurring_jobs=10)
-    twins.jobs.claim_key("t", "k", "X", fingerprint(spec), IDEMPOTENCY_SECONDS)  # F, then died
+    now = twins.clock.now // 1000
+    twins.jobs.claim_key("t", "k", "X", fingerprint(spec), now + IDEMPOTENCY_SECONDS, now)  # F died
     create = twins.jobs.create
     answers = []
 

@@ -587,7 +587,7 @@ def test_given_job_partitions_then_a_tenant_named_like_a_partition_key_shares_no
         assert store.reserve_recurring(tenant, 1)  # its own count, not acme's
         assert not store.reserve_recurring(tenant, 1)
         secrets.put(SecretRecord(tenant, f"their-{n}".encode(), None, None, None, 1))
-        store.claim_key(tenant, "k", acme[n].id, "2:theirs", 2**31)
+        store.claim_key(tenant, "k", acme[n].id, "2:theirs", 2**31, 0)
     raw_keys = {
         i["tenant"]["S"] for i in aws.dynamodb.scan(TableName=aws.settings.jobs_table)["Items"]
     }
@@ -601,5 +601,5 @@ def test_given_job_partitions_then_a_tenant_named_like_a_partition_key_shares_no
     found = secrets.get("acme")
     assert found is not None
     assert found.current == b"acme-ciphertext"
-    assert store.claim_key("acme", "k", "01KAAAAAAAAAAAAAAAAAAAAAAB", "2:mine", 2**31) is None
+    assert store.claim_key("acme", "k", "01KAAAAAAAAAAAAAAAAAAAAAAB", "2:mine", 2**31, 0) is None
     assert {j.id for j in store.scan_active(0, 1)} == {j.id for j in acme}

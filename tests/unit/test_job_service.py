@@ -86,7 +86,7 @@ def test_given_a_key_bound_before_fingerprints_had_a_version_then_the_retry_stil
         spec_to_dict(spec(payload={"n": 1})), sort_keys=True, separators=(",", ":")
     )
     legacy = hashlib.sha256(everything.encode()).hexdigest()  # what the previous version stored
-    parts.jobs.claim_key("t", "k", first.id, legacy, 2**31)
+    parts.jobs.claim_key("t", "k", first.id, legacy, 2**31, 0)
 
     assert parts.service.create("t", spec(payload={"n": 1}), idempotency_key="k").id == first.id
     with pytest.raises(IdempotencyConflict):
@@ -117,7 +117,7 @@ def test_given_a_first_call_that_died_after_its_key_then_the_replay_completes_it
     parts.jobs.create = create  # type: ignore[method-assign]
 
     job = parts.service.create("t", spec(), idempotency_key="k")
-    recorded = parts.jobs.claim_key("t", "k", "another-id", "fp", 0)
+    recorded = parts.jobs.claim_key("t", "k", "another-id", "fp", 2**31, 0)
     assert recorded is not None
     assert recorded[0] == job.id  # created under the id the first call recorded
     assert parts.service.get("t", job.id).status == JobStatus.SCHEDULED

@@ -329,6 +329,7 @@ class JobService:
                 job_id,
                 run_now_binding(instant, now),
                 now // 1000 + IDEMPOTENCY_SECONDS,
+                now // 1000,
             )
             bound = None if recorded is None else run_now_bound(recorded[1])
             if recorded is not None and (bound is None or recorded[0] != job_id):
@@ -367,6 +368,7 @@ class JobService:
                 job.id,
                 "run-now slot",
                 instant // 1000 + IDEMPOTENCY_SECONDS,
+                now // 1000,
             )
             is not None
         ):

@@ -167,7 +167,12 @@ class Submission:
         if idempotency_key is not None:
             bound = fingerprint(spec)
             recorded = self._jobs.claim_key(
-                tenant, idempotency_key, job_id, bound, now // 1000 + IDEMPOTENCY_SECONDS
+                tenant,
+                idempotency_key,
+                job_id,
+                bound,
+                now // 1000 + IDEMPOTENCY_SECONDS,
+                now // 1000,
             )
             if recorded is None:
                 claimed = idempotency_key

@@ -53,7 +53,7 @@ class JobTable:
         return job_from_values(values)
 
     def claim_key(
-        self, tenant: str, key: str, job_id: str, fingerprint: str, expires_at: int
+        self, tenant: str, key: str, job_id: str, fingerprint: str, expires_at: int, now: int
     ) -> tuple[str, str] | None:
         try:
             self._client.put_item(
@@ -67,7 +67,9 @@ class JobTable:
                         "expires_at": expires_at,
                     }
                 ),
-                ConditionExpression="attribute_not_exists(id)",
+                # TTL deletes an expired record up to days late: until then it is free too.
+                ConditionExpression="attribute_not_exists(id) OR expires_at <= :now",
+                ExpressionAttributeValues={":now": {"N": str(now)}},
                 ReturnValuesOnConditionCheckFailure="ALL_OLD",
             )
         except ClientError as exc:

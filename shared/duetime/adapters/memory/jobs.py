@@ -17,18 +17,22 @@ class MemoryJobStore:
         self._jobs: dict[tuple[str, str], Job] = {}
         self._keys: dict[tuple[str, str], tuple[str, str]] = {}
         self._marks: dict[tuple[str, str], str] = {}  # a key's replay token (mark_key)
+        self._key_expiry: dict[tuple[str, str], int] = {}
         self._recurring: dict[str, int] = {}  # active recurring jobs per tenant
         self._gates: dict[tuple[str, str], Gate] = {}  # overlap gates by (tenant, job id)
         self._dependents: dict[tuple[str, str], set[str]] = {}  # by (tenant, upstream id)
         self._lock = threading.Lock()
 
     def claim_key(
-        self, tenant: str, key: str, job_id: str, fingerprint: str, expires_at: int
+        self, tenant: str, key: str, job_id: str, fingerprint: str, expires_at: int, now: int
     ) -> tuple[str, str] | None:
         with self._lock:
             existing = self._keys.get((tenant, key))
-            if existing is None:
+            if existing is None or self._key_expiry[(tenant, key)] <= now:
                 self._keys[(tenant, key)] = (job_id, fingerprint)
+                self._key_expiry[(tenant, key)] = expires_at
+                self._marks.pop((tenant, key), None)
+                return None
             return existing
 
     def release_key(self, tenant: str, key: str, job_id: str) -> None:
