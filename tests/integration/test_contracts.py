@@ -510,6 +510,19 @@ def test_given_an_expired_key_not_yet_deleted_by_ttl_then_it_is_free(
     )
 
 
+def test_given_a_key_written_over_after_it_expired_then_a_late_replay_does_not_mark_it(
+    job_store: JobStore,
+) -> None:
+    # A replay read the old record just before it expired; a new request then took the key
+    # for its own job. The replay's mark must not make the new request's key unreleasable.
+    expires = T0 // 1000 + 60
+    job_store.claim_key(TENANT, "k1", "job-old", "fp-1", expires, T0 // 1000)
+    job_store.claim_key(TENANT, "k1", "job-new", "fp-2", expires + 60, expires)
+    job_store.mark_key(TENANT, "k1", "token-late", "job-old")
+    job_store.release_key(TENANT, "k1", "job-new")  # the new request was refused
+    assert job_store.claim_key(TENANT, "k1", "job-3", "fp-3", expires + 60, expires) is None
+
+
 def test_given_a_released_key_then_it_is_free_unless_it_names_another_job(
     job_store: JobStore,
 ) -> None:
@@ -538,7 +551,7 @@ def test_given_a_key_marked_by_a_replay_then_only_its_holder_may_withdraw_the_jo
     withdrawn = replace(job, status=JobStatus.CANCELLED, version=job.version + 1)
     first, replay = KeyHold("k1"), KeyHold("k1", "token-a")
 
-    job_store.mark_key(TENANT, "k1", replay.token)
+    job_store.mark_key(TENANT, "k1", replay.token, job.id)
 
     with pytest.raises(ConditionFailed):  # the first request: a replay answered with the job
         job_store.replace(withdrawn, expected=job, hold=first)
@@ -566,7 +579,7 @@ def test_given_a_key_marked_by_a_replay_then_only_its_holder_may_withdraw_the_jo
     # Unmarked (or never recorded) keys hold nothing back; marking one records nothing.
     other = make_job(entropy=1)
     job_store.create(other)
-    job_store.mark_key(TENANT, "never-claimed", "token-c")
+    job_store.mark_key(TENANT, "never-claimed", "token-c", other.id)
     job_store.replace(replace(other, version=2), expected=other, hold=KeyHold("never-claimed"))
     assert (
         job_store.claim_key(TENANT, "never-claimed", "j", "fp", T0 // 1000 + 60, T0 // 1000) is None

@@ -228,10 +228,10 @@ def test_given_a_withdrawal_between_a_replay_s_send_and_its_mark_then_the_replay
     first = twins.service.create("t", spec, idempotency_key="k8")
     mark = twins.jobs.mark_key
 
-    def first_request_withdraws_first(tenant: str, key: str, token: str) -> None:
+    def first_request_withdraws_first(tenant: str, key: str, token: str, job_id: str) -> None:
         # The first request's send fails just now, after the replay's went through.
         twins.service.submission.withdraw(first, hold=KeyHold(key))
-        mark(tenant, key, token)
+        mark(tenant, key, token, job_id)
 
     twins.jobs.mark_key = first_request_withdraws_first  # type: ignore[method-assign]
     replayed = twins.service.create("t", spec, idempotency_key="k8")

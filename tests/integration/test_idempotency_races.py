@@ -182,10 +182,10 @@ def test_given_a_replay_that_marked_then_failed_then_a_later_failure_still_withd
     send = twins.queue.send
     mark = twins.jobs.mark_key
 
-    def f_withdraws_first(tenant: str, key: str, token: str) -> None:
+    def f_withdraws_first(tenant: str, key: str, token: str, job_id: str) -> None:
         twins.jobs.mark_key = mark  # type: ignore[method-assign]
         twins.service.submission.withdraw(first, hold=KeyHold(key))  # F's send failed
-        mark(tenant, key, token)
+        mark(tenant, key, token, job_id)
         twins.queue.send = failing_send  # type: ignore[method-assign]  # SQS goes down
 
     twins.jobs.mark_key = f_withdraws_first  # type: ignore[method-assign]

@@ -26,16 +26,20 @@ class FakeQueue:
         self.empty_receives = 0
         self.holding = 0
         self.most_holding = 0
-        self.reached: list[float] = []  # when `most_holding` reached 1, 2, ... (monotonic)
+        self.first_polls: list[float] = []  # when each source first polled (monotonic)
 
 
 class FakeSource:
     def __init__(self, queue: FakeQueue) -> None:
         self.queue = queue
+        self.polled = False
 
     def poll_once(self, received: Callable[[int], None] | None = None) -> int:
         queue = self.queue
         with queue.lock:
+            if not self.polled:
+                self.polled = True
+                queue.first_polls.append(time.monotonic())
             batch = [queue.messages.popleft() for _ in range(min(10, len(queue.messages)))]
             queue.receives += 1
             queue.empty_receives += not batch
@@ -46,9 +50,7 @@ class FakeSource:
             return 0
         with queue.lock:
             queue.holding += 1
-            if queue.holding > queue.most_holding:
-                queue.most_holding = queue.holding
-                queue.reached.append(time.monotonic())
+            queue.most_holding = max(queue.most_holding, queue.holding)
         queue.release.wait()
         with queue.lock:
             queue.holding -= 1
@@ -127,6 +129,8 @@ def test_beyond_the_first_five_pollers_are_added_on_lambdas_ramp_up_to_the_maxim
     stopping.set()
     thread.join(5)
     assert pollers.peak == 8
-    reached = queue.reached
-    # The first five start together (whenever every poller holds a batch); then one a ramp.
-    assert all(later - first >= 0.29 for first, later in itertools.pairwise(reached[4:]))
+    # The first five start together (whenever every poller holds a batch); then one a ramp
+    # (less a thread's start-up, on a loaded machine).
+    gaps = [b - a for a, b in itertools.pairwise(queue.first_polls[4:])]
+    assert len(gaps) == 3
+    assert all(gap >= 0.25 for gap in gaps), gaps

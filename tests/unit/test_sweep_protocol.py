@@ -146,6 +146,26 @@ def test_a_delay_seconds_job_is_visible_on_its_instant_not_a_second_before_it() 
     assert due <= visible_at <= due + LATE_SEND_MS  # floored: ~990 ms early
 
 
+def test_a_first_occurrence_sent_after_slow_timer_writes_is_at_most_a_little_late() -> None:
+    # A rate job's first occurrence is whole seconds after the clock read; its chain's timer
+    # is written before the send, and that write took 150 ms (a slow store). The delay is
+    # taken when the message goes out, not when the request read the clock.
+    clock = Clock(T0)
+    service, _, queue = engine(clock)
+    put = service._timers.put
+
+    def slow_put(timers: Any) -> None:
+        put(timers)
+        clock.now += 150
+
+    service._timers.put = slow_put  # type: ignore[method-assign]
+    service.create("t", parse_job_spec(body({"rate_seconds": 10})))
+    released = queue.visibility_times()  # the occurrences planned ahead, sent together
+    assert min(due for _, due in released) == T0 + 10_000
+    for visible_at, due in released:  # they were 150 ms late
+        assert due - 1000 < visible_at <= due + LATE_SEND_MS
+
+
 class FlakyQueue(MemoryQueue):
     """A queue whose `fail_on`-th send raises, as when the sweeper crashes mid-sweep."""
 

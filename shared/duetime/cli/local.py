@@ -281,7 +281,8 @@ def _banner(stack: LocalStack, log_path: Path) -> str:
         f'             curl -H "Authorization: Bearer $DUETIME_TOKEN" {url}/jobs',
         f"  moto       {stack.moto_url}   (DynamoDB, SQS, S3: set AWS_ENDPOINT_URL to look inside)",
         f"  sweeper    every {options.tick_seconds:g} s, {stack.settings.timer_shards} shards at "
-        f"once; reconciler hourly; Lambda worker: 3 queues, 1-{options.lambda_pollers} pollers "
+        f"once; reconciler hourly; Lambda worker: {3 * options.lanes} queues, "
+        f"1-{options.lambda_pollers} pollers "
         "each; Fargate worker: 1 loop",
         f"  targets    loopback and private HTTP targets {targets}; plain http allowed",
         f"  history    runs move to s3://{stack.settings.history_bucket}/history/ {hot}; query:",

@@ -187,11 +187,11 @@ def release_window(due_ms: int, now_ms: int) -> tuple[int, int] | None:
     return earliest, latest
 
 
-# A message sent unheld (a single submission, a retry) whose delay would make it visible in the
-# last LATE_SEND_MS of the second before its instant is sent with the next whole second
-# instead: visible at most LATE_SEND_MS late, not nearly a second early. The common case is a
-# `delay_seconds` job: its instant is whole seconds after the API read the clock, and the send
-# comes a few milliseconds later.
+# A message sent unheld (a single submission, a retry, a put-back) whose delay would make it
+# visible in the last LATE_SEND_MS of the second before its instant is sent with the next whole
+# second instead: visible at most LATE_SEND_MS late, not nearly a second early. The common case
+# is a `delay_seconds` job: its instant is whole seconds after the API read the clock, and the
+# send comes a few milliseconds later.
 LATE_SEND_MS = 100
 
 

@@ -97,7 +97,7 @@ class Dispatcher:
         now = self._clock()
         horizon = minute_of(now) + self._settings.lookahead_minutes + 1
         shard_horizons: dict[int, int] = {}  # read after our writes, per shard
-        messages: list[tuple[RunMessage, int]] = []
+        messages: list[RunMessage] = []
         finished: list[Job] = []  # completed once their last runs are sent, not before
         pending = list(due)
         while pending:
@@ -109,8 +109,7 @@ class Dispatcher:
                 unread = max(horizon, swept + 1)
                 if not job.spec.recurring:
                     if job.due_ms(due_ms) < horizon_ms:
-                        message = run_message(job, due_ms)
-                        messages.append((message, delay_seconds(message.visible_ms, now)))
+                        messages.append(run_message(job, due_ms))
                     else:
                         timers.append((job, _timer(job, due_ms, unread)))
                     continue
@@ -127,8 +126,7 @@ class Dispatcher:
                     else None,
                 )
                 result.skipped += plan.skipped
-                sent = [run_message(job, s) for s in plan.enqueue]
-                messages += [(m, delay_seconds(m.visible_ms, now)) for m in sent]
+                messages += [run_message(job, s) for s in plan.enqueue]
                 if plan.next_due_ms is None:
                     finished.append(job)
                 else:
@@ -146,7 +144,9 @@ class Dispatcher:
                 if t.bucket <= shard_horizons[self._timers.shard_of(t.job_id)]
             ]
         if messages:
-            self._queue.send(messages)
+            # Delays from the moment of sending: the timer writes above take their time.
+            sent_at = self._clock()
+            self._queue.send([(m, delay_seconds(m.visible_ms, sent_at)) for m in messages])
             result.messages += len(messages)
         for job in finished:
             self.complete(job, now)

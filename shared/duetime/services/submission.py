@@ -304,7 +304,7 @@ class Submission:
         withdrawn between this replay's dispatch and its mark (the first request's send
         failed) is revived. A replay that fails marks nothing: the first request's failure
         still withdraws the job."""
-        self._jobs.mark_key(job.tenant, hold.key, hold.token)
+        self._jobs.mark_key(job.tenant, hold.key, hold.token, job.id)
         try:
             current = self._jobs.get(job.tenant, job.id)
             if current is None:

@@ -92,14 +92,15 @@ class JobTable:
             if not is_condition_failure(exc):
                 raise StoreError(str(exc)) from exc
 
-    def mark_key(self, tenant: str, key: str, token: str) -> None:
+    def mark_key(self, tenant: str, key: str, token: str, job_id: str) -> None:
         try:
             self._client.update_item(
                 TableName=self._table,
                 Key=self._key(tenant, IDEMPOTENCY_PREFIX + key),
                 UpdateExpression="SET replayed = :t",
-                ConditionExpression="attribute_exists(id)",
-                ExpressionAttributeValues={":t": {"S": token}},
+                # Not a record a new request wrote over this one once it expired.
+                ConditionExpression="job_id = :j",
+                ExpressionAttributeValues={":t": {"S": token}, ":j": {"S": job_id}},
             )
         except ClientError as exc:
             if not is_condition_failure(exc):

@@ -67,9 +67,9 @@ class MemoryJobStore:
         more = len(ids) > limit
         return Page([self._jobs[(tenant, i)] for i in page], page[-1] if more and page else None)
 
-    def mark_key(self, tenant: str, key: str, token: str) -> None:
+    def mark_key(self, tenant: str, key: str, token: str, job_id: str) -> None:
         with self._lock:
-            if (tenant, key) in self._keys:
+            if self._keys.get((tenant, key), ("",))[0] == job_id:
                 self._marks[(tenant, key)] = token
 
     def unmark_key(self, tenant: str, key: str, token: str) -> None:
