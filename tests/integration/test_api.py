@@ -1078,6 +1078,25 @@ def test_an_idempotency_key_past_its_24_hours_starts_afresh_before_ttl_deletes_i
     assert api.create(other, headers={"Idempotency-Key": "order-43"}) == fresh  # a replay again
 
 
+def test_an_idempotency_key_holds_a_full_24_hours_from_a_request_made_mid_second(
+    api: Api,
+) -> None:
+    # DynamoDB's TTL counts whole seconds: a key made at hh:mm:06.900 expires at :07 a day
+    # later, not :06 (when it would be free 900 ms short of its 24 hours).
+    made = START_MS + 1_900
+    api.engine.stand_at(made)
+    body = {"schedule": {"delay_seconds": 60}, "payload": {"n": 1}}
+    api.create(dict(body), headers={"Idempotency-Key": "order-44"})
+    other = {**body, "payload": {"n": 2}, "target": HANDLER_TARGET}
+
+    api.engine.stand_at(made + 86_400_000 - 1)
+    late = api.call("POST", "/jobs", other, headers={"Idempotency-Key": "order-44"})
+    assert (late.status, late.error["code"]) == (409, "idempotency_conflict")
+
+    api.engine.stand_at(made + 86_400_000 + 100)  # the next whole second: free
+    assert api.call("POST", "/jobs", other, headers={"Idempotency-Key": "order-44"}).status == 201
+
+
 def test_a_created_job_answers_with_its_location_and_etag(api: Api) -> None:
     body = {"schedule": {"delay_seconds": 60}, "target": HANDLER_TARGET}
     reply = api.call("POST", "/jobs", body, headers={"Idempotency-Key": "loc-1"})

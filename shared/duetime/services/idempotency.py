@@ -13,6 +13,12 @@ from duetime.domain.jobs import JobSpec, spec_to_dict
 IDEMPOTENCY_SECONDS = 86_400
 
 
+def key_expires_at(now_ms: int) -> int:
+    """The whole second (DynamoDB TTL's unit) at which a record made at `now_ms` expires:
+    rounded up, so that a key holds at least its 24 hours."""
+    return -(-now_ms // 1000) + IDEMPOTENCY_SECONDS
+
+
 # A fingerprint's version prefix. Unprefixed: every field's value, defaults included (before
 # 2026-11-28), so a field added with a default changed the fingerprint of every body.
 _FINGERPRINT = "2:"

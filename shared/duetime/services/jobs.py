@@ -39,7 +39,7 @@ from duetime.ports import ConditionFailed, JobQueue, JobStore, Page, RunStore, T
 from duetime.services.dependencies import Dependencies
 from duetime.services.dispatch import Dispatcher
 from duetime.services.idempotency import (
-    IDEMPOTENCY_SECONDS,
+    key_expires_at,
     run_now_binding,
     run_now_bound,
     run_now_slot,
@@ -328,7 +328,7 @@ class JobService:
                 idempotency_key,
                 job_id,
                 run_now_binding(instant, now),
-                now // 1000 + IDEMPOTENCY_SECONDS,
+                key_expires_at(now),
                 now // 1000,
             )
             bound = None if recorded is None else run_now_bound(recorded[1])
@@ -367,7 +367,7 @@ class JobService:
                 run_now_slot(top.id, instant),
                 job.id,
                 "run-now slot",
-                instant // 1000 + IDEMPOTENCY_SECONDS,
+                key_expires_at(instant),
                 now // 1000,
             )
             is not None

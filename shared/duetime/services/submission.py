@@ -46,7 +46,7 @@ from duetime.observability import logger
 from duetime.ports import ConditionFailed, JobStore, KeyHold
 from duetime.services.dependencies import Dependencies
 from duetime.services.dispatch import Dispatcher
-from duetime.services.idempotency import IDEMPOTENCY_SECONDS, fingerprint, same_request
+from duetime.services.idempotency import fingerprint, key_expires_at, same_request
 from duetime.settings import Quotas, Settings
 
 
@@ -171,7 +171,7 @@ class Submission:
                 idempotency_key,
                 job_id,
                 bound,
-                now // 1000 + IDEMPOTENCY_SECONDS,
+                key_expires_at(now),
                 now // 1000,
             )
             if recorded is None:
