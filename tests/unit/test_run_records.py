@@ -130,20 +130,32 @@ def test_given_a_retry_when_claimed_then_earlier_errors_are_shortened_and_it_is_
     assert claimed.version == 6
 
 
-def test_given_many_failed_attempts_when_claimed_then_only_the_latest_ones_are_kept() -> None:
-    # Given more failed attempts than a record keeps
-    previous = tuple(failed_attempt(n, f"error {n}") for n in range(1, MAX_ATTEMPTS_KEPT + 3))
+def test_given_many_failed_attempts_when_claimed_then_the_first_and_the_latest_are_kept() -> None:
+    # Given more failed attempts than a record keeps, each started 1 s after the one before
+    previous = tuple(
+        replace(failed_attempt(n, f"error {n}"), started_ms=n * 1_000, lateness_ms=n)
+        for n in range(1, MAX_ATTEMPTS_KEPT + 3)
+    )
     existing = running(previous)
 
     # When the next attempt is claimed
     number = MAX_ATTEMPTS_KEPT + 3
     claimed = claimed_run(existing, claim_of(number))
 
-    # Then the record holds the latest MAX_ATTEMPTS_KEPT attempts, the new one last
+    # Then the record holds MAX_ATTEMPTS_KEPT attempts: the first (the run's start and
+    # lateness, as the API and the archive show them) and the latest, the new one last
     assert len(claimed.attempts) == MAX_ATTEMPTS_KEPT
-    assert [a.number for a in claimed.attempts] == list(
-        range(number - MAX_ATTEMPTS_KEPT + 1, number + 1)
+    assert [a.number for a in claimed.attempts] == [
+        1,
+        *range(number - MAX_ATTEMPTS_KEPT + 2, number + 1),
+    ]
+    assert (claimed.started_ms, claimed.lateness_ms) == (1_000, 1)
+    # and so does the next claim, and the one after
+    again = claimed_run(
+        finished_run(claimed, RunOutcome(RunStatus.RETRYING, 9_000, "e")), claim_of(number + 1)
     )
+    assert [a.number for a in again.attempts] == [1, *range(number - 2, number + 2)]
+    assert again.started_ms == 1_000
 
 
 def test_given_no_record_when_claimed_then_the_record_carries_the_claims_fields() -> None:

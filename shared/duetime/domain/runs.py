@@ -28,7 +28,8 @@ class RunStatus(StrEnum):
 
 TERMINAL_RUN_STATUSES = frozenset({RunStatus.SUCCEEDED, RunStatus.FAILED, RunStatus.SKIPPED})
 # Keep a run record near one DynamoDB write unit (1 KB) however often it is retried: the
-# latest error in full (300 characters), earlier ones shortened, the latest attempts only.
+# latest error in full (300 characters), earlier ones shortened, the first attempt and the
+# latest ones only.
 # Full errors are in the logs and in the DLQ reason.
 MAX_ERROR_CHARS = 300
 EARLIER_ERROR_CHARS = 80
@@ -189,11 +190,13 @@ def claimed_run(existing: Run | None, claim: RunClaim) -> Run:
     """The record after a successful claim."""
     previous = existing.attempts if existing is not None else ()
     # A reclaim of the same attempt (holder died) replaces that attempt's entry.
-    kept = tuple(
+    earlier = tuple(
         replace(a, error=a.error[:EARLIER_ERROR_CHARS] if a.error else None)
         for a in previous
         if a.number < claim.attempt
-    )[-(MAX_ATTEMPTS_KEPT - 1) :]
+    )
+    # The first attempt stays (the run's start, lateness and early wait), then the latest.
+    kept = earlier[:1] + earlier[1:][-(MAX_ATTEMPTS_KEPT - 2) :] if earlier else ()
     attempt = Attempt(
         claim.attempt, claim.now_ms, claim.lateness_ms, early_wait_ms=claim.early_wait_ms
     )
