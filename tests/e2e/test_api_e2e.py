@@ -32,8 +32,9 @@ def unique(prefix: str) -> str:
 # How late a delivery may reach the webhook here. duetime starts a run within a second of its
 # instant (measured by scripts/bench.py, docs/performance.md); this end-to-end test shares a
 # 2-core CI machine with the rest of the suite (another stack, other moto servers), where a
-# delivery through the local stack has been seen 1.03-1.18 s late. Later than this is a fault.
-LATENESS_ALLOWED_MS = 2000
+# delivery through the local stack has been seen 1.03-1.18 s late. Later than this (2.5x that)
+# is a fault.
+LATENESS_ALLOWED_MS = 3000
 
 
 def test_an_at_job_and_a_delay_job_are_delivered_once_on_time(

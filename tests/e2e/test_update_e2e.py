@@ -55,12 +55,12 @@ def test_jobs_are_found_by_their_tags_and_name_prefix(stack: Stack, webhook: Web
 
 def test_a_rescheduled_job_runs_at_its_new_instant_only(stack: Stack, webhook: Webhook) -> None:
     path = unique("ok")
-    first = datetime.now(UTC) + timedelta(seconds=3)
+    first = datetime.now(UTC) + timedelta(seconds=5)
     created = stack.call("POST", "/jobs", job(webhook, path, {"at": rfc3339(first)}))
     assert (created.status, created.headers["ETag"]) == (201, '"1"')
     job_id = created.body["id"]
 
-    later = datetime.now(UTC) + timedelta(seconds=7)
+    later = datetime.now(UTC) + timedelta(seconds=12)
     moved = stack.call(
         "PATCH",
         f"/jobs/{job_id}",
@@ -71,7 +71,7 @@ def test_a_rescheduled_job_runs_at_its_new_instant_only(stack: Stack, webhook: W
     stale = stack.call("PATCH", f"/jobs/{job_id}", {"name": "x"}, headers={"If-Match": '"1"'})
     assert (stale.status, stale.body["error"]["code"]) == (412, "precondition_failed")
 
-    time.sleep(5)  # past the old instant
+    time.sleep(7)  # past the old instant (by 2 s at least), 5 s before the new one
     assert webhook.to(path) == []
     wait_for(lambda: webhook.to(path), 20)
     time.sleep(2)  # a duplicate would have arrived by now

@@ -31,13 +31,15 @@ def test_a_swept_run_is_released_just_before_its_instant_and_records_its_short_w
     job_id = engine.submit({"schedule": {"at": rfc3339_ms(due)}})
 
     # When the sweeper hands it over (at a moment that would release it 0.6 s early unheld)
-    engine.advance_to(START_MS + 235_400)
+    # (the clock stands at each step, and the held send moves it: a loaded machine's own
+    # time does not count)
+    engine.stand_at(START_MS + 235_400)
     assert engine.tick()["messages_sent"] == 1
 
     # Then it is not visible a quarter of a second before its instant, and is 100 ms before
-    engine.advance_to(due - 250 - RELEASE_LEAD_MS)
+    engine.stand_at(due - 250 - RELEASE_LEAD_MS)
     assert visible(engine) == 0
-    engine.advance_to(due - RELEASE_MARGIN_MS)
+    engine.stand_at(due - RELEASE_MARGIN_MS)
     assert visible(engine) == 1
 
     # And the worker waits only what is left, which the run records
@@ -54,12 +56,14 @@ def test_a_run_sent_at_submission_waits_the_fraction_of_a_second_its_delay_could
     engine: Engine,
 ) -> None:
     # Given a one-off due 10.6 s after its submission: sent at once, with DelaySeconds 10
+    # (the clock stands at each step: the submission's own time, slow on a loaded machine,
+    # would move the message's visibility past the moment the worker looks)
     due = START_MS + 60_000
-    engine.advance_to(due - 10_600)
+    engine.stand_at(due - 10_600)
     job_id = engine.submit({"schedule": {"at": rfc3339_ms(due)}})
 
     # When the worker receives it as soon as it is visible (0.6 s early)
-    engine.advance_to(due - 590)
+    engine.stand_at(due - 590)
     assert engine.drain() == 1
 
     # Then it waited for the instant, and the run says how long

@@ -236,8 +236,9 @@ def test_given_a_stop_then_received_runs_not_started_are_handed_back_and_running
     # Long enough to be still running at the check below however slow the machine: a run that
     # had finished by then would test the batched delete's timing, not the heartbeat.
     first = engine.submit({**body, "priority": "high", "payload": {"seconds": 7}})
+    assert STARTED.wait(10)  # it holds the slot (before the next run is sent: whichever a
+    # poller received first would take the free slot)
     waiting = engine.submit({**body, "priority": "normal", "payload": {"seconds": 0}})
-    assert STARTED.wait(10)
     wait_for(lambda: len(one_slot._held) == 2)  # one running, one waiting for the slot
 
     one_slot.stop()

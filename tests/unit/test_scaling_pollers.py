@@ -123,14 +123,14 @@ def test_given_every_poller_holding_a_batch_then_one_more_keeps_receiving() -> N
 
 def test_beyond_the_first_five_pollers_are_added_on_lambdas_ramp_up_to_the_maximum() -> None:
     queue = FakeQueue(200)
-    pollers, stopping, (thread, _) = running(queue, maximum=8, initial=5, ramp_seconds=0.3)
-    wait_until(lambda: queue.most_holding == 8)
+    pollers, stopping, (thread, _) = running(queue, maximum=8, initial=5, ramp_seconds=0.5)
+    wait_until(lambda: queue.most_holding == 8, seconds=15)
     queue.release.set()
     stopping.set()
     thread.join(5)
     assert pollers.peak == 8
     # The first five start together (whenever every poller holds a batch); then one a ramp
-    # (less a thread's start-up, on a loaded machine).
+    # (give or take two threads' start-ups: up to 0.2 s on a loaded machine).
     gaps = [b - a for a, b in itertools.pairwise(queue.first_polls[4:])]
     assert len(gaps) == 3
-    assert all(gap >= 0.25 for gap in gaps), gaps
+    assert all(gap >= 0.3 for gap in gaps), gaps
