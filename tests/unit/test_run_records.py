@@ -150,7 +150,7 @@ def test_given_many_failed_attempts_when_claimed_then_the_first_and_the_latest_a
         *range(number - MAX_ATTEMPTS_KEPT + 2, number + 1),
     ]
     assert (claimed.started_ms, claimed.lateness_ms) == (1_000, 1)
-    # and so does the next claim, and the one after
+    # and the next claim keeps it too
     again = claimed_run(
         finished_run(claimed, RunOutcome(RunStatus.RETRYING, 9_000, "e")), claim_of(number + 1)
     )
