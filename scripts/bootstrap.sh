@@ -20,14 +20,3 @@ if [ ! -x "$venv/bin/python" ] || [ "$(cat "$stamp" 2>/dev/null)" != "$want" ]; 
   "$venv/bin/uv" pip install --quiet --python "$venv/bin/python" -e "$root[dev,infra,local]"
   echo "$want" > "$stamp"
 fi
-# The browser tests (tests/browser) drive Debian's chromium with its chromedriver.
-if ! command -v chromium >/dev/null || ! command -v chromedriver >/dev/null; then
-  if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
-    apt-get install -y -q chromium chromium-driver >&2 || { apt-get update -q >&2 && apt-get install -y -q chromium chromium-driver >&2; }
-  elif command -v apt-get >/dev/null && sudo -n true 2>/dev/null; then
-    sudo -n apt-get install -y -q chromium chromium-driver >&2 || { sudo -n apt-get update -q >&2 && sudo -n apt-get install -y -q chromium chromium-driver >&2; }
-  else
-    echo "the browser tests need chromium and chromium-driver: install them (apt-get install chromium chromium-driver) or run as root" >&2
-    exit 1
-  fi
-fi

@@ -20,7 +20,7 @@ CHROMEDRIVER = shutil.which("chromedriver")
 if CHROMIUM is None or CHROMEDRIVER is None:
     pytest.fail(
         "browser tests need Debian's chromium and chromium-driver: "
-        "apt-get install -y chromium chromium-driver (scripts/bootstrap.sh does it as root)",
+        "apt-get install -y chromium chromium-driver (scripts/test does it as root)",
         pytrace=False,
     )
 
