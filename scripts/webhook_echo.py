@@ -34,7 +34,10 @@ def main() -> None:
             body = self.rfile.read(int(self.headers.get("content-length") or 0))
             seen[self.path] += 1
             status = 500 if seen[self.path] <= args.fail_first else 200
-            ids = {k: v for k, v in self.headers.items() if k.lower().startswith("duetime-")}
+            # duetime's headers, and its Standard Webhooks signature (scripts/verify_webhook.py
+            # checks one)
+            prefixes = ("duetime-", "webhook-")
+            ids = {k: v for k, v in self.headers.items() if k.lower().startswith(prefixes)}
             now = time.time()
             stamp = time.strftime("%H:%M:%S", time.gmtime(now)) + f".{int(now * 1000) % 1000:03d}Z"
             text = body.decode(errors="replace")
