@@ -912,6 +912,32 @@ def test_a_failed_one_off_can_be_run_again_as_a_run_of_its_own(api: Api) -> None
     assert api.call("GET", f"/jobs/{job['id']}").json["status"] == "failed"
 
 
+def test_an_at_in_the_past_runs_now_and_its_lateness_counts_from_the_submission(api: Api) -> None:
+    # "Run now": years past its instant, it is not years late (a lateness alarm, the live
+    # figures' p99). Its run keeps the instant it was asked for as `scheduled_for`.
+    job = api.create({"schedule": {"at": "2020-01-01T00:00:00Z"}, "target": HANDLER_TARGET})
+    api.engine.drain()
+
+    (run,) = api.call("GET", f"/jobs/{job['id']}/runs").json["items"]
+    assert run["status"] == "succeeded"
+    assert run["scheduled_for"] == "2020-01-01T00:00:00.000Z"
+    assert run["due_at"] == job["created_at"]
+    assert 0 <= run["lateness_ms"] < 10_000
+
+
+def test_a_one_off_moved_into_the_past_runs_now_and_is_late_from_the_change(api: Api) -> None:
+    job = api.create({"schedule": {"delay_seconds": 3600}, "target": HANDLER_TARGET})
+    api.engine.advance(60)
+    moved = api.call("PATCH", f"/jobs/{job['id']}", {"schedule": {"at": "2020-01-01T00:00:00Z"}})
+    assert moved.status == 200
+    api.engine.drain()
+
+    (run,) = api.call("GET", f"/jobs/{job['id']}/runs").json["items"]
+    assert run["status"] == "succeeded"
+    assert run["due_at"] == moved.json["updated_at"]
+    assert 0 <= run["lateness_ms"] < 10_000
+
+
 def job_ms(job: dict[str, Any]) -> int:
     return to_ms_of(job["next_run_at"])
 

@@ -149,13 +149,17 @@ class MessageAuth:
 def run_message(job: Job, scheduled_ms: int, *, jittered: bool = True) -> RunMessage:
     """The first attempt of `job`'s occurrence at `scheduled_ms`, in the job's queue and of its
     current generation, due at the occurrence's jittered instant (`Job.due_ms`); `jittered`
-    False: due at `scheduled_ms` itself (a run-now starts now)."""
+    False: due at `scheduled_ms` itself (a run-now starts now). A one-off armed after its
+    instant (an `at` in the past, a resume or a change after it) is due when it was armed, its
+    `updated_ms`: it runs now, and is late from then, not from an instant it was never meant
+    to keep."""
+    due = job.due_ms(scheduled_ms) if jittered else scheduled_ms
     return RunMessage(
         tenant=job.tenant,
         job_id=job.id,
         scheduled_ms=scheduled_ms,
         attempt=1,
-        due_ms=job.due_ms(scheduled_ms) if jittered else scheduled_ms,
+        due_ms=due if job.spec.recurring else max(due, job.updated_ms),
         runtime=job.spec.runtime,
         priority=job.spec.priority,
         generation=job.generation,
