@@ -16,6 +16,8 @@ from duetime.local.keys import issue_token, load_or_create_key
 from tests.browser.conftest import Page
 from tests.e2e.conftest import Stack
 
+# The module's tests share a page (signed in, a job made by the first): under xdist they stay
+# on one worker, in file order (`--dist loadscope`, pyproject.toml).
 pytestmark = pytest.mark.slow
 TAG = "team:console-e2e"
 shared: dict[str, Any] = {}

@@ -13,6 +13,8 @@ from selenium.webdriver.common.by import By
 from tests.browser.conftest import Page
 from tests.e2e.conftest import Stack
 
+# The module's tests share a page (signed in, a job made by the first): under xdist they stay
+# on one worker, in file order (`--dist loadscope`, pyproject.toml).
 pytestmark = pytest.mark.slow
 TENANT = "tenant-edit"
 NOOP = {"type": "handler", "name": "duetime.noop"}

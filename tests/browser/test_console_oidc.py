@@ -16,6 +16,8 @@ from tests.browser.conftest import Page
 from tests.browser.fake_idp import FakeIdp, running, s256
 from tests.e2e.conftest import Stack, free_port, local_stack
 
+# The module's tests share a page (signed in, a job made by the first): under xdist they stay
+# on one worker, in file order (`--dist loadscope`, pyproject.toml).
 pytestmark = pytest.mark.slow
 CLIENT_ID = "duetime-console"
 TENANT = "oidc-user"

@@ -938,6 +938,40 @@ def test_a_one_off_moved_into_the_past_runs_now_and_is_late_from_the_change(api:
     assert 0 <= run["lateness_ms"] < 10_000
 
 
+@pytest.mark.parametrize(
+    ("method", "path", "query", "field"),
+    [
+        ("GET", "/jobs", {"stauts": "paused"}, "stauts"),  # a typo would widen the filter
+        ("GET", "/jobs", {"status": "paused", "page": "2"}, "page"),
+        ("GET", "/jobs/{id}/runs", {"limt": "5"}, "limt"),
+        ("GET", "/jobs/{id}", {"status": "paused"}, "status"),
+        ("POST", "/jobs/{id}/run", {"delay": "5"}, "delay"),
+        ("DELETE", "/jobs/{id}", {"force": "1"}, "force"),
+    ],
+)
+def test_an_unknown_query_parameter_is_a_400_naming_it(
+    api: Api, method: str, path: str, query: dict[str, str], field: str
+) -> None:
+    job = api.create({"schedule": {"rate_seconds": 60}, "target": HANDLER_TARGET})
+    reply = api.call(method, path.replace("{id}", job["id"]), query=query)
+
+    assert reply.status == 400
+    assert (reply.error["code"], reply.error["field"]) == ("invalid", field)
+    assert "query parameter" in reply.error["message"]
+    # Nothing changed
+    assert api.call("GET", f"/jobs/{job['id']}").json["status"] == "scheduled"
+    assert api.call("GET", f"/jobs/{job['id']}/runs").json["items"] == []
+
+
+def test_the_documented_query_parameters_are_taken_and_public_routes_ignore_others(
+    api: Api,
+) -> None:
+    api.create({"schedule": {"rate_seconds": 60}, "target": HANDLER_TARGET, "tags": {"a": "b"}})
+    query = {"status": "scheduled", "tag": "a:b", "name_prefix": "", "limit": "5", "cursor": ""}
+    assert api.call("GET", "/jobs", query={k: v for k, v in query.items() if v}).status == 200
+    assert api.call("GET", "/health", query={"probe": "1"}, tenant=None).status == 200
+
+
 def job_ms(job: dict[str, Any]) -> int:
     return to_ms_of(job["next_run_at"])
 

@@ -14,6 +14,7 @@ body. API Gateway has already verified the token (signature, issuer, audience, e
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Mapping
 from http import HTTPStatus
 from typing import Any, TypeAlias, TypeVar
@@ -30,11 +31,12 @@ from duetime.api.body import (
     MAX_BODY_BYTES,  # noqa: F401 - re-exported: the API's limit
     json_body,
 )
-from duetime.api.openapi import OPENAPI
+from duetime.api.openapi import OPENAPI, query_parameters
 from duetime.api.params import (
     checked_id,
     idempotency_key,
     if_match,
+    known_query,
     parse_cursor,
     parse_job_filter,
     parse_limit,
@@ -141,7 +143,20 @@ def build_app(
     def route(method: str, path: str) -> Callable[[Callable[..., JsonResponse]], Any]:
         if (method, path) not in ROUTES:
             raise ValueError(f"{method} {path} is not in ROUTES (and the OpenAPI document)")
-        return app.route(path.replace("{id}", "<job_id>"), methods_of(method))
+        register = app.route(path.replace("{id}", "<job_id>"), methods_of(method))
+        if (method, path) in PUBLIC_ROUTES:  # probes may add what they like
+            return register
+        allowed = query_parameters(method, path)
+
+        def checked(handler: Callable[..., JsonResponse]) -> Any:
+            @functools.wraps(handler)
+            def with_known_query(*args: Any, **kwargs: Any) -> JsonResponse:
+                known_query(app.current_event.query_string_parameters or {}, allowed)
+                return handler(*args, **kwargs)
+
+            return register(with_known_query)
+
+        return checked
 
     def tenant() -> str:
         found = tenant_from_event(app.current_event.raw_event, settings.tenant_claim)

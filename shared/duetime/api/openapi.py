@@ -34,7 +34,10 @@ def _error(description: str, headers: dict[str, Any] | None = None) -> dict[str,
 
 
 _RESPONSES = {
-    "BadRequest": _error("Invalid input (code invalid); `field` names it."),
+    "BadRequest": _error(
+        "Invalid input (code invalid), a query parameter the operation does not take "
+        "included; `field` names it."
+    ),
     "Unauthorized": _error("No tenant claim in the token (code unauthorized)."),
     "Forbidden": _error("The token lacks the operator scope (code forbidden)."),
     "NotFound": _error("No such job for this tenant (code not_found)."),
@@ -86,7 +89,8 @@ def _ok(
     if headers:
         success["headers"] = headers
     responses: dict[str, Any] = {str(status): success}
-    for code, name in (*errors, (401, "Unauthorized"), (500, "InternalError")):
+    # Every operation that needs a token refuses a query parameter it does not take (400).
+    for code, name in ((400, "BadRequest"), *errors, (401, "Unauthorized"), (500, "InternalError")):
         responses[str(code)] = _response(name)
     return dict(sorted(responses.items()))
 
@@ -393,6 +397,15 @@ def _paths() -> dict[str, Any]:
             },
         },
     }
+
+
+def query_parameters(method: str, path: str) -> frozenset[str]:
+    """The names of the query parameters the document gives an operation (its own and its
+    path's): the API refuses others (duetime.api.params.known_query)."""
+    item = OPENAPI["paths"][path]
+    found = [*item.get("parameters", []), *item[method.lower()].get("parameters", [])]
+    resolved = [_PARAMETERS[p["$ref"].rsplit("/", 1)[1]] if "$ref" in p else p for p in found]
+    return frozenset(p["name"] for p in resolved if p["in"] == "query")
 
 
 OPENAPI: dict[str, Any] = {

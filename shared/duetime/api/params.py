@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import re
 import urllib.parse
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 from duetime.domain.errors import NotFound, ValidationError
@@ -69,6 +69,14 @@ def parse_job_filter(event: Mapping[str, Any]) -> JobFilter | None:
     if not tags and not prefixes:
         return None
     return JobFilter(tuple(tags), prefixes[0] if prefixes else None)
+
+
+def known_query(names: Iterable[str], allowed: frozenset[str]) -> None:
+    """A query parameter the route does not take is a 400 naming it: a typo (`stauts=`) would
+    otherwise widen a filter, or be taken for an option the API does not have."""
+    for name in sorted(names):
+        if name not in allowed:
+            raise ValidationError(name, "unknown query parameter")
 
 
 def parse_limit(raw: str | None) -> int:
