@@ -229,7 +229,7 @@ def test_given_non_object_when_parsed_then_error_on_path(raw: object) -> None:
 def test_given_zero_or_two_kinds_when_parsed_then_exactly_one_error(raw: object) -> None:
     error = invalid(raw)
     assert error.field == "schedule"
-    assert error.message == "exactly one of at, delay_seconds, rate_seconds, cron"
+    assert error.message == "exactly one of at, delay_seconds, rate_seconds, cron, after"
 
 
 def test_given_custom_path_when_invalid_then_field_uses_it() -> None:

@@ -100,8 +100,7 @@ def parse_schedule(raw: object, path: str = "schedule") -> Schedule:
         raise ValidationError(path, "must be an object")
     kinds = [kind for kind in KINDS if kind in raw]
     if len(kinds) != 1:
-        # The message predates `after` and is kept as clients know it (docs/schedules.md).
-        raise ValidationError(path, "exactly one of at, delay_seconds, rate_seconds, cron")
+        raise ValidationError(path, "exactly one of at, delay_seconds, rate_seconds, cron, after")
     kind = kinds[0]
     allowed = _EXTRA_KEYS[kind] | {kind}
     for key in raw:
