@@ -972,6 +972,28 @@ def test_the_documented_query_parameters_are_taken_and_public_routes_ignore_othe
     assert api.call("GET", "/health", query={"probe": "1"}, tenant=None).status == 200
 
 
+@pytest.mark.parametrize(
+    ("method", "suffix"),
+    [("POST", "/run"), ("POST", "/pause"), ("POST", "/resume"), ("DELETE", "")],
+)
+def test_a_field_in_the_body_of_a_request_that_takes_none_is_a_400_naming_it(
+    api: Api, method: str, suffix: str
+) -> None:
+    # A run-now with a payload of its own would otherwise run with the job's, silently.
+    job = api.create({"schedule": {"rate_seconds": 60}, "target": HANDLER_TARGET})
+    path = f"/jobs/{job['id']}{suffix}"
+    queued = api.engine.queue_messages(Runtime.LAMBDA, Priority.NORMAL)
+
+    reply = api.call(method, path, {"payload": {"n": 2}})
+
+    assert reply.status == 400
+    assert (reply.error["code"], reply.error["field"]) == ("invalid", "payload")
+    assert api.call("GET", f"/jobs/{job['id']}").json["version"] == 1  # nothing changed
+    assert api.engine.queue_messages(Runtime.LAMBDA, Priority.NORMAL) == queued
+    # No body, or an empty object, is the request itself
+    assert api.call(method, path, {}).status in (200, 202, 409)
+
+
 def job_ms(job: dict[str, Any]) -> int:
     return to_ms_of(job["next_run_at"])
 

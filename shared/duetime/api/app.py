@@ -30,6 +30,7 @@ from duetime.api.batch import batch_route
 from duetime.api.body import (
     MAX_BODY_BYTES,  # noqa: F401 - re-exported: the API's limit
     json_body,
+    no_body,
 )
 from duetime.api.openapi import OPENAPI, query_parameters
 from duetime.api.params import (
@@ -210,16 +211,21 @@ def build_app(
         view = service.get(tenant(), checked_id(job_id))
         return _job(HTTPStatus.OK, view, clock())
 
+    def job_body(owner: str, job_id: str, read: Callable[[Mapping[str, Any]], T]) -> T:
+        """The body of a request about one job, read by `read` (json_body, or no_body for
+        the requests that take none)."""
+        try:
+            return read(app.current_event.raw_event)
+        except ValidationError:
+            service.get(owner, job_id)  # an unknown job is a 404 before a bad body is a 400
+            raise
+
     @route("PATCH", "/jobs/{id}")
     def update_job(job_id: str) -> JsonResponse:
         owner = tenant()
         job_id = checked_id(job_id)
         expected = if_match(app.current_event.headers.get("If-Match"))
-        try:
-            changes = json_body(app.current_event.raw_event)
-        except ValidationError:
-            service.get(owner, job_id)  # an unknown job is a 404 before a bad body is a 400
-            raise
+        changes = job_body(owner, job_id, json_body)
         view = service.update(owner, job_id, changes, if_match=expected, quotas=quotas)
         return _job(HTTPStatus.OK, view, clock())
 
@@ -227,25 +233,30 @@ def build_app(
     def expected() -> frozenset[int] | None:
         return if_match(app.current_event.headers.get("If-Match"))
 
+    def bodiless(job_id: str) -> tuple[str, str]:
+        """The tenant and the job id of a request about one job that takes no body."""
+        owner, job_id = tenant(), checked_id(job_id)
+        job_body(owner, job_id, no_body)
+        return owner, job_id
+
     @route("DELETE", "/jobs/{id}")
     def cancel_job(job_id: str) -> JsonResponse:
-        view = service.cancel(tenant(), checked_id(job_id), if_match=expected())
+        view = service.cancel(*bodiless(job_id), if_match=expected())
         return _job(HTTPStatus.OK, view, clock())
 
     @route("POST", "/jobs/{id}/pause")
     def pause_job(job_id: str) -> JsonResponse:
-        view = service.pause(tenant(), checked_id(job_id), if_match=expected())
+        view = service.pause(*bodiless(job_id), if_match=expected())
         return _job(HTTPStatus.OK, view, clock())
 
     @route("POST", "/jobs/{id}/resume")
     def resume_job(job_id: str) -> JsonResponse:
-        view = service.resume(tenant(), checked_id(job_id), if_match=expected())
+        view = service.resume(*bodiless(job_id), if_match=expected())
         return _job(HTTPStatus.OK, view, clock())
 
     @route("POST", "/jobs/{id}/run")
     def run_job(job_id: str) -> JsonResponse:
-        owner = tenant()
-        job_id = checked_id(job_id)
+        owner, job_id = bodiless(job_id)
         limiter.take(owner)
         key = idempotency_key(app.current_event.headers.get("Idempotency-Key"))
         scheduled_ms = service.run_now(owner, job_id, idempotency_key=key)

@@ -78,6 +78,19 @@ class _DuplicateKey(dict[str, Any]):
         self.key = key
 
 
+def no_body(event: Mapping[str, Any]) -> None:
+    """A request that takes no body (run now, pause, resume, cancel): none, or `{}`. A field is
+    a 400 naming it: it would do nothing (a run-now's own `payload` would be silently
+    ignored)."""
+    if not event.get("body"):
+        return
+    value = json_body(event)
+    if not isinstance(value, dict):
+        raise ValidationError("body", "this request takes no body (or {})")
+    for name in value:
+        raise ValidationError(name, "unknown field: this request takes no body")
+
+
 def _first_duplicate(pairs: list[tuple[str, Any]]) -> str:
     seen: set[str] = set()
     for key, _ in pairs:

@@ -95,7 +95,7 @@ def _ok(
     return dict(sorted(responses.items()))
 
 
-_PARAMETERS = {
+_PARAMETERS: dict[str, dict[str, Any]] = {
     "JobId": {
         "name": "id",
         "in": "path",
@@ -404,7 +404,9 @@ def query_parameters(method: str, path: str) -> frozenset[str]:
     path's): the API refuses others (duetime.api.params.known_query)."""
     item = OPENAPI["paths"][path]
     found = [*item.get("parameters", []), *item[method.lower()].get("parameters", [])]
-    resolved = [_PARAMETERS[p["$ref"].rsplit("/", 1)[1]] if "$ref" in p else p for p in found]
+    resolved: list[dict[str, Any]] = [
+        _PARAMETERS[p["$ref"].rsplit("/", 1)[1]] if "$ref" in p else p for p in found
+    ]
     return frozenset(p["name"] for p in resolved if p["in"] == "query")
 
 
