@@ -13,8 +13,10 @@ from selenium.webdriver.common.by import By
 from tests.browser.conftest import Page
 from tests.e2e.conftest import Stack
 
-# The module's tests share a page (signed in, a job made by the first): under xdist they stay
-# on one worker, in file order (`--dist loadscope`, pyproject.toml).
+# The module's tests share a page (signed in, a job made by the first): they run in file order
+# in one process. The full suite's first xdist chunk holds them (tests/api and tests/browser
+# sort first, far under the chunk's ~450 tests); a subset under `-n` may split them between
+# workers: run the browser tests alone without `-n`.
 pytestmark = pytest.mark.slow
 TENANT = "tenant-edit"
 NOOP = {"type": "handler", "name": "duetime.noop"}

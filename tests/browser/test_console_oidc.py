@@ -16,8 +16,10 @@ from tests.browser.conftest import Page
 from tests.browser.fake_idp import FakeIdp, running, s256
 from tests.e2e.conftest import Stack, free_port, local_stack
 
-# The module's tests share a page (signed in, a job made by the first): under xdist they stay
-# on one worker, in file order (`--dist loadscope`, pyproject.toml).
+# The module's tests share a page (signed in, a job made by the first): they run in file order
+# in one process. The full suite's first xdist chunk holds them (tests/api and tests/browser
+# sort first, far under the chunk's ~450 tests); a subset under `-n` may split them between
+# workers: run the browser tests alone without `-n`.
 pytestmark = pytest.mark.slow
 CLIENT_ID = "duetime-console"
 TENANT = "oidc-user"
