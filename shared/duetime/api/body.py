@@ -87,8 +87,8 @@ def no_body(event: Mapping[str, Any]) -> None:
     value = json_body(event)
     if not isinstance(value, dict):
         raise ValidationError("body", "this request takes no body (or {})")
-    for name in value:
-        raise ValidationError(name, "unknown field: this request takes no body")
+    if value:
+        raise ValidationError(next(iter(value)), "unknown field: this request takes no body")
 
 
 def _first_duplicate(pairs: list[tuple[str, Any]]) -> str:

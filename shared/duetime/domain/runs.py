@@ -196,7 +196,7 @@ def claimed_run(existing: Run | None, claim: RunClaim) -> Run:
         if a.number < claim.attempt
     )
     # The first attempt stays (the run's start, lateness and early wait), then the latest.
-    kept = earlier[:1] + earlier[1:][-(MAX_ATTEMPTS_KEPT - 2) :] if earlier else ()
+    kept = earlier[:1] + earlier[1:][-(MAX_ATTEMPTS_KEPT - 2) :]
     attempt = Attempt(
         claim.attempt, claim.now_ms, claim.lateness_ms, early_wait_ms=claim.early_wait_ms
     )
