@@ -4,10 +4,9 @@ runs both: the stores and queues (DynamoDB, SQS; twins in `duetime.adapters.memo
 `SecretCipher` (KMS: `duetime.adapters.kms`), `SweepLauncher` (Lambda:
 `duetime.adapters.lambda_launcher`; twin: the coordinator's `InProcessLauncher`),
 `TargetRunner` (duetime.targets' executor; twin: `duetime.adapters.memory.targets`) and
-`SigningSecrets`, what the HTTP delivery signs with (`duetime.services.webhook_secrets`, over
-either pair of secret store and cipher). `FiguresSource` (the operators' live counts: SQS and
-CloudWatch in `duetime.adapters.figures`; twin: the local stack's `duetime.local.figures`) has
-no contract suite: its answers are live counts, each side is tested on its own.
+`SigningSecrets` (`duetime.services.webhook_secrets`, over either pair of secret store and
+cipher). `FiguresSource` (live counts: `duetime.adapters.figures`; twin: `duetime.local.figures`)
+has no contract suite: its answers are live counts, each side is tested on its own.
 
 Only the Protocols live here, with the few types that exist because of them and mean nothing
 outside a port call: the errors a port raises for its callers to catch (`StoreError`,
@@ -186,8 +185,7 @@ class TimerStore(Protocol):
     def put(self, timers: Sequence[Timer]) -> None: ...
 
     def find(self, timers: Sequence[Timer]) -> list[Timer]:
-        """Those of `timers` that are stored (found by key: bucket, shard, due, job and
-        generation)."""
+        """Those of `timers` stored (by key: bucket, shard, due, job and generation)."""
 
     def read_due(
         self, minute: int, shard: int, after_key: str | None, before_ms: int, limit: int
@@ -204,8 +202,7 @@ class TimerStore(Protocol):
         """Make sure `count` shards are swept; returns the count after the write."""
 
     def sweep_states(self, shards: Sequence[int]) -> dict[int, SweepState]:
-        """Strongly consistent reads of some shards' sweep states (never-swept ones are
-        absent)."""
+        """Some shards' sweep states, strongly consistent (never-swept ones are absent)."""
 
     def raise_horizon(self, shard: int, minute: int) -> SweepState:
         """Set the shard's horizon_minute to max(current, minute); its cursor_minute starts at
@@ -268,6 +265,9 @@ class RunStore(Protocol):
     def finish(self, run: Run, outcome: RunOutcome) -> Run | None:
         """Record an attempt's outcome if `run` (as claimed) is still current; None if the
         lease was lost to another holder."""
+
+    def withdraw(self, run: Run, reason: str) -> bool:
+        """Undo `run`'s claim if it is still current (else False): runs.withdrawn's record."""
 
     def get(self, job_id: str, scheduled_ms: int) -> Run | None: ...
 

@@ -1382,6 +1382,48 @@ def test_given_a_finished_run_when_finishing_it_again_then_none(run_store: RunSt
     assert run_store.get(JOB_ID, SCHEDULED_MS) == done
 
 
+def test_given_a_first_attempt_claimed_when_withdrawn_then_its_record_is_gone(
+    run_store: RunStore,
+) -> None:
+    run = claimed(run_store, make_claim("msg-1"))
+
+    assert run_store.withdraw(run, "the job is cancelled") is True
+
+    assert run_store.get(JOB_ID, SCHEDULED_MS) is None
+    # The next delivery of the occurrence (a re-arm's) finds no record: it may claim.
+    assert claimed(run_store, make_claim("msg-2")).attempt == 1
+
+
+def test_given_a_retry_claimed_when_withdrawn_then_the_run_ends_failed_without_it(
+    run_store: RunStore,
+) -> None:
+    retrying = retrying_after_attempt_1(run_store)
+    run = claimed(run_store, make_claim("msg-2", attempt=2, now_ms=SCHEDULED_MS + 9_000))
+
+    assert run_store.withdraw(run, "the job is paused") is True
+
+    stored = run_store.get(JOB_ID, SCHEDULED_MS)
+    assert stored is not None
+    assert (stored.status, stored.attempt, stored.lease) == (RunStatus.FAILED, 1, None)
+    assert [a.number for a in stored.attempts] == [1]
+    assert stored.error == "timeout; not retried: the job is paused"
+    assert stored.finished_ms == retrying.finished_ms
+    assert stored.started_ms == SCHEDULED_MS + 250
+    # Finished: a later delivery of the withdrawn attempt is a duplicate.
+    assert run_store.claim(make_claim("msg-2", attempt=2))[0] == ClaimOutcome.DONE
+
+
+def test_given_a_claim_that_is_no_longer_current_when_withdrawn_then_false_and_kept(
+    run_store: RunStore,
+) -> None:
+    run = claimed(run_store, make_claim("msg-1"))
+    done = run_store.finish(run, RunOutcome(RunStatus.SUCCEEDED, SCHEDULED_MS + 1_000))
+
+    assert run_store.withdraw(run, "the job is cancelled") is False
+
+    assert run_store.get(JOB_ID, SCHEDULED_MS) == done
+
+
 @pytest.mark.parametrize("run_store", ["dynamo"], indirect=True)
 @pytest.mark.parametrize("attempts", [1, 2, 3, 20])
 def test_given_failed_attempts_with_long_errors_when_stored_then_the_item_is_under_one_kb(

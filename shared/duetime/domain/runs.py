@@ -245,3 +245,20 @@ def finished_run(run: Run, outcome: RunOutcome) -> Run:
         version=run.version + 1,
         due_ms=run.due_ms,
     )
+
+
+def withdrawn(run: Run, reason: str) -> Run | None:
+    """The record after a claim is withdrawn before its attempt started (its job was
+    cancelled, paused or re-armed in the moment between the worker's read and its claim:
+    duetime.services.execute). A first attempt leaves no record (None), as when the worker sees
+    the change before claiming; a retry's run ends `failed` without the withdrawn attempt, its
+    last attempt's error followed by `; not retried: <reason>`."""
+    earlier = run.attempts[:-1]
+    if not earlier:
+        return None
+    last = earlier[-1]
+    why = f"not retried: {reason}"
+    error = f"{last.error}; {why}" if last.error else why
+    ended = last.finished_ms if last.finished_ms is not None else run.attempts[-1].started_ms
+    before = replace(run, attempt=last.number, attempts=earlier)
+    return finished_run(before, RunOutcome(RunStatus.FAILED, ended, error))

@@ -25,6 +25,7 @@ from duetime.domain.runs import (
     claimed_run,
     decide_claim,
     finished_run,
+    withdrawn,
 )
 from duetime.ports import Page, StoreError
 
@@ -115,6 +116,23 @@ class DynamoRunStore:
     def finish(self, run: Run, outcome: RunOutcome) -> Run | None:
         done = finished_run(run, outcome)
         return None if self._put_if(done, run) is not None else done
+
+    def withdraw(self, run: Run, reason: str) -> bool:
+        after = withdrawn(run, reason)
+        if after is not None:
+            return self._put_if(after, run) is None
+        try:
+            self._client.delete_item(
+                TableName=self._table,
+                Key={"job_id": {"S": run.job_id}, "scheduled_ms": {"N": str(run.scheduled_ms)}},
+                ConditionExpression="v = :v",
+                ExpressionAttributeValues={":v": {"N": str(run.version)}},
+            )
+        except ClientError as exc:
+            if not is_condition_failure(exc):
+                raise StoreError(str(exc)) from exc
+            return False
+        return True
 
     def get(self, job_id: str, scheduled_ms: int) -> Run | None:
         item = self._client.get_item(

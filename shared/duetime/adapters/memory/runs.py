@@ -16,6 +16,7 @@ from duetime.domain.runs import (
     claimed_run,
     decide_claim,
     finished_run,
+    withdrawn,
 )
 from duetime.ports import Page
 
@@ -51,6 +52,19 @@ class MemoryRunStore:
             done = finished_run(run, outcome)
             self._runs[(run.job_id, run.scheduled_ms)] = done
             return done
+
+    def withdraw(self, run: Run, reason: str) -> bool:
+        with self._lock:
+            key = (run.job_id, run.scheduled_ms)
+            current = self._runs.get(key)
+            if current is None or current.version != run.version:
+                return False
+            after = withdrawn(run, reason)
+            if after is None:
+                del self._runs[key]
+            else:
+                self._runs[key] = after
+            return True
 
     def get(self, job_id: str, scheduled_ms: int) -> Run | None:
         return self._runs.get((job_id, scheduled_ms))
