@@ -13,7 +13,8 @@ For one delivery of one attempt of one run:
    the instant takes their calls off a burst's start (docs/performance.md, "Staged claims"):
    a cancel, pause or update acknowledged before the claim stops the occurrence, one
    acknowledged later does not. A job with an overlap policy is claimed on its instant (its
-   gate decides on what is running then);
+   gate decides on what is running then). A claim written after the instant reads the job
+   again: a change acknowledged between the two reads, so before the claim, withdraws it;
 6. record the outcome; on failure send the retry (with backoff) or, after the last attempt,
    put the message on the DLQ with the reason. The follow-up message is sent *before* the
    outcome is recorded, so a crash in between can duplicate an attempt but never lose one;
@@ -57,7 +58,7 @@ from duetime.domain.runs import (
 from duetime.observability import Metric, count, logger, milliseconds
 from duetime.ports import Delivery, JobQueue, JobStore, RunStore, TargetRunner
 from duetime.services.dependencies import Dependencies
-from duetime.services.job_reads import LINGER_SECONDS, JobReads
+from duetime.services.job_reads import LINGER_SECONDS, Found, JobReads
 from duetime.services.overlap import GateContention, OverlapGuard
 from duetime.settings import Settings
 
@@ -98,6 +99,28 @@ class Result:
     detail: str
     run: Run | None = None
     soon: bool = False  # RETRY_LATER, back after retry_soon_seconds (set by RunExecutor.handle)
+
+
+def _stopped(found: Found | None, message: RunMessage) -> str | None:
+    """Why the occurrence of `message` must not start, its job as read (None: it may).
+
+    Only a cancel or a pause stops a run that was handed over (a recurring job reaching its
+    end_at is marked completed while its last occurrences are still on their way: those run),
+    and a pause or re-arm made after the message was sent: a pause drops what it stopped, even
+    once resumed (the resumed chain sends its own runs, from the resume on). A one-off re-armed
+    on the same instant keeps a retry (RunExecutor._handle carries it on)."""
+    if found is None:
+        return "the job is missing"
+    job = found[0]
+    if job.status in (JobStatus.CANCELLED, JobStatus.PAUSED):
+        return f"the job is {job.status}"
+    if (
+        message.generation is not None
+        and message.generation < job.generation
+        and (job.spec.recurring or job.next_due_ms != message.scheduled_ms or message.attempt == 1)
+    ):
+        return "the job was paused or changed since"
+    return None
 
 
 def _soon(detail: str, run: Run | None) -> Result:
@@ -186,26 +209,14 @@ class RunExecutor:
         early_wait_ms = max(0, early)
         self._wait_until(message.due_ms - max(self._settings.claim_lead_ms, message.stage_ms))
         found = self._reads.get(message.tenant, message.job_id)
-        # Only a cancel or a pause stops a run that was handed over. A recurring job reaching
-        # its end_at is marked completed while its last occurrences are still on their way:
-        # those run.
-        if found is None or found[0].status in (JobStatus.CANCELLED, JobStatus.PAUSED):
+        stopped = _stopped(found, message)
+        if found is None or stopped is not None:
             count(Metric.RUNS_DROPPED)
-            status = found[0].status if found else "missing"
-            self._end_dropped_retry(message, f"the job is {status}")
-            return Result(Disposition.DONE, f"dropped: job is {status}")
+            reason = stopped or "the job is missing"
+            self._end_dropped_retry(message, reason)
+            return Result(Disposition.DONE, f"dropped: {reason}")
         job, dependents = found
         if message.generation is not None and message.generation < job.generation:
-            # Handed over before a pause or a re-arm: a pause drops what it stopped, even once
-            # resumed (the resumed chain sends its own runs, from the resume on).
-            if (
-                job.spec.recurring
-                or job.next_due_ms != message.scheduled_ms
-                or message.attempt == 1
-            ):
-                count(Metric.RUNS_DROPPED)
-                self._end_dropped_retry(message, "the job was paused or changed since")
-                return Result(Disposition.DONE, "dropped: sent before the job was paused")
             # A one-off re-armed on the same instant keeps its run: the re-arm's first attempt
             # replaced the old one (its jitter, its lane), but a retry of the old generation
             # carries the run on (one sent by an attempt that was running during the update is
@@ -293,6 +304,20 @@ class RunExecutor:
             wait = (reclaimable - self._clock()) // 1000 + 1
             self._queue.change_visibility(delivery, max(0, min(MAX_VISIBILITY_SECONDS, wait)))
             return Result(Disposition.RETRY_LATER, "another worker holds the run", run)
+        if self._clock() > message.due_ms:
+            # Claimed after its instant: a change acknowledged between the read above and the
+            # claim was acknowledged before the claim, and must stop the run. Read the job
+            # again (merged as the first read is): a change since is after the claim. Within
+            # the claim lead before the instant, such a change may not stop it (as documented).
+            found = self._reads.get(message.tenant, message.job_id)
+            stopped = _stopped(found, message)
+            if found is None or stopped is not None:
+                count(Metric.RUNS_DROPPED)
+                reason = stopped or "the job is missing"
+                if self._runs.withdraw(run, reason):
+                    self._released(job, message)
+                return Result(Disposition.DONE, f"dropped after the claim: {reason}")
+            job, dependents = found  # a change this run follows (its payload, its target)
         self._wait_until(message.due_ms)
         count(Metric.RUNS_STARTED)
         milliseconds(Metric.START_LATENESS, claim.lateness_ms)
