@@ -1168,7 +1168,7 @@ class EngineMachine(RuleBasedStateMachine):
                 assert tally.succeeded, f"recorded as succeeded, never executed: {run}"
             elif run.status == RunStatus.FAILED:
                 # Or a retry dropped with its job (paused or cancelled before it): the run
-                # ends failed with its last error (RunExecutor._end_dropped_retry).
+                # ends failed with its last error (RunExecutor._end_dropped).
                 last = run.attempts[-1].error if run.attempts else None
                 if last is not None and "; not retried: the job " in last:
                     assert {"paused", "cancelled"} & {c.status for c in model.changes}, run

@@ -232,6 +232,44 @@ def test_given_a_worker_that_dies_holding_a_run_then_the_run_is_reclaimed_after_
     assert [(a.number, a.error) for a in run.attempts] == [(1, ABANDONED_ERROR), (2, None)]
 
 
+def test_given_a_worker_that_died_holding_a_run_of_a_job_cancelled_since_then_the_run_ends_failed(
+    engine: Engine,
+) -> None:
+    # Found by review: the redelivery was dropped with its job, before any look at the run,
+    # and the run stayed `running` (in progress, in the API) until its record expired.
+    job_id = engine.submit({"schedule": {"delay_seconds": 0}})
+    url = engine.aws.settings.queue(Runtime.LAMBDA, Priority.NORMAL).url
+    # A worker receives the message and claims the run, then dies
+    received = engine.aws.sqs.receive_message(QueueUrl=url)["Messages"][0]
+    scheduled = created(engine, job_id)
+    outcome, _ = engine.parts.runs.claim(
+        RunClaim(
+            "tenant-a",
+            job_id,
+            scheduled,
+            1,
+            Lease(received["MessageId"], 1, scheduled + 60_000),
+            scheduled,
+            0,
+            scheduled // 1000 + 3600,
+        )
+    )
+    assert outcome == ClaimOutcome.CLAIMED
+    engine.parts.service.cancel("tenant-a", job_id)
+
+    # When SQS delivers the message again, its lease long over
+    engine.advance(engine_visibility(engine) + 1)
+    engine.drain()
+
+    # Then the run is not run again, and ends failed, saying why
+    assert engine.recorder.calls == []
+    run = engine.parts.runs.get(job_id, scheduled)
+    assert run is not None
+    assert (run.status, run.lease) == (RunStatus.FAILED, None)
+    assert run.error == f"{ABANDONED_ERROR}; not retried: the job is cancelled"
+    assert engine.queue_messages(Runtime.LAMBDA, Priority.NORMAL) == 0
+
+
 def test_given_a_copy_of_a_run_held_by_a_dead_worker_then_it_reclaims_when_the_lease_ends(
     engine: Engine,
 ) -> None:

@@ -101,8 +101,9 @@ class Result:
     soon: bool = False  # RETRY_LATER, back after retry_soon_seconds (set by RunExecutor.handle)
 
 
-def _stopped(found: Found | None, message: RunMessage) -> str | None:
-    """Why the occurrence of `message` must not start, its job as read (None: it may).
+def _runnable(found: Found | None, message: RunMessage) -> Found | str:
+    """The job as read (and its dependents) if the occurrence of `message` may start, else
+    why it must not.
 
     Only a cancel or a pause stops a run that was handed over (a recurring job reaching its
     end_at is marked completed while its last occurrences are still on their way: those run),
@@ -120,7 +121,7 @@ def _stopped(found: Found | None, message: RunMessage) -> str | None:
         and (job.spec.recurring or job.next_due_ms != message.scheduled_ms or message.attempt == 1)
     ):
         return "the job was paused or changed since"
-    return None
+    return found
 
 
 def _soon(detail: str, run: Run | None) -> Result:
@@ -208,14 +209,12 @@ class RunExecutor:
         # the target started after it.
         early_wait_ms = max(0, early)
         self._wait_until(message.due_ms - max(self._settings.claim_lead_ms, message.stage_ms))
-        found = self._reads.get(message.tenant, message.job_id)
-        stopped = _stopped(found, message)
-        if found is None or stopped is not None:
+        runnable = _runnable(self._reads.get(message.tenant, message.job_id), message)
+        if isinstance(runnable, str):
             count(Metric.RUNS_DROPPED)
-            reason = stopped or "the job is missing"
-            self._end_dropped_retry(message, reason)
-            return Result(Disposition.DONE, f"dropped: {reason}")
-        job, dependents = found
+            self._end_dropped(delivery, message, runnable)
+            return Result(Disposition.DONE, f"dropped: {runnable}")
+        job, dependents = runnable
         if message.generation is not None and message.generation < job.generation:
             # A one-off re-armed on the same instant keeps its run: the re-arm's first attempt
             # replaced the old one (its jitter, its lane), but a retry of the old generation
@@ -309,15 +308,13 @@ class RunExecutor:
             # claim was acknowledged before the claim, and must stop the run. Read the job
             # again (merged as the first read is): a change since is after the claim. Within
             # the claim lead before the instant, such a change may not stop it (as documented).
-            found = self._reads.get(message.tenant, message.job_id)
-            stopped = _stopped(found, message)
-            if found is None or stopped is not None:
+            runnable = _runnable(self._reads.get(message.tenant, message.job_id), message)
+            if isinstance(runnable, str):
                 count(Metric.RUNS_DROPPED)
-                reason = stopped or "the job is missing"
-                if self._runs.withdraw(run, reason):
+                if self._runs.withdraw(run, runnable):
                     self._released(job, message)
-                return Result(Disposition.DONE, f"dropped after the claim: {reason}")
-            job, dependents = found  # a change this run follows (its payload, its target)
+                return Result(Disposition.DONE, f"dropped after the claim: {runnable}")
+            job, dependents = runnable  # a change this run follows (its payload, its target)
         self._wait_until(message.due_ms)
         count(Metric.RUNS_STARTED)
         milliseconds(Metric.START_LATENESS, claim.lateness_ms)
@@ -378,20 +375,31 @@ class RunExecutor:
             return _soon("succeeded; dependents not triggered", done)
         return Result(Disposition.DONE, "succeeded", done or run)
 
-    def _end_dropped_retry(self, message: RunMessage, reason: str) -> None:
-        """A retry dropped with its job ends its run `failed`, its last attempt's error kept,
-        rather than leaving it `retrying` for good (shown as in progress, holding an overlap
-        gate). A first attempt has no record to end."""
-        if message.attempt < 2:
+    def _end_dropped(self, delivery: Delivery, message: RunMessage, reason: str) -> None:
+        """A run dropped with its job ends `failed` rather than showing as in progress for good
+        (and holding an overlap gate): a retry's run `retrying`, its last attempt's error kept;
+        a run an earlier receive of this very message claimed and died holding (its lease
+        over), as abandoned. A first delivery of a first attempt has no record to end."""
+        if message.attempt < 2 and delivery.receive_count < 2:
             return
         run = self._runs.get(message.job_id, message.scheduled_ms)
-        if run is None or run.status != RunStatus.RETRYING or run.attempt != message.attempt - 1:
+        if run is None:
             return
-        last = run.attempts[-1] if run.attempts else None
         why = f"not retried: {reason}"
-        error = f"{last.error}; {why}" if last and last.error else why
-        ended = (last.finished_ms if last else None) or self._clock()
-        self._runs.finish(run, RunOutcome(RunStatus.FAILED, ended, error))
+        now = self._clock()
+        skew = self._settings.clock_skew_allowance_seconds * 1000
+        if run.status == RunStatus.RETRYING and run.attempt == message.attempt - 1:
+            last = run.attempts[-1] if run.attempts else None
+            error = f"{last.error}; {why}" if last and last.error else why
+            ended = (last.finished_ms if last else None) or now
+            self._runs.finish(run, RunOutcome(RunStatus.FAILED, ended, error))
+        elif (
+            run.status == RunStatus.RUNNING
+            and run.lease is not None
+            and run.lease.message_id == delivery.message_id
+            and run.lease.until_ms + skew <= now
+        ):
+            self._runs.finish(run, RunOutcome(RunStatus.FAILED, now, f"{ABANDONED_ERROR}; {why}"))
 
     def _failed(
         self,
