@@ -198,25 +198,7 @@ def test_given_duplicate_deliveries_of_one_run_then_the_target_is_called_once(
 def test_given_a_worker_that_dies_holding_a_run_then_the_run_is_reclaimed_after_visibility(
     engine: Engine,
 ) -> None:
-    job_id = engine.submit({"schedule": {"delay_seconds": 0}})
-    url = engine.aws.settings.queue(Runtime.LAMBDA, Priority.NORMAL).url
-    # A worker receives the message and claims the run, then dies before executing
-    received = engine.aws.sqs.receive_message(QueueUrl=url)["Messages"][0]
-    scheduled = created(engine, job_id)
-    now = scheduled
-    outcome, _ = engine.parts.runs.claim(
-        RunClaim(
-            "tenant-a",
-            job_id,
-            scheduled,
-            1,
-            Lease(received["MessageId"], 1, now + 60_000),
-            now,
-            0,
-            now // 1000 + 3600,
-        )
-    )
-    assert outcome == ClaimOutcome.CLAIMED
+    job_id, scheduled = claimed_by_a_worker_that_dies(engine)
     engine.drain()
     assert engine.recorder.calls == []  # still leased: SQS hides it
     # When the visibility timeout expires, SQS delivers it again: the run's lease is long
@@ -237,24 +219,7 @@ def test_given_a_worker_that_died_holding_a_run_of_a_job_cancelled_since_then_th
 ) -> None:
     # Found by review: the redelivery was dropped with its job, before any look at the run,
     # and the run stayed `running` (in progress, in the API) until its record expired.
-    job_id = engine.submit({"schedule": {"delay_seconds": 0}})
-    url = engine.aws.settings.queue(Runtime.LAMBDA, Priority.NORMAL).url
-    # A worker receives the message and claims the run, then dies
-    received = engine.aws.sqs.receive_message(QueueUrl=url)["Messages"][0]
-    scheduled = created(engine, job_id)
-    outcome, _ = engine.parts.runs.claim(
-        RunClaim(
-            "tenant-a",
-            job_id,
-            scheduled,
-            1,
-            Lease(received["MessageId"], 1, scheduled + 60_000),
-            scheduled,
-            0,
-            scheduled // 1000 + 3600,
-        )
-    )
-    assert outcome == ClaimOutcome.CLAIMED
+    job_id, scheduled = claimed_by_a_worker_that_dies(engine)
     engine.parts.service.cancel("tenant-a", job_id)
 
     # When SQS delivers the message again, its lease long over
@@ -273,22 +238,8 @@ def test_given_a_worker_that_died_holding_a_run_of_a_job_cancelled_since_then_th
 def test_given_a_copy_of_a_run_held_by_a_dead_worker_then_it_reclaims_when_the_lease_ends(
     engine: Engine,
 ) -> None:
-    job_id = engine.submit({"schedule": {"delay_seconds": 0}})
-    scheduled = created(engine, job_id)
     # A worker claimed the run with a 60 s lease and died; a second copy of the message is queued
-    outcome, _ = engine.parts.runs.claim(
-        RunClaim(
-            "tenant-a",
-            job_id,
-            scheduled,
-            1,
-            Lease("dead-worker-message", 1, scheduled + 60_000),
-            scheduled,
-            0,
-            scheduled // 1000 + 3600,
-        )
-    )
-    assert outcome == ClaimOutcome.CLAIMED
+    job_id, scheduled = claimed_by_a_worker_that_dies(engine, holder="dead-worker-message")
     engine.drain()  # the copy finds the run busy and comes back when the lease ends
     assert engine.recorder.calls == []
     # (past its deadline by the clock-skew allowance: the deadline is the dead worker's clock)
@@ -303,6 +254,31 @@ def test_given_a_copy_of_a_run_held_by_a_dead_worker_then_it_reclaims_when_the_l
     run = engine.parts.runs.get(job_id, scheduled)
     assert run is not None
     assert (run.status, run.attempt) == (RunStatus.SUCCEEDED, 2)
+
+
+def claimed_by_a_worker_that_dies(engine: Engine, holder: str | None = None) -> tuple[str, int]:
+    """A job due now whose run a worker claimed (a 60 s lease) and died before executing: its
+    id and its instant. The worker held the job's message (received here), or `holder`, a copy
+    of it (the job's own message stays queued)."""
+    job_id = engine.submit({"schedule": {"delay_seconds": 0}})
+    if holder is None:
+        url = engine.aws.settings.queue(Runtime.LAMBDA, Priority.NORMAL).url
+        holder = engine.aws.sqs.receive_message(QueueUrl=url)["Messages"][0]["MessageId"]
+    scheduled = created(engine, job_id)
+    outcome, _ = engine.parts.runs.claim(
+        RunClaim(
+            "tenant-a",
+            job_id,
+            scheduled,
+            1,
+            Lease(holder, 1, scheduled + 60_000),
+            scheduled,
+            0,
+            scheduled // 1000 + 3600,
+        )
+    )
+    assert outcome == ClaimOutcome.CLAIMED
+    return job_id, scheduled
 
 
 def engine_visibility(engine: Engine) -> int:
