@@ -57,8 +57,9 @@ from duetime.domain.timeutil import MINUTE_MS, rfc3339_ms, to_ms
 from duetime.observability import metrics
 from duetime.ports import Delivery
 from duetime.services.coordinator import Coordinator, InProcessLauncher
-from duetime.services.execute import Disposition, Result, RunExecutor
+from duetime.services.execute import RunExecutor
 from duetime.services.jobs import JobService
+from duetime.services.results import Disposition, Result
 from duetime.services.sweep import Sweeper
 from duetime.settings import QueueUrls, Settings, queue_key
 from duetime.targets import Invocation, TargetError

@@ -11,7 +11,7 @@ before the claim, and stops the occurrence; the claim is withdrawn."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import replace
 
 import pytest
@@ -20,8 +20,9 @@ from duetime.clock import wall_ms
 from duetime.domain.jobs import Priority, Runtime, parse_job_spec
 from duetime.domain.runs import ClaimOutcome, Run, RunClaim, RunStatus
 from duetime.domain.timeutil import rfc3339_ms
-from duetime.ports import Delivery, RunStore
-from duetime.services.execute import Disposition, RunExecutor
+from duetime.ports import Delivery, JobStore, RunStore, StoreError
+from duetime.services.execute import RunExecutor
+from duetime.services.results import Disposition
 from duetime.targets import TargetExecutor
 from tests.integration.conftest import Engine
 from tests.integration.test_dropped_retries import retrying_one_off
@@ -191,6 +192,38 @@ def cancel_before_claims(twins: OverlapTwins, change: Callable[[], object]) -> N
     twins.runs.claim = changed_first  # type: ignore[method-assign]
 
 
+def test_a_late_run_whose_second_read_fails_runs_as_first_read(engine: Engine) -> None:
+    # Given an occurrence received after its instant
+    job_id, scheduled_ms, delivery = received_half_a_second_early(engine, late_by_ms=300)
+
+    # When the read after its claim fails (an outage), though the first one did not
+    jobs = FailingReads(engine.parts.jobs, failing=2)
+    result = worker(engine, engine.advance, jobs=jobs).handle(delivery)
+
+    # Then the run goes on as first read: no attempt lost to the outage
+    assert jobs.reads == 2
+    assert result.detail == "succeeded"
+    assert engine.recorder.runs_of(job_id) == [scheduled_ms]
+
+
+class FailingReads:
+    """The engine's job store, whose `failing`-th read of jobs for runs fails."""
+
+    def __init__(self, jobs: JobStore, failing: int) -> None:
+        self._jobs = jobs
+        self._failing = failing
+        self.reads = 0
+
+    def get_with_dependents(self, keys: Sequence[tuple[str, str]]) -> object:
+        self.reads += 1
+        if self.reads == self._failing:
+            raise StoreError("the table did not answer")
+        return self._jobs.get_with_dependents(keys)
+
+    def __getattr__(self, name: str) -> object:
+        return getattr(self._jobs, name)
+
+
 class ChangedBeforeClaim:
     """The engine's run store, with `change` made (and acknowledged) as a claim is asked for:
     after the worker read the job, before the claim is written."""
@@ -237,13 +270,14 @@ def worker(
     sleep: Callable[[float], None],
     claim_lead_ms: int | None = None,
     runs: object = None,
+    jobs: object = None,
 ) -> RunExecutor:
     parts = engine.parts
     settings = parts.settings
     if claim_lead_ms is not None:
         settings = replace(settings, claim_lead_ms=claim_lead_ms)
     return RunExecutor(
-        parts.jobs,
+        jobs or parts.jobs,  # type: ignore[arg-type]
         runs or parts.runs,  # type: ignore[arg-type]
         parts.queue,
         TargetExecutor(allow_private=True),

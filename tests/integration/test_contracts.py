@@ -1424,6 +1424,18 @@ def test_given_a_claim_that_is_no_longer_current_when_withdrawn_then_false_and_k
     assert run_store.get(JOB_ID, SCHEDULED_MS) == done
 
 
+def test_given_a_retry_claim_that_is_no_longer_current_when_withdrawn_then_false_and_kept(
+    run_store: RunStore,
+) -> None:
+    retrying_after_attempt_1(run_store)
+    run = claimed(run_store, make_claim("msg-2", attempt=2, now_ms=SCHEDULED_MS + 9_000))
+    done = run_store.finish(run, RunOutcome(RunStatus.SUCCEEDED, SCHEDULED_MS + 10_000))
+
+    assert run_store.withdraw(run, "the job is cancelled") is False
+
+    assert run_store.get(JOB_ID, SCHEDULED_MS) == done
+
+
 @pytest.mark.parametrize("run_store", ["dynamo"], indirect=True)
 @pytest.mark.parametrize("attempts", [1, 2, 3, 20])
 def test_given_failed_attempts_with_long_errors_when_stored_then_the_item_is_under_one_kb(

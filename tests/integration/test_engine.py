@@ -235,6 +235,31 @@ def test_given_a_worker_that_died_holding_a_run_of_a_job_cancelled_since_then_th
     assert engine.queue_messages(Runtime.LAMBDA, Priority.NORMAL) == 0
 
 
+def test_given_a_run_whose_lease_is_live_when_its_message_comes_back_dropped_then_it_waits(
+    engine: Engine,
+) -> None:
+    # A holder's message can come back while it still runs (a heartbeat failed, a Fargate
+    # worker handed back its held messages): the run is left to it, and the message kept.
+    job_id, scheduled = claimed_by_a_worker_that_dies(engine, visibility=5)
+    engine.parts.service.cancel("tenant-a", job_id)
+    engine.advance(10)
+
+    engine.drain()
+
+    run = engine.parts.runs.get(job_id, scheduled)
+    assert run is not None
+    assert run.status == RunStatus.RUNNING
+    assert engine.queue_messages(Runtime.LAMBDA, Priority.NORMAL) == 1
+    # Once the lease (60 s) and the clock-skew allowance are over, the run ends failed
+    engine.advance(60 + CLOCK_SKEW_ALLOWANCE_MS / 1000)
+    engine.drain()
+    run = engine.parts.runs.get(job_id, scheduled)
+    assert run is not None
+    assert run.status == RunStatus.FAILED
+    assert engine.queue_messages(Runtime.LAMBDA, Priority.NORMAL) == 0
+    assert engine.recorder.calls == []
+
+
 def test_given_a_copy_of_a_run_held_by_a_dead_worker_then_it_reclaims_when_the_lease_ends(
     engine: Engine,
 ) -> None:
@@ -256,14 +281,34 @@ def test_given_a_copy_of_a_run_held_by_a_dead_worker_then_it_reclaims_when_the_l
     assert (run.status, run.attempt) == (RunStatus.SUCCEEDED, 2)
 
 
-def claimed_by_a_worker_that_dies(engine: Engine, holder: str | None = None) -> tuple[str, int]:
+def test_given_a_run_claimed_a_moment_ago_when_a_copy_finds_it_held_then_it_comes_back_soon(
+    engine: Engine,
+) -> None:
+    # A claim moments old may yet be withdrawn (a late run whose job changed since its read:
+    # a one-off re-armed on its instant sends a message that can find it): a copy comes back
+    # in seconds, not when the holder's lease ends (60 s here, plus the skew allowance).
+    claimed_by_a_worker_that_dies(engine, holder="another-copy")
+
+    engine.drain()  # the job's own message finds the run held
+
+    assert engine.recorder.calls == []
+    engine.advance(3)
+    url = engine.aws.settings.queue(Runtime.LAMBDA, Priority.NORMAL).url
+    back = engine.aws.sqs.receive_message(QueueUrl=url, VisibilityTimeout=0).get("Messages", [])
+    assert len(back) == 1
+
+
+def claimed_by_a_worker_that_dies(
+    engine: Engine, holder: str | None = None, visibility: int | None = None
+) -> tuple[str, int]:
     """A job due now whose run a worker claimed (a 60 s lease) and died before executing: its
-    id and its instant. The worker held the job's message (received here), or `holder`, a copy
-    of it (the job's own message stays queued)."""
+    id and its instant. The worker held the job's message (received here, for `visibility`
+    seconds, or the queue's), or `holder`, a copy of it (the job's own message stays queued)."""
     job_id = engine.submit({"schedule": {"delay_seconds": 0}})
     if holder is None:
         url = engine.aws.settings.queue(Runtime.LAMBDA, Priority.NORMAL).url
-        holder = engine.aws.sqs.receive_message(QueueUrl=url)["Messages"][0]["MessageId"]
+        extra = {} if visibility is None else {"VisibilityTimeout": visibility}
+        holder = engine.aws.sqs.receive_message(QueueUrl=url, **extra)["Messages"][0]["MessageId"]
     scheduled = created(engine, job_id)
     outcome, _ = engine.parts.runs.claim(
         RunClaim(

@@ -12,7 +12,8 @@ from duetime.clock import wall_ms
 from duetime.domain.jobs import RECORDING_MARGIN_SECONDS, Priority, Runtime
 from duetime.domain.timeutil import rfc3339_ms
 from duetime.ports import Delivery
-from duetime.services.execute import PRE_START_ALLOWANCE_MS, Disposition
+from duetime.services.execute import PRE_START_ALLOWANCE_MS
+from duetime.services.results import Disposition
 from tests.integration.conftest import Engine
 from tests.integration.test_acknowledged_before_claim import worker
 from tests.integration.test_api import Api, api

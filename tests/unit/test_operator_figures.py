@@ -13,8 +13,8 @@ from duetime.api.admin import Forbidden, claim_words, require_scope
 from duetime.domain.jobs import Priority, Runtime
 from duetime.domain.runs import Attempt, Run, RunStatus
 from duetime.local.figures import RunFigures
-from duetime.services.execute import Disposition, Result
 from duetime.services.operator_stats import lag_seconds
+from duetime.services.results import Disposition, Result
 from duetime.settings import ApiSettings, Env, QueueUrls, queue_key
 
 NOW_MS = 1_795_255_205_000  # 2026-11-21T10:00:05Z

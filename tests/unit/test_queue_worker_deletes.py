@@ -12,8 +12,8 @@ import pytest
 
 from duetime.domain.jobs import Priority, Runtime
 from duetime.ports import Delivery
-from duetime.services.execute import Disposition, Result
 from duetime.services.queue_worker import QueueWorker
+from duetime.services.results import Disposition, Result
 from tests.waiting import wait_for
 
 

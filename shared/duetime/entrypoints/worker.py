@@ -26,7 +26,7 @@ from aws_lambda_powertools.utilities.typing import LambdaContext
 
 from duetime.observability import logger, metrics, tracer
 from duetime.ports import Delivery
-from duetime.services.execute import Disposition, retry_soon_seconds
+from duetime.services.results import Disposition, retry_soon_seconds
 from duetime.wiring import Components, components
 
 # One thread per record of the largest batch the event source mapping delivers (infra sets

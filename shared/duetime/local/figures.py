@@ -30,7 +30,7 @@ if TYPE_CHECKING:
     from mypy_boto3_sqs import SQSClient
 
     from duetime.ports import Delivery
-    from duetime.services.execute import Result
+    from duetime.services.results import Result
 
 LATENESS_WINDOW = 1000  # lateness percentiles are over the latest this many runs
 HOUR_MS = 3_600_000

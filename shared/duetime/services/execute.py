@@ -31,8 +31,7 @@ from __future__ import annotations
 import random
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, replace
-from enum import StrEnum
+from dataclasses import replace
 
 from duetime.domain.ids import run_id
 from duetime.domain.invocation import Invocation, TargetError
@@ -60,6 +59,13 @@ from duetime.ports import Delivery, JobQueue, JobStore, RunStore, TargetRunner
 from duetime.services.dependencies import Dependencies
 from duetime.services.job_reads import LINGER_SECONDS, Found, JobReads
 from duetime.services.overlap import GateContention, OverlapGuard
+from duetime.services.results import (
+    MAX_VISIBILITY_SECONDS,
+    Disposition,
+    Result,
+    retry_soon_seconds,
+    soon,
+)
 from duetime.settings import Settings
 
 # A message that arrives earlier than this (beyond its staging) is put back with a visibility
@@ -74,31 +80,9 @@ LEASE_MARGIN_MS = 30_000
 ABANDONED_ERROR = "the worker stopped during the attempt (killed at its timeout, or crashed)"
 
 
-class Disposition(StrEnum):
-    DONE = "done"  # delete the message
-    RETRY_LATER = "retry_later"  # leave it: SQS delivers it again after the visibility timeout
-
-
-# A delivery to handle again soon (its handling failed, or a send it owed did) comes back after
-# 2, 4, 8, ... seconds by its receive count, up to this: not after the queue's visibility
-# timeout (6 x the worker's: 90 minutes as deployed); the redrive policy still dead-letters it
-# after its 10th receive.
-RETRY_SOON_MAX_SECONDS = 300
-# SQS caps a message's visibility timeout at 12 hours.
-MAX_VISIBILITY_SECONDS = 43_200
-
-
-def retry_soon_seconds(receive_count: int) -> int:
-    doubling: int = 2 ** min(max(receive_count, 1), 9)
-    return min(RETRY_SOON_MAX_SECONDS, doubling)
-
-
-@dataclass(frozen=True)
-class Result:
-    disposition: Disposition
-    detail: str
-    run: Run | None = None
-    soon: bool = False  # RETRY_LATER, back after retry_soon_seconds (set by RunExecutor.handle)
+# A delivery that finds a run claimed less than this long ago (or due to start) comes back
+# soon, not when the holder's lease ends: a late claim whose job changed is withdrawn at once.
+FRESH_MS = 5_000
 
 
 def _runnable(found: Found | None, message: RunMessage) -> Found | str:
@@ -122,11 +106,6 @@ def _runnable(found: Found | None, message: RunMessage) -> Found | str:
     ):
         return "the job was paused or changed since"
     return found
-
-
-def _soon(detail: str, run: Run | None) -> Result:
-    """Leave the message to come back soon: nothing else says when."""
-    return Result(Disposition.RETRY_LATER, detail, run, soon=True)
 
 
 class RunExecutor:
@@ -211,8 +190,10 @@ class RunExecutor:
         self._wait_until(message.due_ms - max(self._settings.claim_lead_ms, message.stage_ms))
         runnable = _runnable(self._reads.get(message.tenant, message.job_id), message)
         if isinstance(runnable, str):
+            held = self._end_dropped(delivery, message, runnable)
+            if held is not None:
+                return held
             count(Metric.RUNS_DROPPED)
-            self._end_dropped(delivery, message, runnable)
             return Result(Disposition.DONE, f"dropped: {runnable}")
         job, dependents = runnable
         if message.generation is not None and message.generation < job.generation:
@@ -284,7 +265,7 @@ class RunExecutor:
                 # still holds the gate, and its retry would find it taken.)
                 self._overlap.release(job, message.scheduled_ms)
             if run is not None and not self._triggered(job, dependents, run):
-                return _soon("dependents not triggered yet", run)
+                return soon("dependents not triggered yet", run)
             return Result(Disposition.DONE, "duplicate of finished work", run)
         if outcome == ClaimOutcome.ABANDONED and run is not None:
             # Its holder was killed or died mid-attempt: that attempt failed. Retry (or give up)
@@ -294,21 +275,21 @@ class RunExecutor:
                 job, dependents, replace(message, attempt=run.attempt), run, ABANDONED_ERROR, True
             )
         if outcome == ClaimOutcome.BUSY or run is None:
-            # Come back when the holder's lease ends: if it died, this delivery reclaims.
             count(Metric.RUNS_DUPLICATE)
-            if run is None or run.lease is None:
-                return _soon("another worker holds the run", run)
-            reclaimable = run.lease.until_ms + claim.skew_allowance_ms
-            # (Not delay_seconds: a lease can end past SQS's 900 s delay limit.)
-            wait = (reclaimable - self._clock()) // 1000 + 1
-            self._queue.change_visibility(delivery, max(0, min(MAX_VISIBILITY_SECONDS, wait)))
-            return Result(Disposition.RETRY_LATER, "another worker holds the run", run)
+            if run is None:
+                return soon("another worker holds the run", run)
+            return self._after_the_lease(delivery, run, "another worker holds the run")
         if self._clock() > message.due_ms:
             # Claimed after its instant: a change acknowledged between the read above and the
             # claim was acknowledged before the claim, and must stop the run. Read the job
             # again (merged as the first read is): a change since is after the claim. Within
             # the claim lead before the instant, such a change may not stop it (as documented).
-            runnable = _runnable(self._reads.get(message.tenant, message.job_id), message)
+            try:
+                found = self._reads.get(message.tenant, message.job_id)
+            except Exception:  # not an attempt lost to an outage: it runs as first read
+                logger.warning("could not read the job again after a late claim", exc_info=True)
+                found = job, dependents
+            runnable = _runnable(found, message)
             if isinstance(runnable, str):
                 count(Metric.RUNS_DROPPED)
                 if self._runs.withdraw(run, runnable):
@@ -372,19 +353,20 @@ class RunExecutor:
         # most of the logs' bill (docs/cost.md "Logs"). Failures and retries log at WARNING+.
         logger.debug("run succeeded", extra={"attempt": message.attempt})
         if done is not None and not self._triggered(job, dependents, done):
-            return _soon("succeeded; dependents not triggered", done)
+            return soon("succeeded; dependents not triggered", done)
         return Result(Disposition.DONE, "succeeded", done or run)
 
-    def _end_dropped(self, delivery: Delivery, message: RunMessage, reason: str) -> None:
+    def _end_dropped(self, delivery: Delivery, message: RunMessage, reason: str) -> Result | None:
         """A run dropped with its job ends `failed` rather than showing as in progress for good
         (and holding an overlap gate): a retry's run `retrying`, its last attempt's error kept;
-        a run an earlier receive of this very message claimed and died holding (its lease
-        over), as abandoned. A first delivery of a first attempt has no record to end."""
+        a run an earlier receive of this very message claimed and died holding, as abandoned,
+        once its lease is over (until then the message is kept: the result). A first delivery
+        of a first attempt has no record to end."""
         if message.attempt < 2 and delivery.receive_count < 2:
-            return
+            return None
         run = self._runs.get(message.job_id, message.scheduled_ms)
         if run is None:
-            return
+            return None
         why = f"not retried: {reason}"
         now = self._clock()
         skew = self._settings.clock_skew_allowance_seconds * 1000
@@ -397,9 +379,24 @@ class RunExecutor:
             run.status == RunStatus.RUNNING
             and run.lease is not None
             and run.lease.message_id == delivery.message_id
-            and run.lease.until_ms + skew <= now
         ):
+            if run.lease.until_ms + skew > now:  # its holder may still be running it
+                return self._after_the_lease(delivery, run, "dropped once its lease is over")
             self._runs.finish(run, RunOutcome(RunStatus.FAILED, now, f"{ABANDONED_ERROR}; {why}"))
+        return None
+
+    def _after_the_lease(self, delivery: Delivery, run: Run, detail: str) -> Result:
+        """Leave the message until the lease of `run`'s holder is over (its deadline plus the
+        clock-skew allowance): if the holder died, the next delivery takes over. A claim made
+        moments ago may yet be withdrawn (a late run whose job changed): then soon."""
+        now = self._clock()
+        if run.lease is None or not run.attempts or now - run.attempts[-1].started_ms < FRESH_MS:
+            return soon(detail, run)
+        reclaimable = run.lease.until_ms + self._settings.clock_skew_allowance_seconds * 1000
+        # (Not delay_seconds: a lease can end past SQS's 900 s delay limit.)
+        wait = (reclaimable - now) // 1000 + 1
+        self._queue.change_visibility(delivery, max(0, min(MAX_VISIBILITY_SECONDS, wait)))
+        return Result(Disposition.RETRY_LATER, detail, run)
 
     def _failed(
         self,
@@ -431,7 +428,7 @@ class RunExecutor:
         count(Metric.RUNS_DEAD)
         logger.error("run failed", extra={"attempt": message.attempt, "error": error})
         if done is not None and not self._triggered(job, dependents, done):
-            return _soon("failed; dependents not triggered", done)
+            return soon("failed; dependents not triggered", done)
         return Result(Disposition.DONE, f"failed: {error}", done or run)
 
     def _triggered(self, job: Job, dependents: tuple[str, ...], run: Run) -> bool:

@@ -30,7 +30,8 @@ from concurrent.futures import ThreadPoolExecutor
 from duetime.domain.jobs import Priority, Runtime
 from duetime.observability import logger, metrics, serialized_metrics
 from duetime.ports import Delivery, JobQueue
-from duetime.services.execute import Disposition, RunExecutor, retry_soon_seconds
+from duetime.services.execute import RunExecutor
+from duetime.services.results import Disposition, retry_soon_seconds
 
 DELETE_BATCH = 10  # messages per DeleteMessageBatch
 _RANK = {Priority.HIGH: 0, Priority.NORMAL: 1, Priority.LOW: 2}  # which waiting run starts first

@@ -119,15 +119,22 @@ class DynamoRunStore:
 
     def withdraw(self, run: Run, reason: str) -> bool:
         after = withdrawn(run, reason)
-        if after is not None:
-            return self._put_if(after, run) is None
+        current = {":v": {"N": str(run.version)}}
         try:
-            self._client.delete_item(
-                TableName=self._table,
-                Key={"job_id": {"S": run.job_id}, "scheduled_ms": {"N": str(run.scheduled_ms)}},
-                ConditionExpression="v = :v",
-                ExpressionAttributeValues={":v": {"N": str(run.version)}},
-            )
+            if after is None:
+                self._client.delete_item(
+                    TableName=self._table,
+                    Key={"job_id": {"S": run.job_id}, "scheduled_ms": {"N": str(run.scheduled_ms)}},
+                    ConditionExpression="v = :v",
+                    ExpressionAttributeValues=current,
+                )
+            else:
+                self._client.put_item(
+                    TableName=self._table,
+                    Item=to_item(run_to_values(after)),
+                    ConditionExpression="v = :v",
+                    ExpressionAttributeValues=current,
+                )
         except ClientError as exc:
             if not is_condition_failure(exc):
                 raise StoreError(str(exc)) from exc

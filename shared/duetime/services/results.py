@@ -1,0 +1,41 @@
+"""What handling a delivery tells the worker that received it: delete the message, or leave it
+to come back, and when (duetime.services.execute decides; the Lambda and Fargate workers act)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from enum import StrEnum
+
+from duetime.domain.runs import Run
+
+
+class Disposition(StrEnum):
+    DONE = "done"  # delete the message
+    RETRY_LATER = "retry_later"  # leave it: SQS delivers it again after the visibility timeout
+
+
+# A delivery to handle again soon (its handling failed, or a send it owed did) comes back after
+# 2, 4, 8, ... seconds by its receive count, up to this: not after the queue's visibility
+# timeout (6 x the worker's: 90 minutes as deployed); the redrive policy still dead-letters it
+# after its 10th receive.
+RETRY_SOON_MAX_SECONDS = 300
+# SQS caps a message's visibility timeout at 12 hours.
+MAX_VISIBILITY_SECONDS = 43_200
+
+
+def retry_soon_seconds(receive_count: int) -> int:
+    doubling: int = 2 ** min(max(receive_count, 1), 9)
+    return min(RETRY_SOON_MAX_SECONDS, doubling)
+
+
+@dataclass(frozen=True)
+class Result:
+    disposition: Disposition
+    detail: str
+    run: Run | None = None
+    soon: bool = False  # RETRY_LATER, back after retry_soon_seconds (set by RunExecutor.handle)
+
+
+def soon(detail: str, run: Run | None) -> Result:
+    """Leave the message to come back soon: nothing else says when."""
+    return Result(Disposition.RETRY_LATER, detail, run, soon=True)
