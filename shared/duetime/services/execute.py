@@ -282,8 +282,9 @@ class RunExecutor:
         if self._clock() > message.due_ms:
             # Claimed after its instant: a change acknowledged between the read above and the
             # claim was acknowledged before the claim, and must stop the run. Read the job
-            # again (merged as the first read is): a change since is after the claim. Within
-            # the claim lead before the instant, such a change may not stop it (as documented).
+            # again (merged as the first read is); a change in the moment since the claim
+            # stops it too, as its target has not started. (Claimed before the instant, such a
+            # change is within the claim lead, where it may not stop the run: as documented.)
             try:
                 found = self._reads.get(message.tenant, message.job_id)
             except Exception:  # not an attempt lost to an outage: it runs as first read
