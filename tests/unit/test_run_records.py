@@ -17,6 +17,7 @@ from duetime.domain.runs import (
     RunStatus,
     claimed_run,
     finished_run,
+    withdrawn,
 )
 
 LEASE = Lease("message-7", 2, 9_000)
@@ -175,3 +176,32 @@ def test_given_no_record_when_claimed_then_the_record_carries_the_claims_fields(
         runtime="fargate",
         version=1,
     )
+
+
+def test_given_a_retry_claimed_when_withdrawn_then_the_run_ends_failed_at_its_last_attempt() -> (
+    None
+):
+    # Given a run retrying after many failed attempts (more than a record keeps), claimed again
+    retrying = replace(
+        running(tuple(failed_attempt(n, f"error {n}") for n in range(1, MAX_ATTEMPTS_KEPT + 2))),
+        status=RunStatus.RETRYING,
+        lease=None,
+    )
+    claimed = claimed_run(retrying, claim_of(MAX_ATTEMPTS_KEPT + 2, now=9_000))
+
+    # When its job's change withdraws that claim
+    ended = withdrawn(claimed, "the job is paused")
+
+    # Then the run ends failed at the last attempt that ran: its finish, its error, no lease
+    assert ended is not None
+    last = MAX_ATTEMPTS_KEPT + 1
+    assert (ended.status, ended.attempt, ended.lease) == (RunStatus.FAILED, last, None)
+    assert ended.attempts[-1].number == last
+    assert ended.finished_ms == failed_attempt(last, None).finished_ms
+    assert ended.error == f"error {last}; not retried: the job is paused"
+    assert ended.started_ms == failed_attempt(1, None).started_ms
+    assert ended.version == claimed.version + 1
+
+
+def test_given_a_first_attempt_claimed_when_withdrawn_then_no_record_is_left() -> None:
+    assert withdrawn(claimed_run(None, claim_of(1)), "the job is cancelled") is None
