@@ -257,8 +257,13 @@ def withdrawn(run: Run, reason: str) -> Run | None:
     if not earlier:
         return None
     last = earlier[-1]
-    why = f"not retried: {reason}"
-    error = f"{last.error}; {why}" if last.error else why
+    error = not_retried(last.error, reason)
     ended = last.finished_ms if last.finished_ms is not None else run.attempts[-1].started_ms
     before = replace(run, attempt=last.number, attempts=earlier)
     return finished_run(before, RunOutcome(RunStatus.FAILED, ended, error))
+
+
+def not_retried(error: str | None, reason: str) -> str:
+    """The error a run ends with when its job stops it before its next attempt."""
+    why = f"not retried: {reason}"
+    return f"{error}; {why}" if error else why

@@ -22,8 +22,7 @@ For one delivery of one attempt of one run:
    (duetime.services.dependencies), again on the duplicate delivery of a finished run, so a
    crash between the outcome and the sending loses no trigger.
 
-The result tells the caller whether the message may be deleted (DONE) or must stay in the
-queue to be delivered again (RETRY_LATER).
+What the result tells the worker (delete the message, or when it comes back): services.results.
 """
 
 from __future__ import annotations
@@ -53,6 +52,7 @@ from duetime.domain.runs import (
     RunClaim,
     RunOutcome,
     RunStatus,
+    not_retried,
 )
 from duetime.observability import Metric, count, logger, milliseconds
 from duetime.ports import Delivery, JobQueue, JobStore, RunStore, TargetRunner
@@ -126,9 +126,8 @@ class RunExecutor:
         self._auth = auth  # a run message is run only if duetime signed it
         # Runs that wake together read their jobs together (real time: a linger of ~2 ms).
         self._reads = JobReads(jobs, linger=read_linger_seconds)
-        # The read after a late claim does not linger for others: merged with a 2 ms linger, a
-        # batch's runs started (and finished) together, and a crash then caught them all
-        # between their target and its record (docs/reliability.md, the fault suite).
+        # The read after a late claim does not linger: lingering, a batch's runs finished
+        # together, and one crash caught them all unrecorded (docs/reliability.md).
         self._rereads = JobReads(jobs, linger=0)
         self._runs = runs
         self._queue = queue
@@ -372,12 +371,10 @@ class RunExecutor:
         run = self._runs.get(message.job_id, message.scheduled_ms)
         if run is None:
             return None
-        why = f"not retried: {reason}"
         now = self._clock()
-        skew = self._settings.clock_skew_allowance_seconds * 1000
         if run.status == RunStatus.RETRYING and run.attempt == message.attempt - 1:
             last = run.attempts[-1] if run.attempts else None
-            error = f"{last.error}; {why}" if last and last.error else why
+            error = not_retried(last.error if last else None, reason)
             ended = (last.finished_ms if last else None) or now
             self._runs.finish(run, RunOutcome(RunStatus.FAILED, ended, error))
         elif (
@@ -385,10 +382,15 @@ class RunExecutor:
             and run.lease is not None
             and run.lease.message_id == delivery.message_id
         ):
-            if run.lease.until_ms + skew > now:  # its holder may still be running it
+            if self._lease_end(run.lease) > now:  # its holder may still be running it
                 return self._after_the_lease(delivery, run, "dropped once its lease is over")
-            self._runs.finish(run, RunOutcome(RunStatus.FAILED, now, f"{ABANDONED_ERROR}; {why}"))
+            error = not_retried(ABANDONED_ERROR, reason)
+            self._runs.finish(run, RunOutcome(RunStatus.FAILED, now, error))
         return None
+
+    def _lease_end(self, lease: Lease) -> int:
+        """A lease's deadline plus the clock-skew allowance: when it counts as over."""
+        return lease.until_ms + self._settings.clock_skew_allowance_seconds * 1000
 
     def _after_the_lease(self, delivery: Delivery, run: Run, detail: str) -> Result:
         """Leave the message until the lease of `run`'s holder is over (its deadline plus the
@@ -397,9 +399,8 @@ class RunExecutor:
         now = self._clock()
         if run.lease is None or not run.attempts or now - run.attempts[-1].started_ms < FRESH_MS:
             return soon(detail, run)
-        reclaimable = run.lease.until_ms + self._settings.clock_skew_allowance_seconds * 1000
         # (Not delay_seconds: a lease can end past SQS's 900 s delay limit.)
-        wait = (reclaimable - now) // 1000 + 1
+        wait = (self._lease_end(run.lease) - now) // 1000 + 1
         self._queue.change_visibility(delivery, max(0, min(MAX_VISIBILITY_SECONDS, wait)))
         return Result(Disposition.RETRY_LATER, detail, run)
 
