@@ -25,7 +25,10 @@ if CHROMIUM is None or CHROMEDRIVER is None:
     )
 
 from selenium import webdriver  # noqa: E402
-from selenium.common.exceptions import StaleElementReferenceException  # noqa: E402
+from selenium.common.exceptions import (  # noqa: E402
+    StaleElementReferenceException,
+    WebDriverException,
+)
 from selenium.webdriver.chrome.service import Service  # noqa: E402
 from selenium.webdriver.common.by import By  # noqa: E402
 from selenium.webdriver.remote.webdriver import WebDriver  # noqa: E402
@@ -60,12 +63,22 @@ class Page:
 
     def open(self, hash_: str = "#/jobs") -> None:
         """A freshly drawn view: the address the page is already at is loaded again (going to
-        it would change nothing, and the view would keep what an earlier test typed)."""
+        it would change nothing, and the view would keep what an earlier test typed).
+
+        On a loaded machine chromedriver now and then gives up on a load ("timeout ... aborted
+        by navigation": seen once in a run beside a busy loop); the load is asked for again,
+        up to twice. What the page then shows is still checked by the test."""
         url = f"{self.stack.url}/console/{hash_}"
-        if self.driver.current_url == url:
-            self.driver.refresh()
-        else:
-            self.driver.get(url)
+        for tries_left in reversed(range(3)):
+            try:
+                if self.driver.current_url == url:
+                    self.driver.refresh()
+                else:
+                    self.driver.get(url)
+                return
+            except WebDriverException:
+                if not tries_left:
+                    raise
 
     # The console re-renders a view when its data changes (a job's page after an action, its
     # runs every few seconds): an element found a moment ago may be gone. Every read here
@@ -102,8 +115,7 @@ class Page:
     def sign_in(self, token: str) -> None:
         self.open()
         self.driver.execute_script("sessionStorage.clear()")
-        self.open()
-        self.driver.refresh()
+        self.open()  # drawn again, signed out
         area = self.find("#token")
         area.clear()
         area.send_keys(token)

@@ -1,13 +1,14 @@
 """The console as a person uses it, in headless Chromium against `duetime local`.
 
-The tests run in order and share one job (created through the form). Two need routes that
+The tests share one page and one job, made through the form by whichever test needs it first
+(the `job_id` fixture): any subset runs, in any process, signed in as tenant-a from the start
+(`signed_in`). Two need routes that
 helper "api" of issue 15 builds (POST /schedules/preview, GET /admin/stats): they skip, saying
 so, while the local API does not serve them (`requires_route`)."""
 
 from __future__ import annotations
 
 import time
-from typing import Any
 
 import pytest
 from selenium.webdriver.common.by import By
@@ -16,30 +17,21 @@ from duetime.local.keys import issue_token, load_or_create_key
 from tests.browser.conftest import Page
 from tests.e2e.conftest import Stack
 
-# The module's tests share a page (signed in, a job made by the first): they run in file order
-# in one process. The full suite's first xdist chunk holds them (tests/api and tests/browser
-# sort first, far under the chunk's ~450 tests); a subset under `-n` may split them between
-# workers: run the browser tests alone without `-n`.
 pytestmark = pytest.mark.slow
 TAG = "team:console-e2e"
-shared: dict[str, Any] = {}
 
 
-def requires_route(stack: Stack, method: str, path: str) -> None:
-    document = stack.call("GET", "/openapi.json", tenant=None).body
-    if method.lower() not in document["paths"].get(path, {}):
-        pytest.skip(f"{method} {path} is not served yet (issue 15, helper 'api')")
-
-
-def test_sign_in_with_a_token(page: Page, stack: Stack) -> None:
-    page.open()
-    assert "duetime token --tenant" in page.find("#token-help").text
+@pytest.fixture(scope="module", autouse=True)
+def signed_in(page: Page, stack: Stack) -> None:
+    """The module's page starts signed in as tenant-a (in each process that runs its tests:
+    xdist may split them)."""
     page.sign_in(stack.token("tenant-a"))
-    assert page.find("#who-tenant").text == "Signed in as tenant-a"
-    page.shot("sign-in-jobs")
 
 
-def test_create_a_cron_job_in_the_form(page: Page) -> None:
+@pytest.fixture(scope="module")
+def job_id(page: Page, stack: Stack) -> str:
+    """A job made through the form as tenant-a, once per process; its id."""
+    page.sign_in(stack.token("tenant-a"))
     page.open("#/new")
     page.find("#f-name").send_keys("console nightly")
     page.find("#f-tags").send_keys(TAG)
@@ -54,7 +46,33 @@ def test_create_a_cron_job_in_the_form(page: Page) -> None:
     page.until(
         lambda: page.driver.current_url.split("#/jobs/")[-1] not in ("", page.driver.current_url)
     )
-    shared["id"] = page.driver.current_url.split("#/jobs/")[1]
+    return page.driver.current_url.split("#/jobs/")[1]
+
+
+def requires_route(stack: Stack, method: str, path: str) -> None:
+    document = stack.call("GET", "/openapi.json", tenant=None).body
+    if method.lower() not in document["paths"].get(path, {}):
+        pytest.skip(f"{method} {path} is not served yet (issue 15, helper 'api')")
+
+
+def test_sign_in_with_a_token(page: Page, stack: Stack) -> None:
+    page.open()
+    page.driver.execute_script("sessionStorage.clear()")  # signed out (the page was signed in)
+    page.open()
+    assert "duetime token --tenant" in page.find("#token-help").text
+    page.sign_in(stack.token("tenant-a"))
+    assert page.find("#who-tenant").text == "Signed in as tenant-a"
+    page.shot("sign-in-jobs")
+
+
+def test_create_a_cron_job_in_the_form(page: Page, stack: Stack, job_id: str) -> None:
+    stored = stack.call("GET", f"/jobs/{job_id}").body
+    assert (stored["name"], stored["tags"], stored["schedule"]) == (
+        "console nightly",
+        {"team": "console-e2e"},
+        {"cron": "*/5 * * * *", "timezone": "Europe/Berlin"},
+    )
+    page.open(f"#/jobs/{job_id}")
     assert page.find("#job-status").text == "scheduled"
     terms = page.driver.find_elements(By.CSS_SELECTOR, "dl.fields dt")
     shown = {t.text: t.find_element(By.XPATH, "following-sibling::dd[1]").text for t in terms}
@@ -84,45 +102,45 @@ def test_the_preview_shows_the_apis_next_instants(page: Page, stack: Stack) -> N
     page.shot("form-preview")
 
 
-def test_find_it_in_the_list_by_tag(page: Page) -> None:
+def test_find_it_in_the_list_by_tag(page: Page, job_id: str) -> None:
     page.open("#/jobs")
     page.find("#filter-tag").send_keys(TAG)
     page.find("#filters button[type=submit]").click()
-    row = page.find(f"tr[data-job-id='{shared['id']}']")
+    row = page.find(f"tr[data-job-id='{job_id}']")
     assert "console nightly" in row.text
     assert TAG in row.text
     assert len(page.driver.find_elements(By.CSS_SELECTOR, "#jobs tbody tr")) == 1
     page.shot("jobs-by-tag")
 
 
-def test_pause_and_resume(page: Page, stack: Stack) -> None:
-    page.open(f"#/jobs/{shared['id']}")
+def test_pause_and_resume(page: Page, stack: Stack, job_id: str) -> None:
+    page.open(f"#/jobs/{job_id}")
     page.click("[data-action=pause]")
     page.until(lambda: page.texts("#job-status") == ["paused"])
-    assert stack.call("GET", f"/jobs/{shared['id']}").body["status"] == "paused"
+    assert stack.call("GET", f"/jobs/{job_id}").body["status"] == "paused"
     page.click("[data-action=resume]")
     page.until(lambda: page.texts("#job-status") == ["scheduled"])
-    assert stack.call("GET", f"/jobs/{shared['id']}").body["status"] == "scheduled"
+    assert stack.call("GET", f"/jobs/{job_id}").body["status"] == "scheduled"
 
 
-def test_run_now_and_watch_the_run_appear(page: Page) -> None:
-    page.open(f"#/jobs/{shared['id']}")
+def test_run_now_and_watch_the_run_appear(page: Page, job_id: str) -> None:
+    page.open(f"#/jobs/{job_id}")
     page.click("[data-action=run-now]")
     page.until(lambda: "succeeded" in page.texts("#runs-body .badge"), timeout=60)
     page.shot("job-runs")
 
 
-def test_edit_the_schedule_and_next_run_changes(page: Page, stack: Stack) -> None:
-    before = stack.call("GET", f"/jobs/{shared['id']}").body["next_run_at"]
-    page.open(f"#/jobs/{shared['id']}/edit")
+def test_edit_the_schedule_and_next_run_changes(page: Page, stack: Stack, job_id: str) -> None:
+    before = stack.call("GET", f"/jobs/{job_id}").body["next_run_at"]
+    page.open(f"#/jobs/{job_id}/edit")
     cron = page.find("#f-schedule-cron")
     cron.clear()
     # Minute 17 is never on the */5 grid, so the next run differs at any hour of day
     # (03:00 Berlin can be the very next */5 instant).
     cron.send_keys("17 3 * * *")
     page.find("#save").click()
-    page.until(lambda: page.driver.current_url.endswith(f"#/jobs/{shared['id']}"))
-    after = stack.call("GET", f"/jobs/{shared['id']}").body
+    page.until(lambda: page.driver.current_url.endswith(f"#/jobs/{job_id}"))
+    after = stack.call("GET", f"/jobs/{job_id}").body
     assert after["schedule"]["cron"] == "17 3 * * *"
     assert after["next_run_at"] != before
     page.until(lambda: page.find("#next-run").get_attribute("data-instant") == after["next_run_at"])
@@ -194,7 +212,7 @@ def test_a_previews_error_does_not_take_the_keys_from_the_field_being_typed_in(
 
 
 def test_a_list_that_loads_while_a_filter_is_typed_leaves_the_keys_in_the_filter(
-    page: Page,
+    page: Page, job_id: str
 ) -> None:
     page.open("#/jobs")
     page.find("#jobs tbody tr")
@@ -210,10 +228,10 @@ def test_a_list_that_loads_while_a_filter_is_typed_leaves_the_keys_in_the_filter
     assert page.driver.switch_to.active_element.get_attribute("id") == "filter-tag"
 
 
-def test_a_second_tenant_does_not_see_the_job(page: Page, stack: Stack) -> None:
+def test_a_second_tenant_does_not_see_the_job(page: Page, stack: Stack, job_id: str) -> None:
     page.sign_in(stack.token("tenant-b"))
-    assert not page.driver.find_elements(By.CSS_SELECTOR, f"tr[data-job-id='{shared['id']}']")
-    page.open(f"#/jobs/{shared['id']}")
+    assert not page.driver.find_elements(By.CSS_SELECTOR, f"tr[data-job-id='{job_id}']")
+    page.open(f"#/jobs/{job_id}")
     page.until(lambda: "Not found" in page.find("main").text)
 
 
