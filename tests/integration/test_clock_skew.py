@@ -152,7 +152,9 @@ def run_of(engine: Engine, job: Job) -> Run:
 def test_given_skewed_worker_when_message_arrives_on_time_then_starts_by_its_own_clock(
     engine: Engine, skew_ms: int
 ) -> None:
-    # Given a run due in 20 s, sent to SQS with DelaySeconds by the (correct) API clock
+    # Given a run due in 20 s, sent to SQS with DelaySeconds by the (correct) API clock (which
+    # stands: only the polls and the worker's waits move it, not a loaded machine's own time)
+    engine.stand_at(wall_ms())
     job = submit(engine, delay_seconds=20)
     due = due_of(job)
 

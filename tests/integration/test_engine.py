@@ -56,12 +56,13 @@ def test_given_a_one_off_job_when_swept_and_worked_then_it_runs_once_on_time(
     assert "expires_at" in timers[0]
     assert engine.queue_messages(Runtime.LAMBDA, Priority.NORMAL) == 0
 
-    # When the sweeper ticks a minute before and the message is released on time
-    engine.advance(240 - 5)  # 10:04:00 → horizon covers the 10:05 bucket
+    # When the sweeper ticks a minute before and the message is released on time (the clock
+    # standing at each step: a loaded machine's own time would make the run look late)
+    engine.stand_at(START_MS + 235_000)  # 10:04:00 → horizon covers the 10:05 bucket
     report = engine.tick()
     assert report["messages_sent"] == 1
     assert engine.drain() == 0  # delayed by SQS until due
-    engine.advance_to(START_MS + 300_000)
+    engine.stand_at(START_MS + 300_000)
     engine.drain()
 
     # Then the target ran exactly once, for the scheduled instant, and the run is recorded

@@ -45,14 +45,17 @@ def test_the_job_shows_its_jitter_and_none_by_default(api: Api) -> None:
 
 
 def test_a_fast_path_one_off_is_released_at_its_jittered_instant(api: Api) -> None:
+    # (The clock stands at each step: a loaded machine's own time would release or start the
+    # run at other moments than the test's.)
+    api.engine.stand_at(wall_ms())
     job = api.create({"schedule": {"at": at(20)}, "jitter_seconds": 60})
     nominal = to_ms_of(at(20))
     due = nominal + jitter_offset_ms(job["id"], nominal, 60)
 
-    api.engine.advance_to(due - 1_500)  # SQS releases it at most a second early
+    api.engine.stand_at(due - 1_500)  # SQS releases it at most a second early
     api.engine.drain()
     assert api.engine.recorder.runs_of(job["id"]) == []
-    api.engine.advance_to(due + 100)
+    api.engine.stand_at(due + 100)
     api.engine.drain()
 
     assert api.engine.recorder.runs_of(job["id"]) == [nominal]
@@ -65,21 +68,22 @@ def test_a_fast_path_one_off_is_released_at_its_jittered_instant(api: Api) -> No
 
 
 def test_a_timer_one_off_waits_in_the_bucket_of_its_jittered_minute(api: Api) -> None:
+    api.engine.stand_at(wall_ms())  # standing at each step, as above
     job = api.create({"schedule": {"at": at(3_600)}, "jitter_seconds": 900})
     nominal = to_ms_of(at(3_600))
     due = nominal + jitter_offset_ms(job["id"], nominal, 900)
 
     # A sweep half a minute before the nominal minute reads up to that minute only.
-    api.engine.advance_to(minute_of(nominal) * MINUTE_MS - 30_000)
+    api.engine.stand_at(minute_of(nominal) * MINUTE_MS - 30_000)
     sent = api.engine.tick()["messages_sent"]
     assert sent == (1 if minute_of(due) == minute_of(nominal) else 0)
-    api.engine.advance_to(minute_of(due) * MINUTE_MS - 30_000)
+    api.engine.stand_at(minute_of(due) * MINUTE_MS - 30_000)
     assert api.engine.tick()["messages_sent"] == 1 - sent
 
-    api.engine.advance_to(due - 1_500)
+    api.engine.stand_at(due - 1_500)
     api.engine.drain()
     assert api.engine.recorder.runs_of(job["id"]) == []
-    api.engine.advance_to(due + 100)
+    api.engine.stand_at(due + 100)
     api.engine.drain()
     [run] = runs(api, job["id"])
     assert (run["scheduled_for"], run["due_at"], run["status"]) == (
