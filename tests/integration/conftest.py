@@ -84,8 +84,9 @@ class Engine:
         self.clock.shift((instant_ms - wall_ms()) / 1000)
 
     def stand_at(self, instant_ms: int) -> None:
-        """The clock at `instant_ms`, standing until moved (advance, advance_to): a step's own
-        time, slow on a loaded machine, does not count."""
+        """The clock at `instant_ms`, standing for the rest of the test: advance and advance_to
+        move it, and it stands again where they leave it. A step's own time, slow on a loaded
+        machine, does not count."""
         self.clock.move_to(datetime.fromtimestamp(instant_ms / 1000, UTC), tick=False)
 
     def drain(self, runtime: Runtime = Runtime.LAMBDA) -> int:
