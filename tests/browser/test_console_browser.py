@@ -2,9 +2,9 @@
 
 The tests share one page and one job, made through the form by whichever test needs it first
 (the `job_id` fixture): any subset runs, in any process, signed in as tenant-a from the start
-(`signed_in`). Two need routes that
-helper "api" of issue 15 builds (POST /schedules/preview, GET /admin/stats): they skip, saying
-so, while the local API does not serve them (`requires_route`)."""
+(`signed_in`). Two need routes that helper "api" of issue 15 builds (POST /schedules/preview,
+GET /admin/stats): they skip, saying so, while the local API does not serve them
+(`requires_route`)."""
 
 from __future__ import annotations
 
