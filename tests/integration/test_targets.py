@@ -235,7 +235,7 @@ def test_given_a_name_with_its_final_dot_then_the_host_header_has_none(site: Sit
 def test_given_a_resolver_slower_than_the_timeout_then_the_attempt_ends_in_time() -> None:
     # Found by review: the name was resolved before the deadline's watchdog started.
     def stalled(host: str, port: int) -> list[str]:
-        time.sleep(3)
+        time.sleep(20)  # on a daemon thread: the test does not wait for it
         return ["127.0.0.1"]
 
     delivery = HttpDelivery(allow_private=True, resolver=stalled)
@@ -244,7 +244,7 @@ def test_given_a_resolver_slower_than_the_timeout_then_the_attempt_ends_in_time(
         TargetError, match=r"timed out after 0\.5 s resolving hooks\.example"
     ) as err:
         delivery.deliver(HttpTarget(url="http://hooks.example/"), invocation(timeout=0.5))
-    assert time.monotonic() - started < 2.5  # the resolver takes 3 s
+    assert time.monotonic() - started < 10  # the resolver takes 20 s
     assert err.value.retryable
 
 
