@@ -8,7 +8,7 @@ import pytest
 
 from duetime.domain.invocation import Invocation, TargetError
 from duetime.domain.jobs import Job, JobSpec, Priority, Runtime, parse_job_spec
-from duetime.domain.runs import RunStatus
+from duetime.domain.runs import MAX_ERROR_CHARS, RunStatus
 from duetime.domain.targets import Target
 from duetime.domain.timeutil import rfc3339_ms
 from duetime.ports import QueueError
@@ -64,6 +64,33 @@ def test_given_a_one_off_cancelled_while_retrying_then_its_run_ends_failed() -> 
     assert (run.status, run.attempt) == (RunStatus.FAILED, 1)
     assert run.attempts[-1].error == ("the target refused it; not retried: the job is cancelled")
     assert run.attempts[-1].finished_ms == retrying.attempts[-1].finished_ms
+
+
+def test_given_a_long_error_when_its_retry_is_dropped_then_the_reason_is_kept() -> None:
+    # Given a one-off whose first attempt failed with an error as long as a record keeps
+    twins = OverlapTwins()
+    long_error = "refused " * 40
+
+    def execute(target: Target, invocation: Invocation) -> None:
+        if invocation.attempt == 1:
+            raise TargetError(long_error, retryable=True)
+
+    twins.execute = execute  # type: ignore[method-assign]
+    job = twins.service.create("t", parse_job_spec(RETRIED_ONE_OFF))
+    twins.run_for(10)
+
+    # When it is cancelled and its retry comes due
+    twins.service.cancel("t", job.id)
+    twins.run_for(120)
+
+    # Then the run's error is the attempt's, cut to leave room for why it was not retried
+    (run,) = twins.runs.all()
+    error = run.attempts[-1].error
+    assert run.status == RunStatus.FAILED
+    assert error is not None
+    assert len(error) == MAX_ERROR_CHARS
+    assert error.startswith("refused refused")
+    assert error.endswith("; not retried: the job is cancelled")
 
 
 def test_given_a_gated_job_paused_while_a_run_retries_then_the_gate_is_free_on_resume() -> None:

@@ -205,3 +205,38 @@ def test_given_a_retry_claimed_when_withdrawn_then_the_run_ends_failed_at_its_la
 
 def test_given_a_first_attempt_claimed_when_withdrawn_then_no_record_is_left() -> None:
     assert withdrawn(claimed_run(None, claim_of(1)), "the job is cancelled") is None
+
+
+def test_given_a_retry_with_a_long_error_when_claimed_and_withdrawn_then_the_error_is_whole() -> (
+    None
+):
+    # Given attempt 1 failed with an error as long as a record keeps
+    long_error = "y" * MAX_ERROR_CHARS
+    retrying = replace(
+        running((failed_attempt(1, long_error),)), status=RunStatus.RETRYING, lease=None
+    )
+
+    # When attempt 2 is claimed, then withdrawn before it starts (its job was paused)
+    claimed = claimed_run(retrying, claim_of(2))
+    ended = withdrawn(claimed, "the job is paused")
+
+    # Then the run ends with attempt 1's error, as a run dropped before its claim does: as
+    # much of it as leaves room for the reason in a record's error
+    assert claimed.attempts[0].error == long_error
+    reason = "; not retried: the job is paused"
+    assert ended is not None
+    assert ended.error == long_error[: MAX_ERROR_CHARS - len(reason)] + reason
+
+
+def test_given_a_retry_finished_then_the_earlier_errors_are_shortened_again() -> None:
+    # Given attempt 2 claimed after attempt 1 failed with a long error
+    claimed = claimed_run(
+        replace(running((failed_attempt(1, "z" * MAX_ERROR_CHARS),)), status=RunStatus.RETRYING),
+        claim_of(2),
+    )
+
+    # When attempt 2 finishes
+    done = finished_run(claimed, RunOutcome(RunStatus.RETRYING, 6_000, "w" * MAX_ERROR_CHARS))
+
+    # Then only the latest error is whole: the record stays near one write unit
+    assert [a.error for a in done.attempts] == ["z" * EARLIER_ERROR_CHARS, "w" * MAX_ERROR_CHARS]

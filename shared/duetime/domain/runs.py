@@ -186,15 +186,21 @@ def decide_claim(existing: Run | None, claim: RunClaim) -> ClaimOutcome:
     return ClaimOutcome.BUSY
 
 
+def shortened(attempts: tuple[Attempt, ...], *, keep_last: bool = False) -> tuple[Attempt, ...]:
+    """Earlier attempts with their errors shortened (the last one whole with `keep_last`)."""
+    cut = len(attempts) - 1 if keep_last else len(attempts)
+    return tuple(
+        replace(a, error=a.error[:EARLIER_ERROR_CHARS] if a.error and i < cut else a.error)
+        for i, a in enumerate(attempts)
+    )
+
+
 def claimed_run(existing: Run | None, claim: RunClaim) -> Run:
     """The record after a successful claim."""
     previous = existing.attempts if existing is not None else ()
-    # A reclaim of the same attempt (holder died) replaces that attempt's entry.
-    earlier = tuple(
-        replace(a, error=a.error[:EARLIER_ERROR_CHARS] if a.error else None)
-        for a in previous
-        if a.number < claim.attempt
-    )
+    # A reclaim of the same attempt (holder died) replaces that attempt's entry. The latest
+    # error stays whole while the new attempt runs (a withdrawn claim ends the run with it).
+    earlier = shortened(tuple(a for a in previous if a.number < claim.attempt), keep_last=True)
     # The first attempt stays (the run's start, lateness and early wait), then the latest.
     kept = earlier[:1] + earlier[1:][-(MAX_ATTEMPTS_KEPT - 2) :]
     attempt = Attempt(
@@ -235,7 +241,7 @@ def finished_run(run: Run, outcome: RunOutcome) -> Run:
         scheduled_ms=run.scheduled_ms,
         status=outcome.status,
         attempt=run.attempt,
-        attempts=(*run.attempts[:-1], done),
+        attempts=(*shortened(run.attempts[:-1]), done),
         lease=None,
         expires_at=run.expires_at,
         job_name=run.job_name,
@@ -264,6 +270,9 @@ def withdrawn(run: Run, reason: str) -> Run | None:
 
 
 def not_retried(error: str | None, reason: str) -> str:
-    """The error a run ends with when its job stops it before its next attempt."""
+    """The error a run ends with when its job stops it before its next attempt: the last
+    attempt's error, cut so that the reason fits in a record's MAX_ERROR_CHARS."""
     why = f"not retried: {reason}"
-    return f"{error}; {why}" if error else why
+    if not error:
+        return why
+    return f"{error[: max(MAX_ERROR_CHARS - len(why) - 2, 0)]}; {why}"
