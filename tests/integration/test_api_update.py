@@ -276,7 +276,7 @@ def test_a_status_change_honours_if_match_like_an_update(
     assert done.headers["ETag"] == f'"{version + 2}"'
 
 
-@pytest.mark.parametrize("header", ["one", '"1', "", " , ", '"-1"', '"1", one'])
+@pytest.mark.parametrize("header", ["one", '"1', "", " , ", '"1", one', '"a"b"', '"\x7f"'])
 def test_a_malformed_if_match_is_a_400(api: Api, header: str) -> None:  # noqa: F811
     job = api.create({"schedule": {"rate_seconds": 60}})
     reply = api.call("PATCH", f"/jobs/{job['id']}", {"name": "x"}, headers={"If-Match": header})
@@ -458,6 +458,10 @@ def test_a_recurring_job_with_an_overlap_policy_can_become_a_one_off(api: Api) -
         ('W/"1", "1"', 200),
         ('"1",,', 200),  # a list's empty elements are ignored (RFC 9110, section 5.6.1)
         ('"01"', 412),  # not the ETag "1": strong comparison is character by character
+        ('"-1"', 412),  # entity tags, never a job's: they never match
+        ('"abc"', 412),
+        ('"1000000000000000000001"', 412),
+        ('""', 412),
         ("1", 200),  # a bare version is taken as its ETag
         (', "7" , ,"1"', 200),
     ],

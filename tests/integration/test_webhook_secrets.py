@@ -139,9 +139,12 @@ def test_the_secret_record_never_shows_up_as_a_job(signed: Signed) -> None:
 _HANDLER = {"type": "handler", "name": "duetime.noop"}
 
 
-def call(parts: Components, method: str, path: str, tenant: str = "acme") -> tuple[int, Any, Any]:
+def call(
+    parts: Components, method: str, path: str, tenant: str = "acme", body: str | None = None
+) -> tuple[int, Any, Any]:
     app = build_app(parts.service, webhook_secrets=parts.webhook_secrets)
     event = {
+        "body": body,
         "version": "2.0",
         "routeKey": "$default",
         "rawPath": path,
@@ -194,6 +197,25 @@ def test_rotate_keeps_the_old_secret_for_24_hours(signed: Signed) -> None:
     assert _epoch(rotated["previous_expires_at"]) - rotated_at == 24 * 3600
     assert call(signed.parts, "GET", "/webhook-secret")[2] == rotated
     assert call(signed.parts, "GET", "/webhook-secret", tenant="globex")[2]["rotated_at"] is None
+
+
+@pytest.mark.parametrize(
+    ("body", "field"), [("junk", "body"), ("[]", "body"), ('{"grace_seconds": 0}', "grace_seconds")]
+)
+def test_a_rotation_with_a_body_is_a_400_and_rotates_nothing(
+    signed: Signed, body: str, field: str
+) -> None:
+    # Given the tenant's secret
+    before = call(signed.parts, "GET", "/webhook-secret")[2]
+
+    # When a rotation comes with a body (the route takes none, as pause or cancel)
+    status, _, answer = call(signed.parts, "POST", "/webhook-secret/rotate", body=body)
+
+    # Then it is refused naming what is wrong, and the secret is as it was
+    assert (status, answer["error"]["field"]) == (400, field)
+    assert call(signed.parts, "GET", "/webhook-secret")[2] == before
+    # `{}` or no body rotates
+    assert call(signed.parts, "POST", "/webhook-secret/rotate", body="{}")[0] == 200
 
 
 def test_a_rotation_without_a_previous_read_makes_the_secret_first(signed: Signed) -> None:

@@ -191,12 +191,14 @@ def test_json_body_accepts_64_levels() -> None:
     assert json_body({"body": "[" * 64 + "]" * 64}) is not None
 
 
-@pytest.mark.parametrize(("raw", "limit"), [(None, 50), ("1", 1), ("100", 100)])
+@pytest.mark.parametrize(
+    ("raw", "limit"), [(None, 50), ("1", 1), ("100", 100), ("007", 7), ("0" * 4_400 + "7", 7)]
+)
 def test_limit(raw: str | None, limit: int) -> None:
     assert parse_limit(raw) == limit
 
 
-@pytest.mark.parametrize("raw", ["0", "101", "", " 5", "٣", "1.0"])
+@pytest.mark.parametrize("raw", ["0", "101", "", " 5", "٣", "1.0", "9" * 4_301, "0" * 5_000])
 def test_bad_limit(raw: str) -> None:
     with pytest.raises(ValidationError):
         parse_limit(raw)

@@ -299,6 +299,7 @@ def build_app(
     @route("POST", "/webhook-secret/rotate")
     def rotate_webhook_secret() -> JsonResponse:
         owner = tenant()
+        no_body(app.current_event.raw_event)
         found = secrets().rotate(owner)
         return _json(HTTPStatus.OK, views.webhook_secret_json(found, clock()))
 

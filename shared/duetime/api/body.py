@@ -79,9 +79,9 @@ class _DuplicateKey(dict[str, Any]):
 
 
 def no_body(event: Mapping[str, Any]) -> None:
-    """A request that takes no body (run now, pause, resume, cancel): none, or `{}`. A field is
-    a 400 naming it: it would do nothing (a run-now's own `payload` would be silently
-    ignored)."""
+    """A request that takes no body (run now, pause, resume, cancel, rotate): none, or `{}`.
+    A field is a 400 naming it: it would do nothing (a run-now's own `payload` would be
+    silently ignored)."""
     if not event.get("body"):
         return
     value = json_body(event)

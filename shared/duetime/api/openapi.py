@@ -147,8 +147,8 @@ _PARAMETERS: dict[str, dict[str, Any]] = {
         "in": "header",
         "description": 'The job\'s ETag as read ("3", its version): the update (or cancel, '
         "pause, resume) applies only if the job is still at that version, else 412. A list "
-        '("3", "4") accepts any of its versions; a weak tag (W/"3") never matches. Without '
-        "it, it applies.",
+        '("3", "4") accepts any of its versions; a weak tag (W/"3"), or another tag ("abc"), '
+        "never matches. Without it, it applies.",
         "schema": {"type": "string", "minLength": 1, "maxLength": 1024},
     },
     "IdempotencyKey": {
@@ -162,8 +162,14 @@ _PARAMETERS: dict[str, dict[str, Any]] = {
 }
 
 _TRANSITION = (404, "NotFound"), (409, "Conflict")
-# A status change with If-Match: a malformed one is a 400, another version a 412.
-_IF_MATCHED = (400, "BadRequest"), *_TRANSITION, (412, "PreconditionFailed")
+# A status change with If-Match: a malformed one is a 400, another version a 412; a body (it
+# takes none, or `{}`) is a 400, or a 413 over 256 KiB.
+_IF_MATCHED = (
+    (400, "BadRequest"),
+    *_TRANSITION,
+    (412, "PreconditionFailed"),
+    (413, "PayloadTooLarge"),
+)
 _ETAG = {
     "ETag": {
         "description": 'The job\'s version in quotes ("3"): send it as If-Match to update.',
@@ -336,6 +342,7 @@ def _paths() -> dict[str, Any]:
                     (400, "BadRequest"),
                     (404, "NotFound"),
                     (409, "RunConflict"),
+                    (413, "PayloadTooLarge"),
                     (429, "TooManyRequests"),
                 ),
             },
@@ -391,7 +398,9 @@ def _paths() -> dict[str, Any]:
                     200,
                     "The secrets after the rotation.",
                     "WebhookSecret",
+                    (400, "BadRequest"),
                     (409, "RotationConflict"),
+                    (413, "PayloadTooLarge"),
                     headers=_NO_STORE,
                 ),
             },

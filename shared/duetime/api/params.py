@@ -24,10 +24,12 @@ MAX_LIMIT = 100
 MAX_CURSOR_CHARS = 1024
 JOB_ID = re.compile(r"[0-9A-HJKMNP-TV-Z]{26}")  # a ULID (duetime.domain.ids.new_job_id)
 IDEMPOTENCY_KEY = re.compile(r"[\x21-\x7e]{1,255}")  # visible ASCII
-# One entity tag of If-Match: a job's ETag (its version, quoted; bare digits are taken too), or
-# a weak tag, which never matches: If-Match compares strongly (RFC 9110 13.1.1), so does a
-# version written otherwise than the ETag ("03").
-IF_MATCH = re.compile(r'"(\d{1,15})"|(\d{1,15})|(W/"[\x21\x23-\x7e]*")')
+# One entity tag of If-Match (RFC 9110 8.8.3: `"opaque"` or weak `W/"opaque"`; bare digits are
+# taken for the quoted version too). Only a job's ETag, its version as written in the ETag,
+# can match: If-Match compares strongly (13.1.1), so a weak tag, another tag ("abc") or a
+# version written otherwise ("03") never does.
+IF_MATCH = re.compile(r'(W/)?"([\x21\x23-\x7e\x80-\U0010ffff]*)"|(\d+)')
+VERSION = re.compile(r"0|[1-9]\d{0,14}")  # as the ETag writes a version
 
 
 def if_match(raw: str | None) -> frozenset[int] | None:
@@ -43,8 +45,9 @@ def if_match(raw: str | None) -> frozenset[int] | None:
         found = IF_MATCH.fullmatch(tag)
         if found is None:
             raise ValidationError("If-Match", 'must be a job\'s ETag: its version in quotes ("3")')
-        digits = found.group(1) or found.group(2)
-        if digits is not None and digits == str(int(digits)):  # "03" is not the tag "3"
+        weak, opaque, bare = found.groups()
+        digits = bare if opaque is None else opaque
+        if not weak and VERSION.fullmatch(digits):
             versions.add(int(digits))
     return frozenset(versions)
 
@@ -82,9 +85,17 @@ def known_query(names: Iterable[str], allowed: frozenset[str]) -> None:
 def parse_limit(raw: str | None) -> int:
     if raw is None:
         return DEFAULT_LIMIT
-    if not raw.isascii() or not raw.isdigit() or not 1 <= int(raw) <= MAX_LIMIT:
+    # Leading zeros are taken ("007"); more than three digits besides are out of range
+    # unconverted (Python's int() refuses over 4,300 digits).
+    digits = raw.lstrip("0")
+    if (
+        not raw.isascii()
+        or not raw.isdigit()
+        or len(digits) > 3
+        or not 1 <= int(digits or 0) <= MAX_LIMIT
+    ):
         raise ValidationError("limit", f"must be an integer from 1 to {MAX_LIMIT}")
-    return int(raw)
+    return int(digits)
 
 
 def parse_status(raw: str | None) -> JobStatus | None:

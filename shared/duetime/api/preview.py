@@ -63,7 +63,13 @@ def operation(ok: Callable[..., dict[str, Any]]) -> dict[str, Any]:
                 "required": True,
                 "content": {"application/json": {"schema": ref("SchedulePreviewRequest")}},
             },
-            "responses": ok(200, "The occurrences.", "SchedulePreview", (400, "BadRequest")),
+            "responses": ok(
+                200,
+                "The occurrences.",
+                "SchedulePreview",
+                (400, "BadRequest"),
+                (413, "PayloadTooLarge"),
+            ),
         }
     }
 

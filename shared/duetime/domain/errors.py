@@ -90,7 +90,8 @@ class PreconditionFailed(DomainError):
     code = "precondition_failed"
 
     def __init__(self, job_id: str, expected: Collection[int], current: int) -> None:
-        named = " or ".join(map(str, sorted(expected))) or "a weak ETag (never matched)"
+        # No version named: weak tags, or tags that are no version ("abc"), never match.
+        named = " or ".join(map(str, sorted(expected))) or "a version If-Match names"
         super().__init__(
             f"job {job_id} is at version {current}, not {named}: read it again and retry"
         )
