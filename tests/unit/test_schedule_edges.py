@@ -158,3 +158,65 @@ def test_given_a_cron_on_the_last_minute_of_year_9999_then_it_is_an_occurrence()
     expected = datetime(9999, 12, 31, 23, 59, tzinfo=UTC)
     assert next_occurrence(last_minute, created_at=T0, after=after) == expected
     assert next_occurrence(last_minute, created_at=T0, after=expected) is None
+
+
+def test_given_a_cron_in_the_last_hours_of_year_9999_then_each_minute_is_an_occurrence() -> None:
+    # Found by an outside audit: within 3 hours of the end, a window past it overflowed and
+    # every occurrence there was lost (the API refused such a job: no occurrence in the future).
+    every_minute = Cron("* * * * *")
+    for after in (
+        datetime(9999, 12, 31, 20, 58, tzinfo=UTC),
+        datetime(9999, 12, 31, 23, 58, tzinfo=UTC),
+    ):
+        found = next_occurrence(every_minute, created_at=T0, after=after)
+        assert found == after + timedelta(minutes=1)
+    last = datetime(9999, 12, 31, 23, 59, tzinfo=UTC)
+    assert next_occurrence(every_minute, created_at=T0, after=last) is None
+    last_minute = Cron("59 23 31 12 *", start_at=datetime(9999, 12, 31, 21, 30, tzinfo=UTC))
+    assert next_occurrence(last_minute, created_at=T0, after=None) == last
+    # and the mirror
+    assert previous_occurrence(every_minute, created_at=T0, before=last) == last - MINUTE
+    end = datetime(9999, 12, 31, 23, 59, 59, 999_000, tzinfo=UTC)
+    assert previous_occurrence(last_minute, created_at=T0, before=end) == last
+
+
+@pytest.mark.parametrize(
+    ("expression", "zone", "after", "expected"),
+    [
+        # Local midnight of 9999-12-31 in Tokyo (UTC+9) is 15:00 UTC the day before.
+        ("0 0 * * *", "Asia/Tokyo", datetime(9999, 12, 30, 12), datetime(9999, 12, 30, 15)),
+        # The last local minute of the year in Tokyo is an instant of 9999.
+        ("59 23 31 12 *", "Asia/Tokyo", datetime(9999, 12, 31), datetime(9999, 12, 31, 14, 59)),
+        # Noon of 9999-12-31 in New York (UTC-5) is 17:00 UTC.
+        ("0 12 31 12 *", "America/New_York", datetime(9999, 12, 31), datetime(9999, 12, 31, 17)),
+        (
+            "59 18 31 12 *",
+            "America/New_York",
+            datetime(9999, 12, 31),
+            datetime(9999, 12, 31, 23, 59),
+        ),
+        # Past the end of 9999 in UTC (04:59 of year 10000) or in the zone's own wall time
+        # (Tokyo's 10000-01-01): none.
+        ("59 23 31 12 *", "America/New_York", datetime(9999, 12, 31), None),
+        ("0 0 * * *", "Asia/Tokyo", datetime(9999, 12, 30, 15), None),
+        (
+            "* * * * *",
+            "Pacific/Kiritimati",
+            datetime(9999, 12, 31, 9, 58),
+            datetime(9999, 12, 31, 9, 59),
+        ),
+        ("* * * * *", "Pacific/Kiritimati", datetime(9999, 12, 31, 9, 59), None),
+        (
+            "* * * * *",
+            "Pacific/Pago_Pago",
+            datetime(9999, 12, 31, 23, 58),
+            datetime(9999, 12, 31, 23, 59),
+        ),
+    ],
+)
+def test_given_a_zone_when_the_year_9999_ends_then_occurrences_run_to_its_last_minute(
+    expression: str, zone: str, after: datetime, expected: datetime | None
+) -> None:
+    cron = Cron(expression, timezone=zone)
+    found = next_occurrence(cron, created_at=T0, after=after.replace(tzinfo=UTC))
+    assert found == (None if expected is None else expected.replace(tzinfo=UTC))

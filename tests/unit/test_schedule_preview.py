@@ -94,3 +94,10 @@ def test_the_first_occurrence_is_the_first_due_of_a_job_submitted_now(raw: objec
     assert found[0] == first_due(schedule, created_at=NOW)
     assert found == sorted(set(found))
     assert all(instant >= NOW for instant in found[1:])
+
+
+def test_a_cron_starting_in_the_last_hours_of_year_9999_shows_them() -> None:
+    # Found by an outside audit: the preview showed none, and a job was refused
+    cron = Cron("*/30 * * * *", start_at=utc("9999-12-31T21:30:00"))
+    times = ("21:30", "22:00", "22:30", "23:00", "23:30")
+    assert upcoming(cron, now=NOW, count=10) == [utc(f"9999-12-31T{t}:00") for t in times]

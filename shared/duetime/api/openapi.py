@@ -162,14 +162,10 @@ _PARAMETERS: dict[str, dict[str, Any]] = {
 }
 
 _TRANSITION = (404, "NotFound"), (409, "Conflict")
+_TOO_LARGE = 413, "PayloadTooLarge"
 # A status change with If-Match: a malformed one is a 400, another version a 412; a body (it
 # takes none, or `{}`) is a 400, or a 413 over 256 KiB.
-_IF_MATCHED = (
-    (400, "BadRequest"),
-    *_TRANSITION,
-    (412, "PreconditionFailed"),
-    (413, "PayloadTooLarge"),
-)
+_IF_MATCHED = (400, "BadRequest"), *_TRANSITION, (412, "PreconditionFailed"), _TOO_LARGE
 _ETAG = {
     "ETag": {
         "description": 'The job\'s version in quotes ("3"): send it as If-Match to update.',
@@ -224,7 +220,7 @@ def _paths() -> dict[str, Any]:
                     (400, "BadRequest"),
                     (404, "NotFound"),
                     (409, "IdempotencyConflict"),
-                    (413, "PayloadTooLarge"),
+                    _TOO_LARGE,
                     (429, "TooManyRequests"),
                     headers={
                         **_ETAG,
@@ -266,7 +262,7 @@ def _paths() -> dict[str, Any]:
                     "A result per item, in order.",
                     "JobBatchResult",
                     (400, "BadRequest"),
-                    (413, "PayloadTooLarge"),
+                    _TOO_LARGE,
                 ),
             },
         },
@@ -292,7 +288,7 @@ def _paths() -> dict[str, Any]:
                     (400, "BadRequest"),
                     *_TRANSITION,
                     (412, "PreconditionFailed"),
-                    (413, "PayloadTooLarge"),
+                    _TOO_LARGE,
                     (429, "TooManyRequests"),
                     headers=_ETAG,
                 ),
@@ -342,7 +338,7 @@ def _paths() -> dict[str, Any]:
                     (400, "BadRequest"),
                     (404, "NotFound"),
                     (409, "RunConflict"),
-                    (413, "PayloadTooLarge"),
+                    _TOO_LARGE,
                     (429, "TooManyRequests"),
                 ),
             },
@@ -365,7 +361,7 @@ def _paths() -> dict[str, Any]:
                     "BackfillAccepted",
                     (400, "BadRequest"),
                     *_TRANSITION,
-                    (413, "PayloadTooLarge"),
+                    _TOO_LARGE,
                     (429, "TooManyRequests"),
                 ),
             },
@@ -400,7 +396,7 @@ def _paths() -> dict[str, Any]:
                     "WebhookSecret",
                     (400, "BadRequest"),
                     (409, "RotationConflict"),
-                    (413, "PayloadTooLarge"),
+                    _TOO_LARGE,
                     headers=_NO_STORE,
                 ),
             },

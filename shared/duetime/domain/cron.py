@@ -79,6 +79,7 @@ _CRON_SHAPE = (
 _SHIFT_WINDOW = timedelta(hours=3)
 _NAIVE_EPOCH = datetime(1970, 1, 1)
 _MINUTE_STEP = timedelta(minutes=1)
+_DAY = timedelta(days=1)
 _LAST_WALL = datetime(9999, 12, 31, 23, 59)
 
 
@@ -375,23 +376,38 @@ def _first_cron_instant_after(
     """
     after = threshold.astimezone(UTC).replace(tzinfo=None)
     # A wall time whose instant is > after is at least after + (the lowest offset soon after).
-    lowest = min(_offset(zone, after), _offset(zone, after + _SHIFT_WINDOW))
-    start = (after + lowest).replace(second=0, microsecond=0) - _MINUTE_STEP
+    lowest = min(_offset(zone, after), _offset(zone, _shifted(after, _SHIFT_WINDOW)))
+    start = _shifted(after, lowest).replace(second=0, microsecond=0) - _MINUTE_STEP
     best: datetime | None = None
     highest = timedelta(0)
     for wall in _walls(spec, start):
         # Any instant of `wall` is >= wall - highest offset around `best`.
-        if best is not None and wall - highest >= best:
+        if best is not None and _shifted(wall, -highest) >= best:
             break
         for instant in _instants(zone, wall, spec.wildcard):
             if instant > after and (best is None or instant < best):
                 best = instant
-                highest = max(_offset(zone, best), _offset(zone, best - _SHIFT_WINDOW))
+                highest = max(_offset(zone, best), _offset(zone, _shifted(best, -_SHIFT_WINDOW)))
     return None if best is None else best.replace(tzinfo=UTC)
 
 
+def _shifted(instant: datetime, delta: timedelta) -> datetime:
+    """`instant + delta`, held at the calendar's ends: windows reach past the end of 9999."""
+    try:
+        return instant + delta
+    except OverflowError:
+        return datetime.max if delta > timedelta(0) else datetime.min
+
+
 def _instants(zone: ZoneInfo, wall: datetime, wildcard: bool) -> tuple[datetime, ...]:
-    """The naive-UTC instants at which a job due at naive local `wall` runs."""
+    """The naive-UTC instants at which a job due at local `wall` runs (none after 9999)."""
+    try:
+        return _wall_instants(zone, wall, wildcard)
+    except OverflowError:
+        return ()
+
+
+def _wall_instants(zone: ZoneInfo, wall: datetime, wildcard: bool) -> tuple[datetime, ...]:
     first_offset = wall.replace(tzinfo=zone).utcoffset()
     second_offset = wall.replace(tzinfo=zone, fold=1).utcoffset()
     assert first_offset is not None
@@ -423,6 +439,11 @@ def _transition(zone: ZoneInfo, before: datetime, after: datetime) -> datetime:
 
 
 def _offset(zone: ZoneInfo, naive_utc: datetime) -> timedelta:
-    offset = zone.fromutc(naive_utc.replace(tzinfo=zone)).utcoffset()
+    try:
+        offset = zone.fromutc(naive_utc.replace(tzinfo=zone)).utcoffset()
+    except OverflowError:
+        # The local time is past the end of 9999 (or before year 1): the offset a day inside.
+        inside = _DAY if naive_utc.year == 1 else -_DAY
+        offset = zone.fromutc((naive_utc + inside).replace(tzinfo=zone)).utcoffset()
     assert offset is not None
     return offset
