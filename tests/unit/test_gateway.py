@@ -317,6 +317,28 @@ def test_given_an_expired_token_then_verification_says_so() -> None:
         verify_token(token, KEY)
 
 
+@pytest.mark.parametrize(
+    "claims", [{"exp": "9999999999"}, {"exp": True}, {"nbf": "0"}, {"iat": [1]}, {"exp": None}]
+)
+def test_given_a_time_claim_that_is_no_number_then_the_token_is_refused(
+    claims: dict[str, Any],
+) -> None:
+    # RFC 7519: exp, nbf and iat are NumericDates (JSON numbers); found by an outside audit,
+    # a numeric string was taken
+    now = int(time.time())
+    body = {"sub": "tenant-b", "iss": ISSUER, "aud": AUDIENCE, "iat": now, "exp": now + 60}
+    token = jwt.encode(body | claims, KEY, algorithm="HS256")
+
+    with pytest.raises(InvalidToken):
+        verify_token(token, KEY)
+
+
+def test_given_a_fractional_expiry_then_the_token_is_taken() -> None:
+    now = time.time()
+    body = {"sub": "tenant-b", "iss": ISSUER, "aud": AUDIENCE, "exp": now + 60.5}
+    assert verify_token(jwt.encode(body, KEY, algorithm="HS256"), KEY)["exp"] == now + 60.5
+
+
 @pytest.mark.parametrize("tenant", ["", "with space", "x" * 129])
 def test_given_an_unusable_tenant_then_no_token_is_issued(tenant: str) -> None:
     with pytest.raises(ValueError, match="tenant"):

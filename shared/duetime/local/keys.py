@@ -144,6 +144,10 @@ def verify_token(token: str, key: bytes) -> dict[str, Any]:
         raise InvalidToken(f"the token has no {exc.claim!r} claim") from None
     except jwt.InvalidTokenError as exc:
         raise InvalidToken(f"invalid token: {exc}") from None
+    for name in ("exp", "nbf", "iat"):  # NumericDates (RFC 7519): PyJWT takes "123" too
+        value = claims.get(name)
+        if name in claims and (isinstance(value, bool) or not isinstance(value, int | float)):
+            raise InvalidToken(f"the token's {name!r} claim must be a number")
     return claims
 
 
