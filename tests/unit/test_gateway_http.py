@@ -8,13 +8,15 @@ from __future__ import annotations
 import http.client
 import json
 import socket
+import time
+from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
 import pytest
 
 from duetime.local.gateway import MAX_BODY_BYTES, Gateway
-from tests.unit.test_gateway import StubApi, api, call, gateway, token_for  # noqa: F401
+from tests.unit.test_gateway import KEY, StubApi, api, call, gateway, token_for  # noqa: F401
 
 
 @dataclass
@@ -139,6 +141,54 @@ def test_given_a_body_over_the_limit_then_413_names_the_body(
         assert status == 413
         assert error["error"]["code"] == "payload_too_large"
         assert error["error"]["field"] == "body"
+    assert api.events == []
+
+
+# --- bodies that do not arrive ---------------------------------------------------------------
+
+
+@pytest.fixture
+def impatient(api: StubApi) -> Iterator[Gateway]:  # noqa: F811
+    """A gateway that waits 1 s for the rest of a request (60 s by default)."""
+    with Gateway(api, KEY, port=0, read_timeout_seconds=1) as running:
+        yield running
+
+
+def test_given_a_body_that_stops_coming_then_the_connection_is_closed_within_the_timeout(
+    impatient: Gateway,
+    api: StubApi,  # noqa: F811
+) -> None:
+    # Found by an outside audit: a Content-Length with no body held a gateway thread for as
+    # long as the client kept the connection open.
+    started = time.monotonic()
+    with socket.create_connection(("127.0.0.1", impatient.port), timeout=10) as sock:
+        sock.sendall(post("Content-Length: 10").replace("\n", "\r\n").encode() + b"\r\n{}")
+        assert sock.recv(1) == b""  # closed, unanswered: the request never ended
+    assert time.monotonic() - started < 5
+    assert api.events == []
+
+
+def test_given_a_body_shorter_than_its_length_then_400_and_the_handler_is_not_called(
+    gateway: Gateway,  # noqa: F811
+    api: StubApi,  # noqa: F811
+) -> None:
+    with socket.create_connection(("127.0.0.1", gateway.port), timeout=10) as sock:
+        sock.sendall(post("Content-Length: 10").replace("\n", "\r\n").encode() + b"\r\n{}")
+        sock.shutdown(socket.SHUT_WR)  # the client's end of the body: 2 bytes of 10
+        answer = sock.makefile("rb").read()
+    assert answer.startswith(b"HTTP/1.1 400 ")
+    assert b'"field": "body"' in answer or b'"field":"body"' in answer
+    assert api.events == []
+
+
+def test_given_a_length_of_thousands_of_digits_then_413_not_a_failure(
+    impatient: Gateway,
+    api: StubApi,  # noqa: F811
+) -> None:
+    answer = send_raw(impatient, post("Content-Length: " + "9" * 5_000), b"{}")
+
+    assert answer.status == 413
+    assert answer.json()["error"]["field"] == "body"
     assert api.events == []
 
 

@@ -48,6 +48,9 @@ Handler = Callable[[dict[str, Any], Any], Any]
 
 MAX_BODY_BYTES = 1024 * 1024
 _DRAIN_LIMIT_BYTES = 16 * MAX_BODY_BYTES
+# How long a connection may wait for the rest of a request (or, kept alive, for the next):
+# then it is closed, so a client that stops sending holds no thread.
+READ_TIMEOUT_SECONDS = 60.0
 PUBLIC_ROUTES = frozenset({("GET", "/health"), ("GET", "/openapi.json")})
 # Connections the kernel holds for the accept loop (capped by net.core.somaxconn, 4096 on
 # current Linux). At 5, 16 clients connecting at once overflowed it: one got a reset.
@@ -89,10 +92,12 @@ class Gateway:
         host: str = "127.0.0.1",
         port: int = 8080,
         max_body_bytes: int = MAX_BODY_BYTES,
+        read_timeout_seconds: float = READ_TIMEOUT_SECONDS,
     ) -> None:
         self.handler = handler
         self.key = key
         self.max_body_bytes = max_body_bytes
+        self.read_timeout_seconds = read_timeout_seconds
         self._host = host
         self._server = _Server((host, port), _RequestHandler, self)
         self._thread: threading.Thread | None = None
@@ -150,6 +155,10 @@ class _RequestHandler(BaseHTTPRequestHandler):
             return self.do_GET
         raise AttributeError(name)
 
+    def setup(self) -> None:
+        self.timeout = self.server.gateway.read_timeout_seconds  # the socket's, for each read
+        super().setup()
+
     def log_message(self, format: str, *args: Any) -> None:
         """No access log on stderr (the terminal shows the live figures)."""
 
@@ -162,6 +171,9 @@ class _RequestHandler(BaseHTTPRequestHandler):
 
         try:
             body = self._read_body()
+        except TimeoutError:  # the request never ended: nobody to answer
+            self.close_connection = True
+            return
         except _Refused as refused:
             # What follows on the connection cannot be told apart from this body.
             self.close_connection = True
@@ -268,12 +280,17 @@ class _RequestHandler(BaseHTTPRequestHandler):
         length = lengths.pop() if lengths else "0"
         if not length.isascii() or not length.isdigit():
             raise _invalid("Content-Length", "Content-Length is not a number of bytes")
-        if int(length) > self.server.gateway.max_body_bytes:
+        # Past 16 digits it is too large unconverted (int() refuses over 4,300 digits).
+        size = int(length) if len(length.lstrip("0")) <= 16 else _DRAIN_LIMIT_BYTES + 1
+        if size > self.server.gateway.max_body_bytes:
             # Read (a bounded amount of) what the client sends, so that it gets to read the
             # 413 rather than a connection reset.
-            _drain(self.rfile, min(int(length), _DRAIN_LIMIT_BYTES))
+            _drain(self.rfile, min(size, _DRAIN_LIMIT_BYTES))
             raise self._too_large()
-        return self.rfile.read(int(length))
+        body = self.rfile.read(size)
+        if len(body) < size:
+            raise _invalid("body", f"the body ended after {len(body)} of {size} bytes")
+        return body
 
     def _read_chunked(self) -> bytes:
         """A chunked request body: hexadecimal sizes (no sign, prefix or underscore), each
@@ -399,11 +416,14 @@ def _claim_strings(claims: Mapping[str, Any]) -> dict[str, str]:
 
 
 def _drain(stream: Any, size: int) -> None:
-    while size > 0:
-        chunk = stream.read(min(size, 65_536))
-        if not chunk:
-            return
-        size -= len(chunk)
+    try:
+        while size > 0:
+            chunk = stream.read(min(size, 65_536))
+            if not chunk:
+                return
+            size -= len(chunk)
+    except TimeoutError:  # the client stopped sending: it can still read the answer
+        return
 
 
 def _is_text(content_type: str) -> bool:
