@@ -156,8 +156,8 @@ class _RequestHandler(BaseHTTPRequestHandler):
         raise AttributeError(name)
 
     def setup(self) -> None:
-        self.timeout = self.server.gateway.read_timeout_seconds  # the socket's, for each read
         super().setup()
+        self.connection.settimeout(self.server.gateway.read_timeout_seconds)  # for each read
 
     def log_message(self, format: str, *args: Any) -> None:
         """No access log on stderr (the terminal shows the live figures)."""
