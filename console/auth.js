@@ -106,10 +106,12 @@ export async function completeOidcSignIn() {
   sessionStorage.removeItem(VERIFIER);
   sessionStorage.removeItem(RETURN_TO);
   history.replaceState(null, "", `${location.pathname}${back}`);
-  if (params.has("error")) throw new Error(`Sign-in refused: ${params.get("error_description") || params.get("error")}`);
+  // The state first: an answer this tab did not ask for (a crafted link) shows none of its
+  // words, its error text included.
   if (!expected || params.get("state") !== expected || !verifier) {
     throw new Error("Sign-in answer does not match this tab's request (state): try again.");
   }
+  if (params.has("error")) throw new Error(`Sign-in refused: ${params.get("error_description") || params.get("error")}`);
   const meta = await discovery();
   const reply = await fetch(meta.token_endpoint, {
     method: "POST",

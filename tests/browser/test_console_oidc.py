@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from dataclasses import dataclass
+from urllib.parse import urlencode
 
 import pytest
 from selenium.webdriver.common.by import By
@@ -128,6 +129,21 @@ def test_signing_in_goes_through_the_identity_provider_with_pkce(page: Page, oid
     assert page.driver.get_cookies() == []
     assert stored(page, "sessionStorage", "duetime.pkce.verifier") is None
     assert stored(page, "sessionStorage", "duetime.pkce.state") is None
+
+
+def test_an_error_answer_nobody_asked_for_shows_none_of_its_text(page: Page) -> None:
+    # Found by an outside audit: a link to the console with `?error=...&error_description=...`
+    # put the link's own words in the console's error notice (a phishing lure), before the
+    # state was checked.
+    fresh_start(page)
+    lure = "Your account is suspended. Call support at +1-555-0100"
+    query = urlencode({"error": "access_denied", "error_description": lure, "state": "forged"})
+    page.driver.get(f"{page.stack.url}/console/?{query}#/jobs")
+
+    notice = page.find("#notice .notice.error", timeout=30)
+    assert "does not match this tab's request (state)" in notice.text
+    assert "suspended" not in page.find("body").text
+    assert "error_description" not in page.driver.current_url
 
 
 def test_a_tampered_state_is_refused(page: Page, oidc: Setup) -> None:
