@@ -12,6 +12,7 @@ from typing import Any
 import pytest
 
 from duetime.api.app import build_app
+from duetime.api.console import security_headers
 from duetime.local.lambda_runtime import FakeContext
 from duetime.settings import DEFAULT_CONSOLE_DIR, ApiSettings, ConsoleSettings
 from tests.integration.conftest import Engine
@@ -117,6 +118,10 @@ def test_each_file_has_its_type_and_a_short_cache(console: Console, site: Consol
         "/console/missing.js",
         "/console/.hidden.js",
         "/console/%00app.js",
+        "/console/a/b",
+        "/console/x/",
+        "/console//app.js",
+        "/console/app.js/",
     ],
 )
 def test_nothing_outside_the_flat_directory_is_served(
@@ -126,6 +131,10 @@ def test_nothing_outside_the_flat_directory_is_served(
     assert reply.status == 404
     assert reply.json()["error"]["code"] == "not_found"
     assert b"secret" not in reply.body.replace(b"secret.json", b"")
+    # Every 404 of the console carries its security headers (found by an outside audit:
+    # paths of two segments or more fell to the API's 404, without them)
+    expected = security_headers(site)
+    assert {name: reply.headers.get(name) for name in expected} == expected
 
 
 @pytest.mark.parametrize("method", ["POST", "PUT", "DELETE", "PATCH", "OPTIONS", "TRACE", "FOO"])

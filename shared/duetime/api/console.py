@@ -137,11 +137,18 @@ def register(app: APIGatewayHttpResolver, settings: ConsoleSettings) -> None:
     def static(name: str) -> Response[Any]:
         return file_answer(name)
 
+    # Any deeper path (`/console/a/b`, `/console//app.js`) names no file of the flat
+    # directory: the console's 404, with its headers (a rule of Powertools is a regex).
+    @app.route(f"{PREFIX}/.*/.*", _METHODS)
+    def deeper() -> Response[Any]:
+        name = app.current_event.path.removeprefix(f"{PREFIX}/")
+        return error(HTTPStatus.NOT_FOUND, "not_found", f"no console file {name[:100]!r}")
+
 
 def methods_on(path: str) -> list[str]:
     """The methods the console serves on `path` (empty: not a console path). Any other method
     there, TRACE or one HTTP does not define included, is the API's 405 (duetime.api.app)."""
-    console = path in (PREFIX, f"{PREFIX}/") or re.fullmatch(f"{PREFIX}/[^/]+", path)
+    console = path in (PREFIX, f"{PREFIX}/") or path.startswith(f"{PREFIX}/")
     return list(_METHODS) if console else []
 
 
