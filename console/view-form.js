@@ -101,8 +101,12 @@ export function formView(main, job = null, etag = null) {
     }
     return out;
   };
-  const tags = () => Object.fromEntries(value("tags").split(/[\n,]/).map((x) => x.trim()).filter(Boolean)
-    .map((pair) => { const i = pair.indexOf(":"); return i < 0 ? [pair, ""] : [pair.slice(0, i).trim(), pair.slice(i + 1).trim()]; }));
+  // One key:value a line (a value may hold commas; a key has no ":"). Left as it was opened,
+  // the box is not sent: an edit of something else keeps the tags exactly.
+  const tagsText = Object.entries(job?.tags || {}).map(([k, v]) => `${k}:${v}`).join("\n");
+  const tags = () => job && value("tags") === tagsText.trim() ? undefined
+    : Object.fromEntries(value("tags").split("\n").map((x) => x.trim()).filter(Boolean)
+      .map((pair) => { const i = pair.indexOf(":"); return i < 0 ? [pair, ""] : [pair.slice(0, i).trim(), pair.slice(i + 1).trim()]; }));
 
   // Clears the messages of the fields whose key starts with `prefix`; all of them and the
   // form's own (a conflict) without one. The preview clears the schedule's only: an answer
@@ -194,7 +198,7 @@ export function formView(main, job = null, etag = null) {
     h("h1", {}, job ? `Edit ${job.name || job.id}` : "New job"),
     h("fieldset", {}, h("legend", {}, "Job"),
       field("name", "Name", text(job?.name)),
-      field("tags", "Tags (key:value, comma-separated)", text(Object.entries(job?.tags || {}).map(([k, v]) => `${k}:${v}`).join(", "))),
+      field("tags", "Tags (key:value, one per line)", h("textarea", { rows: 3, value: tagsText })),
       job ? null : field("priority", "Priority", select({ normal: "normal", high: "high", low: "low" }, "normal"))),
     h("fieldset", {}, h("legend", {}, "Schedule"), scheduleBox,
       h("section.preview", { "aria-labelledby": "preview-title" }, h("h2#preview-title", {}, "Next occurrences"), previewNote, preview)),

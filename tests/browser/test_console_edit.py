@@ -112,6 +112,39 @@ def test_an_edit_keeps_the_payload_and_the_targets_headers_the_form_does_not_cha
     assert after["target"]["url"] == "https://hooks.example.com/nightly"
 
 
+def test_an_edit_keeps_tags_whose_values_hold_commas_or_spaces(page: Page, stack: Stack) -> None:
+    # Found by an outside audit: the tags box split on commas, so saving a job from the
+    # console turned {"owners": "alice,bob"} into {"owners": "alice", "bob": ""}.
+    tags = {"owners": "alice,bob", "note": " padded ", "team": "core"}
+    created = stack.call(
+        "POST",
+        "/jobs",
+        {"name": "tagged", "schedule": {"cron": "0 9 * * *"}, "target": NOOP, "tags": tags},
+        tenant=TENANT,
+    )
+    assert created.status == 201, created.body
+    job_id = created.body["id"]
+    page.sign_in(stack.token(TENANT))
+
+    # An edit that leaves the tags alone keeps them exactly
+    page.open(f"#/jobs/{job_id}/edit")
+    assert save_name(page, stack, job_id, "tagged, renamed")["tags"] == tags
+
+    # A tag added on a line of its own: the others are read one per line, commas and all
+    page.open(f"#/jobs/{job_id}/edit")
+    box = page.find("#f-tags")
+    box.send_keys("\nenv:prod")
+    page.find("#save").click()
+    page.until(lambda: page.driver.current_url.endswith(f"#/jobs/{job_id}"))
+    stored = stack.call("GET", f"/jobs/{job_id}", tenant=TENANT).body
+    assert stored["tags"] == {
+        "owners": "alice,bob",
+        "note": "padded",
+        "team": "core",
+        "env": "prod",
+    }
+
+
 def test_a_backfill_from_the_job_page_shows_the_apis_answer(page: Page, stack: Stack) -> None:
     job = create(stack, "backfilled", {"rate_seconds": 60})
     page.sign_in(stack.token(TENANT))
