@@ -1229,6 +1229,9 @@ def test_no_answer_of_the_api_may_be_cached(api: Api) -> None:
         api.call("GET", "/health", tenant=None),
     ]
     assert [a.headers.get("Cache-Control") for a in answers] == ["no-store"] * len(answers)
+    # nor be sniffed as another type than the JSON it is (found by an outside audit)
+    sniffing = [a.headers.get("X-Content-Type-Options") for a in answers]
+    assert sniffing == ["nosniff"] * len(answers)
 
 
 def test_a_replay_shows_the_job_as_it_is_now(api: Api) -> None:

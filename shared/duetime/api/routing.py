@@ -68,13 +68,15 @@ def _pattern(template: str) -> re.Pattern[str]:
 class HeadResolver(APIGatewayHttpResolver):
     """The resolver, answering HEAD without the body its GET route produced, and marking every
     answer that does not say otherwise (the console's files do) `Cache-Control: no-store`: each
-    is one tenant's, and a job holds credentials (an http target's headers)."""
+    is one tenant's, and a job holds credentials (an http target's headers); and
+    `X-Content-Type-Options: nosniff`: a JSON answer is never read as a page or a script."""
 
     def resolve(self, event: Mapping[str, Any], context: LambdaContext) -> dict[str, Any]:
         answer = super().resolve(event, context)
-        headers = answer.get("headers") or {}
+        headers = {"X-Content-Type-Options": "nosniff", **(answer.get("headers") or {})}
         if not any(name.lower() == "cache-control" for name in headers):
-            answer = {**answer, "headers": {**headers, "Cache-Control": "no-store"}}
+            headers["Cache-Control"] = "no-store"
+        answer = {**answer, "headers": headers}
         return without_body(answer) if _method(event) == "HEAD" else answer
 
 
