@@ -1,7 +1,7 @@
 // The console's entry point: sign-in state, hash routing and navigation.
 //   #/jobs[?status=&tag=&name_prefix=]   #/jobs/<id>   #/jobs/<id>/edit   #/new   #/system
 import { claims, completeOidcSignIn, currentToken, loadConfig, onSignOut, signOut } from "./auth.js";
-import { clear, h, notify } from "./dom.js";
+import { clear, h, notify, takeCarried } from "./dom.js";
 import { formView } from "./view-form.js";
 import { editView, jobView } from "./view-job.js";
 import { jobsView } from "./view-jobs.js";
@@ -70,9 +70,10 @@ onSignOut((reason) => {
 });
 
 document.getElementById("sign-out").addEventListener("click", () => signOut());
-// A notice belongs to the page it was given on: moving to another clears it.
+// A notice belongs to the page it was given on: moving to another clears it (and shows the
+// one given for the next page, if any: "Job updated.").
 window.addEventListener("hashchange", () => {
-  notify("");
+  notify(...takeCarried());
   render();
 });
 

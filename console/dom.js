@@ -38,6 +38,20 @@ export function clear(node) {
 }
 
 /** Shows a short message in the live region (read out by screen readers). */
+let carried = ["", "info"];
+
+/** A notice for the page being moved to: a move clears the current page's notice, then shows
+ * this one (`takeCarried`, console/app.js). */
+export function notifyNext(message, kind = "info") {
+  carried = [message, kind];
+}
+
+export function takeCarried() {
+  const notice = carried;
+  carried = ["", "info"];
+  return notice;
+}
+
 export function notify(message, kind = "info") {
   const region = document.getElementById("notice");
   clear(region);

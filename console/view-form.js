@@ -1,7 +1,7 @@
 // Create / edit a job: every schedule kind and target type, errors placed at the field the
 // API names (error.field), and a live preview of the next occurrences (POST /schedules/preview).
 import { api, ApiError } from "./api.js";
-import { append, clear, h, notify } from "./dom.js";
+import { append, clear, h, notify, notifyNext } from "./dom.js";
 import { describeSchedule, instant, viewerZone } from "./format.js";
 
 const KINDS = { cron: "Cron expression", rate: "Every N seconds", at: "Once, at an instant",
@@ -92,13 +92,18 @@ export function formView(main, job = null, etag = null) {
     return out;
   };
   // An update replaces the target whole: of the same type, the job's fields the form does not
-  // show (an http target's headers) go back as they were.
+  // show (an http target's headers) go back as they were; but not to another origin (as a
+  // browser drops Authorization on a redirect there): credentials are for their host.
+  const origin = (url) => { try { return new URL(url).origin; } catch { return null; } };
+  let droppedHeaders = false;
   const target = () => {
     const out = job?.target?.type === targetType.value ? { ...job.target } : { type: targetType.value };
     for (const key of TARGETS[targetType.value]) {
       if (value(`target.${key}`)) out[key] = value(`target.${key}`);
       else delete out[key];
     }
+    droppedHeaders = Boolean(out.headers && Object.keys(out.headers).length && origin(out.url) !== origin(job.target.url));
+    if (droppedHeaders) delete out.headers;
     return out;
   };
   // One key:value a line (a value may hold commas; a key has no ":"). Left as it was opened,
@@ -185,7 +190,8 @@ export function formView(main, job = null, etag = null) {
     if (!job) body.priority = value("priority");
     try {
       const saved = job ? (await api.updateJob(job.id, body, etag)).json : await api.createJob(body);
-      notify(job ? "Job updated." : "Job created.", "ok");
+      const dropped = droppedHeaders ? " Its target's headers were not kept: they were for another host (set them again with the API or the CLI)." : "";
+      notifyNext(job ? `Job updated.${dropped}` : "Job created.", "ok");
       location.hash = `#/jobs/${encodeURIComponent(saved.id)}`;
     } catch (e) {
       if (e instanceof ApiError && e.status === 412) {

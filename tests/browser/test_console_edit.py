@@ -112,6 +112,47 @@ def test_an_edit_keeps_the_payload_and_the_targets_headers_the_form_does_not_cha
     assert after["target"]["url"] == "https://hooks.example.com/nightly"
 
 
+def test_a_target_moved_to_another_host_does_not_take_its_hidden_headers(
+    page: Page, stack: Stack
+) -> None:
+    # Found by an outside audit: the form keeps an http target's headers, which it does not
+    # show, so moving the URL to another host sent its credentials there unseen. As a browser
+    # drops Authorization on a redirect to another origin, the edit drops them, and says so.
+    target = {
+        "type": "http",
+        "url": "https://hooks.example.com/nightly",
+        "headers": {"Authorization": "Bearer s3cret"},
+    }
+    body = {"name": "moved", "schedule": {"cron": "0 9 * * *"}, "target": target}
+    created = stack.call("POST", "/jobs", body, tenant=TENANT)
+    assert created.status == 201, created.body
+    job_id = created.body["id"]
+    page.sign_in(stack.token(TENANT))
+
+    # Another path on the same host keeps them
+    page.open(f"#/jobs/{job_id}/edit")
+    url = page.find("#f-target-url")
+    url.clear()
+    url.send_keys("https://hooks.example.com/weekly")
+    page.find("#save").click()
+    page.until(lambda: page.driver.current_url.endswith(f"#/jobs/{job_id}"))
+    kept = stack.call("GET", f"/jobs/{job_id}", tenant=TENANT).body["target"]
+    assert kept["headers"] == {"Authorization": "Bearer s3cret"}
+    assert page.find("#notice").text == "Job updated."
+
+    # Another host does not
+    page.open(f"#/jobs/{job_id}/edit")
+    url = page.find("#f-target-url")
+    url.clear()
+    url.send_keys("https://elsewhere.example.net/hook")
+    page.find("#save").click()
+    page.until(lambda: page.driver.current_url.endswith(f"#/jobs/{job_id}"))
+    moved = stack.call("GET", f"/jobs/{job_id}", tenant=TENANT).body["target"]
+    assert moved["url"] == "https://elsewhere.example.net/hook"
+    assert moved.get("headers") in (None, {})
+    assert "headers were not kept" in page.find("#notice .notice.ok").text
+
+
 def test_an_edit_keeps_tags_whose_values_hold_commas_or_spaces(page: Page, stack: Stack) -> None:
     # Found by an outside audit: the tags box split on commas, so saving a job from the
     # console turned {"owners": "alice,bob"} into {"owners": "alice", "bob": ""}.
