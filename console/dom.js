@@ -37,7 +37,6 @@ export function clear(node) {
   return node;
 }
 
-/** Shows a short message in the live region (read out by screen readers). */
 let carried = ["", "info"];
 
 /** A notice for the page being moved to: a move clears the current page's notice, then shows
@@ -52,6 +51,7 @@ export function takeCarried() {
   return notice;
 }
 
+/** Shows a short message in the live region (read out by screen readers). */
 export function notify(message, kind = "info") {
   const region = document.getElementById("notice");
   clear(region);
