@@ -48,6 +48,10 @@ from duetime.services.release import ReleasedSender
 from duetime.services.submission import Submission
 from duetime.settings import Quotas, Settings
 
+# How often a change without If-Match reads the job again when another request wrote it
+# meanwhile: each time one of the writers wins, so this many at once all get through.
+WRITE_TRIES = 10
+
 
 @dataclass(frozen=True)
 class JobView:
@@ -189,6 +193,17 @@ class JobService:
     def _transition(
         self, tenant: str, job_id: str, wanted: JobStatus, if_match: frozenset[int] | None
     ) -> JobView:
+        for _ in range(WRITE_TRIES):
+            done = self._try_transition(tenant, job_id, wanted, if_match)
+            if done is not None:
+                return done
+        raise IllegalTransition(job_id, "changed concurrently", wanted)
+
+    def _try_transition(
+        self, tenant: str, job_id: str, wanted: JobStatus, if_match: frozenset[int] | None
+    ) -> JobView | None:
+        """One read-modify-write of a status change; None: the job changed meanwhile (without
+        If-Match: read it again and decide again)."""
         view = self.get(tenant, job_id)
         job = view.job
         if if_match is not None and job.version not in if_match:
@@ -219,7 +234,7 @@ class JobService:
         except ConditionFailed:
             if if_match is not None:  # changed since the caller's version was checked
                 raise PreconditionFailed(job.id, if_match, job.version + 1) from None
-            raise IllegalTransition(job.id, "changed concurrently", wanted) from None
+            return None
         if updated.status in (JobStatus.CANCELLED, JobStatus.COMPLETED):
             self.submission.release(job)
             self._deps.unlink(job)
@@ -240,7 +255,7 @@ class JobService:
         read, else PreconditionFailed; without it a concurrent write is retried over. A new
         schedule, priority or runtime re-arms the job (a new generation: the old chain's
         timers and messages are dropped); docs/api.md tells the rules."""
-        for _ in range(3):
+        for _ in range(WRITE_TRIES):
             view = self.get(tenant, job_id)
             job = view.job
             if if_match is not None and job.version not in if_match:
