@@ -303,6 +303,32 @@ def test_given_a_job_its_owner_cancelled_then_a_replay_shows_it_cancelled() -> N
     assert (replayed.id, replayed.status) == (first.id, JobStatus.CANCELLED)
 
 
+def test_given_a_failed_submission_its_owner_cancelled_then_a_replay_leaves_it_cancelled() -> None:
+    # Found by an outside audit: the owner's cancel of a job whose submission had failed (a
+    # 200, `cancelled`) changed nothing, so the client's retry with the key revived the job,
+    # and it ran.
+    twins = Twins(shards=1)
+    spec = parse_job_spec({"schedule": {"rate_seconds": 60}, "target": NOOP})
+    quotas = Quotas(max_active_recurring_jobs=5)
+    send = twins.queue.send
+    twins.queue.send = failing_send  # type: ignore[method-assign]
+    with pytest.raises(ConnectionError):
+        twins.service.create("t", spec, idempotency_key="k9", quotas=quotas)
+    twins.queue.send = send  # type: ignore[method-assign]
+    (withdrawn,) = twins.jobs._jobs.values()
+
+    cancelled = twins.service.cancel("t", withdrawn.id)
+    replayed = twins.service.create("t", spec, idempotency_key="k9", quotas=quotas)
+
+    assert cancelled.status == JobStatus.CANCELLED
+    assert (replayed.id, replayed.status) == (withdrawn.id, JobStatus.CANCELLED)
+    assert twins.sent() == Counter()  # nothing armed
+    assert twins.jobs.recurring_count("t") == 0  # counted neither by the cancel nor the replay
+    stored = twins.jobs.get("t", withdrawn.id)
+    assert stored is not None
+    assert (stored.status, stored.version) == (JobStatus.CANCELLED, withdrawn.version + 1)
+
+
 # --- Lambda runs near the function's timeout (moto, the real worker handler) ---------------------
 
 

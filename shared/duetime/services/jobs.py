@@ -212,6 +212,11 @@ class JobService:
             raise IllegalTransition(job.id, view.status, wanted)
         now = self._clock()
         updated = job.transition(wanted, now)
+        withdrawn = job.cancel_reason is not None  # its submission failed: cancelled, uncounted
+        if updated is job and withdrawn:
+            # Cancelled by its owner now: the cancel is theirs, so a replay of the submission
+            # no longer revives the job (it did, and the job ran after a 200 `cancelled`).
+            updated = replace(job, cancel_reason=None, updated_ms=now, version=job.version + 1)
         if updated is job:
             # Resuming a scheduled job arms it again: a resume whose dispatch failed after its
             # status was stored is completed by resuming again.
@@ -236,7 +241,8 @@ class JobService:
                 raise PreconditionFailed(job.id, if_match, job.version + 1) from None
             return None
         if updated.status in (JobStatus.CANCELLED, JobStatus.COMPLETED):
-            self.submission.release(job)
+            if not withdrawn:
+                self.submission.release(job)
             self._deps.unlink(job)
         if due is not None:
             self._dispatcher.dispatch([(updated, due)])
