@@ -464,6 +464,32 @@ def test_given_a_claim_that_lands_but_answers_500_then_the_retry_finds_it_ours_a
 
 
 @pytest.mark.parametrize("write", ["create", "replace"])
+def test_given_another_request_wrote_the_same_job_then_a_failed_write_is_not_taken_for_ours(
+    engine: Engine, write: str
+) -> None:
+    # Found by an outside audit: two copies of one request (the same job, in the same
+    # millisecond) wrote identical items, so the one whose write failed took the other's for
+    # its own: each counted the job against the tenant's quota (or released it on a cancel).
+    jobs = engine.parts.jobs
+    assert isinstance(jobs, DynamoJobStore)
+    job = make_job()
+    if write == "replace":
+        jobs.create(job)
+    written = replace(job, spec=replace(job.spec, name="renamed"), version=job.version + 1)
+    other = DynamoJobStore(jobs._client, engine.aws.settings.jobs_table)
+
+    if write == "create":
+        other.create(written)
+        with pytest.raises(ConditionFailed):
+            jobs.create(written)
+    else:
+        other.replace(written, expected=job)
+        with pytest.raises(ConditionFailed):
+            jobs.replace(written, expected=job)
+    assert jobs.get(job.tenant, job.id) == written
+
+
+@pytest.mark.parametrize("write", ["create", "replace"])
 def test_given_a_job_write_that_lands_but_answers_500_then_the_retry_finds_it_ours(
     engine: Engine, write: str
 ) -> None:

@@ -5,6 +5,7 @@ and the `after` dependents."""
 from __future__ import annotations
 
 import re
+import secrets
 from collections.abc import Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
@@ -40,6 +41,8 @@ RECURRING_COUNTER = "!count#recurring"
 OVERLAP_GATE_PREFIX = "!overlap#"
 # The jobs that run after a job (`after` schedules): a string set `ids` beside the upstream.
 DEPENDENTS_PREFIX = "!dependents#"
+# A job item's attribute: a random mark of the conditional write that put it (`_landed`).
+WRITE_MARK = "wt"
 
 
 class DynamoJobStore(JobTable):
@@ -47,24 +50,35 @@ class DynamoJobStore(JobTable):
     records)."""
 
     def create(self, job: Job) -> None:
+        item = self._signed(job)
         try:
             self._client.put_item(
-                TableName=self._table,
-                Item=self._item(job),
-                ConditionExpression="attribute_not_exists(id)",
+                TableName=self._table, Item=item, ConditionExpression="attribute_not_exists(id)"
             )
         except ClientError as exc:
             if is_condition_failure(exc):
-                if self._landed(job):
+                if self._landed(job, item):
                     return
                 raise ConditionFailed(f"job {job.id} exists") from exc
             raise StoreError(str(exc)) from exc
 
-    def _landed(self, job: Job) -> bool:
-        """Whether a conditional write of `job` that failed its condition was our own: DynamoDB
+    def _signed(self, job: Job) -> dict[str, Any]:
+        """The job's item with a mark of this write (WRITE_MARK): `_landed` tells it apart
+        from another request's write of an identical job (two copies of one request, in one
+        millisecond)."""
+        return self._item(job) | {WRITE_MARK: {"S": secrets.token_hex(8)}}
+
+    def _landed(self, job: Job, item: dict[str, Any]) -> bool:
+        """Whether a conditional write of `item` that failed its condition was our own: DynamoDB
         may apply a write and still answer 500, and the SDK's retry then fails on the item
-        the first request wrote."""
-        return self.get(job.tenant, job.id) == job
+        the first request wrote (with this write's mark)."""
+        stored = self._client.get_item(
+            TableName=self._table,
+            Key=self._key(job.tenant, job.id),
+            ConsistentRead=True,
+            ProjectionExpression=WRITE_MARK,
+        ).get("Item")
+        return stored is not None and stored.get(WRITE_MARK) == item[WRITE_MARK]
 
     def create_many(self, jobs: Sequence[Job]) -> None:
         items = [{"PutRequest": {"Item": self._item(job)}} for job in jobs]
@@ -129,7 +143,7 @@ class DynamoJobStore(JobTable):
     ) -> None:
         put: dict[str, Any] = {
             "TableName": self._table,
-            "Item": self._item(job),
+            "Item": self._signed(job),
             # An item written before versions were stored has none: it reads as 1.
             "ConditionExpression": "#s = :s AND gen = :g AND created_ms = :c AND "
             "(attribute_not_exists(ver) OR ver = :v)",
@@ -172,7 +186,7 @@ class DynamoJobStore(JobTable):
                 self._client.put_item(**put)
         except ClientError as exc:
             if is_condition_failure(exc) or is_cancelled_by_condition(exc):
-                if self._landed(job):
+                if self._landed(job, put["Item"]):
                     return
                 raise ConditionFailed(f"job {job.id} or its chain changed") from exc
             raise StoreError(str(exc)) from exc
