@@ -90,3 +90,41 @@ def test_given_if_match_when_the_job_changed_meanwhile_then_412_and_no_retry() -
     stored = twins.jobs.get("t", job_id)
     assert stored is not None
     assert (stored.status, stored.spec.name) == (JobStatus.SCHEDULED, "theirs")
+
+
+def test_given_a_pause_while_a_keyed_run_now_claims_its_key_then_every_copy_answers_alike() -> None:
+    # Found by an outside audit: R1 claims its key; the owner pauses the job; R2, a copy of
+    # R1, answers 202 with R1's run (the job was paused after the run was asked for); R1 then
+    # read the job paused and answered 409, freeing the key: one key, a 202 and a 409, and the
+    # 202 named a run never sent. Now R1 answers as R2 does: its run was asked for before the
+    # pause, which stops it (nothing is sent).
+    twins = Twins(shards=1)
+    job_id = twins.submit({"rate_seconds": 3600})
+    claim = twins.jobs.claim_key
+    answers: dict[str, object] = {}
+
+    def ask(name: str) -> None:
+        try:
+            answers[name] = twins.service.run_now("t", job_id, "rk")
+        except Exception as exc:  # noqa: BLE001 (the answer: what the API turns into a 409)
+            answers[name] = type(exc).__name__
+
+    def claim_then_pause(tenant: str, key: str, *args: Any) -> Any:
+        recorded = claim(tenant, key, *args)
+        if key == "rk" and "r2" not in answers:
+            answers["r2"] = "asking"
+            twins.clock.now += 10
+            twins.service.pause("t", job_id)
+            twins.clock.now += 10
+            ask("r2")
+        return recorded
+
+    before = twins.sent()
+    twins.jobs.claim_key = claim_then_pause  # type: ignore[method-assign]
+    ask("r1")
+    twins.jobs.claim_key = claim  # type: ignore[method-assign]
+    ask("r3")  # the client's retry
+
+    assert isinstance(answers["r1"], int)
+    assert answers["r1"] == answers["r2"] == answers["r3"]
+    assert twins.sent() == before  # paused: the run does not start

@@ -366,6 +366,10 @@ class JobService:
                 # Not scheduled already when it was asked for: that request is being refused
                 # (and frees the key); so is this one.
                 raise IllegalTransition(job_id, job.status, "run")
+            if job.status != JobStatus.SCHEDULED and job.updated_ms >= now:
+                # Paused or ended after this request asked: as a copy of it answers (above),
+                # its run was asked for, and the change stops it: nothing to send.
+                return instant
         if job.status != JobStatus.SCHEDULED:
             self.submission.unbind(tenant, idempotency_key, job_id)
             raise IllegalTransition(job_id, job.status, "run")
