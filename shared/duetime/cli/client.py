@@ -58,6 +58,10 @@ def client_for(args: argparse.Namespace) -> ApiClient:
         parts = urllib.parse.urlsplit("")
     if parts.scheme not in ("http", "https") or not parts.netloc:
         raise UsageError(f"the API URL must be http:// or https://, not {base_url!r}")
+    if not (base_url.isascii() and base_url.isprintable()):  # a request line is ASCII
+        raise UsageError(
+            f"the API URL must be printable ASCII (percent-encode the rest), not {base_url!r}"
+        )
     token = args.token
     if token is None:
         token = os.environ.get(TOKEN_ENV, "").strip()
@@ -108,7 +112,10 @@ class ApiClient:
             request.add_header(name, value)
         if body is not None:
             request.add_header("Content-Type", "application/json")
-            request.data = json.dumps(body, separators=(",", ":")).encode()
+            try:
+                request.data = json.dumps(body, separators=(",", ":"), allow_nan=False).encode()
+            except ValueError as exc:  # NaN: the flags and files refuse it before this
+                raise UsageError(f"the body cannot be sent as JSON: {exc}") from None
         try:
             opener = urllib.request.build_opener(_RefuseRedirects)
             with opener.open(request, timeout=self.timeout) as response:
@@ -127,12 +134,7 @@ class ApiClient:
             raise self._unreachable(exc) from None
         if not raw.strip():
             return None
-        try:
-            return json.loads(raw)
-        except (json.JSONDecodeError, UnicodeDecodeError):
-            raise ApiError(
-                status, "bad_response", "the API answered with something not JSON", None
-            ) from None
+        return _answer(status, raw)
 
     def _unreachable(self, reason: object) -> Unreachable:
         if isinstance(reason, ConnectionRefusedError):
@@ -160,6 +162,22 @@ class _RefuseRedirects(urllib.request.HTTPRedirectHandler):
         return None
 
 
+def _answer(status: int, raw: bytes) -> Any:
+    """A 2xx's JSON. A lone surrogate (`"\\ud800"`) is JSON but not Unicode: it could be
+    neither printed nor sent back (a cursor)."""
+    try:
+        data = json.loads(raw)
+        json.dumps(data, ensure_ascii=False).encode()
+        return data
+    except UnicodeEncodeError:
+        problem = "text that is not Unicode (a lone surrogate)"
+    except RecursionError:
+        problem = "JSON nested too deeply"
+    except ValueError:  # not JSON, not UTF-8, a number of over 4,300 digits
+        problem = "with something not JSON"
+    raise ApiError(status, "bad_response", f"the API answered {problem}", None)
+
+
 def _api_error(status: int, reason: object, raw: bytes) -> ApiError:
     """The error from the API's `{"error": {"code", "message", "field"}}`, or the best we have
     when something in between (a proxy, a gateway) answered instead."""
@@ -168,6 +186,6 @@ def _api_error(status: int, reason: object, raw: bytes) -> ApiError:
         code, message = str(error["code"]), str(error["message"])
         field = error.get("field")
         return ApiError(status, code, message, str(field) if field else None)
-    except (ValueError, UnicodeDecodeError, TypeError, KeyError, AttributeError):
+    except (ValueError, RecursionError, TypeError, KeyError, AttributeError):
         text = raw.decode("utf-8", "replace").strip()
         return ApiError(status, "http_error", cut(" ".join(text.split())) or str(reason), None)

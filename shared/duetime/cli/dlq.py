@@ -15,6 +15,7 @@ from collections.abc import Sequence
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
+from duetime.cli.format import write_out
 from duetime.cli.types import positive_int
 from duetime.clock import wall_ms
 from duetime.domain.jobs import Priority, Runtime
@@ -106,11 +107,11 @@ def run_list(args: argparse.Namespace) -> int:
     except (BotoCoreError, ClientError) as exc:
         return _failed(f"cannot read the DLQs: {exc}")
     if args.json:
-        print(json.dumps([_as_json(d) for d in dead], indent=2))
+        write_out(json.dumps([_as_json(d) for d in dead], indent=2))
         return 0
-    print(_table(dead), end="")
+    write_out(_table(dead), end="")
     if total > len(dead):
-        print(f"\nshowing {len(dead)} of about {total} (--limit)")
+        write_out(f"\nshowing {len(dead)} of about {total} (--limit)")
     return 0
 
 
@@ -130,10 +131,10 @@ def run_redrive(args: argparse.Namespace) -> int:
     except (BotoCoreError, ClientError, StoreError, QueueError) as exc:
         return _failed(f"redrive stopped: {exc} (messages not yet sent back are still in the DLQ)")
     for dead, attempt in report.redriven:
-        print(f"redriven  {dead.run_id}  attempt {attempt}  to {dead.queue}")
+        write_out(f"redriven  {dead.run_id}  attempt {attempt}  to {dead.queue}")
     for dead, why in report.skipped:
-        print(f"skipped   {dead.run_id or dead.letter.message_id}  {why}  (left in the DLQ)")
-    print(f"{len(report.redriven)} redriven, {len(report.skipped)} skipped")
+        write_out(f"skipped   {dead.run_id or dead.letter.message_id}  {why}  (left in the DLQ)")
+    write_out(f"{len(report.redriven)} redriven, {len(report.skipped)} skipped")
     if args.run_ids:
         found = {d.run_id for d, _ in report.redriven} | {d.run_id for d, _ in report.skipped}
         missing = sorted(set(args.run_ids) - found)

@@ -15,6 +15,21 @@ MAX_CELL_CHARS = 60
 MAX_VALUE_CHARS = 200
 
 
+class OutputError(Exception):
+    """Standard output cannot be written (a full disk); a closed one (`| head`) stays a
+    BrokenPipeError, which main ends quietly."""
+
+
+def write_out(text: str, end: str = "\n") -> None:
+    """Print a command's output, flushed so that a failed write shows here, not at exit."""
+    try:
+        print(text, end=end, flush=True)
+    except BrokenPipeError:
+        raise
+    except OSError as exc:
+        raise OutputError(f"cannot write the output: {exc}") from None
+
+
 def json_text(data: Any) -> str:
     return json.dumps(data, indent=2, ensure_ascii=False)
 
@@ -214,7 +229,7 @@ def _scalar(value: object) -> str:
 
 
 def is_control(char: str) -> bool:
-    return unicodedata.category(char) in ("Cc", "Cf", "Zl", "Zp")
+    return unicodedata.category(char) in ("Cc", "Cf", "Cs", "Zl", "Zp")
 
 
 def clean(text: str) -> str:

@@ -8,6 +8,7 @@ import os
 import sys
 from typing import TYPE_CHECKING
 
+from duetime.cli.format import write_out
 from duetime.cli.options import LOCAL_QUERY_MODULES, missing_local_extra, state_dir_option
 from duetime.cli.types import positive_seconds
 
@@ -143,5 +144,5 @@ def _run_history_compact(args: argparse.Namespace) -> int:
         raise RuntimeError(str(exc)) from None
     except (BotoCoreError, ClientError) as exc:
         raise RuntimeError(f"s3://{bucket.name}: {exc}") from None
-    print(report.summary())
+    write_out(report.summary())
     return 0

@@ -1,10 +1,23 @@
-"""The body of `POST /jobs` and `PATCH /jobs/{id}` built from `duetime jobs create|update`'s
-flags (duetime.cli.jobs defines the flags)."""
+"""The flags of `duetime jobs create|update` and the body of `POST /jobs` and
+`PATCH /jobs/{id}` they build."""
 
 from __future__ import annotations
 
 import argparse
 from typing import Any
+
+from duetime.cli.types import (
+    header_value,
+    json_object,
+    json_value,
+    key_value,
+    number,
+    positive_int,
+    source_detail_type,
+    utf8_text,
+)
+from duetime.domain.jobs import CatchupMode, Priority, Runtime
+from duetime.domain.overlap import Overlap
 
 # Flags that build the body, as (flag, dest): none of them may be combined with --body.
 BODY_FLAGS = [
@@ -44,6 +57,147 @@ BODY_FLAGS = [
 # `--payload`'s default: the flag was not given (`--payload null` is JSON null, which resets the
 # payload in an update).
 NO_PAYLOAD: Any = object()
+
+
+def add_body_options(parser: argparse.ArgumentParser, *, updating: bool = False) -> None:
+    """The flags of `create` and `update` that build the body (BODY_FLAGS), and --body."""
+    schedule = parser.add_argument_group("schedule (one of --at, --delay, --rate, --cron, --after)")
+    kind = schedule.add_mutually_exclusive_group()
+    kind.add_argument("--at", type=utf8_text, metavar="RFC3339", help="once, at an instant")
+    kind.add_argument("--delay", type=int, metavar="SECONDS", help="once, after a delay")
+    kind.add_argument("--rate", type=int, metavar="SECONDS", help="every N seconds")
+    kind.add_argument(
+        "--cron", type=utf8_text, metavar="EXPR", help='a cron expression, e.g. "0 9 * * 1-5"'
+    )
+    kind.add_argument(
+        "--after", type=utf8_text, metavar="JOB_ID", help="each time a run of another job ends"
+    )
+    schedule.add_argument(
+        "--timezone", type=utf8_text, metavar="IANA", help="time zone of --cron (default UTC)"
+    )
+    schedule.add_argument(
+        "--start-at", type=utf8_text, metavar="RFC3339", help="first run (--rate, --cron)"
+    )
+    schedule.add_argument(
+        "--end-at", type=utf8_text, metavar="RFC3339", help="last run (--rate, --cron)"
+    )
+    schedule.add_argument(
+        "--on",
+        choices=("succeeded", "failed", "finished"),
+        help="which end of the --after job's run triggers (default succeeded)",
+    )
+
+    target = parser.add_argument_group("target (one of these)")
+    where = target.add_mutually_exclusive_group()
+    where.add_argument("--url", type=utf8_text, help="an HTTP endpoint")
+    where.add_argument("--sqs", type=utf8_text, metavar="QUEUE_URL", help="an SQS queue")
+    where.add_argument("--sns", type=utf8_text, metavar="TOPIC_ARN", help="an SNS topic")
+    where.add_argument(
+        "--eventbridge",
+        type=source_detail_type,
+        metavar="SOURCE:DETAIL_TYPE",
+        help="an EventBridge event",
+    )
+    where.add_argument(
+        "--lambda",
+        dest="lambda_arn",
+        type=utf8_text,
+        metavar="FUNCTION_ARN",
+        help="a Lambda function",
+    )
+    where.add_argument(
+        "--handler", type=utf8_text, metavar="NAME", help="a Python handler in the worker"
+    )
+    target.add_argument("--method", type=utf8_text, help="HTTP method of --url (default POST)")
+    target.add_argument(
+        "--header",
+        dest="headers",
+        action="append",
+        type=key_value,
+        metavar="K=V",
+        help="HTTP header of --url (repeatable)",
+    )
+    target.add_argument(
+        "--event-bus", type=utf8_text, metavar="NAME", help="bus name or ARN of --eventbridge"
+    )
+
+    job = parser.add_argument_group("job")
+    job.add_argument(
+        "--payload",
+        type=json_value,
+        default=NO_PAYLOAD,
+        metavar="JSON|@FILE",
+        help="what the target receives (in an update, null resets it)",
+    )
+    job.add_argument("--name", type=utf8_text, help="a label for people")
+    job.add_argument(
+        "--description", type=utf8_text, help="free text for people (up to 1,024 characters)"
+    )
+    job.add_argument(
+        "--tag",
+        dest="tags",
+        action="append",
+        type=key_value,
+        metavar="K=V",
+        help="a tag to find the job by (repeatable)"
+        + ("; replaces all the job's tags" if updating else ""),
+    )
+    job.add_argument("--priority", choices=[p.value for p in Priority])
+    job.add_argument("--runtime", choices=[r.value for r in Runtime])
+    job.add_argument("--max-attempts", type=int, metavar="N", help="retry.max_attempts")
+    job.add_argument(
+        "--backoff-seconds", type=number, metavar="SECONDS", help="retry.backoff_seconds"
+    )
+    job.add_argument(
+        "--max-backoff-seconds", type=number, metavar="SECONDS", help="retry.max_backoff_seconds"
+    )
+    job.add_argument("--timeout-seconds", type=int, metavar="SECONDS", help="bound of one attempt")
+    job.add_argument(
+        "--jitter",
+        dest="jitter_seconds",
+        type=int,
+        metavar="SECONDS",
+        help="start each occurrence up to this long after its instant (jitter_seconds, 0-900)",
+    )
+    job.add_argument(
+        "--stage",
+        dest="stage_seconds",
+        type=int,
+        metavar="SECONDS",
+        help="hand each run to a worker this long before its instant, claimed and "
+        "ready to start on it (stage_seconds, 0-10)",
+    )
+    modes = [c.value for c in CatchupMode]
+    job.add_argument(
+        "--catchup", choices=modes, metavar="MODE", help=f"after downtime: {'|'.join(modes)}"
+    )
+    policies = [o.value for o in Overlap]
+    job.add_argument(
+        "--overlap",
+        choices=policies,
+        metavar="POLICY",
+        help=f"while a run is active (--rate, --cron): {'|'.join(policies)}",
+    )
+    if updating:
+        job.add_argument(
+            "--if-match",
+            type=positive_int,
+            metavar="VERSION",
+            help="update only if the job is still at this version (its ETag); else 412",
+        )
+    else:
+        job.add_argument(
+            "--idempotency-key",
+            type=header_value,
+            metavar="KEY",
+            help="a replay with the same key returns the same job",
+        )
+    job.add_argument(
+        "--body",
+        type=json_object,
+        metavar="JSON|@FILE",
+        help="send this body as is (instead of the flags above)",
+    )
 
 
 def given_flags(args: argparse.Namespace) -> list[str]:

@@ -7,7 +7,6 @@ one place: locally, only what argparse can check (types, choices, mutually exclu
 from __future__ import annotations
 
 import argparse
-import os
 import sys
 import urllib.parse
 from collections.abc import Callable
@@ -25,19 +24,24 @@ from duetime.cli.client import (
     UsageError,
     client_for,
 )
-from duetime.cli.format import clean, format_job, format_jobs, format_runs, json_text, with_cursor
-from duetime.cli.job_body import NO_PAYLOAD, given_flags, job_body
+from duetime.cli.format import (
+    clean,
+    format_job,
+    format_jobs,
+    format_runs,
+    json_text,
+    with_cursor,
+    write_out,
+)
+from duetime.cli.job_body import add_body_options, given_flags, job_body
 from duetime.cli.types import (
     header_value,
-    json_value,
     key_value,
-    number,
     positive_int,
     positive_seconds,
-    source_detail_type,
+    utf8_text,
 )
-from duetime.domain.jobs import CatchupMode, JobStatus, Priority, Runtime
-from duetime.domain.overlap import Overlap
+from duetime.domain.jobs import JobStatus
 
 # --- the parser ---------------------------------------------------------------------------------
 
@@ -60,7 +64,7 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         description="Submit a job. Flags build the body; --body sends one as given; "
         "--from-file submits one job per line (POST /jobs/batch).",
     )
-    _add_create_options(create)
+    add_body_options(create)
     create.add_argument(
         "--from-file",
         metavar="JSONL",
@@ -76,8 +80,8 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         "sent. A schedule flag replaces the whole schedule, --header the target's headers, "
         "--tag the job's tags. A new schedule re-arms the job.",
     )
-    update.add_argument("job_id", metavar="ID")
-    _add_create_options(update, updating=True)
+    update.add_argument("job_id", type=utf8_text, metavar="ID")
+    add_body_options(update, updating=True)
 
     for name, text in [
         ("get", "show a job (GET /jobs/ID)"),
@@ -87,7 +91,7 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         ("run", "run a job once now, besides its schedule (POST /jobs/ID/run)"),
     ]:
         action = actions.add_parser(name, parents=[common], help=text, description=text)
-        action.add_argument("job_id", metavar="ID")
+        action.add_argument("job_id", type=utf8_text, metavar="ID")
         if name == "run":
             action.add_argument(
                 "--idempotency-key",
@@ -106,7 +110,9 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         metavar="K=V",
         help="only jobs with this tag (repeatable: all must match)",
     )
-    listing.add_argument("--name-prefix", metavar="TEXT", help="only jobs whose name starts so")
+    listing.add_argument(
+        "--name-prefix", type=utf8_text, metavar="TEXT", help="only jobs whose name starts so"
+    )
     _add_paging_options(listing, "jobs")
 
     backfill = actions.add_parser(
@@ -116,14 +122,14 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         description="Run every occurrence of the job's schedule in [--from, --to) that has no "
         "run record yet (at most 1,000; both instants in the past).",
     )
-    backfill.add_argument("job_id", metavar="ID")
-    backfill.add_argument("--from", dest="start", required=True, metavar="RFC3339")
-    backfill.add_argument("--to", dest="end", required=True, metavar="RFC3339")
+    backfill.add_argument("job_id", type=utf8_text, metavar="ID")
+    backfill.add_argument("--from", dest="start", type=utf8_text, required=True, metavar="RFC3339")
+    backfill.add_argument("--to", dest="end", type=utf8_text, required=True, metavar="RFC3339")
 
     runs = actions.add_parser(
         "runs", parents=[common], help="list a job's runs, newest first (GET /jobs/ID/runs)"
     )
-    runs.add_argument("job_id", metavar="ID")
+    runs.add_argument("job_id", type=utf8_text, metavar="ID")
     _add_paging_options(runs, "runs")
 
 
@@ -132,7 +138,9 @@ def _common_options() -> argparse.ArgumentParser:
     group = common.add_argument_group("API options")
     # Defaults are read from the environment when the command runs, not at import.
     group.add_argument(
-        "--api-url", help=f"API base URL (default: ${API_URL_ENV} or {DEFAULT_API_URL})"
+        "--api-url",
+        type=utf8_text,
+        help=f"API base URL (default: ${API_URL_ENV} or {DEFAULT_API_URL})",
     )
     group.add_argument("--token", type=header_value, help=f"bearer token (default: ${TOKEN_ENV})")
     group.add_argument(
@@ -153,129 +161,11 @@ def _common_options() -> argparse.ArgumentParser:
 
 def _add_paging_options(parser: argparse.ArgumentParser, what: str) -> None:
     parser.add_argument("--limit", type=positive_int, help=f"{what} per page")
-    parser.add_argument("--cursor", help="continue from a previous page's next_cursor")
+    parser.add_argument(
+        "--cursor", type=utf8_text, help="continue from a previous page's next_cursor"
+    )
     parser.add_argument(
         "--all", dest="all_pages", action="store_true", help="follow next_cursor to the end"
-    )
-
-
-def _add_create_options(parser: argparse.ArgumentParser, *, updating: bool = False) -> None:
-    schedule = parser.add_argument_group("schedule (one of --at, --delay, --rate, --cron, --after)")
-    kind = schedule.add_mutually_exclusive_group()
-    kind.add_argument("--at", metavar="RFC3339", help="once, at an instant")
-    kind.add_argument("--delay", type=int, metavar="SECONDS", help="once, after a delay")
-    kind.add_argument("--rate", type=int, metavar="SECONDS", help="every N seconds")
-    kind.add_argument("--cron", metavar="EXPR", help='a cron expression, e.g. "0 9 * * 1-5"')
-    kind.add_argument("--after", metavar="JOB_ID", help="each time a run of another job ends")
-    schedule.add_argument("--timezone", metavar="IANA", help="time zone of --cron (default UTC)")
-    schedule.add_argument("--start-at", metavar="RFC3339", help="first run (--rate, --cron)")
-    schedule.add_argument("--end-at", metavar="RFC3339", help="last run (--rate, --cron)")
-    schedule.add_argument(
-        "--on",
-        choices=("succeeded", "failed", "finished"),
-        help="which end of the --after job's run triggers (default succeeded)",
-    )
-
-    target = parser.add_argument_group("target (one of these)")
-    where = target.add_mutually_exclusive_group()
-    where.add_argument("--url", help="an HTTP endpoint")
-    where.add_argument("--sqs", metavar="QUEUE_URL", help="an SQS queue")
-    where.add_argument("--sns", metavar="TOPIC_ARN", help="an SNS topic")
-    where.add_argument(
-        "--eventbridge",
-        type=source_detail_type,
-        metavar="SOURCE:DETAIL_TYPE",
-        help="an EventBridge event",
-    )
-    where.add_argument(
-        "--lambda", dest="lambda_arn", metavar="FUNCTION_ARN", help="a Lambda function"
-    )
-    where.add_argument("--handler", metavar="NAME", help="a Python handler in the worker")
-    target.add_argument("--method", help="HTTP method of --url (default POST)")
-    target.add_argument(
-        "--header",
-        dest="headers",
-        action="append",
-        type=key_value,
-        metavar="K=V",
-        help="HTTP header of --url (repeatable)",
-    )
-    target.add_argument("--event-bus", metavar="NAME", help="bus name or ARN of --eventbridge")
-
-    job = parser.add_argument_group("job")
-    job.add_argument(
-        "--payload",
-        type=json_value,
-        default=NO_PAYLOAD,
-        metavar="JSON|@FILE",
-        help="what the target receives (in an update, null resets it)",
-    )
-    job.add_argument("--name", help="a label for people")
-    job.add_argument("--description", help="free text for people (up to 1,024 characters)")
-    job.add_argument(
-        "--tag",
-        dest="tags",
-        action="append",
-        type=key_value,
-        metavar="K=V",
-        help="a tag to find the job by (repeatable)"
-        + ("; replaces all the job's tags" if updating else ""),
-    )
-    job.add_argument("--priority", choices=[p.value for p in Priority])
-    job.add_argument("--runtime", choices=[r.value for r in Runtime])
-    job.add_argument("--max-attempts", type=int, metavar="N", help="retry.max_attempts")
-    job.add_argument(
-        "--backoff-seconds", type=number, metavar="SECONDS", help="retry.backoff_seconds"
-    )
-    job.add_argument(
-        "--max-backoff-seconds", type=number, metavar="SECONDS", help="retry.max_backoff_seconds"
-    )
-    job.add_argument("--timeout-seconds", type=int, metavar="SECONDS", help="bound of one attempt")
-    job.add_argument(
-        "--jitter",
-        dest="jitter_seconds",
-        type=int,
-        metavar="SECONDS",
-        help="start each occurrence up to this long after its instant (jitter_seconds, 0-900)",
-    )
-    job.add_argument(
-        "--stage",
-        dest="stage_seconds",
-        type=int,
-        metavar="SECONDS",
-        help="hand each run to a worker this long before its instant, claimed and "
-        "ready to start on it (stage_seconds, 0-10)",
-    )
-    modes = [c.value for c in CatchupMode]
-    job.add_argument(
-        "--catchup", choices=modes, metavar="MODE", help=f"after downtime: {'|'.join(modes)}"
-    )
-    policies = [o.value for o in Overlap]
-    job.add_argument(
-        "--overlap",
-        choices=policies,
-        metavar="POLICY",
-        help=f"while a run is active (--rate, --cron): {'|'.join(policies)}",
-    )
-    if updating:
-        job.add_argument(
-            "--if-match",
-            type=positive_int,
-            metavar="VERSION",
-            help="update only if the job is still at this version (its ETag); else 412",
-        )
-    else:
-        job.add_argument(
-            "--idempotency-key",
-            type=header_value,
-            metavar="KEY",
-            help="a replay with the same key returns the same job",
-        )
-    job.add_argument(
-        "--body",
-        type=json_value,
-        metavar="JSON|@FILE",
-        help="send this body as is (instead of the flags above)",
     )
 
 
@@ -290,22 +180,13 @@ def run_jobs(args: argparse.Namespace) -> int:
         data, render = action(client, args)
         text = json_text(data) if args.json_output else render(data)
         if text:
-            print(text)
-        return 1 if getattr(args, "from_file", None) is not None and jobs_batch.failed(data) else 0
+            write_out(text)  # a closed or full stdout is main's to report
+        return jobs_batch.exit_status(data) if getattr(args, "from_file", None) is not None else 0
     except UsageError as exc:
         _fail(str(exc))
         return 2
     except (ApiError, Unreachable) as exc:
         _fail(str(exc))
-        return 1
-    except BrokenPipeError:
-        # `duetime jobs list | head`: stop quietly. Point stdout at /dev/null so the
-        # interpreter's final flush does not complain.
-        try:
-            devnull = os.open(os.devnull, os.O_WRONLY)
-            os.dup2(devnull, sys.stdout.fileno())
-        except (OSError, ValueError):
-            pass
         return 1
 
 
@@ -383,6 +264,8 @@ def _keyed(args: argparse.Namespace) -> dict[str, str] | None:
 def _backfill(client: ApiClient, args: argparse.Namespace) -> tuple[Any, Render]:
     body = {"from": args.start, "to": args.end}
     answer = client.call("POST", _job_path(args, "/backfill"), body=body)
+    if not isinstance(answer, dict):
+        raise ApiError(200, "bad_response", "the API answered something not an object", None)
     return answer, lambda data: f"{data.get('occurrences')} occurrence(s) sent"
 
 
@@ -404,8 +287,8 @@ def _pages(
 ) -> Any:
     """One page, or with --all every page from --cursor on, merged into one."""
     cursor: str | None = args.cursor
-    page = client.call("GET", path, query={**query, "limit": args.limit, "cursor": cursor})
-    if not args.all_pages or not isinstance(page, dict):
+    page = _page(client.call("GET", path, query={**query, "limit": args.limit, "cursor": cursor}))
+    if not args.all_pages:
         return page
     items = list(page.get("items") or [])
     seen = {cursor}
@@ -414,10 +297,19 @@ def _pages(
             raise ApiError(200, "bad_response", f"the API repeated cursor {cursor!r}", None)
         seen.add(cursor)
         page = client.call("GET", path, query={**query, "limit": args.limit, "cursor": cursor})
-        if not isinstance(page, dict):
-            raise ApiError(200, "bad_response", "a page is not a JSON object", None)
-        items.extend(page.get("items") or [])
+        items.extend(_page(page).get("items") or [])
     return {"items": items, "next_cursor": None}
+
+
+def _page(answer: Any) -> dict[str, Any]:
+    """A page as the API answers it: `{"items": [...], "next_cursor": "…" or null}`."""
+    if (
+        not isinstance(answer, dict)
+        or not isinstance(answer.get("items") or [], list)
+        or not isinstance(answer.get("next_cursor"), str | None)
+    ):
+        raise ApiError(200, "bad_response", "the API answered something that is not a page", None)
+    return answer
 
 
 _ACTIONS: dict[str, Action] = {

@@ -5,8 +5,9 @@ lines are skipped; `-` reads stdin. The file is read whole first: a line that is
 object stops the command before anything is sent, naming its line number. The bodies go in
 requests of at most MAX_PER_REQUEST jobs and MAX_BODY_BYTES (the API's limits); each item's
 result is printed with its line number, and the exit status is 1 when any item was refused.
-A request that fails as a whole (an error, no answer) stops the sending: its lines and the
-later ones are reported as such, after the results already received.
+A request that fails as a whole (an error, no answer, an answer not in the API's shape, Ctrl-C)
+stops the sending: its lines and the later ones are reported as such, after the results already
+received, so that no created job's id is lost.
 """
 
 from __future__ import annotations
@@ -18,10 +19,12 @@ from typing import Any
 from duetime.api.body import MAX_BODY_BYTES
 from duetime.cli.client import ApiClient, ApiError, Unreachable, UsageError
 from duetime.cli.format import clean
-from duetime.cli.types import read_text
+from duetime.cli.types import JsonRefused, read_text, strict_json
 
 MAX_PER_REQUEST = 100  # the API's limit per batch
 _ENVELOPE = len('{"jobs":[]}')
+INTERRUPTED = "interrupted"  # the error code of the lines of a request Ctrl-C stopped
+MAYBE = "these jobs may or may not exist"
 
 Line = tuple[int, dict[str, Any]]
 
@@ -33,11 +36,17 @@ def read_bodies(path: str) -> list[Line]:
     except (OSError, UnicodeDecodeError) as exc:
         raise UsageError(f"cannot read {path}: {exc}") from None
     bodies: list[Line] = []
-    for number, line in enumerate(text.splitlines(), start=1):
+    # JSONL lines end at "\n" only: splitlines() also cuts at U+2028 and the like, which a
+    # JSON string may hold as they are.
+    for number, line in enumerate(text.split("\n"), start=1):
         if not line.strip():
             continue
         try:
-            body = json.loads(line)
+            body = strict_json(line)
+        except JsonRefused as exc:  # NaN, a repeated key: not what the line means
+            raise UsageError(f"{path}:{number}: {exc}") from None
+        except RecursionError:
+            raise UsageError(f"{path}:{number}: not valid JSON (nested too deeply)") from None
         except ValueError as exc:
             raise UsageError(f"{path}:{number}: not valid JSON ({exc})") from None
         if not isinstance(body, dict):
@@ -69,34 +78,50 @@ def create_from_file(client: ApiClient, path: str) -> dict[str, Any]:
     """Send the file's bodies; `{"items": [...]}`, each item the API's with its `line`."""
     bodies = read_bodies(path)
     items: list[dict[str, Any]] = []
-    for chunk in requests_of(bodies):
-        try:
+    chunk: list[Line] = []
+    try:
+        for chunk in requests_of(bodies):
             answer = client.call("POST", "/jobs/batch", body={"jobs": [body for _, body in chunk]})
-        except (ApiError, Unreachable) as exc:
-            return {"items": items + _not_created(bodies[len(items) :], chunk, exc)}
-        results = answer.get("items") if isinstance(answer, dict) else None
-        if (
-            not isinstance(results, list)
-            or len(results) != len(chunk)
-            or not all(isinstance(result, dict) for result in results)
-        ):
-            raise ApiError(200, "bad_response", "the API did not answer an item per job", None)
-        items += [
-            {"line": number, **result} for (number, _), result in zip(chunk, results, strict=True)
-        ]
+            items += _results(answer, chunk)
+    except (ApiError, Unreachable, KeyboardInterrupt) as exc:
+        return {"items": items + _not_created(bodies[len(items) :], chunk, exc)}
     return {"items": items}
 
 
-def _not_created(rest: list[Line], failed: list[Line], exc: Exception) -> list[dict[str, Any]]:
+def _results(answer: Any, chunk: list[Line]) -> list[dict[str, Any]]:
+    """The API's item for each line of the request, with its `line`."""
+    results = answer.get("items") if isinstance(answer, dict) else None
+    if (
+        not isinstance(results, list)
+        or len(results) != len(chunk)
+        or not all(_is_item(result) for result in results)
+    ):
+        problem = "the API answered something that is not an item per job"
+        raise ApiError(200, "bad_response", problem, None)
+    return [{"line": number, **result} for (number, _), result in zip(chunk, results, strict=True)]
+
+
+def _is_item(result: Any) -> bool:
+    """`{"status", "job"}` or `{"status", "error"}`, as format_results reads it."""
+    return isinstance(result, dict) and all(
+        isinstance(result.get(key) or {}, dict) for key in ("job", "error")
+    )
+
+
+def _not_created(rest: list[Line], failed: list[Line], exc: BaseException) -> list[dict[str, Any]]:
     """The items of the lines from a request that failed as a whole on: its own, with the
-    request's error (after no answer, its jobs may exist: a line's `idempotency_key` makes a
-    re-send safe), then those never sent."""
+    request's error (after no answer, or one not in the API's shape, its jobs may exist: a
+    line's `idempotency_key` makes a re-send safe), then those never sent."""
     status: int | None = None
-    error = {"code": "no_answer", "message": f"{exc}; these jobs may or may not exist"}
     if isinstance(exc, ApiError):
         status = exc.status
-        error = {"code": exc.code, "message": f"the request failed: {exc.message}"}
+        maybe = f"; {MAYBE}" if status < 300 else ""  # a 2xx not in the API's shape
+        error = {"code": exc.code, "message": f"the request failed: {exc.message}{maybe}"}
         error |= {"field": exc.field} if exc.field else {}
+    elif isinstance(exc, KeyboardInterrupt):
+        error = {"code": INTERRUPTED, "message": f"interrupted before the answer; {MAYBE}"}
+    else:
+        error = {"code": "no_answer", "message": f"{exc}; {MAYBE}"}
     sent = {number for number, _ in failed}
     unsent = {"code": "not_sent", "message": "not sent: an earlier request failed"}
     return [
@@ -124,5 +149,9 @@ def format_results(data: Any) -> str:
     return "\n".join(lines)
 
 
-def failed(data: Any) -> bool:
-    return any(item.get("status") != 201 for item in data.get("items") or [])
+def exit_status(data: Any) -> int:
+    """130 when Ctrl-C stopped the sending, 1 when any job was not created, else 0."""
+    items = data.get("items") or []
+    if any((item.get("error") or {}).get("code") == INTERRUPTED for item in items):
+        return 130
+    return 1 if any(item.get("status") != 201 for item in items) else 0

@@ -15,6 +15,7 @@ from pathlib import Path
 from types import FrameType
 from typing import TYPE_CHECKING, TextIO
 
+from duetime.cli.format import write_out
 from duetime.cli.options import LOCAL_STACK_MODULES, missing_local_extra, state_dir_option
 from duetime.cli.types import claim_lead_ms, http_url, port, positive_int, positive_seconds
 from duetime.local.lambda_runtime import LAMBDA_MAX_POLLERS
@@ -139,7 +140,7 @@ def _run_token(args: argparse.Namespace) -> int:
         return 2
     if created:
         print(f"duetime: created the local signing key {key_path(args.state_dir)}", file=sys.stderr)
-    print(token)
+    write_out(token)
     return 0
 
 

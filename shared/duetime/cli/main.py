@@ -3,10 +3,13 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
+import os
 import sys
 from collections.abc import Sequence
 
 from duetime.cli import dlq, history, jobs, local, schedule, timers, worker
+from duetime.cli.format import OutputError
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -25,6 +28,14 @@ def main(argv: Sequence[str] | None = None) -> int:
         code: int = args.run(args)
     except KeyboardInterrupt:
         return 130
+    except (BrokenPipeError, OutputError) as exc:
+        # `duetime jobs list | head`: stop quietly; a full disk says so. Point stdout at
+        # /dev/null so the interpreter's final flush does not fail again.
+        if isinstance(exc, OutputError):
+            print(f"duetime: {exc}", file=sys.stderr)
+        with contextlib.suppress(OSError, ValueError):
+            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 1
     except (RuntimeError, OSError) as exc:  # configuration problems: a message, not a traceback
         print(f"duetime: {exc}", file=sys.stderr)
         return 2

@@ -11,9 +11,9 @@ from typing import Any
 from zoneinfo import ZoneInfo
 
 from duetime.cli.client import ApiError, Unreachable, UsageError, client_for
-from duetime.cli.format import clean, json_text
+from duetime.cli.format import clean, json_text, write_out
 from duetime.cli.jobs import _common_options
-from duetime.cli.types import preview_count
+from duetime.cli.types import preview_count, utf8_text
 from duetime.domain.schedule import zone
 
 
@@ -33,18 +33,25 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         "run them, one per line: in UTC, then in --timezone. Give a cron expression, --rate "
         "or --at.",
     )
-    preview.add_argument("cron", nargs="?", metavar="CRON", help='e.g. "0 9 * * 1-5"')
+    preview.add_argument(
+        "cron", nargs="?", type=utf8_text, metavar="CRON", help='e.g. "0 9 * * 1-5"'
+    )
     kind = preview.add_mutually_exclusive_group()
     kind.add_argument("--rate", type=int, metavar="SECONDS", help="every N seconds")
-    kind.add_argument("--at", metavar="RFC3339", help="once, at an instant")
+    kind.add_argument("--at", type=utf8_text, metavar="RFC3339", help="once, at an instant")
     preview.add_argument(
         "--timezone",
+        type=utf8_text,
         metavar="IANA",
         help="the cron expression's time zone (default UTC); with --rate or --at, only the "
         "zone the instants are shown in",
     )
-    preview.add_argument("--start-at", metavar="RFC3339", help="first run (cron, --rate)")
-    preview.add_argument("--end-at", metavar="RFC3339", help="last run (cron, --rate)")
+    preview.add_argument(
+        "--start-at", type=utf8_text, metavar="RFC3339", help="first run (cron, --rate)"
+    )
+    preview.add_argument(
+        "--end-at", type=utf8_text, metavar="RFC3339", help="last run (cron, --rate)"
+    )
     preview.add_argument(
         "--count", type=preview_count, default=5, metavar="N", help="how many (1-20, default 5)"
     )
@@ -69,7 +76,7 @@ def run_preview(args: argparse.Namespace) -> int:
         print(f"duetime: {clean(str(exc))}", file=sys.stderr)
         return 1
     if text:
-        print(text)
+        write_out(text)  # a closed or full stdout is main's to report
     return 0
 
 

@@ -20,6 +20,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from duetime.cli.dlq import deployment
+from duetime.cli.format import write_out
 from duetime.domain.timers import StuckTimer
 from duetime.domain.timeutil import rfc3339_ms
 
@@ -73,9 +74,9 @@ def run_stuck(args: argparse.Namespace) -> int:
         ]
         if not args.retry:
             if args.json:
-                print(json.dumps([_as_json(s) for s in entries], indent=2))
+                write_out(json.dumps([_as_json(s) for s in entries], indent=2))
             else:
-                print(_table(entries), end="")
+                write_out(_table(entries), end="")
             return 0
         results = parts.sweeper.retry(entries)
     except QueueUnavailable as exc:
@@ -90,12 +91,12 @@ def run_stuck(args: argparse.Namespace) -> int:
     failed = 0
     for entry, reason in results:
         if reason is None:
-            print(f"handed over  {entry.timer.job_id}  due {rfc3339_ms(entry.timer.due_ms)}")
+            write_out(f"handed over  {entry.timer.job_id}  due {rfc3339_ms(entry.timer.due_ms)}")
         else:
             failed += 1
-            print(f"failed       {entry.timer.job_id}  {_short(reason)}  (kept)")
+            write_out(f"failed       {entry.timer.job_id}  {_short(reason)}  (kept)")
     left = len(entries) - len(results)
-    print(
+    write_out(
         f"{len(results) - failed} handed over, {failed} failed"
         + (f", {left} not tried (out of time)" if left else "")
     )

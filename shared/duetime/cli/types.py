@@ -84,46 +84,113 @@ def http_url(text: str) -> str:
 
 
 def number(text: str) -> int | float:
-    """A number kept as the user wrote it: `2` is sent as 2, `2.5` as 2.5."""
+    """A number kept as the user wrote it: `2` is sent as 2, `2.5` as 2.5; never NaN or
+    Infinity, which JSON cannot carry (`1e400` and a 5,000-digit number are Infinity)."""
     try:
         return int(text)
     except ValueError:
         pass
     try:
-        return float(text)
+        value = float(text)
     except ValueError:
         raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
+    if not math.isfinite(value):
+        raise argparse.ArgumentTypeError("must be a finite number (JSON has no NaN or Infinity)")
+    return value
+
+
+def utf8_text(value: str) -> str:
+    """A text flag's value. Bytes that are not UTF-8 on the command line reach Python as lone
+    surrogates (`\\udcff`), which no request can carry."""
+    if not is_unicode(value):
+        raise argparse.ArgumentTypeError(f"{value!r} is not UTF-8 text")
+    return value
+
+
+def is_unicode(value: str) -> bool:
+    return not any("\ud800" <= char <= "\udfff" for char in value)
+
+
+class JsonRefused(ValueError):
+    """What json.loads takes but the CLI does not send: NaN and Infinity (not JSON), a number
+    too large for a float, and a key twice in one object (json.loads keeps the last one, so the
+    body sent would not be the one given: the API refuses it, naming the key)."""
+
+
+def strict_json(text: str) -> Any:
+    """json.loads, refusing what JsonRefused says (RecursionError when nested too deeply)."""
+    return json.loads(
+        text, object_pairs_hook=_unique_keys, parse_constant=_no_constant, parse_float=_finite
+    )
+
+
+def _unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    seen: set[str] = set()
+    for key, _ in pairs:
+        if key in seen:
+            raise JsonRefused(f"key {json.dumps(key)} appears twice in one object")
+        seen.add(key)
+    return dict(pairs)
+
+
+def _no_constant(name: str) -> Any:
+    raise JsonRefused(f"{name} is not JSON")
+
+
+def _finite(text: str) -> float:
+    value = float(text)
+    if not math.isfinite(value):
+        raise JsonRefused(f"{text} is too large a number for JSON")
+    return value
 
 
 def json_value(text: str) -> Any:
     """JSON text, or `@path` to read it from a file (`@-`: standard input)."""
-    source = "JSON"
+    source = _source(text)
     if text.startswith("@"):
         path = text[1:]
-        source = "standard input" if path == "-" else path
         try:
             text = read_text(path)
         except (OSError, UnicodeDecodeError) as exc:
             raise argparse.ArgumentTypeError(f"cannot read {path}: {exc}") from None
+    if not is_unicode(text):
+        raise argparse.ArgumentTypeError(f"{source} is not UTF-8 text")
     try:
-        return json.loads(text)
+        return strict_json(text)
     except RecursionError:
         raise argparse.ArgumentTypeError(f"{source} is nested too deeply") from None
-    except json.JSONDecodeError as exc:
+    except JsonRefused as exc:
+        raise argparse.ArgumentTypeError(f"{source} cannot be sent: {exc}") from None
+    except ValueError as exc:
         quoted = source == "JSON" and not text.lstrip().startswith(("{", "[", '"'))
         hint = f" (a string must be quoted: '\"{text}\"')" if quoted else ""
         raise argparse.ArgumentTypeError(f"{source} is not valid JSON: {exc}{hint}") from None
 
 
+def json_object(text: str) -> dict[str, Any]:
+    """A JSON object (a request body) as json_value reads it: `--body null` is not no --body."""
+    value = json_value(text)
+    if not isinstance(value, dict):
+        raise argparse.ArgumentTypeError(f"{_source(text)} is not a JSON object (a job body)")
+    return value
+
+
+def _source(text: str) -> str:
+    """Where json_value's text comes from, for its messages."""
+    if not text.startswith("@"):
+        return "JSON"
+    return "standard input" if text == "@-" else text[1:]
+
+
 def key_value(text: str) -> tuple[str, str]:
-    key, sep, value = text.partition("=")
+    key, sep, value = utf8_text(text).partition("=")
     if not sep or not key.strip():
         raise argparse.ArgumentTypeError(f"{text!r} is not K=V")
     return key.strip(), value
 
 
 def source_detail_type(text: str) -> tuple[str, str]:
-    source, sep, detail_type = text.partition(":")
+    source, sep, detail_type = utf8_text(text).partition(":")
     if not sep or not source or not detail_type:
         raise argparse.ArgumentTypeError(f"{text!r} is not SOURCE:DETAIL_TYPE")
     return source, detail_type

@@ -1,0 +1,241 @@
+"""`duetime` when the other side misbehaves: a 200 that is not in the API's shape (a server that
+is not the API), JSON nested too deeply, a batch interrupted half-way, standard output closed or
+full. A one-line error with the documented exit status, never a traceback, and no result lost."""
+
+from __future__ import annotations
+
+import errno
+import io
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from duetime.cli.client import ApiClient
+from duetime.cli.main import main
+from tests.unit.test_cli_jobs import (  # noqa: F401 - fixtures
+    JOB,
+    TOKEN,
+    FakeApi,
+    api,
+    clean_env,
+    jobs,
+    server_url,
+)
+
+DEEP = b"[" * 100_000 + b"]" * 100_000
+
+# --- 2: a 200 of the wrong shape ----------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ("list",),
+        ("list", "--all"),
+        ("list", "--json"),
+        ("runs", "J1"),
+        ("backfill", "J1", "--from", "2026-01-01T00:00:00Z", "--to", "2026-01-02T00:00:00Z"),
+    ],
+)
+@pytest.mark.parametrize(
+    "answer", [[], "abc", b"", {"items": 5}, {"items": [], "next_cursor": 7}, b"9" * 5_000]
+)
+def test_a_200_that_is_not_a_page_is_a_bad_response(
+    api: FakeApi,  # noqa: F811
+    capsys: pytest.CaptureFixture[str],
+    argv: tuple[str, ...],
+    answer: Any,
+) -> None:
+    # AttributeError: 'list' object has no attribute 'get' (and the like): a traceback.
+    if argv[0] == "backfill" and isinstance(answer, dict):
+        answer = [answer]  # any object is a backfill's answer
+    api.answer(200, answer)
+    assert jobs(api, *argv) == 1
+    out, err = capsys.readouterr()
+    assert out == ""
+    assert err.startswith("duetime: 200 bad_response: the API answered ")
+    assert len(err.splitlines()) == 1
+
+
+def test_a_cursor_that_is_not_a_string_is_a_bad_response(
+    api: FakeApi,  # noqa: F811
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    # TypeError: unhashable type: 'list' (the set of cursors seen).
+    api.answer(200, {"items": [{"id": 1}], "next_cursor": [1]})
+    assert jobs(api, "list", "--all") == 1
+    assert capsys.readouterr().err.startswith("duetime: 200 bad_response: the API answered ")
+
+
+@pytest.mark.parametrize("json_output", [(), ("--json",)])
+def test_a_lone_surrogate_in_an_answer_is_a_bad_response_not_a_print_error(
+    api: FakeApi,  # noqa: F811
+    capsys: pytest.CaptureFixture[str],
+    json_output: tuple[str, ...],
+) -> None:
+    # print() raised UnicodeEncodeError: a traceback.
+    api.answer(200, b'{"id": "J1", "name": "\\ud800"}')
+    assert jobs(api, "get", "J1", *json_output) == 1
+    out, err = capsys.readouterr()
+    assert out == ""
+    assert err == (
+        "duetime: 200 bad_response: the API answered text that is not Unicode (a lone surrogate)\n"
+    )
+
+
+# --- 3: JSON nested too deeply ------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("status", [200, 500])
+def test_an_answer_nested_too_deeply_is_an_api_error_exit_1(
+    api: FakeApi,  # noqa: F811
+    capsys: pytest.CaptureFixture[str],
+    status: int,
+) -> None:
+    # RecursionError reached main: `maximum recursion depth exceeded …`, exit 2.
+    api.answer(status, DEEP)
+    assert jobs(api, "get", "J1") == 1
+    err = capsys.readouterr().err
+    assert err.startswith(f"duetime: {status} ")
+    assert len(err.splitlines()) == 1
+    if status == 200:
+        assert err == "duetime: 200 bad_response: the API answered JSON nested too deeply\n"
+
+
+def test_a_line_nested_too_deeply_names_the_file_and_line(
+    api: FakeApi,  # noqa: F811
+    capsys: pytest.CaptureFixture[str],
+    tmp_path: Path,
+) -> None:
+    path = tmp_path / "deep.jsonl"
+    path.write_bytes(b'{"a": 1}\n' + DEEP + b"\n")
+    assert jobs(api, "create", "--from-file", str(path)) == 2
+    assert capsys.readouterr().err == f"duetime: {path}:2: not valid JSON (nested too deeply)\n"
+    assert api.requests == []
+
+
+# --- 8: a batch that stops half-way -------------------------------------------------------------
+
+
+def _file(tmp_path: Path, count: int) -> str:
+    body = {"schedule": {"delay_seconds": 60}, "target": {"type": "handler", "name": "x"}}
+    path = tmp_path / "jobs.jsonl"
+    path.write_text("".join(json.dumps(body | {"payload": n}) + "\n" for n in range(count)))
+    return str(path)
+
+
+def _created(count: int) -> dict[str, Any]:
+    return {"items": [{"status": 201, "job": {**JOB, "id": f"J{n}"}} for n in range(count)]}
+
+
+def test_a_malformed_200_keeps_the_results_already_received(
+    api: FakeApi,  # noqa: F811
+    capsys: pytest.CaptureFixture[str],
+    tmp_path: Path,
+) -> None:
+    # `200 bad_response: the API did not answer an item per job` alone: the 100 ids created
+    # by the first request were dropped.
+    api.answer(200, _created(100))
+    api.answer(200, {"items": []})
+    assert jobs(api, "create", "--from-file", _file(tmp_path, 150)) == 1
+    lines = capsys.readouterr().out.splitlines()
+    assert len(lines) == 150
+    assert lines[99].startswith("line 100: 201 J99 ")
+    assert lines[100] == (
+        "line 101: 200 bad_response the request failed: the API answered something that is "
+        "not an item per job; these jobs may or may not exist"
+    )
+
+
+@pytest.mark.parametrize("json_output", [(), ("--json",)])
+def test_an_interruption_keeps_the_results_already_received_and_exits_130(
+    api: FakeApi,  # noqa: F811
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+    tmp_path: Path,
+    json_output: tuple[str, ...],
+) -> None:
+    # Ctrl-C during the second request: exit 130 with nothing printed, the 100 ids lost.
+    calls = []
+    call = ApiClient.call
+
+    def interrupted(self: ApiClient, *args: Any, **kwargs: Any) -> Any:
+        calls.append(1)
+        if len(calls) == 2:
+            raise KeyboardInterrupt
+        return call(self, *args, **kwargs)
+
+    monkeypatch.setattr(ApiClient, "call", interrupted)
+    api.answer(200, _created(100))
+    try:
+        code = jobs(api, "create", "--from-file", _file(tmp_path, 250), *json_output)
+    except KeyboardInterrupt:  # left to main, which exits 130 (pytest must not see it)
+        code = None
+    assert code == 130
+    out = capsys.readouterr().out
+    if json_output:
+        items = json.loads(out)["items"]
+        assert [item["status"] for item in items[:101]] == [201] * 100 + [None]
+        assert items[100]["error"]["code"] == "interrupted"
+        assert items[200]["error"]["code"] == "not_sent"
+        return
+    lines = out.splitlines()
+    assert len(lines) == 250
+    assert lines[99].startswith("line 100: 201 J99 ")
+    assert lines[100] == (
+        "line 101: - interrupted interrupted before the answer; these jobs may or may not exist"
+    )
+    assert lines[200] == "line 201: - not_sent not sent: an earlier request failed"
+
+
+# --- 9: standard output closed or full ----------------------------------------------------------
+
+
+class _Failing(io.StringIO):
+    def __init__(self, error: OSError) -> None:
+        super().__init__()
+        self.error = error
+
+    def write(self, text: str) -> int:
+        raise self.error
+
+    def flush(self) -> None:
+        if self.error.errno == errno.ENOSPC:
+            raise self.error
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["token", "--tenant", "t1"],
+        ["schedule", "preview", "--rate", "60"],
+        ["jobs", "list"],
+    ],
+)
+@pytest.mark.parametrize("error", [errno.EPIPE, errno.ENOSPC])
+def test_a_closed_or_full_standard_output_is_not_a_usage_error(
+    api: FakeApi,  # noqa: F811
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+    tmp_path: Path,
+    argv: list[str],
+    error: int,
+) -> None:
+    # `duetime schedule preview … | true`: `duetime: [Errno 32] Broken pipe`, exit 2.
+    if argv[0] == "token":
+        argv = [*argv, "--state-dir", str(tmp_path)]
+    else:
+        argv = [*argv, "--api-url", api.url, "--token", TOKEN]
+        api.answer(200, {"occurrences": ["2026-11-23T08:00:00.000Z"], "items": []})
+    main(["token", "--tenant", "t1", "--state-dir", str(tmp_path)])  # the key, made beforehand
+    capsys.readouterr()
+    exc = BrokenPipeError(error, "Broken pipe") if error == errno.EPIPE else OSError(error, "full")
+    monkeypatch.setattr("sys.stdout", _Failing(exc))
+    assert main(argv) == 1
+    err = capsys.readouterr().err
+    if error == errno.EPIPE:
+        assert err == ""  # `| head`: quiet
+    else:
+        assert err == "duetime: cannot write the output: [Errno 28] full\n"
