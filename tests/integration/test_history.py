@@ -533,6 +533,13 @@ def test_history_query_prints_a_table_json_or_csv(
     ]
     assert main([*base, sql]) == 0
     assert capsys.readouterr().out.splitlines()[-1] == "(2 rows)"
+    # Counts and sums are numbers, as Athena prints them (found by an outside audit: DuckDB
+    # answers them as 128-bit integers, which came out as strings: "1")
+    totals = "SELECT count_if(status = 'failed') AS failed, sum(attempts) AS attempts FROM runs"
+    assert main([*base, "--json", totals]) == 0
+    assert json.loads(capsys.readouterr().out) == [{"failed": 1, "attempts": 2}]
+    assert main([*base, "--json", "SELECT CAST(1.50 AS DECIMAL(4, 2)) AS price"]) == 0
+    assert json.loads(capsys.readouterr().out) == [{"price": "1.50"}]  # as Athena: a decimal
 
 
 def test_history_errors_are_messages_not_tracebacks(

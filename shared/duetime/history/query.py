@@ -267,7 +267,11 @@ def plain(value: Any) -> Any:
     if isinstance(value, date):
         return value.isoformat()
     if isinstance(value, Decimal):
-        return str(value)
+        # A whole number of scale 0 (DuckDB's count_if and sum of integers are 128-bit
+        # integers, given as Decimal) is a number, as Athena's bigint; a decimal stays text,
+        # as Athena prints it.
+        exponent = value.as_tuple().exponent
+        return int(value) if isinstance(exponent, int) and exponent == 0 else str(value)
     if isinstance(value, bytes):
         return value.hex()
     if isinstance(value, list | tuple):
