@@ -175,7 +175,11 @@ class History(Construct):
             # so a retried *whole* batch overwrites its objects while a retried half would be
             # written under a new name and duplicate rows (duetime.history.archive).
             bisect_batch_on_error=False,
-            retry_attempts=5,
+            # A failed batch (S3 or SQS out) is retried until its records are 23 hours old,
+            # not a few times: the stream keeps them 24 hours, and a dropped batch is up to
+            # 1,000 runs missing from the archive. Only then is it discarded, its pointer (the
+            # shard and sequence range) in the failure queue (docs/history.md).
+            max_record_age=Duration.hours(23),
             on_failure=sources.SqsDlq(self.failure_queue),
             filters=[TTL_REMOVE_FILTER],
         )
