@@ -37,9 +37,7 @@ duetime.domain.schedule.x__instant__mutmut_3 message: only an error message's te
 duetime.domain.schedule.x__instant__mutmut_6 message: only an error message's text changes
 duetime.domain.schedule.x__instant__mutmut_7 message: only an error message's text changes
 duetime.domain.schedule.x__instant__mutmut_8 message: only an error message's text changes
-duetime.domain.schedule.x__instant__mutmut_12 message: only an error message's text changes
 duetime.domain.schedule.x__instant__mutmut_15 message: only an error message's text changes
-duetime.domain.schedule.x__instant__mutmut_16 message: only an error message's text changes
 duetime.domain.schedule.x__instant__mutmut_17 message: only an error message's text changes
 duetime.domain.schedule.x__instant__mutmut_20 message: only an error message's text changes
 duetime.domain.schedule.x__instant__mutmut_23 message: only an error message's text changes
@@ -132,16 +130,23 @@ duetime.domain.cron.x__next_wall__mutmut_6 equivalent: keeps the start's seconds
 duetime.domain.cron.x__next_wall__mutmut_7 equivalent: keeps the start's microseconds: only its minute and above are read
 duetime.domain.cron.x__next_wall__mutmut_8 equivalent: start's second 1: only its minute and above are read
 duetime.domain.cron.x__next_wall__mutmut_9 equivalent: start's microsecond 1: only its minute and above are read
-duetime.domain.cron.x__first_cron_instant_after__mutmut_21 equivalent: walk start keeps seconds: only its minute and above are read
-duetime.domain.cron.x__first_cron_instant_after__mutmut_22 equivalent: walk start keeps microseconds: only its minute and above are read
-duetime.domain.cron.x__first_cron_instant_after__mutmut_24 equivalent: walk start's second 1: only its minute and above are read
-duetime.domain.cron.x__first_cron_instant_after__mutmut_25 equivalent: walk start's microsecond 1: only its minute and above are read
-duetime.domain.cron.x__first_cron_instant_after__mutmut_27 equivalent: initial highest None: never read before best, which sets it
-duetime.domain.cron.x__first_cron_instant_after__mutmut_29 equivalent: initial highest 1 day: never read before best, which sets it
-duetime.domain.cron.x__first_cron_instant_after__mutmut_49 equivalent: <= not <: replaces best with an equal instant
+duetime.domain.cron.x__first_cron_instant_after__mutmut_24 equivalent: walk start keeps seconds: only its minute and above are read
+duetime.domain.cron.x__first_cron_instant_after__mutmut_25 equivalent: walk start keeps microseconds: only its minute and above are read
+duetime.domain.cron.x__first_cron_instant_after__mutmut_30 equivalent: walk start's second 1: only its minute and above are read
+duetime.domain.cron.x__first_cron_instant_after__mutmut_31 equivalent: walk start's microsecond 1: only its minute and above are read
+duetime.domain.cron.x__first_cron_instant_after__mutmut_33 equivalent: initial highest None: never read before best, which sets it
+duetime.domain.cron.x__first_cron_instant_after__mutmut_35 equivalent: initial highest 1 day: never read before best, which sets it
+duetime.domain.cron.x__first_cron_instant_after__mutmut_59 equivalent: <= not <: replaces best with an equal instant
+duetime.domain.cron.x__offset__mutmut_5 equivalent: the year-1 side of the fallback: no search reaches year 1 (instants are from 1970)
+duetime.domain.cron.x__offset__mutmut_8 equivalent: the year-1 side of the fallback: no search reaches year 1 (instants are from 1970)
+duetime.domain.cron.x__shifted__mutmut_2 equivalent: min for a window past 9999: the walk then starts at year 1 or overflows to None, and either finds the same (no wall past 9999 exists)
+duetime.domain.cron.x__shifted__mutmut_3 equivalent: max for a window before year 1: no search reaches year 1 (instants are from 1970)
+duetime.domain.cron.x__shifted__mutmut_4 equivalent: a zero delta never overflows
+duetime.domain.cron.x__shifted__mutmut_6 equivalent: min for a window under a day past 9999: as mutant 2, the same answer
+duetime.domain.planning.x__previous__mutmut_10 equivalent: latest-catchup asks for the occurrence before missed_until, and one (`occurrence`) is known there: never None
 duetime.domain.cron.x__transition__mutmut_2 equivalent: / not //: whole seconds give exact integral floats, the same probes
 duetime.domain.cron.x__transition__mutmut_8 equivalent: / not //: whole seconds give exact integral floats, the same result
-duetime.domain.runs.x_finished_run__mutmut_37 equivalent: drops lease=None: None is the field's default
+duetime.domain.runs.x_finished_run__mutmut_33 equivalent: drops lease=None: None is the field's default
 duetime.domain.planning.x_upcoming__mutmut_2 message: only an error message's text changes
 duetime.domain.planning.x_upcoming__mutmut_7 message: only an error message's text changes
 duetime.domain.planning.x_upcoming__mutmut_8 message: only an error message's text changes
@@ -149,7 +154,6 @@ duetime.domain.planning.x__dropped__mutmut_11 equivalent: end_at + 2: _rate_coun
 duetime.domain.planning.x_first_due__mutmut_10 equivalent: <= not <: a first occurrence at created_at is found again
 duetime.domain.schedule.x__cron_previous__mutmut_48 equivalent: empty_from only steers _last_cron_before's halving search; the answer is the same
 duetime.domain.schedule.x__cron_previous__mutmut_49 equivalent: empty_from only steers _last_cron_before's halving search; the answer is the same
-duetime.domain.schedule.x__cron_previous__mutmut_50 equivalent: empty_from only steers _last_cron_before's halving search; the answer is the same
 duetime.domain.schedule.x__cron_previous__mutmut_52 equivalent: empty_from only steers _last_cron_before's halving search; the answer is the same
 duetime.domain.schedule.x__cron_previous__mutmut_53 equivalent: empty_from only steers _last_cron_before's halving search; the answer is the same
 duetime.domain.schedule.x__cron_previous__mutmut_55 equivalent: empty_from only steers _last_cron_before's halving search; the answer is the same
@@ -160,7 +164,7 @@ duetime.domain.schedule.x__cron_previous__mutmut_46 equivalent: a window that tr
 duetime.domain.schedule.x__cron_previous__mutmut_15 equivalent: no occurrence lies after end_at and instants are whole ms: before end_at + 2 ms equals at or before end_at
 duetime.domain.schedule.x__cron_previous__mutmut_24 equivalent: differs only when a 15,006-day window holds no occurrence; the rarest cron (29 Feb on a weekday) has gaps of at most 14,609 days
 duetime.domain.schedule.x__cron_previous__mutmut_39 equivalent: differs only when a 15,006-day window holds no occurrence; the rarest cron (29 Feb on a weekday) has gaps of at most 14,609 days
-duetime.domain.cron.x__first_cron_instant_after__mutmut_37 equivalent: on equality no instant of that wall time can replace `best`; one more wall time examined
+duetime.domain.cron.x__first_cron_instant_after__mutmut_47 equivalent: on equality no instant of that wall time can replace `best`; one more wall time examined
 duetime.domain.planning.x__dropped__mutmut_28 equivalent: `first` is always an occurrence and occurrences are >= 1 s apart: first + 1 and first + 2 count the same
 duetime.domain.schedule.x_previous_occurrence__mutmut_14 equivalent: drops `case After(): return None`: the match falls through and the function returns None all the same
 EOF

@@ -17,6 +17,7 @@ from duetime.domain.runs import (
     RunStatus,
     claimed_run,
     finished_run,
+    not_retried,
     withdrawn,
 )
 
@@ -240,3 +241,27 @@ def test_given_a_retry_finished_then_the_earlier_errors_are_shortened_again() ->
 
     # Then only the latest error is whole: the record stays near one write unit
     assert [a.error for a in done.attempts] == ["z" * EARLIER_ERROR_CHARS, "w" * MAX_ERROR_CHARS]
+
+
+def test_given_a_claim_with_an_early_wait_then_its_attempt_keeps_it() -> None:
+    claimed = claimed_run(None, replace(claim_of(1), early_wait_ms=123))
+    assert claimed.attempts[-1].early_wait_ms == 123
+
+
+def test_given_a_reason_longer_than_a_records_error_then_the_reason_is_kept_not_the_error() -> None:
+    reason = "r" * MAX_ERROR_CHARS
+    assert not_retried("the target refused it", reason) == f"; not retried: {reason}"
+
+
+def test_given_an_attempt_that_never_finished_when_withdrawn_then_it_ends_at_the_claim() -> None:
+    # Given attempts 1 and 2 (2 never finished: its worker died), and attempt 3 claimed
+    earlier = (failed_attempt(1, "refused"), Attempt(2, 2_000, 10))
+    retrying = replace(running(earlier), status=RunStatus.RETRYING, lease=None)
+    claimed = claimed_run(retrying, claim_of(3, now=7_000))
+
+    # When the claim is withdrawn
+    ended = withdrawn(claimed, "the job is paused")
+
+    # Then the run ends failed at attempt 2, at the withdrawn claim's start
+    assert ended is not None
+    assert (ended.attempt, ended.finished_ms) == (2, 7_000)
