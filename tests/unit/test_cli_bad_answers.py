@@ -112,7 +112,7 @@ def test_a_line_nested_too_deeply_names_the_file_and_line(
     path = tmp_path / "deep.jsonl"
     path.write_bytes(b'{"a": 1}\n' + DEEP + b"\n")
     assert jobs(api, "create", "--from-file", str(path)) == 2
-    assert capsys.readouterr().err == f"duetime: {path}:2: not valid JSON (nested too deeply)\n"
+    assert capsys.readouterr().err == f"duetime: {path}:2: nested more than 64 levels\n"
     assert api.requests == []
 
 

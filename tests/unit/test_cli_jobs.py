@@ -353,7 +353,7 @@ def test_body_with_body_flags_is_refused_before_sending(
     [
         (["--at", "2026-01-01T00:00:00Z", "--cron", "@daily"], "not allowed with argument"),
         (["--url", "https://a/", "--sqs", "q"], "not allowed with argument"),
-        (["--payload", "hello"], "is not valid JSON"),
+        (["--payload", "hello"], "not valid JSON (Expecting value"),
         (["--payload", "@/nonexistent/p.json"], "cannot read /nonexistent/p.json"),
         (["--header", "novalue"], "is not K=V"),
         (["--eventbridge", "no-detail-type"], "is not SOURCE:DETAIL_TYPE"),
@@ -742,7 +742,7 @@ def test_a_json_file_nested_too_deeply_is_a_usage_error(
         jobs(
             api, "create", "--delay", "60", "--url", "https://example.com", "--payload", f"@{deep}"
         )
-    assert f"argument --payload: {deep} is nested too deeply" in capsys.readouterr().err
+    assert f"argument --payload: {deep}: nested more than 64 levels" in capsys.readouterr().err
     assert api.requests == []
 
 

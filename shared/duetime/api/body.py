@@ -44,6 +44,14 @@ def json_body(event: Mapping[str, Any]) -> object:
         raise ValidationError("body", "not valid JSON (not UTF-8)") from None
     if text.startswith("\ufeff"):
         raise ValidationError("body", "not valid JSON (a byte order mark: send UTF-8 without one)")
+    return strict_json(text)
+
+
+def strict_json(text: str) -> object:
+    """JSON as the API reads a body: standard JSON only (no NaN/Infinity, no number beyond a
+    float), no key twice in one object (a ValidationError naming its path: json.loads would
+    keep the last), at most MAX_JSON_DEPTH levels, Unicode text. The CLI reads the JSON it
+    sends with it too, so what the API would refuse is refused before anything is sent."""
     duplicated: list[_DuplicateKey] = []
 
     def object_of(pairs: list[tuple[str, Any]]) -> dict[str, Any]:

@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import argparse
-import json
 import math
 import sys
 from typing import Any
 from urllib.parse import urlsplit
 
+from duetime.api.body import strict_json as api_json
+from duetime.domain.errors import ValidationError
 from duetime.domain.planning import MAX_PREVIEW_OCCURRENCES
 
 
@@ -112,36 +113,18 @@ def is_unicode(value: str) -> bool:
 
 
 class JsonRefused(ValueError):
-    """What json.loads takes but the CLI does not send: NaN and Infinity (not JSON), a number
-    too large for a float, and a key twice in one object (json.loads keeps the last one, so the
-    body sent would not be the one given: the API refuses it, naming the key)."""
+    """JSON the API would refuse or read otherwise, in the API's words (strict_json)."""
 
 
 def strict_json(text: str) -> Any:
-    """json.loads, refusing what JsonRefused says (RecursionError when nested too deeply)."""
-    return json.loads(
-        text, object_pairs_hook=_unique_keys, parse_constant=_no_constant, parse_float=_finite
-    )
-
-
-def _unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
-    seen: set[str] = set()
-    for key, _ in pairs:
-        if key in seen:
-            raise JsonRefused(f"key {json.dumps(key)} appears twice in one object")
-        seen.add(key)
-    return dict(pairs)
-
-
-def _no_constant(name: str) -> Any:
-    raise JsonRefused(f"{name} is not JSON")
-
-
-def _finite(text: str) -> float:
-    value = float(text)
-    if not math.isfinite(value):
-        raise JsonRefused(f"{text} is too large a number for JSON")
-    return value
+    """JSON read as the API will read it (duetime.api.body.strict_json): not JSON, NaN or
+    Infinity, a key twice in one object (json.loads keeps the last: the body sent would not be
+    the one given), nested over 64 levels: JsonRefused, before anything is sent."""
+    try:
+        return api_json(text)
+    except ValidationError as exc:
+        where = "" if exc.field == "body" else f"{exc.field}: "
+        raise JsonRefused(f"{where}{exc.message}") from None
 
 
 def json_value(text: str) -> Any:
@@ -157,14 +140,11 @@ def json_value(text: str) -> Any:
         raise argparse.ArgumentTypeError(f"{source} is not UTF-8 text")
     try:
         return strict_json(text)
-    except RecursionError:
-        raise argparse.ArgumentTypeError(f"{source} is nested too deeply") from None
     except JsonRefused as exc:
-        raise argparse.ArgumentTypeError(f"{source} cannot be sent: {exc}") from None
-    except ValueError as exc:
         quoted = source == "JSON" and not text.lstrip().startswith(("{", "[", '"'))
         hint = f" (a string must be quoted: '\"{text}\"')" if quoted else ""
-        raise argparse.ArgumentTypeError(f"{source} is not valid JSON: {exc}{hint}") from None
+        where = "" if source == "JSON" else f"{source}: "
+        raise argparse.ArgumentTypeError(f"{where}{exc}{hint}") from None
 
 
 def json_object(text: str) -> dict[str, Any]:
