@@ -114,10 +114,10 @@ class JobStore(Protocol):
         `hold`, if its key is not marked, or marked with its token (on DynamoDB these are one
         transaction); ConditionFailed otherwise."""
 
-    def mark_key(self, tenant: str, key: str, token: str, job_id: str) -> None:
+    def mark_key(self, tenant: str, key: str, token: str, job_id: str) -> bool:
         """A replay of the request that recorded `key` answers with its job: from now on only
         a write holding `token` (replace's `hold`) may withdraw the job, and the key is not
-        released (release_key). Nothing if the key does not name `job_id` (or is not kept)."""
+        released (release_key). False if the key does not name `job_id` (or is not kept)."""
 
     def unmark_key(self, tenant: str, key: str, token: str) -> None:
         """Take back `token`'s mark (its replay failed after all); another's mark stays."""

@@ -518,7 +518,7 @@ def test_given_a_key_written_over_after_it_expired_then_a_late_replay_does_not_m
     expires = T0 // 1000 + 60
     job_store.claim_key(TENANT, "k1", "job-old", "fp-1", expires, T0 // 1000)
     job_store.claim_key(TENANT, "k1", "job-new", "fp-2", expires + 60, expires)
-    job_store.mark_key(TENANT, "k1", "token-late", "job-old")
+    assert not job_store.mark_key(TENANT, "k1", "token-late", "job-old")  # says so
     job_store.release_key(TENANT, "k1", "job-new")  # the new request was refused
     assert job_store.claim_key(TENANT, "k1", "job-3", "fp-3", expires + 60, expires) is None
 
@@ -551,7 +551,7 @@ def test_given_a_key_marked_by_a_replay_then_only_its_holder_may_withdraw_the_jo
     withdrawn = replace(job, status=JobStatus.CANCELLED, version=job.version + 1)
     first, replay = KeyHold("k1"), KeyHold("k1", "token-a")
 
-    job_store.mark_key(TENANT, "k1", replay.token, job.id)
+    assert job_store.mark_key(TENANT, "k1", replay.token, job.id)
 
     with pytest.raises(ConditionFailed):  # the first request: a replay answered with the job
         job_store.replace(withdrawn, expected=job, hold=first)
@@ -579,7 +579,7 @@ def test_given_a_key_marked_by_a_replay_then_only_its_holder_may_withdraw_the_jo
     # Unmarked (or never recorded) keys hold nothing back; marking one records nothing.
     other = make_job(entropy=1)
     job_store.create(other)
-    job_store.mark_key(TENANT, "never-claimed", "token-c", other.id)
+    assert not job_store.mark_key(TENANT, "never-claimed", "token-c", other.id)
     job_store.replace(replace(other, version=2), expected=other, hold=KeyHold("never-claimed"))
     assert (
         job_store.claim_key(TENANT, "never-claimed", "j", "fp", T0 // 1000 + 60, T0 // 1000) is None

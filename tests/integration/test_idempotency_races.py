@@ -340,3 +340,40 @@ def test_given_a_batch_losing_its_write_to_a_retry_that_then_fails_its_answer_ho
     assert stored is not None
     assert stored.status == JobStatus.SCHEDULED, stored.cancel_reason  # it was cancelled
     assert [job for job, _ in twins.sent()] == [f.job.id]  # sent, by F
+
+
+def test_given_a_first_request_refused_at_the_quota_while_a_copy_resumes_then_one_job_per_key() -> (
+    None
+):
+    """Found by an outside audit. A claims key k (job id J) and is refused at the recurring
+    quota; meanwhile a slot frees and B, a copy of A, finds A's record without a job and
+    writes J in its place. A's refusal then freed the key as B wrote J, so B answered 201 for
+    a job the key no longer named, and the next request with k created a second job. B now
+    holds the key before it reserves: A's refusal leaves it bound to J."""
+    twins = Twins(shards=1)
+    quotas = Quotas(max_active_recurring_jobs=1)
+    spec = parse_job_spec({"schedule": {"rate_seconds": 60}, "target": NOOP})
+    other = twins.service.create("t", spec, quotas=quotas)  # the tenant is at its quota
+    now = twins.clock.now
+    # A: its key recorded for J, its job not written yet
+    job_id = "01KAW3Z6H8D4G7VQ5R2T9XNMBC"
+    assert (
+        twins.jobs.claim_key("t", "k", job_id, fingerprint(spec), now // 1000 + 86_400, 0) is None
+    )
+    twins.service.cancel("t", other.id)  # a slot frees
+    create = twins.jobs.create
+
+    def create_after_the_refusal(job: Any) -> None:
+        twins.service.submission.unbind("t", "k", job_id)  # A, refused, frees its key
+        create(job)
+
+    twins.jobs.create = create_after_the_refusal  # type: ignore[method-assign]
+    b = twins.service.create("t", spec, idempotency_key="k", quotas=quotas)
+    twins.jobs.create = create  # type: ignore[method-assign]
+
+    c = twins.service.create("t", spec, idempotency_key="k", quotas=quotas)  # the client again
+
+    assert b.id == c.id == job_id
+    live = [j for j in twins.jobs._jobs.values() if j.status == JobStatus.SCHEDULED]
+    assert [j.id for j in live] == [job_id]
+    assert twins.jobs.recurring_count("t") == 1

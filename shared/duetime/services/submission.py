@@ -166,18 +166,14 @@ class Submission:
         hold = None
         if idempotency_key is not None:
             bound = fingerprint(spec)
-            recorded = self._jobs.claim_key(
-                tenant,
-                idempotency_key,
-                job_id,
-                bound,
-                key_expires_at(now),
-                now // 1000,
-            )
-            if recorded is None:
-                claimed = idempotency_key
-                hold = KeyHold(idempotency_key)
-            else:
+            for again in (False, True):  # again: the key was freed while this one resumed it
+                recorded = self._jobs.claim_key(
+                    tenant, idempotency_key, job_id, bound, key_expires_at(now), now // 1000
+                )
+                if recorded is None:
+                    claimed = idempotency_key
+                    hold = KeyHold(idempotency_key)
+                    break
                 if not same_request(recorded[1], spec):
                     raise IdempotencyConflict(idempotency_key)
                 hold = KeyHold(idempotency_key, secrets.token_hex(8))
@@ -185,7 +181,12 @@ class Submission:
                 if existing is not None:
                     replayed = self.replayed(existing, now, limit, hold)
                     return Prepared(self.answered(replayed, hold, now, limit), replay=True)
-                job_id, resumed = recorded[0], True
+                # The request that recorded the key has not written its job (it died, or is
+                # at it): this one writes it in its place, holding the key first, so that the
+                # other, refused meanwhile (a quota), cannot free it under this job.
+                if self._jobs.mark_key(tenant, idempotency_key, hold.token, recorded[0]) or again:
+                    job_id, resumed = recorded[0], True
+                    break
         if ended:
             self.unbind(tenant, claimed, job_id)
             raise ValidationError("schedule", "has no occurrence in the future")
@@ -194,6 +195,8 @@ class Submission:
                 self.reserve(tenant, limit)
             except QuotaExceeded:
                 self.unbind(tenant, claimed, job_id)
+                if resumed and hold is not None:  # the other's failure may withdraw it again
+                    self._jobs.unmark_key(tenant, hold.key, hold.token)
                 raise
         due = to_ms(first) if first is not None else None  # None: an `after` job
         job = Job(

@@ -92,7 +92,7 @@ class JobTable:
             if not is_condition_failure(exc):
                 raise StoreError(str(exc)) from exc
 
-    def mark_key(self, tenant: str, key: str, token: str, job_id: str) -> None:
+    def mark_key(self, tenant: str, key: str, token: str, job_id: str) -> bool:
         try:
             self._client.update_item(
                 TableName=self._table,
@@ -105,6 +105,8 @@ class JobTable:
         except ClientError as exc:
             if not is_condition_failure(exc):
                 raise StoreError(str(exc)) from exc
+            return False
+        return True
 
     def unmark_key(self, tenant: str, key: str, token: str) -> None:
         try:

@@ -67,10 +67,12 @@ class MemoryJobStore:
         more = len(ids) > limit
         return Page([self._jobs[(tenant, i)] for i in page], page[-1] if more and page else None)
 
-    def mark_key(self, tenant: str, key: str, token: str, job_id: str) -> None:
+    def mark_key(self, tenant: str, key: str, token: str, job_id: str) -> bool:
         with self._lock:
-            if self._keys.get((tenant, key), ("",))[0] == job_id:
-                self._marks[(tenant, key)] = token
+            if self._keys.get((tenant, key), ("",))[0] != job_id:
+                return False
+            self._marks[(tenant, key)] = token
+            return True
 
     def unmark_key(self, tenant: str, key: str, token: str) -> None:
         with self._lock:
