@@ -148,7 +148,7 @@ def register(app: APIGatewayHttpResolver, settings: ConsoleSettings) -> None:
 def methods_on(path: str) -> list[str]:
     """The methods the console serves on `path` (empty: not a console path). Any other method
     there, TRACE or one HTTP does not define included, is the API's 405 (duetime.api.app)."""
-    console = path in (PREFIX, f"{PREFIX}/") or path.startswith(f"{PREFIX}/")
+    console = path == PREFIX or path.startswith(f"{PREFIX}/")
     return list(_METHODS) if console else []
 
 
