@@ -1,5 +1,6 @@
 """The HTTP API: API Gateway v2 with a JWT authorizer in front of the api function, which
-also serves the web console (same origin: its public routes GET /console, /console/{file})."""
+also serves the web console (same origin: its public routes GET /console, /console/{file}
+and deeper)."""
 
 from __future__ import annotations
 
@@ -83,8 +84,14 @@ ACCESS_LOG_FORMAT = json.dumps(
 _METHODS = {method.value: method for method in apigwv2.HttpMethod}
 # The web console's static files (duetime.api.console), public like /health: the page must load
 # before anyone signs in; its API calls carry the token. API Gateway routes /console/ (the
-# trailing slash) to GET /console, whose handler tells the two apart by the raw path.
-CONSOLE_ROUTES = (("GET", "/console"), ("GET", "/console/{file}"))
+# trailing slash) to GET /console, whose handler tells the two apart by the raw path. A deeper
+# path (/console/a/b) is no file: its own public route gets it the console's 404 (with the
+# console's headers), not the authorizer's 401 of the $default route.
+CONSOLE_ROUTES = (
+    ("GET", "/console"),
+    ("GET", "/console/{file}"),
+    ("GET", "/console/{file}/{deeper+}"),
+)
 CONSOLE_PATH = "console/"  # the console's URL: the API's URL (ending in "/") + this
 
 

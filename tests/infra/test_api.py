@@ -8,7 +8,11 @@ from duetime.api.app import PUBLIC_ROUTES, ROUTES
 from tests.infra.conftest import AUDIENCE, ISSUER, Synth
 
 # The web console's static files, served by the API function without a token (test_console.py).
-CONSOLE_ROUTES = {("GET", "/console"), ("GET", "/console/{file}")}
+CONSOLE_ROUTES = {
+    ("GET", "/console"),
+    ("GET", "/console/{file}"),
+    ("GET", "/console/{file}/{deeper+}"),
+}
 
 
 def _and_head(routes: set[tuple[str, str]]) -> set[tuple[str, str]]:
@@ -56,7 +60,7 @@ def test_public_routes_are_health_the_openapi_document_and_the_console(synth: Sy
     assert public == {
         f"{method} {path}"
         for method in ("GET", "HEAD")
-        for path in ("/health", "/openapi.json", "/console", "/console/{file}")
+        for path in ("/health", "/openapi.json", *(path for _, path in CONSOLE_ROUTES))
     }
 
 
