@@ -236,6 +236,17 @@ def test_the_upstream_must_be_the_tenants_and_a_cycle_is_refused(engine: Engine)
         engine.service.update(TENANT, b, {"schedule": {"after": {"job_id": "01NOSUCH"}}})
 
 
+def test_a_job_may_have_at_most_32_jobs_above_it(engine: Engine) -> None:
+    # schedules.md: a chain holds at most 33 jobs, the job and 32 above it.
+    last = engine.create({"rate_seconds": 60})
+    for _ in range(32):
+        last = engine.after(last)
+    with pytest.raises(ValidationError) as caught:
+        engine.after(last)
+    assert caught.value.field == "schedule.after.job_id"
+    assert "at most 32 jobs above it" in str(caught.value)
+
+
 def test_a_patch_moves_the_dependent_to_its_new_upstream(engine: Engine) -> None:
     a = engine.create({"rate_seconds": 60})
     x = engine.create({"rate_seconds": 60})

@@ -184,3 +184,85 @@ def test_a_run_now_binding_keeps_its_instant_and_the_moment_asked_across_version
     # A key bound before 2026-11-29 holds the instant alone: it was the moment asked.
     assert run_now_bound(f"run-now:{T0}") == (T0, T0)
     assert run_now_bound(fingerprint(spec())) is None
+
+
+def _sent(parts: Parts) -> list[tuple[int, int | None]]:
+    """(scheduled instant, generation) of every run message queued, whenever it is due."""
+    parts.now += 3_600_000
+    return [
+        (message.scheduled_ms, message.generation)
+        for runtime in Runtime
+        for priority in Priority
+        for delivery in parts.queue.receive(runtime, priority, 10, 0)
+        for message in [parts.queue.auth.open(delivery.body)]
+    ]
+
+
+@pytest.mark.parametrize(
+    "change", [{"priority": "high"}, {"runtime": "fargate"}, {"jitter_seconds": 5}]
+)
+def test_given_a_delay_job_re_armed_without_a_new_schedule_then_it_keeps_its_instant(
+    change: dict[str, Any],
+) -> None:
+    # A new queue, jitter or staging re-arms the job, but its delay is not counted again: the
+    # run would be another run (another instant, another run id), a second one if the first
+    # is in progress (found by an outside audit).
+    parts = Parts()
+    job = parts.service.create("t", spec(schedule={"delay_seconds": 60}))
+    parts.now += 61_000  # its run is due, perhaps running
+    updated = parts.service.update("t", job.id, change).job
+    assert updated.next_due_ms == job.next_due_ms == T0 + 60_000
+    assert set(_sent(parts)) == {(T0 + 60_000, 0), (T0 + 60_000, 1)}
+
+
+def test_given_a_delay_job_given_a_new_delay_then_it_is_counted_from_the_update() -> None:
+    parts = Parts()
+    job = parts.service.create("t", spec(schedule={"delay_seconds": 3600}))
+    parts.now += 3_000_000
+    updated = parts.service.update("t", job.id, {"schedule": {"delay_seconds": 3601}}).job
+    assert updated.next_due_ms == T0 + 3_000_000 + 3_601_000
+
+
+def _failing_sends(parts: Parts) -> Any:
+    send = parts.queue.send
+
+    def fail(messages: object) -> None:
+        raise ConnectionError("SQS unreachable")
+
+    parts.queue.send = fail  # type: ignore[method-assign]
+    return send
+
+
+def test_given_a_replay_once_a_withdrawn_job_s_schedule_ended_then_it_runs_on_schedule() -> None:
+    # Its only occurrence passed while it was withdrawn: the replay finishes what the first
+    # request started, its missed occurrence under the catch-up policy ("latest": it runs),
+    # never a run at the replay's own instant (off the schedule, after end_at).
+    parts = Parts()
+    body = {
+        "schedule": {
+            "rate_seconds": 60,
+            "start_at": "2026-11-21T10:00:37Z",
+            "end_at": "2026-11-21T10:00:47Z",
+        }
+    }
+    send = _failing_sends(parts)
+    with pytest.raises(ConnectionError):
+        parts.service.create("t", spec(**body), idempotency_key="k1")
+    parts.queue.send = send  # type: ignore[method-assign]
+    parts.now += 120_000
+    replayed = parts.service.create("t", spec(**body), idempotency_key="k1")
+    assert [instant for instant, _ in _sent(parts)] == [T0 + 30_000]
+    assert parts.service.get("t", replayed.id).status == JobStatus.COMPLETED  # its runs sent
+
+
+def test_given_a_replay_of_a_withdrawn_one_off_at_the_epoch_then_it_keeps_its_instant() -> None:
+    parts = Parts()
+    body = {"schedule": {"at": "1970-01-01T00:00:00Z"}}
+    send = _failing_sends(parts)
+    with pytest.raises(ConnectionError):
+        parts.service.create("t", spec(**body), idempotency_key="k1")
+    parts.queue.send = send  # type: ignore[method-assign]
+    parts.now += 5_000
+    replayed = parts.service.create("t", spec(**body), idempotency_key="k1")
+    assert replayed.next_due_ms == 0
+    assert [instant for instant, _ in _sent(parts)] == [0]

@@ -212,15 +212,19 @@ def first_due(schedule: Schedule, *, created_at: datetime) -> datetime | None:
     return first
 
 
-def rearmed_due(schedule: Schedule, *, created_at: datetime, now: datetime) -> datetime | None:
-    """Where a job goes on once its schedule changed (PATCH): a recurring schedule's first
+def rearmed_due(
+    schedule: Schedule, *, created_at: datetime, now: datetime, kept: datetime | None = None
+) -> datetime | None:
+    """Where a job goes on once it is re-armed (PATCH): a recurring schedule's first
     occurrence from now on, on its own anchor (start_at, or the job's creation for a rate
-    without one); a one-off's instant, a delay counted from the change."""
+    without one); a one-off's instant, a delay counted from the change. `kept`: a one-off's
+    instant when its schedule did not change (only its queue, jitter or staging did): it
+    stays, as a delay counted again would be another run, a second one if the first runs."""
     if isinstance(schedule, Rate | Cron):
         return next_occurrence(
             schedule, created_at=created_at, after=now - timedelta(milliseconds=1)
         )
-    return first_due(schedule, created_at=now)
+    return kept if kept is not None else first_due(schedule, created_at=now)
 
 
 def upcoming(schedule: Schedule, *, now: datetime, count: int) -> list[datetime]:

@@ -79,7 +79,9 @@ class Dependencies:
             if not isinstance(above, After):
                 return tuple(chain)
             upstream = above.job_id
-        raise ValidationError(FIELD, f"a chain of dependencies may be at most {MAX_CHAIN} long")
+        raise ValidationError(
+            FIELD, f"a job may have at most {MAX_CHAIN} jobs above it in its chain of dependencies"
+        )
 
     def link(self, job: Job) -> None:
         """Before the job item is written: index an `after` job under its upstream

@@ -282,8 +282,12 @@ class JobService:
             updated = replace(job, spec=spec, updated_ms=now, version=job.version + 1)
             due: int | None = None
             if rearms(job.spec, spec):
+                armed = job.next_due_ms if spec.schedule == job.spec.schedule else None
                 found = rearmed_due(
-                    spec.schedule, created_at=from_ms(job.created_ms), now=from_ms(now)
+                    spec.schedule,
+                    created_at=from_ms(job.created_ms),
+                    now=from_ms(now),
+                    kept=from_ms(armed) if armed is not None else None,
                 )
                 if found is None and not spec.triggered:
                     raise ValidationError("schedule", "has no occurrence in the future")

@@ -387,7 +387,9 @@ class Submission:
         elif job.status == JobStatus.CANCELLED and job.cancel_reason == SUBMISSION_FAILED:
             if job.spec.recurring and recurring_limit is not None:
                 self.reserve(job.tenant, recurring_limit)
-            due = self._dispatcher.next_due(job, now) or now
+            # From the first occurrence it had (a one-off's instant): what the first request
+            # would have dispatched; the occurrences missed since go by the catch-up policy.
+            due = job.next_due_ms
             revived = replace(
                 job,
                 status=JobStatus.SCHEDULED,
