@@ -30,6 +30,8 @@ from collections.abc import Iterable, Mapping
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 SECRET_PREFIX = "whsec_"
+# A delivery is at most a 256 KiB payload in its envelope: a request over 1 MiB is no delivery.
+MAX_BODY_BYTES = 1 << 20
 
 
 class WebhookVerificationError(Exception):
@@ -85,32 +87,46 @@ def _key(secret: str) -> bytes:
         raise ValueError("the secret is not whsec_<base64>") from None
 
 
-def serve(secret: str, host: str, port: int, tolerance_seconds: float) -> None:
+def handler(secret: str, tolerance_seconds: float) -> type[BaseHTTPRequestHandler]:
+    """The request handler that verifies every delivery (401 when its signature fails, 400
+    when its Content-Length is not a length up to MAX_BODY_BYTES, 204 when it is verified)."""
+
     class Handler(BaseHTTPRequestHandler):
         def _handle(self) -> None:
-            body = self.rfile.read(int(self.headers.get("Content-Length") or 0))
+            length = self.headers.get("Content-Length") or "0"
+            if not length.isdecimal() or int(length) > MAX_BODY_BYTES:
+                self._reply(400, f"Content-Length must be 0 to {MAX_BODY_BYTES} bytes")
+                return
+            body = self.rfile.read(int(length))
             try:
                 verify(secret, self.headers, body, tolerance_seconds)
             except WebhookVerificationError as exc:
                 print(f"REJECTED {self.command} {self.path}: {exc}", flush=True)
-                reply = str(exc).encode()
-                self.send_response(401)
-                self.send_header("Content-Type", "text/plain; charset=utf-8")
-                self.send_header("Content-Length", str(len(reply)))
-                self.end_headers()
-                self.wfile.write(reply)
+                self._reply(401, str(exc))
                 return
             run_id = self.headers.get("webhook-id")
             print(f"verified {self.command} {self.path} run {run_id}: {body[:200]!r}", flush=True)
             self.send_response(204)
             self.end_headers()
 
+        def _reply(self, status: int, text: str) -> None:
+            reply = text.encode()
+            self.send_response(status)
+            self.send_header("Content-Type", "text/plain; charset=utf-8")
+            self.send_header("Content-Length", str(len(reply)))
+            self.end_headers()
+            self.wfile.write(reply)
+
         do_GET = do_POST = do_PUT = do_PATCH = do_DELETE = _handle
 
         def log_message(self, format: str, *args: object) -> None:
             pass
 
-    server = ThreadingHTTPServer((host, port), Handler)
+    return Handler
+
+
+def serve(secret: str, host: str, port: int, tolerance_seconds: float) -> None:
+    server = ThreadingHTTPServer((host, port), handler(secret, tolerance_seconds))
     print(f"verifying deliveries on http://{host}:{server.server_address[1]}", flush=True)
     try:
         server.serve_forever()

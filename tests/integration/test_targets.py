@@ -95,6 +95,8 @@ class SiteHandler(http.server.BaseHTTPRequestHandler):
             interim = int(path.rsplit("/", 1)[1])
             self.wfile.write(f"HTTP/1.1 {interim} Interim\r\nLink: </a>\r\n\r\n".encode())
             self._reply(200, b"done")
+        elif path == "/escapes":  # a body that would drive a terminal (title, clipboard)
+            self._reply(500, b"Oops: \x1b]52;c;cm0gLXJmIH4K\x07\x1b[8mhidden\x1b[0m\x00")
         elif path == "/slow":
             self.site.release.wait(5)
             self._reply(200, b"late")
@@ -265,6 +267,18 @@ def test_given_a_failing_status_when_executed_then_the_error_says_whether_to_ret
     assert f"HTTP {status}" in str(caught.value)
     assert "the server says no" in str(caught.value)  # the start of the response body
     assert len(str(caught.value)) <= 500
+
+
+def test_given_an_error_body_with_terminal_escapes_then_the_error_spells_them_out(
+    site: Site,
+) -> None:
+    # The run's error is read in terminals (the CLI, history queries): found by an outside audit.
+    with pytest.raises(TargetError) as caught:
+        local.execute(HttpTarget(url=site.url("/escapes")), invocation())
+
+    error = str(caught.value)
+    assert not any(char in error for char in "\x1b\x07\x00")
+    assert "Oops: \\u001b]52;c;cm0gLXJmIH4K\\u0007\\u001b[8mhidden" in error
 
 
 @pytest.mark.parametrize("status", [301, 302, 303, 307, 308])

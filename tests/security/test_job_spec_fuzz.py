@@ -192,8 +192,10 @@ TARGET_LIKE = st.fixed_dictionaries(
         "method": maybe(st.sampled_from([*HTTP_METHODS, "get", "TRACE", "CONNECT", ""])),
         "headers": maybe(st.dictionaries(HEADER_NAMES, maybe(st.text(max_size=20)), max_size=3)),
         "queue_url": maybe(URLS),
-        "topic_arn": maybe(st.sampled_from(["arn:aws:sns:us-east-1:1:t", "arn:", ""])),
-        "function_arn": maybe(st.sampled_from(["arn:aws:lambda:us-east-1:1:function:f", "x"])),
+        "topic_arn": maybe(st.sampled_from(["arn:aws:sns:us-east-1:123456789012:t", "arn:", ""])),
+        "function_arn": maybe(
+            st.sampled_from(["arn:aws:lambda:us-east-1:123456789012:function:f", "x"])
+        ),
         "source": maybe(st.text(max_size=5)),
         "detail_type": maybe(st.text(max_size=5)),
         "event_bus": maybe(st.text(max_size=5)),
@@ -352,12 +354,12 @@ VALID_TARGETS = st.one_of(
         },
     ),
     st.just({"type": "sqs", "queue_url": "https://sqs.eu-west-1.amazonaws.com/1/q"}),
-    st.just({"type": "sns", "topic_arn": "arn:aws:sns:eu-west-1:1:t"}),
+    st.just({"type": "sns", "topic_arn": "arn:aws:sns:eu-west-1:123456789012:t"}),
     st.fixed_dictionaries(
         {"type": st.just("eventbridge"), "source": st.just("s"), "detail_type": st.just("d")},
         optional={"event_bus": st.just("bus")},
     ),
-    st.just({"type": "lambda", "function_arn": "arn:aws:lambda:eu-west-1:1:function:f"}),
+    st.just({"type": "lambda", "function_arn": "arn:aws:lambda:eu-west-1:123456789012:function:f"}),
     st.just({"type": "handler", "name": "duetime.noop"}),
 )
 # Any text but control characters, line and paragraph separators, and bidirectional overrides

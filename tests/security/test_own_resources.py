@@ -57,6 +57,8 @@ def test_targets_reaching_duetimes_own_resources_are_refused(target: Target, fie
     refused = OWN.refusal(target) or STACK.refusal(target)
     assert refused is not None
     assert refused[0] == field
+    kind = {"queue_url": "queues", "topic_arn": "topics", "function_arn": "functions"}
+    assert f"is one of duetime's own {kind.get(field, 'event buses')}: " in refused[1]
 
 
 @pytest.mark.parametrize(

@@ -6,6 +6,7 @@ from __future__ import annotations
 import http.server
 import io
 import json
+import re
 import socket
 import threading
 from collections.abc import Iterator
@@ -39,15 +40,15 @@ REFUSED = [
     ("fe80::1%1", "link-local"),
     ("ff02::1", "multicast"),
     ("2001:db8::1", "documentation"),
-    ("::ffff:127.0.0.1", "loopback, embedded IPv4 127.0.0.1"),
-    ("::ffff:10.0.0.1", "private (RFC 1918), embedded IPv4 10.0.0.1"),
+    ("::ffff:127.0.0.1", "loopback, IPv4 inside IPv6"),
+    ("::ffff:10.0.0.1", "private (RFC 1918), IPv4 inside IPv6"),
     ("::ffff:169.254.169.254", "link-local"),
     ("::7f00:1", "IPv4-compatible"),
     ("::a00:1", "IPv4-compatible"),
-    ("64:ff9b::a00:1", "private (RFC 1918), embedded IPv4 10.0.0.1"),  # NAT64
+    ("64:ff9b::a00:1", "private (RFC 1918), IPv4 inside IPv6"),  # NAT64
     ("64:ff9b::7f00:1", "loopback"),
     ("64:ff9b:1::1", "local-use NAT64"),
-    ("2002:a9fe:a9fe::1", "link-local (cloud metadata), embedded IPv4 169.254.169.254"),  # 6to4
+    ("2002:a9fe:a9fe::1", "link-local (cloud metadata), IPv4 inside IPv6"),  # 6to4
     ("2001::1", "Teredo"),
 ]
 
@@ -69,9 +70,10 @@ def test_given_a_refused_address_when_checked_then_it_is_refused_for_good_with_i
 
     assert not caught.value.retryable
     assert reason in str(caught.value)
-    # The run's error (the tenant's to read) does not map the name to an internal address;
-    # the operator's log does.
+    # The run's error (the tenant's to read) does not map the name to an internal address,
+    # nor to the IPv4 address an IPv6 one carries; the operator's log does.
     assert address not in str(caught.value)
+    assert not re.search(r"\d+\.\d+\.\d+\.\d+|[0-9a-f]*:[0-9a-f:]*:", str(caught.value))
     (logged,) = [
         json.loads(line)
         for line in logged.getvalue().splitlines()

@@ -385,6 +385,17 @@ def test_results_render_as_a_table_json_or_csv() -> None:
     assert render(result, "csv") == "dt,runs,at,note\n2026-11-21,12,2026-11-21 01:02:03.004,\n"
 
 
+def test_a_cell_that_would_drive_a_terminal_is_spelled_out_in_a_table_and_csv() -> None:
+    # A run's error holds what its target answered: an outside audit sent a clipboard write.
+    result = QueryResult(("error",), (("HTTP 500 Oops: \x1b]52;c;eA==\x07 \u202edone",),))
+    for fmt in ("table", "csv"):
+        shown = render(result, fmt)
+        assert not any(char in shown for char in "\x1b\x07\u202e"), fmt
+        assert "\\u001b]52;c;eA==\\u0007 \\u202edone" in shown, fmt
+    (row,) = json.loads(render(result, "json"))  # JSON escapes them itself, and keeps them
+    assert row["error"] == "HTTP 500 Oops: \x1b]52;c;eA==\x07 \u202edone"
+
+
 class FakeAthena:
     """Athena's API as the engine uses it: states in turn, then pages of results."""
 

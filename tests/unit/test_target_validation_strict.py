@@ -24,6 +24,7 @@ from hypothesis import strategies as st
 
 from duetime.adapters.codec import job_from_values, job_to_values
 from duetime.domain.errors import ValidationError
+from duetime.domain.invocation import TargetError
 from duetime.domain.jobs import parse_job_spec
 from duetime.domain.targets import (
     EventBridgeTarget,
@@ -100,6 +101,15 @@ def deliverable(target: HttpTarget) -> None:
         "http://a<b/",
         "http://a\\b/",
         "http://ü!.example/",  # IDNA gives xn--!-…: not a DNS name
+        # IDNA 2003 (Python's codec) and 2008 (browsers, curl) encode these to other domains:
+        # `faß.de` was sent to fass.de (found by an outside audit)
+        "https://faß.de/hook",
+        "https://STRAẞE.example/",
+        "https://σος.example/",
+        "https://a\u200db.example/",
+        "https://a\u200cb.example/",
+        "https://[v1.hooks.example]/x",  # RFC 3986's IPvFuture: was resolved as a DNS name
+        "https://[vF.localhost]/",
         "http://[fe80::1%25eth0]/",  # IPv6 zone
         "http://[::1/",
         "http://hooks.example.com:0/",  # no port: it read as the scheme's default (review)
@@ -107,6 +117,19 @@ def deliverable(target: HttpTarget) -> None:
 )
 def test_an_http_url_the_worker_cannot_send_is_refused_on_target_url(url: str) -> None:
     assert refused_field(http_target(url)) == "target.url"
+
+
+def test_a_host_idna_2003_and_2008_encode_apart_is_refused_with_its_xn_form_named() -> None:
+    with pytest.raises(ValidationError, match="xn-- form"):
+        parse_target(http_target("https://faß.de/hook"))
+    parse_target(http_target("https://xn--fa-hia.de/hook"))  # as browsers send it
+
+
+def test_a_stored_job_s_host_idna_2003_and_2008_encode_apart_is_not_delivered() -> None:
+    # Stored before the check: the worker refuses it rather than send to fass.de.
+    with pytest.raises(TargetError, match="differently") as caught:
+        deliverable(HttpTarget("https://faß.de/hook"))
+    assert not caught.value.retryable
 
 
 @pytest.mark.parametrize(
@@ -387,6 +410,9 @@ def test_an_event_source_that_only_looks_like_awss_is_kept() -> None:
         f"{QUEUE}/orders#x",
         f"{QUEUE}//orders",
         "https://sqs.us-east-1.amazonaws.com",  # no queue
+        # No account: AWS would refuse every run (found by an outside audit)
+        "https://sqs.eu-west-1.amazonaws.com/reports",
+        "https://sqs/q",
         "https://u:p@sqs.us-east-1.amazonaws.com/1/q",
         "ftp://sqs.us-east-1.amazonaws.com/1/q",
         "https://sqs us-east-1/1/q",
@@ -408,19 +434,16 @@ def test_an_sqs_queue_url_outside_awss_format_is_refused(url: str) -> None:
         SqsTarget(f"{QUEUE}/" + "q" * 80),
         SqsTarget(f"{QUEUE}/" + "q" * 75 + ".fifo"),
         SqsTarget(f"{QUEUE}/Under_score-and-dash"),
-        SqsTarget("https://sqs/q"),
         SqsTarget("http://localhost:4566/000000000000/orders"),
         SqsTarget("http://sqs.us-east-1.localhost.localstack.cloud:4566/000000000000/reports"),
         SqsTarget("http://localhost:9324/queue/reports"),
         SnsTarget(f"{SNS}:t"),
-        SnsTarget("arn:aws:sns:x:1:t"),
         SnsTarget("arn:aws:sns:eu-west-1:111122223333:alerts"),
         SnsTarget(f"{SNS}:orders.fifo"),
         SnsTarget(f"{SNS}:" + "t" * 256),
         SnsTarget("arn:aws-us-gov:sns:us-gov-west-1:123456789012:Reports_2"),
         SnsTarget("arn:aws-cn:sns:cn-north-1:123456789012:reports"),
         LambdaTarget(f"{LAMBDA}:f"),
-        LambdaTarget("arn:aws:lambda:x:1:function:f"),
         LambdaTarget(f"{LAMBDA}:" + "f" * 64),
         LambdaTarget(f"{LAMBDA}:billing_report-2:live"),
         LambdaTarget(f"{LAMBDA}:billing:7"),

@@ -6,6 +6,7 @@ from __future__ import annotations
 import base64
 import http.server
 import json
+import socket
 import threading
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -393,3 +394,26 @@ def test_when_the_secret_cannot_be_read_the_attempt_fails_retryably_and_sends_no
     assert caught.value.retryable
     assert "DUETIME_SECRETS_KEY_ARN" in caught.value.message
     assert received == []
+
+
+@pytest.mark.parametrize(
+    ("length", "status"),
+    [("-1", 400), ("abc", 400), ("1e3", 400), (str(verifier.MAX_BODY_BYTES + 1), 400), ("2", 401)],
+)
+def test_the_receiver_example_answers_a_bad_content_length_with_a_400(
+    length: str, status: int
+) -> None:
+    # Found by an outside audit: -1 hung the handler (a read to the end), `abc` dropped the
+    # connection with a traceback. (2: a length it reads, then an unsigned request, a 401.)
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), verifier.handler("whsec_AA==", 300))
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        with socket.create_connection(("127.0.0.1", server.server_address[1]), timeout=5) as s:
+            s.sendall(
+                f"POST / HTTP/1.1\r\nHost: x\r\nContent-Length: {length}\r\n\r\n{{}}".encode()
+            )
+            answer = s.recv(4096).decode()
+    finally:
+        server.shutdown()
+        server.server_close()
+    assert answer.startswith(f"HTTP/1.0 {status} ") or answer.startswith(f"HTTP/1.1 {status} ")

@@ -7,9 +7,10 @@ Human output is cut (a run's error can hold 64 KiB of a target's answer, a paylo
 from __future__ import annotations
 
 import json
-import unicodedata
 from collections.abc import Mapping, Sequence
 from typing import Any
+
+from duetime.domain.text import clean
 
 MAX_CELL_CHARS = 60
 MAX_VALUE_CHARS = 200
@@ -226,21 +227,6 @@ def _scalar(value: object) -> str:
     if isinstance(value, str):
         return clean(value)
     return clean(json.dumps(value, ensure_ascii=False, separators=(",", ":")))
-
-
-def is_control(char: str) -> bool:
-    return unicodedata.category(char) in ("Cc", "Cf", "Cs", "Zl", "Zp")
-
-
-def clean(text: str) -> str:
-    """Text from the API made safe for a terminal: what a target answered ends up in a run's
-    error, and escape sequences in it must not drive the terminal. Line breaks become spaces."""
-    if not any(is_control(char) for char in text):
-        return text
-    return "".join(
-        " " if char in "\t\n\r" else (f"\\u{ord(char):04x}" if is_control(char) else char)
-        for char in text
-    )
 
 
 def cut(text: str, limit: int = MAX_CELL_CHARS) -> str:

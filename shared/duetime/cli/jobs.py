@@ -25,7 +25,6 @@ from duetime.cli.client import (
     client_for,
 )
 from duetime.cli.format import (
-    clean,
     format_job,
     format_jobs,
     format_runs,
@@ -42,6 +41,7 @@ from duetime.cli.types import (
     utf8_text,
 )
 from duetime.domain.jobs import JobStatus
+from duetime.domain.text import clean
 
 # --- the parser ---------------------------------------------------------------------------------
 

@@ -18,8 +18,8 @@ from typing import Any
 
 from duetime.api.body import MAX_BODY_BYTES
 from duetime.cli.client import ApiClient, ApiError, Unreachable, UsageError
-from duetime.cli.format import clean
 from duetime.cli.types import JsonRefused, read_text, strict_json
+from duetime.domain.text import clean
 
 MAX_PER_REQUEST = 100  # the API's limit per batch
 _ENVELOPE = len('{"jobs":[]}')

@@ -11,10 +11,11 @@ from typing import Any
 from zoneinfo import ZoneInfo
 
 from duetime.cli.client import ApiError, Unreachable, UsageError, client_for
-from duetime.cli.format import clean, json_text, write_out
+from duetime.cli.format import json_text, write_out
 from duetime.cli.jobs import _common_options
 from duetime.cli.types import preview_count, utf8_text
 from duetime.domain.schedule import zone
+from duetime.domain.text import clean
 
 
 def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:

@@ -6,14 +6,14 @@ Execution lives in duetime.targets.
 from __future__ import annotations
 
 import re
-import unicodedata
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
-from urllib.parse import SplitResult, unquote, urlsplit
+from urllib.parse import unquote, urlsplit
 
 from duetime.domain.errors import ValidationError
 from duetime.domain.text import checked_text
+from duetime.domain.urls import MAX_URL_CHARS, checked_url, split_url
 
 HTTP_METHODS = ("GET", "POST", "PUT", "PATCH", "DELETE")
 # Headers duetime sets itself; a job may not override them.
@@ -28,22 +28,16 @@ HEADER_VALUE = re.compile(r"[\t\x20-\x7e]*")
 MAX_HEADER_VALUE_CHARS = 4096
 _HANDLER_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_.-]{0,127}")
 MAX_HEADERS = 20
-MAX_URL_CHARS = 2048
-# A URL's host as the worker sends it (its IDNA A-label form, see duetime.targets.http): DNS
-# labels of letters, digits, `-` and `_` (an IPv4 address in any spelling is one too), or a
-# bracketed IPv6 address without a zone.
-_DNS_HOST = re.compile(r"[A-Za-z0-9_-]+(?:\.[A-Za-z0-9_-]+)*\.?")
-_IPV6_HOST = re.compile(r"[0-9A-Fa-f:.]+")
-MAX_HOST_CHARS = 254  # 253 and a trailing dot
 # AWS resource names, in AWS's own character sets: `%`, spaces and look-alikes are never part
 # of one, so the own-resource check (OwnResources) sees the name AWS would act on.
 # An ARN is `arn:<partition>:<service>:<region>:<account>:<resource>`.
-_ARN = r"arn:aws(?:-[a-z]+)*:{service}:[a-z0-9-]+:[0-9]{{1,12}}:"
+_ARN = r"arn:aws(?:-[a-z]+)*:{service}:[a-z0-9-]+:[0-9]{{12}}:"  # an account id: 12 digits
 # An SQS queue name: 1-80 letters, digits, `-` or `_`, `.fifo` at the end of a FIFO queue's.
 SQS_QUEUE_NAME = re.compile(r"[A-Za-z0-9_-]+(?:\.fifo)?")
 MAX_SQS_QUEUE_NAME_CHARS = 80
-# An SQS queue URL's path: `/<account>/<name>` (an emulator may put other segments first).
-_SQS_PATH = re.compile(r"(?:/[A-Za-z0-9_.-]+)*/(?P<name>[^/]+)/?")
+# An SQS queue URL's path: `/<account>/<name>` (an emulator may put other segments first;
+# the account is never left out).
+_SQS_PATH = re.compile(r"(?:/[A-Za-z0-9_.-]+)+/(?P<name>[^/]+)/?")
 # An SNS topic: 1-256 letters, digits, `-` or `_`, `.fifo` at the end of a FIFO topic's.
 SNS_TOPIC_ARN = re.compile(_ARN.format(service="sns") + r"(?P<name>[A-Za-z0-9_-]+(?:\.fifo)?)")
 MAX_SNS_TOPIC_NAME_CHARS = 256
@@ -172,13 +166,13 @@ class OwnResources:
         """(the target's field, why) when `target` reaches one of duetime's own resources."""
         match target:
             case SqsTarget(queue_url=url):
-                field_name, kind, name = "queue_url", "queue", _queue_name(url)
+                field_name, kind, name = "queue_url", "queues", _queue_name(url)
             case SnsTarget(topic_arn=arn):
-                field_name, kind, name = "topic_arn", "topic", _arn_resource(arn, 5)
+                field_name, kind, name = "topic_arn", "topics", _arn_resource(arn, 5)
             case LambdaTarget(function_arn=arn):
-                field_name, kind, name = "function_arn", "function", _arn_resource(arn, 6)
+                field_name, kind, name = "function_arn", "functions", _arn_resource(arn, 6)
             case EventBridgeTarget(event_bus=bus):
-                field_name, kind = "event_bus", "event bus"
+                field_name, kind = "event_bus", "event buses"
                 bus = _percent_decoded(bus)
                 name = bus.rsplit("event-bus/", 1)[-1] if bus.startswith("arn:") else bus
             case _:
@@ -188,7 +182,7 @@ class OwnResources:
         if folded in {q.casefold() for q in self.queue_names} or (
             prefix and folded.startswith(prefix + "-")
         ):
-            return field_name, f"is one of duetime's own {kind}s: not a job target"
+            return field_name, f"is one of duetime's own {kind}: not a job target"
         return None
 
 
@@ -238,74 +232,11 @@ def _text(obj: Mapping[str, object], path: str, key: str, max_len: int = 2048) -
     return value
 
 
-def _split(url: str, where: str) -> SplitResult:
-    """urlsplit, whose ValueError (a bracketed host that is not an IP address, an unclosed
-    bracket) is the client's mistake, not a server error."""
-    try:
-        return urlsplit(url)
-    except ValueError:
-        raise ValidationError(where, "not a valid URL") from None
-
-
 def _arn(obj: Mapping[str, object], path: str, key: str, service: str) -> str:
     value = _text(obj, path, key)
     if not value.startswith("arn:") or f":{service}:" not in value:
         raise ValidationError(f"{path}.{key}", f"must be an {service} ARN")
     return value
-
-
-def _unsafe_character(text: str) -> str | None:
-    """The first space or control character of `text` (urlsplit silently drops tab, CR and LF,
-    and http.client refuses the others in a request line), or None."""
-    for char in text:
-        if char.isspace() or unicodedata.category(char) == "Cc":
-            return char
-    return None
-
-
-def _url(url: str, where: str, *, strict: bool = True) -> SplitResult:
-    """An absolute http(s) URL that the worker's client sends as it is (duetime.targets.http):
-    printable ASCII, but for a host name, which may be internationalised (it is sent in its
-    IDNA A-label form); no credentials; a port from 0 to 65535. Not `strict` (a stored
-    job's): only an absolute http(s) URL."""
-    bad = _unsafe_character(url) if strict else None
-    if bad is not None:
-        raise ValidationError(
-            where, f"must not contain spaces or control characters (found U+{ord(bad):04X})"
-        )
-    parts = _split(url, where)
-    if parts.scheme not in ("http", "https") or not parts.hostname:
-        raise ValidationError(where, "must be an absolute http(s) URL")
-    if not strict:
-        return parts
-    try:
-        port = parts.port  # urlsplit checks the port only when it is read
-    except ValueError:
-        port = 0
-    if port == 0:  # (0 is no port to connect to: it read as the scheme's default)
-        raise ValidationError(where, "the port must be a number from 1 to 65535")
-    if parts.username or parts.password:
-        raise ValidationError(where, "must not carry credentials")
-    if not (parts.path + parts.query + parts.fragment).isascii():
-        raise ValidationError(
-            where, "only the host name may hold non-ASCII characters: percent-encode the rest"
-        )
-    _host(parts.hostname, where)
-    return parts
-
-
-def _host(hostname: str, where: str) -> None:
-    if ":" in hostname:  # only a bracketed host holds one: urlsplit checked it is an address
-        if not _IPV6_HOST.fullmatch(hostname):
-            raise ValidationError(where, "an IPv6 address in a URL may not carry a zone")
-        return
-    try:
-        # What the worker sends: DNS, the Host header and TLS SNI all take the A-label form.
-        encoded = hostname.encode("idna").decode("ascii")
-    except UnicodeError:
-        encoded = ""
-    if len(encoded) > MAX_HOST_CHARS or not _DNS_HOST.fullmatch(encoded):
-        raise ValidationError(where, "the host must be a DNS name or an IP address")
 
 
 def _header_value(value: object, where: str) -> str:
@@ -323,7 +254,7 @@ def _header_value(value: object, where: str) -> str:
 def _http(obj: Mapping[str, object], path: str, strict: bool) -> HttpTarget:
     _only(obj, path, {"type", "url", "method", "headers"})
     url = _text(obj, path, "url", MAX_URL_CHARS)
-    _url(url, f"{path}.url", strict=strict)
+    checked_url(url, f"{path}.url", strict=strict)
     method = obj.get("method", "POST")
     if not isinstance(method, str) or method.upper() not in HTTP_METHODS:
         raise ValidationError(f"{path}.method", f"must be one of {', '.join(HTTP_METHODS)}")
@@ -357,10 +288,10 @@ def _sqs(obj: Mapping[str, object], path: str, strict: bool) -> SqsTarget:
     where = f"{path}.queue_url"
     url = _text(obj, path, "queue_url", MAX_URL_CHARS)
     if not strict:
-        if _split(url, where).scheme not in ("http", "https"):
+        if split_url(url, where).scheme not in ("http", "https"):
             raise ValidationError(where, "must be an SQS queue URL")
         return SqsTarget(queue_url=url)
-    parts = _url(url, where)
+    parts = checked_url(url, where)
     queue = _SQS_PATH.fullmatch(parts.path)
     if parts.query or parts.fragment or queue is None:
         raise ValidationError(where, "must be an SQS queue URL: https://<host>/<account>/<queue>")

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+import unicodedata
 
 from duetime.domain.errors import ValidationError
 
@@ -27,3 +28,19 @@ def checked_text(value: str, field: str, *, multiline: bool = False) -> str:
             f"(found U+{ord(found.group()):04X})",
         )
     return value
+
+
+def is_control(char: str) -> bool:
+    return unicodedata.category(char) in ("Cc", "Cf", "Cs", "Zl", "Zp")
+
+
+def clean(text: str) -> str:
+    """Text made safe for a terminal: what a target answered ends up in a run's error, and
+    escape sequences in it must not drive the terminal of whoever reads it (the CLI, a history
+    query). Line breaks become spaces, other controls and format characters `\\uXXXX`."""
+    if not any(is_control(char) for char in text):
+        return text
+    return "".join(
+        " " if char in "\t\n\r" else (f"\\u{ord(char):04x}" if is_control(char) else char)
+        for char in text
+    )

@@ -33,6 +33,7 @@ from typing import Any, cast
 import pyarrow as pa
 from botocore.exceptions import BotoCoreError, ClientError
 
+from duetime.domain.text import clean
 from duetime.history.archive import HistoryBucket
 from duetime.history.schema import (
     HISTORY_SCHEMA,
@@ -284,12 +285,14 @@ def plain(value: Any) -> Any:
 
 
 def _text(value: Any) -> str:
+    """A cell of a table or of CSV, safe for a terminal (a run's error holds what its target
+    answered: an escape sequence must not drive the terminal of whoever queries history)."""
     value = plain(value)
     if value is None:
         return ""
     if isinstance(value, list | dict):
-        return json.dumps(value)
-    return str(value).lower() if isinstance(value, bool) else str(value)
+        return json.dumps(value)  # (it escapes control characters itself)
+    return str(value).lower() if isinstance(value, bool) else clean(str(value))
 
 
 def render(result: QueryResult, fmt: str = "table") -> str:

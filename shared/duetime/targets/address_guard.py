@@ -81,12 +81,13 @@ def refusal_reason(ip: IPAddress) -> str | None:
             return reason
     if ip in _IPV4_COMPATIBLE:
         # Deprecated since RFC 4291 and never a legitimate target: refused whatever it embeds.
-        return f"deprecated IPv4-compatible (embeds {ipaddress.IPv4Address(int(ip) & _LOW_32)})"
+        return "deprecated IPv4-compatible"
     embedded = _embedded_ipv4(ip)
     if embedded is not None:
-        # Judged by the IPv4 address it reaches, so ::ffff:127.0.0.1 is loopback.
+        # Judged by the IPv4 address it reaches, so ::ffff:127.0.0.1 is loopback. (The reason
+        # is the tenant's to read: it names no address, the embedded one neither.)
         inner = refusal_reason(embedded)
-        return None if inner is None else f"{inner}, embedded IPv4 {embedded}"
+        return None if inner is None else f"{inner}, IPv4 inside IPv6"
     if ip not in _GLOBAL_UNICAST:
         return "non-global (outside 2000::/3)"
     return None if ip.is_global else "non-global"

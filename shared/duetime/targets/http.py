@@ -18,6 +18,8 @@ from duetime.clock import wall_ms
 from duetime.domain.invocation import Invocation, TargetError, delivery_metadata, to_json
 from duetime.domain.signing import webhook_headers
 from duetime.domain.targets import HttpTarget
+from duetime.domain.text import clean
+from duetime.domain.urls import a_label
 from duetime.ports import SecretsUnavailable
 from duetime.targets import address_guard
 
@@ -153,8 +155,9 @@ def _host_and_port(url: SplitResult) -> tuple[str, int]:
     # certificate names are written without it (RFC 6066), and so is the Host header.
     hostname = (url.hostname or "").removesuffix(".")
     try:
-        # The A-label form is what DNS, the Host header and TLS SNI all expect.
-        host = hostname.encode("idna").decode("ascii")
+        # The A-label form is what DNS, the Host header and TLS SNI all expect. (A job stored
+        # before a_label refused a name IDNA 2008 encodes otherwise is refused here.)
+        host = a_label(hostname)
         port = url.port or (443 if url.scheme == "https" else 80)
     except (UnicodeError, ValueError) as exc:
         raise TargetError(f"invalid URL: {exc}", retryable=False) from exc
@@ -245,7 +248,9 @@ def _read_start(response: http.client.HTTPResponse) -> str:
         raw = response.read(MAX_RESPONSE_BYTES)
     except (OSError, http.client.HTTPException):
         return ""  # the status already says what went wrong
-    return " ".join(raw.decode("utf-8", errors="replace").split())
+    # Whitespace folded, and what would drive a terminal (ESC, BEL, bidirectional overrides)
+    # spelled out: the run's error is read in terminals (the CLI, history queries).
+    return clean(" ".join(raw.decode("utf-8", errors="replace").split()))
 
 
 class _Pin:
