@@ -21,6 +21,10 @@ export async function jobView(main, id) {
     : null;
   const recurring = "cron" in job.schedule || "rate_seconds" in job.schedule;
   const live = ["scheduled", "paused"].includes(job.status);
+  // Completed once its last occurrence is handed over: until end_at (+ jitter) its runs still
+  // to come can be cancelled (docs/api.md, cancel).
+  const ending = job.status === "completed" && job.schedule.end_at
+    && Date.parse(job.schedule.end_at) + (job.jitter_seconds || 0) * 1000 > Date.now();
   const from = h("input#backfill-from", { type: "text", name: "from", placeholder: "2026-11-20T00:00:00Z", required: true });
   const to = h("input#backfill-to", { type: "text", name: "to", placeholder: "2026-11-21T00:00:00Z", required: true });
   const backfill = h("form.inline#backfill", { on: { submit: async (event) => {
@@ -40,7 +44,7 @@ export async function jobView(main, id) {
       act("Resume", () => api.resume(job.id), job.status === "paused"),
       act("Run now", () => api.runNow(job.id), job.status !== "paused" && job.status !== "cancelled"),
       live ? h("a.button", { href: `#/jobs/${encodeURIComponent(job.id)}/edit` }, "Edit") : null,
-      act("Cancel job", () => { if (!confirm("Cancel this job? No further runs start.")) throw new Error("Not cancelled."); return api.cancel(job.id); }, live)),
+      act("Cancel job", () => { if (!confirm("Cancel this job? No further runs start.")) throw new Error("Not cancelled."); return api.cancel(job.id); }, live || ending)),
     definitions([
       ["Id", h("code", {}, job.id)], ["Schedule", describeSchedule(job.schedule)],
       ["Next run", h("span#next-run", { dataset: { instant: job.next_run_at ?? "" } }, instant(job.next_run_at, zone), " · ", instant(job.next_run_at))],

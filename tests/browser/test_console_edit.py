@@ -221,3 +221,24 @@ def test_a_backfill_from_the_job_page_shows_the_apis_answer(page: Page, stack: S
     assert int(shown.group(1)) >= again.body["occurrences"]
     assert page.driver.find_elements(By.CSS_SELECTOR, "#backfill")
     page.shot("job-backfill")
+
+
+def test_a_job_completed_with_runs_to_come_can_be_cancelled(page: Page, stack: Stack) -> None:
+    # All its occurrences are handed over at once (within two minutes): `completed`, but its
+    # runs not started yet can still be stopped (docs/api.md, cancel).
+    start = datetime.now(UTC) + timedelta(seconds=60)
+    end = (start + timedelta(seconds=30)).isoformat().replace("+00:00", "Z")
+    job = create(
+        stack,
+        "ending soon",
+        {"rate_seconds": 10, "start_at": start.isoformat().replace("+00:00", "Z"), "end_at": end},
+    )
+    assert stack.call("GET", f"/jobs/{job['id']}", tenant=TENANT).body["status"] == "completed"
+    page.sign_in(stack.token(TENANT))
+    page.open(f"#/jobs/{job['id']}")
+    page.until(lambda: page.texts("#job-status") == ["completed"])
+    assert page.texts("[data-action=pause]") == []
+    page.click("[data-action=cancel-job]")
+    page.driver.switch_to.alert.accept()
+    page.until(lambda: page.texts("#job-status") == ["cancelled"])
+    assert stack.call("GET", f"/jobs/{job['id']}", tenant=TENANT).body["status"] == "cancelled"

@@ -34,7 +34,7 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 
 from duetime.domain.errors import ValidationError
-from duetime.domain.jobs import Catchup, CatchupMode
+from duetime.domain.jobs import Catchup, CatchupMode, Job
 from duetime.domain.schedule import (
     After,
     Cron,
@@ -243,3 +243,13 @@ def upcoming(schedule: Schedule, *, now: datetime, count: int) -> list[datetime]
             break
         occurrence = next_occurrence(schedule, created_at=now, after=occurrence)
     return found
+
+
+def runs_end_ms(job: Job) -> int | None:
+    """A bound on when a recurring job's last run is due: its `end_at` plus its jitter (None:
+    its schedule has no end). A job is completed once its last occurrence is handed over, up to
+    the dispatch horizon ahead of it: until this bound it has runs to come."""
+    schedule = job.spec.schedule
+    if not isinstance(schedule, Rate | Cron) or schedule.end_at is None:
+        return None
+    return to_ms(schedule.end_at) + job.spec.jitter_seconds * 1000

@@ -32,7 +32,7 @@ from duetime.domain.jobs import (
     updated_spec,
 )
 from duetime.domain.messages import delay_seconds, run_message
-from duetime.domain.planning import rearmed_due
+from duetime.domain.planning import rearmed_due, runs_end_ms
 from duetime.domain.runs import Run, RunStatus
 from duetime.domain.timeutil import from_ms, to_ms
 from duetime.ports import ConditionFailed, JobQueue, JobStore, Page, RunStore, TimerStore
@@ -211,7 +211,15 @@ class JobService:
         if view.status != job.status:  # a finished one-off job
             raise IllegalTransition(job.id, view.status, wanted)
         now = self._clock()
-        updated = job.transition(wanted, now)
+        # Completed once its last occurrence was handed over, a job whose last run is not due
+        # yet can still be cancelled: its runs not started never start (a worker drops them).
+        early = job.status == JobStatus.COMPLETED and (runs_end_ms(job) or 0) > now
+        base = (
+            replace(job, status=JobStatus.SCHEDULED)
+            if early and wanted == JobStatus.CANCELLED
+            else job
+        )
+        updated = base.transition(wanted, now)
         withdrawn = job.cancel_reason is not None  # its submission failed: cancelled, uncounted
         if updated is job and withdrawn:
             # Cancelled by its owner now: the cancel is theirs, so a replay of the submission
@@ -241,7 +249,7 @@ class JobService:
                 raise PreconditionFailed(job.id, if_match, job.version + 1) from None
             return None
         if updated.status in (JobStatus.CANCELLED, JobStatus.COMPLETED):
-            if not withdrawn:
+            if not withdrawn and not early:  # (a completed job's count was released then)
                 self.submission.release(job)
             self._deps.unlink(job)
         if due is not None:
