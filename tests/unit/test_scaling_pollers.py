@@ -122,6 +122,26 @@ def test_given_every_poller_holding_a_batch_then_one_more_keeps_receiving() -> N
     thread.join(5)
 
 
+def test_a_message_arriving_while_every_other_poller_holds_a_batch_is_received() -> None:
+    # Found by an outside audit: the added poller retired on its first empty receive while the
+    # first still held its batch (a long run), so nothing received until that batch ended.
+    queue = FakeQueue(1)
+    pollers, stopping, (thread, _) = running(queue, maximum=5)
+    try:
+        wait_until(lambda: queue.holding == 1)
+        wait_until(lambda: queue.empty_receives >= 3)  # the added poller polled, and polls on
+        assert pollers.polling == 2
+        with queue.lock:
+            queue.messages.append(99)
+        wait_until(lambda: queue.holding == 2)  # received while the first batch is held
+        queue.release.set()
+        wait_until(lambda: pollers.polling == 1)  # with nothing held, one poller is enough
+    finally:
+        queue.release.set()
+        stopping.set()
+        thread.join(5)
+
+
 def test_beyond_the_first_five_pollers_are_added_on_lambdas_ramp_up_to_the_maximum() -> None:
     queue = FakeQueue(200)
     pollers, stopping, (thread, _) = running(queue, maximum=8, initial=5, ramp_seconds=0.5)

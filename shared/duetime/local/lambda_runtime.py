@@ -146,8 +146,8 @@ class ScalingPollers:
     `initial` (Lambda "starts processing five batches at a time"), then at most one every
     `ramp_seconds` (Lambda adds "up to 300 more instances per minute"), up to `maximum` (the
     mapping's maximum concurrency). An added poller stops when a receive of its own comes back
-    empty. Each poller has its own source (its own handler: its own execution environment),
-    reused by the next poller added.
+    empty, unless every other poller holds a batch. Each poller has its own source (its own
+    handler: its own execution environment), reused by the next poller added.
 
     Lambda keeps five pollers on a queue however idle, which costs nothing there. Here every
     empty receive is a call the emulator serves, so an idle queue has one: with five each, the
@@ -241,7 +241,9 @@ class ScalingPollers:
                 count = -1
             with self._lock:
                 self._busy -= holding
-                if added and count == 0:
+                # An added poller retires on an empty receive, unless it is the one left
+                # receiving (the others hold batches: a long run must not stop the queue).
+                if added and count == 0 and self._pollers - self._busy > 1:
                     self._pollers -= 1
                     self._idle.append(source)
                     return
