@@ -13,7 +13,7 @@ import json
 import os
 import sys
 from collections.abc import Callable, Mapping
-from dataclasses import replace
+from dataclasses import fields, replace
 from pathlib import Path
 from typing import Any
 
@@ -39,6 +39,11 @@ PREFIX = "duetime:"
 PLACEHOLDER_ISSUER = "https://auth.example.com/"
 # The context keys that name a profile (infra/profiles.py): the prefixed one, or the short one.
 PROFILE_KEYS = (PREFIX + "profile", "profile")
+# What a flag accepts (any case), besides JSON true and false.
+TRUE_WORDS = ("true", "1", "yes", "on")
+FALSE_WORDS = ("false", "0", "no", "off")
+# DynamoDB settings with a meaning in provisioned mode only (`billingMode`).
+PROVISIONED_ONLY_KEYS = ("readCapacity", "writeCapacity", "maxCapacity")
 
 
 def cdk_json_context(path: Path = REPO_ROOT / "cdk.json") -> dict[str, Any]:
@@ -47,7 +52,9 @@ def cdk_json_context(path: Path = REPO_ROOT / "cdk.json") -> dict[str, Any]:
 
 
 class Context:
-    """Typed reads of `duetime:*` context values (strings from `-c`, JSON from cdk.json)."""
+    """Typed reads of `duetime:*` context values (strings from `-c`, JSON from cdk.json). A
+    value that does not read as its type is refused with a ValueError naming the key and the
+    value (found by an outside audit: a bare int() traceback, or a typo read as false)."""
 
     def __init__(self, lookup: Callable[[str], Any]) -> None:
         self._lookup = lookup  # app.node.try_get_context, or a dict's get
@@ -76,23 +83,31 @@ class Context:
 
     def number(self, key: str, default: int) -> int:
         value = self.raw(key)
-        return default if value in (None, "") else int(value)
+        return default if value in (None, "") else whole_number(PREFIX + key, value)
 
     def optional_number(self, key: str) -> int | None:
+        """A whole number, or None: absent, empty or "none" (any case)."""
         value = self.raw(key)
-        return None if value in (None, "", "none") else int(value)
+        if value in (None, "") or (isinstance(value, str) and value.strip().lower() == "none"):
+            return None
+        return whole_number(PREFIX + key, value)
 
     def reservation(self, key: str, default: int | None) -> int | None:
         """A reserved concurrency: absent → the default; "none" → no reservation."""
         return default if self.raw(key) is None else self.optional_number(key)
 
     def flag(self, key: str, default: bool) -> bool:
+        """true/false, 1/0, yes/no, on/off (any case); anything else is refused, not read as
+        false (`retainData=ture` would drop every table's deletion protection)."""
         value = self.raw(key)
         if value in (None, ""):
             return default
         if isinstance(value, bool):
             return value
-        return str(value).strip().lower() in ("1", "true", "yes", "on")
+        word = str(value).strip().lower()
+        if word not in TRUE_WORDS + FALSE_WORDS:
+            raise ValueError(f"{PREFIX}{key} must be true or false: {value!r}")
+        return word in TRUE_WORDS
 
     def counts(self, key: str) -> dict[str, int]:
         """A {name: number} object: JSON (cdk.json, or `-c key='{"lambda/normal": 2}'`) or
@@ -100,19 +115,39 @@ class Context:
         value = self.raw(key)
         if value in (None, ""):
             return {}
+        refused = ValueError(
+            f"{PREFIX}{key} must be a JSON object or name=number pairs joined by commas: {value!r}"
+        )
+        found = value
         if isinstance(value, str):
             text = value.strip()
-            pairs = (p.split("=", 1) for p in text.split(",") if p.strip())
-            value = json.loads(text) if text.startswith("{") else dict(pairs)
-        return {str(k).strip(): int(v) for k, v in value.items()}
+            pairs = [p.split("=", 1) for p in text.split(",") if p.strip()]
+            try:
+                found = json.loads(text) if text.startswith("{") else dict(pairs)
+            except ValueError:  # malformed JSON, or a pair without "="
+                raise refused from None
+        if not isinstance(found, dict):
+            raise refused
+        return {
+            str(k).strip(): whole_number(f"{PREFIX}{key}[{str(k).strip()!r}]", v)
+            for k, v in found.items()
+        }
 
     def strings(self, key: str) -> tuple[str, ...]:
         value = self.raw(key)
         if value in (None, ""):
             return ()
+        found = value
         if isinstance(value, str):
-            value = json.loads(value) if value.lstrip().startswith("[") else value.split(",")
-        return tuple(str(v).strip() for v in value if str(v).strip())
+            try:
+                found = json.loads(value) if value.lstrip().startswith("[") else value.split(",")
+            except ValueError:
+                found = None
+        if not isinstance(found, list):
+            raise ValueError(
+                f"{PREFIX}{key} must be a JSON list or values joined by commas: {value!r}"
+            )
+        return tuple(str(v).strip() for v in found if str(v).strip())
 
 
 def props_from_context(context: Context) -> SchedulerProps:
@@ -121,10 +156,15 @@ def props_from_context(context: Context) -> SchedulerProps:
     defaults = SchedulerProps.profile(
         context.profile(), jwt_issuer=PLACEHOLDER_ISSUER, jwt_audience=("duetime",)
     )
-    concurrency = context.strings("workerMaxConcurrency")
     billing = context.text("billingMode", defaults.billing_mode)
     if billing not in ("on_demand", "provisioned"):
         raise ValueError(f"{PREFIX}billingMode must be on_demand or provisioned: {billing!r}")
+    ignored = [PREFIX + k for k in PROVISIONED_ONLY_KEYS if context.raw(k) not in (None, "")]
+    if billing == "on_demand" and ignored:
+        raise ValueError(
+            f"{', '.join(ignored)}: provisioned mode only, and {PREFIX}billingMode is "
+            "on_demand (set it to provisioned, or leave these out)"
+        )
     python_version = context.text("pythonVersion", defaults.python_version)
     if python_version not in ("3.12", "3.13"):
         raise ValueError(f"{PREFIX}pythonVersion must be 3.12 or 3.13: {python_version!r}")
@@ -156,11 +196,7 @@ def props_from_context(context: Context) -> SchedulerProps:
         pandas_layer_version=context.number("pandasLayerVersion", defaults.pandas_layer_version),
         powertools_layer_arn=context.optional_text("powertoolsLayerArn"),
         pandas_layer_arn=context.optional_text("pandasLayerArn"),
-        worker_max_concurrency=(
-            PriorityConcurrency(*(int(c) for c in concurrency))
-            if concurrency
-            else defaults.worker_max_concurrency
-        ),
+        worker_max_concurrency=_worker_max_concurrency(context, defaults.worker_max_concurrency),
         sweeper_reserved_concurrency=context.reservation(
             "sweeperReservedConcurrency", defaults.sweeper_reserved_concurrency
         ),
@@ -179,6 +215,31 @@ def props_from_context(context: Context) -> SchedulerProps:
         fargate_spot=context.flag("fargateSpot", defaults.fargate_spot),
         retain_data=context.flag("retainData", defaults.retain_data),
     )
+
+
+def _worker_max_concurrency(context: Context, default: PriorityConcurrency) -> PriorityConcurrency:
+    """`high,normal,low`: three whole numbers, each for its priority."""
+    key = "workerMaxConcurrency"
+    values = context.strings(key)
+    if not values:
+        return default
+    if len(values) != len(fields(PriorityConcurrency)):
+        raise ValueError(
+            f"{PREFIX}{key} must be three whole numbers, high,normal,low: {context.raw(key)!r}"
+        )
+    return PriorityConcurrency(*(whole_number(PREFIX + key, v) for v in values))
+
+
+def whole_number(name: str, value: Any) -> int:
+    """A context value as a whole number: a JSON integer, or its digits (`-c key=12`)."""
+    if isinstance(value, int) and not isinstance(value, bool):
+        return value
+    if isinstance(value, str):
+        try:
+            return int(value.strip())
+        except ValueError:
+            pass
+    raise ValueError(f"{name} must be a whole number: {value!r}")
 
 
 def build_app(
@@ -212,7 +273,10 @@ def main() -> None:
     # ...and the output directory in CDK_OUTDIR; without the CLI, cdk.out as the CLI's default
     # (the CDK's own default is a temporary directory).
     outdir = None if "CDK_OUTDIR" in os.environ else "cdk.out"
-    app, _ = build_app(context, outdir)
+    try:
+        app, _ = build_app(context, outdir)
+    except ValueError as refused:  # a setting the props or the context refuse: say which
+        sys.exit(f"duetime: {refused}")
     app.synth()
 
 

@@ -6,7 +6,6 @@ imports none of them."""
 from __future__ import annotations
 
 import itertools
-import re
 from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
@@ -19,6 +18,7 @@ from aws_cdk import aws_sns as sns
 from duetime.domain.jobs import Priority, Runtime
 from duetime.resources import TABLES
 from duetime.settings import Env, Quotas, queue_key
+from infra.limits import MAX_HOT_WINDOW_DAYS, check_calendar_date, check_tenant_quotas
 from infra.profiles import PROFILES, Pollers, WarmThroughput
 
 # Published versions of the AWS-managed layers (from public references; this machine has no
@@ -47,7 +47,6 @@ _MAX_LAMBDA_TIMEOUT_SECONDS = 900
 # SQS caps a visibility timeout at 12 hours: the worker timeout × 6 must fit.
 _MAX_VISIBILITY_SECONDS = 43_200
 _VISIBILITY_PER_TIMEOUT = 6
-_DATE = re.compile(r"\d{4}-\d{2}-\d{2}")
 
 
 @dataclass(frozen=True)
@@ -218,10 +217,14 @@ class SchedulerProps:
             raise ValueError("timer_shards must be 1..1000")
         if not 1 <= self.job_partitions <= 64:
             raise ValueError("job_partitions must be 1..64")
-        if not _DATE.fullmatch(self.history_start_date):
-            raise ValueError("history_start_date must be YYYY-MM-DD")
-        if self.history_retention_days < 1 or self.hot_window_days < 1:
-            raise ValueError("retention periods are whole days, at least 1")
+        check_calendar_date("history_start_date", self.history_start_date)
+        if self.history_retention_days < 1:
+            raise ValueError("history_retention_days must be at least 1")
+        if not 1 <= self.hot_window_days <= MAX_HOT_WINDOW_DAYS:
+            raise ValueError(
+                f"hot_window_days must be 1..{MAX_HOT_WINDOW_DAYS} (the functions' run TTL): "
+                f"{self.hot_window_days}"
+            )
         if not 0 <= self.fargate_min_tasks <= self.fargate_max_tasks:
             raise ValueError("need 0 <= fargate_min_tasks <= fargate_max_tasks")
         if not 0 <= self.webhook_secret_grace_seconds <= 30 * 86_400:
@@ -247,12 +250,30 @@ class SchedulerProps:
                 f"sweeper_reserved_concurrency ({reserved}) must be None or at least "
                 f"timer_shards ({self.timer_shards}): each shard's sweep is its own invocation"
             )
+        self._check_counts()
+        check_tenant_quotas(self.tenant_quotas)
         self._check_console()
         self._check_pollers()
         self._check_lanes()
         self._check_worker_reservation()
         self._check_warm_throughput()
         self.worker_max_concurrency.check_order(self.standard_priorities)
+
+    def _check_counts(self) -> None:
+        """What AWS or the code refuses at 0 or below (found by an outside audit: each
+        synthesized, then failed at deploy, or throttled every call)."""
+        if not self.api_throttle_rate > 0:  # NaN too
+            raise ValueError(f"api_throttle_rate must be above 0: {self.api_throttle_rate!r}")
+        counts = {
+            "api_reserved_concurrency": self.api_reserved_concurrency,  # None: no reservation
+            "api_throttle_burst": self.api_throttle_burst,
+            "powertools_layer_version": self.powertools_layer_version,
+            "pandas_layer_version": self.pandas_layer_version,
+            "fargate_task_concurrency": self.fargate_task_concurrency,
+        }
+        for name, value in counts.items():
+            if value is not None and value < 1:
+                raise ValueError(f"{name} must be at least 1: {value!r}")
 
     def _check_console(self) -> None:
         client_id = self.console_client_id

@@ -34,12 +34,31 @@ from infra.props import PriorityConcurrency, SchedulerProps, TenantQuotas
 # them without importing this module).
 __all__ = ["PriorityConcurrency", "Scheduler", "SchedulerProps", "TenantQuotas"]
 
+# The CDK feature flags the construct's resources are built and tested with (this repository's
+# cdk.json sets them for the whole app), set on its own node: it builds the same resources in
+# a host app that lacks them (a plain `App()`), whatever the app's own values. Found by an
+# outside audit: without the first, the synth failed. cdk.json's other flags change nothing
+# of substance here (docs/deploy.md, "Embedding the `Scheduler` construct").
+FEATURE_FLAGS = {
+    # The history bucket's server access logs: a bucket policy for logging.s3.amazonaws.com,
+    # not the LogDeliveryWrite ACL (which CDK refuses on the bucket-owner-enforced log bucket).
+    "@aws-cdk/aws-s3:serverAccessLogsUseBucketPolicy": True,
+    # The access-log bucket's policy lets the VPC flow logs' delivery write there.
+    "@aws-cdk/aws-s3:createDefaultLoggingPolicy": True,
+    # A function's layers in one order (AWS SDK for pandas, then Powertools).
+    "@aws-cdk/aws-lambda:recognizeLayerVersion": True,
+    # The new VPC's default security group keeps no rules.
+    "@aws-cdk/aws-ec2:restrictDefaultSecurityGroup": True,
+}
+
 
 class Scheduler(Construct):
     """duetime: tables, queues, functions, HTTP API, Fargate workers, history, monitoring."""
 
     def __init__(self, scope: Construct, construct_id: str, props: SchedulerProps) -> None:
         super().__init__(scope, construct_id)
+        for flag, value in FEATURE_FLAGS.items():  # only possible before any child is added
+            self.node.set_context(flag, value)
         self.props = props
         self.data = Data(self, "Data", props)
         self.queues = Queues(self, "Queues", props)

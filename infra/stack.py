@@ -27,11 +27,11 @@ class DuetimeStack(Stack):
     ) -> None:
         super().__init__(scope, construct_id, **kwargs)
         if props.alarm_topic is None and alarm_email:
-            props = _with_topic(props, self._alarm_topic(alarm_email))
+            props = _with_topic(props, self._alarm_topic(alarm_email, props))
         self.scheduler = Scheduler(self, "Scheduler", props)
         self._outputs()
 
-    def _alarm_topic(self, email: str) -> sns.Topic:
+    def _alarm_topic(self, email: str, props: SchedulerProps) -> sns.Topic:
         """An encrypted topic CloudWatch can publish to (it cannot use the AWS-managed SNS
         key, so the topic has its own key granting CloudWatch just what publishing needs)."""
         key = kms.Key(
@@ -40,6 +40,10 @@ class DuetimeStack(Stack):
             description="duetime alarm notifications",
             enable_key_rotation=True,
             rotation_period=Duration.days(365),
+            # It encrypts only the topic's messages, which do not outlive the topic: it goes
+            # with the stack when the data does (retain_data=False; before 2026-11-30 it was
+            # always kept, found by an outside audit).
+            removal_policy=props.removal_policy,
         )
         key.add_to_resource_policy(
             iam.PolicyStatement(

@@ -11,10 +11,11 @@ from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING
 
 import jsii
-from aws_cdk import Duration, IStableListProducer, Lazy, Stack, Token
+from aws_cdk import Duration, IStableListProducer, IStableStringProducer, Lazy, Stack, Token
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_lambda as lambda_
 from aws_cdk import aws_logs as logs
+from aws_cdk import aws_sqs as sqs
 from constructs import Construct
 
 from duetime.settings import Env
@@ -121,8 +122,19 @@ class FunctionFactory(Construct):
             **self.observability_env,
         }
         # The workers' (Lambda and Fargate): what only they read. Kept out of the others'
-        # environment, which the lanes' queue names fill towards Lambda's 4 KB.
-        self.worker_env = {**self.engine_env, Env.CLAIM_LEAD_MS: str(props.claim_lead_ms)}
+        # environment, which the lanes' queue names fill towards Lambda's 4 KB. Among it, the
+        # archive-failure queue, which no target may name (Settings.own_resources): the
+        # workers, which deliver, refuse it by name since 2026-11-30 (before, by the stack-name
+        # prefix only; found by an outside audit). The API refuses it at submission by that
+        # prefix: its URL would take the API's environment past 4 KB at the most lanes
+        # (tests/infra/test_lanes.py). Built later (History needs this factory): rendered at
+        # synth.
+        self._archive_failures = _Later("the archive-failure queue's URL")
+        self.worker_env = {
+            **self.engine_env,
+            Env.CLAIM_LEAD_MS: str(props.claim_lead_ms),
+            Env.ARCHIVE_FAILURE_QUEUE_URL: Lazy.string(self._archive_failures),
+        }
 
     def create(
         self,
@@ -193,6 +205,10 @@ class FunctionFactory(Construct):
         )
         return function
 
+    def archive_failures_to(self, queue: sqs.IQueue) -> None:
+        """Name the archive-failure queue in the workers' environment (History calls it)."""
+        self._archive_failures.value = queue.queue_url
+
     def reach_targets(self, worker: iam.IRole) -> None:
         """Let a worker's role act as the target role: its AWS targets are reached with its
         credentials (duetime.targets.AwsClients). Both sides: the worker's policy allows the
@@ -215,6 +231,20 @@ class _Arns:
 
     def produce(self) -> list[str]:
         return list(self.arns)
+
+
+@jsii.implements(IStableStringProducer)
+class _Later:
+    """A string rendered when the template is, set once what it names is built."""
+
+    def __init__(self, what: str) -> None:
+        self.what = what
+        self.value: str | None = None
+
+    def produce(self) -> str:
+        if self.value is None:
+            raise RuntimeError(f"{self.what} was never set")
+        return self.value
 
 
 def grant_targets(

@@ -15,6 +15,7 @@ from aws_cdk import aws_athena as athena
 from aws_cdk import aws_events as events
 from aws_cdk import aws_events_targets as targets
 from aws_cdk import aws_glue as glue
+from aws_cdk import aws_iam as iam
 from aws_cdk import aws_lambda as lambda_
 from aws_cdk import aws_lambda_event_sources as sources
 from aws_cdk import aws_s3 as s3
@@ -66,6 +67,7 @@ class History(Construct):
         self.access_logs = self._access_logs_bucket()
         self.bucket = self._history_bucket()
         self.failure_queue = self._failure_queue()
+        factory.archive_failures_to(self.failure_queue)
         self.archiver = self._archiver(factory, data)
         self.compactor = self._compactor(factory)
         self.database_name = _glue_name(Stack.of(self).stack_name) + "_history"
@@ -217,7 +219,22 @@ class History(Construct):
             },
             with_pyarrow=True,
         )
-        self.bucket.grant_read(compactor, HISTORY_OBJECTS)
+        # Reads: the objects under history/, and a listing of that prefix only (what
+        # HistoryBucket.list asks for: ListObjectsV2 with Prefix history/dt=<day>/), not
+        # grant_read, whose s3:List* and s3:GetBucket* on the bucket let it list every key
+        # (the operators' Athena results too) and read the bucket's configuration (found by
+        # an outside audit).
+        iam.Grant.add_to_principal(
+            grantee=compactor,
+            actions=["s3:GetObject"],
+            resource_arns=[self.bucket.arn_for_objects(HISTORY_OBJECTS)],
+        )
+        iam.Grant.add_to_principal(
+            grantee=compactor,
+            actions=["s3:ListBucket"],
+            resource_arns=[self.bucket.bucket_arn],
+            conditions={"StringLike": {"s3:prefix": [HISTORY_OBJECTS]}},
+        )
         self.bucket.grant_put(compactor, HISTORY_OBJECTS)
         self.bucket.grant_delete(compactor, HISTORY_OBJECTS)
         self.compaction_rule = events.Rule(
@@ -233,18 +250,12 @@ class History(Construct):
             "The compactor reads, rewrites and deletes the objects of one day's "
             "partition under history/; object names are not known in advance.",
         )
-        for action in (
-            "s3:GetObject*",
-            "s3:GetBucket*",
-            "s3:List*",
-            "s3:Abort*",
-            "s3:DeleteObject*",
-        ):
+        for action in ("s3:Abort*", "s3:DeleteObject*"):
             acknowledge(
                 compactor,
                 f"AwsSolutions-IAM5[Action::{action}]",
-                "CDK's grant_read/grant_put/grant_delete on history/* only: reading, "
-                "listing, writing and deleting the partition being compacted.",
+                "CDK's grant_put/grant_delete on history/* only: writing the merged "
+                "object and deleting the small ones it replaces in the partition.",
             )
         return compactor
 

@@ -4,8 +4,8 @@ the test settings below). cdk-nag runs in that synth; the tests read the cloud a
 
 `synth` is the app with the default sizes; `large_synth` the same settings with
 `-c profile=large` (infra/profiles.py), `console_synth` with an OpenID Connect client id for
-the console, `lanes_synth` with queues spread over lanes (`queue_lanes`), each synthesized on
-first use."""
+the console, `lanes_synth` with queues spread over lanes (`queue_lanes`), `throwaway_synth`
+with `retainData=false`, each synthesized on first use."""
 
 from __future__ import annotations
 
@@ -83,6 +83,9 @@ CONSOLE_CONTEXT: dict[str, Any] = {
 # the props allow (infra.props.MAX_EXTRA_LANES: 4 + 1 + 1).
 LANES = {"lambda/normal": 5, "lambda/high": 2, "fargate/high": 2}
 LANES_CONTEXT: dict[str, Any] = {"duetime:queueLanes": json.dumps(LANES), **CONSOLE_CONTEXT}
+# `cdk synth -c duetime:retainData=false`: a stack that can be removed completely (with the
+# alarm e-mail's topic and its key, as every synth here).
+THROWAWAY_CONTEXT: dict[str, Any] = {"duetime:retainData": "false"}
 SYNTH_TIMEOUT_SECONDS = 240
 
 
@@ -223,6 +226,11 @@ def large_synth(tmp_path_factory: pytest.TempPathFactory) -> Synth:
 @pytest.fixture(scope="session")
 def lanes_synth(tmp_path_factory: pytest.TempPathFactory) -> Synth:
     return _shared_synth(tmp_path_factory, "duetime-lanes", LANES_CONTEXT)
+
+
+@pytest.fixture(scope="session")
+def throwaway_synth(tmp_path_factory: pytest.TempPathFactory) -> Synth:
+    return _shared_synth(tmp_path_factory, "duetime-throwaway", THROWAWAY_CONTEXT)
 
 
 @pytest.fixture(scope="session")

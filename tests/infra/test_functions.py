@@ -202,6 +202,23 @@ def _render(value: Any) -> str:
     return str(separator).join(_render(part) for part in parts)
 
 
+def test_the_workers_know_the_archive_failure_queue_as_their_own(synth: Synth) -> None:
+    """Found by an outside audit: only the archiver was given the queue's URL, so the workers'
+    check of a target against duetime's own resources (Settings.own_resources) knew it by the
+    stack-name prefix alone. The Lambda worker and the Fargate task deliver: both name it."""
+    failures = synth.logical_id("Scheduler/History/ArchiveFailures")
+    _, worker = synth.function("worker")
+    (task,) = synth.of_type("AWS::ECS::TaskDefinition").values()
+    (container,) = task["Properties"]["ContainerDefinitions"]
+    task_variables = {v["Name"]: v["Value"] for v in container["Environment"]}
+
+    for variables in (worker["Environment"]["Variables"], task_variables):
+        assert variables[Env.ARCHIVE_FAILURE_QUEUE_URL] == {"Ref": failures}
+        environ = {k: _render(v) for k, v in variables.items()}
+        own = Settings.from_env(environ).own_resources()  # what the worker refuses as a target
+        assert f"ref:{failures}" in own.queue_names
+
+
 def test_api_reads_the_tenant_claim_and_quotas(synth: Synth) -> None:
     _, function = synth.function("api")
     variables = function["Environment"]["Variables"]
@@ -332,7 +349,7 @@ def test_archive_functions_access(synth: Synth) -> None:
     assert not synth.actions_on(archiver, runs)  # the stream, never the table
 
     compactor_s3 = synth.actions_on(compactor, bucket)
-    assert {"s3:PutObject", "s3:GetObject*", "s3:DeleteObject*", "s3:List*"} <= compactor_s3
+    assert {"s3:PutObject", "s3:GetObject", "s3:DeleteObject*", "s3:ListBucket"} <= compactor_s3
     assert synth.actions_on(compactor, failures) == set()
 
 

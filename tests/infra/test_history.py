@@ -3,10 +3,17 @@ the archiver's stream mapping and the daily compaction."""
 
 from __future__ import annotations
 
+import fnmatch
 from typing import Any
 
-from duetime.history.schema import PARTITION_KEY, PREFIX, TABLE_NAME, glue_columns
-from tests.infra.conftest import Synth
+from duetime.history.schema import (
+    PARTITION_KEY,
+    PREFIX,
+    TABLE_NAME,
+    glue_columns,
+    partition_prefix,
+)
+from tests.infra.conftest import Synth, listed
 
 
 def _glue_table(synth: Synth) -> dict[str, Any]:
@@ -140,3 +147,31 @@ def test_compactor_runs_daily(synth: Synth) -> None:
     ]
 
     assert rule["ScheduleExpression"] == "cron(30 1 * * ? *)"
+
+
+def test_the_compactor_reads_and_lists_the_history_prefix_only(synth: Synth) -> None:
+    """Found by an outside audit: grant_read gave it s3:List* and s3:GetBucket* on the bucket,
+    so it could list every key (the operators' Athena results too) and read the bucket's
+    configuration. It reads objects under history/ and lists that prefix (HistoryBucket.list:
+    ListObjectsV2 with Prefix history/dt=<day>/), nothing else of the bucket."""
+    bucket = synth.logical_id("Scheduler/History/Bucket")
+    statements = synth.statements(synth.role_of("compactor"))
+    on_bucket = [s for s in statements if s["Resource"] == {"Fn::GetAtt": [bucket, "Arn"]}]
+    on_objects = [
+        s
+        for s in statements
+        if s["Resource"] == {"Fn::Join": ["", [{"Fn::GetAtt": [bucket, "Arn"]}, f"/{PREFIX}*"]]}
+    ]
+    reads = {a for s in on_objects for a in listed(s["Action"]) if a.startswith("s3:Get")}
+
+    assert on_bucket == [
+        {
+            "Action": "s3:ListBucket",
+            "Condition": {"StringLike": {"s3:prefix": [f"{PREFIX}*"]}},
+            "Effect": "Allow",
+            "Resource": {"Fn::GetAtt": [bucket, "Arn"]},
+        }
+    ]
+    assert reads == {"s3:GetObject"}
+    (condition,) = on_bucket[0]["Condition"]["StringLike"]["s3:prefix"]
+    assert fnmatch.fnmatchcase(partition_prefix("2026-11-30"), condition)

@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import re
+from dataclasses import replace
 from typing import Any
 
 import pytest
 
 from duetime.domain.jobs import Priority, Runtime
 from duetime.local.lambda_runtime import LAMBDA_MAX_POLLERS
+from duetime.settings import Env, QueueUrls, Quotas, Settings, queue_key
 from infra.app import (
     PLACEHOLDER_ISSUER,
     Context,
@@ -15,6 +18,7 @@ from infra.app import (
     props_from_context,
 )
 from infra.constructs.functions import TARGET_ACTIONS, _target_actions
+from infra.limits import MAX_HOT_WINDOW_DAYS
 from infra.profiles import LARGE, PROFILES, Pollers, WarmThroughput
 from infra.props import MAX_EXTRA_LANES, MAX_QUEUE_LANES
 from infra.scheduler import PriorityConcurrency, SchedulerProps, TenantQuotas
@@ -333,3 +337,104 @@ def test_queue_lanes_from_context(value: Any) -> None:
     props = props_from_context(Context(context.get))
 
     assert props.queue_lanes == {"lambda/normal": 3, "lambda/high": 2}
+
+
+@pytest.mark.parametrize(
+    ("changes", "setting"),
+    [
+        # the functions' Settings refuse a run TTL over 3,650 days at cold start
+        ({"hot_window_days": MAX_HOT_WINDOW_DAYS + 1}, "hot_window_days"),
+        ({"hot_window_days": 0}, "hot_window_days"),
+        # a reservation of 0 throttles every call of the API
+        ({"api_reserved_concurrency": 0}, "api_reserved_concurrency"),
+        ({"api_reserved_concurrency": -3}, "api_reserved_concurrency"),
+        # API Gateway refuses these at deploy
+        ({"api_throttle_rate": 0}, "api_throttle_rate"),
+        ({"api_throttle_rate": -1.0}, "api_throttle_rate"),
+        ({"api_throttle_rate": float("nan")}, "api_throttle_rate"),
+        ({"api_throttle_burst": 0}, "api_throttle_burst"),
+        # no layer has version 0 or below: every function's creation fails
+        ({"powertools_layer_version": 0}, "powertools_layer_version"),
+        ({"powertools_layer_version": -1}, "powertools_layer_version"),
+        ({"pandas_layer_version": 0}, "pandas_layer_version"),
+        # `duetime worker --concurrency 0` refuses to start
+        ({"fargate_task_concurrency": 0}, "fargate_task_concurrency"),
+        # Athena's date projection: every query fails on a day that is not one
+        ({"history_start_date": "2025-13-45"}, "history_start_date"),
+        ({"history_start_date": "2025-02-29"}, "history_start_date"),
+        ({"history_start_date": "20250101"}, "history_start_date"),
+    ],
+)
+def test_what_the_deployed_code_or_aws_would_refuse_fails_the_synth(
+    changes: dict[str, Any], setting: str
+) -> None:
+    """Found by an outside audit: each of these synthesized cleanly, then failed at deploy, at
+    the functions' cold start, or in every Athena query."""
+    with pytest.raises(ValueError, match=rf"^{re.escape(setting)}\b"):
+        SchedulerProps(jwt_issuer=ISSUER, jwt_audience=AUDIENCE, **changes)
+
+
+@pytest.mark.parametrize(
+    ("quota", "value"),
+    [
+        ("min_rate_seconds", 0),
+        ("min_rate_seconds", 86_401),
+        ("min_rate_seconds", 1.5),
+        ("submissions_per_second", 0),
+        ("submissions_per_second", 100_001),
+        ("submission_burst", 0),
+        ("submission_burst", 1_000_001),
+        ("max_active_recurring_jobs", 0),
+    ],
+)
+def test_quotas_the_api_function_would_refuse_fail_the_synth(quota: str, value: Any) -> None:
+    """What ApiSettings.from_env refuses at the API function's cold start (found by an outside
+    audit: a quota of 0 submissions a second synthesized, then the API failed on every call)."""
+    quotas = replace(TenantQuotas(), **{quota: value})
+    with pytest.raises(ValueError) as refused:
+        SchedulerProps(jwt_issuer=ISSUER, jwt_audience=AUDIENCE, tenant_quotas=quotas)
+
+    assert str(refused.value).startswith(
+        f"tenant_quotas.{quota} ({value!r}): the API function would refuse it at cold start"
+    )
+
+
+@pytest.mark.parametrize(
+    "changes",
+    [
+        {"hot_window_days": MAX_HOT_WINDOW_DAYS},
+        {"api_reserved_concurrency": 1},
+        {"api_reserved_concurrency": None},
+        {"api_throttle_rate": 0.5, "api_throttle_burst": 1},
+        {"powertools_layer_version": 1, "pandas_layer_version": 1},
+        {"fargate_task_concurrency": 1},
+        {"history_start_date": "2024-02-29"},
+        {"tenant_quotas": TenantQuotas(1, 0.001, 1, 1)},
+        {"tenant_quotas": TenantQuotas(86_400, 100_000, 1_000_000, 10_000_000)},
+    ],
+)
+def test_the_bounds_themselves_are_accepted(changes: dict[str, Any]) -> None:
+    props = SchedulerProps(jwt_issuer=ISSUER, jwt_audience=AUDIENCE, **changes)
+
+    assert Quotas.from_env(props.tenant_quotas.to_env()) == props.tenant_quotas
+
+
+def test_the_longest_hot_window_is_the_longest_run_ttl_the_functions_accept() -> None:
+    """MAX_HOT_WINDOW_DAYS restates Settings.from_env's range of DUETIME_RUN_TTL_SECONDS."""
+    queues = {
+        queue_key(r, p): QueueUrls(
+            f"https://sqs.example/q-{queue_key(r, p)}", "https://sqs.example/d"
+        )
+        for r in Runtime
+        for p in Priority
+    }
+    settings = Settings("jobs", "timers", "runs", queues)
+
+    def environment(days: int) -> dict[str, str]:
+        return settings.to_env() | {Env.RUN_TTL_SECONDS: str(days * 86_400)}
+
+    assert Settings.from_env(environment(MAX_HOT_WINDOW_DAYS)).run_ttl_seconds == (
+        MAX_HOT_WINDOW_DAYS * 86_400
+    )
+    with pytest.raises(RuntimeError, match=Env.RUN_TTL_SECONDS):
+        Settings.from_env(environment(MAX_HOT_WINDOW_DAYS + 1))
