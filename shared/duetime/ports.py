@@ -34,6 +34,7 @@ from duetime.domain.targets import Target
 from duetime.domain.timers import PartitionState, StuckTimer, SweepState, Timer
 
 T = TypeVar("T")
+CounterRead = tuple[int, int]  # a tenant's recurring count as read, and its changes so far
 
 
 class StoreError(Exception):
@@ -123,12 +124,12 @@ class JobStore(Protocol):
         """Take back `token`'s mark (its replay failed after all); another's mark stays."""
 
     def scan_active(
-        self, segment: int, segments: int, counters: dict[str, int] | None = None
+        self, segment: int, segments: int, counters: dict[str, CounterRead] | None = None
     ) -> Iterator[Job]:
         """Every job of every tenant whose status is `scheduled` or `paused`, in one segment
         of a parallel scan (segment 0..segments-1): a whole-table read, for the daily
-        reconciler. `counters`: filled, by the same read, with the segment's tenants whose
-        count of active recurring jobs (reserve_recurring) is above zero, and that count."""
+        reconciler. `counters`: filled, by the same read, with the segment's tenants that have
+        a count of active recurring jobs (reserve_recurring): that count, and its changes."""
 
     def reserve_recurring(self, tenant: str, limit: int) -> bool:
         """Count one more active (scheduled or paused) recurring job of the tenant, if it has
@@ -137,9 +138,11 @@ class JobStore(Protocol):
     def release_recurring(self, tenant: str) -> None:
         """Count one active recurring job fewer (never below zero)."""
 
-    def set_recurring_count(self, tenant: str, count: int, *, expected: int | None = None) -> None:
-        """Overwrite the count (the reconciler's daily recount repairs drift); with `expected`,
-        only if it still holds that (none: 0), so a job counted meanwhile is not lost."""
+    def set_recurring_count(
+        self, tenant: str, count: int, *, expected: CounterRead | None = None
+    ) -> None:
+        """Overwrite the count (the daily recount repairs drift); with `expected` (as read by
+        scan_active), only if no reserve or release has changed it since, even back."""
 
     def gate(self, tenant: str, job_id: str) -> Gate:
         """The job's overlap gate (strongly consistent); `Gate()` (version 0) if none."""
@@ -219,9 +222,8 @@ class TimerStore(Protocol):
     def acquire(
         self, minute: int, shard: int, owner: str, now_ms: int, lease_ms: int
     ) -> PartitionState | None:
-        """Lease a partition for sweeping; None if another sweeper holds a live lease or the
-        partition is complete. Taking over a lease that ran out unreleased (its holder died)
-        counts a stall."""
+        """Lease a partition for sweeping; None if another sweeper holds a live lease or it is
+        complete. Taking over a lease that ran out unreleased (its holder died) is a stall."""
 
     def advance(
         self,
@@ -234,8 +236,7 @@ class TimerStore(Protocol):
         release: bool = False,
         stalls: int | None = None,
     ) -> bool:
-        """Record progress under our lease (and reset the stall count when given); False if
-        the lease was lost."""
+        """Record progress under our lease (and the stall count when given); False: lost."""
 
     # --- stuck timers (hand-over failed on its own), per shard
 
@@ -258,9 +259,8 @@ class RunStore(Protocol):
         outcome and the run: the claimed record, or the existing one."""
 
     def record(self, run: Run) -> Run | None:
-        """Write a run that was not claimed (a `skipped` or `buffered` occurrence) if it has no
-        record yet, or only a `buffered` one; None if written, else the stored record (left
-        as it is)."""
+        """Write an unclaimed run (a `skipped` or `buffered` occurrence) if it has no record yet,
+        or only a `buffered` one; None if written, else the stored record (left as it is)."""
 
     def finish(self, run: Run, outcome: RunOutcome) -> Run | None:
         """Record an attempt's outcome if `run` (as claimed) is still current; None if the

@@ -59,6 +59,7 @@ from duetime.domain.targets import HandlerTarget
 from duetime.domain.timers import PartitionState, StuckTimer, SweepState, Timer, shard_of
 from duetime.ports import (
     ConditionFailed,
+    CounterRead,
     DeadLetter,
     DeadLetters,
     Delivery,
@@ -708,7 +709,7 @@ def test_given_jobs_in_every_status_when_scanning_segments_then_each_active_job_
     assert sorted(found, key=lambda j: j.id) == sorted(active, key=lambda j: j.id)
 
 
-def test_given_recurring_counters_then_the_scan_reads_those_above_zero_beside_the_jobs(
+def test_given_recurring_counters_then_the_scan_reads_them_with_their_changes_beside_the_jobs(
     job_store: JobStore,
 ) -> None:
     job = make_job(entropy=1, recurring=True)
@@ -717,12 +718,30 @@ def test_given_recurring_counters_then_the_scan_reads_those_above_zero_beside_th
         for _ in range(reserved):
             assert job_store.reserve_recurring(tenant, 5)
     job_store.release_recurring("tenant-c")
-    counters: dict[str, int] = {}
+    counters: dict[str, CounterRead] = {}
 
     found = [j.id for segment in range(3) for j in job_store.scan_active(segment, 3, counters)]
 
     assert found == [job.id]
-    assert counters == {TENANT: 2, OTHER_TENANT: 1}
+    # (count, changes): tenant-c's at zero is read too, the recount may have to raise it
+    assert counters == {TENANT: (2, 2), OTHER_TENANT: (1, 1), "tenant-c": (0, 2)}
+
+
+def test_given_a_counter_changed_and_back_since_it_was_read_then_a_conditional_set_leaves_it(
+    job_store: JobStore,
+) -> None:
+    # Found by an outside audit: a cancel and a create during the recount's scan left the
+    # count as read, and the recount then wrote the scan's count of jobs over it.
+    for _ in range(2):
+        job_store.reserve_recurring(TENANT, 5)
+    counters: dict[str, CounterRead] = {}
+    list(job_store.scan_active(0, 1, counters))
+    job_store.release_recurring(TENANT)
+    job_store.reserve_recurring(TENANT, 5)  # 2 again
+
+    job_store.set_recurring_count(TENANT, 3, expected=counters[TENANT])
+
+    assert [job_store.reserve_recurring(TENANT, 3) for _ in range(2)] == [True, False]  # held 2
 
 
 def test_given_a_recurring_quota_when_reserving_then_the_check_and_increment_are_atomic(
@@ -758,12 +777,12 @@ def test_given_a_recurring_quota_when_reserving_then_the_check_and_increment_are
 def test_given_a_counter_changed_since_it_was_read_then_a_conditional_set_leaves_it(
     job_store: JobStore,
 ) -> None:
-    job_store.set_recurring_count(TENANT, 3, expected=0)  # none stored: it holds 0
-    job_store.set_recurring_count(TENANT, 1, expected=2)  # it holds 3: left
+    job_store.set_recurring_count(TENANT, 3, expected=(0, 0))  # none stored: it holds 0
+    job_store.set_recurring_count(TENANT, 1, expected=(2, 1))  # it holds 3: left
     assert [job_store.reserve_recurring(TENANT, 4) for _ in range(2)] == [True, False]
-    job_store.set_recurring_count(TENANT, 1, expected=4)
+    job_store.set_recurring_count(TENANT, 1, expected=(4, 2))
     assert [job_store.reserve_recurring(TENANT, 3) for _ in range(3)] == [True, True, False]
-    job_store.set_recurring_count(OTHER_TENANT, 2, expected=1)  # none stored: not 1
+    job_store.set_recurring_count(OTHER_TENANT, 2, expected=(1, 0))  # none stored: not 1
     assert job_store.reserve_recurring(OTHER_TENANT, 1) is True
 
 

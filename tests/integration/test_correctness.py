@@ -508,6 +508,29 @@ def test_given_a_recurring_job_counted_during_the_scan_then_the_recount_leaves_i
     assert twins.jobs.recurring_count("t") == 2  # not set back to the 1 the scan found
 
 
+def test_given_a_counter_changed_and_back_during_the_scan_then_the_recount_leaves_it() -> None:
+    # Found by an outside audit (on DynamoDB, whose scan pages see a job created meanwhile): a
+    # cancel and a create during the scan left the count as read; the scan had counted the
+    # cancelled job and the new one, and the recount wrote 3 over the 2 active jobs.
+    twins = Twins(shards=1)
+    quotas = Quotas(max_active_recurring_jobs=10)
+    first = twins.service.create("t", _spec({"rate_seconds": 600}), quotas=quotas)
+    twins.service.create("t", _spec({"rate_seconds": 600}), quotas=quotas)
+    twins.clock.now += 3_600_000
+    scan = twins.jobs.scan_active
+
+    def scan_while_one_is_cancelled_and_one_created(*args: Any) -> Any:
+        yield from scan(*args)
+        twins.service.cancel("t", first.id)
+        created = twins.service.create("t", _spec({"rate_seconds": 600}), quotas=quotas)
+        yield twins.jobs.get("t", created.id)  # a later page of the scan
+
+    twins.jobs.scan_active = scan_while_one_is_cancelled_and_one_created  # type: ignore[method-assign]
+    twins.reconciler(segments=1).reconcile()
+
+    assert twins.jobs.recurring_count("t") == 2
+
+
 def _spec(schedule: dict[str, Any]) -> Any:
     return parse_job_spec({"schedule": schedule, "target": NOOP})
 

@@ -13,13 +13,13 @@ from duetime.adapters.memory.jobs import MemoryJobStore
 from duetime.adapters.memory.queues import MemoryQueue
 from duetime.adapters.memory.runs import MemoryRunStore
 from duetime.adapters.memory.timers import MemoryTimerStore
-from duetime.domain.errors import IdempotencyConflict, IllegalTransition, NotFound
+from duetime.domain.errors import IdempotencyConflict, IllegalTransition, NotFound, QuotaExceeded
 from duetime.domain.jobs import JobStatus, Priority, Runtime, parse_job_spec, spec_to_dict
 from duetime.domain.timeutil import to_ms
 from duetime.ports import ConditionFailed
 from duetime.services.idempotency import fingerprint, run_now_binding, run_now_bound
 from duetime.services.jobs import JobService
-from duetime.settings import QueueUrls, Settings, queue_key
+from duetime.settings import QueueUrls, Quotas, Settings, queue_key
 
 T0 = to_ms(datetime(2026, 11, 21, 10, 0, 7, tzinfo=UTC))
 
@@ -266,3 +266,44 @@ def test_given_a_replay_of_a_withdrawn_one_off_at_the_epoch_then_it_keeps_its_in
     replayed = parts.service.create("t", spec(**body), idempotency_key="k1")
     assert replayed.next_due_ms == 0
     assert [instant for instant, _ in _sent(parts)] == [0]
+
+
+def test_given_a_job_write_that_landed_but_whose_answer_was_lost_then_it_stays_counted() -> None:
+    # Found by an outside audit: the write's error released the count while the job stayed
+    # stored; the client's retry armed it uncounted, and the tenant went over its quota.
+    parts = Parts()
+    quotas = Quotas(max_active_recurring_jobs=2)
+    create = parts.jobs.create
+
+    def landed_then_timeout(job: Any) -> None:
+        create(job)
+        raise TimeoutError("read timeout")
+
+    parts.jobs.create = landed_then_timeout  # type: ignore[method-assign]
+    with pytest.raises(TimeoutError):
+        parts.service.create(
+            "t", spec(schedule={"rate_seconds": 60}), idempotency_key="k", quotas=quotas
+        )
+    parts.jobs.create = create  # type: ignore[method-assign]
+    retried = parts.service.create(
+        "t", spec(schedule={"rate_seconds": 60}), idempotency_key="k", quotas=quotas
+    )
+    assert parts.service.get("t", retried.id).status == JobStatus.SCHEDULED
+    parts.service.create("t", spec(schedule={"rate_seconds": 60}), quotas=quotas)
+    with pytest.raises(QuotaExceeded):
+        parts.service.create("t", spec(schedule={"rate_seconds": 60}), quotas=quotas)
+    assert parts.jobs.recurring_count("t") == 2
+
+
+def test_given_a_job_completed_by_its_resume_then_it_expires_like_one_completed_by_a_sweep() -> (
+    None
+):
+    parts = Parts()
+    ends = "2026-11-21T10:10:07Z"
+    job = parts.service.create("t", spec(schedule={"rate_seconds": 60, "end_at": ends}))
+    parts.service.pause("t", job.id)
+    parts.now += 20 * 60_000
+    resumed = parts.service.resume("t", job.id)
+    assert resumed.status == JobStatus.COMPLETED
+    # A hot window from then: its end has passed (a sweep's completion bounds it by end_at).
+    assert resumed.job.expires_at == (T0 + 1_200_000) // 1000 + parts.settings.run_ttl_seconds

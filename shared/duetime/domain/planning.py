@@ -253,3 +253,9 @@ def runs_end_ms(job: Job) -> int | None:
     if not isinstance(schedule, Rate | Cron) or schedule.end_at is None:
         return None
     return to_ms(schedule.end_at) + job.spec.jitter_seconds * 1000
+
+
+def completed_expires_at(job: Job, now_ms: int, ttl_seconds: int) -> int:
+    """When a recurring job completed at `now_ms` expires (epoch seconds): the hot window after
+    its last run is due, as a one-off's after its run (runs_end_ms), or after now."""
+    return max(now_ms, runs_end_ms(job) or 0) // 1000 + ttl_seconds

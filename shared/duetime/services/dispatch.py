@@ -36,7 +36,7 @@ from dataclasses import dataclass, replace
 
 from duetime.domain.jobs import Job, JobStatus
 from duetime.domain.messages import RunMessage, delay_seconds, run_message
-from duetime.domain.planning import chain_ahead_ms, plan_recurring, runs_end_ms
+from duetime.domain.planning import chain_ahead_ms, completed_expires_at, plan_recurring
 from duetime.domain.schedule import next_occurrence
 from duetime.domain.timers import Timer, minute_of
 from duetime.domain.timeutil import MINUTE_MS, from_ms, to_ms
@@ -198,7 +198,7 @@ class Dispatcher:
                 status=JobStatus.COMPLETED,
                 updated_ms=now,
                 next_due_ms=None,
-                expires_at=max(now, runs_end_ms(job) or 0) // 1000 + self._settings.run_ttl_seconds,
+                expires_at=completed_expires_at(job, now, self._settings.run_ttl_seconds),
                 version=job.version + 1,
             )
             try:

@@ -32,7 +32,7 @@ from duetime.domain.jobs import (
     updated_spec,
 )
 from duetime.domain.messages import delay_seconds, run_message
-from duetime.domain.planning import rearmed_due, runs_end_ms
+from duetime.domain.planning import completed_expires_at, rearmed_due, runs_end_ms
 from duetime.domain.runs import Run, RunStatus
 from duetime.domain.timeutil import from_ms, to_ms
 from duetime.ports import ConditionFailed, JobQueue, JobStore, Page, RunStore, TimerStore
@@ -239,7 +239,10 @@ class JobService:
             # fell due while paused are skipped, not caught up.
             due = self._dispatcher.next_due(job, now)
             if due is None and not job.spec.triggered:
-                updated = replace(updated, status=JobStatus.COMPLETED, next_due_ms=None)
+                expires = completed_expires_at(job, now, self._settings.run_ttl_seconds)
+                updated = replace(
+                    updated, status=JobStatus.COMPLETED, next_due_ms=None, expires_at=expires
+                )
             else:
                 updated = replace(updated, next_due_ms=due)
         try:

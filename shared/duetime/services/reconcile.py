@@ -44,7 +44,7 @@ from duetime.domain.schedule import next_occurrence
 from duetime.domain.timers import Timer, minute_of
 from duetime.domain.timeutil import MINUTE_MS, from_ms, to_ms
 from duetime.observability import Metric, count, logger
-from duetime.ports import JobStore, RunStore, TimerStore
+from duetime.ports import CounterRead, JobStore, RunStore, TimerStore
 from duetime.services.dispatch import Dispatcher
 from duetime.settings import Settings
 
@@ -72,7 +72,7 @@ class ReconcileReport:
     # quota counters are set to these, repairing any drift.
     active_recurring: Counter[str] = field(default_factory=Counter)
     # Per tenant, its counter as the scan read it (the tenants above zero).
-    counted: dict[str, int] = field(default_factory=dict)
+    counted: dict[str, CounterRead] = field(default_factory=dict)
 
 
 class Reconciler:
@@ -112,13 +112,14 @@ class Reconciler:
             total.failed += r.failed
             total.active_recurring.update(r.active_recurring)
             total.counted.update(r.counted)
-        # Each counter is set to the jobs found, if it still holds what the scan read (a job
-        # counted or released meanwhile leaves it to the next run); a counter above zero for
-        # a tenant with no active recurring job (a reservation leaked by a crash) goes to 0.
+        # Each counter is set to the jobs found, if it has not changed since the scan read it
+        # (a job counted or released meanwhile, even one of each, leaves it to the next run);
+        # a counter above zero for a tenant with no active recurring job (a reservation leaked
+        # by a crash) goes to 0.
         for tenant in total.counted.keys() | total.active_recurring.keys():
             found = total.active_recurring.get(tenant, 0)
-            read = total.counted.get(tenant, 0)
-            if found != read:
+            read = total.counted.get(tenant, (0, 0))
+            if found != read[0]:
                 self._jobs.set_recurring_count(tenant, found, expected=read)
         count(Metric.JOBS_REARMED, total.rearmed)
         logger.info(

@@ -99,7 +99,10 @@ class Submission:
             self._deps.link(job)
             self._jobs.create(job)
         except Exception as exc:
-            self.release(job)
+            if isinstance(exc, ConditionFailed | DomainError):  # not written (by us)
+                self.release(job)
+            else:  # perhaps written, its answer lost (a timeout): released only if it is not
+                self.withdraw(job, written=False, hold=prepared.hold)
             if isinstance(exc, ConditionFailed) and prepared.hold is not None:
                 # A request with the same key wrote the job first: this one replays it.
                 replayed = self.replay_lost(job, prepared.hold, limit)

@@ -26,7 +26,7 @@ from duetime.adapters.dynamodb.common import (
 from duetime.adapters.dynamodb.job_table import IDEMPOTENCY_PREFIX, JobTable
 from duetime.domain.jobs import Job, JobStatus
 from duetime.domain.overlap import Gate
-from duetime.ports import ConditionFailed, KeyHold, Page, StoreError
+from duetime.ports import ConditionFailed, CounterRead, KeyHold, Page, StoreError
 
 # A job cursor names a job id: a ULID (Crockford base32, its first character 0-7: 48 bits of
 # time). Anything else could sort outside the query's key condition (DynamoDB refuses such an
@@ -192,21 +192,20 @@ class DynamoJobStore(JobTable):
             raise StoreError(str(exc)) from exc
 
     def scan_active(
-        self, segment: int, segments: int, counters: dict[str, int] | None = None
+        self, segment: int, segments: int, counters: dict[str, CounterRead] | None = None
     ) -> Iterator[Job]:
         params: dict[str, Any] = {
             "TableName": self._table,
             "Segment": segment,
             "TotalSegments": segments,
             # Jobs (idempotency records, counters and webhook secrets have no status) and the
-            # recurring counters above zero.
-            "FilterExpression": "#s IN (:s, :p) OR (#id = :c AND #a > :zero)",
-            "ExpressionAttributeNames": {"#s": "status", "#id": "id", "#a": "active"},
+            # recurring counters (at zero too: the recount may have to raise one).
+            "FilterExpression": "#s IN (:s, :p) OR #id = :c",
+            "ExpressionAttributeNames": {"#s": "status", "#id": "id"},
             "ExpressionAttributeValues": {
                 ":s": {"S": JobStatus.SCHEDULED.value},
                 ":p": {"S": JobStatus.PAUSED.value},
                 ":c": {"S": RECURRING_COUNTER},
-                ":zero": {"N": "0"},
             },
         }
         while True:
@@ -216,13 +215,15 @@ class DynamoJobStore(JobTable):
                 if values["id"] != RECURRING_COUNTER:
                     yield self._job(values)
                 elif counters is not None:
-                    counters[str(values["tenant"])] = int(values["active"])
+                    read = (int(values.get("active", 0)), int(values.get("changes", 0)))
+                    counters[str(values["tenant"])] = read
             if "LastEvaluatedKey" not in response:
                 return
             params["ExclusiveStartKey"] = response["LastEvaluatedKey"]
 
     # A tenant's count of active recurring jobs: one item beside its jobs (ids never start
-    # with `!`), changed once per recurring job created, cancelled or completed.
+    # with `!`), changed once per recurring job created, cancelled or completed; `changes`
+    # counts every change, so a recount sees one that came back to the value it read.
     def _counter_key(self, tenant: str) -> dict[str, Any]:
         return {"tenant": {"S": tenant}, "id": {"S": RECURRING_COUNTER}}
 
@@ -231,7 +232,7 @@ class DynamoJobStore(JobTable):
             self._client.update_item(
                 TableName=self._table,
                 Key=self._counter_key(tenant),
-                UpdateExpression="ADD active :one",
+                UpdateExpression="ADD active :one, changes :one",
                 ConditionExpression="attribute_not_exists(active) OR active < :limit",
                 ExpressionAttributeValues={":one": {"N": "1"}, ":limit": {"N": str(limit)}},
             )
@@ -246,26 +247,35 @@ class DynamoJobStore(JobTable):
             self._client.update_item(
                 TableName=self._table,
                 Key=self._counter_key(tenant),
-                UpdateExpression="ADD active :minus",
+                UpdateExpression="ADD active :minus, changes :one",
                 ConditionExpression="active > :zero",
-                ExpressionAttributeValues={":minus": {"N": "-1"}, ":zero": {"N": "0"}},
+                ExpressionAttributeValues={
+                    ":minus": {"N": "-1"},
+                    ":zero": {"N": "0"},
+                    ":one": {"N": "1"},
+                },
             )
         except ClientError as exc:
             if not is_condition_failure(exc):  # already at zero: nothing to release
                 raise StoreError(str(exc)) from exc
 
-    def set_recurring_count(self, tenant: str, count: int, *, expected: int | None = None) -> None:
+    def set_recurring_count(
+        self, tenant: str, count: int, *, expected: CounterRead | None = None
+    ) -> None:
+        values = {":n": {"N": str(count)}, ":one": {"N": "1"}}
         params: dict[str, Any] = {
             "TableName": self._table,
             "Key": self._counter_key(tenant),
-            "UpdateExpression": "SET active = :n",
-            "ExpressionAttributeValues": {":n": {"N": str(count)}},
+            "UpdateExpression": "SET active = :n ADD changes :one",
+            "ExpressionAttributeValues": values,
         }
         if expected is not None:
-            params["ConditionExpression"] = "active = :e" + (
-                " OR attribute_not_exists(active)" if expected == 0 else ""
-            )
-            params["ExpressionAttributeValues"][":e"] = {"N": str(expected)}
+            active, changes = expected
+            values |= {":e": {"N": str(active)}, ":c": {"N": str(changes)}}
+            held = "(active = :e" + (" OR attribute_not_exists(active))" if active == 0 else ")")
+            # A counter from before `changes` was kept has none: it reads as 0.
+            same = "(changes = :c" + (" OR attribute_not_exists(changes))" if changes == 0 else ")")
+            params["ConditionExpression"] = f"{held} AND {same}"
         try:
             self._client.update_item(**params)
         except ClientError as exc:

@@ -9,7 +9,7 @@ from dataclasses import replace
 
 from duetime.domain.jobs import Job, JobStatus
 from duetime.domain.overlap import Gate
-from duetime.ports import ConditionFailed, KeyHold, Page
+from duetime.ports import ConditionFailed, CounterRead, KeyHold, Page
 
 
 class MemoryJobStore:
@@ -19,6 +19,7 @@ class MemoryJobStore:
         self._marks: dict[tuple[str, str], str] = {}  # a key's replay token (mark_key)
         self._key_expiry: dict[tuple[str, str], int] = {}
         self._recurring: dict[str, int] = {}  # active recurring jobs per tenant
+        self._changes: dict[str, int] = {}  # how many times each tenant's count changed
         self._gates: dict[tuple[str, str], Gate] = {}  # overlap gates by (tenant, job id)
         self._dependents: dict[tuple[str, str], set[str]] = {}  # by (tenant, upstream id)
         self._lock = threading.Lock()
@@ -109,15 +110,15 @@ class MemoryJobStore:
             self._jobs[(job.tenant, job.id)] = job
 
     def scan_active(
-        self, segment: int, segments: int, counters: dict[str, int] | None = None
+        self, segment: int, segments: int, counters: dict[str, CounterRead] | None = None
     ) -> Iterator[Job]:
         with self._lock:
             jobs = list(self._jobs.values())
-            counted = dict(self._recurring)
+            counted = {t: (n, self._changes.get(t, 0)) for t, n in self._recurring.items()}
         if counters is not None:
-            for tenant, active in counted.items():
-                if active > 0 and zlib.crc32(tenant.encode()) % segments == segment:
-                    counters[tenant] = active
+            for tenant, read in counted.items():
+                if zlib.crc32(tenant.encode()) % segments == segment:
+                    counters[tenant] = read
         for job in jobs:
             active = job.status in (JobStatus.SCHEDULED, JobStatus.PAUSED)
             if active and zlib.crc32(job.id.encode()) % segments == segment:
@@ -128,16 +129,23 @@ class MemoryJobStore:
             if self._recurring.get(tenant, 0) >= limit:
                 return False
             self._recurring[tenant] = self._recurring.get(tenant, 0) + 1
+            self._changes[tenant] = self._changes.get(tenant, 0) + 1
             return True
 
     def release_recurring(self, tenant: str) -> None:
         with self._lock:
-            self._recurring[tenant] = max(0, self._recurring.get(tenant, 0) - 1)
+            if self._recurring.get(tenant, 0) > 0:
+                self._recurring[tenant] -= 1
+                self._changes[tenant] = self._changes.get(tenant, 0) + 1
 
-    def set_recurring_count(self, tenant: str, count: int, *, expected: int | None = None) -> None:
+    def set_recurring_count(
+        self, tenant: str, count: int, *, expected: CounterRead | None = None
+    ) -> None:
         with self._lock:
-            if expected is None or self._recurring.get(tenant, 0) == expected:
+            now = (self._recurring.get(tenant, 0), self._changes.get(tenant, 0))
+            if expected is None or now == expected:
                 self._recurring[tenant] = count
+                self._changes[tenant] = now[1] + 1
 
     def gate(self, tenant: str, job_id: str) -> Gate:
         return self._gates.get((tenant, job_id), Gate())
