@@ -71,7 +71,7 @@ class ReconcileReport:
     # Per tenant, the active (scheduled or paused) recurring jobs counted by the scan: the
     # quota counters are set to these, repairing any drift.
     active_recurring: Counter[str] = field(default_factory=Counter)
-    # Per tenant, its counter as the scan read it (the tenants above zero).
+    # Per tenant, its counter as the scan read it (with its changes: the write is conditional).
     counted: dict[str, CounterRead] = field(default_factory=dict)
 
 
