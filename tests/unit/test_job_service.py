@@ -223,14 +223,19 @@ def test_given_a_delay_job_given_a_new_delay_then_it_is_counted_from_the_update(
     assert updated.next_due_ms == T0 + 3_000_000 + 3_601_000
 
 
-def _failing_sends(parts: Parts) -> Any:
+def _replayed_after_a_failed_send(parts: Parts, body: dict[str, Any], wait_ms: int) -> Any:
+    """The job of a keyed submission whose send failed (withdrawn), replayed `wait_ms` later."""
     send = parts.queue.send
 
     def fail(messages: object) -> None:
         raise ConnectionError("SQS unreachable")
 
     parts.queue.send = fail  # type: ignore[method-assign]
-    return send
+    with pytest.raises(ConnectionError):
+        parts.service.create("t", spec(**body), idempotency_key="k1")
+    parts.queue.send = send  # type: ignore[method-assign]
+    parts.now += wait_ms
+    return parts.service.create("t", spec(**body), idempotency_key="k1")
 
 
 def test_given_a_replay_once_a_withdrawn_job_s_schedule_ended_then_it_runs_on_schedule() -> None:
@@ -245,12 +250,7 @@ def test_given_a_replay_once_a_withdrawn_job_s_schedule_ended_then_it_runs_on_sc
             "end_at": "2026-11-21T10:00:47Z",
         }
     }
-    send = _failing_sends(parts)
-    with pytest.raises(ConnectionError):
-        parts.service.create("t", spec(**body), idempotency_key="k1")
-    parts.queue.send = send  # type: ignore[method-assign]
-    parts.now += 120_000
-    replayed = parts.service.create("t", spec(**body), idempotency_key="k1")
+    replayed = _replayed_after_a_failed_send(parts, body, 120_000)
     assert [instant for instant, _ in _sent(parts)] == [T0 + 30_000]
     assert parts.service.get("t", replayed.id).status == JobStatus.COMPLETED  # its runs sent
 
@@ -258,12 +258,7 @@ def test_given_a_replay_once_a_withdrawn_job_s_schedule_ended_then_it_runs_on_sc
 def test_given_a_replay_of_a_withdrawn_one_off_at_the_epoch_then_it_keeps_its_instant() -> None:
     parts = Parts()
     body = {"schedule": {"at": "1970-01-01T00:00:00Z"}}
-    send = _failing_sends(parts)
-    with pytest.raises(ConnectionError):
-        parts.service.create("t", spec(**body), idempotency_key="k1")
-    parts.queue.send = send  # type: ignore[method-assign]
-    parts.now += 5_000
-    replayed = parts.service.create("t", spec(**body), idempotency_key="k1")
+    replayed = _replayed_after_a_failed_send(parts, body, 5_000)
     assert replayed.next_due_ms == 0
     assert [instant for instant, _ in _sent(parts)] == [0]
 
