@@ -463,6 +463,43 @@ def test_given_a_claim_that_lands_but_answers_500_then_the_retry_finds_it_ours_a
     assert run.status == RunStatus.SUCCEEDED
 
 
+def test_given_an_outcome_that_lands_but_answers_500_then_the_dependents_still_run(
+    engine: Engine,
+) -> None:
+    # Found by an outside audit: the SDK's retry of the outcome's write failed its condition
+    # on the record it had just written, the worker took it for another worker's, and the
+    # `after` job's run was never sent (its upstream `succeeded`).
+    runs_table = engine.aws.settings.runs_table
+    answered: list[str] = []
+
+    def outcome_lands_then_500(request: Any, event_name: str, **_: Any) -> AWSResponse | None:
+        body = json.loads(request.body or b"{}")
+        item = body.get("Item", {})
+        if answered or body.get("TableName") != runs_table or "status" not in item:
+            return None
+        if item["status"]["S"] != RunStatus.SUCCEEDED.value:
+            return None
+        answered.append(item["job_id"]["S"])
+        error = {"__type": "com.amazonaws.dynamodb.v20120810#InternalServerError"}
+        return AWSResponse(
+            request.url,
+            500,
+            {"Content-Type": "application/x-amz-json-1.0"},
+            _Body(json.dumps(error).encode()),  # type: ignore[arg-type]
+        )
+
+    client = engine.parts.runs._client
+    client.meta.events.register_first("before-send.dynamodb.PutItem", outcome_lands_then_500)
+    upstream = engine.submit({"schedule": {"delay_seconds": 0}})
+    dependent = engine.submit({"schedule": {"after": {"job_id": upstream}}})
+    engine.advance(1)
+    engine.drain()
+
+    assert answered == [upstream]
+    assert engine.recorder.runs_of(upstream) == [created(engine, upstream)]
+    assert engine.recorder.runs_of(dependent) == [created(engine, upstream)]
+
+
 @pytest.mark.parametrize("write", ["create", "replace"])
 def test_given_another_request_wrote_the_same_job_then_a_failed_write_is_not_taken_for_ours(
     engine: Engine, write: str

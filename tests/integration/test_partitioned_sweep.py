@@ -463,6 +463,71 @@ def test_given_a_recurring_job_whose_timer_was_deleted_then_the_reconciler_rearm
     assert engine.recorder.runs_of(healthy)
 
 
+def test_given_an_unreadable_job_item_then_the_reconciler_skips_it_and_repairs_the_rest(
+    engine: Engine,
+) -> None:
+    # Found by an outside audit: one job item that did not decode aborted the daily scan, so
+    # the chains it was to repair stayed broken, every day.
+    broken = engine.submit({"schedule": {"cron": "* * * * *"}})
+    poisoned = engine.submit({"schedule": {"rate_seconds": 3600}}, tenant="tenant-b")
+    engine.run_minutes(2)
+    for item in engine.aws.dynamodb.scan(TableName=engine.aws.settings.timers_table)["Items"]:
+        if broken in item["sk"]["S"]:
+            engine.aws.dynamodb.delete_item(
+                TableName=engine.aws.settings.timers_table,
+                Key={"pk": item["pk"], "sk": item["sk"]},
+            )
+    table = engine.aws.settings.jobs_table
+    key = {"tenant": {"S": "tenant-b"}, "id": {"S": poisoned}}
+    good = engine.aws.dynamodb.get_item(TableName=table, Key=key)["Item"]
+    engine.aws.dynamodb.put_item(TableName=table, Item=good | {"spec": {"S": "{not json"}})
+    engine.run_minutes(2)
+    engine.advance(600)  # past the reconciler's settle time
+
+    report = engine.parts.reconciler.reconcile()
+
+    assert report.rearmed == 1
+    ran_before = len(engine.recorder.runs_of(broken))
+    engine.run_minutes(3)
+    assert len(engine.recorder.runs_of(broken)) >= ran_before + 2
+
+
+@pytest.mark.parametrize("corrupt", ["queue", "tenant"])
+def test_given_a_timer_item_that_does_not_decode_then_its_partition_goes_out_all_the_same(
+    engine: Engine, corrupt: str
+) -> None:
+    # Found by an outside audit: one timer item with a bad attribute failed every read of its
+    # (minute, shard) partition, for good: none of its timers went out, and none was parked.
+    jobs = [engine.submit({"schedule": {"at": at(300 + i)}}) for i in range(6)]
+    table = engine.aws.settings.timers_table
+    items = engine.aws.dynamodb.scan(TableName=table)["Items"]
+    timers = [i for i in items if i["sk"]["S"][0].isdigit()]
+    by_partition: dict[str, list[dict[str, Any]]] = {}
+    for item in timers:
+        by_partition.setdefault(item["pk"]["S"], []).append(item)
+    group = max(by_partition.values(), key=len)
+    assert len(group) >= 2
+    victim = min(group, key=lambda item: item["sk"]["S"])
+    bad_job = victim["sk"]["S"].split("#")[1]
+    if corrupt == "queue":  # its queue, a copy of its job's: the job's is read instead
+        engine.aws.dynamodb.put_item(TableName=table, Item=victim | {"q": {"S": "bogus/normal"}})
+    else:  # its tenant: its job cannot be found, so it is parked (`duetime timers stuck`)
+        bad = {k: v for k, v in victim.items() if k != "tenant"}
+        engine.aws.dynamodb.put_item(TableName=table, Item=bad)
+
+    engine.advance(240)
+    engine.tick()
+    engine.advance(70)
+    engine.drain()
+
+    ran = sorted(c.job_id for c in engine.recorder.calls)
+    if corrupt == "queue":
+        assert ran == sorted(jobs)
+    else:
+        assert ran == sorted(j for j in jobs if j != bad_job)
+        assert [s.timer.job_id for s in engine.parts.sweeper.stuck()] == [bad_job]
+
+
 def test_given_a_poisoned_job_on_moto_then_duetime_timers_stuck_lists_and_retries_it(
     engine: Engine, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:

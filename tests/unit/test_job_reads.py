@@ -27,6 +27,7 @@ class GatedStore(MemoryJobStore):
         self.entered = threading.Event()
         self.release = threading.Event()
         self.failing_read = 0  # the read (1, 2, ...) that fails; 0: none
+        self.unreadable: set[str] = set()  # job ids whose items do not decode
 
     def get_with_dependents(
         self, keys: Sequence[tuple[str, str]]
@@ -37,6 +38,8 @@ class GatedStore(MemoryJobStore):
             assert self.release.wait(10)
         if len(self.reads) == self.failing_read:
             raise StoreError("throttled")
+        if self.unreadable & {job_id for _, job_id in keys}:
+            raise ValueError("Expecting value: line 1 column 1 (char 0)")  # a spec not JSON
         return super().get_with_dependents(keys)
 
 
@@ -103,6 +106,28 @@ def test_a_failed_read_fails_every_run_that_shared_it() -> None:
     assert len(store.reads) == 2
     # The next runs read again: nothing is remembered of a failed read.
     assert reads.get(TENANT, made[2].id) == (made[2], ())
+
+
+def test_a_job_item_that_does_not_decode_fails_its_own_runs_only() -> None:
+    # Found by an outside audit: one corrupted job item failed the merged read of a whole
+    # worker batch, every time it came back, until the healthy runs were in the DLQ unrun.
+    store = GatedStore()
+    made = jobs(store, 4)
+    store.unreadable = {made[2].id}
+    reads = JobReads(store)
+    with ThreadPoolExecutor(4) as pool:
+        first = pool.submit(reads.get, TENANT, made[0].id)
+        assert store.entered.wait(10)
+        others = [pool.submit(reads.get, TENANT, job.id) for job in made[1:]]
+        queued(reads, 3)
+        store.release.set()
+        assert first.result(10) == (made[0], ())
+        assert others[0].result(10) == (made[1], ())
+        with pytest.raises(ValueError, match="Expecting value"):
+            others[1].result(10)
+        assert others[2].result(10) == (made[3], ())
+    # the merged read, then each of its runs alone
+    assert sorted(map(len, store.reads[1:])) == [1, 1, 1, 3]
 
 
 def test_a_job_changed_between_two_reads_is_read_as_it_is_now() -> None:

@@ -128,6 +128,8 @@ class HandOver:
             report.messages_sent += len(messages)
         if not chains:
             return
+        if any(not t.tenant for t in chains):  # an item salvaged without its tenant: parked
+            raise ValueError("the timer item names no tenant: its job cannot be read")
         jobs = self._jobs.get_many([(t.tenant, t.job_id) for t in chains])
         due: list[tuple[Job, int]] = []
         for timer in chains:

@@ -33,6 +33,7 @@ class _Read:
     found: dict[Key, Found] | None = None  # None until the read succeeded
     error: str = "the read was interrupted"
     led: bool = False
+    alone: bool = False  # it failed on an item: each of its runs reads its own job alone
 
 
 # How long the first run to ask waits for the others (a read takes a few milliseconds).
@@ -71,11 +72,19 @@ class JobReads:
                     read.found = self._jobs.get_with_dependents(read.keys)
                 except Exception as exc:
                     read.error = f"{type(exc).__name__}: {exc}"
-                    raise
+                    read.alone = not isinstance(exc, StoreError) and len(set(read.keys)) > 1
+                    if not read.alone:
+                        raise
                 finally:
                     read.done.set()
         else:
             read.done.wait()
-        if read.found is None:  # every run of a failed read fails as its own read would
-            raise StoreError(f"reading job {job_id} failed: {read.error}")
-        return read.found.get(key)
+        if read.found is not None:
+            return read.found.get(key)
+        if read.alone:
+            # An item that does not decode (not the store's failure: that one a run alone
+            # would meet too) failed the read of all: each run reads its own job alone, so
+            # only that job's runs fail, not their neighbours in the batch.
+            return self._jobs.get_with_dependents([key]).get(key)
+        # Every run of a failed read fails as its own read would.
+        raise StoreError(f"reading job {job_id} failed: {read.error}")

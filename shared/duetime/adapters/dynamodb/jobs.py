@@ -26,6 +26,7 @@ from duetime.adapters.dynamodb.common import (
 from duetime.adapters.dynamodb.job_table import IDEMPOTENCY_PREFIX, JobTable
 from duetime.domain.jobs import Job, JobStatus
 from duetime.domain.overlap import Gate
+from duetime.observability import logger
 from duetime.ports import ConditionFailed, CounterRead, KeyHold, Page, StoreError
 
 # A job cursor names a job id: a ULID (Crockford base32, its first character 0-7: 48 bits of
@@ -213,13 +214,28 @@ class DynamoJobStore(JobTable):
             for item in response.get("Items", []):
                 values = from_item(item)
                 if values["id"] != RECURRING_COUNTER:
-                    yield self._job(values)
+                    job = self._readable(values)
+                    if job is not None:
+                        yield job
                 elif counters is not None:
                     read = (int(values.get("active", 0)), int(values.get("changes", 0)))
                     counters[str(values["tenant"])] = read
             if "LastEvaluatedKey" not in response:
                 return
             params["ExclusiveStartKey"] = response["LastEvaluatedKey"]
+
+    def _readable(self, values: dict[str, Any]) -> Job | None:
+        """A scanned job, or None for an item that does not decode: one such item must not stop
+        the daily scan, and the repairs of every job after it (found by an outside audit). It
+        is logged for the operator; its tenant's recurring count may come out one low."""
+        try:
+            return self._job(values)
+        except Exception:
+            logger.exception(
+                "an unreadable job item was skipped",
+                extra={"tenant": values.get("tenant"), "job_id": values.get("id")},
+            )
+            return None
 
     # A tenant's count of active recurring jobs: one item beside its jobs (ids never start
     # with `!`), changed once per recurring job created, cancelled or completed; `changes`

@@ -115,7 +115,10 @@ class DynamoRunStore:
 
     def finish(self, run: Run, outcome: RunOutcome) -> Run | None:
         done = finished_run(run, outcome)
-        return None if self._put_if(done, run) is not None else done
+        stored = self._put_if(done, run)
+        # A write DynamoDB applied but answered 500: the SDK's retry failed its condition on
+        # the record this write stored. It is ours (another worker's outcome differs).
+        return done if stored is None or stored == done else None
 
     def withdraw(self, run: Run, reason: str) -> bool:
         after = withdrawn(run, reason)
@@ -138,7 +141,8 @@ class DynamoRunStore:
         except ClientError as exc:
             if not is_condition_failure(exc):
                 raise StoreError(str(exc)) from exc
-            return False
+            # Applied but answered 500 (the SDK's retry then fails its condition): ours.
+            return self.get(run.job_id, run.scheduled_ms) == after
         return True
 
     def get(self, job_id: str, scheduled_ms: int) -> Run | None:

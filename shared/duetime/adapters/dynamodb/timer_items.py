@@ -13,6 +13,7 @@ from duetime.domain.timers import (
     parse_timer_sort_key,
     timer_partition,
 )
+from duetime.observability import logger
 from duetime.settings import queue_key
 
 
@@ -52,6 +53,31 @@ def timer_from_values(values: dict[str, Any], minute: int) -> Timer:
         priority=Priority(priority) if priority else None,
         jitter_ms=values.get("jit", 0),
         stage_ms=values.get("stg", 0),
+    )
+
+
+def readable_timer(values: dict[str, Any], minute: int) -> Timer | None:
+    """The timer an item holds, even when an attribute does not decode (found by an outside
+    audit: one such item failed every read of its partition, for good). Its sort key then
+    names it, with no queue: its hand-over reads the job (a timer's other attributes are
+    copies of the job's), and one whose job cannot be read that way either (no tenant) is
+    parked like any timer whose hand-over fails. None: not even its sort key reads (logged;
+    the partition goes on without it)."""
+    try:
+        return timer_from_values(values, minute)
+    except Exception:
+        logger.exception("a timer item does not decode", extra={"sk": values.get("sk")})
+    try:
+        due, job_id, generation = parse_timer_sort_key(str(values["sk"]))
+    except (KeyError, ValueError):
+        return None
+    tenant = values.get("tenant")
+    return Timer(
+        tenant if isinstance(tenant, str) else "",
+        job_id,
+        due,
+        generation or 0,
+        bucket_minute=None if due // 60_000 == minute else minute,
     )
 
 

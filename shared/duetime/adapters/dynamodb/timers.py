@@ -21,12 +21,12 @@ from duetime.adapters.dynamodb.timer_items import (
     RETRYING,
     SWEEP_SK,
     partition_state_from_values,
+    readable_timer,
     shard_state_key,
     stuck_from_values,
     stuck_key,
     stuck_partition,
     stuck_to_values,
-    timer_from_values,
     timer_values,
 )
 from duetime.domain.timers import (
@@ -99,8 +99,10 @@ class DynamoTimerStore:
             "Limit": limit + 1,
         }
         response = self._client.query(**params)
-        timers = [timer_from_values(from_item(raw), minute) for raw in response.get("Items", [])]
-        return timers[:limit], len(timers) > limit or "LastEvaluatedKey" in response
+        items = response.get("Items", [])
+        read = [readable_timer(from_item(raw), minute) for raw in items]
+        timers = [timer for timer in read if timer is not None]
+        return timers[:limit], len(items) > limit or "LastEvaluatedKey" in response
 
     # --- sweep progress: the shard count, one state item per shard, one per partition --------
 
