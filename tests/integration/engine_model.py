@@ -553,13 +553,22 @@ SWEEP_POINTS = [
     ("timers", "sweep_states"),
     ("timers", "advance_cursor"),
     ("timers", "parked_due"),
+    ("timers", "park"),
+    ("timers", "unpark"),
+    ("timers", "raise_shard_count"),
     ("queue", "send"),
     ("jobs", "get_many"),
     ("jobs", "replace"),
 ]
 # Around the claim, the execution and the recording twice as often as elsewhere.
+# (A run reads its job with get_with_dependents, duetime.services.job_reads: an outside audit
+# found that the model's `get` point alone never fired in the worker.)
 WORKER_POINTS = [
     ("jobs", "get"),
+    ("jobs", "get_with_dependents"),
+    ("jobs", "get_with_dependents"),
+    ("runs", "withdraw"),
+    ("runs", "get"),
     ("runs", "claim"),
     ("runs", "claim"),
     ("target", "execute"),
