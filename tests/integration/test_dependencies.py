@@ -247,6 +247,27 @@ def test_a_job_may_have_at_most_32_jobs_above_it(engine: Engine) -> None:
     assert "at most 32 jobs above it" in str(caught.value)
 
 
+def test_a_dependent_whose_item_does_not_decode_does_not_hold_back_its_siblings(
+    engine: Engine,
+) -> None:
+    # Its siblings' runs are sent; the upstream's message fails after (the redelivery tries
+    # again, its copies sharing their run ids) and ends in the DLQ if the item stays broken.
+    a = engine.create({"rate_seconds": 60})
+    b, c, d = engine.after(a), engine.after(a), engine.after(a)
+    get_many = engine.jobs.get_many
+
+    def c_does_not_decode(keys: Any) -> Any:
+        if any(job_id == c for _, job_id in keys):
+            raise ValueError("Expecting value: line 1 column 1 (char 0)")
+        return get_many(keys)
+
+    engine.jobs.get_many = c_does_not_decode  # type: ignore[method-assign]
+    engine.service.run_now(TENANT, a)
+    engine.work()
+
+    assert sorted(i.job_id for i in engine.ran) == sorted([a, b, d])
+
+
 def test_a_patch_moves_the_dependent_to_its_new_upstream(engine: Engine) -> None:
     a = engine.create({"rate_seconds": 60})
     x = engine.create({"rate_seconds": 60})

@@ -39,7 +39,7 @@ from duetime.domain.jobs import Job, JobStatus
 from duetime.domain.messages import delay_seconds, run_message
 from duetime.domain.runs import Run, RunStatus
 from duetime.domain.schedule import After, Schedule
-from duetime.ports import ConditionFailed, JobQueue, JobStore
+from duetime.ports import ConditionFailed, JobQueue, JobStore, StoreError
 
 # A chain of `after` jobs longer than this is refused (and the cycle check stops there).
 MAX_CHAIN = 32
@@ -116,7 +116,7 @@ class Dependencies:
         Returns how many were sent; raises what the queue raises (the caller retries)."""
         if run.status not in (RunStatus.SUCCEEDED, RunStatus.FAILED) or not ids:
             return 0
-        found = self._jobs.get_many([(upstream.tenant, dependent) for dependent in ids])
+        found, unreadable = self._read(upstream.tenant, ids)
         now = self._clock()
         messages = []
         for job in sorted(found.values(), key=lambda j: j.id):
@@ -137,4 +137,28 @@ class Dependencies:
             messages.append((message, delay_seconds(due, now)))
         if messages:
             self._queue.send(messages)
+        if unreadable:  # after its siblings' runs are out: the redelivery tries it again
+            raise ValueError(f"dependents of {upstream.id} that cannot be read: {unreadable}")
         return len(messages)
+
+    def _read(self, tenant: str, ids: Sequence[str]) -> tuple[dict[str, Job], list[str]]:
+        """The dependents, and those whose items do not decode: one such item fails a read of
+        them all, so then each is read alone (found by an outside audit: one bad dependent
+        held back its siblings for good). A failure of the store itself is raised."""
+        try:
+            return self._jobs.get_many([(tenant, i) for i in ids]), []
+        except StoreError:
+            raise
+        except Exception:
+            if len(ids) == 1:
+                return {}, list(ids)
+        found: dict[str, Job] = {}
+        unreadable: list[str] = []
+        for job_id in ids:
+            try:
+                found |= self._jobs.get_many([(tenant, job_id)])
+            except StoreError:
+                raise
+            except Exception:
+                unreadable.append(job_id)
+        return found, unreadable
