@@ -53,6 +53,11 @@ def dead_letters(engine: Engine) -> list[dict[str, object]]:
         pytest.param(
             lambda m: json.dumps({**json.loads(m.to_json()), "sig": "A" * 43}), id="made-up-sig"
         ),
+        # A signature of non-ASCII text: hmac.compare_digest raised TypeError, and the message
+        # went round until the redrive policy moved it, without a reason (an outside audit).
+        pytest.param(
+            lambda m: json.dumps({**json.loads(m.to_json()), "sig": "é" * 43}), id="non-ascii-sig"
+        ),
     ],
 )
 def test_given_a_forged_message_naming_another_tenants_job_then_it_never_runs_and_is_parked(
@@ -109,3 +114,49 @@ def test_given_rotated_keys_then_messages_signed_with_the_old_key_still_run() ->
 
     assert rotated.open(old.seal(message)) == message
     assert MessageAuth.from_text("new-key").open(rotated.seal(message)) == message
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        '{"tenant": "t", "job_id": "j", "scheduled_ms": 1e999, "attempt": 1, "due_ms": 1}',
+        '{"tenant": "t", "job_id": "j", "scheduled_ms": Infinity, "attempt": 1, "due_ms": 1}',
+        '{"tenant": "t", "job_id": "j", "scheduled_ms": 1, "attempt": 1, "due_ms": 1}',  # fields
+        "[" * 100_000 + "]" * 100_000,
+    ],
+)
+def test_given_a_hostile_body_then_the_dlq_tools_and_the_worker_go_on_past_it(
+    engine: Engine, body: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # Found by an outside audit: a number too large for an int, or nesting too deep, raised
+    # what the worker and the DLQ reader did not catch: every `duetime dlq list` and
+    # `redrive` failed, and the dead runs beside it were not redriven.
+    queue = engine.aws.settings.queue(Runtime.LAMBDA, Priority.NORMAL)
+    engine.aws.sqs.send_message(QueueUrl=queue.dlq_url, MessageBody=body)
+    engine.aws.sqs.send_message(QueueUrl=queue.url, MessageBody=body)
+
+    engine.drain()  # the worker parks the one on the run queue
+    capsys.readouterr()
+    assert main(["dlq", "list"]) == 0
+    listed = capsys.readouterr().out
+    assert listed.count("unreadable body") == 2
+    assert main(["dlq", "redrive"]) == 0
+    assert "2 skipped" in capsys.readouterr().out
+
+
+def test_given_an_unsigned_body_with_terminal_escapes_then_the_dlq_tools_spell_them_out(
+    engine: Engine, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # Found by an outside audit: the ids an unsigned body claims were printed raw.
+    hostile = "\x1b]0;owned\x07\x1b[2J\x1b[31mFAKE"
+    body = RunMessage("t", hostile, 1, 1, 1).to_json()
+    queue = engine.aws.settings.queue(Runtime.LAMBDA, Priority.NORMAL)
+    engine.aws.sqs.send_message(QueueUrl=queue.dlq_url, MessageBody=body)
+
+    capsys.readouterr()
+    assert main(["dlq", "list"]) == 0
+    assert main(["dlq", "redrive"]) == 0
+    shown = capsys.readouterr().out
+    assert "\x1b" not in shown
+    assert "\x07" not in shown
+    assert shown.count("\\u001b]0;owned\\u0007") == 3  # job id and run id listed, one skipped

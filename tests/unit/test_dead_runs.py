@@ -4,7 +4,11 @@ tests/integration/test_cli_dlq.py)."""
 
 from __future__ import annotations
 
+from dataclasses import replace
 from datetime import UTC, datetime
+from typing import Any
+
+import pytest
 
 from duetime.adapters.memory.jobs import MemoryJobStore
 from duetime.adapters.memory.queues import MemoryDeadLetters, MemoryQueue
@@ -13,8 +17,10 @@ from duetime.adapters.memory.timers import MemoryTimerStore
 from duetime.domain.ids import run_id
 from duetime.domain.jobs import Priority, Runtime, parse_job_spec
 from duetime.domain.messages import RunMessage
+from duetime.domain.overlap import Gate
 from duetime.domain.runs import Lease, RunClaim, RunOutcome, RunStatus
 from duetime.domain.timeutil import to_ms
+from duetime.ports import QueueError
 from duetime.services.dead_letters import QUEUE_KEYS, DeadRuns
 from duetime.services.jobs import JobService
 from duetime.settings import QueueUrls, Settings, queue_key
@@ -44,24 +50,28 @@ class Parts:
     def clock(self) -> int:
         return self.now
 
-    def failed_run(self, *, signed: bool = True) -> RunMessage:
+    def failed_run(self, *, signed: bool = True, **spec: Any) -> RunMessage:
         """A job whose run failed its last attempt (1 of 1): its message is in the DLQ."""
-        job = self.service.create(
-            "acme",
-            parse_job_spec(
-                {"schedule": {"delay_seconds": 600}, "target": {"type": "handler", "name": "x.y"}}
-            ),
-        )
+        body = {"schedule": {"delay_seconds": 600}, "target": {"type": "handler", "name": "x.y"}}
+        job = self.service.create("acme", parse_job_spec(body | spec))
         assert job.next_due_ms is not None
         message = RunMessage("acme", job.id, job.next_due_ms, 1, job.next_due_ms)
-        lease = Lease("m-1", 1, job.next_due_ms + 60_000)
-        self.runs.claim(RunClaim("acme", job.id, job.next_due_ms, 1, lease, job.next_due_ms, 0, 0))
-        run = self.runs.get(job.id, job.next_due_ms)
-        assert run is not None
-        self.runs.finish(run, RunOutcome(RunStatus.FAILED, job.next_due_ms + 10, "boom"))
-        body = self.queue.auth.seal(message) if signed else message.to_json()
-        self.letters.add(DLQ, body, "attempt 1 of 1: boom")
+        self.ended(message, RunStatus.FAILED)
+        body_text = self.queue.auth.seal(message) if signed else message.to_json()
+        self.letters.add(DLQ, body_text, "attempt 1 of 1: boom")
         return message
+
+    def ended(self, message: RunMessage, status: RunStatus | None) -> None:
+        """Its run claimed, and ended so (None: left running)."""
+        lease = Lease("m-1", 1, message.scheduled_ms + 60_000)
+        claim = RunClaim(
+            "acme", message.job_id, message.scheduled_ms, 1, lease, message.due_ms, 0, 0
+        )
+        self.runs.claim(claim)
+        run = self.runs.get(message.job_id, message.scheduled_ms)
+        assert run is not None
+        if status is not None:
+            self.runs.finish(run, RunOutcome(status, message.scheduled_ms + 10, "boom"))
 
 
 def test_given_a_failed_run_when_redriven_then_it_is_sent_as_the_next_attempt_and_leaves() -> None:
@@ -71,7 +81,7 @@ def test_given_a_failed_run_when_redriven_then_it_is_sent_as_the_next_attempt_an
 
     report = parts.dead_runs.redrive(QUEUE_KEYS, run_ids=None, limit=None, now_ms=parts.now)
 
-    assert [(d.run_id, attempt) for d, attempt in report.redriven] == [
+    assert [(d.run_id, attempt) for d, attempt, _ in report.redriven] == [
         (run_id(message.job_id, message.scheduled_ms), 2)
     ]
     assert report.skipped == []
@@ -111,7 +121,7 @@ def test_given_dead_runs_when_redriven_by_run_id_then_only_that_one_moves() -> N
         now_ms=parts.now,
     )
 
-    assert [d.message for d, _ in report.redriven] == [second]
+    assert [d.message for d, *_ in report.redriven] == [second]
     (left,) = parts.letters.receive(DLQ, 10, 0)
     assert parts.queue.auth.open(left.body) == first
 
@@ -135,3 +145,84 @@ def test_given_dead_runs_when_read_then_they_come_oldest_first_and_stay_in_the_d
     assert [d.signed for d in dead] == [True, True, False]
     assert parts.letters.approximate_count(DLQ) == 2  # read, then released at once
     assert [d.message for d in parts.dead_runs.read([DLQ], 1)[0]] == [older]
+
+
+def test_given_a_job_moved_to_another_queue_then_its_redriven_run_goes_to_the_new_one() -> None:
+    # Found by an outside audit: sent back to the lambda queue it died on, a run of a job moved
+    # to fargate (for a timeout Lambda cannot hold) could never run there.
+    parts = Parts()
+    message = parts.failed_run()
+    job = parts.jobs.get("acme", message.job_id)
+    assert job is not None
+    moved = replace(job.spec, runtime=Runtime.FARGATE, priority=Priority.HIGH)
+    parts.jobs.replace(replace(job, spec=moved, version=job.version + 1), expected=job)
+
+    report = parts.dead_runs.redrive(QUEUE_KEYS, run_ids=None, limit=None, now_ms=parts.now)
+
+    assert [queue for *_, queue in report.redriven] == ["fargate/high"]
+    assert parts.queue.receive(Runtime.LAMBDA, Priority.NORMAL, 10, 0) == []
+    (delivery,) = parts.queue.receive(Runtime.FARGATE, Priority.HIGH, 10, 0)
+    assert parts.queue.auth.open(delivery.body).attempt == 2
+
+
+def test_given_another_occurrence_holding_the_gate_then_a_gated_run_is_not_redriven_yet() -> None:
+    # Found by an outside audit: the worker dropped the redriven attempt as a late copy of its
+    # finished occurrence (another held the gate): it left the DLQ unrun, `retrying` for good.
+    parts = Parts()
+    message = parts.failed_run(schedule={"rate_seconds": 60}, overlap="skip")
+    holder = replace(message, scheduled_ms=message.scheduled_ms + 60_000)
+    parts.now = holder.scheduled_ms + 1_000
+    parts.ended(holder, None)  # running
+    assert parts.jobs.put_gate("acme", message.job_id, Gate(holder.scheduled_ms, parts.now), 0)
+
+    report = parts.dead_runs.redrive(QUEUE_KEYS, run_ids=None, limit=None, now_ms=parts.now)
+
+    assert report.redriven == []
+    (why,) = [why for _, why in report.skipped]
+    assert why.startswith("another run of the job is active (overlap skip)")
+    assert parts.letters.approximate_count(DLQ) == 1
+    parts.ended(holder, RunStatus.SUCCEEDED)  # (the gate's holder has ended)
+    parts.now += 1
+    again = parts.dead_runs.redrive(QUEUE_KEYS, run_ids=None, limit=None, now_ms=parts.now)
+    assert [attempt for _, attempt, _ in again.redriven] == [2]
+
+
+def test_given_a_redrive_that_stops_on_a_failed_send_then_its_whole_batch_is_visible_again() -> (
+    None
+):
+    parts = Parts()
+    for _ in range(3):
+        parts.failed_run()
+
+    def refused(messages: object) -> None:
+        raise QueueError("SQS did not take the batch")
+
+    parts.queue.send = refused  # type: ignore[method-assign]
+    with pytest.raises(QueueError):
+        parts.dead_runs.redrive(QUEUE_KEYS, run_ids=None, limit=None, now_ms=parts.now)
+
+    assert len(parts.letters.receive(DLQ, 10, 0)) == 3  # none left hidden for a minute
+
+
+def test_given_a_limit_then_the_wanted_runs_it_leaves_are_reported_as_left() -> None:
+    parts = Parts()
+    first, second = parts.failed_run(), parts.failed_run()
+    wanted = {run_id(m.job_id, m.scheduled_ms) for m in (first, second)}
+
+    report = parts.dead_runs.redrive(QUEUE_KEYS, run_ids=wanted, limit=1, now_ms=parts.now)
+
+    assert len(report.redriven) == 1
+    assert [d.run_id for d in report.deferred] == sorted(wanted - {report.redriven[0][0].run_id})
+
+
+def test_given_a_limit_then_the_oldest_dead_runs_of_every_queue_are_listed() -> None:
+    parts = Parts()
+    older = parts.failed_run()  # lambda/normal
+    parts.now += 60_000
+    newer = replace(older, runtime=Runtime.LAMBDA, priority=Priority.HIGH)
+    parts.letters.add(queue_key(Runtime.LAMBDA, Priority.HIGH), parts.queue.auth.seal(newer))
+
+    dead, total = parts.dead_runs.read(QUEUE_KEYS, 1)  # lambda/high is read first
+
+    assert total == 2
+    assert [d.message for d in dead] == [older]

@@ -19,6 +19,7 @@ from duetime.cli.format import write_out
 from duetime.cli.types import positive_int
 from duetime.clock import wall_ms
 from duetime.domain.jobs import Priority, Runtime
+from duetime.domain.text import clean
 from duetime.domain.timeutil import rfc3339_ms
 from duetime.ports import QueueError, StoreError
 from duetime.services.dead_letters import QUEUE_KEYS, DeadRun
@@ -130,13 +131,17 @@ def run_redrive(args: argparse.Namespace) -> int:
         )
     except (BotoCoreError, ClientError, StoreError, QueueError) as exc:
         return _failed(f"redrive stopped: {exc} (messages not yet sent back are still in the DLQ)")
-    for dead, attempt in report.redriven:
-        write_out(f"redriven  {dead.run_id}  attempt {attempt}  to {dead.queue}")
+    for dead, attempt, queue in report.redriven:
+        write_out(f"redriven  {clean(dead.run_id or '')}  attempt {attempt}  to {queue}")
     for dead, why in report.skipped:
-        write_out(f"skipped   {dead.run_id or dead.letter.message_id}  {why}  (left in the DLQ)")
+        shown = clean(dead.run_id or dead.letter.message_id)  # an unsigned body's are anyone's
+        write_out(f"skipped   {shown}  {clean(why)}  (left in the DLQ)")
+    for dead in report.deferred:
+        write_out(f"left      {clean(dead.run_id or '')}  (--limit: for a later redrive)")
     write_out(f"{len(report.redriven)} redriven, {len(report.skipped)} skipped")
     if args.run_ids:
-        found = {d.run_id for d, _ in report.redriven} | {d.run_id for d, _ in report.skipped}
+        found = {d.run_id for d, *_ in report.redriven} | {d.run_id for d, _ in report.skipped}
+        found |= {d.run_id for d in report.deferred}
         missing = sorted(set(args.run_ids) - found)
         if missing:
             return _failed(f"not in the DLQs: {', '.join(missing)}")
@@ -151,8 +156,8 @@ def _table(dead: Sequence[DeadRun]) -> str:
     rows = [
         (
             d.queue,
-            d.message.job_id if d.message else "-",
-            d.run_id or "-",
+            clean(d.message.job_id) if d.message else "-",  # an unsigned body's are anyone's
+            clean(d.run_id or "-"),
             str(d.message.attempt) if d.message else "-",
             rfc3339_ms(d.letter.sent_ms) if d.letter.sent_ms else "-",
             _reason(d),

@@ -15,6 +15,7 @@ import json
 import os
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from duetime.domain.jobs import Job, Priority, Runtime
 
@@ -69,8 +70,18 @@ class RunMessage:
 
     @classmethod
     def from_json(cls, body: str) -> RunMessage:
-        """Raises ValueError (or a subclass) on a malformed body."""
-        data = json.loads(body)
+        """Raises ValueError (or a subclass) on a malformed body: any (a missing field, a
+        number too large for an int, nesting too deep: what anyone who may send to a queue can
+        put there must not stop a worker or a DLQ listing; found by an outside audit)."""
+        try:
+            return cls._parsed(json.loads(body))
+        except ValueError:
+            raise
+        except (KeyError, TypeError, AttributeError, ArithmeticError, RecursionError) as exc:
+            raise ValueError(f"not a run message: {type(exc).__name__}: {exc}") from None
+
+    @classmethod
+    def _parsed(cls, data: Any) -> RunMessage:
         return cls(
             tenant=str(data["tenant"]),
             job_id=str(data["job_id"]),
@@ -133,12 +144,15 @@ class MessageAuth:
     def open(self, body: str) -> RunMessage:
         """The message of a sealed body. ValueError (or a subclass) on a malformed body,
         UnauthenticatedMessage on a missing or wrong signature."""
-        data = json.loads(body)
+        try:
+            data = json.loads(body)
+        except RecursionError:
+            raise ValueError("not a run message: nested too deep") from None
         if not isinstance(data, dict):
             raise ValueError("not a JSON object")
         signature = data.pop(self.FIELD, None)
         message = RunMessage.from_json(json.dumps(data))
-        if not isinstance(signature, str):
+        if not isinstance(signature, str) or not signature.isascii():
             raise UnauthenticatedMessage("the run message is not signed", message)
         canonical = message.to_json()
         if not any(hmac.compare_digest(signature, self._mac(k, canonical)) for k in self._keys):

@@ -22,14 +22,15 @@ neither.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 
 from duetime.domain.ids import run_id
-from duetime.domain.jobs import JobStatus, Priority, Runtime
+from duetime.domain.jobs import Job, JobStatus, Priority, Runtime
 from duetime.domain.messages import MessageAuth, RunMessage, UnauthenticatedMessage
+from duetime.domain.overlap import Overlap, holder_active
 from duetime.domain.runs import CLOCK_SKEW_ALLOWANCE_MS, RunOutcome, RunStatus
 from duetime.ports import DeadLetter, DeadLetters, JobQueue, JobStore, RunStore
-from duetime.services.execute import ABANDONED_ERROR
+from duetime.services.execute import ABANDONED_ERROR, LEASE_MARGIN_MS
 from duetime.settings import queue_key
 
 QUEUE_KEYS = [queue_key(r, p) for r in Runtime for p in Priority]
@@ -58,8 +59,9 @@ class DeadRun:
 
 @dataclass
 class RedriveReport:
-    redriven: list[tuple[DeadRun, int]]  # and the new attempt number
+    redriven: list[tuple[DeadRun, int, str]]  # with the new attempt and the queue it went to
     skipped: list[tuple[DeadRun, str]]
+    deferred: list[DeadRun] = field(default_factory=list)  # wanted, left by the limit
 
 
 class DeadRuns:
@@ -80,7 +82,9 @@ class DeadRuns:
         self._auth = auth
 
     def read(self, queues: Sequence[str], limit: int) -> tuple[list[DeadRun], int]:
-        """Up to `limit` dead runs of the queues, oldest first, and about how many there are."""
+        """Up to `limit` dead runs of the queues, oldest first, and about how many there are:
+        up to `limit` read from each queue, the oldest of them kept (SQS's own order within a
+        queue is best effort; until 2026-11-30 the first queues filled the limit)."""
         dead: list[DeadRun] = []
         total = 0
         for key in queues:
@@ -88,8 +92,8 @@ class DeadRuns:
             total += count
             held: list[DeadLetter] = []
             try:
-                while len(held) < count and len(dead) < limit:
-                    batch = self._letters.receive(key, limit - len(dead), HOLD_SECONDS)
+                while len(held) < min(count, limit):
+                    batch = self._letters.receive(key, min(10, limit - len(held)), HOLD_SECONDS)
                     if not batch:
                         break
                     held += batch
@@ -97,7 +101,7 @@ class DeadRuns:
             finally:
                 self._letters.release(held)
         dead.sort(key=lambda d: d.letter.sent_ms)
-        return dead, total
+        return dead[:limit], total
 
     def redrive(
         self,
@@ -109,6 +113,7 @@ class DeadRuns:
     ) -> RedriveReport:
         """Send the selected dead runs back; see the module docstring for the rules."""
         report = RedriveReport([], [])
+        left: list[DeadLetter] = []  # read from the batch in hand, not yet dealt with
         for key in queues:
             # What is there now: reading stops there (no trailing long poll on an emptied queue).
             budget = self._letters.approximate_count(key)
@@ -119,22 +124,25 @@ class DeadRuns:
                     if not batch:
                         break
                     budget -= len(batch)
-                    for letter in batch:
+                    left = list(batch)
+                    while left:
+                        letter = left[0]
                         dead = self._dead_run(letter)
                         unwanted = run_ids is not None and dead.run_id not in run_ids
                         if unwanted or (limit is not None and len(report.redriven) >= limit):
                             held.append(letter)
+                            if not unwanted:
+                                report.deferred.append(dead)
                         else:
-                            try:
-                                why = self._redrive_one(dead, now_ms, report)
-                            except BaseException:
-                                held.append(letter)  # not sent back: visible in the DLQ again
-                                raise
+                            why = self._redrive_one(dead, now_ms, report)
                             if why is not None:
                                 report.skipped.append((dead, why))
                                 held.append(letter)
+                        left.pop(0)
             finally:
-                self._letters.release(held)
+                # Not sent back, the one that failed included: visible in the DLQ again at
+                # once (the rest of its batch too: it was hidden for HOLD_SECONDS).
+                self._letters.release(held + left)
         return report
 
     def _redrive_one(self, dead: DeadRun, now_ms: int, report: RedriveReport) -> str | None:
@@ -153,6 +161,9 @@ class DeadRuns:
         run = self._runs.get(message.job_id, message.scheduled_ms)
         if run is not None and run.status == RunStatus.SUCCEEDED:
             return "the run already succeeded"
+        held = self._held_by_another(job, message.scheduled_ms, now_ms)
+        if held is not None:
+            return held
         if run is not None and run.status == RunStatus.RUNNING:
             # Moved by the redrive policy while its attempt is recorded as running: a worker
             # died on it (or, with a live lease, is running it now: leave it).
@@ -173,12 +184,42 @@ class DeadRuns:
                 return "the run changed meanwhile; try again"
             run = reopened
         attempt = max(message.attempt, run.attempt if run is not None else 0) + 1
-        # Sent back for the job as it is now: a redrive is asked for after any pause.
-        again = replace(message, attempt=attempt, due_ms=now_ms, generation=job.generation)
+        # Sent back for the job as it is now: a redrive is asked for after any pause, and goes
+        # by the job's queue (a job moved to fargate for a longer timeout could never run on
+        # the lambda queue it died on: found by an outside audit) and staging.
+        again = replace(
+            message,
+            attempt=attempt,
+            due_ms=now_ms,
+            generation=job.generation,
+            runtime=job.spec.runtime,
+            priority=job.spec.priority,
+            stage_ms=job.spec.stage_seconds * 1000,
+        )
         self._queue.send([(again, 0)])
         self._letters.delete(dead.letter)  # only now: the copy is in the source queue
-        report.redriven.append((dead, attempt))
+        report.redriven.append((dead, attempt, queue_key(again.runtime, again.priority)))
         return None
+
+    def _held_by_another(self, job: Job, scheduled_ms: int, now_ms: int) -> str | None:
+        """Why a run of a job with an overlap policy cannot go back now: another occurrence
+        holds the gate and is active, so the worker would drop the redriven attempt as a late
+        copy of its finished run (found by an outside audit: it left the DLQ unrun, its record
+        `retrying` for good). Redriven once that occurrence has ended, it runs."""
+        if not job.spec.recurring or job.spec.overlap == Overlap.ALLOW:
+            return None
+        gate = self._jobs.gate(job.tenant, job.id)
+        if gate.holder_ms is None or gate.holder_ms == scheduled_ms:
+            return None
+        holder = self._runs.get(job.id, gate.holder_ms)
+        grace = LEASE_MARGIN_MS + CLOCK_SKEW_ALLOWANCE_MS + job.spec.timeout_seconds * 1000
+        backoff = int(job.spec.retry.max_backoff_seconds * 1000)
+        if not holder_active(holder, gate, now_ms, grace_ms=grace, max_backoff_ms=backoff):
+            return None
+        return (
+            f"another run of the job is active (overlap {job.spec.overlap.value}): "
+            "redrive it once that one has ended"
+        )
 
     def _dead_run(self, letter: DeadLetter) -> DeadRun:
         try:
