@@ -12,6 +12,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 
 import pytest
+from botocore.exceptions import ClientError
 
 from duetime.adapters.kms import UnconfiguredCipher
 from duetime.adapters.memory.secrets import MemoryCipher, MemorySecretStore
@@ -274,6 +275,40 @@ def test_without_a_key_secrets_are_unavailable_and_say_why() -> None:
 
     with pytest.raises(SecretsUnavailable, match="DUETIME_SECRETS_KEY_ARN"):
         service.signing_secrets("acme")
+
+
+class DeniedCipher:
+    """KMS answering AccessDenied, its message as AWS words it: the operator's account, role
+    and key."""
+
+    DENIED = (
+        "User: arn:aws:sts::123456789012:assumed-role/duetime-Worker-1A2B/duetime-worker is "
+        "not authorized to perform: kms:GenerateDataKey on resource: "
+        "arn:aws:kms:eu-west-1:123456789012:key/0a1b2c3d"
+    )
+
+    def _denied(self, operation: str) -> ClientError:
+        error = {"Error": {"Code": "AccessDeniedException", "Message": self.DENIED}}
+        return ClientError(error, operation)  # type: ignore[arg-type]
+
+    def generate(self, tenant: str) -> tuple[bytes, bytes]:
+        raise self._denied("GenerateDataKey")
+
+    def decrypt(self, tenant: str, ciphertext: bytes) -> bytes:
+        raise self._denied("Decrypt")
+
+
+def test_when_aws_refuses_a_secret_call_then_the_tenant_reads_its_code_not_its_message() -> None:
+    # Found by an outside audit: AWS's message, which names the operator's account, role and
+    # key, went into the run's error (the tenant's to read).
+    service = WebhookSecrets(MemorySecretStore(), DeniedCipher())
+
+    with pytest.raises(SecretsUnavailable) as caught:
+        service.signing_secrets("acme")
+
+    assert "AccessDeniedException" in str(caught.value)
+    assert "123456789012" not in str(caught.value)
+    assert "arn:aws" not in str(caught.value)
 
 
 # --- a real delivery ------------------------------------------------------------------------

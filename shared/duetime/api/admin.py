@@ -36,10 +36,12 @@ def claim_words(event: Mapping[str, Any], claim: str) -> list[str]:
         return [str(item) for item in value]
     if not isinstance(value, str):
         return []
-    text = value.strip()
+    text = value.strip(" ")
     if text.startswith("[") and text.endswith("]"):
         text = text[1:-1]
-    return text.split()
+    # Words are separated by spaces (RFC 6749's scope syntax), not by any Unicode whitespace:
+    # "duetime/operator\u00a0x" is one word, not the operator's (found by an outside audit).
+    return [word for word in text.split(" ") if word]
 
 
 def require_scope(event: Mapping[str, Any], claim: str, scope: str) -> None:

@@ -19,6 +19,7 @@ from botocore.exceptions import ClientError
 from duetime.clock import wall_ms
 from duetime.domain.errors import DomainError
 from duetime.domain.signing import SecretRecord, TenantSecrets, rotated, secret_from_key
+from duetime.observability import logger
 from duetime.ports import (
     ConditionFailed,
     SecretCipher,
@@ -157,6 +158,13 @@ class WebhookSecrets:
 
 
 def _aws_error(exc: ClientError) -> str:
-    # The code and AWS's message only: neither ever holds key material.
+    """AWS's error code only: the tenant reads it in the run's error, and AWS's message can
+    name the operator's account, roles and keys (found by an outside audit). The operator's
+    log has the message (which never holds key material)."""
     error = exc.response.get("Error", {})
-    return f"{error.get('Code', 'error')}: {error.get('Message', '')}".rstrip(": ")
+    code = str(error.get("Code", "error"))
+    logger.warning(
+        "a webhook secret call to AWS failed",
+        extra={"code": code, "aws_message": error.get("Message", "")},
+    )
+    return code
