@@ -1016,6 +1016,26 @@ def test_given_a_parked_timer_when_replaced_then_unparked_then_it_is_gone(
     assert timer_store.stuck(0) == []
 
 
+def test_given_a_parked_timer_replaced_or_unparked_meanwhile_then_a_replacement_is_refused(
+    timer_store: TimerStore,
+) -> None:
+    # Found by an outside audit: two retries at once each wrote their own entry (a duplicate),
+    # and a failed retry finishing after a successful one parked a timer handed over already.
+    (a,) = job_ids_in_shard(0, 1)
+    first = stuck_timer(a, 0, 1, T0 + 60_000)
+    timer_store.park(first)
+    timer_store.park(stuck_timer(a, 0, 2, T0 + 180_000), replacing=first)
+    with pytest.raises(ConditionFailed):  # the other retry's, reading `first` too
+        timer_store.park(stuck_timer(a, 0, 2, T0 + 190_000), replacing=first)
+    assert [s.next_attempt_ms for s in timer_store.stuck(0)] == [T0 + 180_000]
+
+    (entry,) = timer_store.stuck(0)
+    timer_store.unpark(entry)  # handed over by one retry
+    with pytest.raises(ConditionFailed):  # the failure of another, recorded after it
+        timer_store.park(stuck_timer(a, 0, 3, None), replacing=entry)
+    assert timer_store.stuck(0) == []
+
+
 # --- TimerStore: sweep state ----------------------------------------------------------------------
 
 

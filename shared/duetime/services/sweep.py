@@ -40,7 +40,7 @@ from dataclasses import dataclass, field, fields
 from duetime.domain.timers import StuckTimer, Timer, minute_of
 from duetime.domain.timeutil import MINUTE_MS
 from duetime.observability import Metric, count, logger, milliseconds
-from duetime.ports import JobQueue, JobStore, QueueUnavailable, TimerStore
+from duetime.ports import ConditionFailed, JobQueue, JobStore, QueueUnavailable, TimerStore
 from duetime.services.handover import HandOver
 from duetime.settings import Settings
 
@@ -403,7 +403,13 @@ class Sweeper:
                 self._timers.unpark(entry)
                 report.unparked += 1
             else:
-                self._record_failure(entry, reason, report, previous=True)
+                try:
+                    self._record_failure(entry, reason, report, previous=True)
+                except ConditionFailed:  # another retry dealt with it meanwhile: theirs stands
+                    logger.info(
+                        "a stuck timer changed during its retry",
+                        extra={"job_id": entry.timer.job_id},
+                    )
             results.append((entry, reason))
         if handed.unavailable is not None:  # those dealt with are recorded; the rest wait
             raise handed.unavailable

@@ -14,6 +14,7 @@ from duetime.adapters.dynamodb.common import (
     BATCH_WRITE,
     batch_get,
     batch_write,
+    is_cancelled_by_condition,
     is_condition_failure,
 )
 from duetime.adapters.dynamodb.timer_items import (
@@ -37,7 +38,7 @@ from duetime.domain.timers import (
     shard_of,
     timer_partition,
 )
-from duetime.ports import StoreError
+from duetime.ports import ConditionFailed, StoreError
 
 if TYPE_CHECKING:
     from mypy_boto3_dynamodb import DynamoDBClient
@@ -264,13 +265,30 @@ class DynamoTimerStore:
 
     def park(self, stuck: StuckTimer, *, replacing: StuckTimer | None = None) -> None:
         item = to_item(stuck_to_values(stuck))
-        self._client.put_item(TableName=self._table, Item=item)
-        # Then the old record: a crash in between leaves both, and the timer is retried twice
-        # (the run id absorbs the duplicate), never neither.
-        if replacing is not None:
-            old = to_item(stuck_key(replacing))
-            if old != {k: item[k] for k in old}:
-                self._client.delete_item(TableName=self._table, Key=old)
+        if replacing is None:
+            self._client.put_item(TableName=self._table, Item=item)
+            return
+        # In place of the record as read, if it is still there: another retry may have handed
+        # the timer over or recorded its failure meanwhile (found by an outside audit: two
+        # retries at once left two records, and a failure recorded after a success parked a
+        # timer handed over already). One transaction: never both records, never neither.
+        old = to_item(stuck_key(replacing))
+        exists = "attribute_exists(pk)"
+        try:
+            if old == {k: item[k] for k in old}:
+                self._client.put_item(TableName=self._table, Item=item, ConditionExpression=exists)
+            else:
+                delete = {"TableName": self._table, "Key": old, "ConditionExpression": exists}
+                self._client.transact_write_items(
+                    TransactItems=[
+                        {"Delete": delete},  # type: ignore[typeddict-item]
+                        {"Put": {"TableName": self._table, "Item": item}},
+                    ]
+                )
+        except ClientError as exc:
+            if is_condition_failure(exc) or is_cancelled_by_condition(exc):
+                raise ConditionFailed(f"stuck timer {stuck.timer.job_id} changed or left") from exc
+            raise StoreError(str(exc)) from exc
 
     def parked_due(self, shard: int, now_ms: int, limit: int) -> list[StuckTimer]:
         response = self._client.query(

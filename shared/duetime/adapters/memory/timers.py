@@ -8,6 +8,7 @@ from collections.abc import Sequence
 from dataclasses import replace
 
 from duetime.domain.timers import PartitionState, StuckTimer, SweepState, Timer, shard_of
+from duetime.ports import ConditionFailed
 
 
 class MemoryTimerStore:
@@ -122,7 +123,10 @@ class MemoryTimerStore:
 
     def park(self, stuck: StuckTimer, *, replacing: StuckTimer | None = None) -> None:
         with self._lock:
-            self._stuck[(stuck.shard, stuck.timer.sort_key)] = stuck
+            key = (stuck.shard, stuck.timer.sort_key)
+            if replacing is not None and self._stuck.get(key) != replacing:
+                raise ConditionFailed(f"stuck timer {stuck.timer.job_id} changed or left")
+            self._stuck[key] = stuck
 
     def parked_due(self, shard: int, now_ms: int, limit: int) -> list[StuckTimer]:
         with self._lock:
