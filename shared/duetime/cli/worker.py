@@ -3,8 +3,11 @@
 from __future__ import annotations
 
 import argparse
+import os
 import signal
+import sys
 from types import FrameType
+from typing import NoReturn
 
 from duetime.cli.types import poll_wait_seconds, positive_int
 from duetime.domain.jobs import Priority, Runtime
@@ -52,10 +55,26 @@ def _run_worker(args: argparse.Namespace) -> int:
         lanes={p: len(parts.settings.queue(runtime, p).lanes) for p in Priority},
     )
 
+    signalled: list[int] = []
+
     def on_signal(signum: int, frame: FrameType | None) -> None:
+        if signalled:  # a second signal: leave now (the runs in flight are abandoned)
+            _leave(128 + signum)
+        signalled.append(signum)
         worker.stop()
 
     signal.signal(signal.SIGTERM, on_signal)
     signal.signal(signal.SIGINT, on_signal)
     worker.run()
-    return 0
+    # Past the stop timeout, the runs still in flight are abandoned (their messages are
+    # released; each is retried as an abandoned attempt once its lease is over): the process
+    # exits now, not when their targets return (the interpreter's exit joins the pool's
+    # threads, up to a job's timeout; found by an outside audit). Logs and metrics are out.
+    _leave(0)
+
+
+def _leave(status: int) -> NoReturn:
+    """Exit at once, the output flushed (threads still running are not waited for)."""
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(status)
