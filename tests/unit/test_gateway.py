@@ -145,6 +145,17 @@ def test_given_a_valid_token_when_a_request_arrives_then_the_handler_gets_a_v2_e
     assert answer.headers["apigw-requestid"] == context["requestId"]
 
 
+def test_given_a_null_claim_then_the_event_leaves_it_out(gateway: Gateway, api: StubApi) -> None:
+    # (An outside audit: a tenant claim of JSON null reached the API as the tenant "None".)
+    now = int(time.time())
+    body = {"iss": ISSUER, "aud": AUDIENCE, "sub": "u", "tenant": None, "iat": now, "exp": now + 60}
+    answer = call(gateway, "GET", "/jobs", token=jwt.encode(body, KEY, algorithm="HS256"))
+
+    assert answer.status == 200
+    (event,) = api.events
+    assert "tenant" not in event["requestContext"]["authorizer"]["jwt"]["claims"]
+
+
 def test_given_a_binary_body_then_the_event_carries_it_base64_encoded(
     gateway: Gateway, api: StubApi
 ) -> None:

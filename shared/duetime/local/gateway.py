@@ -402,6 +402,8 @@ def _claim_strings(claims: Mapping[str, Any]) -> dict[str, str]:
     """API Gateway hands claims to the function as strings (arrays as "[a b]")."""
     out: dict[str, str] = {}
     for name, value in claims.items():
+        if value is None:  # no value: no claim (not the text "None", a tenant's name)
+            continue
         if isinstance(value, str):
             out[name] = value
         elif isinstance(value, bool):
