@@ -153,8 +153,13 @@ class Engine(Construct):
             name="coordinator",
             description="duetime coordinator: starts one sweep per timer shard, once a minute",
             timeout_seconds=props.coordinator_timeout_seconds,
+            # Without the run-message key (so without its grant): it signs and reads none.
             environment={
-                **self._factory.engine_env,
+                **{
+                    k: v
+                    for k, v in self._factory.engine_env.items()
+                    if k != Env.RUN_SIGNING_SECRET_ARN
+                },
                 Env.SWEEPER_FUNCTION: self.sweeper.function_name,
             },
         )

@@ -11,6 +11,7 @@ from __future__ import annotations
 import functools
 import os
 import random
+import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -27,7 +28,7 @@ from duetime.adapters.kms import KmsCipher, UnconfiguredCipher
 from duetime.adapters.sqs import SqsJobQueue
 from duetime.clock import wall_ms
 from duetime.domain.jobs import Priority, Runtime
-from duetime.domain.messages import MessageAuth
+from duetime.domain.messages import MessageAuth, RunMessage
 from duetime.ports import FiguresSource, SecretCipher, SweepLauncher
 from duetime.services.backfill import Backfill
 from duetime.services.coordinator import Coordinator, InProcessLauncher
@@ -193,17 +194,42 @@ def build(
 def message_auth(
     settings: Settings, session: boto3.Session, *, endpoint_url: str | None = None
 ) -> MessageAuth:
-    """The keys that sign and verify run messages: configured, or read once from Secrets
-    Manager (comma-separated, the signing key first)."""
+    """The keys that sign and verify run messages: configured, or read from Secrets Manager
+    (comma-separated, the signing key first) when a message is first signed or verified, so
+    a function that never does (the coordinator) needs neither the key nor its grant."""
     if settings.run_signing_key:
         return MessageAuth.from_text(settings.run_signing_key)
-    if settings.run_signing_secret_arn:
+    arn = settings.run_signing_secret_arn
+
+    def read() -> str:
+        if not arn:
+            needed = f"{Env.RUN_SIGNING_SECRET_ARN} or {Env.RUN_SIGNING_KEY}"
+            raise RuntimeError(f"no key for run messages: set {needed}")
         secrets = session.client("secretsmanager", config=_BOTO_CONFIG, endpoint_url=endpoint_url)
-        value = secrets.get_secret_value(SecretId=settings.run_signing_secret_arn)
-        return MessageAuth.from_text(value["SecretString"])
-    raise RuntimeError(
-        f"no key for run messages: set {Env.RUN_SIGNING_SECRET_ARN} or {Env.RUN_SIGNING_KEY}"
-    )
+        return str(secrets.get_secret_value(SecretId=arn)["SecretString"])
+
+    return _KeysOnFirstUse(read)
+
+
+class _KeysOnFirstUse(MessageAuth):
+    """MessageAuth whose keys are read when a message is first sealed or opened."""
+
+    def __init__(self, read: Callable[[], str]) -> None:  # (no keys yet: not MessageAuth's)
+        self._read = read
+        self._lock = threading.Lock()
+        self._loaded: MessageAuth | None = None
+
+    def _auth(self) -> MessageAuth:
+        with self._lock:
+            if self._loaded is None:
+                self._loaded = MessageAuth.from_text(self._read())
+            return self._loaded
+
+    def seal(self, message: RunMessage) -> str:
+        return self._auth().seal(message)
+
+    def open(self, body: str) -> RunMessage:
+        return self._auth().open(body)
 
 
 def api(
