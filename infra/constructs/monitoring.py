@@ -398,6 +398,16 @@ class Monitoring(Construct):
                 AT_LEAST,
             ),
             self._alarm(
+                "ApiServerErrors",
+                "the HTTP API answered 10 or more 5xx a minute in 3 of the last 5 minutes "
+                "(the API function's log has each error; a 4xx is the client's, not counted)",
+                self._api.http_api.metric_server_error(period=MINUTE),
+                10,
+                AT_LEAST,
+                periods=5,
+                datapoints=3,
+            ),
+            self._alarm(
                 "LatenessP99",
                 f"p99 start lateness over {self._props.lateness_p99_threshold_ms} ms",
                 self.app_metric(Metric.START_LATENESS, "p99", FIVE_MINUTES),

@@ -171,3 +171,16 @@ def test_dashboard_shows_runs_lateness_queues_and_sweeps(synth: Synth) -> None:
     for name in ("coordinator", "sweeper", "reconciler"):
         function, _ = synth.function(name)
         assert json.dumps({"Ref": function}) in body, name
+
+
+def test_the_api_s_server_errors_have_an_alarm(synth: Synth) -> None:
+    # (An outside audit found none: a failing API showed only on the dashboard.)
+    (api_id,) = synth.of_type("AWS::ApiGatewayV2::Api")
+    (alarm,) = [a for a in _alarms(synth) if a.get("MetricName") == "5xx"]
+    assert alarm["Namespace"] == "AWS/ApiGateway"
+    assert alarm["Dimensions"] == [{"Name": "ApiId", "Value": {"Ref": api_id}}]
+    assert (alarm["Threshold"], alarm["EvaluationPeriods"], alarm["DatapointsToAlarm"]) == (
+        10,
+        5,
+        3,
+    )
