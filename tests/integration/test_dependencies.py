@@ -7,6 +7,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 import pytest
+from botocore.exceptions import ClientError
 
 from duetime.adapters.memory.jobs import MemoryJobStore
 from duetime.adapters.memory.queues import MemoryQueue
@@ -266,6 +267,26 @@ def test_a_dependent_whose_item_does_not_decode_does_not_hold_back_its_siblings(
     engine.work()
 
     assert sorted(i.job_id for i in engine.ran) == sorted([a, b, d])
+
+
+def test_a_read_of_the_dependents_failed_by_the_store_is_not_made_again_for_each(
+    engine: Engine,
+) -> None:
+    # (Found by review: a throttle was taken for an item that does not decode.)
+    a = engine.create({"rate_seconds": 60})
+    for _ in range(3):
+        engine.after(a)
+    calls: list[int] = []
+
+    def throttled(keys: Any) -> Any:
+        calls.append(len(keys))
+        raise ClientError({"Error": {"Code": "ThrottlingException"}}, "BatchGetItem")
+
+    engine.jobs.get_many = throttled  # type: ignore[method-assign]
+    engine.service.run_now(TENANT, a)
+    engine.work()
+
+    assert calls == [3]  # one read, failed: the message comes back for the whole trigger
 
 
 def test_a_patch_moves_the_dependent_to_its_new_upstream(engine: Engine) -> None:

@@ -4,6 +4,7 @@ tests/integration/test_cli_dlq.py)."""
 
 from __future__ import annotations
 
+import argparse
 from dataclasses import replace
 from datetime import UTC, datetime
 from typing import Any
@@ -14,6 +15,7 @@ from duetime.adapters.memory.jobs import MemoryJobStore
 from duetime.adapters.memory.queues import MemoryDeadLetters, MemoryQueue
 from duetime.adapters.memory.runs import MemoryRunStore
 from duetime.adapters.memory.timers import MemoryTimerStore
+from duetime.cli.dlq import run_redrive
 from duetime.domain.ids import run_id
 from duetime.domain.jobs import Priority, Runtime, parse_job_spec
 from duetime.domain.messages import RunMessage
@@ -226,3 +228,26 @@ def test_given_a_limit_then_the_oldest_dead_runs_of_every_queue_are_listed() -> 
 
     assert total == 2
     assert [d.message for d in dead] == [older]
+
+
+def test_given_a_limit_then_a_named_run_it_stops_before_is_left_not_missing(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # (Found by review: a run in a queue read after the limit was reached was "not in the
+    # DLQs", exit 1.)
+    parts = Parts()
+    first = parts.failed_run()  # lambda/normal
+    second = replace(first, job_id=parts.failed_run().job_id)
+    for letter in parts.letters.receive(DLQ, 10, 0):
+        parts.letters.delete(letter)
+    parts.letters.add(DLQ, parts.queue.auth.seal(first))
+    parts.letters.add(queue_key(Runtime.FARGATE, Priority.LOW), parts.queue.auth.seal(second))
+    wanted = sorted(run_id(m.job_id, m.scheduled_ms) for m in (first, second))
+    monkeypatch.setattr("duetime.wiring.dead_runs", lambda _: parts.dead_runs)
+    monkeypatch.setattr("duetime.cli.dlq.deployment", lambda _: None)
+
+    code = run_redrive(argparse.Namespace(queues=None, run_ids=wanted, limit=1))
+
+    out = capsys.readouterr().out
+    assert code == 0
+    assert f"left      {run_id(second.job_id, second.scheduled_ms)}" in out

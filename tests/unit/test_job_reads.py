@@ -10,6 +10,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import replace
 
 import pytest
+from botocore.exceptions import ClientError
 
 from duetime.adapters.memory.jobs import MemoryJobStore
 from duetime.domain.jobs import Job
@@ -27,6 +28,7 @@ class GatedStore(MemoryJobStore):
         self.entered = threading.Event()
         self.release = threading.Event()
         self.failing_read = 0  # the read (1, 2, ...) that fails; 0: none
+        self.failure: Exception = StoreError("throttled")  # how it fails
         self.unreadable: set[str] = set()  # job ids whose items do not decode
 
     def get_with_dependents(
@@ -37,7 +39,7 @@ class GatedStore(MemoryJobStore):
             self.entered.set()
             assert self.release.wait(10)
         if len(self.reads) == self.failing_read:
-            raise StoreError("throttled")
+            raise self.failure
         if self.unreadable & {job_id for _, job_id in keys}:
             raise ValueError("Expecting value: line 1 column 1 (char 0)")  # a spec not JSON
         return super().get_with_dependents(keys)
@@ -128,6 +130,27 @@ def test_a_job_item_that_does_not_decode_fails_its_own_runs_only() -> None:
         assert others[2].result(10) == (made[3], ())
     # the merged read, then each of its runs alone
     assert sorted(map(len, store.reads[1:])) == [1, 1, 1, 3]
+
+
+def test_a_read_failed_by_the_store_is_not_made_again_by_each_run() -> None:
+    # (Found by review: a throttle, an SDK error rather than a StoreError, was taken for an
+    # item that does not decode, and each run read again: 11 reads for 10 runs.)
+    store = GatedStore()
+    made = jobs(store, 3)
+    reads = JobReads(store)
+    store.failing_read = 2
+    store.failure = ClientError({"Error": {"Code": "ThrottlingException"}}, "BatchGetItem")
+    with ThreadPoolExecutor(3) as pool:
+        first = pool.submit(reads.get, TENANT, made[0].id)
+        assert store.entered.wait(10)
+        others = [pool.submit(reads.get, TENANT, job.id) for job in made[1:]]
+        queued(reads, 2)
+        store.release.set()
+        assert first.result(10) == (made[0], ())
+        for future in others:
+            with pytest.raises((StoreError, ClientError), match="ThrottlingException"):
+                future.result(10)
+    assert len(store.reads) == 2  # the lone first read, then the merged one: not again
 
 
 def test_a_job_changed_between_two_reads_is_read_as_it_is_now() -> None:

@@ -15,6 +15,7 @@ from duetime.adapters.memory.runs import MemoryRunStore
 from duetime.adapters.memory.timers import MemoryTimerStore
 from duetime.domain.errors import IdempotencyConflict, IllegalTransition, NotFound, QuotaExceeded
 from duetime.domain.jobs import JobStatus, Priority, Runtime, parse_job_spec, spec_to_dict
+from duetime.domain.messages import RunMessage
 from duetime.domain.timeutil import to_ms
 from duetime.ports import ConditionFailed
 from duetime.services.idempotency import fingerprint, run_now_binding, run_now_bound
@@ -186,16 +187,20 @@ def test_a_run_now_binding_keeps_its_instant_and_the_moment_asked_across_version
     assert run_now_bound(fingerprint(spec())) is None
 
 
-def _sent(parts: Parts) -> list[tuple[int, int | None]]:
-    """(scheduled instant, generation) of every run message queued, whenever it is due."""
+def _messages(parts: Parts) -> list[RunMessage]:
+    """Every run message queued, whenever it is due."""
     parts.now += 3_600_000
     return [
-        (message.scheduled_ms, message.generation)
+        parts.queue.auth.open(delivery.body)
         for runtime in Runtime
         for priority in Priority
         for delivery in parts.queue.receive(runtime, priority, 10, 0)
-        for message in [parts.queue.auth.open(delivery.body)]
     ]
+
+
+def _sent(parts: Parts) -> list[tuple[int, int | None]]:
+    """(scheduled instant, generation) of every run message queued, whenever it is due."""
+    return [(message.scheduled_ms, message.generation) for message in _messages(parts)]
 
 
 @pytest.mark.parametrize(
@@ -302,3 +307,24 @@ def test_given_a_job_completed_by_its_resume_then_it_expires_like_one_completed_
     assert resumed.status == JobStatus.COMPLETED
     # A hot window from then: its end has passed (a sweep's completion bounds it by end_at).
     assert resumed.job.expires_at == (T0 + 1_200_000) // 1000 + parts.settings.run_ttl_seconds
+
+
+def test_given_an_after_job_whose_write_answer_was_lost_then_its_replay_sends_no_run() -> None:
+    # (Found by review: the revived `after` job was launched at instant 0, with no upstream.)
+    parts = Parts()
+    upstream = parts.service.create("t", spec(schedule={"rate_seconds": 60}))
+    after = spec(schedule={"after": {"job_id": upstream.id}})
+    create = parts.jobs.create
+
+    def landed_then_timeout(job: Any) -> None:
+        create(job)
+        raise TimeoutError("read timeout")
+
+    parts.jobs.create = landed_then_timeout  # type: ignore[method-assign]
+    with pytest.raises(TimeoutError):
+        parts.service.create("t", after, idempotency_key="k")
+    parts.jobs.create = create  # type: ignore[method-assign]
+    replayed = parts.service.create("t", after, idempotency_key="k")
+
+    assert parts.service.get("t", replayed.id).status == JobStatus.SCHEDULED
+    assert {message.job_id for message in _messages(parts)} == {upstream.id}

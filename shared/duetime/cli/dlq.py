@@ -136,15 +136,18 @@ def run_redrive(args: argparse.Namespace) -> int:
     for dead, why in report.skipped:
         shown = clean(dead.run_id or dead.letter.message_id)  # an unsigned body's are anyone's
         write_out(f"skipped   {shown}  {clean(why)}  (left in the DLQ)")
-    for dead in report.deferred:
-        write_out(f"left      {clean(dead.run_id or '')}  (--limit: for a later redrive)")
-    write_out(f"{len(report.redriven)} redriven, {len(report.skipped)} skipped")
+    missing: list[str] = []
     if args.run_ids:
         found = {d.run_id for d, *_ in report.redriven} | {d.run_id for d, _ in report.skipped}
-        found |= {d.run_id for d in report.deferred}
-        missing = sorted(set(args.run_ids) - found)
-        if missing:
-            return _failed(f"not in the DLQs: {', '.join(missing)}")
+        missing = sorted(set(args.run_ids) - found - {d.run_id for d in report.deferred})
+    left = [d.run_id or "" for d in report.deferred]
+    if args.limit is not None and len(report.redriven) >= args.limit:
+        left, missing = left + missing, []  # the limit stopped the reading: not looked for
+    for run in left:
+        write_out(f"left      {clean(run)}  (--limit: for a later redrive)")
+    write_out(f"{len(report.redriven)} redriven, {len(report.skipped)} skipped")
+    if missing:
+        return _failed(f"not in the DLQs: {', '.join(clean(m) for m in missing)}")
     return 0
 
 

@@ -39,7 +39,8 @@ from duetime.domain.jobs import Job, JobStatus
 from duetime.domain.messages import delay_seconds, run_message
 from duetime.domain.runs import Run, RunStatus
 from duetime.domain.schedule import After, Schedule
-from duetime.ports import ConditionFailed, JobQueue, JobStore, StoreError
+from duetime.ports import ConditionFailed, JobQueue, JobStore
+from duetime.services.job_reads import undecodable
 
 # A chain of `after` jobs longer than this is refused (and the cycle check stops there).
 MAX_CHAIN = 32
@@ -147,9 +148,9 @@ class Dependencies:
         held back its siblings for good). A failure of the store itself is raised."""
         try:
             return self._jobs.get_many([(tenant, i) for i in ids]), []
-        except StoreError:
-            raise
-        except Exception:
+        except Exception as exc:
+            if not undecodable(exc):  # the store's failure (throttled): the caller retries
+                raise
             if len(ids) == 1:
                 return {}, list(ids)
         found: dict[str, Job] = {}
@@ -157,8 +158,8 @@ class Dependencies:
         for job_id in ids:
             try:
                 found |= self._jobs.get_many([(tenant, job_id)])
-            except StoreError:
-                raise
-            except Exception:
+            except Exception as exc:
+                if not undecodable(exc):
+                    raise
                 unreadable.append(job_id)
         return found, unreadable

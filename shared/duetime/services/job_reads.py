@@ -36,6 +36,14 @@ class _Read:
     alone: bool = False  # it failed on an item: each of its runs reads its own job alone
 
 
+def undecodable(exc: BaseException) -> bool:
+    """Whether a read failed on an item that does not decode (a corrupted attribute), not on
+    the store: throttling and timeouts (the SDK's errors, StoreError) are the store's, and a
+    read of each key alone would only multiply them (found by review)."""
+    decoding = ValueError | KeyError | TypeError | ArithmeticError
+    return isinstance(exc, decoding) and not isinstance(exc, StoreError)
+
+
 # How long the first run to ask waits for the others (a read takes a few milliseconds).
 LINGER_SECONDS = 0.002
 
@@ -72,7 +80,7 @@ class JobReads:
                     read.found = self._jobs.get_with_dependents(read.keys)
                 except Exception as exc:
                     read.error = f"{type(exc).__name__}: {exc}"
-                    read.alone = not isinstance(exc, StoreError) and len(set(read.keys)) > 1
+                    read.alone = undecodable(exc) and len(set(read.keys)) > 1
                     if not read.alone:
                         raise
                 finally:
@@ -82,9 +90,8 @@ class JobReads:
         if read.found is not None:
             return read.found.get(key)
         if read.alone:
-            # An item that does not decode (not the store's failure: that one a run alone
-            # would meet too) failed the read of all: each run reads its own job alone, so
-            # only that job's runs fail, not their neighbours in the batch.
+            # An item that does not decode failed the read of all: each run reads its own job
+            # alone, so only that job's runs fail, not their neighbours in the batch.
             return self._jobs.get_with_dependents([key]).get(key)
         # Every run of a failed read fails as its own read would.
         raise StoreError(f"reading job {job_id} failed: {read.error}")

@@ -408,6 +408,7 @@ class Submission:
                 self.release(job)
                 current = self._jobs.get(job.tenant, job.id)
                 return current if current is not None else job
-            self.launch(revived, hold)
+            if revived.next_due_ms is not None:  # None: an `after` job, run by its upstream
+                self.launch(revived, hold)
             return revived
         return job
