@@ -430,6 +430,18 @@ def test_given_a_paused_recurring_job_then_it_skips_runs_until_resumed_without_d
     assert all((s - anchor) % 30_000 == 0 for s in runs)  # still on the rate's grid
 
 
+def _internal_error(request: Any) -> AWSResponse:
+    """DynamoDB's 500, answered to a request moto still applies (a before-send hook that runs
+    before moto's own): a write that lands, its answer lost."""
+    error = {"__type": "com.amazonaws.dynamodb.v20120810#InternalServerError"}
+    return AWSResponse(
+        request.url,
+        500,
+        {"Content-Type": "application/x-amz-json-1.0"},
+        _Body(json.dumps(error).encode()),  # type: ignore[arg-type]
+    )
+
+
 def test_given_a_claim_that_lands_but_answers_500_then_the_retry_finds_it_ours_and_runs_at_once(
     engine: Engine,
 ) -> None:
@@ -443,13 +455,7 @@ def test_given_a_claim_that_lands_but_answers_500_then_the_retry_finds_it_ours_a
         if answered or body.get("TableName") != runs_table or "Item" not in body:
             return None
         answered.append(body["Item"]["job_id"]["S"])
-        error = {"__type": "com.amazonaws.dynamodb.v20120810#InternalServerError"}
-        return AWSResponse(
-            request.url,
-            500,
-            {"Content-Type": "application/x-amz-json-1.0"},
-            _Body(json.dumps(error).encode()),  # type: ignore[arg-type]
-        )
+        return _internal_error(request)
 
     client = engine.parts.runs._client
     # Runs before moto's own before-send handler, which still applies the request.
@@ -483,13 +489,7 @@ def test_given_an_outcome_that_lands_but_answers_500_then_the_dependents_still_r
         if item["status"]["S"] != RunStatus.SUCCEEDED.value:
             return None
         answered.append(item["job_id"]["S"])
-        error = {"__type": "com.amazonaws.dynamodb.v20120810#InternalServerError"}
-        return AWSResponse(
-            request.url,
-            500,
-            {"Content-Type": "application/x-amz-json-1.0"},
-            _Body(json.dumps(error).encode()),  # type: ignore[arg-type]
-        )
+        return _internal_error(request)
 
     client = engine.parts.runs._client
     client.meta.events.register_first("before-send.dynamodb.PutItem", outcome_lands_then_500)

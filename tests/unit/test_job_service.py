@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
+from collections.abc import Iterator
 from datetime import UTC, datetime
 from typing import Any
 
@@ -273,18 +275,10 @@ def test_given_a_job_write_that_landed_but_whose_answer_was_lost_then_it_stays_c
     # stored; the client's retry armed it uncounted, and the tenant went over its quota.
     parts = Parts()
     quotas = Quotas(max_active_recurring_jobs=2)
-    create = parts.jobs.create
-
-    def landed_then_timeout(job: Any) -> None:
-        create(job)
-        raise TimeoutError("read timeout")
-
-    parts.jobs.create = landed_then_timeout  # type: ignore[method-assign]
-    with pytest.raises(TimeoutError):
+    with _a_write_landing_then_timing_out(parts), pytest.raises(TimeoutError):
         parts.service.create(
             "t", spec(schedule={"rate_seconds": 60}), idempotency_key="k", quotas=quotas
         )
-    parts.jobs.create = create  # type: ignore[method-assign]
     retried = parts.service.create(
         "t", spec(schedule={"rate_seconds": 60}), idempotency_key="k", quotas=quotas
     )
@@ -314,6 +308,17 @@ def test_given_an_after_job_whose_write_answer_was_lost_then_its_replay_sends_no
     parts = Parts()
     upstream = parts.service.create("t", spec(schedule={"rate_seconds": 60}))
     after = spec(schedule={"after": {"job_id": upstream.id}})
+    with _a_write_landing_then_timing_out(parts), pytest.raises(TimeoutError):
+        parts.service.create("t", after, idempotency_key="k")
+    replayed = parts.service.create("t", after, idempotency_key="k")
+
+    assert parts.service.get("t", replayed.id).status == JobStatus.SCHEDULED
+    assert {message.job_id for message in _messages(parts)} == {upstream.id}
+
+
+@contextlib.contextmanager
+def _a_write_landing_then_timing_out(parts: Parts) -> Iterator[None]:
+    """The job store's create writes the job, then its answer is lost (a read timeout)."""
     create = parts.jobs.create
 
     def landed_then_timeout(job: Any) -> None:
@@ -321,10 +326,7 @@ def test_given_an_after_job_whose_write_answer_was_lost_then_its_replay_sends_no
         raise TimeoutError("read timeout")
 
     parts.jobs.create = landed_then_timeout  # type: ignore[method-assign]
-    with pytest.raises(TimeoutError):
-        parts.service.create("t", after, idempotency_key="k")
-    parts.jobs.create = create  # type: ignore[method-assign]
-    replayed = parts.service.create("t", after, idempotency_key="k")
-
-    assert parts.service.get("t", replayed.id).status == JobStatus.SCHEDULED
-    assert {message.job_id for message in _messages(parts)} == {upstream.id}
+    try:
+        yield
+    finally:
+        parts.jobs.create = create  # type: ignore[method-assign]
