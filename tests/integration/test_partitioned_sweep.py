@@ -486,6 +486,24 @@ def test_given_timer_items_whose_sort_keys_do_not_read_then_their_partition_goes
     assert sorted(c.job_id for c in engine.recorder.calls) == sorted(jobs)
 
 
+def test_given_a_stuck_timer_item_that_does_not_decode_then_the_shard_sweeps_on(
+    engine: Engine,
+) -> None:
+    # (An outside audit's suspicion, confirmed: the sweep's retry of its parked timers raised
+    # on it, every minute, and `duetime timers stuck` failed.)
+    job = engine.submit({"schedule": {"at": at(300)}})
+    for shard in range(engine.parts.timers.shard_count()):
+        item = {"pk": {"S": f"stuck#{shard}"}, "sk": {"S": "r#0000000000001#x"}}
+        engine.aws.dynamodb.put_item(TableName=engine.aws.settings.timers_table, Item=item)
+
+    assert engine.parts.sweeper.stuck() == []
+    engine.advance(240)
+    engine.tick()
+    engine.advance(70)
+    engine.drain()
+    assert engine.recorder.runs_of(job)
+
+
 def test_given_an_unreadable_job_item_then_the_reconciler_skips_it_and_repairs_the_rest(
     engine: Engine,
 ) -> None:

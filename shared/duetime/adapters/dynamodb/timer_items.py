@@ -118,6 +118,20 @@ def stuck_to_values(stuck: StuckTimer) -> dict[str, Any]:
     }
 
 
+def readable_stuck(values: dict[str, Any]) -> StuckTimer | None:
+    """A stuck timer's item, or None (logged) for one that does not decode: it must not stop
+    the retries of its shard's other stuck timers, or `duetime timers stuck` (an outside
+    audit's suspicion)."""
+    try:
+        return stuck_from_values(values)
+    except Exception:
+        logger.exception(
+            "a stuck timer item does not decode",
+            extra={"pk": values.get("pk"), "sk": values.get("sk")},
+        )
+        return None
+
+
 def stuck_from_values(values: dict[str, Any]) -> StuckTimer:
     sk = str(values["sk"])
     next_attempt = int(sk[len(RETRYING) :].partition("#")[0]) if sk.startswith(RETRYING) else None

@@ -22,9 +22,9 @@ from duetime.adapters.dynamodb.timer_items import (
     RETRYING,
     SWEEP_SK,
     partition_state_from_values,
+    readable_stuck,
     readable_timer,
     shard_state_key,
-    stuck_from_values,
     stuck_key,
     stuck_partition,
     stuck_to_values,
@@ -308,7 +308,8 @@ class DynamoTimerStore:
             ConsistentRead=True,
             Limit=limit,
         )
-        return [stuck_from_values(from_item(i)) for i in response.get("Items", [])]
+        found = [readable_stuck(from_item(i)) for i in response.get("Items", [])]
+        return [stuck for stuck in found if stuck is not None]
 
     def stuck(self, shard: int) -> list[StuckTimer]:
         params: dict[str, Any] = {
@@ -320,7 +321,8 @@ class DynamoTimerStore:
         found: list[StuckTimer] = []
         while True:
             response = self._client.query(**params)
-            found += [stuck_from_values(from_item(i)) for i in response.get("Items", [])]
+            read = [readable_stuck(from_item(i)) for i in response.get("Items", [])]
+            found += [stuck for stuck in read if stuck is not None]
             if "LastEvaluatedKey" not in response:
                 return found
             params["ExclusiveStartKey"] = response["LastEvaluatedKey"]
