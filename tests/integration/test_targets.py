@@ -16,6 +16,7 @@ from typing import Any
 
 import boto3
 import pytest
+from botocore.exceptions import ClientError
 from cryptography import x509
 from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec
@@ -33,6 +34,7 @@ from duetime.domain.targets import (
     SqsTarget,
 )
 from duetime.targets import AwsClients, HttpDelivery, Invocation, TargetError, TargetExecutor
+from duetime.targets.aws import aws_errors
 
 SCHEDULED_MS = 1_795_237_200_123  # 2026-11-21T05:00:00.123Z
 
@@ -639,6 +641,25 @@ def test_given_an_aws_error_code_then_it_is_retryable_only_when_passing(
     code: str, status: int, retryable: bool
 ) -> None:
     assert is_retryable(code, status) is retryable
+
+
+@pytest.mark.parametrize("code", ["AccessDenied", "AccessDeniedException", "AuthorizationError"])
+def test_given_a_target_the_target_role_may_not_reach_then_the_error_names_no_principal(
+    code: str,
+) -> None:
+    # The run's error is the tenant's to read; AWS's message names the operator's account and
+    # role (an outside audit's note), and goes to the operator's log instead.
+    denied = (
+        "User: arn:aws:sts::123456789012:assumed-role/duetime-TargetRole-1A/duetime-targets is "
+        "not authorized to perform: sqs:sendmessage on resource: arn:aws:sqs:eu-west-1:1:q"
+    )
+    with pytest.raises(TargetError) as caught, aws_errors("SQS SendMessage to q"):
+        raise ClientError({"Error": {"Code": code, "Message": denied}}, "SendMessage")
+
+    assert f"SQS SendMessage to q failed: {code}: " in str(caught.value)
+    assert "targetResourceArns" in str(caught.value)
+    assert "123456789012" not in str(caught.value)
+    assert not caught.value.retryable
 
 
 def test_given_a_handler_target_when_executed_by_the_executor_then_it_runs() -> None:

@@ -11,6 +11,7 @@ from botocore.exceptions import BotoCoreError, ClientError, ParamValidationError
 from duetime.adapters.aws_errors import is_retryable
 from duetime.domain.invocation import Invocation, TargetError, delivery_metadata, envelope, to_json
 from duetime.domain.targets import EventBridgeTarget, LambdaTarget, SnsTarget, SqsTarget
+from duetime.observability import logger
 from duetime.targets.clients import AwsClients
 
 if TYPE_CHECKING:
@@ -27,6 +28,11 @@ def aws_errors(action: str) -> Iterator[None]:
         error = exc.response.get("Error", {})
         code = str(error.get("Code", "Unknown"))
         message = str(error.get("Message", "")) or str(exc)
+        if "AccessDenied" in code or code == "AuthorizationError":
+            # AWS's words name the operator's account and the target role (the tenant reads
+            # the run's error); the operator's log keeps them. (An outside audit's note.)
+            logger.warning("a target refused the target role", extra={"aws_message": message})
+            message = "the deployment's target role may not reach it (targetResourceArns)"
         status = int(exc.response.get("ResponseMetadata", {}).get("HTTPStatusCode", 0))
         raise TargetError(
             f"{action} failed: {code}: {message}", retryable=is_retryable(code, status)
