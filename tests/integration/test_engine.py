@@ -12,7 +12,7 @@ from botocore.awsrequest import AWSResponse
 
 from duetime.adapters.dynamodb.jobs import DynamoJobStore
 from duetime.clock import wall_ms
-from duetime.domain.jobs import JobStatus, Priority, Runtime
+from duetime.domain.jobs import Job, JobStatus, Priority, Runtime
 from duetime.domain.messages import RunMessage
 from duetime.domain.runs import CLOCK_SKEW_ALLOWANCE_MS, ClaimOutcome, Lease, RunClaim, RunStatus
 from duetime.domain.timers import minute_of
@@ -503,6 +503,16 @@ def test_given_an_outcome_that_lands_but_answers_500_then_the_dependents_still_r
     assert engine.recorder.runs_of(dependent) == [created(engine, upstream)]
 
 
+def _job_and_its_rewrite(engine: Engine, write: str) -> tuple[DynamoJobStore, Job, Job]:
+    """The job store, a job (stored first to `replace` it), and the job as the write makes it."""
+    jobs = engine.parts.jobs
+    assert isinstance(jobs, DynamoJobStore)
+    job = make_job()
+    if write == "replace":
+        jobs.create(job)
+    return jobs, job, replace(job, spec=replace(job.spec, name="renamed"), version=job.version + 1)
+
+
 @pytest.mark.parametrize("write", ["create", "replace"])
 def test_given_another_request_wrote_the_same_job_then_a_failed_write_is_not_taken_for_ours(
     engine: Engine, write: str
@@ -510,12 +520,7 @@ def test_given_another_request_wrote_the_same_job_then_a_failed_write_is_not_tak
     # Found by an outside audit: two copies of one request (the same job, in the same
     # millisecond) wrote identical items, so the one whose write failed took the other's for
     # its own: each counted the job against the tenant's quota (or released it on a cancel).
-    jobs = engine.parts.jobs
-    assert isinstance(jobs, DynamoJobStore)
-    job = make_job()
-    if write == "replace":
-        jobs.create(job)
-    written = replace(job, spec=replace(job.spec, name="renamed"), version=job.version + 1)
+    jobs, job, written = _job_and_its_rewrite(engine, write)
     other = DynamoJobStore(jobs._client, engine.aws.settings.jobs_table)
 
     if write == "create":
@@ -536,12 +541,7 @@ def test_given_a_job_write_that_lands_but_answers_500_then_the_retry_finds_it_ou
     # Found by review: the SDK's retry of a write DynamoDB applied failed its condition on our
     # own item, and callers took it for a concurrent writer's (a replay answered 201 for a job
     # never armed, a resume answered 409 and left the job without a chain).
-    jobs = engine.parts.jobs
-    assert isinstance(jobs, DynamoJobStore)
-    job = make_job()
-    if write == "replace":
-        jobs.create(job)
-    written = replace(job, spec=replace(job.spec, name="renamed"), version=job.version + 1)
+    jobs, job, written = _job_and_its_rewrite(engine, write)
     landed: list[str] = []
 
     def first_write_lands(params: dict[str, Any], **_: Any) -> None:

@@ -3,10 +3,11 @@
 
 from __future__ import annotations
 
+import contextlib
 import threading
 import time
-from collections.abc import Sequence
-from concurrent.futures import ThreadPoolExecutor
+from collections.abc import Iterator, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import replace
 
 import pytest
@@ -15,7 +16,7 @@ from botocore.exceptions import ClientError
 from duetime.adapters.memory.jobs import MemoryJobStore
 from duetime.domain.jobs import Job
 from duetime.ports import StoreError
-from duetime.services.job_reads import JobReads
+from duetime.services.job_reads import Found, JobReads
 from tests.integration.test_contracts import TENANT, make_job
 
 
@@ -60,6 +61,21 @@ def queued(reads: JobReads, n: int) -> None:
         time.sleep(0.001)
 
 
+@contextlib.contextmanager
+def first_alone_then_merged(
+    store: GatedStore, reads: JobReads, made: list[Job]
+) -> Iterator[tuple[Future[Found | None], list[Future[Found | None]]]]:
+    """The first job's read, made alone and held in flight, then the others' asked meanwhile:
+    merged into the next read once it is let go."""
+    with ThreadPoolExecutor(len(made)) as pool:
+        first = pool.submit(reads.get, TENANT, made[0].id)
+        assert store.entered.wait(10)  # the first read is in flight
+        rest = [pool.submit(reads.get, TENANT, job.id) for job in made[1:]]
+        queued(reads, len(rest))  # behind the read in flight
+        store.release.set()
+        yield first, rest
+
+
 def test_a_lone_read_is_made_at_once_with_the_jobs_dependents() -> None:
     store = GatedStore()
     store.release.set()
@@ -77,12 +93,7 @@ def test_runs_asking_while_a_read_is_in_flight_share_the_next_read() -> None:
     store = GatedStore()
     made = jobs(store, 11)
     reads = JobReads(store)
-    with ThreadPoolExecutor(11) as pool:
-        first = pool.submit(reads.get, TENANT, made[0].id)
-        assert store.entered.wait(10)  # the first read is in flight
-        rest = [pool.submit(reads.get, TENANT, job.id) for job in made[1:]]
-        queued(reads, 10)  # behind the read in flight
-        store.release.set()
+    with first_alone_then_merged(store, reads, made) as (first, rest):
         found = [first.result(10), *(f.result(10) for f in rest)]
 
     assert [f[0] if f else None for f in found] == made
@@ -95,12 +106,7 @@ def test_a_failed_read_fails_every_run_that_shared_it() -> None:
     made = jobs(store, 3)
     reads = JobReads(store)
     store.failing_read = 2
-    with ThreadPoolExecutor(3) as pool:
-        first = pool.submit(reads.get, TENANT, made[0].id)
-        assert store.entered.wait(10)
-        others = [pool.submit(reads.get, TENANT, job.id) for job in made[1:]]
-        queued(reads, 2)
-        store.release.set()
+    with first_alone_then_merged(store, reads, made) as (first, others):
         assert first.result(10) == (made[0], ())
         for future in others:
             with pytest.raises(StoreError, match="throttled"):
@@ -117,12 +123,7 @@ def test_a_job_item_that_does_not_decode_fails_its_own_runs_only() -> None:
     made = jobs(store, 4)
     store.unreadable = {made[2].id}
     reads = JobReads(store)
-    with ThreadPoolExecutor(4) as pool:
-        first = pool.submit(reads.get, TENANT, made[0].id)
-        assert store.entered.wait(10)
-        others = [pool.submit(reads.get, TENANT, job.id) for job in made[1:]]
-        queued(reads, 3)
-        store.release.set()
+    with first_alone_then_merged(store, reads, made) as (first, others):
         assert first.result(10) == (made[0], ())
         assert others[0].result(10) == (made[1], ())
         with pytest.raises(ValueError, match="Expecting value"):
@@ -140,12 +141,7 @@ def test_a_read_failed_by_the_store_is_not_made_again_by_each_run() -> None:
     reads = JobReads(store)
     store.failing_read = 2
     store.failure = ClientError({"Error": {"Code": "ThrottlingException"}}, "BatchGetItem")
-    with ThreadPoolExecutor(3) as pool:
-        first = pool.submit(reads.get, TENANT, made[0].id)
-        assert store.entered.wait(10)
-        others = [pool.submit(reads.get, TENANT, job.id) for job in made[1:]]
-        queued(reads, 2)
-        store.release.set()
+    with first_alone_then_merged(store, reads, made) as (first, others):
         assert first.result(10) == (made[0], ())
         for future in others:
             with pytest.raises((StoreError, ClientError), match="ThrottlingException"):
