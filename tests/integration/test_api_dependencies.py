@@ -219,3 +219,23 @@ def test_two_concurrent_patches_cannot_close_a_loop(api: Api) -> None:  # noqa: 
     assert api.call("GET", f"/jobs/{b['id']}").json["schedule"] == {
         "after": {"job_id": a["id"], "on": "succeeded"}
     }
+
+
+def test_a_cancelled_upstream_is_a_409_naming_the_field(api: Api) -> None:  # noqa: F811
+    upstream = api.create({"schedule": {"rate_seconds": 3600}})
+    kept = api.create(after(upstream["id"]))
+    other = api.create(after(api.create({"schedule": {"rate_seconds": 3600}})["id"]))
+    assert api.call("DELETE", f"/jobs/{upstream['id']}").status == 200
+
+    target = {"type": "handler", "name": "h"}
+    created = api.call("POST", "/jobs", {**after(upstream["id"]), "target": target})
+    moved = api.call("PATCH", f"/jobs/{other['id']}", after(upstream["id"]))
+    for reply in (created, moved):
+        assert reply.status == 409, reply.json
+        assert reply.json["error"]["code"] == "conflict"
+        assert reply.json["error"]["field"] == "schedule.after.job_id"
+        assert upstream["id"] in reply.json["error"]["message"]
+    assert len(api.call("GET", "/jobs").json["items"]) == 4
+    assert api.call("GET", f"/jobs/{other['id']}").json["schedule"] == other["schedule"]
+    # the job that already follows it may still change
+    assert api.call("PATCH", f"/jobs/{kept['id']}", {"priority": "high"}).status == 200

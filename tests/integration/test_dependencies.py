@@ -3,6 +3,7 @@ JobService and RunExecutor, a hand-driven clock and a target runner that records
 
 from __future__ import annotations
 
+from dataclasses import replace
 from datetime import UTC, datetime
 from typing import Any
 
@@ -13,7 +14,7 @@ from duetime.adapters.memory.jobs import MemoryJobStore
 from duetime.adapters.memory.queues import MemoryQueue
 from duetime.adapters.memory.runs import MemoryRunStore
 from duetime.adapters.memory.timers import MemoryTimerStore
-from duetime.domain.errors import NotFound, ValidationError
+from duetime.domain.errors import IllegalTransition, NotFound, ValidationError
 from duetime.domain.ids import run_id
 from duetime.domain.invocation import Invocation, TargetError
 from duetime.domain.jobs import JobStatus, Priority, Runtime, parse_job_spec
@@ -235,6 +236,43 @@ def test_the_upstream_must_be_the_tenants_and_a_cycle_is_refused(engine: Engine)
         assert caught.value.field == "schedule.after.job_id"
     with pytest.raises(NotFound):
         engine.service.update(TENANT, b, {"schedule": {"after": {"job_id": "01NOSUCH"}}})
+
+
+def test_an_upstream_that_runs_no_more_is_refused_unless_the_job_already_has_it(
+    engine: Engine,
+) -> None:
+    # schedules.md: a cancelled upstream, or a completed one past its last runs, is a 409
+    # naming schedule.after.job_id at create and when a PATCH moves a job to it.
+    cancelled = engine.create({"rate_seconds": 60})
+    kept = engine.after(cancelled)
+    other = engine.after(engine.create({"rate_seconds": 60}))
+    engine.service.cancel(TENANT, cancelled)
+    ends = rfc3339_ms(T0 + 120_000)
+    completed = engine.create({"rate_seconds": 60, "end_at": ends}, payload="done")
+    job = engine.jobs.get(TENANT, completed)
+    assert job is not None
+    engine.jobs.replace(replace(job, status=JobStatus.COMPLETED), expected=job)
+    # completed early, its last occurrences (jittered up to end_at) are still to come
+    engine.now = T0 + 60_000
+    early = engine.after(completed)
+    assert engine.service.get(TENANT, early).status == JobStatus.SCHEDULED
+    engine.now = T0 + 120_000
+    jobs_before = {j.id for j in engine.jobs.list(TENANT, 100, None).items}
+
+    for upstream in (cancelled, completed):
+        with pytest.raises(IllegalTransition) as caught:
+            engine.after(upstream)
+        assert caught.value.field == "schedule.after.job_id"
+        with pytest.raises(IllegalTransition):
+            engine.service.update(TENANT, other, {"schedule": {"after": {"job_id": upstream}}})
+    assert {j.id for j in engine.jobs.list(TENANT, 100, None).items} == jobs_before
+    assert engine.jobs.dependents(TENANT, cancelled) == (kept,)
+    assert engine.jobs.dependents(TENANT, completed) == (early,)
+
+    # a job that already depends on it may still be changed
+    for job_id in (kept, early):
+        changed = engine.service.update(TENANT, job_id, {"priority": "high"})
+        assert changed.job.spec.priority == Priority.HIGH
 
 
 def test_a_job_may_have_at_most_32_jobs_above_it(engine: Engine) -> None:

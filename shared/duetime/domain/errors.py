@@ -33,11 +33,12 @@ class IllegalTransition(DomainError):
 
     code = "conflict"
 
-    def __init__(self, job_id: str, current: str, wanted: str) -> None:
+    def __init__(self, job_id: str, current: str, wanted: str, *, field: str | None = None) -> None:
         super().__init__(f"job {job_id} is {current}; it cannot become {wanted}")
         self.job_id = job_id
         self.current = current
         self.wanted = wanted
+        self.field = field  # the request's field naming the job, when it is not the route's
 
 
 class NotFound(DomainError):

@@ -31,12 +31,14 @@ from dataclasses import replace
 
 from duetime.domain.errors import (
     COUNT_QUOTA_RETRY_AFTER_SECONDS,
+    IllegalTransition,
     NotFound,
     QuotaExceeded,
     ValidationError,
 )
 from duetime.domain.jobs import Job, JobStatus
 from duetime.domain.messages import delay_seconds, run_message
+from duetime.domain.planning import runs_end_ms
 from duetime.domain.runs import Run, RunStatus
 from duetime.domain.schedule import After, Schedule
 from duetime.ports import ConditionFailed, JobQueue, JobStore
@@ -56,14 +58,18 @@ class Dependencies:
         self._queue = queue
         self._clock = clock
 
-    def check(self, tenant: str, job_id: str | None, schedule: Schedule) -> tuple[Job, ...]:
-        """For an `after` schedule of job `job_id` (None: a new job): its upstream must be a
-        live job of the tenant (NotFound), and the chain above must not come back to the job.
-        Returns the jobs of that chain as read: a PATCH writes only if none of them has been
-        re-armed since (`JobStore.replace`), or two at once could close a loop that neither
-        saw (A after B and B after A)."""
+    def check(self, tenant: str, schedule: Schedule, old: Job | None = None) -> tuple[Job, ...]:
+        """For an `after` schedule of job `old` (None: a new job): its upstream must be a live
+        job of the tenant (NotFound), one that may run again unless `old` already has it
+        (IllegalTransition), and the chain above must not come back to the job. Returns the
+        jobs of that chain as read: a PATCH writes only if none of them has been re-armed
+        since (`JobStore.replace`), or two at once could close a loop that neither saw (A
+        after B and B after A)."""
         if not isinstance(schedule, After):
             return ()
+        job_id = old.id if old is not None else None
+        was = old.spec.schedule if old is not None else None
+        kept = was.job_id if isinstance(was, After) else None
         chain: list[Job] = []
         upstream: str = schedule.job_id
         for depth in range(MAX_CHAIN):
@@ -75,6 +81,10 @@ class Dependencies:
                 if depth == 0:
                     raise NotFound(f"job {schedule.job_id} not found", field=FIELD)
                 return tuple(chain)  # a broken chain above cannot lead back
+            if depth == 0 and upstream != kept and self._ended(job):
+                raise IllegalTransition(
+                    upstream, job.status, "an upstream (it runs no more)", field=FIELD
+                )
             chain.append(job)
             above = job.spec.schedule
             if not isinstance(above, After):
@@ -83,6 +93,12 @@ class Dependencies:
         raise ValidationError(
             FIELD, f"a job may have at most {MAX_CHAIN} jobs above it in its chain of dependencies"
         )
+
+    def _ended(self, job: Job) -> bool:
+        """Whether `job` has no runs to come (a one-off's own run is not read: see docs)."""
+        if job.status == JobStatus.COMPLETED:  # its last runs may not be due yet
+            return (runs_end_ms(job) or 0) <= self._clock()
+        return job.status == JobStatus.CANCELLED
 
     def link(self, job: Job) -> None:
         """Before the job item is written: index an `after` job under its upstream

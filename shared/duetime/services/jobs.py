@@ -289,7 +289,7 @@ class JobService:
                 return view
             if job.status == JobStatus.PAUSED and not (spec.recurring or spec.triggered):
                 raise IllegalTransition(job.id, "paused", "a one-off (resume it first)")
-            chain = self.submission.check(tenant, spec, quotas, job.id)
+            chain = self.submission.check(tenant, spec, quotas, job)
             updated = replace(job, spec=spec, updated_ms=now, version=job.version + 1)
             due: int | None = None
             if rearms(job.spec, spec):
@@ -419,7 +419,7 @@ class JobService:
         """The job at the top of an `after` job's chain of upstreams, as far as it is readable
         (the job itself for any other)."""
         try:
-            chain = self._deps.check(job.tenant, job.id, job.spec.schedule)
+            chain = self._deps.check(job.tenant, job.spec.schedule, job)
         except DomainError:  # its upstream is gone: nothing triggers it
             return job
         return chain[-1] if chain else job

@@ -118,10 +118,10 @@ class Submission:
         return job
 
     def check(
-        self, tenant: str, spec: JobSpec, quotas: Quotas | None, job_id: str | None = None
+        self, tenant: str, spec: JobSpec, quotas: Quotas | None, old: Job | None = None
     ) -> tuple[Job, ...]:
         """What a job body must meet beyond its own validation, at create and at PATCH (of job
-        `job_id`). `quotas`: the tenant's limits (None: none). Returns the chain of `after`
+        `old`). `quotas`: the tenant's limits (None: none). Returns the chain of `after`
         jobs above it, as read (Dependencies.check)."""
         schedule = spec.schedule
         shortest = quotas.min_rate_seconds if quotas is not None else 0
@@ -144,7 +144,7 @@ class Submission:
         refused = self._settings.own_resources().refusal(spec.target)
         if refused is not None:  # a job may not reach duetime's own queues, topics, functions
             raise ValidationError(f"target.{refused[0]}", refused[1])
-        return self._deps.check(tenant, job_id, schedule)
+        return self._deps.check(tenant, schedule, old)
 
     def prepare(
         self,
