@@ -3,6 +3,7 @@ after the hold, and a finished run's slot free before its message is deleted."""
 
 from __future__ import annotations
 
+import itertools
 import threading
 import time
 from collections.abc import Iterator
@@ -176,3 +177,52 @@ def test_two_copies_of_one_message_each_hold_a_slot_and_are_each_deleted(
     wait_for(lambda: len(queue.deleted()) == 2, 5)
     receipts = sorted(d.receipt_handle for _, batch in queue.deletes for d in batch)
     assert receipts == ["r0", "r1"]
+
+
+class FailingQueue(FakeQueue):
+    """A receive fails while `failing`; every receive's time recorded."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.failing = True
+        self.calls: list[float] = []
+
+    def receive(
+        self, runtime: Runtime, priority: Priority, *args: Any, **kw: Any
+    ) -> list[Delivery]:
+        if priority is not Priority.NORMAL:
+            return super().receive(runtime, priority, *args, **kw)
+        self.calls.append(time.monotonic())
+        if self.failing:
+            raise ConnectionError("sqs unreachable")
+        return super().receive(runtime, priority, *args, **kw)
+
+
+def test_a_failing_receive_is_retried_after_a_doubling_wait_and_a_success_resets_it(
+    run_worker: Any,
+) -> None:
+    # Every second, forever, from every poller of every worker, was what a receive failure
+    # got: no backoff against a throttled or unreachable SQS.
+    queue = FailingQueue()
+    worker = run_worker(
+        queue,
+        FakeExecutor(),
+        priorities=(Priority.NORMAL,),
+        receive_retry_seconds=0.1,
+        receive_retry_cap_seconds=0.4,
+    )
+    wait_for(lambda: len(queue.calls) >= 7, 10)
+    gaps = [b - a for a, b in itertools.pairwise(queue.calls[:7])]
+    assert gaps[0] < 0.3  # 0.05 to 0.1
+    assert all(0.19 <= gap < 0.6 for gap in gaps[3:])  # capped: 0.2 to 0.4
+    queue.failing = False
+    queue.put(1)
+    wait_for(lambda: len(queue.deleted()) == 1, 5)
+    queue.failing = True
+    failed_again = len(queue.calls)
+    wait_for(lambda: len(queue.calls) >= failed_again + 2, 5)
+    assert queue.calls[failed_again + 1] - queue.calls[failed_again] < 0.3  # from the first
+    started = time.monotonic()
+    worker.stop()
+    wait_for(worker._halted.is_set, 5)
+    assert time.monotonic() - started < 2

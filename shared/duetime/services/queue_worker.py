@@ -15,12 +15,17 @@
   their heartbeat and deletes going on; whatever is still held after that is released.
 - A run whose handling raised (a store error) comes back soon, as on the Lambda worker
   (duetime.services.execute.retry_soon_seconds).
+- A receive that fails (SQS unreachable, throttled, denied) is tried again after a wait that
+  doubles from `receive_retry_seconds` up to `receive_retry_cap_seconds` (each drawn between
+  half and all of it, so a fleet does not retry in step), back to the first once one succeeds;
+  stop() ends the wait.
 """
 
 from __future__ import annotations
 
 import heapq
 import itertools
+import random
 import threading
 import time
 from collections import defaultdict
@@ -53,6 +58,8 @@ class QueueWorker:
         delete_interval_seconds: float = 0.05,
         delete_hold_seconds: float = 1.0,
         lanes: Mapping[Priority, int] | None = None,  # lanes per priority queue; default 1
+        receive_retry_seconds: float = 1.0,
+        receive_retry_cap_seconds: float = 30.0,
     ) -> None:
         self._queue = queue
         self._executor = executor
@@ -67,6 +74,7 @@ class QueueWorker:
         # Well inside the visibility timeout: a finished run's message must not come back.
         self._delete_hold = min(delete_hold_seconds, visibility_seconds / 2)
         self._lanes = dict(lanes or {})
+        self._receive_retry = (receive_retry_seconds, receive_retry_cap_seconds)
         self._stopping = threading.Event()  # stop receiving (SIGTERM)
         # Stop the heartbeat and the deletes: only once the runs in flight have drained, or
         # their messages would come back to other workers while they still run.
@@ -138,6 +146,7 @@ class QueueWorker:
         # starve the others); each asks for up to the capacity free right now. Messages that
         # arrive together on several queues may wait briefly for a slot (`_next`: the highest
         # priority first), leased by the heartbeat.
+        failures = 0
         while not self._stopping.is_set():
             with self._lock:
                 free = self._concurrency - len(self._held) + sum(map(len, self._finished.values()))
@@ -149,9 +158,16 @@ class QueueWorker:
                     self._runtime, priority, min(10, free), self._wait, self._visibility, lane=lane
                 )
             except Exception:
-                logger.exception("receive failed", extra={"priority": priority.value})
-                time.sleep(1)
+                failures += 1
+                first, cap = self._receive_retry
+                wait = min(cap, first * 2 ** min(failures - 1, 32)) * random.uniform(0.5, 1.0)
+                logger.exception(
+                    "receive failed",
+                    extra={"priority": priority.value, "failures": failures, "retry_in": wait},
+                )
+                self._stopping.wait(wait)
                 continue
+            failures = 0
             with self._lock:
                 for delivery in deliveries:
                     self._held[delivery.receipt_handle] = delivery
