@@ -6,6 +6,7 @@ from __future__ import annotations
 import io
 import json
 from collections import Counter
+from collections.abc import Sequence
 from contextlib import redirect_stdout
 from dataclasses import replace
 from datetime import UTC, datetime
@@ -23,7 +24,7 @@ from duetime.domain.messages import RunMessage
 from duetime.domain.planning import MAX_CATCHUP_RUNS
 from duetime.domain.timers import Timer
 from duetime.domain.timeutil import MINUTE_MS, rfc3339_ms, to_ms
-from duetime.ports import QueueError, QueueUnavailable
+from duetime.ports import QueueError, QueueUnavailable, StoreError, SweepState
 from duetime.services.coordinator import Coordinator, InProcessLauncher
 from duetime.services.dispatch import Dispatcher
 from duetime.services.jobs import JobService
@@ -151,6 +152,29 @@ def test_given_a_shard_that_always_fails_then_the_others_run_on_time_and_it_catc
     sent = twins.sent()
     assert set(sent) == {(j, i) for j, i in due.items() if twins.timers.shard_of(j) == broken}
     assert coordinator.tick().lagging == []
+
+
+class UnreadableProgress(MemoryTimerStore):
+    def sweep_states(self, shards: Sequence[int]) -> dict[int, SweepState]:
+        raise StoreError("BatchGetItem: items still unprocessed after 8 rounds")
+
+
+def test_given_the_shards_progress_unreadable_then_every_sweep_still_starts() -> None:
+    # The coordinator read every shard's progress (for its lag metric only) before starting
+    # the sweeps: one throttled state item started none, for every tenant.
+    twins = Twins(shards=4)
+    twins.timers = UnreadableProgress(shards=4)
+    started: list[int] = []
+
+    class Recording:
+        def launch(self, shards: Sequence[int]) -> list[int]:
+            started.extend(shards)
+            return []
+
+    coordinator = Coordinator(twins.timers, Recording(), twins.settings, clock=twins.clock)
+    with pytest.raises(StoreError):  # the invocation fails, for its alarm
+        coordinator.tick()
+    assert started == [0, 1, 2, 3]
 
 
 def test_given_a_poisoned_timer_then_its_shard_moves_past_it_and_it_is_quarantined() -> None:
@@ -415,6 +439,32 @@ def test_given_the_shard_count_raised_then_lowered_then_no_timer_is_lost() -> No
         report = coordinator.tick()
 
     assert report.shards == used  # every shard ever written to is still swept
+    assert twins.sent() == expected
+
+
+def test_given_sweeps_before_the_writes_then_a_lower_shard_count_loses_no_timer() -> None:
+    # The usual order: the coordinator ticks (every shard gets its state), timers are
+    # written, then a deployment lowers the setting. The count was recorded only for a shard
+    # written before its first sweep, so the retired shards were no longer swept.
+    twins = Twins(shards=8)
+
+    def tick(minute: int) -> int:
+        twins.clock.now = T0 - 7_000 + minute * MINUTE_MS
+        coordinator = Coordinator(
+            twins.timers, InProcessLauncher(twins.sweeper), twins.settings, clock=twins.clock
+        )
+        return coordinator.tick().shards
+
+    tick(0)
+    expected = Counter(
+        (twins.submit({"at": rfc3339_ms(T0 + 600_000 + i * 1_000)}), T0 + 600_000 + i * 1_000)
+        for i in range(40)
+    )
+    assert max(twins.timers.shard_of(job_id) for job_id, _ in expected) >= 4
+    twins.timers.shards = 4
+    twins.settings = replace(twins.settings, timer_shards=4)
+
+    assert [tick(minute) for minute in range(1, 14)] == [8] * 13
     assert twins.sent() == expected
 
 

@@ -9,10 +9,11 @@ nothing is added to the bill but one request per shard a minute ($0.20 per milli
 start is visible at once to the coordinator (the invoke call fails) and a sweep that fails is
 simply resumed by the next tick from its watermarks, so Lambda's own retries are turned off.
 
-The coordinator covers every shard ever used (`TimerStore.shard_count`): lowering the setting
-leaves the timers of the retired shards swept. Before starting the sweeps it reads each
-shard's progress and reports how far the slowest lags (`SweepLagMinutes`): the alarm on it is
-how a shard that keeps failing shows up, while the other shards keep going.
+The coordinator covers every shard ever used (`TimerStore.shard_count`, the setting recorded
+at every tick): lowering the setting leaves the timers of the retired shards swept. Once the
+sweeps are started it reads each shard's progress and reports how far the slowest lags
+(`SweepLagMinutes`): the alarm on it is how a shard that keeps failing shows up, while the
+other shards keep going.
 """
 
 from __future__ import annotations
@@ -52,12 +53,18 @@ class Coordinator:
         self._clock = clock
 
     def tick(self) -> TickReport:
-        shards = self._timers.shard_count()
-        if shards < self._settings.timer_shards:  # raised by a deployment: sweep the new ones
-            shards = self._timers.raise_shard_count(self._settings.timer_shards)
+        # Recorded at every tick (one conditional write a minute), not only when the count read
+        # is below the setting: it never is (it is at least the setting), so a count never
+        # recorded let a later deployment with fewer shards stop sweeping the others (until
+        # 2026-11-30; found by an outside audit).
+        shards = self._timers.raise_shard_count(self._settings.timer_shards)
         every = list(range(shards))
-        lags = self.lags(every)
+        # The sweeps first: the read of their progress only measures (a read failing, a
+        # throttled shard item say, fails the invocation after they started; until 2026-11-30
+        # it started none, found by an outside audit).
         failed = self._launcher.launch(every)
+        count(Metric.SWEEP_LAUNCH_FAILURES, len(failed))
+        lags = self.lags(every)
         report = TickReport(
             shards=shards,
             launched=shards - len(failed),
@@ -66,7 +73,6 @@ class Coordinator:
             lagging=sorted(s for s, lag in lags.items() if lag > 1),
         )
         count(Metric.SWEEP_LAG_MINUTES, report.lag_minutes)
-        count(Metric.SWEEP_LAUNCH_FAILURES, len(failed))
         log = logger.warning if failed or report.lagging else logger.info
         log("sweeps started", extra={"tick": report.__dict__})
         return report
