@@ -3,6 +3,7 @@ counts changed, broken chains repaired — on moto (the real handlers) and on th
 
 from __future__ import annotations
 
+import contextlib
 import io
 import json
 from collections import Counter
@@ -29,7 +30,8 @@ from duetime.services.coordinator import Coordinator, InProcessLauncher
 from duetime.services.dispatch import Dispatcher
 from duetime.services.jobs import JobService
 from duetime.services.reconcile import Reconciler
-from duetime.services.sweep import MAX_HANDOVER_ATTEMPTS, Sweeper, retry_backoff_ms
+from duetime.services.stuck import MAX_HANDOVER_ATTEMPTS, retry_backoff_ms
+from duetime.services.sweep import Sweeper
 from duetime.settings import QueueUrls, Settings, queue_key
 from tests.integration.conftest import START, Engine
 
@@ -225,6 +227,46 @@ def test_given_a_poisoned_timer_then_its_shard_moves_past_it_and_it_is_quarantin
     assert {job_id for job_id, _ in twins.sent()} == set()
     healthy.sweep()
     assert {job_id for job_id, _ in twins.sent()} == {poisoned}
+
+
+class Killed(BaseException):
+    """The sweep's invocation dies (a Lambda timeout, out of memory): nothing catches it."""
+
+
+def test_given_a_timer_whose_hand_over_kills_the_sweep_then_it_is_quarantined_alone() -> None:
+    # Parked untried after 4 stalls, it was then retried first by every sweep of its shard,
+    # which it killed before the attempt was recorded: never quarantined, and another
+    # tenant's timer parked after it (by one transient error) was never retried.
+    twins = Twins(shards=1)
+    evil = twins.submit({"cron": "5 10 * * *"}, tenant="evil")
+    good = twins.submit({"cron": "*/15 * * * *"}, tenant="good")
+    flaky_until = 0
+
+    class Faulty(MemoryJobStore):
+        def get_many(self, keys: Any) -> Any:
+            ids = {job_id for _, job_id in keys}
+            if evil in ids:
+                raise Killed("the sweep was killed handing this job over")
+            if good in ids and twins.clock.now < flaky_until:
+                raise ConnectionError("connection reset")
+            return super().get_many(keys)
+
+    store = Faulty()
+    store._jobs = twins.jobs._jobs
+    sweeper = Sweeper(store, twins.timers, twins.queue, twins.settings, clock=twins.clock)
+    good_sent: list[int] = []
+    for minute in range(1, 151):  # backoff: 1, 2, 4, ... 30 minutes
+        twins.clock.now = T0 - 7_000 + minute * MINUTE_MS
+        if minute == 14:
+            flaky_until = twins.clock.now + 30_000
+        with contextlib.suppress(Killed):
+            sweeper.sweep_shard(0)
+        good_sent += [instant for job_id, instant in twins.sent() if job_id == good]
+
+    (stuck,) = sweeper.stuck()
+    assert (stuck.timer.job_id, stuck.quarantined) == (evil, True)
+    assert stuck.attempts == MAX_HANDOVER_ATTEMPTS
+    assert sorted(set(good_sent)) == [T0 - 7_000 + m * MINUTE_MS for m in range(15, 151, 15)]
 
 
 def test_given_sqs_unavailable_for_hours_then_no_timer_is_parked_and_all_go_when_it_returns() -> (

@@ -159,7 +159,7 @@ class StuckTimer:
 
     It is moved out of its partition's way (the partition's sweep moves past it) and retried
     by later sweeps of its shard with backoff; after `MAX_HANDOVER_ATTEMPTS` (see
-    duetime.services.sweep) it is quarantined: kept, listed by `duetime timers stuck`, retried
+    duetime.services.stuck) it is quarantined: kept, listed by `duetime timers stuck`, retried
     only on request."""
 
     timer: Timer

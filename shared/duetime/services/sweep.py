@@ -20,9 +20,8 @@ Why one bad timer cannot hold a shard back:
 - A page whose hand-over (duetime.services.handover) raises is split in halves until the
   timers that fail on their own are found; those are *parked* (moved to the shard's stuck
   list, with the reason) and the watermark moves past them in the same sweep. Each later
-  sweep of the shard retries the parked timers that are due for it, with backoff; after
-  `MAX_HANDOVER_ATTEMPTS` a timer is *quarantined*: kept, counted (`TimersQuarantined`),
-  listed and retried by `duetime timers stuck [--retry]`.
+  sweep of the shard retries the parked timers that are due for it, with backoff, and
+  quarantines those out of attempts (duetime.services.stuck).
 - Work per step is bounded: pages by count and by the bytes of their jobs, catch-up planning
   per job (duetime.domain.planning), and the deadline is checked between groups of a page.
 - A sweep that *dies* in a partition (its lease runs out unreleased) leaves a stall count:
@@ -40,8 +39,9 @@ from dataclasses import dataclass, field, fields
 from duetime.domain.timers import StuckTimer, Timer, minute_of
 from duetime.domain.timeutil import MINUTE_MS
 from duetime.observability import Metric, count, logger, milliseconds
-from duetime.ports import ConditionFailed, JobQueue, JobStore, QueueUnavailable, TimerStore
+from duetime.ports import JobQueue, JobStore, QueueUnavailable, TimerStore
 from duetime.services.handover import HandOver
+from duetime.services.stuck import StuckTimers
 from duetime.settings import Settings
 
 PAGE_SIZE = 500
@@ -54,9 +54,6 @@ UNKNOWN_JOB_BYTES = 400 * 1024
 # A sweep reads at most this many minutes of its shard's backlog (buckets before the current
 # minute that are not complete: after an outage); a longer one is worked off by the next sweeps.
 MAX_MINUTES_PER_SWEEP = 1440
-# A parked timer is retried this many times in all (with backoff), then quarantined.
-MAX_HANDOVER_ATTEMPTS = 8
-MAX_RETRY_BACKOFF_MINUTES = 30
 # Sweeps that died in one partition before the timer after its watermark is parked untried.
 MAX_STALLS = 4
 
@@ -67,12 +64,6 @@ class _PartitionFailed(Exception):
     def __init__(self, watermark: str | None) -> None:
         super().__init__(watermark)
         self.watermark = watermark
-
-
-def retry_backoff_ms(attempts: int) -> int:
-    """How long after its `attempts`-th failed hand-over a parked timer is tried again:
-    1, 2, 4, 8, 16, 30, 30 … minutes (about two hours over eight attempts)."""
-    return int(min(2 ** (attempts - 1), MAX_RETRY_BACKOFF_MINUTES)) * MINUTE_MS
 
 
 @dataclass
@@ -133,6 +124,7 @@ class Sweeper:
         self._page_budget = page_budget_bytes
         # `sleep`: sends are held to their release moment (duetime.services.release).
         self._handover = HandOver(jobs, timers, queue, settings, clock=clock, sleep=sleep)
+        self._stuck = StuckTimers(timers, self._handover, clock=clock, page_size=page_size)
 
     # --- sweeping -------------------------------------------------------------------------------
 
@@ -195,7 +187,7 @@ class Sweeper:
                 break
         self._advance_cursor(shard, cursor, [*backlog, *current], complete)
         if not unavailable:
-            self._retry_parked(shard, deadline, report)
+            self._stuck.retry_due(shard, deadline, report)
         report.duration_ms = self._clock() - now
         milliseconds(Metric.SWEEP_DURATION, report.duration_ms)
         count(Metric.TIMERS_ENQUEUED, report.messages_sent)
@@ -282,7 +274,7 @@ class Sweeper:
                 more = more or len(page) < len(read)
                 handed = self._handover.hand_over(page, deadline, report)
                 for timer, reason in handed.failed:
-                    self._park(shard, timer, reason, report)
+                    self._stuck.park(shard, timer, reason, report)
                 if handed.done:
                     watermark = page[handed.done - 1].sort_key
                 if handed.unavailable is not None:  # kept what went out; the next sweep goes on
@@ -326,94 +318,17 @@ class Sweeper:
         if not found:
             return watermark
         reason = f"the sweep stopped (timeout or crash) {MAX_STALLS} times while handing it over"
-        self._park(shard, found[0], reason, report)
+        self._stuck.park(shard, found[0], reason, report)
         return found[0].sort_key
 
-    # --- stuck timers ---------------------------------------------------------------------------
-
-    def _park(self, shard: int, timer: Timer, reason: str, report: SweepReport) -> None:
-        now = self._clock()
-        stuck = StuckTimer(timer, shard, 0, reason, now, now, now)
-        self._record_failure(stuck, reason, report)
-        report.parked += 1
-        count(Metric.TIMERS_PARKED)
-
-    def _record_failure(
-        self, stuck: StuckTimer, reason: str, report: SweepReport, *, previous: bool = False
-    ) -> StuckTimer:
-        """Count one more failed attempt: retry later, or quarantine when out of attempts."""
-        now = self._clock()
-        attempts = stuck.attempts + 1
-        out = attempts >= MAX_HANDOVER_ATTEMPTS or stuck.quarantined
-        failed = StuckTimer(
-            stuck.timer,
-            stuck.shard,
-            attempts,
-            reason,
-            stuck.first_failed_ms,
-            now,
-            None if out else now + retry_backoff_ms(attempts),
-        )
-        self._timers.park(failed, replacing=stuck if previous else None)
-        if out and not stuck.quarantined:
-            report.quarantined += 1
-            count(Metric.TIMERS_QUARANTINED)
-            logger.error(
-                "timer quarantined: its hand-over kept failing",
-                extra={"job_id": stuck.timer.job_id, "attempts": attempts, "reason": reason},
-            )
-        return failed
-
-    def _retry_parked(self, shard: int, deadline: int, report: SweepReport) -> None:
-        """Try the shard's parked timers that are due for another attempt, oldest first."""
-        now = self._clock()
-        while self._clock() <= deadline:
-            due = self._timers.parked_due(shard, now, self._page_size)
-            if not due:
-                return
-            try:
-                results = self.retry(due, deadline=deadline, report=report)
-            except QueueUnavailable as exc:  # not the timers' doing: no attempt counted
-                logger.warning("retrying parked timers stopped: SQS is unavailable")
-                report.errors.append(f"parked timers of shard {shard}: {exc}")
-                return
-            if len(results) < len(due):
-                return  # out of time
+    # --- stuck timers (duetime.services.stuck) ------------------------------------------------
 
     def retry(
-        self,
-        stuck: Sequence[StuckTimer],
-        *,
-        deadline: int | None = None,
-        report: SweepReport | None = None,
+        self, stuck: Sequence[StuckTimer], *, deadline: int | None = None
     ) -> list[tuple[StuckTimer, str | None]]:
-        """Hand stuck timers over again: each that goes through is forgotten; each that fails
-        counts an attempt (a quarantined one stays quarantined, with the new reason). Returns
-        the entries dealt with (a prefix, when the deadline came) and why each failed (None:
-        handed over). Raises QueueUnavailable, once those dealt with are recorded, when SQS
-        stopped taking requests: the others count no attempt."""
-        report = report or SweepReport(started_ms=self._clock())
+        """Hand stuck timers over again, on request (`duetime timers stuck --retry`)."""
         limit = deadline if deadline is not None else self._clock() + self._deadline_ms
-        handed = self._handover.hand_over([s.timer for s in stuck], limit, report)
-        reasons = {id(timer): reason for timer, reason in handed.failed}
-        results: list[tuple[StuckTimer, str | None]] = []
-        for entry in stuck[: handed.done]:
-            reason = reasons.get(id(entry.timer))
-            if reason is None:
-                self._timers.unpark(entry)
-                report.unparked += 1
-            else:
-                try:
-                    self._record_failure(entry, reason, report, previous=True)
-                except ConditionFailed:  # another retry dealt with it meanwhile: theirs stands
-                    logger.info(
-                        "a stuck timer changed during its retry",
-                        extra={"job_id": entry.timer.job_id},
-                    )
-            results.append((entry, reason))
-        if handed.unavailable is not None:  # those dealt with are recorded; the rest wait
-            raise handed.unavailable
-        return results
+        return self._stuck.retry(stuck, limit, SweepReport(started_ms=self._clock()))
 
     def stuck(self) -> list[StuckTimer]:
         """Every stuck timer of every shard: quarantined first, then by next attempt."""
