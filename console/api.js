@@ -41,6 +41,15 @@ function query(params) {
 
 const job = (id) => `/jobs/${encodeURIComponent(id)}`;
 
+// A rate without start_at is anchored one interval after its job's creation
+// (docs/schedules.md), not after the preview's request: a job's own occurrences are previewed
+// from that anchor, as a start_at (one in the past starts on its grid from now on).
+function anchored(schedule, createdAt) {
+  if (!createdAt || !schedule.rate_seconds || schedule.start_at) return schedule;
+  const anchor = new Date(Date.parse(createdAt) + schedule.rate_seconds * 1000);
+  return Number.isNaN(anchor.getTime()) ? schedule : { ...schedule, start_at: anchor.toISOString() };
+}
+
 export const api = {
   listJobs: async (filters) => (await call("GET", `/jobs${query(filters)}`)).json,
   getJob: (id) => call("GET", job(id)),
@@ -53,7 +62,8 @@ export const api = {
   runNow: async (id) => (await call("POST", `${job(id)}/run`)).json,
   backfill: async (id, range) => (await call("POST", `${job(id)}/backfill`, { body: range })).json,
   runs: async (id, limit = 50) => (await call("GET", `${job(id)}/runs${query({ limit })}`)).json,
-  preview: async (schedule, count = 5) =>
-    (await call("POST", "/schedules/preview", { body: { schedule, count } })).json.occurrences,
+  // `createdAt`: the job's, for its own occurrences (null: a job submitted now).
+  preview: async (schedule, count = 5, createdAt = null) =>
+    (await call("POST", "/schedules/preview", { body: { schedule: anchored(schedule, createdAt), count } })).json.occurrences,
   stats: async () => (await call("GET", "/admin/stats")).json,
 };

@@ -76,13 +76,17 @@ export function formView(main, job = null, etag = null) {
   targetType.addEventListener("change", showTarget);
 
   const value = (key) => inputs[key]?.value.trim();
+  // A number box left empty, or holding what the browser cannot read as a number (its value
+  // is then ""), goes as null, for the API's 400 at the field: Number("") is 0, which is
+  // "now" for a delay (until 2026-11-30 an emptied delay box ran the job at once).
+  const number = (key) => (value(key) ? Number(value(key)) : null);
   const schedule = () => {
     const out = {};
     switch (kind.value) {
       case "cron": out.cron = value("schedule.cron"); if (value("schedule.timezone")) out.timezone = value("schedule.timezone"); break;
-      case "rate": out.rate_seconds = Number(value("schedule.rate_seconds")); break;
+      case "rate": out.rate_seconds = number("schedule.rate_seconds"); break;
       case "at": out.at = value("schedule.at"); break;
-      case "delay": out.delay_seconds = Number(value("schedule.delay_seconds")); break;
+      case "delay": out.delay_seconds = number("schedule.delay_seconds"); break;
       default: out.after = { job_id: value("schedule.after.job_id"), on: value("schedule.after.on") };
     }
     if (["cron", "rate"].includes(kind.value)) {
@@ -153,7 +157,7 @@ export function formView(main, job = null, etag = null) {
       }
       const zone = sched.timezone || "UTC";
       try {
-        const occurrences = await api.preview(sched, 5);
+        const occurrences = await api.preview(sched, 5, job?.created_at);
         if (mine !== asked || !form.isConnected) return;
         clearErrors("schedule.");
         previewNote.textContent = `${describeSchedule(sched)}: the next ${occurrences.length} occurrences, in ${zone} and in your zone (${viewerZone()}).`;

@@ -20,6 +20,7 @@ export async function jobView(main, id) {
     } } }, label)
     : null;
   const recurring = "cron" in job.schedule || "rate_seconds" in job.schedule;
+  const upcoming = recurring && job.status === "scheduled"; // a paused job has no next runs
   const live = ["scheduled", "paused"].includes(job.status);
   // Completed once its last occurrence is handed over: until end_at (+ jitter) its runs still
   // to come can be cancelled (docs/api.md, cancel).
@@ -56,7 +57,7 @@ export async function jobView(main, id) {
       ["Jitter", `${job.jitter_seconds} s`], ["Staged", `${job.stage_seconds ?? 0} s`], ["Overlap", job.overlap ?? "allow"], ["Version", String(job.version)],
       ["Created", instant(job.created_at)], ["Updated", instant(job.updated_at)],
     ]),
-    recurring ? h("section", { "aria-labelledby": "next-title" }, h("h2#next-title", {}, "Next 5 occurrences"),
+    upcoming ? h("section", { "aria-labelledby": "next-title" }, h("h2#next-title", {}, "Next 5 occurrences"),
       h("table#occurrences", {}, h("thead", {}, h("tr", {}, h("th", { scope: "col" }, `Job's zone (${zone})`), h("th", { scope: "col" }, `Your zone (${viewerZone()})`))),
         h("tbody#occurrences-body"))) : null,
     h("section", { "aria-labelledby": "runs-title" }, h("h2#runs-title", {}, "Runs"), h("div#chart"),
@@ -64,8 +65,8 @@ export async function jobView(main, id) {
         h("tbody#runs-body"))),
     recurring && job.status !== "cancelled" ? h("section", { "aria-labelledby": "backfill-title" }, h("h2#backfill-title", {}, "Backfill"),
       h("p.help", {}, "Run the occurrences in [from, to) that never ran (RFC 3339 instants)."), backfill) : null]);
-  if (recurring) {
-    api.preview(job.schedule, 5).then((list) => {
+  if (upcoming) {
+    api.preview(job.schedule, 5, job.created_at).then((list) => {
       const body = main.querySelector("#occurrences-body");
       if (body) append(body, list.map((o) => h("tr", { dataset: { instant: o } }, h("td", {}, instant(o, zone)), h("td", {}, instant(o)))));
     }).catch((e) => notify(`Preview: ${e.message}`, "error"));

@@ -4,6 +4,7 @@ backfill through the job page, in headless Chromium against `duetime local`."""
 from __future__ import annotations
 
 import re
+import time
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -242,3 +243,66 @@ def test_a_job_completed_with_runs_to_come_can_be_cancelled(page: Page, stack: S
     page.driver.switch_to.alert.accept()
     page.until(lambda: page.texts("#job-status") == ["cancelled"])
     assert stack.call("GET", f"/jobs/{job['id']}", tenant=TENANT).body["status"] == "cancelled"
+
+
+def answered(page: Page, form: str) -> bool:
+    """The delay box's error is shown, or the form was left (saved)."""
+    shown = page.texts("#f-schedule-delay_seconds-error") != [""]
+    return shown or not page.driver.current_url.endswith(form)
+
+
+def test_an_emptied_or_unreadable_delay_box_is_an_error_at_its_field_not_a_run_now(
+    page: Page, stack: Stack
+) -> None:
+    # Number("") is 0: an emptied delay box (or "1e", which the browser cannot read as a
+    # number) sent delay_seconds 0, and a job due in a week ran as the edit was saved.
+    job = create(stack, "in a week", {"delay_seconds": 604_800})
+    page.sign_in(stack.token(TENANT))
+    for typed in ("", "1e"):
+        page.open(f"#/jobs/{job['id']}/edit")
+        box = page.find("#f-schedule-delay_seconds")
+        box.clear()
+        box.send_keys(typed)
+        page.find("#save").click()
+        page.until(lambda: answered(page, f"#/jobs/{job['id']}/edit"), 30)
+        stored = stack.call("GET", f"/jobs/{job['id']}", tenant=TENANT).body
+        assert (stored["schedule"], stored["status"]) == (job["schedule"], "scheduled")
+        assert page.driver.current_url.endswith(
+            "/edit"
+        )  # not saved: the form stays, with the error
+        assert page.find("#f-schedule-delay_seconds").get_attribute("aria-invalid") == "true"
+        assert (stored["version"], stored["next_run_at"]) == (job["version"], job["next_run_at"])
+
+
+def test_a_rate_jobs_next_occurrences_are_its_own_on_its_page_and_in_its_edit(
+    page: Page, stack: Stack
+) -> None:
+    # The table previewed the schedule as if submitted when the page opened: a rate without
+    # start_at is anchored at the job's creation, so the table was off by up to a period.
+    job = create(stack, "hourly", {"rate_seconds": 3600})
+    first = datetime.fromisoformat(str(job["next_run_at"]).replace("Z", "+00:00"))
+    expected = [
+        (first + timedelta(hours=k)).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+        for k in range(5)
+    ]
+    time.sleep(1.5)  # a page opened later previewed from its own instant
+    page.sign_in(stack.token(TENANT))
+    page.open(f"#/jobs/{job['id']}")
+    rows = "#occurrences-body tr"
+    page.until(lambda: len(page.driver.find_elements(By.CSS_SELECTOR, rows)) == 5, 30)
+    shown = [
+        r.get_attribute("data-instant") for r in page.driver.find_elements(By.CSS_SELECTOR, rows)
+    ]
+    assert shown == expected
+    page.open(f"#/jobs/{job['id']}/edit")
+    items = "#preview li"
+    page.until(lambda: len(page.driver.find_elements(By.CSS_SELECTOR, items)) == 5, 30)
+    shown = [
+        i.get_attribute("data-instant") for i in page.driver.find_elements(By.CSS_SELECTOR, items)
+    ]
+    assert shown == expected
+    # paused, it has no next occurrences to show
+    assert stack.call("POST", f"/jobs/{job['id']}/pause", tenant=TENANT).status == 200
+    page.open(f"#/jobs/{job['id']}")
+    page.until(lambda: page.texts("#job-status") == ["paused"])
+    assert page.driver.find_elements(By.CSS_SELECTOR, "#occurrences") == []
