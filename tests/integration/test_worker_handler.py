@@ -5,6 +5,8 @@ from __future__ import annotations
 import threading
 from typing import Any
 
+import pytest
+
 from duetime.domain.jobs import Priority, Runtime
 from duetime.domain.messages import RunMessage
 from duetime.domain.runs import RunStatus
@@ -65,7 +67,7 @@ def test_given_every_record_fails_then_the_handler_still_returns_a_partial_respo
 
 
 def test_given_a_delivery_for_a_deleted_job_then_it_is_dropped_not_retried(
-    engine: Engine,
+    engine: Engine, caplog: pytest.LogCaptureFixture
 ) -> None:
     url = engine.aws.settings.queue(Runtime.LAMBDA, Priority.NORMAL).url
     engine.aws.sqs.send_message(
@@ -75,9 +77,13 @@ def test_given_a_delivery_for_a_deleted_job_then_it_is_dropped_not_retried(
     arn = engine.aws.sqs.get_queue_attributes(QueueUrl=url, AttributeNames=["QueueArn"])[
         "Attributes"
     ]["QueueArn"]
-    response = worker_handler.handler(sqs_event(messages, arn, "us-east-1"), FakeContext())
+    with caplog.at_level("INFO", logger="duetime"):
+        response = worker_handler.handler(sqs_event(messages, arn, "us-east-1"), FakeContext())
     assert response == {"batchItemFailures": []}
     assert engine.recorder.calls == []
+    # said, with why (docs/cost.md: a dropped run is logged; until 2026-11-30 it was not)
+    (logged,) = [r for r in caplog.records if r.getMessage() == "run dropped"]
+    assert getattr(logged, "reason", None) == "dropped: the job is missing"
 
 
 def test_given_a_batch_then_its_records_run_concurrently(engine: Engine) -> None:
@@ -141,17 +147,21 @@ def handled_after_one_failure(
     }
 
 
-def test_given_a_record_whose_handling_fails_then_it_comes_back_in_seconds(
-    engine: Engine, monkeypatch: Any
+def test_given_a_record_whose_handling_fails_then_it_comes_back_in_seconds_and_is_logged(
+    engine: Engine, monkeypatch: Any, caplog: pytest.LogCaptureFixture
 ) -> None:
     # Found by review: an exception (a store error reading the job) left the message to the
-    # queue's visibility timeout, 90 minutes as deployed, before the run was tried again.
+    # queue's visibility timeout, 90 minutes as deployed, before the run was tried again. And
+    # by an outside audit: nothing logged it (a message could reach the DLQ unexplained).
     job = engine.submit({"schedule": {"delay_seconds": 0}})
     reads = engine.parts.executor._reads
     handled_after_one_failure(
         engine, monkeypatch, reads, "get", StoreError("the jobs table is unavailable")
     )
     assert [c.job_id for c in engine.recorder.calls] == [job]
+    (logged,) = [r for r in caplog.records if r.getMessage() == "run processing failed"]
+    assert logged.levelname == "ERROR"
+    assert "the jobs table is unavailable" in str(logged.exc_info[1] if logged.exc_info else "")
 
 
 def test_given_dependents_not_triggered_then_the_upstream_message_comes_back_in_seconds(

@@ -24,7 +24,7 @@ from aws_lambda_powertools.utilities.batch import (
 from aws_lambda_powertools.utilities.data_classes.sqs_event import SQSRecord
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
-from duetime.observability import logger, metrics, tracer
+from duetime.observability import logger, metrics, serialized_metrics, tracer
 from duetime.ports import Delivery
 from duetime.services.results import Disposition, retry_soon_seconds
 from duetime.wiring import Components, components
@@ -93,8 +93,13 @@ class _Worker:
         try:
             result = parts.executor.handle(delivery, remaining_ms=remaining_ms)
         except Exception:
-            # Failed (a store call, say): back in seconds, not after the queue's visibility
-            # timeout (6 x the function's: 90 minutes as deployed): retry_soon_seconds.
+            # Failed (a store call, say): logged, as on the Fargate worker (until 2026-11-30 only
+            # the record's return told it), and back in seconds, not after the queue's
+            # visibility timeout (6 x the function's: 90 minutes as deployed).
+            logger.exception(
+                "run processing failed",
+                extra={"message_id": delivery.message_id, "receive_count": delivery.receive_count},
+            )
             try:
                 parts.queue.change_visibility(delivery, retry_soon_seconds(delivery.receive_count))
             except Exception:  # the same outage, likely: the visibility timeout stands
@@ -114,12 +119,13 @@ def make_handler(parts: Callable[[], Components]) -> Handler:
     @tracer.capture_lambda_handler
     @metrics.log_metrics
     def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
-        return async_process_partial_response(  # type: ignore[return-value]
-            event=event,
-            record_handler=worker.record_handler,
-            processor=worker.processor,
-            context=context,
-        )
+        with serialized_metrics():  # the batch's threads share the process's metric set
+            return async_process_partial_response(  # type: ignore[return-value]
+                event=event,
+                record_handler=worker.record_handler,
+                processor=worker.processor,
+                context=context,
+            )
 
     return handler
 

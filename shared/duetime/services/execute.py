@@ -63,6 +63,7 @@ from duetime.services.results import (
     MAX_VISIBILITY_SECONDS,
     Disposition,
     Result,
+    dropped,
     retry_soon_seconds,
     soon,
 )
@@ -196,8 +197,7 @@ class RunExecutor:
             held = self._end_dropped(delivery, message, runnable)
             if held is not None:
                 return held
-            count(Metric.RUNS_DROPPED)
-            return Result(Disposition.DONE, f"dropped: {runnable}")
+            return dropped(f"dropped: {runnable}")
         job, dependents = runnable
         if message.generation is not None and message.generation < job.generation:
             # A one-off re-armed on the same instant keeps its run: the re-arm's first attempt
@@ -295,10 +295,9 @@ class RunExecutor:
                 found = job, dependents
             runnable = _runnable(found, message)
             if isinstance(runnable, str):
-                count(Metric.RUNS_DROPPED)
                 if self._runs.withdraw(run, runnable):
                     self._released(job, message)
-                return Result(Disposition.DONE, f"dropped after the claim: {runnable}")
+                return dropped(f"dropped after the claim: {runnable}")
             job, dependents = runnable  # a change this run follows (its payload, its target)
         self._wait_until(message.due_ms)
         count(Metric.RUNS_STARTED)

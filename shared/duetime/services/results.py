@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from enum import StrEnum
 
 from duetime.domain.runs import Run
+from duetime.observability import Metric, count, logger
 
 
 class Disposition(StrEnum):
@@ -39,3 +40,11 @@ class Result:
 def soon(detail: str, run: Run | None) -> Result:
     """Leave the message to come back soon: nothing else says when."""
     return Result(Disposition.RETRY_LATER, detail, run, soon=True)
+
+
+def dropped(detail: str) -> Result:
+    """Delete the message of a run that will not run (its job cancelled, paused or changed):
+    counted and logged, with why (the line carries the run's ids)."""
+    count(Metric.RUNS_DROPPED)
+    logger.info("run dropped", extra={"reason": detail})
+    return Result(Disposition.DONE, detail)
