@@ -183,7 +183,10 @@ class Monitoring(Construct):
                 title="Timers parked; quarantined (duetime timers stuck)",
                 width=_QUARTER,
                 left=[self.app_metric(Metric.TIMERS_PARKED)],
-                right=[self.app_metric(Metric.TIMERS_QUARANTINED)],
+                right=[
+                    self.app_metric(Metric.TIMERS_QUARANTINED),
+                    self.app_metric(Metric.TIMERS_IN_QUARANTINE, "Maximum"),
+                ],
             ),
             cloudwatch.GraphWidget(
                 title="Reconciler: jobs re-armed (daily)",
@@ -384,8 +387,8 @@ class Monitoring(Construct):
             self._alarm(
                 "TimersQuarantined",
                 "a timer is out of hand-over attempts and quarantined: its job will not run "
-                "until an operator acts (run `duetime timers stuck`)",
-                self.app_metric(Metric.TIMERS_QUARANTINED, period=FIVE_MINUTES),
+                "until an operator acts (run `duetime timers stuck`); on while any is left",
+                self.app_metric(Metric.TIMERS_IN_QUARANTINE, "Maximum", FIVE_MINUTES),
                 1,
                 AT_LEAST,
             ),

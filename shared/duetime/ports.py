@@ -6,7 +6,7 @@ runs both: the stores and queues (DynamoDB, SQS; twins in `duetime.adapters.memo
 `TargetRunner` (duetime.targets' executor; twin: `duetime.adapters.memory.targets`) and
 `SigningSecrets` (`duetime.services.webhook_secrets`, over either pair of secret store and
 cipher). `FiguresSource` (live counts: `duetime.adapters.figures`; twin: `duetime.local.figures`)
-has no contract suite: its answers are live counts, each side is tested on its own.
+has no contract suite: each side is tested on its own.
 
 Only the Protocols live here, with the few types that exist because of them and mean nothing
 outside a port call: the errors a port raises for its callers to catch (`StoreError`,
@@ -249,6 +249,9 @@ class TimerStore(Protocol):
     def stuck(self, shard: int) -> list[StuckTimer]:
         """Every stuck timer of a shard, quarantined or not."""
 
+    def quarantined(self, shard: int, limit: int) -> int:
+        """How many stuck timers of a shard are quarantined, counted up to `limit`."""
+
     def unpark(self, stuck: StuckTimer) -> None:
         """Forget a stuck timer (it was handed over)."""
 
@@ -263,8 +266,7 @@ class RunStore(Protocol):
         or only a `buffered` one; None if written, else the stored record (left as it is)."""
 
     def finish(self, run: Run, outcome: RunOutcome) -> Run | None:
-        """Record an attempt's outcome if `run` (as claimed) is still current; None if the
-        lease was lost to another holder."""
+        """Record an attempt's outcome if `run` (as claimed) is still current; None: lost."""
 
     def withdraw(self, run: Run, reason: str) -> bool:
         """Undo `run`'s claim if it is still current (else False): runs.withdrawn's record."""
@@ -297,8 +299,7 @@ class RunSender(Protocol):
 class JobQueue(RunSender, Protocol):
     def send_dead(self, message: RunMessage, reason: str, *, signed: bool = True) -> None:
         """Put a message on its queue's dead-letter queue with the reason. `signed=False`
-        for a message duetime did not write: its copy stays unsigned, so a redrive never
-        turns it into one a worker runs."""
+        for a message duetime did not write: its copy stays unsigned (a redrive never runs it)."""
 
     def receive(
         self,
@@ -315,8 +316,7 @@ class JobQueue(RunSender, Protocol):
         visibility_seconds (default: the queue's visibility timeout)."""
 
     def delete(self, deliveries: Sequence[Delivery]) -> list[Delivery]:
-        """Delete received messages (batched, retried). Returns those that could not be: their
-        messages come back when their visibility ends."""
+        """Delete received messages (batched, retried). Returns those not deleted (back later)."""
 
     def change_visibility(self, delivery: Delivery, seconds: int) -> None: ...
 

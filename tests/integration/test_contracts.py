@@ -981,7 +981,7 @@ def stuck_timer(job_id: str, shard: int, attempts: int, next_attempt: int | None
 def test_given_parked_timers_when_reading_due_ones_then_only_those_due_and_not_quarantined(
     timer_store: TimerStore,
 ) -> None:
-    a, b, c = job_ids_in_shard(1, 3)
+    a, b, c, d = job_ids_in_shard(1, 4)
     early = stuck_timer(a, 1, 1, T0 + 60_000)
     later = stuck_timer(b, 1, 2, T0 + 120_000)
     out = stuck_timer(c, 1, 8, None)
@@ -995,6 +995,9 @@ def test_given_parked_timers_when_reading_due_ones_then_only_those_due_and_not_q
     assert timer_store.parked_due(1, T0 + 500_000, 1) == [early]
     assert timer_store.stuck(1) == [out, early, later]  # quarantined first
     assert out.quarantined
+    assert (timer_store.quarantined(1, 10), timer_store.quarantined(3, 10)) == (1, 0)
+    timer_store.park(stuck_timer(d, 1, 8, None))
+    assert (timer_store.quarantined(1, 10), timer_store.quarantined(1, 1)) == (2, 1)
 
 
 def test_given_a_parked_timer_when_replaced_then_unparked_then_it_is_gone(

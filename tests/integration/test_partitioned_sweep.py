@@ -25,7 +25,9 @@ from duetime.domain.messages import RunMessage
 from duetime.domain.planning import MAX_CATCHUP_RUNS
 from duetime.domain.timers import Timer
 from duetime.domain.timeutil import MINUTE_MS, rfc3339_ms, to_ms
+from duetime.observability import Metric
 from duetime.ports import QueueError, QueueUnavailable, StoreError, SweepState
+from duetime.services import stuck as stuck_service
 from duetime.services.coordinator import Coordinator, InProcessLauncher
 from duetime.services.dispatch import Dispatcher
 from duetime.services.jobs import JobService
@@ -233,7 +235,9 @@ class Killed(BaseException):
     """The sweep's invocation dies (a Lambda timeout, out of memory): nothing catches it."""
 
 
-def test_given_a_timer_whose_hand_over_kills_the_sweep_then_it_is_quarantined_alone() -> None:
+def test_given_a_timer_whose_hand_over_kills_the_sweep_then_it_is_quarantined_alone(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
     # Parked untried after 4 stalls, it was then retried first by every sweep of its shard,
     # which it killed before the attempt was recorded: never quarantined, and another
     # tenant's timer parked after it (by one transient error) was never retried.
@@ -255,6 +259,13 @@ def test_given_a_timer_whose_hand_over_kills_the_sweep_then_it_is_quarantined_al
     store._jobs = twins.jobs._jobs
     sweeper = Sweeper(store, twins.timers, twins.queue, twins.settings, clock=twins.clock)
     good_sent: list[int] = []
+    levels: list[float] = []  # TimersInQuarantine, as each sweep that got so far reported it
+
+    def counted(name: str, value: float = 1) -> None:
+        if name == Metric.TIMERS_IN_QUARANTINE:
+            levels.append(value)
+
+    monkeypatch.setattr(stuck_service, "count", counted)
     for minute in range(1, 151):  # backoff: 1, 2, 4, ... 30 minutes
         twins.clock.now = T0 - 7_000 + minute * MINUTE_MS
         if minute == 14:
@@ -267,6 +278,11 @@ def test_given_a_timer_whose_hand_over_kills_the_sweep_then_it_is_quarantined_al
     assert (stuck.timer.job_id, stuck.quarantined) == (evil, True)
     assert stuck.attempts == MAX_HANDOVER_ATTEMPTS
     assert sorted(set(good_sent)) == [T0 - 7_000 + m * MINUTE_MS for m in range(15, 151, 15)]
+    # the alarm's level: 0 until it was quarantined, then 1 at every sweep while it is left
+    quarantined_at = levels.index(1)
+    assert set(levels[:quarantined_at]) == {0}
+    assert set(levels[quarantined_at:]) == {1}
+    assert len(levels) - quarantined_at >= 10
 
 
 def test_given_sqs_unavailable_for_hours_then_no_timer_is_parked_and_all_go_when_it_returns() -> (

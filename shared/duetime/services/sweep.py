@@ -188,6 +188,7 @@ class Sweeper:
         self._advance_cursor(shard, cursor, [*backlog, *current], complete)
         if not unavailable:
             self._stuck.retry_due(shard, deadline, report)
+        self._stuck.count_quarantined(shard)
         report.duration_ms = self._clock() - now
         milliseconds(Metric.SWEEP_DURATION, report.duration_ms)
         count(Metric.TIMERS_ENQUEUED, report.messages_sent)

@@ -19,6 +19,7 @@ from duetime.adapters.dynamodb.common import (
 )
 from duetime.adapters.dynamodb.timer_items import (
     CONFIG_KEY,
+    QUARANTINED,
     RETRYING,
     SWEEP_SK,
     partition_state_from_values,
@@ -326,6 +327,20 @@ class DynamoTimerStore:
             if "LastEvaluatedKey" not in response:
                 return found
             params["ExclusiveStartKey"] = response["LastEvaluatedKey"]
+
+    def quarantined(self, shard: int, limit: int) -> int:
+        response = self._client.query(
+            TableName=self._table,
+            KeyConditionExpression="pk = :p AND begins_with(sk, :q)",
+            ExpressionAttributeValues={
+                ":p": {"S": stuck_partition(shard)},
+                ":q": {"S": QUARANTINED},
+            },
+            Select="COUNT",
+            Limit=limit,
+            ConsistentRead=True,
+        )
+        return int(response.get("Count", 0))
 
     def unpark(self, stuck: StuckTimer) -> None:
         self._client.delete_item(TableName=self._table, Key=to_item(stuck_key(stuck)))

@@ -146,6 +146,9 @@ class MemoryTimerStore:
                 key=lambda s: (not s.quarantined, s.next_attempt_ms or 0, s.timer.sort_key),
             )
 
+    def quarantined(self, shard: int, limit: int) -> int:
+        return min(limit, sum(1 for s in self.stuck(shard) if s.quarantined))
+
     def unpark(self, stuck: StuckTimer) -> None:
         with self._lock:
             current = self._stuck.get((stuck.shard, stuck.timer.sort_key))
