@@ -18,6 +18,7 @@ import hashlib
 import json
 import math
 import os
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -211,7 +212,7 @@ class Settings:
 
         def number(name: str, default: int, low: int, high: int) -> int:
             raw = env.get(name, str(default))
-            if not raw.strip().isdigit() or not low <= int(raw) <= high:
+            if not _whole(raw) or not low <= int(raw) <= high:
                 raise RuntimeError(f"{name} must be a whole number from {low} to {high}: {raw!r}")
             return int(raw)
 
@@ -434,6 +435,12 @@ class CompactorSettings:
         if not env.get(Env.HISTORY_BUCKET):
             raise RuntimeError(f"environment variable(s) not set: {Env.HISTORY_BUCKET}")
         raw = env.get(Env.RUN_TTL_SECONDS, str(cls.run_ttl_seconds))
-        if not raw.strip().isdigit() or int(raw) < 1:
+        if not _whole(raw) or int(raw) < 1:
             raise RuntimeError(f"{Env.RUN_TTL_SECONDS} must be a whole number of seconds: {raw!r}")
         return cls(env[Env.HISTORY_BUCKET], int(raw))
+
+
+def _whole(raw: str) -> bool:
+    """Whether a setting is a whole number in ASCII digits ("²" and "٦٠" are digits to
+    str.isdigit: the first then failed int() with a bare ValueError, the second was 60)."""
+    return re.fullmatch(r"[0-9]+", raw.strip()) is not None

@@ -42,6 +42,17 @@ def test_the_document_allows_the_empty_cursor_the_api_accepts() -> None:
     assert "empty" in OPENAPI["components"]["parameters"]["Cursor"]["description"]
 
 
+def test_the_max_backoff_default_is_the_documents_and_follows_a_larger_backoff(api: Api) -> None:
+    # The document gave 300 as the default; a backoff of 600 stores 600 (found by an audit).
+    retry = {"backoff_seconds": 600}
+    job = api.create({"schedule": {"at": at(3600)}, "retry": retry})
+    assert job["retry"]["max_backoff_seconds"] == 600
+    request = OPENAPI["components"]["schemas"]["JobRequest"]["properties"]["retry"]
+    field = request["properties"]["max_backoff_seconds"]
+    assert "default" not in field
+    assert "backoff_seconds when that is larger" in field["description"]
+
+
 # --- duplicate keys --------------------------------------------------------------------------
 
 JOB = '"target": {"type": "handler", "name": "test.record"}'

@@ -31,6 +31,9 @@ def test_settings_round_trip_through_the_environment() -> None:
         (Env.TIMER_SHARDS, "eight", "DUETIME_TIMER_SHARDS must be a whole number"),
         (Env.TIMER_SHARDS, "0", "DUETIME_TIMER_SHARDS must be a whole number"),
         (Env.CLAIM_LEAD_MS, "2001", "DUETIME_CLAIM_LEAD_MS must be a whole number from 0 to 2000"),
+        # digits to str.isdigit, not ASCII: a bare ValueError, or 60 (found by an outside audit)
+        (Env.CLAIM_LEAD_MS, "²", "DUETIME_CLAIM_LEAD_MS must be a whole number"),
+        (Env.CLAIM_LEAD_MS, "٦٠", "DUETIME_CLAIM_LEAD_MS must be a whole number"),
     ],
 )
 def test_a_bad_setting_is_named(name: str, value: str, message: str) -> None:

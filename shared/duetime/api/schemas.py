@@ -65,7 +65,13 @@ def _jobs() -> dict[str, Any]:
     retry_fields = {
         "max_attempts": {"type": "integer", "minimum": 1, "maximum": 20, "default": 3},
         "backoff_seconds": {"type": "number", "minimum": 0, "maximum": 900, "default": 2},
-        "max_backoff_seconds": {"type": "number", "minimum": 0, "maximum": 900, "default": 300},
+        "max_backoff_seconds": {
+            "type": "number",
+            "minimum": 0,
+            "maximum": 900,
+            "description": "Default: 300, or backoff_seconds when that is larger. At least "
+            "backoff_seconds.",
+        },
     }
     catchup_fields = {
         "mode": {"enum": enum_values(CatchupMode), "default": "latest"},
