@@ -144,6 +144,33 @@ def test_a_number_flag_json_cannot_carry_is_refused_naming_the_flag(
     assert f"argument {flag}: must be a finite number" in err
 
 
+@pytest.mark.parametrize(
+    ("flag", "value"),
+    [
+        ("--delay", "٩٠٠"),  # Arabic-Indic digits: int() takes them, the API and console not
+        ("--rate", "1_0_0"),
+        ("--jitter", "\uff16"),
+        ("--timeout-seconds", "\uff13\u0660"),
+        ("--max-attempts", "²"),
+        ("--backoff-seconds", "\uff11.\uff15"),
+        ("--max-backoff-seconds", "1_0.5"),
+        ("--delay", "9" * 5_000),
+    ],
+)
+def test_a_number_flag_takes_ascii_digits_only(
+    api: FakeApi,  # noqa: F811
+    capsys: pytest.CaptureFixture[str],
+    flag: str,
+    value: str,
+) -> None:
+    args = (
+        ("--handler", "x", flag, value) if flag in ("--delay", "--rate") else (*CREATE, flag, value)
+    )
+    err = usage_error(api, capsys, "create", *args)
+    assert f"argument {flag}:" in err
+    assert "Traceback" not in err
+
+
 def test_number_flags_still_keep_what_the_user_wrote(api: FakeApi) -> None:  # noqa: F811
     argv = ("--backoff-seconds", "2", "--max-backoff-seconds", "2.5")
     assert jobs(api, "create", *CREATE, *argv) == 0

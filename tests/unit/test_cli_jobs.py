@@ -357,7 +357,7 @@ def test_body_with_body_flags_is_refused_before_sending(
         (["--payload", "@/nonexistent/p.json"], "cannot read /nonexistent/p.json"),
         (["--header", "novalue"], "is not K=V"),
         (["--eventbridge", "no-detail-type"], "is not SOURCE:DETAIL_TYPE"),
-        (["--delay", "10s"], "invalid int value"),
+        (["--delay", "10s"], "'10s' is not a whole number"),
         (["--priority", "urgent"], "invalid choice"),
         (["--idempotency-key", "a\nb"], "must be printable ASCII"),
     ],

@@ -15,6 +15,7 @@ from duetime.cli.types import (
     positive_int,
     source_detail_type,
     utf8_text,
+    whole,
 )
 from duetime.domain.jobs import CatchupMode, Priority, Runtime
 from duetime.domain.overlap import Overlap
@@ -64,8 +65,8 @@ def add_body_options(parser: argparse.ArgumentParser, *, updating: bool = False)
     schedule = parser.add_argument_group("schedule (one of --at, --delay, --rate, --cron, --after)")
     kind = schedule.add_mutually_exclusive_group()
     kind.add_argument("--at", type=utf8_text, metavar="RFC3339", help="once, at an instant")
-    kind.add_argument("--delay", type=int, metavar="SECONDS", help="once, after a delay")
-    kind.add_argument("--rate", type=int, metavar="SECONDS", help="every N seconds")
+    kind.add_argument("--delay", type=whole, metavar="SECONDS", help="once, after a delay")
+    kind.add_argument("--rate", type=whole, metavar="SECONDS", help="every N seconds")
     kind.add_argument(
         "--cron", type=utf8_text, metavar="EXPR", help='a cron expression, e.g. "0 9 * * 1-5"'
     )
@@ -144,25 +145,27 @@ def add_body_options(parser: argparse.ArgumentParser, *, updating: bool = False)
     )
     job.add_argument("--priority", choices=[p.value for p in Priority])
     job.add_argument("--runtime", choices=[r.value for r in Runtime])
-    job.add_argument("--max-attempts", type=int, metavar="N", help="retry.max_attempts")
+    job.add_argument("--max-attempts", type=whole, metavar="N", help="retry.max_attempts")
     job.add_argument(
         "--backoff-seconds", type=number, metavar="SECONDS", help="retry.backoff_seconds"
     )
     job.add_argument(
         "--max-backoff-seconds", type=number, metavar="SECONDS", help="retry.max_backoff_seconds"
     )
-    job.add_argument("--timeout-seconds", type=int, metavar="SECONDS", help="bound of one attempt")
+    job.add_argument(
+        "--timeout-seconds", type=whole, metavar="SECONDS", help="bound of one attempt"
+    )
     job.add_argument(
         "--jitter",
         dest="jitter_seconds",
-        type=int,
+        type=whole,
         metavar="SECONDS",
         help="start each occurrence up to this long after its instant (jitter_seconds, 0-900)",
     )
     job.add_argument(
         "--stage",
         dest="stage_seconds",
-        type=int,
+        type=whole,
         metavar="SECONDS",
         help="hand each run to a worker this long before its instant, claimed and "
         "ready to start on it (stage_seconds, 0-10)",

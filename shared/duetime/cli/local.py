@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, TextIO
 
 from duetime.cli.format import write_out
 from duetime.cli.options import LOCAL_STACK_MODULES, missing_local_extra, state_dir_option
-from duetime.cli.types import claim_lead_ms, http_url, port, positive_int, positive_seconds
+from duetime.cli.types import claim_lead_ms, http_url, port, positive_int, positive_seconds, whole
 from duetime.local.lambda_runtime import LAMBDA_MAX_POLLERS
 from duetime.settings import Env
 
@@ -59,7 +59,7 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     )
     local.add_argument(
         "--lanes",
-        type=int,
+        type=whole,
         choices=range(1, 10),
         default=1,
         metavar="N",

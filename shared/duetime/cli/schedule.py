@@ -13,7 +13,7 @@ from zoneinfo import ZoneInfo
 from duetime.cli.client import ApiError, Unreachable, UsageError, client_for
 from duetime.cli.format import json_text, write_out
 from duetime.cli.jobs import _common_options
-from duetime.cli.types import preview_count, utf8_text
+from duetime.cli.types import preview_count, utf8_text, whole
 from duetime.domain.schedule import zone
 from duetime.domain.text import clean
 
@@ -38,7 +38,7 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         "cron", nargs="?", type=utf8_text, metavar="CRON", help='e.g. "0 9 * * 1-5"'
     )
     kind = preview.add_mutually_exclusive_group()
-    kind.add_argument("--rate", type=int, metavar="SECONDS", help="every N seconds")
+    kind.add_argument("--rate", type=whole, metavar="SECONDS", help="every N seconds")
     kind.add_argument("--at", type=utf8_text, metavar="RFC3339", help="once, at an instant")
     preview.add_argument(
         "--timezone",

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import math
+import re
 import sys
 from typing import Any
 from urllib.parse import urlsplit
@@ -21,10 +22,32 @@ def read_text(path: str) -> str:
         return file.read()
 
 
+# What the flags take as numbers: ASCII digits only, as the API and the console do (Python's
+# int() and float() also take "٩٠٠", "６" and "1_0_0"; until 2026-11-30 so did the CLI).
+_WHOLE = re.compile(r"[+-]?[0-9]+")
+_NUMBER = re.compile(r"[+-]?(([0-9]+\.?[0-9]*|\.[0-9]+)(e[+-]?[0-9]+)?|inf|infinity|nan)", re.I)
+
+
+def whole(text: str) -> int:
+    """A whole number in ASCII digits (argparse's type: ArgumentTypeError otherwise)."""
+    if not _WHOLE.fullmatch(text.strip()):
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number")
+    try:
+        return int(text)
+    except ValueError:  # Python's int() refuses over 4,300 digits
+        raise argparse.ArgumentTypeError(f"{text[:20]!r}… has too many digits") from None
+
+
+def _ascii_float(text: str) -> float:
+    if not _NUMBER.fullmatch(text.strip()):
+        raise ValueError(text)
+    return float(text)
+
+
 def positive_int(text: str) -> int:
     try:
-        value = int(text)
-    except ValueError:
+        value = whole(text)
+    except argparse.ArgumentTypeError:
         raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
     if value <= 0:
         raise argparse.ArgumentTypeError("must be greater than 0")
@@ -33,8 +56,8 @@ def positive_int(text: str) -> int:
 
 def _whole_in(text: str, low: int, high: int, what: str, hint: str) -> int:
     try:
-        value = int(text)
-    except ValueError:
+        value = whole(text)
+    except argparse.ArgumentTypeError:
         raise argparse.ArgumentTypeError(f"{text!r} is not {what}") from None
     if not low <= value <= high:
         raise argparse.ArgumentTypeError(f"must be from {low} to {high}{hint}")
@@ -53,7 +76,7 @@ def poll_wait_seconds(text: str) -> int:
 
 def positive_float(text: str, *, at_most: float | None = None) -> float:
     try:
-        value = float(text)
+        value = _ascii_float(text)
     except ValueError:
         raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
     if not 0 < value < math.inf or (at_most is not None and value > at_most):
@@ -87,12 +110,10 @@ def http_url(text: str) -> str:
 def number(text: str) -> int | float:
     """A number kept as the user wrote it: `2` is sent as 2, `2.5` as 2.5; never NaN or
     Infinity, which JSON cannot carry (`1e400` and a 5,000-digit number are Infinity)."""
-    try:
+    if _WHOLE.fullmatch(text.strip()) and len(text) <= 4_000:  # int() takes 4,300 digits
         return int(text)
-    except ValueError:
-        pass
     try:
-        value = float(text)
+        value = _ascii_float(text)
     except ValueError:
         raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
     if not math.isfinite(value):
