@@ -61,6 +61,27 @@ def test_given_the_last_millisecond_before_1970_when_parsed_then_refused(
     assert refusal(raw).field == field
 
 
+@pytest.mark.parametrize(
+    ("raw", "field"),
+    [
+        ({"at": "9999-12-31T23:59:59-01:00"}, "schedule.at"),  # year 10000 in UTC
+        ({"at": "0000-01-01T00:00:00Z"}, "schedule.at"),
+        ({"cron": "@daily", "start_at": "0001-01-01T00:00:00+00:01"}, "schedule.start_at"),
+    ],
+)
+def test_given_a_well_formed_instant_out_of_range_then_the_range_is_said(
+    raw: dict[str, object], field: str
+) -> None:
+    # It said "must be an RFC 3339 timestamp", which it is (found by an outside audit).
+    error = refusal(raw)
+    assert error.field == field
+    assert str(error).endswith("must be from 1970-01-01T00:00:00Z to 9999-12-31T23:59:59.999Z")
+
+
+def test_given_a_day_the_month_lacks_then_it_is_no_rfc_3339_timestamp() -> None:
+    assert "RFC 3339" in str(refusal({"at": "2026-02-30T00:00:00Z"}))
+
+
 # --- the cron length limit and the time zones ----------------------------------------------------
 
 

@@ -29,12 +29,12 @@ def any_case(word: str) -> str:
     return "".join(f"[{c.upper()}{c.lower()}]" for c in word)
 
 
-INSTANT = {
-    "type": "string",
-    "format": "date-time",
-    "description": "RFC 3339 with an offset or Z; answers are UTC with milliseconds.",
-}
-OPTIONAL_INSTANT = {"type": ["string", "null"], "format": "date-time"}
+_INSTANTS = (
+    "RFC 3339 with an offset or Z, from 1970-01-01T00:00:00Z to 9999-12-31T23:59:59.999Z once "
+    "in UTC, without a leap second (:60); answers are UTC with milliseconds."
+)
+INSTANT = {"type": "string", "format": "date-time", "description": _INSTANTS}
+OPTIONAL_INSTANT = {"type": ["string", "null"], "format": "date-time", "description": _INSTANTS}
 INTEGER_OR_NULL = {"type": ["integer", "null"]}
 SECRET = {"type": "string", "pattern": "^whsec_[A-Za-z0-9+/]{32,88}={0,2}$"}
 STRING_OR_NULL = {"type": ["string", "null"]}

@@ -19,7 +19,7 @@ from datetime import datetime
 from duetime.domain.errors import ValidationError
 from duetime.domain.planning import rate_count_between
 from duetime.domain.schedule import Rate, Schedule, next_occurrence
-from duetime.domain.timeutil import from_ms, parse_rfc3339, rfc3339_ms, to_ms
+from duetime.domain.timeutil import OutOfRange, from_ms, parse_rfc3339, rfc3339_ms, to_ms
 
 MAX_BACKFILL_OCCURRENCES = 1000
 # A cron range's occurrences are counted this far for the error message.
@@ -63,7 +63,9 @@ def _instant(raw: Mapping[object, object], name: str) -> int:
         raise ValidationError(name, "must be an RFC 3339 timestamp string")
     try:
         instant = to_ms(parse_rfc3339(value))
-    except (ValueError, OverflowError):
+    except OutOfRange as exc:
+        raise ValidationError(name, str(exc)) from None
+    except ValueError:
         raise ValidationError(
             name, "must be an RFC 3339 timestamp with an offset or Z, such as 2026-11-21T09:30:00Z"
         ) from None

@@ -23,7 +23,7 @@ from zoneinfo import ZoneInfo
 from duetime.domain.cron import _cron_spec, _first_cron_instant_after
 from duetime.domain.errors import ValidationError
 from duetime.domain.text import checked_text
-from duetime.domain.timeutil import parse_rfc3339, rfc3339, to_ms, truncate_ms
+from duetime.domain.timeutil import OutOfRange, parse_rfc3339, rfc3339, to_ms, truncate_ms
 
 
 @dataclass(frozen=True)
@@ -189,7 +189,9 @@ def _instant(value: object, field: str) -> datetime:
         raise ValidationError(field, "must be an RFC 3339 timestamp string")
     try:
         instant = parse_rfc3339(value)
-    except (ValueError, OverflowError):
+    except OutOfRange as exc:  # until 2026-11-30 said "not RFC 3339": it is
+        raise ValidationError(field, str(exc)) from None
+    except ValueError:
         raise ValidationError(
             field, "must be an RFC 3339 timestamp with an offset or Z, such as 2026-11-21T09:30:00Z"
         ) from None

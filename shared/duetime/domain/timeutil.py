@@ -32,7 +32,7 @@ def parse_rfc3339(text: str) -> datetime:
     dropped). Only that grammar: seconds and an offset (`Z` or `+hh:mm`) required, `T` between
     date and time, nothing around it; ISO 8601's other forms (`2026-W47-6`, `+0100`, no
     seconds) are refused, and so is a leap second (`:60`, which no instant here can hold).
-    Raises ValueError."""
+    Raises ValueError (OutOfRange for an instant in no year from 1 to 9999 in UTC)."""
     found = _RFC3339.fullmatch(text) if isinstance(text, str) else None
     if found is None:
         raise ValueError("expected an RFC 3339 timestamp such as 2026-11-21T09:30:00Z")
@@ -41,7 +41,23 @@ def parse_rfc3339(text: str) -> datetime:
         raise ValueError("a leap second (:60) is not supported")
     milliseconds = (fraction or "")[:3].ljust(3, "0")
     zone = "+00:00" if offset in ("Z", "z") else offset
-    return datetime.fromisoformat(f"{date}T{time}.{milliseconds}{zone}").astimezone(UTC)
+    if date.startswith("0000"):
+        raise OutOfRange(INSTANT_RANGE)
+    try:
+        local = datetime.fromisoformat(f"{date}T{time}.{milliseconds}{zone}")
+    except ValueError:
+        raise ValueError(f"{date} is not a date") from None
+    try:
+        return local.astimezone(UTC)
+    except OverflowError:  # before year 1 or after 9999 in UTC
+        raise OutOfRange(INSTANT_RANGE) from None
+
+
+INSTANT_RANGE = "must be from 1970-01-01T00:00:00Z to 9999-12-31T23:59:59.999Z"
+
+
+class OutOfRange(ValueError):
+    """A well-formed RFC 3339 timestamp of an instant outside what duetime holds."""
 
 
 _RFC3339 = re.compile(
