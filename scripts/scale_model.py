@@ -148,6 +148,9 @@ BATCH_GET = 100  # keys per BatchGetItem (a recurring group's jobs)
 BATCH_WRITE = 25  # requests per BatchWriteItem (a recurring group's next timers)
 PARALLEL_SENDS = 16  # SendMessageBatch calls at once (duetime.adapters.sqs)
 SWEEP_DEADLINE_SECONDS = 45.0
+# What a shard's sweep may spend holding sends to their release moment, in all
+# (duetime.services.sweep.SWEEP_HOLD_MS): added to each shard's sweep, taken from its deadline.
+SWEEP_HOLD_SECONDS = 3.0
 COORDINATOR_SECONDS = 0.1  # read the shards' progress, start one async invoke per shard
 # Job reads (strongly consistent, 1 unit each). A one-off's timer carries its queue: the sweep
 # turns it into a message without reading the job (services/handover.py `_dispatch`,
@@ -944,7 +947,7 @@ def jobs_reads_while_sweeping(inputs: Inputs, shards: int, *, burst: bool = True
 
 def shards_for_deadline(inputs: Inputs) -> int:
     """Shards whose sweeps hand the burst minute over within the deadline."""
-    room = inputs.sweep_deadline_seconds - inputs.coordinator_seconds
+    room = inputs.sweep_deadline_seconds - inputs.coordinator_seconds - SWEEP_HOLD_SECONDS
     if room <= 0:
         return 10**9
     one_off, recurring = minute_timers(inputs)
@@ -966,7 +969,7 @@ def sweep_estimate(inputs: Inputs, shards: int) -> Sweep:
     per_shard = math.ceil(timers / shards)
     recurring_per_shard = math.ceil(recurring / shards)
     pages = max(1, math.ceil(per_shard / inputs.page_size))
-    slowest = shard_seconds(inputs, one_off, recurring, shards)
+    slowest = shard_seconds(inputs, one_off, recurring, shards) + SWEEP_HOLD_SECONDS
     capacity = inputs.table_quota - WORKER_JOB_READS * inputs.rate
     reads = SWEEP_JOB_READS * recurring
     read_bound = reads / capacity if capacity > 0 else (math.inf if reads else 0.0)

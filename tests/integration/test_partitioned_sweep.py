@@ -158,6 +158,61 @@ def test_given_a_shard_that_always_fails_then_the_others_run_on_time_and_it_catc
     assert coordinator.tick().lagging == []
 
 
+class TimedQueue(MemoryQueue):
+    """SendMessageBatch of 10, 16 at once, 10 ms each (docs/scaling.md's latency), on the
+    hand-driven clock; when each message went out."""
+
+    def __init__(self, clock: Clock) -> None:
+        super().__init__(clock)
+        self.clock = clock
+        self.went: list[tuple[int, int]] = []  # (instant, sent at)
+
+    def send(self, messages: Sequence[tuple[RunMessage, int]]) -> None:
+        self.clock.now += 10 * -(-len(messages) // 160)
+        super().send(messages)
+        self.went += [(m.visible_ms, self.clock.now) for m, _ in messages]
+
+
+def test_given_a_busy_minute_of_whole_seconds_then_holding_sends_does_not_make_it_late() -> None:
+    # Each group of 160 was held for its release window, about 110 ms a second for runs of
+    # whole seconds: 20,000 took 14 s of sleeping, and 150,000 in a shard went out late.
+    twins = Twins(shards=1)
+    queue = TimedQueue(twins.clock)
+    slept: list[float] = []
+
+    def sleep(seconds: float) -> None:
+        slept.append(seconds)
+        twins.clock.now += int(seconds * 1000)
+
+    sweeper = Sweeper(
+        twins.jobs, twins.timers, queue, twins.settings, clock=twins.clock, sleep=sleep
+    )
+    twins.clock.now = T0 - 7_000
+    sweeper.sweep_shard(0)
+    bucket = T0 - 7_000 + 2 * MINUTE_MS - (T0 - 7_000) % MINUTE_MS
+    twins.timers.put(
+        [
+            Timer(
+                "t",
+                f"job{i:06d}",
+                bucket + (i % 60) * 1000,
+                runtime=Runtime.LAMBDA,
+                priority=Priority.NORMAL,
+            )
+            for i in range(20_000)
+        ]
+    )
+    twins.clock.now += MINUTE_MS  # the sweep a minute ahead of the bucket
+
+    report = sweeper.sweep_shard(0)
+
+    assert report.messages_sent == 20_000
+    assert sum(slept) <= 3.0  # the sweep's hold budget (SWEEP_HOLD_MS)
+    assert max(sent - instant for instant, sent in queue.went) < 0  # none late
+    held = sum(1 for instant, sent in queue.went if 40 <= (instant - sent) % 1000 <= 150)
+    assert held >= 1_000  # the first windows still hold their runs
+
+
 class UnreadableProgress(MemoryTimerStore):
     def sweep_states(self, shards: Sequence[int]) -> dict[int, SweepState]:
         raise StoreError("BatchGetItem: items still unprocessed after 8 rounds")

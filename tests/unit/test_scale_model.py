@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+from duetime.services.sweep import SWEEP_HOLD_MS
 from infra.profiles import PROFILES
 from scripts import scale_model as sm
 
@@ -163,11 +164,14 @@ def test_sweep_fan_out() -> None:
     assert sweep.queries == 2_000
     assert sweep.batch_gets == 0  # one-off timers carry their queue: no job read
     assert sweep.send_batches == 100_000
-    # The minute is handed over when the slowest shard is done: coordinator + 50,000 / 2,000.
-    assert sweep.shard_seconds == pytest.approx(25.0)
-    assert sweep.seconds == pytest.approx(0.1 + 25.0)
-    # Twice the shards, half the time.
-    assert sm.sweep_estimate(model, shards=40).shard_seconds == pytest.approx(12.5)
+    # The minute is handed over when the slowest shard is done: coordinator + 50,000 / 2,000,
+    # plus the sweep's holds of its sends (at most SWEEP_HOLD_SECONDS in all).
+    assert sweep.shard_seconds == pytest.approx(25.0 + sm.SWEEP_HOLD_SECONDS)
+    assert sweep.seconds == pytest.approx(0.1 + 25.0 + sm.SWEEP_HOLD_SECONDS)
+    # Twice the shards, half the time (the holds are the same).
+    assert sm.sweep_estimate(model, shards=40).shard_seconds == pytest.approx(
+        12.5 + sm.SWEEP_HOLD_SECONDS
+    )
     assert sweep.shards_for_deadline == math.ceil(1_000_000 / (44.9 * 2_000))
 
 
@@ -183,7 +187,7 @@ def test_one_off_timers_make_no_sweep_job_reads() -> None:
     sweep = sm.sweep_estimate(model, shards=32)
     assert sweep.read_bound_seconds == 0
     assert sweep.batch_gets == 0
-    assert sweep.seconds == pytest.approx(0.1 + 37_500 / 10_000)
+    assert sweep.seconds == pytest.approx(0.1 + 37_500 / 10_000 + sm.SWEEP_HOLD_SECONDS)
     # Before the burst falls due the workers read for 10,000 runs a second, while it does for
     # 20,000: one item each.
     assert sm.WORKER_JOB_READS == 1
@@ -209,7 +213,8 @@ def test_recurring_timers_make_sweep_job_reads() -> None:
     assert load.chain_writes == pytest.approx(16_000)
     sweep = sm.sweep_estimate(model, shards=32)
     assert sweep.batch_gets == 32 * math.ceil(9_375 / 100)
-    assert sweep.shard_seconds == pytest.approx(28_125 / 10_000 + 9_375 / 500, abs=0.01)
+    expected = 28_125 / 10_000 + 9_375 / 500 + sm.SWEEP_HOLD_SECONDS
+    assert sweep.shard_seconds == pytest.approx(expected, abs=0.01)
     # Only the recurring timers' jobs bound the sweep: 300,000 ÷ (40,000 − the workers' 10,000).
     assert sweep.read_bound_seconds == pytest.approx(10.0)
     # While the burst falls due: the workers' 20,000 plus the next minute's sweep's 16,000.
@@ -234,7 +239,8 @@ def test_the_jobs_table_quota_bounds_a_recurring_sweep() -> None:
     )
     sweep = sm.sweep_estimate(model, shards=32)
     assert sweep.recurring_timers == 600_000
-    assert sweep.shard_seconds == pytest.approx(18_750 / 10_000, abs=0.01)  # rounded
+    expected = 18_750 / 10_000 + sm.SWEEP_HOLD_SECONDS
+    assert sweep.shard_seconds == pytest.approx(expected, abs=0.01)  # rounded
     assert sweep.read_bound_seconds == pytest.approx(600_000 / (20_000 - 10_000))
     assert sweep.seconds == pytest.approx(0.1 + 60.0)
     plan = sm.plan(replace(model, timer_shards=32), scan=False)
@@ -295,15 +301,17 @@ def test_the_sweep_uses_the_measured_throughput_file(
     assert isinstance(sweep, dict)
     assert sweep["per_shard_timers_per_second"] == 500
     assert sweep["throughput_source"] == f"measured: {path}"
-    assert sweep["shard_seconds"] == pytest.approx(1_200_000 / 32 / 500)  # 75 s
-    assert sweep["seconds"] == pytest.approx(0.1 + 75)
+    expected = 1_200_000 / 32 / 500 + sm.SWEEP_HOLD_SECONDS  # 75 s, and the holds
+    assert sweep["shard_seconds"] == pytest.approx(expected)
+    assert sweep["seconds"] == pytest.approx(0.1 + 75 + sm.SWEEP_HOLD_SECONDS)
     measurement = data["sweep_measurement"]
     assert isinstance(measurement, dict)
     assert measurement["machine"] == {"cpu": "test"}
     limits = {entry["name"]: entry for entry in data["limits"]}  # type: ignore[attr-defined]
     sweep_limit = limits["sweep of the burst minute (s)"]
     assert sweep_limit["holds"] is False
-    assert "more shards: timer_shards ≥ 54" in sweep_limit["fix"]  # 1.2 M / (44.9 s × 500)
+    # 1.2 M / ((45 − 0.1 − 3 s of holds) × 500)
+    assert "more shards: timer_shards ≥ 58" in sweep_limit["fix"]
 
 
 def test_without_a_measurement_the_throughput_is_marked_assumed(
@@ -347,7 +355,7 @@ def test_both_measurements_give_both_throughputs(
     assert (recurring["one_off_timers"], recurring["recurring_timers"]) == (600_000, 600_000)
     # 8 shards: 112,500 one-off and 37,500 recurring timers each, at their own rates.
     assert sweep["shard_seconds"] == pytest.approx(
-        112_500 / 7_243.1 + 37_500 / recurring_rate, abs=0.01
+        112_500 / 7_243.1 + 37_500 / recurring_rate + sm.SWEEP_HOLD_SECONDS, abs=0.01
     )
 
 
@@ -757,3 +765,7 @@ def test_runs_from_any_directory(tmp_path: Path, no_measurement: list[str]) -> N
     )
     assert done.returncode == 0, done.stderr
     assert "profile `large`" in done.stdout
+
+
+def test_the_models_sweep_hold_is_the_sweepers() -> None:
+    assert sm.SWEEP_HOLD_SECONDS * 1000 == SWEEP_HOLD_MS

@@ -69,13 +69,17 @@ class HandOver:
         """`sleep`: hold each send to its release moment (duetime.services.release) on this
         clock; None sends at once (tests on a clock that does not run)."""
         self._jobs = jobs
-        self._queue: RunSender = (
-            queue if sleep is None else ReleasedSender(queue, clock=clock, sleep=sleep)
-        )
+        self._released = None if sleep is None else ReleasedSender(queue, clock=clock, sleep=sleep)
+        self._queue: RunSender = self._released or queue
         self._clock = clock
         self._dispatcher = Dispatcher(
             jobs, timers, self._queue, settings, clock=clock, plan_ahead=True
         )
+
+    def hold_at_most(self, ms: int | None) -> None:
+        """Bound this thread's holds over its sends (ReleasedSender.hold_at_most)."""
+        if self._released is not None:
+            self._released.hold_at_most(ms)
 
     def hand_over(self, timers: Sequence[Timer], deadline: int, report: Tally) -> Handed:
         """Send `timers` to SQS in order, a group at a time, and continue the chains of

@@ -9,9 +9,14 @@ of anywhere in the second before it. Held sends go out in groups of messages who
 overlap, so the number of SendMessageBatch requests hardly grows. Each group is planned from
 the moment the previous one was sent: when a send took long enough (a loaded store) for the
 next windows to close, those wait for their next second's window. One send call holds for at
-most `budget_ms` in all (a second), so a page costs the sweep at most a second; whatever
-cannot be held within it goes at once, as before (up to 0.9 s early, or at most 0.1 s late:
-duetime.domain.messages.delay_seconds).
+most `budget_ms` in all (a second); whatever cannot be held within it goes at once, as before
+(up to 0.9 s early, or at most 0.1 s late: duetime.domain.messages.delay_seconds).
+
+A sweep also holds for at most `hold_at_most` in all, over every send it makes (3 s: the
+sweeper, duetime.services.sweep): the runs of whole seconds share one window a second (about
+110 ms), so a sweep that held each group for its window handed over some 1,500 timers a second
+and lost the minute it was ahead under load (until 2026-11-30; found by an outside audit).
+Past its budget a sweep sends at once, at the rate docs/scaling.md measures.
 
 Batch create (`POST /jobs/batch`) holds its sends the same way: a request's hold (at most a
 second of the API function) is shared by up to 100 runs, each of which would otherwise cost
@@ -22,6 +27,7 @@ next second when that makes it visible at most 100 ms late (`delay_seconds`).
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable, Sequence
 
 from duetime.domain.messages import RunMessage, delay_seconds, release_window
@@ -44,8 +50,22 @@ class ReleasedSender:
         self._clock = clock
         self._sleep = sleep
         self._budget_ms = budget_ms
+        self._left = threading.local()  # this thread's hold left over its sends (hold_at_most)
+
+    def hold_at_most(self, ms: int | None) -> None:
+        """From now on this thread's sends hold for at most `ms` in all (None: each send call
+        its own budget_ms, whatever the others held)."""
+        self._left.ms = ms
 
     def send(self, messages: Sequence[tuple[RunMessage, int]]) -> None:
+        left: int | None = getattr(self._left, "ms", None)
+        budget = self._budget_ms if left is None else max(0, min(self._budget_ms, left))
+        spent = self._held(messages, budget)
+        if left is not None:
+            self._left.ms = left - spent
+
+    def _held(self, messages: Sequence[tuple[RunMessage, int]], budget: int) -> int:
+        """Send, holding each group to its window within `budget` ms; returns the ms held."""
         pending = [m for m, _ in messages]
         spent = 0
         while pending:
@@ -64,7 +84,7 @@ class ReleasedSender:
                 self._send(ready)
             windows.sort(key=lambda w: w[0])
             if not windows:
-                return
+                return spent
             # The next group: messages in order of their window's opening, while every window
             # taken is still open at the last opening. Sent then, all are within the leads.
             latest = windows[0][1]
@@ -75,14 +95,15 @@ class ReleasedSender:
                 latest = min(latest, until)
                 size += 1
             wait = windows[size - 1][0] - (self._clock() - now)
-            if wait > self._budget_ms - spent:  # held long enough: the rest goes now
+            if wait > budget - spent:  # held long enough: the rest goes now
                 self._send([m for _, _, m in windows])
-                return
+                return spent
             if wait > 0:
                 self._sleep(wait / 1000)
                 spent += wait
             self._send([m for _, _, m in windows[:size]])
             pending = [m for _, _, m in windows[size:]]
+        return spent
 
     def _send(self, messages: list[RunMessage]) -> None:
         now = self._clock()
