@@ -187,8 +187,9 @@ class TimerStore(Protocol):
 
     def put(self, timers: Sequence[Timer]) -> None: ...
 
-    def find(self, timers: Sequence[Timer]) -> list[Timer]:
-        """Those of `timers` stored (by key: bucket, shard, due, job and generation)."""
+    def find(self, timers: Sequence[Timer], *, anywhere: bool = False) -> list[Timer]:
+        """Those of `timers` stored (by key: bucket, shard, due, job and generation; the
+        job's shard under the setting, or `anywhere`: any shard `shard_count` covers)."""
 
     def read_due(
         self, minute: int, shard: int, after_key: str | None, before_ms: int, limit: int
@@ -222,8 +223,8 @@ class TimerStore(Protocol):
     def acquire(
         self, minute: int, shard: int, owner: str, now_ms: int, lease_ms: int
     ) -> PartitionState | None:
-        """Lease a partition for sweeping; None if another sweeper holds a live lease or it is
-        complete. Taking over a lease that ran out unreleased (its holder died) is a stall."""
+        """Lease a partition; None if another holds a live lease or it is complete. Taking
+        over a lease that ran out unreleased (its holder died) is a stall."""
 
     def advance(
         self,
@@ -258,8 +259,7 @@ class TimerStore(Protocol):
 
 class RunStore(Protocol):
     def claim(self, claim: RunClaim) -> tuple[ClaimOutcome, Run | None]:
-        """Apply the claim rule (duetime.domain.runs.decide_claim) atomically. Returns the
-        outcome and the run: the claimed record, or the existing one."""
+        """Apply the claim rule (domain.runs.decide_claim) atomically: the outcome and the run."""
 
     def record(self, run: Run) -> Run | None:
         """Write an unclaimed run (a `skipped` or `buffered` occurrence) if it has no record yet,

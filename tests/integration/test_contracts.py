@@ -963,6 +963,22 @@ def test_given_stored_timers_when_finding_by_key_then_only_stored_ones_come_back
     assert timer_store.find([]) == []
 
 
+def test_given_a_timer_in_a_shard_of_another_count_then_only_anywhere_finds_it(
+    timer_store: TimerStore,
+) -> None:
+    # Written while the setting was one more shard; the setting lowered since (recorded).
+    ids = (f"job-{i:03d}" for i in range(200))
+    job = next(j for j in ids if shard_of(j, SHARDS + 1) != shard_of(j, SHARDS))
+    timer = Timer(TENANT, job, T0 + 1_000, 1)
+    timer_store.shards = SHARDS + 1
+    timer_store.raise_shard_count(SHARDS + 1)
+    timer_store.put([timer])
+    timer_store.shards = SHARDS
+
+    assert timer_store.find([timer]) == []
+    assert timer_store.find([timer], anywhere=True) == [timer]
+
+
 # --- TimerStore: stuck timers ---------------------------------------------------------------------
 
 

@@ -23,7 +23,7 @@ from duetime.cli.main import main as cli_main
 from duetime.domain.jobs import JobStatus, Priority, Runtime, parse_job_spec
 from duetime.domain.messages import RunMessage
 from duetime.domain.planning import MAX_CATCHUP_RUNS
-from duetime.domain.timers import Timer
+from duetime.domain.timers import Timer, shard_of
 from duetime.domain.timeutil import MINUTE_MS, rfc3339_ms, to_ms
 from duetime.observability import Metric
 from duetime.ports import QueueError, QueueUnavailable, StoreError, SweepState
@@ -579,6 +579,39 @@ def test_given_sweeps_before_the_writes_then_a_lower_shard_count_loses_no_timer(
 
     assert [tick(minute) for minute in range(1, 14)] == [8] * 13
     assert twins.sent() == expected
+
+
+def test_given_a_lower_shard_count_then_the_reconciler_finds_the_chains_in_their_old_shards() -> (
+    None
+):
+    # It looked for each chain's timer under the new count only: most healthy chains looked
+    # broken and were re-armed, their occurrences sent twice until the chains met.
+    twins = Twins(shards=8)
+    jobs = [twins.submit({"cron": "0 * * * *"}) for _ in range(40)]
+
+    def tick(minute: int) -> None:
+        twins.clock.now = T0 - 7_000 + minute * MINUTE_MS
+        Coordinator(
+            twins.timers, InProcessLauncher(twins.sweeper), twins.settings, clock=twins.clock
+        ).tick()
+
+    for minute in range(1, 31):
+        tick(minute)
+    twins.timers.shards = 5
+    twins.settings = replace(twins.settings, timer_shards=5)
+    twins.clock.now += 20 * MINUTE_MS  # past the reconciler's settling time
+    moved = [j for j in jobs if shard_of(j, 8) != shard_of(j, 5)]
+    assert len(moved) > 20
+
+    report = twins.reconciler().reconcile()
+
+    assert (report.recurring, report.rearmed) == (40, 0)
+    twins.sent()  # what went out before
+    for minute in range(51, 121):
+        tick(minute)
+    sent = twins.sent()
+    assert set(sent.values()) == {1}
+    assert {job_id for job_id, _ in sent} == set(jobs)
 
 
 # --- on moto, through the real handlers ---------------------------------------------------------

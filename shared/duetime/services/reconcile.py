@@ -10,7 +10,9 @@ after a minute boundary near now (duetime.services.dispatch plans up to a minute
 at the 10-minute line a sweeper planned it ahead to (duetime.domain.planning), so the
 candidates are the first occurrences at or after each minute from `LOOKBACK_MINUTES` ago to
 lookahead + 3 minutes ahead, and at the first line after that: a handful of keys per job, one
-BatchGetItem per 100 keys. A job with none of them, nor a stuck timer, is re-armed like a
+BatchGetItem per 100 keys, in the job's shard, then, for a job not found there, in every shard
+ever used (written under another shard count, a chain's timer is in that count's shard: a
+few more keys, for those jobs only). A job with none of them, nor a stuck timer, is re-armed like a
 resume: from its next occurrence after now (missed occurrences are not caught up).
 
 A job the reconciler wrongly takes for broken (a chain whose shard lags more than
@@ -194,6 +196,14 @@ class Reconciler:
         candidates = {job.id: self.candidates(job, now) for job in jobs}
         found = self._timers.find([t for timers in candidates.values() for t in timers])
         armed = {t.job_id for t in found}  # the candidates carry the job's generation
+        # Not where the setting puts it: a chain written under another shard count keeps its
+        # timer in that count's shard (until 2026-11-30 such healthy chains were re-armed
+        # after every change of the setting, their runs sent twice; found by an outside audit).
+        missing = [
+            t for job_id, timers in candidates.items() if job_id not in armed for t in timers
+        ]
+        if missing:
+            armed |= {t.job_id for t in self._timers.find(missing, anywhere=True)}
         for job in jobs:
             if job.id in armed:
                 continue

@@ -73,11 +73,12 @@ class DynamoTimerStore:
                 [{"PutRequest": {"Item": item}} for item in items[start : start + BATCH_WRITE]],
             )
 
-    def find(self, timers: Sequence[Timer]) -> list[Timer]:
+    def find(self, timers: Sequence[Timer], *, anywhere: bool = False) -> list[Timer]:
+        everywhere = range(self.shard_count()) if anywhere else None
         keys = {
-            (item["pk"]["S"], item["sk"]["S"]): timer
+            (timer_partition(timer.bucket, shard), timer.sort_key): timer
             for timer in timers
-            for item in [self._item(timer)]
+            for shard in everywhere or [self.shard_of(timer.job_id)]
         }
         wanted = [{"pk": {"S": pk}, "sk": {"S": sk}} for pk, sk in keys]
         found = batch_get(self._client, self._table, wanted, consistent=True)

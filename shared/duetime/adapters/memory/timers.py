@@ -30,11 +30,13 @@ class MemoryTimerStore:
                 key = (timer.bucket, self.shard_of(timer.job_id))
                 self._timers.setdefault(key, {})[timer.sort_key] = timer
 
-    def find(self, timers: Sequence[Timer]) -> builtins.list[Timer]:
+    def find(self, timers: Sequence[Timer], *, anywhere: bool = False) -> builtins.list[Timer]:
+        everywhere = range(self.shard_count()) if anywhere else None
         with self._lock:
             found = (
-                self._timers.get((t.bucket, self.shard_of(t.job_id)), {}).get(t.sort_key)
+                self._timers.get((t.bucket, shard), {}).get(t.sort_key)
                 for t in timers
+                for shard in everywhere or [self.shard_of(t.job_id)]
             )
             return [t for t in found if t is not None]
 
