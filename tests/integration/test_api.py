@@ -29,6 +29,7 @@ from duetime.domain.jobs import MAX_PAYLOAD_BYTES, Priority, Runtime
 from duetime.domain.timeutil import parse_rfc3339, rfc3339_ms, to_ms
 from duetime.entrypoints import api as api_handler
 from duetime.local.lambda_runtime import FakeContext
+from duetime.observability import logger
 from duetime.settings import QuotaEnv
 from tests.integration.conftest import START, Engine
 
@@ -1289,3 +1290,29 @@ def test_an_unexpected_failure_is_a_json_500(api: Api, monkeypatch: pytest.Monke
     reply = api.call("GET", f"/jobs/{JOB_ID_SHAPED}")
     assert reply.status == 500
     assert reply.json == {"error": {"code": "internal", "message": "internal error"}}
+
+
+def test_a_requests_tenant_and_id_are_its_threads_and_gone_after_it(
+    api: Api, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # In-process hosts (the local stack) run every function's handlers on threads of one
+    # logger: the API's tenant key, appended for the process, stayed on the coordinator's,
+    # sweeper's and workers' lines, and a run failure of one tenant was logged as another's.
+    seen: list[tuple[dict[str, object], dict[str, object]]] = []
+    create = api.engine.parts.service.create
+
+    def watched(*args: Any, **kwargs: Any) -> Any:
+        seen.append((dict(logger.thread_safe_get_current_keys()), dict(logger.get_current_keys())))
+        return create(*args, **kwargs)
+
+    monkeypatch.setattr(api.engine.parts.service, "create", watched)
+    api.create({"schedule": {"at": at(3600)}}, tenant="tenant-b")
+
+    ((own, process),) = seen
+    assert own["tenant"] == "tenant-b"
+    assert own["correlation_id"]
+    assert "tenant" not in process
+    assert "correlation_id" not in process
+    after = {**logger.thread_safe_get_current_keys(), **logger.get_current_keys()}
+    assert "tenant" not in after
+    assert "correlation_id" not in after

@@ -161,7 +161,7 @@ def build_app(
 
     def tenant() -> str:
         found = tenant_from_event(app.current_event.raw_event, settings.tenant_claim)
-        logger.append_keys(tenant=found)
+        logger.thread_safe_append_keys(tenant=found)
         return found
 
     def query(name: str) -> str | None:

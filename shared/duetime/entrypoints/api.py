@@ -12,7 +12,6 @@ from collections.abc import Callable
 from typing import Any
 
 from aws_lambda_powertools.event_handler import APIGatewayHttpResolver
-from aws_lambda_powertools.logging import correlation_paths
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
 from duetime import wiring
@@ -31,14 +30,23 @@ _lock = threading.Lock()
 def make_handler(resolver: Callable[[], APIGatewayHttpResolver]) -> Handler:
     """The handler over the resolver `resolver()` returns (the local stack passes its own)."""
 
-    @logger.inject_lambda_context(
-        correlation_id_path=correlation_paths.API_GATEWAY_HTTP, clear_state=True
-    )
+    @logger.inject_lambda_context(clear_state=True)
     @tracer.capture_lambda_handler
     @metrics.log_metrics
     def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
-        with _lock:
-            return resolver().resolve(event, context)
+        # The request's keys are this thread's (the tenant's too: duetime.api.app), and gone
+        # with it: in-process hosts run other functions' handlers on other threads of the one
+        # logger (until 2026-11-30 their lines carried the last caller's tenant).
+        context_of_request = event.get("requestContext")
+        request_id = (
+            context_of_request.get("requestId") if isinstance(context_of_request, dict) else None
+        )
+        logger.thread_safe_append_keys(correlation_id=request_id)
+        try:
+            with _lock:
+                return resolver().resolve(event, context)
+        finally:
+            logger.thread_safe_remove_keys(["correlation_id", "tenant"])
 
     return handler
 
