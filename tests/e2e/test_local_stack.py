@@ -82,6 +82,9 @@ class Webhook:
     url: str = ""
     deliveries: list[tuple[float, dict[str, str]]] = field(default_factory=list)
     lock: threading.Lock = field(default_factory=threading.Lock)
+    # While set, each answer waits until `answer` is set (a target that takes its time).
+    slow: bool = False
+    answer: threading.Event = field(default_factory=threading.Event)
 
 
 def _clean_env() -> dict[str, str]:
@@ -145,6 +148,8 @@ def webhook() -> Iterator[Webhook]:
             self.rfile.read(int(self.headers.get("Content-Length") or 0))
             with hook.lock:
                 hook.deliveries.append((arrived, {k.lower(): v for k, v in self.headers.items()}))
+            if hook.slow:
+                hook.answer.wait(120)
             self.send_response(204)
             self.end_headers()
 
@@ -158,6 +163,7 @@ def webhook() -> Iterator[Webhook]:
     try:
         yield hook
     finally:
+        hook.answer.set()
         server.shutdown()
         thread.join()
         server.server_close()
@@ -206,3 +212,25 @@ def test_given_a_delay_job_with_a_webhook_then_it_is_delivered_once_on_time(
     # 1.03-1.18 s late (tests/e2e/test_api_e2e.py, LATENESS_ALLOWED_MS): later than 2 s is a fault.
     assert -0.05 <= lateness <= 2.0, lateness
     assert local.interrupt() == 0, local.log()
+
+
+def test_given_a_run_in_flight_then_a_stop_exits_without_waiting_for_its_target(
+    local: LocalProcess, webhook: Webhook
+) -> None:
+    # It printed "stopped" and then lived on until the target returned (up to a job's
+    # timeout: the interpreter's exit joins the worker pools' threads); found by an audit.
+    webhook.slow = True
+    token = local.token("tenant-a")
+    body = {
+        "schedule": {"delay_seconds": 0},
+        "timeout_seconds": 120,
+        "target": {"type": "http", "url": webhook.url},
+    }
+    status, job = local.request("POST", "/jobs", body, token)
+    assert status == 201, job
+    wait_for(lambda: len(webhook.deliveries) == 1, seconds=15)
+
+    # The stop gives the worker 15 s, then leaves: far within the target's 120 s
+    local.process.send_signal(signal.SIGINT)
+    assert local.process.wait(timeout=45) == 0, local.log()
+    assert "stopped" in local.output.read_text()

@@ -16,7 +16,12 @@ from types import FrameType
 from typing import TYPE_CHECKING, TextIO
 
 from duetime.cli.format import write_out
-from duetime.cli.options import LOCAL_STACK_MODULES, missing_local_extra, state_dir_option
+from duetime.cli.options import (
+    LOCAL_STACK_MODULES,
+    exit_now,
+    missing_local_extra,
+    state_dir_option,
+)
 from duetime.cli.types import claim_lead_ms, http_url, port, positive_int, positive_seconds, whole
 from duetime.local.lambda_runtime import LAMBDA_MAX_POLLERS
 from duetime.settings import Env
@@ -205,8 +210,8 @@ def _run_local(args: argparse.Namespace) -> int:
         finally:
             stack.stop()
     console.write("duetime local: stopped\n")
-    console.flush()
-    return 0
+    # Now, not when the targets of runs still in flight return (since 2026-11-30).
+    exit_now(0)
 
 
 def _api_settings(args: argparse.Namespace) -> ApiSettings:

@@ -1,13 +1,15 @@
-"""What the commands around the local stack share: its state directory, and the check that
-the `local` extra is installed."""
+"""What the commands around the local stack share: its state directory, the check that the
+`local` extra is installed, and how a long-running command (`local`, `worker`) leaves."""
 
 from __future__ import annotations
 
 import argparse
 import importlib.util
+import os
 import sys
 from collections.abc import Sequence
 from pathlib import Path
+from typing import NoReturn
 
 DEFAULT_STATE_DIR = ".duetime"  # duetime.local.keys.DEFAULT_STATE_DIR, without importing it
 # What the `local` extra installs (pyproject.toml) that these commands import: the runtime (the
@@ -35,3 +37,12 @@ def missing_local_extra(command: str, modules: Sequence[str]) -> bool:
             file=sys.stderr,
         )
     return bool(missing)
+
+
+def exit_now(status: int) -> NoReturn:
+    """Exit at once, the output flushed: threads still running (runs in flight past a stop's
+    wait, abandoned: each is retried once its lease is over) are not waited for, as the
+    interpreter's exit would, up to a job's timeout (found by an outside audit)."""
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(status)

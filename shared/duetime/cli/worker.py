@@ -3,12 +3,10 @@
 from __future__ import annotations
 
 import argparse
-import os
 import signal
-import sys
 from types import FrameType
-from typing import NoReturn
 
+from duetime.cli.options import exit_now
 from duetime.cli.types import poll_wait_seconds, positive_int
 from duetime.domain.jobs import Priority, Runtime
 
@@ -59,7 +57,7 @@ def _run_worker(args: argparse.Namespace) -> int:
 
     def on_signal(signum: int, frame: FrameType | None) -> None:
         if signalled:  # a second signal: leave now (the runs in flight are abandoned)
-            _leave(128 + signum)
+            exit_now(128 + signum)
         signalled.append(signum)
         worker.stop()
 
@@ -67,14 +65,5 @@ def _run_worker(args: argparse.Namespace) -> int:
     signal.signal(signal.SIGINT, on_signal)
     worker.run()
     # Past the stop timeout, the runs still in flight are abandoned (their messages are
-    # released; each is retried as an abandoned attempt once its lease is over): the process
-    # exits now, not when their targets return (the interpreter's exit joins the pool's
-    # threads, up to a job's timeout; found by an outside audit). Logs and metrics are out.
-    _leave(0)
-
-
-def _leave(status: int) -> NoReturn:
-    """Exit at once, the output flushed (threads still running are not waited for)."""
-    sys.stdout.flush()
-    sys.stderr.flush()
-    os._exit(status)
+    # released): the process exits now, not when their targets return. Logs and metrics are out.
+    exit_now(0)
