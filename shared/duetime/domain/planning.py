@@ -30,11 +30,12 @@ schedule evaluations plus one per occurrence enqueued, whatever the downtime.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
 from duetime.domain.errors import ValidationError
-from duetime.domain.jobs import Catchup, CatchupMode, Job
+from duetime.domain.jobs import Catchup, CatchupMode, Job, JobSpec
 from duetime.domain.schedule import (
     After,
     Cron,
@@ -257,5 +258,14 @@ def runs_end_ms(job: Job) -> int | None:
 
 def completed_expires_at(job: Job, now_ms: int, ttl_seconds: int) -> int:
     """When a recurring job completed at `now_ms` expires (epoch seconds): the hot window after
-    its last run is due, as a one-off's after its run (runs_end_ms), or after now."""
-    return max(now_ms, runs_end_ms(job) or 0) // 1000 + ttl_seconds
+    its last run can have ended (runs_end_ms, attempts_seconds), or after now."""
+    return max(now_ms, runs_end_ms(job) or 0) // 1000 + attempts_seconds(job.spec) + ttl_seconds
+
+
+def attempts_seconds(spec: JobSpec) -> int:
+    """The most a run can take from its instant to its last attempt's end: its jitter, every
+    attempt's timeout and every backoff between them. A retry reads its job, so the job's item
+    must outlive it (a short hot window expired it under its retries until 2026-11-30)."""
+    retry = spec.retry
+    backoffs = math.ceil((retry.max_attempts - 1) * retry.max_backoff_seconds)
+    return spec.jitter_seconds + retry.max_attempts * spec.timeout_seconds + backoffs

@@ -39,7 +39,7 @@ from duetime.domain.jobs import (
     JobStatus,
     Runtime,
 )
-from duetime.domain.planning import first_due
+from duetime.domain.planning import attempts_seconds, first_due
 from duetime.domain.schedule import Rate
 from duetime.domain.timeutil import from_ms, to_ms
 from duetime.observability import logger
@@ -222,11 +222,14 @@ class Submission:
             self._jobs.release_key(tenant, key, job_id)
 
     def expiry(self, spec: JobSpec, due: int | None, now: int) -> int | None:
-        """A one-off job lives for the hot window after it runs, and its run record no less
-        (see RunExecutor): after that its history is in the archive. Others do not expire."""
+        """A one-off job lives for the hot window after its run can have ended, every attempt
+        and backoff taken (a retry reads its job: until 2026-11-30 a short window, such as the
+        local stack's `--hot-ttl-seconds 5`, expired it under its retries, which were dropped;
+        found by an outside audit), and its run record no less (see RunExecutor): after that
+        its history is in the archive. Others do not expire."""
         if spec.recurring or due is None:
             return None
-        return max(due, now) // 1000 + self._settings.run_ttl_seconds
+        return max(due, now) // 1000 + attempts_seconds(spec) + self._settings.run_ttl_seconds
 
     def launch(self, job: Job, hold: KeyHold | None = None) -> None:
         """Dispatch a new (written) job's first occurrence; on a failure the job is withdrawn
