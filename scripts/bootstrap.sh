@@ -10,8 +10,10 @@ want="$(sha256sum "$root/pyproject.toml" | cut -d' ' -f1)"
 if [ ! -x "$venv/bin/python" ] || [ "$(cat "$stamp" 2>/dev/null)" != "$want" ]; then
   python="${PYTHON:-}"
   if [ -z "$python" ]; then
-    python="$(command -v python3.11 || command -v python3)"
+    python="$(command -v python3.11 || command -v python3 || true)"
   fi
+  [ -n "$python" ] \
+    || { echo "duetime needs Python 3.11 or newer on PATH (or set PYTHON=...)" >&2; exit 1; }
   "$python" -c 'import sys; assert sys.version_info[:2] >= (3, 11), sys.version' \
     || { echo "duetime needs Python 3.11 or newer (set PYTHON=...)" >&2; exit 1; }
   echo "Setting up $venv (one time, about a minute)..." >&2

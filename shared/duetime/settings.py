@@ -23,6 +23,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
 from duetime.domain.jobs import Priority, Runtime
 from duetime.domain.targets import OwnResources
@@ -374,6 +375,9 @@ class ConsoleSettings:
         issuer = env.get(Env.CONSOLE_ISSUER, "").strip() or None
         if client_id and not issuer:
             raise RuntimeError(f"{Env.CONSOLE_CLIENT_ID} is set: {Env.CONSOLE_ISSUER} is required")
+        parts = urlsplit(issuer or "https://unset")
+        if parts.scheme not in ("http", "https") or not parts.netloc:  # as --console-issuer
+            raise RuntimeError(f"{Env.CONSOLE_ISSUER} is not an http(s) URL: {issuer!r}")
         return cls(
             directory=Path(directory) if directory else DEFAULT_CONSOLE_DIR,
             client_id=client_id,
@@ -441,6 +445,5 @@ class CompactorSettings:
 
 
 def _whole(raw: str) -> bool:
-    """Whether a setting is a whole number in ASCII digits ("²" and "٦٠" are digits to
-    str.isdigit: the first then failed int() with a bare ValueError, the second was 60)."""
+    """Whether a setting is a whole number in ASCII digits (str.isdigit takes "²" and "٦٠")."""
     return re.fullmatch(r"[0-9]+", raw.strip()) is not None

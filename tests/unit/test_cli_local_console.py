@@ -33,3 +33,21 @@ def test_an_issuer_that_is_not_an_http_url_is_a_usage_error(
 
     assert stopped.value.code == 2
     assert "is not an http(s) URL" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("issuer", ["not a url", "ftp://idp.example.com", "https://"])
+def test_an_issuer_variable_that_is_not_an_http_url_is_refused_as_the_option_is(
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+    issuer: str,
+) -> None:
+    # The variable was taken as it was, shown in the banner and served to the console.
+    monkeypatch.setenv("DUETIME_CONSOLE_ISSUER", issuer)
+    monkeypatch.setenv("DUETIME_CONSOLE_CLIENT_ID", "c")
+    code = main(["local", "--state-dir", str(tmp_path)])
+
+    out, err = capsys.readouterr()
+    assert code == 2
+    assert "DUETIME_CONSOLE_ISSUER is not an http(s) URL" in err
+    assert "starting" not in out
