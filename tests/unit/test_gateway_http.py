@@ -243,3 +243,44 @@ def test_given_head_on_a_job_route_without_a_token_then_401_without_body(
     assert int(answer.headers["content-length"]) > 0
     assert (answer.body, answer.after) == (b"", None)  # no byte after the headers
     assert api.events == []
+
+
+@pytest.mark.parametrize(
+    ("head", "status", "code"),
+    [
+        ("GET /health HTTP/9.9\nHost: x\n", 400, "invalid"),  # was a 505
+        ("GET /health HTTP/1.1\nX-Long: " + "a" * 70_000 + "\n", 431, "payload_too_large"),
+        (
+            "GET /health HTTP/1.1\n" + "".join(f"X-{i}: v\n" for i in range(101)),
+            431,
+            "payload_too_large",
+        ),
+    ],
+)
+def test_given_a_request_http_server_refuses_itself_then_4xx_in_the_api_shape(
+    gateway: Gateway,  # noqa: F811
+    head: str,
+    status: int,
+    code: str,
+) -> None:
+    # http.server answered these with its HTML page (found by an outside audit).
+    answer = send_raw(gateway, head)
+    assert answer.status == status
+    assert answer.headers["content-type"] == "application/json"
+    assert answer.json()["error"]["code"] == code
+    assert answer.closed
+
+
+def test_given_clients_gone_before_their_answer_then_nothing_reaches_the_terminal(
+    gateway: Gateway,  # noqa: F811
+    capfd: pytest.CaptureFixture[str],
+) -> None:
+    for _ in range(3):
+        with socket.create_connection(("127.0.0.1", gateway.port), timeout=10) as sock:
+            sock.setsockopt(
+                socket.SOL_SOCKET, socket.SO_LINGER, b"\x01\x00\x00\x00\x00\x00\x00\x00"
+            )
+            sock.sendall(b"POST /jobs HTTP/1.1\r\nHost: x\r\nContent-Length: 100\r\n\r\n{")
+    time.sleep(0.5)
+    assert send_raw(gateway, "GET /health HTTP/1.1\nHost: x\n").status == 200
+    assert "Traceback" not in capfd.readouterr().err

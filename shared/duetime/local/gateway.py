@@ -27,9 +27,9 @@ answer becomes the HTTP response:
 from __future__ import annotations
 
 import base64
-import binascii
 import json
 import re
+import sys
 import threading
 import uuid
 from collections.abc import Callable, Mapping
@@ -40,6 +40,7 @@ from typing import Any
 from urllib.parse import parse_qsl, urlsplit
 
 from duetime.clock import wall_ms
+from duetime.local.apigw import claim_strings, content_length, is_text, response_parts
 from duetime.local.keys import InvalidToken, bearer_token, scopes_of, verify_token
 from duetime.local.lambda_runtime import FakeContext
 from duetime.observability import logger
@@ -58,7 +59,6 @@ LISTEN_BACKLOG = 1024
 ACCOUNT_ID = "123456789012"
 API_ID = "duetime-local"
 # Content types delivered as text; anything else arrives base64-encoded, as API Gateway does.
-_TEXT_TYPES = ("text/", "application/json", "application/xml", "application/x-www-form")
 _CHUNK_SIZE = re.compile(rb"[0-9A-Fa-f]{1,8}")  # at most 4 GiB a chunk: past any limit
 
 
@@ -139,6 +139,12 @@ class _Server(ThreadingHTTPServer):
         self.gateway = gateway
         super().__init__(address, handler)
 
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        """A client gone before its answer is nothing to report; anything else goes to the
+        functions' log, not the terminal (socketserver printed a traceback there)."""
+        if not isinstance(sys.exc_info()[1], ConnectionError):
+            logger.exception("gateway request failed")
+
 
 class _RequestHandler(BaseHTTPRequestHandler):
     server: _Server
@@ -161,6 +167,21 @@ class _RequestHandler(BaseHTTPRequestHandler):
 
     def log_message(self, format: str, *args: Any) -> None:
         """No access log on stderr (the terminal shows the live figures)."""
+
+    def send_error(self, code: int, message: str | None = None, explain: str | None = None) -> None:
+        """http.server's own refusals, before any of duetime's code (a bad request line, a
+        header line too long, too many headers, an HTTP version not 1.x), in the API's error
+        shape and always a 4xx (until 2026-11-30 an HTML page, and a 505)."""
+        self.close_connection = True
+        self.request_version = self.protocol_version  # a status line, even before the version
+        status = HTTPStatus(code) if 400 <= code < 500 else HTTPStatus.BAD_REQUEST
+        large = status in (
+            HTTPStatus.REQUEST_HEADER_FIELDS_TOO_LARGE,
+            HTTPStatus.REQUEST_URI_TOO_LONG,
+        )
+        code_name = "payload_too_large" if large else "invalid"
+        request_id = base64.b64encode(uuid.uuid4().bytes[:10]).decode()
+        self._error(status, code_name, message or status.phrase, request_id)
 
     def _serve(self) -> None:
         gateway = self.server.gateway
@@ -190,7 +211,7 @@ class _RequestHandler(BaseHTTPRequestHandler):
         event = self._event(path, url.query, body, claims, public, request_id)
         try:
             result = gateway.handler(event, FakeContext(function_name="duetime-api"))
-            status, headers, cookies, payload = _response(result)
+            status, headers, cookies, payload = response_parts(result)
         except Exception:
             logger.exception("API handler failed", extra={"request_id": request_id})
             self._error(HTTPStatus.INTERNAL_SERVER_ERROR, "internal", "internal error", request_id)
@@ -232,7 +253,7 @@ class _RequestHandler(BaseHTTPRequestHandler):
         }
         if claims is not None:
             context["authorizer"] = {
-                "jwt": {"claims": _claim_strings(claims), "scopes": scopes_of(claims)}
+                "jwt": {"claims": claim_strings(claims), "scopes": scopes_of(claims)}
             }
         event: dict[str, Any] = {
             "version": "2.0",
@@ -251,7 +272,7 @@ class _RequestHandler(BaseHTTPRequestHandler):
                 params[name] = f"{params[name]},{value}" if name in params else value
             event["queryStringParameters"] = params
         if body:
-            if _is_text(headers.get("content-type", "")):
+            if is_text(headers.get("content-type", "")):
                 try:
                     event["body"] = body.decode()
                 except UnicodeDecodeError:
@@ -356,65 +377,14 @@ class _RequestHandler(BaseHTTPRequestHandler):
         for cookie in cookies:
             self.send_header("Set-Cookie", cookie)
         self.send_header("apigw-requestid", request_id)
-        self.send_header("Content-Length", str(_content_length(self.command, headers, payload)))
+        self.send_header("Content-Length", str(content_length(self.command, headers, payload)))
         self.end_headers()
         if self.command != "HEAD":  # a HEAD answer has no body, whatever its length says
             self.wfile.write(payload)
 
 
-def _response(result: Any) -> tuple[int, dict[str, str], list[str], bytes]:
-    """API Gateway's reading of a payload 2.0 response: a dict with statusCode is used as is;
-    anything else is a 200 with the value as its JSON body."""
-    if not isinstance(result, dict) or "statusCode" not in result:
-        return 200, {"content-type": "application/json"}, [], json.dumps(result).encode()
-    headers = {str(k): str(v) for k, v in (result.get("headers") or {}).items()}
-    for name, values in (result.get("multiValueHeaders") or {}).items():
-        headers[str(name)] = ",".join(str(v) for v in values)
-    cookies = [str(c) for c in result.get("cookies") or []]
-    raw = result.get("body")
-    if raw is None:
-        payload = b""
-    elif result.get("isBase64Encoded"):
-        try:
-            payload = base64.b64decode(str(raw), validate=True)
-        except binascii.Error as exc:
-            raise ValueError(f"the handler's base64 body does not decode: {exc}") from None
-    else:
-        payload = str(raw).encode()
-    return int(result["statusCode"]), headers, cookies, payload
-
-
-def _content_length(method: str, headers: Mapping[str, str], payload: bytes) -> int:
-    """The body's length; for HEAD, the length the handler declares (the API answers HEAD
-    without the body, with its GET body's length), else the body it gave anyway."""
-    if method == "HEAD":
-        for name, value in headers.items():
-            if name.lower() == "content-length" and value.strip().isdigit():
-                return int(value.strip())
-    return len(payload)
-
-
 def _invalid(field: str, message: str) -> _Refused:
     return _Refused(HTTPStatus.BAD_REQUEST, "invalid", message, field)
-
-
-def _claim_strings(claims: Mapping[str, Any]) -> dict[str, str]:
-    """API Gateway hands claims to the function as strings (arrays as "[a b]")."""
-    out: dict[str, str] = {}
-    for name, value in claims.items():
-        if value is None:  # no value: no claim (not the text "None", a tenant's name)
-            continue
-        if isinstance(value, str):
-            out[name] = value
-        elif isinstance(value, bool):
-            out[name] = str(value).lower()
-        elif isinstance(value, list):
-            out[name] = "[" + " ".join(str(v) for v in value) + "]"
-        elif isinstance(value, dict):
-            out[name] = json.dumps(value, separators=(",", ":"))
-        else:
-            out[name] = str(value)
-    return out
 
 
 def _drain(stream: Any, size: int) -> None:
@@ -424,10 +394,5 @@ def _drain(stream: Any, size: int) -> None:
             if not chunk:
                 return
             size -= len(chunk)
-    except TimeoutError:  # the client stopped sending: it can still read the answer
+    except (TimeoutError, ConnectionError):  # the client stopped sending, or went away
         return
-
-
-def _is_text(content_type: str) -> bool:
-    kind = content_type.split(";", maxsplit=1)[0].strip().lower()
-    return not kind or kind.startswith(_TEXT_TYPES) or kind.endswith(("+json", "+xml"))
