@@ -156,3 +156,31 @@ def test_beyond_the_first_five_pollers_are_added_on_lambdas_ramp_up_to_the_maxim
     assert len(queue.first_polls) == 8
     ramped = [queue.first_polls[4 + k] - queue.made[4] for k in (1, 2, 3)]
     assert all(ahead >= 0.5 * k - 0.01 for k, ahead in zip((1, 2, 3), ramped, strict=True)), ramped
+
+
+def test_a_source_that_cannot_be_made_once_leaves_no_phantom_poller() -> None:
+    # Found by an outside audit: the count went up before the source was made; one failed
+    # emulator call left a poller counted that did not exist, and the queue never scaled again
+    # (the batch being received, which the failure escaped, waited for its visibility).
+    queue = FakeQueue(30)
+    calls = [0]
+
+    def make() -> Any:
+        calls[0] += 1
+        if calls[0] in (1, 3):  # the first poller's first try, then the first added poller's
+            raise RuntimeError("GetQueueAttributes: connection refused")
+        return FakeSource(queue)
+
+    pollers = ScalingPollers(make, 5)
+    stopping = threading.Event()
+    thread = threading.Thread(target=pollers.run, args=(stopping, "normal"), name="lambda-n-0")
+    thread.start()
+    try:
+        wait_until(lambda: queue.most_holding == 3)  # 30 messages: three batches held at once
+        assert pollers.polling == 4  # three holding, one receiving: every one real
+        assert len(queue.made) == 4
+        assert calls[0] == 6
+    finally:
+        queue.release.set()
+        stopping.set()
+        thread.join(5)

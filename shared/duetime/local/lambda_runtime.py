@@ -182,9 +182,17 @@ class ScalingPollers:
 
     def run(self, stopping: threading.Event, label: str) -> None:
         """Poll until `stopping` is set, then wait for every poller's batch to end."""
+        from duetime.observability import logger
+
         self._name = threading.current_thread().name
-        with self._lock:
-            self._start(stopping, label, added=False)
+        while not stopping.is_set():  # the emulator may not answer yet: try again
+            try:
+                with self._lock:
+                    self._start(stopping, label, added=False)
+                break
+            except Exception:
+                logger.exception("starting a poller failed", extra={"queue": label})
+                stopping.wait(1)
         stopping.wait()
         with self._lock:
             threads = list(self._threads)
@@ -192,7 +200,10 @@ class ScalingPollers:
             thread.join()
 
     def _start(self, stopping: threading.Event, label: str, *, added: bool) -> None:
-        """Start a poller (the lock held); beyond `initial`, it starts polling on the ramp."""
+        """Start a poller (the lock held); beyond `initial`, it starts polling on the ramp.
+        Its source first: one that cannot be made (an emulator call) changes no count (until
+        2026-11-30 it left a poller counted that did not exist, and the queue never scaled)."""
+        source = self._idle.pop() if self._idle else self._make_source()
         now, delay = time.monotonic(), 0.0
         if self._pollers >= self._initial:
             delay = max(0.0, self._next_ramp - now)
@@ -202,13 +213,33 @@ class ScalingPollers:
         self._pollers += 1
         self.peak = max(self.peak, self._pollers)
         self._threads = [t for t in self._threads if t.is_alive()]
-        source = self._idle.pop() if self._idle else self._make_source()
         args = (source, stopping, label, added, delay)
         name = f"{self._name}-{self._started}"
         self._started += 1
         thread = threading.Thread(target=self._poll, args=args, name=name, daemon=True)
         self._threads.append(thread)
         thread.start()
+
+    def _add_if_all_busy(self, stopping: threading.Event, label: str) -> None:
+        """With the lock held: one more poller when every one holds a batch (none is left
+        receiving), up to the maximum. If it cannot start (an emulator call failed), it is
+        tried again in a second, while that still holds: the batch goes on meanwhile."""
+        from duetime.observability import logger
+
+        if self._busy < self._pollers or self._pollers >= self._maximum or stopping.is_set():
+            return
+        try:
+            self._start(stopping, label, added=True)
+        except Exception:
+            logger.exception("adding a poller failed", extra={"queue": label})
+
+            def again() -> None:
+                with self._lock:
+                    self._add_if_all_busy(stopping, label)
+
+            retry = threading.Timer(1.0, again)
+            retry.daemon = True
+            retry.start()
 
     def _poll(
         self,
@@ -227,9 +258,8 @@ class ScalingPollers:
             with self._lock:
                 holding = count > 0
                 self._busy += holding
-                spare = count > 0 and self._busy == self._pollers  # none left receiving
-                if spare and self._pollers < self._maximum and not stopping.is_set():
-                    self._start(stopping, label, added=True)
+                if count > 0:
+                    self._add_if_all_busy(stopping, label)
 
         stopping.wait(delay)
         while not stopping.is_set():
