@@ -234,3 +234,29 @@ def test_given_a_run_in_flight_then_a_stop_exits_without_waiting_for_its_target(
     local.process.send_signal(signal.SIGINT)
     assert local.process.wait(timeout=45) == 0, local.log()
     assert "stopped" in local.output.read_text()
+
+
+def _children(pid: int) -> list[tuple[int, str]]:
+    """The processes whose parent is `pid`, with their command lines (from /proc)."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                parent = int((entry / "stat").read_text().rsplit(")", 1)[1].split()[1])
+                command = (entry / "cmdline").read_bytes().replace(b"\0", b" ").decode()
+            except (OSError, IndexError, ValueError):
+                continue
+            if parent == pid:
+                found.append((int(entry.name), command))
+    return found
+
+
+def test_given_the_emulator_dies_then_the_stack_says_so_and_stops(local: LocalProcess) -> None:
+    # Nothing watched the moto process: /health said ok, every other call was a 500, and the
+    # terminal said nothing (found by an outside audit).
+    wait_for(lambda: "Ctrl-C stops" in local.output.read_text(), seconds=30)  # started
+    (moto,) = [pid for pid, command in _children(local.process.pid) if "moto_process" in command]
+    os.kill(moto, signal.SIGKILL)
+
+    assert local.process.wait(timeout=45) == 1, local.log()
+    assert "the moto server exited" in local.output.read_text()

@@ -15,6 +15,8 @@ from pathlib import Path
 from types import FrameType
 from typing import TYPE_CHECKING, TextIO
 
+from botocore.exceptions import BotoCoreError
+
 from duetime.cli.format import write_out
 from duetime.cli.options import (
     LOCAL_STACK_MODULES,
@@ -199,19 +201,25 @@ def _run_local(args: argparse.Namespace) -> int:
         stack = LocalStack(options, on_figures=printer, log_stream=log)
         console.write("duetime local: starting...\n")
         console.flush()
-        stack.start()
+        try:
+            stack.start()
+        except BotoCoreError as exc:  # moto went away while starting (not a traceback)
+            print(f"duetime local: the emulator stopped answering: {exc}", file=sys.stderr)
+            return 1
         try:
             console.write(_banner(stack, log_path))
             console.flush()
-            while not stopping.wait(0.5):
+            while not stopping.wait(0.5) and stack.broken is None:
                 pass
+            if stack.broken is not None:
+                print(f"duetime local: {stack.broken}; stopping", file=sys.stderr)
             console.write("duetime local: stopping...\n")
             console.flush()
         finally:
             stack.stop()
     console.write("duetime local: stopped\n")
     # Now, not when the targets of runs still in flight return (since 2026-11-30).
-    exit_now(0)
+    exit_now(0 if stack.broken is None else 1)
 
 
 def _api_settings(args: argparse.Namespace) -> ApiSettings:

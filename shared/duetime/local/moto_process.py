@@ -26,6 +26,7 @@ import socket
 import subprocess
 import sys
 import threading
+from collections.abc import Callable
 from typing import IO, Any
 
 from duetime.local.endpoint import MOTO_DEFAULT_REGION
@@ -59,6 +60,14 @@ def start(
         stop(process)
         raise MotoProcessError(str(answer.get("error", "no answer from the moto process")))
     return process, str(answer["url"])
+
+
+def watch(process: subprocess.Popen[str], on_exit: Callable[[int], None]) -> None:
+    """Call `on_exit(code)` from a thread of its own when the server process ends, whoever
+    ends it (stop() included: the caller tells its own stop apart)."""
+    thread = threading.Thread(target=lambda: on_exit(process.wait()), daemon=True)
+    thread.name = "moto-watch"
+    thread.start()
 
 
 def stop(process: subprocess.Popen[str], timeout: float = 10.0) -> None:

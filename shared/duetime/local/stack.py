@@ -1,10 +1,9 @@
 """`duetime local`: the whole system on one machine, on a moto server.
 
 moto stores but never runs: nothing invokes a Lambda, fires a schedule or delivers to an
-event source mapping. `LocalStack` starts moto on loopback in a child process
-(duetime.local.moto_process: the emulator gets a core of its own), creates the tables and queues
-from the same definitions as the CDK app (`duetime.resources`), and runs in threads the
-small emulators of what AWS would do around the same handlers:
+event source mapping. `LocalStack` starts moto in a child process (duetime.local.moto_process),
+creates the tables and queues from the same definitions as the CDK app (`duetime.resources`),
+and runs in threads the small emulators of what AWS would do around the same handlers:
 
 | thread            | stands for                                                       |
 |-------------------|------------------------------------------------------------------|
@@ -22,11 +21,10 @@ small emulators of what AWS would do around the same handlers:
 The functions are wired as on AWS, through duetime.wiring, but from objects rather than an
 environment: the settings of the resources just created, a boto3 session with moto's
 credentials and endpoint, and an executor that counts the runs (duetime.local.figures); each
-function's handler is made over those components (`make_handler`). The process environment is
-left as it is.
+function's handler is made over those components (`make_handler`); the environment is left.
 
 `stop()` (Ctrl-C, SIGTERM) stops the gateway, lets each thread finish what it holds, joins
-them and stops moto.
+them and stops moto. A moto server that exits by itself sets `broken` (the CLI then stops).
 """
 
 from __future__ import annotations
@@ -137,6 +135,7 @@ class LocalStack:
         self.session: boto3.Session | None = None  # moto's credentials (duetime.local.endpoint)
         self.moto_url = ""
         self.key_created = False
+        self.broken: str | None = None  # why it can no longer work: it stops (the CLI's)
 
     # --- lifecycle ---------------------------------------------------------------------------
 
@@ -285,7 +284,13 @@ class LocalStack:
                 f"{exc}: choose another port with --moto-port (0: any free port)"
             ) from None
         self._cleanup.callback(moto_process.stop, process)
+        moto_process.watch(process, self._emulator_exited)
         return url
+
+    def _emulator_exited(self, code: int) -> None:
+        if not self._stopping.is_set():  # until 2026-11-30 nothing noticed: every call failed
+            self.broken = f"the moto server exited (code {code})"
+            _log.error("%s: every AWS call fails now", self.broken)
 
     def _create_resources(
         self, dynamodb: DynamoDBClient, sqs: SQSClient, s3: S3Client, kms: Any
@@ -386,10 +391,8 @@ class LocalStack:
     # --- the emulators -----------------------------------------------------------------------
 
     def tick(self) -> dict[str, Any] | None:
-        """What the EventBridge rule does once a minute: invoke the coordinator with a
-        scheduled event. It sweeps the shards here, several at once (on AWS it invokes one
-        sweeper per shard). A failed sweep is logged; the next tick resumes from its
-        watermarks."""
+        """What the EventBridge rule does once a minute: invoke the coordinator, which sweeps
+        the shards here, several at once (on AWS one sweeper each). A failure is logged."""
         from duetime.observability import logger
 
         if self._coordinator is None:
@@ -441,9 +444,6 @@ class LocalStack:
 
 def _named(handler: Handler, function: str) -> Handler:
     """`handler`, invoked with the context Lambda gives `function` (its name and ARN)."""
-    arn = f"arn:aws:lambda:{REGION}:{ACCOUNT_ID}:function:{PREFIX}-{function}"
-
-    def invoke(event: dict[str, Any], _: Any) -> Any:
-        return handler(event, FakeContext(f"{PREFIX}-{function}", invoked_function_arn=arn))
-
-    return invoke
+    name = f"{PREFIX}-{function}"
+    arn = f"arn:aws:lambda:{REGION}:{ACCOUNT_ID}:function:{name}"
+    return lambda event, _: handler(event, FakeContext(name, invoked_function_arn=arn))
