@@ -260,3 +260,26 @@ def test_given_the_emulator_dies_then_the_stack_says_so_and_stops(local: LocalPr
 
     assert local.process.wait(timeout=45) == 1, local.log()
     assert "the moto server exited" in local.output.read_text()
+
+
+def test_given_a_stack_running_then_a_second_on_its_state_dir_is_refused(
+    local: LocalProcess,
+) -> None:
+    # The second rewrote the first's log and took over its local.json, which its stop then
+    # removed: `duetime dlq` said no stack ran while the first did (found by an outside audit).
+    wait_for(lambda: "Ctrl-C stops" in local.output.read_text(), seconds=30)  # started
+    endpoint = (local.cwd / ".duetime" / "local.json").read_text()
+    second = subprocess.run(
+        [sys.executable, "-m", "duetime.cli", "local", "--port", str(_free_port())],
+        cwd=local.cwd,
+        env=_clean_env(),
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+
+    assert second.returncode == 2, second.stderr
+    assert "another duetime local uses .duetime" in second.stderr
+    assert (local.cwd / ".duetime" / "local.json").read_text() == endpoint
+    assert local.request("GET", "/health")[0] == 200

@@ -4,6 +4,7 @@ its API."""
 from __future__ import annotations
 
 import argparse
+import fcntl
 import os
 import shlex
 import shutil
@@ -195,6 +196,19 @@ def _run_local(args: argparse.Namespace) -> int:
 
     console = sys.stdout
     args.state_dir.mkdir(parents=True, exist_ok=True)
+    # One stack a state directory: a second rewrote the first's log and took its local.json,
+    # then removed it on its stop (until 2026-11-30; found by an outside audit). Held until
+    # the process ends (the lock goes with it, however it ends).
+    lock = (args.state_dir / "local.lock").open("w")
+    try:
+        fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        print(
+            f"duetime local: another duetime local uses {args.state_dir}: stop it, or "
+            "choose another --state-dir",
+            file=sys.stderr,
+        )
+        return 2
     log_path = args.state_dir / "functions.log"
     with log_path.open("w", encoding="utf-8", buffering=1) as log:
         printer = _FiguresPrinter(console)
