@@ -168,13 +168,18 @@ def serve(
         return _serve_plain(host, port, out, wait)
     from duetime.local.gc_pauses import IdleFullCollections, freeze_long_lived
     from duetime.local.moto_dynamodb import make_dynamodb_fast
-    from duetime.local.moto_fixes import make_dynamodb_writes_atomic, make_sqs_strict
+    from duetime.local.moto_fixes import (
+        make_dynamodb_writes_atomic,
+        make_sqs_strict,
+        make_stream_iterators_bounded,
+    )
     from duetime.local.moto_http import MotoHttpServer
     from duetime.local.moto_sqs import make_sqs_fast
 
     logging.getLogger("werkzeug").setLevel(logging.ERROR)
     make_dynamodb_writes_atomic()
     make_sqs_strict()
+    make_stream_iterators_bounded()
     make_sqs_fast()
     make_dynamodb_fast()
     make_dispatch_fast()
