@@ -51,17 +51,27 @@ def load_or_create_key(
     """The key `name` under `state_dir`, created (mode 0600) if there is none yet.
     Returns (key, created)."""
     path = key_path(state_dir, name)
+    key = secrets.token_urlsafe(48).encode()
     try:
         state_dir.mkdir(mode=0o700, parents=True, exist_ok=True)
-        # O_EXCL: two processes starting together agree on one key (the loser reads it).
-        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        # Written whole under a name of its own, then linked to its name, which fails if the
+        # name exists: two processes starting together agree on one key (the loser reads it),
+        # and none ever reads a key half written (until 2026-11-30 the loser could read the
+        # file between the winner's create and write: "shorter than 32 bytes").
+        draft = path.with_name(f".{name}.{os.getpid()}.{secrets.token_hex(4)}")
+        fd = os.open(draft, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        with os.fdopen(fd, "wb") as out:
+            out.write(key + b"\n")
+            out.flush()
+            os.fsync(out.fileno())
+        try:
+            os.link(draft, path)
+        finally:
+            draft.unlink()
     except FileExistsError:
         return _read_key(path), False
     except OSError as exc:
         raise KeyFileError(f"cannot create the signing key {path}: {exc.strerror}") from None
-    key = secrets.token_urlsafe(48).encode()
-    with os.fdopen(fd, "wb") as out:
-        out.write(key + b"\n")
     return key, True
 
 
