@@ -122,7 +122,9 @@ class BrokenShard(MemoryTimerStore):
         return super().read_due(minute, shard, after_key, before_ms, limit)
 
 
-def test_given_a_shard_that_always_fails_then_the_others_run_on_time_and_it_catches_up() -> None:
+def test_given_a_shard_that_always_fails_then_the_others_run_on_time_and_it_catches_up(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
     twins = Twins(shards=4)
     twins.timers = BrokenShard(shards=4)
     twins.service = JobService(
@@ -149,6 +151,10 @@ def test_given_a_shard_that_always_fails_then_the_others_run_on_time_and_it_catc
         assert sent[(job_id, instant)] == expected
     assert report.lagging == [broken]
     assert report.lag_minutes >= 5
+    # the failure's log line names the shard (the operator's runbook looks it up by it)
+    failed = [r for r in caplog.records if r.getMessage() == "sweeping a partition failed"]
+    assert failed
+    assert {getattr(r, "shard", None) for r in failed} == {broken}
 
     # When the shard recovers, the next tick catches it up
     twins.timers.broken = None

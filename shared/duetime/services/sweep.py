@@ -246,7 +246,9 @@ class Sweeper:
                 minute, shard, owner, lease.watermark, lease.stalls, horizon_ms, deadline, report
             )
         except _PartitionFailed as failed:  # recorded progress stands; the next sweep resumes
-            logger.exception("sweeping a partition failed", extra={"minute": minute})
+            logger.exception(
+                "sweeping a partition failed", extra={"minute": minute, "shard": shard}
+            )
             report.errors.append(f"{minute}#{shard}: {failed.__cause__}")
             try:  # let the next tick resume without waiting for the lease
                 self._timers.advance(minute, shard, owner, failed.watermark, release=True)
@@ -256,7 +258,9 @@ class Sweeper:
                 raise failed.__cause__ from None
             return False
         except Exception as exc:  # before we held the lease: nothing to release
-            logger.exception("sweeping a partition failed", extra={"minute": minute})
+            logger.exception(
+                "sweeping a partition failed", extra={"minute": minute, "shard": shard}
+            )
             report.errors.append(f"{minute}#{shard}: {exc}")
             return False
 
