@@ -331,8 +331,9 @@ class Quotas:
 
         def number(name: str, default: float, low: float, high: float, whole: bool) -> float:
             raw = env.get(name, "").strip() or str(default)
+            plain = raw.isascii() and "_" not in raw  # int() and float() take "٦٠" and "1_0"
             try:
-                value = int(raw) if whole else float(raw)
+                value = (int(raw) if whole else float(raw)) if plain else math.nan
             except ValueError:
                 value = math.nan
             if not low <= value <= high:  # NaN fails too
@@ -358,9 +359,8 @@ DEFAULT_CONSOLE_DIR = Path(__file__).resolve().parents[2] / "console"
 
 @dataclass(frozen=True)
 class ConsoleSettings:
-    """Where the web console's files are (a missing directory: no console), and how it signs
-    in: OpenID Connect with `client_id` against `issuer` when a client id is set, else a
-    pasted bearer token."""
+    """Where the console's files are (none: no console), and how it signs in: OpenID Connect
+    with `client_id` against `issuer` when a client id is set, else a pasted bearer token."""
 
     directory: Path = DEFAULT_CONSOLE_DIR
     client_id: str | None = None
@@ -445,5 +445,5 @@ class CompactorSettings:
 
 
 def _whole(raw: str) -> bool:
-    """Whether a setting is a whole number in ASCII digits (str.isdigit takes "²" and "٦٠")."""
+    """Whether a setting is a whole number in ASCII digits (isdigit takes "²", "٦٠")."""
     return re.fullmatch(r"[0-9]+", raw.strip()) is not None

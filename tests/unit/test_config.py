@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from duetime.domain.jobs import Priority, Runtime
-from duetime.settings import Env, QueueUrls, Settings, queue_key
+from duetime.settings import Env, QueueUrls, Quotas, Settings, queue_key
 
 SETTINGS = Settings(
     "j",
@@ -46,3 +46,18 @@ def test_every_missing_variable_is_named_at_once() -> None:
     del env[Env.JOBS_TABLE], env[Env.RUNS_TABLE]
     with pytest.raises(RuntimeError, match="DUETIME_JOBS_TABLE, DUETIME_RUNS_TABLE"):
         Settings.from_env(env)
+
+
+@pytest.mark.parametrize(
+    ("name", "value"),
+    [
+        ("DUETIME_MIN_RATE_SECONDS", "\u0666\u0660"),  # Arabic-Indic 60
+        ("DUETIME_SUBMISSION_BURST", "\uff11\uff10"),  # full-width 10
+        ("DUETIME_MAX_ACTIVE_RECURRING_JOBS", "1_0"),
+        ("DUETIME_SUBMISSIONS_PER_SECOND", "1_0.5"),
+    ],
+)
+def test_a_quota_in_other_than_ascii_digits_is_refused_naming_it(name: str, value: str) -> None:
+    # int() and float() read them (found by a review: the other settings refuse them).
+    with pytest.raises(RuntimeError, match=name):
+        Quotas.from_env({name: value})

@@ -258,8 +258,17 @@ def runs_end_ms(job: Job) -> int | None:
 
 def completed_expires_at(job: Job, now_ms: int, ttl_seconds: int) -> int:
     """When a recurring job completed at `now_ms` expires (epoch seconds): the hot window after
-    its last run can have ended (runs_end_ms, attempts_seconds), or after now."""
-    return max(now_ms, runs_end_ms(job) or 0) // 1000 + attempts_seconds(job.spec) + ttl_seconds
+    its last run can have ended (runs_end_ms), or after now."""
+    return hot_until(job.spec, max(now_ms, runs_end_ms(job) or 0), ttl_seconds)
+
+
+def hot_until(spec: JobSpec, run_ms: int, ttl_seconds: int) -> int:
+    """When an item about a run of `spec`'s job that happens at `run_ms` leaves the hot tables
+    (epoch seconds): the hot window after the run can have ended (attempts_seconds). The job's
+    item and the run's record alike, so neither outlives the other: a one-off's run record
+    gone before its job made the reconciler send the run again (the same day as the job's
+    window grew by the attempts, 2026-11-30: found by a review)."""
+    return run_ms // 1000 + attempts_seconds(spec) + ttl_seconds
 
 
 def attempts_seconds(spec: JobSpec) -> int:

@@ -18,9 +18,8 @@ For one delivery of one attempt of one run:
 6. record the outcome; on failure send the retry (with backoff) or, after the last attempt,
    put the message on the DLQ with the reason. The follow-up message is sent *before* the
    outcome is recorded, so a crash in between can duplicate an attempt but never lose one;
-7. once the run has finished for good, send the runs of its `after` jobs
-   (duetime.services.dependencies), again on the duplicate delivery of a finished run, so a
-   crash between the outcome and the sending loses no trigger.
+7. once the run has finished for good, send the runs of its `after` jobs (services.
+   dependencies), again on a duplicate delivery, so a crash in between loses no trigger.
 
 What the result tells the worker (delete the message, or when it comes back): services.results.
 """
@@ -43,6 +42,7 @@ from duetime.domain.messages import (
     run_message,
 )
 from duetime.domain.overlap import Admission, Overlap
+from duetime.domain.planning import hot_until
 from duetime.domain.retry import backoff_ms, should_retry
 from duetime.domain.runs import (
     TERMINAL_RUN_STATUSES,
@@ -245,9 +245,10 @@ class RunExecutor:
             ),
             now_ms=start,
             lateness_ms=max(0, now - message.due_ms),
-            # The hot window starts when the run happens (an `at` in the past runs now), so
-            # the record outlives its one-off job's item (JobService.create).
-            expires_at=max(message.scheduled_ms, start) // 1000 + self._settings.run_ttl_seconds,
+            # The hot window from the run (an `at` in the past runs now): past its job's item.
+            expires_at=hot_until(
+                job.spec, max(message.scheduled_ms, start), self._settings.run_ttl_seconds
+            ),
             job_name=job.spec.name,
             target_type=job.spec.target.type,
             priority=job.spec.priority.value,

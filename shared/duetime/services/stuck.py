@@ -90,8 +90,14 @@ class StuckTimers:
         """Report the shard's quarantined timers (`TimersInQuarantine`): a level, which keeps
         its alarm on while any is left (`TimersQuarantined` counts each once, when it happens;
         until 2026-11-30 that was the alarm's, which went back to OK within ten minutes, and
-        missed a quarantine made by `duetime timers stuck --retry`: found by an outside audit)."""
-        count(Metric.TIMERS_IN_QUARANTINE, self._timers.quarantined(shard, QUARANTINE_COUNT_LIMIT))
+        missed a quarantine made by `duetime timers stuck --retry`: found by an outside audit).
+        A count that fails is logged, the sweep's work stands (the metric is left out)."""
+        try:
+            held = self._timers.quarantined(shard, QUARANTINE_COUNT_LIMIT)
+        except Exception:
+            logger.exception("counting the quarantined timers failed", extra={"shard": shard})
+            return
+        count(Metric.TIMERS_IN_QUARANTINE, held)
 
     def retry(
         self, stuck: Sequence[StuckTimer], deadline: int, report: StuckTally

@@ -39,7 +39,7 @@ from duetime.domain.jobs import (
     JobStatus,
     Runtime,
 )
-from duetime.domain.planning import attempts_seconds, first_due
+from duetime.domain.planning import first_due, hot_until
 from duetime.domain.schedule import Rate
 from duetime.domain.timeutil import from_ms, to_ms
 from duetime.observability import logger
@@ -229,7 +229,7 @@ class Submission:
         its history is in the archive. Others do not expire."""
         if spec.recurring or due is None:
             return None
-        return max(due, now) // 1000 + attempts_seconds(spec) + self._settings.run_ttl_seconds
+        return hot_until(spec, max(due, now), self._settings.run_ttl_seconds)
 
     def launch(self, job: Job, hold: KeyHold | None = None) -> None:
         """Dispatch a new (written) job's first occurrence; on a failure the job is withdrawn
