@@ -18,6 +18,7 @@ from duetime.domain.errors import IllegalTransition, NotFound, ValidationError
 from duetime.domain.ids import run_id
 from duetime.domain.invocation import Invocation, TargetError
 from duetime.domain.jobs import JobStatus, Priority, Runtime, parse_job_spec
+from duetime.domain.planning import attempts_seconds
 from duetime.domain.runs import RunStatus
 from duetime.domain.targets import Target
 from duetime.domain.timeutil import rfc3339_ms, to_ms
@@ -256,7 +257,7 @@ def test_an_upstream_that_runs_no_more_is_refused_unless_the_job_already_has_it(
     engine.now = T0 + 60_000
     early = engine.after(completed)
     assert engine.service.get(TENANT, early).status == JobStatus.SCHEDULED
-    engine.now = T0 + 120_000
+    engine.now = T0 + 120_000 + attempts_seconds(job.spec) * 1000  # its last run's attempts
     jobs_before = {j.id for j in engine.jobs.list(TENANT, 100, None).items}
 
     for upstream in (cancelled, completed):

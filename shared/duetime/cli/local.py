@@ -4,7 +4,6 @@ its API."""
 from __future__ import annotations
 
 import argparse
-import fcntl
 import os
 import shlex
 import shutil
@@ -199,6 +198,8 @@ def _run_local(args: argparse.Namespace) -> int:
     # One stack a state directory: a second rewrote the first's log and took its local.json,
     # then removed it on its stop (until 2026-11-30; found by an outside audit). Held until
     # the process ends (the lock goes with it, however it ends).
+    import fcntl  # POSIX: the local stack runs on Linux and macOS
+
     lock = (args.state_dir / "local.lock").open("w")
     try:
         fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)

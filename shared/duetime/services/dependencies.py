@@ -38,7 +38,7 @@ from duetime.domain.errors import (
 )
 from duetime.domain.jobs import Job, JobStatus
 from duetime.domain.messages import delay_seconds, run_message
-from duetime.domain.planning import runs_end_ms
+from duetime.domain.planning import attempts_seconds, runs_end_ms
 from duetime.domain.runs import Run, RunStatus
 from duetime.domain.schedule import After, Schedule
 from duetime.ports import ConditionFailed, JobQueue, JobStore
@@ -96,8 +96,8 @@ class Dependencies:
 
     def _ended(self, job: Job) -> bool:
         """Whether `job` has no runs to come (a one-off's own run is not read: see docs)."""
-        if job.status == JobStatus.COMPLETED:  # its last runs may not be due yet
-            return (runs_end_ms(job) or 0) <= self._clock()
+        if job.status == JobStatus.COMPLETED:  # its last runs may be due, or retrying, yet
+            return (runs_end_ms(job) or 0) + attempts_seconds(job.spec) * 1000 <= self._clock()
         return job.status == JobStatus.CANCELLED
 
     def link(self, job: Job) -> None:
