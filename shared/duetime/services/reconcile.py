@@ -11,8 +11,9 @@ at the 10-minute line a sweeper planned it ahead to (duetime.domain.planning), s
 candidates are the first occurrences at or after each minute from `LOOKBACK_MINUTES` ago to
 lookahead + 3 minutes ahead, and at the first line after that: a handful of keys per job, one
 BatchGetItem per 100 keys, in the job's shard, then, for a job not found there, in every shard
-ever used (written under another shard count, a chain's timer is in that count's shard: a
-few more keys, for those jobs only). A job with none of them, nor a stuck timer, is re-armed like a
+ever used (written under another shard count, a chain's timer is in that count's shard): its
+keys again in each shard, for those jobs only (after a change of the count, most of them, once,
+until their chains have moved on). A job with none of them, nor a stuck timer, is re-armed like a
 resume: from its next occurrence after now (missed occurrences are not caught up).
 
 A job the reconciler wrongly takes for broken (a chain whose shard lags more than
