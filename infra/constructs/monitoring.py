@@ -402,10 +402,22 @@ class Monitoring(Construct):
             ),
             self._alarm(
                 "ApiServerErrors",
-                "the HTTP API answered 10 or more 5xx a minute in 3 of the last 5 minutes "
-                "(the API function's log has each error; a 4xx is the client's, not counted)",
-                self._api.http_api.metric_server_error(period=MINUTE),
-                10,
+                "the HTTP API answered 10 or more 5xx a minute, or a fifth of its answers or "
+                "more, in 3 of the last 5 minutes (the API function's log has each error; a "
+                "4xx is the client's, not counted)",
+                # The share too: with the count alone a quiet API could fail every request and
+                # never alarm (until 2026-11-30; found by an outside audit).
+                cloudwatch.MathExpression(
+                    expression="IF(errors >= 10 OR (errors >= 1 AND errors >= 0.2 * answers), "
+                    "1, 0)",
+                    using_metrics={
+                        "errors": self._api.http_api.metric_server_error(period=MINUTE),
+                        "answers": self._api.http_api.metric_count(period=MINUTE),
+                    },
+                    label="API 5xx: 10 or more a minute, or a fifth of the answers",
+                    period=MINUTE,
+                ),
+                1,
                 AT_LEAST,
                 periods=5,
                 datapoints=3,

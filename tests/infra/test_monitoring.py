@@ -29,7 +29,7 @@ def test_every_dead_letter_queue_has_a_not_empty_alarm(synth: Synth) -> None:
     watched = {
         ref
         for a in _alarms(synth)
-        if a["MetricName"] == "ApproximateNumberOfMessagesVisible"
+        if a.get("MetricName") == "ApproximateNumberOfMessagesVisible"
         and a["Threshold"] == 1
         and a["ComparisonOperator"] == "GreaterThanOrEqualToThreshold"
         for ref in _dimension_refs(a)
@@ -42,7 +42,7 @@ def test_every_queue_has_an_oldest_message_alarm(synth: Synth) -> None:
     watched = {
         ref
         for a in _alarms(synth)
-        if a["MetricName"] == "ApproximateAgeOfOldestMessage"
+        if a.get("MetricName") == "ApproximateAgeOfOldestMessage"
         for ref in _dimension_refs(a)
     }
     assert watched == queues
@@ -177,14 +177,26 @@ def test_dashboard_shows_runs_lateness_queues_and_sweeps(synth: Synth) -> None:
         assert json.dumps({"Ref": function}) in body, name
 
 
-def test_the_api_s_server_errors_have_an_alarm(synth: Synth) -> None:
-    # (An outside audit found none: a failing API showed only on the dashboard.)
+def test_the_api_s_server_errors_have_an_alarm_on_their_count_or_their_share(
+    synth: Synth,
+) -> None:
+    # (An outside audit found none: a failing API showed only on the dashboard; then another
+    # that a quiet API, under 10 requests a minute, could fail every one and never alarm.)
     (api_id,) = synth.of_type("AWS::ApiGatewayV2::Api")
-    (alarm,) = [a for a in _alarms(synth) if a.get("MetricName") == "5xx"]
-    assert alarm["Namespace"] == "AWS/ApiGateway"
-    assert alarm["Dimensions"] == [{"Name": "ApiId", "Value": {"Ref": api_id}}]
+    (alarm,) = [a for a in _alarms(synth) if "5xx" in a.get("AlarmDescription", "")]
+    queries = {q["Id"]: q for q in alarm["Metrics"]}
+    expression = queries["expr_1"]["Expression"] if "expr_1" in queries else None
+    expression = expression or next(q["Expression"] for q in queries.values() if "Expression" in q)
+    assert "errors >= 10" in expression
+    assert "errors >= 0.2 * answers" in expression
+    for name, metric in (("errors", "5xx"), ("answers", "Count")):
+        stat = queries[name]["MetricStat"]
+        assert stat["Metric"]["Namespace"] == "AWS/ApiGateway"
+        assert stat["Metric"]["MetricName"] == metric
+        assert stat["Metric"]["Dimensions"] == [{"Name": "ApiId", "Value": {"Ref": api_id}}]
+        assert stat["Period"] == 60
     assert (alarm["Threshold"], alarm["EvaluationPeriods"], alarm["DatapointsToAlarm"]) == (
-        10,
+        1,
         5,
         3,
     )
