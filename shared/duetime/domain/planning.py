@@ -263,11 +263,10 @@ def completed_expires_at(job: Job, now_ms: int, ttl_seconds: int) -> int:
 
 
 def hot_until(spec: JobSpec, run_ms: int, ttl_seconds: int) -> int:
-    """When an item about a run of `spec`'s job that happens at `run_ms` leaves the hot tables
-    (epoch seconds): the hot window after the run can have ended (attempts_seconds). The job's
-    item and the run's record alike, so neither outlives the other: a one-off's run record
-    gone before its job made the reconciler send the run again (the same day as the job's
-    window grew by the attempts, 2026-11-30: found by a review)."""
+    """When the item of `spec`'s job whose (last) run happens at `run_ms` leaves the hot table
+    (epoch seconds): the hot window after that run can have ended (attempts_seconds). Its run's
+    record leaves a hot window after the run's start, so it can go first: the reconciler then
+    leaves the job alone (duetime.services.reconcile)."""
     return run_ms // 1000 + attempts_seconds(spec) + ttl_seconds
 
 

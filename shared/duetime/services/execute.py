@@ -42,7 +42,6 @@ from duetime.domain.messages import (
     run_message,
 )
 from duetime.domain.overlap import Admission, Overlap
-from duetime.domain.planning import hot_until
 from duetime.domain.retry import backoff_ms, should_retry
 from duetime.domain.runs import (
     TERMINAL_RUN_STATUSES,
@@ -245,10 +244,8 @@ class RunExecutor:
             ),
             now_ms=start,
             lateness_ms=max(0, now - message.due_ms),
-            # The hot window from the run (an `at` in the past runs now): past its job's item.
-            expires_at=hot_until(
-                job.spec, max(message.scheduled_ms, start), self._settings.run_ttl_seconds
-            ),
+            # The hot window starts when the run happens (an `at` in the past runs now).
+            expires_at=max(message.scheduled_ms, start) // 1000 + self._settings.run_ttl_seconds,
             job_name=job.spec.name,
             target_type=job.spec.target.type,
             priority=job.spec.priority.value,

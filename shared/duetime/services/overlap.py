@@ -28,7 +28,6 @@ from collections.abc import Callable
 from duetime.domain.jobs import Job
 from duetime.domain.messages import RunMessage
 from duetime.domain.overlap import Admission, admit, holder_active, late_copy, release
-from duetime.domain.planning import hot_until
 from duetime.domain.runs import Run, RunStatus
 from duetime.observability import Metric, count, logger
 from duetime.ports import JobQueue, JobStore, RunStore
@@ -147,9 +146,7 @@ class OverlapGuard:
                 scheduled_ms=message.scheduled_ms,
                 status=status,
                 attempt=0,
-                expires_at=hot_until(
-                    job.spec, max(message.scheduled_ms, now), self._settings.run_ttl_seconds
-                ),
+                expires_at=max(message.scheduled_ms, now) // 1000 + self._settings.run_ttl_seconds,
                 job_name=job.spec.name,
                 target_type=job.spec.target.type,
                 priority=job.spec.priority.value,

@@ -23,7 +23,8 @@ occurrence (or the next line, for a chain planned ahead), and any occurrence sen
 its run id.
 
 A scheduled one-off job whose instant is more than `SETTLE_MS` past (and less than
-`OVERDUE_WINDOW_MS` before that: the daily runs look at each about once) and that has no run
+`OVERDUE_WINDOW_MS` before that: the daily runs look at each about once; and less than the
+hot window, or its run's record may have left for the archive) and that has no run
 record lost its run before it started (a dispatch that failed after the job was written, its
 timer or message removed by hand): it is sent now, as a late run (a copy still on its way
 shares its run id, and runs once). One BatchGetItem of the runs table per 100 such jobs: a
@@ -147,7 +148,12 @@ class Reconciler:
             settled = self._clock() - SETTLE_MS
             if not job.spec.recurring:
                 last = max(job.next_due_ms or 0, job.updated_ms)
-                if job.next_due_ms is not None and settled - OVERDUE_WINDOW_MS < last < settled:
+                # Only while its run's record, had it run, would still be there: its job's
+                # item outlives it by the run's attempts (planning.hot_until), and a short hot
+                # window would send a run that happened again (found by a review, 2026-11-30).
+                kept = self._clock() - self._settings.run_ttl_seconds * 1000
+                due = job.next_due_ms
+                if due is not None and due > kept and settled - OVERDUE_WINDOW_MS < last < settled:
                     overdue.append(job)
                     if len(overdue) == MAX_BATCH_GET:
                         self._check_overdue(overdue, report)
