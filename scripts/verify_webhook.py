@@ -4,7 +4,7 @@
 Copy `verify` into a receiver, or run this file as a tiny receiver that checks every request:
 
     python3 scripts/verify_webhook.py --secret whsec_...        # or DUETIME_WEBHOOK_SECRET=...
-    python3 scripts/verify_webhook.py --port 9999 --tolerance-seconds 300
+    python3 scripts/verify_webhook.py --port 9998 --tolerance-seconds 300
 
 It answers 204 to a request whose signature verifies and 401 (with the reason) otherwise, and
 prints one line per request. Get the secret with `GET /webhook-secret` (docs/api.md).
@@ -23,6 +23,7 @@ import base64
 import binascii
 import hashlib
 import hmac
+import math
 import os
 import sys
 import time
@@ -64,6 +65,8 @@ def verify(
     except ValueError:
         raise WebhookVerificationError("webhook-timestamp is not an integer") from None
     current = time.time() if now is None else now
+    if not 0 <= tolerance_seconds < math.inf:  # NaN or infinity would take any timestamp
+        raise ValueError("tolerance_seconds must be a finite number of seconds, 0 or more")
     if abs(current - sent) > tolerance_seconds:
         raise WebhookVerificationError("webhook-timestamp is outside the tolerance")
     content = f"{msg_id}.{sent}.".encode() + body
@@ -140,13 +143,26 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--secret", default=os.environ.get("DUETIME_WEBHOOK_SECRET", ""))
     parser.add_argument("--host", default="127.0.0.1")
-    parser.add_argument("--port", type=int, default=9999)
+    # 9998: beside scripts/webhook_echo.py on 9999 (README, docs/targets.md)
+    parser.add_argument("--port", type=int, default=9998)
     parser.add_argument("--tolerance-seconds", type=float, default=300)
     args = parser.parse_args(argv)
     if not args.secret.startswith(SECRET_PREFIX):
         parser.error("--secret (or DUETIME_WEBHOOK_SECRET) must be a whsec_... secret")
-    _key(args.secret)
-    serve(args.secret, args.host, args.port, args.tolerance_seconds)
+    try:
+        _key(args.secret)
+    except ValueError as exc:
+        parser.error(f"--secret: {exc}")
+    if not 0 <= args.tolerance_seconds < math.inf:
+        parser.error("--tolerance-seconds must be a finite number of seconds, 0 or more")
+    if not 0 <= args.port <= 65535:
+        parser.error("--port must be from 0 to 65535")
+    try:
+        serve(args.secret, args.host, args.port, args.tolerance_seconds)
+    except OSError as exc:
+        parser.exit(
+            1, f"verify_webhook: cannot listen on {args.host}:{args.port}: {exc.strerror}\n"
+        )
     return 0
 
 

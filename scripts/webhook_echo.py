@@ -21,6 +21,8 @@ def main() -> None:
     parser.add_argument("--port", type=int, default=9999)
     parser.add_argument("--fail-first", type=int, default=0)
     args = parser.parse_args()
+    if not 0 <= args.port <= 65535:
+        parser.error("--port must be from 0 to 65535")
     sys.stdout.reconfigure(line_buffering=True)  # type: ignore[attr-defined]
     seen: Counter[str] = Counter()
 
@@ -49,7 +51,10 @@ def main() -> None:
         def log_message(self, *_: object) -> None:
             pass
 
-    server = ThreadingHTTPServer(("127.0.0.1", args.port), Echo)
+    try:
+        server = ThreadingHTTPServer(("127.0.0.1", args.port), Echo)
+    except OSError as exc:
+        parser.exit(1, f"webhook_echo: cannot listen on 127.0.0.1:{args.port}: {exc.strerror}\n")
     print(f"listening on http://127.0.0.1:{args.port} (Ctrl-C stops)")
     with contextlib.suppress(KeyboardInterrupt):
         server.serve_forever()

@@ -6,6 +6,7 @@ from __future__ import annotations
 import base64
 import http.server
 import json
+import math
 import socket
 import threading
 from collections.abc import Iterator
@@ -452,3 +453,41 @@ def test_the_receiver_example_answers_a_bad_content_length_with_a_400(
         server.shutdown()
         server.server_close()
     assert answer.startswith(f"HTTP/1.0 {status} ") or answer.startswith(f"HTTP/1.1 {status} ")
+
+
+@pytest.mark.parametrize("tolerance", [math.nan, math.inf, -1.0])
+def test_the_receiver_example_refuses_a_tolerance_that_would_take_any_timestamp(
+    tolerance: float,
+) -> None:
+    # NaN and infinity passed every timestamp: a signed request of 2001 was accepted (found
+    # by an outside audit); targets.md tells receivers to copy `verify`.
+    secret = "whsec_" + base64.b64encode(b"k" * 32).decode()
+    with pytest.raises(ValueError, match="tolerance_seconds"):
+        verifier.verify(secret, SIGNED_IN_2001, b"{}", tolerance, now=NOW_MS / 1000)
+
+
+SIGNED_IN_2001 = {
+    "webhook-id": "m",
+    "webhook-timestamp": "1000000000",
+    "webhook-signature": "v1,x",
+}
+
+
+@pytest.mark.parametrize(
+    ("argv", "said"),
+    [
+        (["--tolerance-seconds", "nan"], "--tolerance-seconds must be a finite number"),
+        (["--secret", "whsec_!!!"], "--secret: the secret is not whsec_<base64>"),
+        (["--port", "70000"], "--port must be from 0 to 65535"),
+    ],
+)
+def test_the_receiver_example_refuses_bad_flags_in_a_line(
+    argv: list[str], said: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    secret = ["--secret", "whsec_" + base64.b64encode(b"k" * 32).decode()]
+    with pytest.raises(SystemExit) as stopped:
+        verifier.main([*secret, *argv])
+    assert stopped.value.code == 2
+    err = capsys.readouterr().err
+    assert said in err
+    assert "Traceback" not in err
