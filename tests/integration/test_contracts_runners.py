@@ -245,8 +245,9 @@ def invocation(payload: Any = None, *, attempt: int = 1, job_id: str = "01JDUE")
 
 
 def attributes(attempt: int = 1, job_id: str = "01JDUE") -> dict[str, str]:
-    """The four duetime-* values, as docs/targets.md documents them."""
+    """The duetime-* values, as docs/targets.md documents them."""
     return {
+        "duetime-tenant": "tenant-a",
         "duetime-job-id": job_id,
         "duetime-run-id": f"{job_id}-{SCHEDULED_MS}",
         "duetime-scheduled-for": "2026-11-21T05:00:00.123Z",

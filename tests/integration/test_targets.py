@@ -476,12 +476,14 @@ def receive_one(sqs: Any, url: str) -> dict[str, Any]:
 
 
 EXPECTED_ATTRIBUTES = {
+    "duetime-tenant": "acme",
     "duetime-job-id": "01JDUE",
     "duetime-run-id": f"01JDUE-{SCHEDULED_MS}",
     "duetime-scheduled-for": "2026-11-21T05:00:00.123Z",
     "duetime-attempt": "2",
 }
 ENVELOPE = {
+    "tenant": "acme",
     "job_id": "01JDUE",
     "run_id": f"01JDUE-{SCHEDULED_MS}",
     "scheduled_for": "2026-11-21T05:00:00.123Z",

@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass
 from typing import Any
+from urllib.parse import quote
 
 from duetime.domain.timeutil import rfc3339_ms
 
@@ -52,6 +53,9 @@ def truncate(text: str, limit: int = MAX_ERROR_CHARS) -> str:
 def delivery_metadata(invocation: Invocation) -> dict[str, str]:
     """The identifying values sent with every delivery: HTTP headers, SQS/SNS attributes."""
     metadata = {
+        # Whose job it is, percent-encoded UTF-8 (a header carries no other text): a receiver
+        # that several tenants may target tells theirs apart (since 2026-11-30: docs/security.md).
+        "duetime-tenant": quote(invocation.tenant, safe=""),
         "duetime-job-id": invocation.job_id,
         "duetime-run-id": invocation.run_id,
         "duetime-scheduled-for": rfc3339_ms(invocation.scheduled_ms),
@@ -65,6 +69,7 @@ def delivery_metadata(invocation: Invocation) -> dict[str, str]:
 def envelope(invocation: Invocation) -> dict[str, Any]:
     """The JSON document for targets that carry no headers (EventBridge detail, Lambda event)."""
     document = {
+        "tenant": invocation.tenant,
         "job_id": invocation.job_id,
         "run_id": invocation.run_id,
         "scheduled_for": rfc3339_ms(invocation.scheduled_ms),
