@@ -1102,9 +1102,14 @@ def test_submissions_beyond_the_tenant_rate_are_a_429_with_retry_after(api: Api)
     assert refused.error["code"] == "quota_exceeded"
     assert 1 <= int(refused.headers["Retry-After"]) <= 100
     assert len(api.job_items()) == 2
-    # Run-now spends from the same bucket; another tenant has its own.
+    # Run-now spends from the same bucket, and so does a PATCH (each may start a run: found
+    # by an outside audit, 20 PATCHes started 20 runs while run-now was refused); another
+    # tenant has its own.
     job_id = api.job_items()[0]["id"]["S"]
     assert api.call("POST", f"/jobs/{job_id}/run").status == 429
+    patched = api.call("PATCH", f"/jobs/{job_id}", {"schedule": {"delay_seconds": 0}})
+    assert patched.status == 429, patched.json
+    assert api.call("GET", f"/jobs/{job_id}").json["schedule"] == {"delay_seconds": 60}
     assert api.call("POST", "/jobs", body, tenant="tenant-b").status == 201
 
 

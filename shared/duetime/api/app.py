@@ -224,6 +224,7 @@ def build_app(
     def update_job(job_id: str) -> JsonResponse:
         owner = tenant()
         job_id = checked_id(job_id)
+        limiter.take(owner)  # a PATCH may start a run (a new schedule), as a submission does
         expected = if_match(app.current_event.headers.get("If-Match"))
         changes = job_body(owner, job_id, json_body)
         view = service.update(owner, job_id, changes, if_match=expected, quotas=quotas)
