@@ -38,6 +38,7 @@ def bounded(
 
 
 COUNT = bounded(int, minimum=1)  # shards, queues, tasks, slots, quotas: one or more
+WHOLE = bounded(int, minimum=0)  # how many, none included
 POSITIVE = bounded(float, above=0)
 NON_NEGATIVE = bounded(float, minimum=0)
 SHARE = bounded(float, minimum=0, maximum=1)

@@ -1146,7 +1146,7 @@ def machine() -> dict[str, Any]:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
-    parser.add_argument("--quick", action="store_true", help="small sizes, under 2 minutes")
+    parser.add_argument("--quick", action="store_true", help="small sizes, 2-4 minutes")
     parser.add_argument("--out", type=Path, default=None)
     parser.add_argument(
         "--pollers",

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import http.client
 import json
+import sys
 import threading
 import time
 from collections import Counter
@@ -116,3 +117,11 @@ def _client(
             connection = None
     if connection is not None:
         connection.close()
+
+
+if __name__ == "__main__":
+    print(
+        "bench_load.py is a part of scripts/bench.py: run scripts/bench.py --only load",
+        file=sys.stderr,
+    )
+    sys.exit(2)

@@ -3,6 +3,10 @@
 # Sourced by scripts/test and scripts/local; safe to run again: it reinstalls only when
 # pyproject.toml changed since the last install.
 set -euo pipefail
+if [ "${BASH_SOURCE[0]}" = "$0" ] && { [ "${1:-}" = "-h" ] || [ "${1:-}" = "--help" ]; }; then
+  sed -n '2,4s/^# //p' "$0"  # run, not sourced: its callers' --help is theirs
+  exit 0
+fi
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 venv="$root/.venv"
 stamp="$venv/.installed-from"

@@ -24,6 +24,7 @@ incremental=false
 for arg in "$@"; do
   case "$arg" in
     --incremental) incremental=true ;;
+    -h|--help) sed -n '2,12s/^# \{0,1\}//p' "$0"; exit 0 ;;
     *) echo "usage: scripts/mutation.sh [--incremental]" >&2; exit 2 ;;
   esac
 done

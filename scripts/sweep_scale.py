@@ -121,7 +121,7 @@ ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:  # run as a script from any directory: scripts/ is a package
     sys.path.insert(0, str(ROOT))
 
-from scripts.arguments import COUNT, NON_NEGATIVE, POSITIVE, SHARE  # noqa: E402
+from scripts.arguments import COUNT, NON_NEGATIVE, POSITIVE, SHARE, WHOLE  # noqa: E402
 
 # --- AWS and SDK figures ---------------------------------------------------------------------
 # DynamoDB, "Best practices for designing and using partition keys effectively" (as
@@ -933,9 +933,9 @@ def parse_args(argv: Sequence[str] | None) -> tuple[Inputs, argparse.Namespace]:
         formatter_class=argparse.ArgumentDefaultsHelpFormatter,
     )
     add = parser.add_argument
-    add("--timers-burst", type=int, default=d.timers_burst, help="one-off timers due at :00")
+    add("--timers-burst", type=WHOLE, default=d.timers_burst, help="one-off timers due at :00")
     add("--burst-seconds", type=POSITIVE, default=d.burst_seconds, help="the burst's spread")
-    add("--rate", type=float, default=d.rate, help="sustained timers/s over the minute")
+    add("--rate", type=NON_NEGATIVE, default=d.rate, help="sustained timers/s over the minute")
     add("--shards", type=COUNT, default=d.shards, help="timer shards")
     add("--recurring-share", type=SHARE, default=d.recurring_share, help="of sustained timers")
     add("--tenants", type=COUNT, default=d.tenants, help="tenants owning the jobs")

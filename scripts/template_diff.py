@@ -91,6 +91,14 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("base", help="the git revision to compare the working tree with")
     parser.add_argument("--json", action="store_true", help="print the result as JSON")
     args = parser.parse_args(argv)
+    known = subprocess.run(
+        ["git", "rev-parse", "--verify", "--quiet", f"{args.base}^{{commit}}"],
+        cwd=ROOT,
+        capture_output=True,
+        check=False,
+    )
+    if known.returncode != 0:
+        parser.error(f"not a revision of this repository: {args.base!r}")
     with tempfile.TemporaryDirectory(prefix="duetime-template-diff-") as tmp:
         base_tree = Path(tmp) / "base"
         subprocess.run(

@@ -136,3 +136,16 @@ def test_an_input_out_of_its_range_is_a_usage_error_naming_it(
         sweep_scale.main([*TINY, *argv])
     assert exited.value.code == 2
     assert message in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(
+    ("flag", "value"), [("--rate", "nan"), ("--rate", "inf"), ("--timers-burst", "-1")]
+)
+def test_a_number_it_cannot_use_is_a_usage_error_in_a_line(
+    flag: str, value: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # --rate nan reached round() and ended in a traceback (found by an outside audit).
+    with pytest.raises(SystemExit) as stopped:
+        sweep_scale.main([flag, value])
+    assert stopped.value.code == 2
+    assert f"argument {flag}:" in capsys.readouterr().err

@@ -62,7 +62,8 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     redrive = actions.add_parser(
         "redrive",
         help="send dead runs back to their queue as one more attempt",
-        description="Send dead runs back to the queue they came from as one more attempt "
+        description="Send dead runs back to their job's queue (its runtime and priority now) "
+        "as one more attempt "
         "(attempt n + 1; a failed run is reopened). Each message leaves the DLQ only after "
         "its copy was accepted. Without --run-id, every dead run (up to --limit).",
     )

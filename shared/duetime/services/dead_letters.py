@@ -8,7 +8,7 @@ it every time, or its body could not be read), with no reason.
 `read` lists the DLQs without consuming them: SQS cannot peek, so each message is received
 with a short visibility timeout and made visible again at once.
 
-`redrive` sends runs back to the queue they came from (the message's runtime and priority) as
+`redrive` sends runs back to their job's queue (its runtime and priority now) as
 **one more attempt**: attempt numbers continue (n + 1), they are not reset. The worker's claim
 rule lets a run be claimed only by an attempt newer than the one recorded, so a reset attempt
 would be dropped as a duplicate; continuing keeps the run record's attempt history truthful.
