@@ -31,19 +31,20 @@ TENANT = "t"
 
 
 class Engine:
-    def __init__(self) -> None:
+    def __init__(self, **settings: Any) -> None:
         self.now = T0
         queues = {
             queue_key(r, p): QueueUrls(f"q/{r}/{p}", f"dlq/{r}/{p}")
             for r in Runtime
             for p in Priority
         }
-        self.settings = Settings("jobs", "timers", "runs", queues, timer_shards=1)
+        self.settings = Settings("jobs", "timers", "runs", queues, timer_shards=1, **settings)
         self.jobs, self.runs = MemoryJobStore(), MemoryRunStore()
+        self.timers = MemoryTimerStore(shards=1)
         self.queue = MemoryQueue(self.clock)
         self.service = JobService(
             self.jobs,
-            MemoryTimerStore(shards=1),
+            self.timers,
             self.runs,
             self.queue,
             self.settings,
