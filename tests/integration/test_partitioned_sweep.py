@@ -77,6 +77,14 @@ class Twins:
             self.jobs, self.timers, self.queue, self.settings, clock=self.clock, **sweeper
         )
 
+    def use_timers(self, timers: MemoryTimerStore) -> None:
+        """Put another timer store (a faulty one) under the service and the sweeper."""
+        self.timers = timers
+        self.service = JobService(
+            self.jobs, timers, self.runs, self.queue, self.settings, clock=self.clock
+        )
+        self.sweeper = Sweeper(self.jobs, timers, self.queue, self.settings, clock=self.clock)
+
     def submit(self, schedule: dict[str, Any], tenant: str = "t", **extra: Any) -> str:
         body = {"schedule": schedule, "target": {"type": "handler", "name": "duetime.noop"}}
         return self.service.create(tenant, parse_job_spec(body | extra)).id
@@ -126,13 +134,7 @@ def test_given_a_shard_that_always_fails_then_the_others_run_on_time_and_it_catc
     caplog: pytest.LogCaptureFixture,
 ) -> None:
     twins = Twins(shards=4)
-    twins.timers = BrokenShard(shards=4)
-    twins.service = JobService(
-        twins.jobs, twins.timers, MemoryRunStore(), twins.queue, twins.settings, clock=twins.clock
-    )
-    twins.sweeper = Sweeper(
-        twins.jobs, twins.timers, twins.queue, twins.settings, clock=twins.clock
-    )
+    twins.use_timers(BrokenShard(shards=4))
     due = {twins.submit({"at": rfc3339_ms(T0 + 300_000 + i)}): T0 + 300_000 + i for i in range(40)}
     broken = twins.timers.shard_of(next(iter(due)))
     twins.timers.broken = broken
@@ -230,13 +232,7 @@ def test_given_the_quarantine_count_failing_then_the_sweep_stands(
     # The count came after the sweep's work, unguarded: one throttled query failed a sweep
     # that had sent everything (its metrics and its log line lost); found by a review.
     twins = Twins(shards=1)
-    twins.timers = UncountableQuarantine(shards=1)
-    twins.service = JobService(
-        twins.jobs, twins.timers, twins.runs, twins.queue, twins.settings, clock=twins.clock
-    )
-    twins.sweeper = Sweeper(
-        twins.jobs, twins.timers, twins.queue, twins.settings, clock=twins.clock
-    )
+    twins.use_timers(UncountableQuarantine(shards=1))
     due = T0 + 300_000
     job = twins.submit({"at": rfc3339_ms(due)})
     twins.clock.now = T0 + 240_000
