@@ -10,6 +10,7 @@ import pytest
 
 from duetime.clock import wall_ms
 from duetime.domain.timeutil import rfc3339_ms
+from duetime.settings import QuotaEnv
 from tests.integration import test_api
 from tests.integration.conftest import START, Engine
 from tests.integration.test_api import Api, at, to_ms_of
@@ -63,6 +64,22 @@ def test_backfill_runs_the_occurrences_that_never_ran_once(api: Api) -> None:
     engine.drain()
     assert len(engine.recorder.runs_of(job["id"])) == 5
     assert len(run_ids(api, job["id"])) == 5
+
+
+def test_each_run_a_backfill_sends_spends_a_submission_token(api: Api) -> None:
+    # One token sent up to 1,000 runs, and a PATCH moving the grid made the same range
+    # backfillable again: 1,999 runs for two tokens (found by an outside audit).
+    api.configure(**{QuotaEnv.SUBMISSIONS_PER_SECOND: "0.01", QuotaEnv.SUBMISSION_BURST: "10"})
+    job = api.create({"schedule": {"rate_seconds": 60}})  # a token
+    api.call("POST", f"/jobs/{job['id']}/pause")  # pausing spends none
+    api.engine.advance(5 * 60 + 30)
+    assert api.call("POST", f"/jobs/{job['id']}/resume").status == 200
+
+    sent = backfill(api, job["id"], at(0), rfc3339_ms(wall_ms()))
+
+    assert (sent.status, sent.json) == (202, {"occurrences": 5})  # 5 tokens: 4 left
+    statuses = [api.call("POST", f"/jobs/{job['id']}/run").status for _ in range(5)]
+    assert statuses == [202, 202, 202, 202, 429]
 
 
 def pause_and_skip_two_minutes(api: Api, job_id: str) -> None:

@@ -49,13 +49,7 @@ class SubmissionLimiter:
     def take(self, tenant: str) -> None:
         """Spend one token or raise QuotaExceeded with the seconds until one is available."""
         with self._lock:
-            now = self._clock()
-            bucket = self._buckets.pop(tenant, None) or _Bucket(self._burst, now)
-            bucket.tokens = min(self._burst, bucket.tokens + (now - bucket.at) * self._rate)
-            bucket.at = now
-            self._buckets[tenant] = bucket
-            if len(self._buckets) > self._max_tenants:
-                self._buckets.popitem(last=False)
+            bucket = self._refilled(tenant)
             if bucket.tokens >= 1:
                 bucket.tokens -= 1
                 return
@@ -64,3 +58,20 @@ class SubmissionLimiter:
             f"more than {self._rate:g} submissions a second (burst {self._burst:g})",
             max(1, math.ceil(wait)),
         )
+
+    def charge(self, tenant: str, tokens: int) -> None:
+        """Spend `tokens` more after a `take` let a request in (a backfill's other runs): the
+        bucket may go below zero, and the tenant's next submissions wait until it refills."""
+        with self._lock:
+            self._refilled(tenant).tokens -= tokens
+
+    def _refilled(self, tenant: str) -> _Bucket:
+        """The tenant's bucket as of now (the lock held)."""
+        now = self._clock()
+        bucket = self._buckets.pop(tenant, None) or _Bucket(self._burst, now)
+        bucket.tokens = min(self._burst, bucket.tokens + (now - bucket.at) * self._rate)
+        bucket.at = now
+        self._buckets[tenant] = bucket
+        if len(self._buckets) > self._max_tenants:
+            self._buckets.popitem(last=False)
+        return bucket
