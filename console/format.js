@@ -29,6 +29,7 @@ export function duration(ms) {
 
 export function seconds(value) {
   if (value === null || value === undefined) return "—";
+  if (value === 0) return "0 seconds"; // not "0 days" (0 is a multiple of a day)
   if (value % 86400 === 0) return plural(value / 86400, "day");
   if (value % 3600 === 0) return plural(value / 3600, "hour");
   if (value % 60 === 0) return plural(value / 60, "minute");
@@ -95,7 +96,9 @@ export function describeSchedule(schedule) {
   }
   if ("rate_seconds" in schedule) return `every ${seconds(schedule.rate_seconds)}${tail}`;
   if ("at" in schedule) return `once, at ${instant(schedule.at)}`;
-  if ("delay_seconds" in schedule) return `once, ${seconds(schedule.delay_seconds)} after submission`;
+  if ("delay_seconds" in schedule) {
+    return schedule.delay_seconds === 0 ? "once, at submission" : `once, ${seconds(schedule.delay_seconds)} after submission`;
+  }
   if ("after" in schedule) {
     const on = schedule.after.on || "succeeded";
     const verb = on === "finished" ? "finishes" : on === "failed" ? "fails" : "succeeds";

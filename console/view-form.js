@@ -217,6 +217,9 @@ export function formView(main, job = null, etag = null) {
     formError,
     h("div.actions", {}, h("button.primary#save", { type: "submit" }, job ? "Save changes" : "Create job"),
       h("a.button", { href: job ? `#/jobs/${encodeURIComponent(job.id)}` : "#/jobs" }, "Cancel")));
+  // The zone box's suggestions (the API checks the zone against its own tzdata).
+  const zones = typeof Intl.supportedValuesOf === "function" ? Intl.supportedValuesOf("timeZone") : [];
+  form.append(h("datalist#zones", {}, ["UTC", ...zones.filter((z) => z !== "UTC")].map((z) => h("option", { value: z }))));
   main.append(form);
   showSchedule();
   showTarget();

@@ -306,3 +306,21 @@ def test_a_rate_jobs_next_occurrences_are_its_own_on_its_page_and_in_its_edit(
     page.open(f"#/jobs/{job['id']}")
     page.until(lambda: page.texts("#job-status") == ["paused"])
     assert page.driver.find_elements(By.CSS_SELECTOR, "#occurrences") == []
+
+
+def test_the_zone_box_suggests_zones_and_a_delay_of_0_reads_at_submission(
+    page: Page, stack: Stack
+) -> None:
+    # The box named a datalist that did not exist, and a 0 s delay read "0 days after
+    # submission" (found by an outside audit).
+    page.sign_in(stack.token(TENANT))
+    page.open("#/new")
+    page.until(lambda: page.find("#preview-note").text != "")
+    options = page.driver.find_elements(By.CSS_SELECTOR, "datalist#zones option")
+    values = {o.get_attribute("value") for o in options}
+    assert {"UTC", "Europe/Paris", "America/New_York"} <= values
+    page.driver.find_element(By.CSS_SELECTOR, "#f-schedule-kind option[value=delay]").click()
+    box = page.find("#f-schedule-delay_seconds")
+    box.clear()
+    box.send_keys("0")
+    page.until(lambda: page.find("#preview-note").text.startswith("once, at submission"), 30)
