@@ -248,10 +248,14 @@ class UnreadableProgress(MemoryTimerStore):
     def sweep_states(self, shards: Sequence[int]) -> dict[int, SweepState]:
         raise StoreError("BatchGetItem: items still unprocessed after 8 rounds")
 
+    def raise_shard_count(self, count: int) -> int:
+        raise StoreError("UpdateItem: ProvisionedThroughputExceededException")
+
 
 def test_given_the_shards_progress_unreadable_then_every_sweep_still_starts() -> None:
     # The coordinator read every shard's progress (for its lag metric only) before starting
-    # the sweeps: one throttled state item started none, for every tenant.
+    # the sweeps: one throttled state item started none, for every tenant. (Nor does a failed
+    # record of the shard count, written at every tick, stop them.)
     twins = Twins(shards=4)
     twins.timers = UnreadableProgress(shards=4)
     started: list[int] = []
