@@ -274,6 +274,13 @@ def test_an_emptied_or_unreadable_delay_box_is_an_error_at_its_field_not_a_run_n
         assert (stored["version"], stored["next_run_at"]) == (job["version"], job["next_run_at"])
 
 
+def five_instants(page: Page, selector: str) -> list[str | None]:
+    """The instants of the 5 occurrences a page lists, once it lists them."""
+    page.until(lambda: len(page.driver.find_elements(By.CSS_SELECTOR, selector)) == 5, 30)
+    found = page.driver.find_elements(By.CSS_SELECTOR, selector)
+    return [element.get_attribute("data-instant") for element in found]
+
+
 def test_a_rate_jobs_next_occurrences_are_its_own_on_its_page_and_in_its_edit(
     page: Page, stack: Stack
 ) -> None:
@@ -288,19 +295,9 @@ def test_a_rate_jobs_next_occurrences_are_its_own_on_its_page_and_in_its_edit(
     time.sleep(1.5)  # a page opened later previewed from its own instant
     page.sign_in(stack.token(TENANT))
     page.open(f"#/jobs/{job['id']}")
-    rows = "#occurrences-body tr"
-    page.until(lambda: len(page.driver.find_elements(By.CSS_SELECTOR, rows)) == 5, 30)
-    shown = [
-        r.get_attribute("data-instant") for r in page.driver.find_elements(By.CSS_SELECTOR, rows)
-    ]
-    assert shown == expected
+    assert five_instants(page, "#occurrences-body tr") == expected
     page.open(f"#/jobs/{job['id']}/edit")
-    items = "#preview li"
-    page.until(lambda: len(page.driver.find_elements(By.CSS_SELECTOR, items)) == 5, 30)
-    shown = [
-        i.get_attribute("data-instant") for i in page.driver.find_elements(By.CSS_SELECTOR, items)
-    ]
-    assert shown == expected
+    assert five_instants(page, "#preview li") == expected
     # paused, it has no next occurrences to show
     assert stack.call("POST", f"/jobs/{job['id']}/pause", tenant=TENANT).status == 200
     page.open(f"#/jobs/{job['id']}")

@@ -44,16 +44,21 @@ class LocalProcess:
         return log.read_text()[-4000:] if log.exists() else "(no log)"
 
     def token(self, tenant: str) -> str:
-        result = subprocess.run(
-            [sys.executable, "-m", "duetime.cli", "token", "--tenant", tenant],
+        result = self.duetime("token", "--tenant", tenant)
+        assert result.returncode == 0, result.stderr
+        return result.stdout.strip()
+
+    def duetime(self, *args: str) -> subprocess.CompletedProcess[str]:
+        """`duetime ARGS` in the stack's directory (its state dir), run to its end."""
+        return subprocess.run(
+            [sys.executable, "-m", "duetime.cli", *args],
             cwd=self.cwd,
             env=_clean_env(),
             capture_output=True,
             text=True,
-            timeout=30,
-            check=True,
+            timeout=60,
+            check=False,
         )
-        return result.stdout.strip()
 
     def request(
         self, method: str, path: str, body: Any = None, token: str | None = None
@@ -269,15 +274,7 @@ def test_given_a_stack_running_then_a_second_on_its_state_dir_is_refused(
     # removed: `duetime dlq` said no stack ran while the first did (found by an outside audit).
     wait_for(lambda: "Ctrl-C stops" in local.output.read_text(), seconds=30)  # started
     endpoint = (local.cwd / ".duetime" / "local.json").read_text()
-    second = subprocess.run(
-        [sys.executable, "-m", "duetime.cli", "local", "--port", str(_free_port())],
-        cwd=local.cwd,
-        env=_clean_env(),
-        capture_output=True,
-        text=True,
-        timeout=60,
-        check=False,
-    )
+    second = local.duetime("local", "--port", str(_free_port()))
 
     assert second.returncode == 2, second.stderr
     assert "another duetime local uses .duetime" in second.stderr
