@@ -395,7 +395,11 @@ def test_a_base64_encoded_body_is_read(api: Api) -> None:
             {"schedule": {"at": "2026-11-21T12:00:00Z", "end_at": "2026-11-22T00:00:00Z"}},
             "schedule.end_at",
         ),
-        ({"schedule": {"rate_seconds": 60, "end_at": "2020-01-01T00:00:00Z"}}, "schedule"),
+        ({"schedule": {"rate_seconds": 60, "end_at": "2020-01-01T00:00:00Z"}}, "schedule.end_at"),
+        (  # an end before the schedule's next occurrence
+            {"schedule": {"cron": "0 0 1 1 *", "end_at": "2026-12-01T00:00:00Z"}},
+            "schedule.end_at",
+        ),
     ],
 )
 def test_given_invalid_input_when_submitted_then_400_names_the_field_and_nothing_is_stored(
@@ -1262,7 +1266,8 @@ def test_a_replay_after_its_schedule_ended_still_answers_with_the_job(api: Api) 
     )
 
     assert replay["id"] == first["id"]
-    assert (fresh.status, fresh.error["field"]) == (400, "schedule")
+    assert (fresh.status, fresh.error["field"]) == (400, "schedule.end_at")
+    assert "in the past" in fresh.error["message"]
     again = api.call(  # the refused request bound nothing: its key is free for another body
         "POST",
         "/jobs",

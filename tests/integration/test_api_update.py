@@ -11,6 +11,7 @@ from urllib.parse import urlencode
 
 import pytest
 
+from duetime.clock import wall_ms
 from duetime.domain.jobs import Priority, Runtime
 from duetime.domain.timeutil import rfc3339_ms
 from duetime.entrypoints import api as api_handler
@@ -334,6 +335,29 @@ def test_a_cancelled_or_finished_job_cannot_be_updated(api: Api) -> None:  # noq
     reply = api.call("PATCH", f"/jobs/{cancelled['id']}", {"schedule": {"rate_seconds": 120}})
     assert (reply.status, reply.error["code"]) == (409, "conflict")
     assert api.item_status(cancelled["id"]) == "cancelled"
+
+
+def test_a_job_past_its_last_occurrence_is_a_409_for_a_change_and_a_400_on_a_past_end(
+    api: Api,  # noqa: F811
+) -> None:
+    # Found by an audit: PATCH {"jitter_seconds": 5} on a recurring job with no occurrence
+    # left before its end_at (its last one handed over, the job not yet completed) was a 400
+    # naming `schedule`, a field the body did not have.
+    end = rfc3339_ms(wall_ms() + 1_000_000)
+    job = api.create({"schedule": {"rate_seconds": 30, "end_at": end}})
+    api.engine.advance(995)  # past its last occurrence, no sweep since: not completed yet
+    assert api.call("GET", f"/jobs/{job['id']}").json["status"] == "scheduled"
+
+    reply = api.call("PATCH", f"/jobs/{job['id']}", {"jitter_seconds": 5})
+    assert (reply.status, reply.error["code"]) == (409, "conflict"), reply.json
+    assert "past its last occurrence" in reply.error["message"]
+    earlier = rfc3339_ms(wall_ms() - 30_000)
+    moved = api.call(
+        "PATCH", f"/jobs/{job['id']}", {"schedule": {"rate_seconds": 30, "end_at": earlier}}
+    )
+    assert (moved.status, moved.error["field"]) == (400, "schedule.end_at"), moved.json
+    assert "in the past" in moved.error["message"]
+    assert api.call("GET", f"/jobs/{job['id']}").json["version"] == 1
 
 
 def test_another_tenant_s_job_is_a_404(api: Api) -> None:  # noqa: F811

@@ -45,7 +45,7 @@ from duetime.domain.schedule import (
     next_occurrence,
     previous_occurrence,
 )
-from duetime.domain.timeutil import MINUTE_MS, from_ms, to_ms
+from duetime.domain.timeutil import MINUTE_MS, from_ms, rfc3339_ms, to_ms
 
 # `POST /schedules/preview` shows at most this many occurrences.
 MAX_PREVIEW_OCCURRENCES = 20
@@ -226,6 +226,19 @@ def rearmed_due(
             schedule, created_at=created_at, after=now - timedelta(milliseconds=1)
         )
     return kept if kept is not None else first_due(schedule, created_at=now)
+
+
+def no_occurrence(schedule: Schedule, now: datetime) -> ValidationError:
+    """The error for a schedule with no occurrence from `now` on, naming what ends it: its
+    `end_at` (in the past, or before the next occurrence), else the schedule itself."""
+    end = schedule.end_at if isinstance(schedule, Rate | Cron) else None
+    if end is None:
+        return ValidationError("schedule", "has no occurrence in the future")
+    if end <= now:
+        return ValidationError(
+            "schedule.end_at", f"is in the past (now is {rfc3339_ms(to_ms(now))})"
+        )
+    return ValidationError("schedule.end_at", "comes before the schedule's next occurrence")
 
 
 def upcoming(schedule: Schedule, *, now: datetime, count: int) -> list[datetime]:

@@ -21,7 +21,6 @@ from duetime.domain.errors import (
     IllegalTransition,
     NotFound,
     PreconditionFailed,
-    ValidationError,
 )
 from duetime.domain.jobs import (
     Job,
@@ -32,7 +31,12 @@ from duetime.domain.jobs import (
     updated_spec,
 )
 from duetime.domain.messages import delay_seconds, run_message
-from duetime.domain.planning import completed_expires_at, rearmed_due, runs_end_ms
+from duetime.domain.planning import (
+    completed_expires_at,
+    no_occurrence,
+    rearmed_due,
+    runs_end_ms,
+)
 from duetime.domain.runs import Run, RunStatus
 from duetime.domain.timeutil import from_ms, to_ms
 from duetime.ports import ConditionFailed, JobQueue, JobStore, Page, RunStore, TimerStore
@@ -301,7 +305,9 @@ class JobService:
                     kept=from_ms(armed) if armed is not None else None,
                 )
                 if found is None and not spec.triggered:
-                    raise ValidationError("schedule", "has no occurrence in the future")
+                    if spec.schedule == job.spec.schedule:
+                        raise IllegalTransition(job.id, "past its last occurrence", "updated")
+                    raise no_occurrence(spec.schedule, from_ms(now))
                 due = to_ms(found) if found is not None else None
                 updated = replace(
                     updated,

@@ -39,7 +39,7 @@ from duetime.domain.jobs import (
     JobStatus,
     Runtime,
 )
-from duetime.domain.planning import first_due, hot_until
+from duetime.domain.planning import first_due, hot_until, no_occurrence
 from duetime.domain.schedule import Rate
 from duetime.domain.timeutil import from_ms, to_ms
 from duetime.observability import logger
@@ -162,7 +162,7 @@ class Submission:
         # (A replay answers with its job even once the schedule is over: checked below.)
         ended = first is None and not spec.triggered
         if ended and idempotency_key is None:
-            raise ValidationError("schedule", "has no occurrence in the future")
+            raise no_occurrence(spec.schedule, from_ms(now))
         job_id = new_job_id(now, self._entropy(10))
         resumed = False
         claimed: str | None = None
@@ -192,7 +192,7 @@ class Submission:
                     break
         if ended:
             self.unbind(tenant, claimed, job_id)
-            raise ValidationError("schedule", "has no occurrence in the future")
+            raise no_occurrence(spec.schedule, from_ms(now))
         if spec.recurring and limit is not None:
             try:
                 self.reserve(tenant, limit)
