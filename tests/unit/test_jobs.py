@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import pytest
@@ -51,6 +52,13 @@ def test_given_a_full_body_then_it_round_trips_through_spec_to_dict() -> None:
     )
     spec = parse_job_spec(full)
     assert parse_job_spec(spec_to_dict(spec)) == spec
+
+
+def test_a_negative_zero_backoff_is_stored_and_echoed_as_zero() -> None:
+    # Found by an audit: {"backoff_seconds": -0.0} was echoed back as -0.0.
+    spec = parse_job_spec(body(retry={"backoff_seconds": -0.0, "max_backoff_seconds": -0.0}))
+    shown = json.dumps(spec_to_dict(spec)["retry"])
+    assert "-" not in shown, shown
 
 
 @pytest.mark.parametrize(

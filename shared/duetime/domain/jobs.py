@@ -411,7 +411,7 @@ def _number(raw: Mapping[str, object], path: str, key: str, default: float, high
     value = raw.get(key, default)
     if isinstance(value, bool) or not isinstance(value, int | float) or not 0 <= value <= high:
         raise ValidationError(f"{path}.{key}", f"must be a number from 0 to {high}")
-    return float(value)
+    return float(value) + 0.0  # -0.0 is 0.0
 
 
 def _retry(raw: object) -> RetryPolicy:
