@@ -2369,7 +2369,8 @@ def parse_args(argv: list[str] | None = None) -> tuple[Inputs, bool, Measurement
         default=None,
         metavar="FILE",
         help="JSON from scripts/sweep_scale.py, all one-off timers (default: "
-        "docs/figures/sweep_scale.json; when missing, the one-off throughput is assumed)",
+        "docs/figures/sweep_scale.json; when missing, or `none`, the one-off throughput is "
+        "assumed)",
     )
     parser.add_argument(
         "--sweep-measurement-recurring",
@@ -2377,8 +2378,8 @@ def parse_args(argv: list[str] | None = None) -> tuple[Inputs, bool, Measurement
         default=None,
         metavar="FILE",
         help="JSON from scripts/sweep_scale.py --recurring-share 1.0 (default: "
-        "docs/figures/sweep_scale_recurring.json; when missing, the recurring throughput is "
-        "assumed)",
+        "docs/figures/sweep_scale_recurring.json; when missing, or `none`, the recurring "
+        "throughput is assumed)",
     )
     parser.add_argument("--run-seconds", type=NON_NEGATIVE, default=0.2)
     parser.add_argument("--recurring-share", type=SHARE, default=0.0)
@@ -2518,6 +2519,11 @@ def parse_args(argv: list[str] | None = None) -> tuple[Inputs, bool, Measurement
             DEFAULT_SWEEP_MEASUREMENT_RECURRING,
         ),
     ):
+        if given == Path("none"):  # asked for: the assumed throughput
+            loaded.append(None)
+            continue
+        if given is not None and not given.is_file():  # only the default may be missing
+            parser.error(f"{option}: {given}: no such file (`none`: the assumed throughput)")
         try:
             loaded.append(load_sweep_measurement(given or ROOT / default))
         except (ValueError, OSError) as exc:

@@ -37,11 +37,8 @@ def run_json(capsys: pytest.CaptureFixture[str], *argv: str) -> dict[str, object
 
 @pytest.fixture
 def no_measurement(tmp_path: Path) -> list[str]:
-    """CLI arguments that point the model at measurement files that do not exist."""
-    return [
-        *("--sweep-measurement", str(tmp_path / "missing.json")),
-        *("--sweep-measurement-recurring", str(tmp_path / "missing_recurring.json")),
-    ]
+    """CLI arguments that leave both measurements out: the throughputs are assumed."""
+    return ["--sweep-measurement", "none", "--sweep-measurement-recurring", "none"]
 
 
 def write_measurement(
@@ -290,7 +287,7 @@ def test_the_sweep_uses_the_measured_throughput_file(
         capsys,
         *("--rate", "10000", "--burst", "600000", "--profile", "large"),
         *("--sweep-measurement", str(path)),
-        *("--sweep-measurement-recurring", str(tmp_path / "missing.json")),
+        *("--sweep-measurement-recurring", "none"),
     )
     assert data["sweep_throughput_source"] == f"measured: {path}"
     assert data["sweep_throughput_sources"] == {
@@ -398,6 +395,18 @@ def test_a_measurement_without_the_figure_is_a_cli_error(
         sm.main(["--rate", "1000", "--sweep-measurement", str(path)])
     assert exited.value.code == 2
     assert "per_shard_timers_per_second" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("option", ["--sweep-measurement", "--sweep-measurement-recurring"])
+def test_a_measurement_file_named_and_missing_is_a_cli_error(
+    tmp_path: Path, option: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # Found by an audit: a mistyped path was taken as "no measurement", and the model priced
+    # the sweep on the assumed throughput, saying so in one word.
+    with pytest.raises(SystemExit) as exited:
+        sm.main(["--rate", "1000", option, str(tmp_path / "sweep_scael.json")])
+    assert exited.value.code == 2
+    assert f"{option}: {tmp_path / 'sweep_scael.json'}: no such file" in capsys.readouterr().err
 
 
 @pytest.mark.parametrize(

@@ -197,8 +197,8 @@ def test_targets_are_checked_as_written() -> None:
 
 
 def test_json_keeps_its_keys_and_adds_the_bill(capsys: pytest.CaptureFixture[str]) -> None:
-    argv = ["--rate", "100", "--sweep-measurement", "none.json"]
-    argv += ["--sweep-measurement-recurring", "none.json", "--json"]
+    argv = ["--rate", "100", "--sweep-measurement", "none"]
+    argv += ["--sweep-measurement-recurring", "none", "--json"]
     assert sm.main(argv) == 0
     data = json.loads(capsys.readouterr().out)
     assert {"cost", "workers", "limits", "checks", "broken_first"} <= data.keys()
@@ -210,8 +210,8 @@ def test_json_keeps_its_keys_and_adds_the_bill(capsys: pytest.CaptureFixture[str
 
 
 def test_cli_options_set_the_measured_figures(capsys: pytest.CaptureFixture[str]) -> None:
-    argv = ["--rate", "100", "--sweep-measurement", "none.json"]
-    argv += ["--sweep-measurement-recurring", "none.json", "--json"]
+    argv = ["--rate", "100", "--sweep-measurement", "none"]
+    argv += ["--sweep-measurement-recurring", "none", "--json"]
     argv += ["--worker-seconds-per-run", "0.02", "--lambda-architecture", "x86_64"]
     argv += ["--early-wait-seconds", "0.1", "--writes-one-off-batch", "3"]
     assert sm.main(argv) == 0
