@@ -162,6 +162,7 @@ def _scopes(given: list[str]) -> tuple[str, ...]:
 def _run_local(args: argparse.Namespace) -> int:
     if missing_local_extra("duetime local", LOCAL_STACK_MODULES):
         return 2
+    from duetime.local.keys import ensure_state_dir
     from duetime.local.stack import LocalOptions, LocalStack
 
     try:
@@ -194,15 +195,17 @@ def _run_local(args: argparse.Namespace) -> int:
     signal.signal(signal.SIGINT, on_signal)
 
     console = sys.stdout
-    args.state_dir.mkdir(parents=True, exist_ok=True)
+    ensure_state_dir(args.state_dir)  # (a KeyFileError is a message of the CLI)
     # One stack a state directory: a second rewrote the first's log and took its local.json,
     # then removed it on its stop (until 2026-11-30; found by an outside audit). Held until
     # the process ends (the lock goes with it, however it ends).
     import fcntl  # POSIX: the local stack runs on Linux and macOS
 
-    lock = (args.state_dir / "local.lock").open("w")
+    log_path = args.state_dir / "functions.log"
     try:
+        lock = (args.state_dir / "local.lock").open("w")
         fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        log = log_path.open("w", encoding="utf-8", buffering=1)
     except BlockingIOError:
         print(
             f"duetime local: another duetime local uses {args.state_dir}: stop it, or "
@@ -210,8 +213,10 @@ def _run_local(args: argparse.Namespace) -> int:
             file=sys.stderr,
         )
         return 2
-    log_path = args.state_dir / "functions.log"
-    with log_path.open("w", encoding="utf-8", buffering=1) as log:
+    except OSError as exc:  # a read-only state directory (a raw errno until 2026-11-30)
+        print(f"duetime local: cannot write {exc.filename}: {exc.strerror}", file=sys.stderr)
+        return 2
+    with log:
         printer = _FiguresPrinter(console)
         stack = LocalStack(options, on_figures=printer, log_stream=log)
         console.write("duetime local: starting...\n")

@@ -6,11 +6,12 @@ at start and removed at stop; and the credentials every client of it uses.
 from __future__ import annotations
 
 import json
+import os
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from duetime.local.keys import DEFAULT_STATE_DIR
+from duetime.local.keys import DEFAULT_STATE_DIR, ensure_state_dir
 
 if TYPE_CHECKING:
     import boto3
@@ -39,8 +40,13 @@ class LocalEndpoint:
 def write_endpoint_file(state_dir: Path, endpoint: LocalEndpoint) -> Path:
     """Tell the commands run with `state_dir` where this stack is; returns the file."""
     path = state_dir / ENDPOINT_FILE
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps(asdict(endpoint)) + "\n", encoding="utf-8")
+    ensure_state_dir(state_dir)
+    # Written whole under a name of its own, then renamed over the old one: a command reading
+    # it meanwhile reads the old file or the new, never half of one (until 2026-11-30 it was
+    # written in place).
+    draft = path.with_name(f".{ENDPOINT_FILE}.{os.getpid()}")
+    draft.write_text(json.dumps(asdict(endpoint)) + "\n", encoding="utf-8")
+    os.replace(draft, path)
     return path
 
 

@@ -34,11 +34,25 @@ _MIN_KEY_BYTES = 32  # RFC 7518: an HS256 key is at least as long as the hash
 
 
 class KeyFileError(RuntimeError):
-    """The key file cannot be created or read (the CLI shows the message)."""
+    """The key file, or the state directory holding it, cannot be created or read (the CLI
+    shows the message)."""
 
 
 class InvalidToken(Exception):
     """A bearer token that the local authorizer refuses; the message says why."""
+
+
+def ensure_state_dir(state_dir: Path) -> None:
+    """`state_dir` made (mode 0700: it holds the keys) if it is not there; a path that cannot
+    be one is a KeyFileError saying so, in words (the CLI shows it)."""
+    try:
+        state_dir.mkdir(mode=0o700, parents=True, exist_ok=True)
+    except FileExistsError:  # a file, or a link to one
+        raise KeyFileError(f"the state directory {state_dir} is not a directory") from None
+    except OSError as exc:
+        raise KeyFileError(
+            f"cannot create the state directory {state_dir}: {exc.strerror}"
+        ) from None
 
 
 def key_path(state_dir: Path = DEFAULT_STATE_DIR, name: str = KEY_FILE_NAME) -> Path:
@@ -52,8 +66,8 @@ def load_or_create_key(
     Returns (key, created)."""
     path = key_path(state_dir, name)
     key = secrets.token_urlsafe(48).encode()
+    ensure_state_dir(state_dir)
     try:
-        state_dir.mkdir(mode=0o700, parents=True, exist_ok=True)
         # Written whole under a name of its own, then linked to its name, which fails if the
         # name exists: two processes starting together agree on one key (the loser reads it),
         # and none ever reads a key half written (until 2026-11-30 the loser could read the
