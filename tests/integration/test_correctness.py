@@ -471,10 +471,12 @@ def test_given_an_upstream_with_all_its_dependents_then_the_refusal_frees_the_ke
 
 def test_given_a_drifted_counter_then_the_reconciler_recounts_it() -> None:
     twins = Twins(shards=1)
-    for _ in range(2):
-        twins.service.create(
-            "t", _spec({"rate_seconds": 600}), quotas=Quotas(max_active_recurring_jobs=10)
-        )
+    upstream = twins.service.create(
+        "t", _spec({"rate_seconds": 600}), quotas=Quotas(max_active_recurring_jobs=10)
+    )
+    twins.service.create(  # an `after` job counts too (since 2026-11-30)
+        "t", _spec({"after": {"job_id": upstream.id}}), quotas=Quotas(max_active_recurring_jobs=10)
+    )
     twins.jobs.set_recurring_count("t", 7)  # a crash between counting and creating, say
     twins.jobs.set_recurring_count("u", 3)  # the same, for a tenant with no recurring job
     twins.submit({"delay_seconds": 60}, tenant="u")

@@ -296,6 +296,32 @@ def test_given_a_job_write_that_landed_but_whose_answer_was_lost_then_it_stays_c
     assert parts.jobs.recurring_count("t") == 2
 
 
+def test_after_jobs_count_as_active_recurring_jobs() -> None:
+    # Found by an outside audit: `after` jobs were not counted, so under a quota of 1 a rate
+    # job fanned out to 100 dependents in two levels: 101 runs an occurrence.
+    parts = Parts()
+    quotas = Quotas(max_active_recurring_jobs=3)
+    upstream = parts.service.create("t", spec(schedule={"rate_seconds": 60}), quotas=quotas)
+    after = spec(schedule={"after": {"job_id": upstream.id}})
+    first = parts.service.create("t", after, quotas=quotas)
+    second = parts.service.create("t", after, quotas=quotas)
+    with pytest.raises(QuotaExceeded, match="recurring or `after` jobs"):
+        parts.service.create("t", after, quotas=quotas)
+    assert parts.jobs.recurring_count("t") == 3
+
+    parts.service.cancel("t", first.id)  # room for one again
+    one_off = parts.service.create("t", spec(), quotas=quotas)
+    becomes_after = {"schedule": {"after": {"job_id": upstream.id}}}
+    parts.service.update("t", one_off.id, becomes_after, quotas=quotas)
+    assert parts.jobs.recurring_count("t") == 3
+    with pytest.raises(QuotaExceeded):  # a one-off becoming an `after` job takes room too
+        parts.service.update(
+            "t", parts.service.create("t", spec()).id, becomes_after, quotas=quotas
+        )
+    parts.service.update("t", second.id, {"schedule": {"delay_seconds": 60}}, quotas=quotas)
+    assert parts.jobs.recurring_count("t") == 2  # an `after` job made one-off gives it back
+
+
 def test_given_a_job_completed_by_its_resume_then_it_expires_like_one_completed_by_a_sweep() -> (
     None
 ):

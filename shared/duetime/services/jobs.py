@@ -49,7 +49,7 @@ from duetime.services.idempotency import (
     run_now_slot,
 )
 from duetime.services.release import ReleasedSender
-from duetime.services.submission import Submission
+from duetime.services.submission import Submission, counted
 from duetime.settings import Quotas, Settings
 
 # How often a change without If-Match reads the job again when another request wrote it
@@ -315,7 +315,7 @@ class JobService:
                     next_due_ms=due,
                     expires_at=self.submission.expiry(spec, due, now),
                 )
-            reserved = spec.recurring and not job.spec.recurring and quotas is not None
+            reserved = counted(spec) and not counted(job.spec) and quotas is not None
             if reserved and quotas is not None:
                 self.submission.reserve(tenant, quotas.max_active_recurring_jobs)
             try:
@@ -334,7 +334,7 @@ class JobService:
                 if reserved:
                     self._jobs.release_recurring(tenant)
                 raise
-            if job.spec.recurring and not spec.recurring:
+            if counted(job.spec) and not counted(spec):
                 self._jobs.release_recurring(tenant)
             self._deps.unlink(job, updated)
             if due is not None and job.status == JobStatus.SCHEDULED:  # paused: resume arms it

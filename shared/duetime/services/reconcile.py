@@ -50,6 +50,7 @@ from duetime.domain.timeutil import MINUTE_MS, from_ms, to_ms
 from duetime.observability import Metric, count, logger
 from duetime.ports import CounterRead, JobStore, RunStore, TimerStore
 from duetime.services.dispatch import Dispatcher
+from duetime.services.submission import counted
 from duetime.settings import Settings
 
 # How far back a live chain timer is looked for: a shard lagging more than this makes its
@@ -141,7 +142,7 @@ class Reconciler:
         overdue: list[Job] = []
         for job in self._jobs.scan_active(segment, self._segments, report.counted):
             report.scanned += 1
-            if job.spec.recurring:
+            if counted(job.spec):
                 report.active_recurring[job.tenant] += 1
             if job.status != JobStatus.SCHEDULED:
                 continue  # paused: nothing to arm

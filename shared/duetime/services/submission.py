@@ -50,6 +50,13 @@ from duetime.services.idempotency import fingerprint, key_expires_at, same_reque
 from duetime.settings import Quotas, Settings
 
 
+def counted(spec: JobSpec) -> bool:
+    """Whether a job counts against the tenant's active recurring jobs: a recurring one, or
+    an `after` one, which runs each time its upstream does (until 2026-11-30 it did not count,
+    and one rate job could fan out to any number of runs an occurrence)."""
+    return spec.recurring or spec.triggered
+
+
 @dataclass(frozen=True)
 class Prepared:
     """A new job to write, its quota counted; or (`replay`) the job an earlier request with the
@@ -193,7 +200,7 @@ class Submission:
         if ended:
             self.unbind(tenant, claimed, job_id)
             raise no_occurrence(spec.schedule, from_ms(now))
-        if spec.recurring and limit is not None:
+        if counted(spec) and limit is not None:
             try:
                 self.reserve(tenant, limit)
             except QuotaExceeded:
@@ -365,15 +372,15 @@ class Submission:
         check and increment of a counter: O(1), whatever the tenant holds)."""
         if not self._jobs.reserve_recurring(tenant, limit):
             raise QuotaExceeded(
-                f"at most {limit} active (scheduled or paused) recurring jobs per tenant; "
-                "cancel one first",
+                f"at most {limit} active (scheduled or paused) recurring or `after` jobs per "
+                "tenant; cancel one first",
                 COUNT_QUOTA_RETRY_AFTER_SECONDS,
                 field="schedule",
             )
 
     def release(self, job: Job) -> None:
-        """A recurring job stopped being active (cancelled, completed, never created)."""
-        if job.spec.recurring:
+        """A counted job stopped being active (cancelled, completed, never created)."""
+        if counted(job.spec):
             self._jobs.release_recurring(job.tenant)
 
     def replayed(
@@ -391,7 +398,7 @@ class Submission:
         if job.status == JobStatus.SCHEDULED:
             self._dispatcher.arm(job, now)
         elif job.status == JobStatus.CANCELLED and job.cancel_reason == SUBMISSION_FAILED:
-            if job.spec.recurring and recurring_limit is not None:
+            if counted(job.spec) and recurring_limit is not None:
                 self.reserve(job.tenant, recurring_limit)
             # From the first occurrence it had (a one-off's instant): what the first request
             # would have dispatched; the occurrences missed since go by the catch-up policy.
