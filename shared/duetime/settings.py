@@ -213,7 +213,7 @@ class Settings:
 
         def number(name: str, default: int, low: int, high: int) -> int:
             raw = env.get(name, str(default))
-            if not _whole(raw) or not low <= int(raw) <= high:
+            if not whole_number(raw) or not low <= int(raw) <= high:
                 raise RuntimeError(f"{name} must be a whole number from {low} to {high}: {raw!r}")
             return int(raw)
 
@@ -409,41 +409,6 @@ class ApiSettings:
         )
 
 
-@dataclass(frozen=True)
-class ArchiverSettings:
-    """The archiver function's environment: it needs only the bucket and the failure queue."""
-
-    bucket: str
-    failure_queue_url: str
-
-    @classmethod
-    def from_env(cls, environ: Mapping[str, str] | None = None) -> ArchiverSettings:
-        env = os.environ if environ is None else environ
-        names = (Env.HISTORY_BUCKET, Env.ARCHIVE_FAILURE_QUEUE_URL)
-        missing = [name for name in names if not env.get(name)]
-        if missing:
-            raise RuntimeError(f"environment variable(s) not set: {', '.join(missing)}")
-        return cls(env[Env.HISTORY_BUCKET], env[Env.ARCHIVE_FAILURE_QUEUE_URL])
-
-
-@dataclass(frozen=True)
-class CompactorSettings:
-    """The compactor function's environment: the bucket, and the hot window (optional)."""
-
-    bucket: str
-    run_ttl_seconds: int = 30 * 86_400
-
-    @classmethod
-    def from_env(cls, environ: Mapping[str, str] | None = None) -> CompactorSettings:
-        env = os.environ if environ is None else environ
-        if not env.get(Env.HISTORY_BUCKET):
-            raise RuntimeError(f"environment variable(s) not set: {Env.HISTORY_BUCKET}")
-        raw = env.get(Env.RUN_TTL_SECONDS, str(cls.run_ttl_seconds))
-        if not _whole(raw) or int(raw) < 1:
-            raise RuntimeError(f"{Env.RUN_TTL_SECONDS} must be a whole number of seconds: {raw!r}")
-        return cls(env[Env.HISTORY_BUCKET], int(raw))
-
-
-def _whole(raw: str) -> bool:
+def whole_number(raw: str) -> bool:
     """Whether a setting is a whole number in ASCII digits (isdigit takes "²", "٦٠")."""
     return re.fullmatch(r"[0-9]+", raw.strip()) is not None

@@ -29,6 +29,7 @@ from duetime.adapters.sqs import SqsJobQueue
 from duetime.clock import wall_ms
 from duetime.domain.jobs import Priority, Runtime
 from duetime.domain.messages import MessageAuth, RunMessage
+from duetime.history.settings import ArchiverSettings
 from duetime.ports import FiguresSource, SecretCipher, SweepLauncher
 from duetime.services.backfill import Backfill
 from duetime.services.coordinator import Coordinator, InProcessLauncher
@@ -40,7 +41,7 @@ from duetime.services.queue_worker import QueueWorker
 from duetime.services.reconcile import Reconciler
 from duetime.services.sweep import Sweeper
 from duetime.services.webhook_secrets import WebhookSecrets
-from duetime.settings import ArchiverSettings, Env, Settings
+from duetime.settings import Env, Settings
 from duetime.targets import AwsClients, TargetExecutor
 
 if TYPE_CHECKING:

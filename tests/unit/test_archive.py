@@ -45,7 +45,8 @@ from duetime.history.schema import (
     partition_of,
     partition_prefix,
 )
-from duetime.settings import ArchiverSettings, Env, QueueUrls, Settings, queue_key
+from duetime.history.settings import ArchiverSettings
+from duetime.settings import Env, QueueUrls, Settings, queue_key
 
 DAY1_MS = 1_795_219_200_000  # 2026-11-21T00:00:00Z
 DAY2_MS = DAY1_MS + 86_400_000

@@ -15,8 +15,8 @@ from aws_lambda_powertools.utilities.typing import LambdaContext
 
 from duetime import wiring
 from duetime.history.archive import ArchiveMetric, Archiver
+from duetime.history.settings import ArchiverSettings
 from duetime.observability import count, logger, metrics, tracer
-from duetime.settings import ArchiverSettings
 
 Handler = Callable[[dict[str, Any], LambdaContext], dict[str, Any]]
 

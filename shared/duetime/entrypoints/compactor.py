@@ -16,8 +16,8 @@ from duetime.clock import wall_ms
 from duetime.domain.timeutil import from_ms
 from duetime.history.archive import HistoryBucket
 from duetime.history.compaction import compact_partition, settled_days
+from duetime.history.settings import CompactorSettings
 from duetime.observability import count, logger, metrics, tracer
-from duetime.settings import CompactorSettings
 
 
 class CompactionMetric:

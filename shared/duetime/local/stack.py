@@ -364,7 +364,7 @@ class LocalStack:
         from duetime import wiring
         from duetime.entrypoints import archiver
         from duetime.history.archive import is_ttl_expiry
-        from duetime.settings import ArchiverSettings
+        from duetime.history.settings import ArchiverSettings
 
         settings = self.settings
         marks = TtlDeletes()
