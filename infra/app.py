@@ -210,6 +210,7 @@ def props_from_context(context: Context) -> SchedulerProps:
         claim_lead_ms=context.number("claimLeadMs", defaults.claim_lead_ms),
         target_resource_arns=context.strings("targetResourceArns"),
         target_kms_key_arns=context.strings("targetKmsKeyArns"),
+        tenant_target_names=context.optional_text("tenantTargetNames"),
         fargate_min_tasks=context.number("fargateMinTasks", defaults.fargate_min_tasks),
         fargate_max_tasks=context.number("fargateMaxTasks", defaults.fargate_max_tasks),
         fargate_spot=context.flag("fargateSpot", defaults.fargate_spot),

@@ -16,6 +16,7 @@ from aws_cdk import aws_logs as logs
 from aws_cdk import aws_sns as sns
 
 from duetime.domain.jobs import Priority, Runtime
+from duetime.domain.targets import TenantTargets
 from duetime.resources import TABLES
 from duetime.settings import Env, Quotas, queue_key
 from infra.limits import MAX_HOT_WINDOW_DAYS, check_calendar_date, check_tenant_quotas
@@ -176,6 +177,9 @@ class SchedulerProps:
     target_resource_arns: Sequence[str] = ()
     # Customer managed KMS keys of encrypted target queues/topics (kms:GenerateDataKey, Decrypt).
     target_kms_key_arns: Sequence[str] = ()
+    # Which of those each tenant may name, by name (Env.TENANT_TARGET_NAMES): e.g. `{tenant}-*`,
+    # tenant A's jobs then reach `A-orders` and not `B-orders`. None: every tenant, every one.
+    tenant_target_names: str | None = None
     # After POST /webhook-secret/rotate, the old secret signs too for this long (0..30 days).
     webhook_secret_grace_seconds: int = 24 * 3600
 
@@ -225,6 +229,8 @@ class SchedulerProps:
                 f"hot_window_days must be 1..{MAX_HOT_WINDOW_DAYS} (the functions' run TTL): "
                 f"{self.hot_window_days}"
             )
+        if self.tenant_target_names is not None:
+            TenantTargets(self.tenant_target_names)  # a ValueError naming what is wrong
         if not 0 <= self.fargate_min_tasks <= self.fargate_max_tasks:
             raise ValueError("need 0 <= fargate_min_tasks <= fargate_max_tasks")
         if not 0 <= self.webhook_secret_grace_seconds <= 30 * 86_400:

@@ -121,6 +121,8 @@ class FunctionFactory(Construct):
             Env.TARGET_ROLE_ARN: self.target_role.role_arn,
             **self.observability_env,
         }
+        if props.tenant_target_names:  # the API refuses at submission, the workers at each run
+            self.engine_env[Env.TENANT_TARGET_NAMES] = props.tenant_target_names
         # The workers' (Lambda and Fargate): what only they read. Kept out of the others'
         # environment, which the lanes' queue names fill towards Lambda's 4 KB. Among it, the
         # archive-failure queue, which no target may name (Settings.own_resources): the

@@ -59,7 +59,7 @@ def create_resources(
     visibility_timeout_seconds: int = QUEUE_VISIBILITY_TIMEOUT_SECONDS,
     run_signing_key: str = "",
     lanes: int = 1,
-    **settings: int | bool,
+    **settings: int | bool | str,
 ) -> Settings:
     """Create every table and queue (idempotently) and return Settings pointing at them.
 

@@ -26,7 +26,7 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from duetime.domain.jobs import Priority, Runtime
-from duetime.domain.targets import OwnResources
+from duetime.domain.targets import OwnResources, TenantTargets
 
 
 class Env:
@@ -61,6 +61,9 @@ class Env:
     # Workers reach AWS targets with this role's credentials (AssumeRole): it may reach the
     # operator's allowed target ARNs only, never duetime's own resources. Unset: their own.
     TARGET_ROLE_ARN = "DUETIME_TARGET_ROLE_ARN"
+    # The AWS resources a tenant's jobs may name, by name: a pattern such as `{tenant}-*`
+    # (domain.targets.TenantTargets). Unset: any resource the target role reaches, any tenant.
+    TENANT_TARGET_NAMES = "DUETIME_TENANT_TARGET_NAMES"
     # How far past its deadline a run's lease, written with another worker's clock, counts as
     # over (the run is then taken as abandoned by a dead or killed worker).
     CLOCK_SKEW_ALLOWANCE_SECONDS = "DUETIME_CLOCK_SKEW_ALLOWANCE_SECONDS"
@@ -181,6 +184,7 @@ class Settings:
     run_signing_secret_arn: str = ""
     resource_prefix: str = ""  # see Env.RESOURCE_PREFIX
     target_role_arn: str = ""  # see Env.TARGET_ROLE_ARN
+    tenant_target_names: str = ""  # see Env.TENANT_TARGET_NAMES
     clock_skew_allowance_seconds: int = 120
     worker_timeout_seconds: int = 900
     claim_lead_ms: int = 1_000  # see Env.CLAIM_LEAD_MS; 0: claim on the instant
@@ -202,6 +206,10 @@ class Settings:
         urls.append(self.archive_failure_queue_url)
         names = {url.rstrip("/").rsplit("/", 1)[-1] for url in urls if url}
         return OwnResources(frozenset(names), self.resource_prefix)
+
+    def tenant_targets(self) -> TenantTargets:
+        """Which AWS resources each tenant's jobs may name (all, without a pattern)."""
+        return TenantTargets(self.tenant_target_names)
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str] | None = None) -> Settings:
@@ -227,6 +235,11 @@ class Settings:
         ]
         if missing:
             raise RuntimeError(f"{Env.QUEUES} lacks {', '.join(missing)}")
+        tenant_target_names = env.get(Env.TENANT_TARGET_NAMES, "").strip()
+        try:
+            TenantTargets(tenant_target_names)
+        except ValueError as exc:
+            raise RuntimeError(f"{Env.TENANT_TARGET_NAMES}: {exc}") from None
         return cls(
             jobs_table=env[Env.JOBS_TABLE],
             timers_table=env[Env.TIMERS_TABLE],
@@ -247,6 +260,7 @@ class Settings:
             run_signing_secret_arn=env.get(Env.RUN_SIGNING_SECRET_ARN, "").strip(),
             resource_prefix=env.get(Env.RESOURCE_PREFIX, "").strip(),
             target_role_arn=env.get(Env.TARGET_ROLE_ARN, "").strip(),
+            tenant_target_names=tenant_target_names,
             clock_skew_allowance_seconds=number(Env.CLOCK_SKEW_ALLOWANCE_SECONDS, 120, 0, 3600),
             worker_timeout_seconds=number(Env.WORKER_TIMEOUT_SECONDS, 900, 1, 900),
             claim_lead_ms=number(Env.CLAIM_LEAD_MS, 1_000, 0, 2_000),
@@ -288,6 +302,7 @@ class Settings:
                 (Env.RUN_SIGNING_SECRET_ARN, self.run_signing_secret_arn),
                 (Env.RESOURCE_PREFIX, self.resource_prefix),
                 (Env.TARGET_ROLE_ARN, self.target_role_arn),
+                (Env.TENANT_TARGET_NAMES, self.tenant_target_names),
             )
             if value
         }

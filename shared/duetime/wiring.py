@@ -153,6 +153,7 @@ def build(
         clients=clients,
         webhook_secrets=webhook_secrets,
         own=settings.own_resources(),
+        tenant_targets=settings.tenant_targets(),
     )
     if release_sleep is None and clock is wall_ms:
         release_sleep = time.sleep

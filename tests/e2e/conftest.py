@@ -204,5 +204,7 @@ def local_stack(state: Path, *options: str, port: int | None = None) -> Iterator
 
 @pytest.fixture(scope="session")
 def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
-    with local_stack(tmp_path_factory.mktemp("duetime-local")) as started:
+    # AWS targets scoped by tenant, as an operator sharing a deployment would run it.
+    state = tmp_path_factory.mktemp("duetime-local")
+    with local_stack(state, "--tenant-target-names", "{tenant}-*") as started:
         yield started

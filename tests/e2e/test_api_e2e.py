@@ -56,6 +56,24 @@ def test_an_at_job_and_a_delay_job_are_delivered_once_on_time(
     wait_for(lambda: stack.call("GET", f"/jobs/{job_id}").body["status"] == "succeeded", 10)
 
 
+def test_a_tenant_may_not_name_another_tenant_s_queue_on_a_scoped_stack(stack: Stack) -> None:
+    # `duetime local --tenant-target-names '{tenant}-*'` (the session's stack).
+    queues = "http://127.0.0.1:1/000000000000/"
+
+    def body(name: str) -> dict[str, Any]:
+        target = {"type": "sqs", "queue_url": queues + name}
+        return {"schedule": {"delay_seconds": 3600}, "target": target}
+
+    refused = stack.call("POST", "/jobs", body("tenant-b-orders"))
+    accepted = stack.call("POST", "/jobs", body("tenant-a-orders"))
+
+    assert (refused.status, refused.body["error"]["field"]) == (400, "target.queue_url")
+    assert "'tenant-a-*'" in refused.body["error"]["message"]
+    assert accepted.status == 201, accepted.body
+    assert stack.call("DELETE", f"/jobs/{accepted.body['id']}").status == 200
+    assert "AWS resources by tenant: named '{tenant}-*'" in (stack.state_dir / "local.log").read_text()
+
+
 def test_a_rate_job_fires_repeatedly_on_time(stack: Stack, webhook: Webhook) -> None:
     path = unique("ok")
     created = stack.call("POST", "/jobs", job(webhook, path, {"rate_seconds": 2}))

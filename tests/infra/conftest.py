@@ -4,7 +4,8 @@ the test settings below). cdk-nag runs in that synth; the tests read the cloud a
 
 `synth` is the app with the default sizes; `large_synth` the same settings with
 `-c profile=large` (infra/profiles.py), `console_synth` with an OpenID Connect client id for
-the console, `lanes_synth` with queues spread over lanes (`queue_lanes`), `throwaway_synth`
+the console, `lanes_synth` with queues spread over lanes (`queue_lanes`) and tenant-scoped
+target names, `throwaway_synth`
 with `retainData=false`, each synthesized on first use."""
 
 from __future__ import annotations
@@ -82,7 +83,12 @@ CONSOLE_CONTEXT: dict[str, Any] = {
 # `cdk synth -c duetime:queueLanes='{...}'`: queues spread over lanes, the most extra lanes
 # the props allow (infra.props.MAX_EXTRA_LANES: 4 + 1 + 1).
 LANES = {"lambda/normal": 5, "lambda/high": 2, "fargate/high": 2}
-LANES_CONTEXT: dict[str, Any] = {"duetime:queueLanes": json.dumps(LANES), **CONSOLE_CONTEXT}
+# With tenant-scoped target names too: every variable the API function may have.
+LANES_CONTEXT: dict[str, Any] = {
+    "duetime:queueLanes": json.dumps(LANES),
+    "duetime:tenantTargetNames": "{tenant}-*",
+    **CONSOLE_CONTEXT,
+}
 # `cdk synth -c duetime:retainData=false`: a stack that can be removed completely (with the
 # alarm e-mail's topic and its key, as every synth here).
 THROWAWAY_CONTEXT: dict[str, Any] = {"duetime:retainData": "false"}

@@ -8,6 +8,7 @@ from typing import Any
 import pytest
 
 from duetime.domain.jobs import Priority, Runtime
+from duetime.domain.targets import TenantTargets
 from duetime.settings import Env, Settings, queue_key
 from infra import packaging
 from tests.infra.conftest import ESM_CONSUME, KMS_KEY_ARN, TARGET_ARNS, Synth, listed
@@ -217,6 +218,26 @@ def test_the_workers_know_the_archive_failure_queue_as_their_own(synth: Synth) -
         environ = {k: _render(v) for k, v in variables.items()}
         own = Settings.from_env(environ).own_resources()  # what the worker refuses as a target
         assert f"ref:{failures}" in own.queue_names
+
+
+@pytest.mark.parametrize("scoped", [False, True], ids=["default", "tenantTargetNames"])
+def test_tenant_target_names_reach_the_api_and_both_workers(
+    synth: Synth, lanes_synth: Synth, scoped: bool
+) -> None:
+    """`-c duetime:tenantTargetNames={tenant}-*` (the lanes synth has it): the API refuses
+    another tenant's resource at submission, the Lambda worker and the Fargate task before
+    each run; without it, no variable and every tenant may name every listed resource."""
+    template = lanes_synth if scoped else synth
+    (task,) = template.of_type("AWS::ECS::TaskDefinition").values()
+    (container,) = task["Properties"]["ContainerDefinitions"]
+    environments = [
+        template.function(name)[1]["Environment"]["Variables"] for name in ("api", "worker")
+    ] + [{v["Name"]: v["Value"] for v in container["Environment"]}]
+
+    for variables in environments:
+        environ = {k: _render(v) for k, v in variables.items()}
+        wanted = TenantTargets("{tenant}-*") if scoped else TenantTargets()
+        assert Settings.from_env(environ).tenant_targets() == wanted
 
 
 def test_api_reads_the_tenant_claim_and_quotas(synth: Synth) -> None:

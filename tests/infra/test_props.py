@@ -247,6 +247,13 @@ def test_command_line_context_strings_are_parsed() -> None:
     assert props.retain_data is False
 
 
+@pytest.mark.parametrize("pattern", ["orders-*", "{tenant}-{tenant}", "{tenant} q"])
+def test_a_tenant_target_pattern_without_the_tenant_once_is_refused(pattern: str) -> None:
+    context = {**cdk_json_context(), "duetime:tenantTargetNames": pattern}
+    with pytest.raises(ValueError, match=re.escape("holds {tenant} once")):
+        props_from_context(Context(context.get))
+
+
 def test_unknown_billing_mode_is_refused() -> None:
     context = {"duetime:billingMode": "serverless"}
     with pytest.raises(ValueError, match="billingMode"):

@@ -35,3 +35,21 @@ def test_a_worker_wait_beyond_sqs_long_polls_is_a_usage_error(
 
     assert stopped.value.code == 2
     assert "--wait-seconds" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("pattern", ["orders-*", "{tenant}%"])
+def test_a_tenant_target_pattern_without_the_tenant_is_a_usage_error(
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+    pattern: str,
+) -> None:
+    for flag, env in (([], pattern), (["--tenant-target-names", pattern], "")):
+        monkeypatch.setenv("DUETIME_TENANT_TARGET_NAMES", env)
+        with pytest.raises(SystemExit) as stopped:
+            main(["local", *flag, "--state-dir", str(tmp_path)])
+
+        assert stopped.value.code == 2
+        err = capsys.readouterr().err
+        assert "--tenant-target-names" in err
+        assert "holds {tenant} once" in err

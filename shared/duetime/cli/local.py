@@ -24,7 +24,15 @@ from duetime.cli.options import (
     missing_local_extra,
     state_dir_option,
 )
-from duetime.cli.types import claim_lead_ms, http_url, port, positive_int, positive_seconds, whole
+from duetime.cli.types import (
+    claim_lead_ms,
+    http_url,
+    port,
+    positive_int,
+    positive_seconds,
+    tenant_target_names,
+    whole,
+)
 from duetime.local.lambda_runtime import LAMBDA_MAX_POLLERS
 from duetime.settings import Env
 
@@ -85,6 +93,14 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         "--no-private-targets",
         action="store_true",
         help="refuse HTTP targets on loopback and private addresses, as on AWS",
+    )
+    local.add_argument(
+        "--tenant-target-names",
+        type=tenant_target_names,
+        default=os.environ.get(Env.TENANT_TARGET_NAMES, ""),  # (argparse checks it too)
+        metavar="PATTERN",
+        help="the AWS resources a tenant's jobs may name, by name: e.g. '{tenant}-*' (default: "
+        f"{Env.TENANT_TARGET_NAMES}, else any; docs/security.md)",
     )
     local.add_argument(
         "--hot-ttl-seconds",
@@ -180,6 +196,7 @@ def _run_local(args: argparse.Namespace) -> int:
         allow_private_targets=not args.no_private_targets,
         state_dir=args.state_dir,
         hot_ttl_seconds=args.hot_ttl_seconds,
+        tenant_target_names=args.tenant_target_names,
         api=api,
     )
     stopping = threading.Event()
@@ -319,6 +336,11 @@ def _banner(stack: LocalStack, log_path: Path) -> str:
         f"1-{options.lambda_pollers} pollers "
         "each; Fargate worker: 1 loop",
         f"  targets    loopback and private HTTP targets {targets}; plain http allowed",
+        *(
+            [f"             AWS resources by tenant: named {names!r} (--tenant-target-names)"]
+            if (names := stack.settings.tenant_target_names)
+            else []
+        ),
         f"  history    runs move to s3://{stack.settings.history_bucket}/history/ {hot}; query:",
         f"             {history}",
         f"  logs       {log_path.resolve()}",

@@ -12,6 +12,7 @@ from urllib.parse import urlsplit
 from duetime.api.body import strict_json as api_json
 from duetime.domain.errors import ValidationError
 from duetime.domain.planning import MAX_PREVIEW_OCCURRENCES
+from duetime.domain.targets import TenantTargets
 
 
 def read_text(path: str) -> str:
@@ -67,6 +68,14 @@ def _whole_in(text: str, low: int, high: int, what: str, hint: str) -> int:
 def claim_lead_ms(text: str) -> int:
     """Settings.claim_lead_ms: 0 to 2,000 milliseconds."""
     return _whole_in(text, 0, 2_000, "a whole number", " (milliseconds)")
+
+
+def tenant_target_names(text: str) -> str:
+    """Settings.tenant_target_names: a pattern holding `{tenant}` once (TenantTargets)."""
+    try:
+        return TenantTargets(text.strip()).pattern
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
 
 
 def poll_wait_seconds(text: str) -> int:

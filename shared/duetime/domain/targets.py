@@ -164,19 +164,10 @@ class OwnResources:
 
     def refusal(self, target: Target) -> tuple[str, str] | None:
         """(the target's field, why) when `target` reaches one of duetime's own resources."""
-        match target:
-            case SqsTarget(queue_url=url):
-                field_name, kind, name = "queue_url", "queues", _queue_name(url)
-            case SnsTarget(topic_arn=arn):
-                field_name, kind, name = "topic_arn", "topics", _arn_resource(arn, 5)
-            case LambdaTarget(function_arn=arn):
-                field_name, kind, name = "function_arn", "functions", _arn_resource(arn, 6)
-            case EventBridgeTarget(event_bus=bus):
-                field_name, kind = "event_bus", "event buses"
-                bus = _percent_decoded(bus)
-                name = bus.rsplit("event-bus/", 1)[-1] if bus.startswith("arn:") else bus
-            case _:
-                return None
+        named = _aws_resource(target)
+        if named is None:
+            return None
+        field_name, kind, name = named
         folded = name.casefold()
         prefix = self.name_prefix.casefold()
         if folded in {q.casefold() for q in self.queue_names} or (
@@ -184,6 +175,62 @@ class OwnResources:
         ):
             return field_name, f"is one of duetime's own {kind}: not a job target"
         return None
+
+
+TENANT = "{tenant}"
+# A pattern of tenant names: `{tenant}` once, `*`, and what AWS names are made of.
+_TENANT_PATTERN = re.compile(r"[A-Za-z0-9_.*/-]*")
+
+
+@dataclass(frozen=True)
+class TenantTargets:
+    """Which AWS resources a tenant's jobs may name, when the operator scopes them by name
+    (Env.TENANT_TARGET_NAMES, e.g. `{tenant}-*`): the name of the queue, topic, function or
+    event bus must match `pattern` whole, `{tenant}` standing for the job's tenant exactly
+    (case included) and `*` for any run of characters. Without a pattern every tenant may
+    name every resource the deployment's target role reaches (targetResourceArns)."""
+
+    pattern: str = ""
+
+    def __post_init__(self) -> None:
+        if self.pattern and (
+            self.pattern.count(TENANT) != 1
+            or not _TENANT_PATTERN.fullmatch(self.pattern.replace(TENANT, ""))
+        ):
+            raise ValueError(
+                f"{self.pattern!r}: holds {TENANT} once, and otherwise only letters, digits, "
+                "`-`, `_`, `.`, `/` and `*`"
+            )
+
+    def refusal(self, target: Target, tenant: str) -> tuple[str, str] | None:
+        """(the target's field, why) when `target` names a resource `tenant` may not reach."""
+        named = _aws_resource(target) if self.pattern else None
+        if named is None:
+            return None
+        field_name, kind, name = named
+        before, after = (
+            ".*".join(map(re.escape, side.split("*"))) for side in self.pattern.split(TENANT)
+        )
+        if re.fullmatch(before + re.escape(tenant) + after, name, flags=re.DOTALL):
+            return None
+        shown = self.pattern.replace(TENANT, tenant)
+        return field_name, f"is not one of this tenant's {kind}: its name must match {shown!r}"
+
+
+def _aws_resource(target: Target) -> tuple[str, str, str] | None:
+    """(the target's field, the kind of resource, its name) of an AWS target (else None)."""
+    match target:
+        case SqsTarget(queue_url=url):
+            return "queue_url", "queues", _queue_name(url)
+        case SnsTarget(topic_arn=arn):
+            return "topic_arn", "topics", _arn_resource(arn, 5)
+        case LambdaTarget(function_arn=arn):
+            return "function_arn", "functions", _arn_resource(arn, 6)
+        case EventBridgeTarget(event_bus=bus):
+            bus = _percent_decoded(bus)
+            name = bus.rsplit("event-bus/", 1)[-1] if bus.startswith("arn:") else bus
+            return "event_bus", "event buses", name
+    return None
 
 
 def _percent_decoded(text: str) -> str:

@@ -102,8 +102,8 @@ class LocalOptions:
     fargate_concurrency: int = 32
     lanes: int = 1  # queues per runtime × priority (the construct's `queue_lanes`)
     claim_lead_ms: int = 1_000  # Settings.claim_lead_ms (Env.CLAIM_LEAD_MS)
-    # The run records' hot window (Env.RUN_TTL_SECONDS); None: the default, 30 days.
-    hot_ttl_seconds: int | None = None
+    hot_ttl_seconds: int | None = None  # Env.RUN_TTL_SECONDS; None: the default, 30 days
+    tenant_target_names: str = ""  # Settings.tenant_target_names (Env.TENANT_TARGET_NAMES)
     api: ApiSettings | None = None  # the API function's settings; None: ApiSettings.from_env()
 
 
@@ -298,9 +298,9 @@ class LocalStack:
         from duetime.resources import create_resources
 
         options = self.options
-        hot: dict[str, int] = (
-            {"run_ttl_seconds": options.hot_ttl_seconds} if options.hot_ttl_seconds else {}
-        )
+        extra: dict[str, int | str] = {"tenant_target_names": options.tenant_target_names}
+        if options.hot_ttl_seconds:
+            extra["run_ttl_seconds"] = options.hot_ttl_seconds
         return create_resources(
             dynamodb,
             sqs,
@@ -313,7 +313,7 @@ class LocalStack:
             run_signing_key=message_key(options.state_dir),
             lanes=options.lanes,
             claim_lead_ms=options.claim_lead_ms,
-            **hot,
+            **extra,
         )
 
     def _start_reconciler(self, parts: Components) -> None:

@@ -148,8 +148,13 @@ class Submission:
                 f"{worker} s and keeps {RECORDING_MARGIN_SECONDS} s to record the outcome); "
                 "use the fargate runtime for longer jobs",
             )
-        refused = self._settings.own_resources().refusal(spec.target)
-        if refused is not None:  # a job may not reach duetime's own queues, topics, functions
+        # A job may not reach duetime's own queues, topics, functions, nor another tenant's.
+        target = spec.target
+        settings = self._settings
+        refused = settings.own_resources().refusal(target) or settings.tenant_targets().refusal(
+            target, tenant
+        )
+        if refused is not None:
             raise ValidationError(f"target.{refused[0]}", refused[1])
         return self._deps.check(tenant, schedule, old)
 

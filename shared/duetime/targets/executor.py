@@ -16,6 +16,7 @@ from duetime.domain.targets import (
     SnsTarget,
     SqsTarget,
     Target,
+    TenantTargets,
 )
 from duetime.targets import aws
 from duetime.targets.clients import AwsClients
@@ -44,6 +45,7 @@ class TargetExecutor:
         handlers: HandlerRegistry | None = None,
         webhook_secrets: SigningSecrets | None = None,
         own: OwnResources | None = None,
+        tenant_targets: TenantTargets | None = None,
     ) -> None:
         self._http = HttpDelivery(
             allow_private=allow_private,
@@ -53,16 +55,18 @@ class TargetExecutor:
         self._clients = clients if clients is not None else AwsClients()
         self._handlers = handlers if handlers is not None else DEFAULT_HANDLERS
         self._own = own or OwnResources()
+        self._tenant_targets = tenant_targets or TenantTargets()
 
-    def check(self, target: Target) -> None:
-        """Refuse a target that reaches duetime's own resources (checked at submission too;
-        again here for jobs stored before, or settings that changed since)."""
-        refused = self._own.refusal(target)
+    def check(self, target: Target, tenant: str) -> None:
+        """Refuse a target that reaches duetime's own resources, or a resource that is not
+        the tenant's (checked at submission too; again here for jobs stored before, or
+        settings that changed since)."""
+        refused = self._own.refusal(target) or self._tenant_targets.refusal(target, tenant)
         if refused is not None:
             raise TargetError(f"refused: target.{refused[0]} {refused[1]}", retryable=False)
 
     def execute(self, target: Target, invocation: Invocation) -> None:
-        self.check(target)
+        self.check(target, invocation.tenant)
         try:
             match target:
                 case HttpTarget():
