@@ -71,7 +71,9 @@ def test_a_tenant_may_not_name_another_tenant_s_queue_on_a_scoped_stack(stack: S
     assert "'tenant-a-*'" in refused.body["error"]["message"]
     assert accepted.status == 201, accepted.body
     assert stack.call("DELETE", f"/jobs/{accepted.body['id']}").status == 200
-    assert "AWS resources by tenant: named '{tenant}-*'" in (stack.state_dir / "local.log").read_text()
+    assert (
+        "AWS resources by tenant: named '{tenant}-*'" in (stack.state_dir / "local.log").read_text()
+    )
 
 
 def test_a_rate_job_fires_repeatedly_on_time(stack: Stack, webhook: Webhook) -> None:

@@ -97,6 +97,9 @@ class SiteHandler(http.server.BaseHTTPRequestHandler):
             interim = int(path.rsplit("/", 1)[1])
             self.wfile.write(f"HTTP/1.1 {interim} Interim\r\nLink: </a>\r\n\r\n".encode())
             self._reply(200, b"done")
+        elif path == "/echo":  # a 401 that shows the request's headers back, as some do
+            echoed = "; ".join(f"{k}: {self.headers[k]}" for k in ("Authorization", "X-Api-Key"))
+            self._reply(401, f"unauthorized, you sent {echoed}".encode())
         elif path == "/escapes":  # a body that would drive a terminal (title, clipboard)
             self._reply(500, b"Oops: \x1b]52;c;cm0gLXJmIH4K\x07\x1b[8mhidden\x1b[0m\x00")
         elif path == "/slow":
@@ -281,6 +284,23 @@ def test_given_an_error_body_with_terminal_escapes_then_the_error_spells_them_ou
     error = str(caught.value)
     assert not any(char in error for char in "\x1b\x07\x00")
     assert "Oops: \\u001b]52;c;cm0gLXJmIH4K\\u0007\\u001b[8mhidden" in error
+
+
+def test_given_a_target_echoing_its_request_then_the_error_holds_no_header_value(
+    site: Site,
+) -> None:
+    # Found by an outside audit: the error body goes into the run's error, the operator's log
+    # and the DLQ reason, so a target echoing its request put the tenant's credentials there.
+    headers = {"Authorization": "Bearer s3cr3t-t0ken-value", "X-Api-Key": "k3y-0f-the-tenant"}
+    target = HttpTarget(url=site.url("/echo"), headers=headers)
+    with pytest.raises(TargetError) as caught:
+        local.execute(target, invocation())
+
+    error = str(caught.value)
+    assert "HTTP 401" in error
+    assert "Authorization: [redacted]; X-Api-Key: [redacted]" in error
+    for secret in ("s3cr3t-t0ken-value", "k3y-0f-the-tenant"):
+        assert secret not in error
 
 
 @pytest.mark.parametrize("status", [301, 302, 303, 307, 308])
