@@ -280,3 +280,32 @@ def test_given_a_stack_running_then_a_second_on_its_state_dir_is_refused(
     assert "another duetime local uses .duetime" in second.stderr
     assert (local.cwd / ".duetime" / "local.json").read_text() == endpoint
     assert local.request("GET", "/health")[0] == 200
+
+
+def test_health_answers_only_once_the_workers_run(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Found by an outside audit: the gateway served before the pollers, the Fargate worker and
+    # the stream poller had started, so a script waiting on /health submitted before them.
+    import io
+
+    from duetime.local.stack import LocalOptions, LocalStack
+
+    seen: list[str] = []
+    start_fargate = LocalStack._start_fargate_worker
+
+    def then_ask_for_health(stack: LocalStack, parts: Any) -> None:
+        start_fargate(stack, parts)
+        try:  # (bound, so a request waits in the backlog until the gateway serves)
+            with urllib.request.urlopen(stack.api_url + "/health", timeout=0.5):
+                seen.append("served")
+        except OSError:
+            seen.append("not yet")
+
+    monkeypatch.setattr(LocalStack, "_start_fargate_worker", then_ask_for_health)
+    options = LocalOptions(port=0, tick_seconds=3600, state_dir=tmp_path, figures_seconds=3600)
+    with LocalStack(options, log_stream=io.StringIO()) as stack:
+        with urllib.request.urlopen(stack.api_url + "/health", timeout=10) as reply:
+            assert reply.status == 200
+
+    assert seen == ["not yet"]

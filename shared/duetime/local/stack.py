@@ -220,12 +220,12 @@ class LocalStack:
         self._coordinator = _named(coordinator.make_handler(lambda: parts), "coordinator")
         self._cleanup.enter_context(serialized_metrics())
 
-        self._gateway.start()
         self._spawn("tick", self._tick_loop)
         self._start_reconciler(parts)
         self._start_lambda_workers(parts, self._sqs)
         self._start_fargate_worker(parts)
         self._start_history(dynamodb, client("dynamodbstreams"))
+        self._gateway.start()  # last: /health answers once the rest runs (since 2026-11-30)
         if self._on_figures is not None:
             self._spawn("figures", self._figures_loop, self._on_figures)
         self._cleanup.callback(freeze_long_lived())  # what has started stays: gc_pauses
