@@ -284,3 +284,25 @@ def test_given_clients_gone_before_their_answer_then_nothing_reaches_the_termina
     time.sleep(0.5)
     assert send_raw(gateway, "GET /health HTTP/1.1\nHost: x\n").status == 200
     assert "Traceback" not in capfd.readouterr().err
+
+
+def test_given_a_keep_alive_connection_when_the_gateway_stops_then_it_answers_503_and_closes(
+    api: StubApi,  # noqa: F811
+) -> None:
+    # Found by an outside audit: a connection open before the stop was still served, so jobs
+    # created after Ctrl-C were answered 201 and never ran (the stack was going away).
+    gateway = Gateway(api, KEY, port=0)  # noqa: F811
+    gateway.start()
+    connection = http.client.HTTPConnection("127.0.0.1", gateway.port, timeout=10)
+    headers = {"Authorization": f"Bearer {token_for()}"}
+    connection.request("POST", "/jobs", body=b"{}", headers=headers)
+    assert connection.getresponse().read() == b'{"ok":true}'
+    gateway.stop()
+
+    connection.request("POST", "/jobs", body=b"{}", headers=headers)
+    answer = connection.getresponse()
+    body = json.loads(answer.read())
+    assert (answer.status, body["error"]["code"]) == (503, "unavailable")
+    assert answer.getheader("connection") == "close"
+    assert len(api.events) == 1  # the handler never saw the second
+    connection.close()

@@ -101,6 +101,7 @@ class Gateway:
         self._host = host
         self._server = _Server((host, port), _RequestHandler, self)
         self._thread: threading.Thread | None = None
+        self.stopping = threading.Event()  # from then on a request gets 503 (keep-alive ones)
 
     @property
     def port(self) -> int:
@@ -117,6 +118,7 @@ class Gateway:
         self._thread.start()
 
     def stop(self) -> None:
+        self.stopping.set()
         if self._thread is not None:
             self._server.shutdown()
             self._thread.join()
@@ -189,7 +191,13 @@ class _RequestHandler(BaseHTTPRequestHandler):
         url = urlsplit(self.path)
         path = url.path or "/"
         public = is_public(self.command, path)
-
+        if gateway.stopping.is_set():
+            # A connection kept alive past the stop: the stack is going away, so nothing it
+            # would accept now would run (until 2026-11-30 it was served: found by an audit).
+            self.close_connection = True
+            message = "the local stack is stopping"
+            self._error(HTTPStatus.SERVICE_UNAVAILABLE, "unavailable", message, request_id)
+            return
         try:
             body = self._read_body()
         except TimeoutError:  # the request never ended: nobody to answer
