@@ -192,7 +192,8 @@ class FargateWorkers(Construct):
             "Service",
             cluster=self.cluster,
             task_definition=self.task_definition,
-            desired_count=props.fargate_min_tasks,
+            # No DesiredCount: a deploy keeps the count the scaling set (one set it back to the
+            # minimum, stopping a burst's tasks: until 2026-11-30).
             min_healthy_percent=100,
             max_healthy_percent=200,
             circuit_breaker=ecs.DeploymentCircuitBreaker(rollback=True),

@@ -80,6 +80,15 @@ def test_service_scales_on_the_fargate_queues_depth(synth: Synth) -> None:
         assert queues == fargate_queues
 
 
+def test_a_deploy_leaves_the_task_count_to_the_scaling(synth: Synth) -> None:
+    """With a DesiredCount in the template, every deploy that updates the service set the count
+    back to it (the minimum, 0), stopping the tasks scaled out for a backlog mid-burst (found by
+    an outside audit). Without one, CloudFormation keeps the current count on an update (and
+    starts one task on creation, which the scaling takes back to the minimum)."""
+    (service,) = synth.of_type("AWS::ECS::Service").values()
+    assert "DesiredCount" not in service["Properties"]
+
+
 @pytest.mark.parametrize(
     ("min_tasks", "max_tasks", "slots"), [(0, 10, 8), (1, 3, 4), (0, 1, 8), (2, 40, 1)]
 )
