@@ -89,6 +89,9 @@ RECONCILE_SCHEDULE = events.Schedule.rate(Duration.days(1))
 # A tick older than this is dropped: the next one (a minute later) does its work.
 TICK_MAX_AGE = Duration.minutes(2)
 RECONCILER_MEMORY_MIB = 1024  # parallel scan segments and timer look-ups
+# The coordinator's reservation, when the sweeps have one: a tick's invocation and one
+# overlapping it.
+COORDINATOR_RESERVED_CONCURRENCY = 2
 # The worker's memory, chosen from a measurement (scripts/worker_footprint.py) by the rule in
 # docs/performance.md ("Worker memory"; scripts/scale_model.py `worker_memory_rule`): 1.5 × its
 # peak RSS, and the CPU share (1 vCPU at 1,769 MB) that does a batch's CPU work within the
@@ -162,6 +165,13 @@ class Engine(Construct):
                 },
                 Env.SWEEPER_FUNCTION: self.sweeper.function_name,
             },
+            # Reserved with the sweeps it starts, else a burst of workers emptying the account's
+            # pool would stop every sweep with it (until 2026-11-30: an outside audit).
+            reserved_concurrency=(
+                COORDINATOR_RESERVED_CONCURRENCY
+                if props.sweeper_reserved_concurrency is not None
+                else None
+            ),
         )
         # Not retried either: a retry would start every shard again; the next tick does.
         coordinator.configure_async_invoke(retry_attempts=0, max_event_age=TICK_MAX_AGE)

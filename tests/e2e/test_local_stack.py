@@ -304,8 +304,10 @@ def test_health_answers_only_once_the_workers_run(
 
     monkeypatch.setattr(LocalStack, "_start_fargate_worker", then_ask_for_health)
     options = LocalOptions(port=0, tick_seconds=3600, state_dir=tmp_path, figures_seconds=3600)
-    with LocalStack(options, log_stream=io.StringIO()) as stack:
-        with urllib.request.urlopen(stack.api_url + "/health", timeout=10) as reply:
-            assert reply.status == 200
+    with (
+        LocalStack(options, log_stream=io.StringIO()) as stack,
+        urllib.request.urlopen(stack.api_url + "/health", timeout=10) as reply,
+    ):
+        assert reply.status == 200
 
     assert seen == ["not yet"]

@@ -11,6 +11,7 @@ from cfnlint.api import lint  # type: ignore[import-untyped]
 
 from duetime.domain.jobs import Priority, Runtime
 from duetime.settings import Env
+from infra.constructs.engine import COORDINATOR_RESERVED_CONCURRENCY
 from infra.profiles import LARGE
 from tests.infra.conftest import STACK, Synth, queue_name
 from tests.infra.test_compliance import IGNORED_CFN_LINT_RULES
@@ -52,6 +53,16 @@ def test_sweeper_is_sized_for_a_shard_sweep_each(large_synth: Synth) -> None:
     assert sweeper["MemorySize"] == LARGE.sweeper_memory_mib == 1769
     assert sweeper["ReservedConcurrentExecutions"] == LARGE.sweeper_reserved_concurrency
     assert sweeper["ReservedConcurrentExecutions"] >= LARGE.timer_shards
+
+
+def test_the_coordinator_is_reserved_beside_the_sweeps(large_synth: Synth, synth: Synth) -> None:
+    """Found by an outside audit: with the sweeps reserved, the coordinator that starts them
+    still drew on the account's unreserved pool, which a burst of workers can empty: every
+    shard's sweep then stopped with it. A deployment that reserves the sweeps reserves it too
+    (one tick's invocation and one overlapping it); one that does not, neither."""
+    _, coordinator = large_synth.function("coordinator")
+    assert coordinator["ReservedConcurrentExecutions"] == COORDINATOR_RESERVED_CONCURRENCY == 2
+    assert "ReservedConcurrentExecutions" not in synth.function("coordinator")[1]
 
 
 def test_normal_mapping_uses_provisioned_pollers(large_synth: Synth) -> None:
