@@ -350,6 +350,8 @@ VALID_TARGETS = st.one_of(
                     max_size=30,
                 ),
                 max_size=5,
+            ).filter(  # names are case-insensitive: `N` and `n` are one name twice (a 400)
+                lambda headers: len({name.lower() for name in headers}) == len(headers)
             ),
         },
     ),
