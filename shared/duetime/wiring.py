@@ -16,6 +16,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
+from urllib.parse import urlsplit
 
 import boto3
 from botocore.config import Config
@@ -154,6 +155,8 @@ def build(
         webhook_secrets=webhook_secrets,
         own=settings.own_resources(),
         tenant_targets=settings.tenant_targets(),
+        # The emulator answers anyone: no HTTP target may call it (AWS has none).
+        emulator_port=urlsplit(endpoint_url).port if endpoint_url else None,
     )
     if release_sleep is None and clock is wall_ms:
         release_sleep = time.sleep

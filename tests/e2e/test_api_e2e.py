@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import itertools
+import json
 import time
 import uuid
 from collections import Counter
@@ -74,6 +75,20 @@ def test_a_tenant_may_not_name_another_tenant_s_queue_on_a_scoped_stack(stack: S
     assert (
         "AWS resources by tenant: named '{tenant}-*'" in (stack.state_dir / "local.log").read_text()
     )
+
+
+def test_an_http_job_may_not_call_the_local_stack_s_emulator(stack: Stack) -> None:
+    # Found by review: moto answers anyone, so an HTTP job could send to another tenant's
+    # queue through it (private targets are allowed locally), past every target check.
+    moto = json.loads((stack.state_dir / "local.json").read_text())["endpoint_url"]
+    body = {"schedule": {"delay_seconds": 0}, "target": {"type": "http", "url": moto + "/"}}
+    created = stack.call("POST", "/jobs", body)
+    assert created.status == 201, created.body
+    job_id = created.body["id"]
+
+    wait_for(lambda: stack.call("GET", f"/jobs/{job_id}").body["status"] == "failed", 20)
+    (run,) = stack.call("GET", f"/jobs/{job_id}/runs").body["items"]
+    assert "refused: the URL reaches the local stack's emulator" in run["error"]
 
 
 def test_a_rate_job_fires_repeatedly_on_time(stack: Stack, webhook: Webhook) -> None:

@@ -360,6 +360,23 @@ def test_a_job_past_its_last_occurrence_is_a_409_for_a_change_and_a_400_on_a_pas
     assert api.call("GET", f"/jobs/{job['id']}").json["version"] == 1
 
 
+def test_an_update_that_changes_nothing_past_the_last_occurrence_answers_the_completed_job(
+    api: Api,  # noqa: F811
+) -> None:
+    # Found by review: it completed the job (it arms it again, as a resume does) but answered
+    # 200 with the job as it was, `scheduled`, and its old ETag.
+    end = rfc3339_ms(wall_ms() + 1_000_000)
+    job = api.create({"schedule": {"rate_seconds": 30, "end_at": end}})
+    api.engine.advance(995)
+
+    reply = api.call("PATCH", f"/jobs/{job['id']}", {})
+    shown = api.call("GET", f"/jobs/{job['id']}")
+
+    assert (reply.status, reply.json["status"]) == (200, "completed"), reply.json
+    assert reply.headers["ETag"] == shown.headers["ETag"]
+    assert shown.json["status"] == "completed"
+
+
 def test_another_tenant_s_job_is_a_404(api: Api) -> None:  # noqa: F811
     job = api.create({"schedule": {"rate_seconds": 60}})
     reply = api.call("PATCH", f"/jobs/{job['id']}", {"name": "mine"}, tenant="tenant-b")

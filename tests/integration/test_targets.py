@@ -100,6 +100,13 @@ class SiteHandler(http.server.BaseHTTPRequestHandler):
         elif path == "/echo":  # a 401 that shows the request's headers back, as some do
             echoed = "; ".join(f"{k}: {self.headers[k]}" for k in ("Authorization", "X-Api-Key"))
             self._reply(401, f"unauthorized, you sent {echoed}".encode())
+        elif path == "/echo-elsewhere":  # the same, in the reason phrase and a redirect
+            key = self.headers["X-Api-Key"]
+            self.send_response(307, f"Bad key {key}")
+            self.send_header("Location", f"/login?key={key}")
+            self.send_header("Content-Length", "0")
+            self.send_header("Connection", "close")
+            self.end_headers()
         elif path == "/escapes":  # a body that would drive a terminal (title, clipboard)
             self._reply(500, b"Oops: \x1b]52;c;cm0gLXJmIH4K\x07\x1b[8mhidden\x1b[0m\x00")
         elif path == "/slow":
@@ -301,6 +308,38 @@ def test_given_a_target_echoing_its_request_then_the_error_holds_no_header_value
     assert "Authorization: [redacted]; X-Api-Key: [redacted]" in error
     for secret in ("s3cr3t-t0ken-value", "k3y-0f-the-tenant"):
         assert secret not in error
+
+
+def test_given_a_target_echoing_a_header_in_its_reason_or_location_then_it_is_redacted(
+    site: Site,
+) -> None:
+    # Found by review: only the body was redacted; the reason phrase and a redirect's Location
+    # reach the run's error too.
+    target = HttpTarget(url=site.url("/echo-elsewhere"), headers={"X-Api-Key": "k3y-0f-the-tenant"})
+    with pytest.raises(TargetError) as caught:
+        local.execute(target, invocation())
+
+    error = str(caught.value)
+    assert "HTTP 307 Bad key [redacted] to /login?key=[redacted]" in error
+    assert "k3y-0f-the-tenant" not in error
+
+
+@pytest.mark.parametrize("host", ["127.0.0.1", "localhost", "[::ffff:127.0.0.1]"])
+def test_given_the_local_emulator_s_port_then_an_http_target_there_is_refused(
+    site: Site, host: str
+) -> None:
+    # Found by review: on the local stack (private targets allowed) an HTTP job could call the
+    # unauthenticated moto server, send to any queue, another tenant's included, and so step
+    # around every target check. The stack refuses non-public addresses on moto's port.
+    executor = TargetExecutor(allow_private=True, emulator_port=site.port)
+    url = site.url("/", host=host)
+    with pytest.raises(TargetError, match="the local stack's emulator") as caught:
+        executor.execute(HttpTarget(url=url), invocation())
+
+    assert not caught.value.retryable
+    assert site.requests == []
+    local.execute(HttpTarget(url=url), invocation())  # any other stack's executor: delivered
+    assert len(site.requests) == 1
 
 
 @pytest.mark.parametrize("status", [301, 302, 303, 307, 308])

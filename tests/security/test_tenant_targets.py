@@ -13,7 +13,8 @@ from typing import Any
 
 import pytest
 
-from duetime.domain.jobs import Priority, Runtime
+from duetime.domain.errors import ValidationError
+from duetime.domain.jobs import Priority, Runtime, parse_job_spec
 from duetime.domain.runs import RunStatus
 from duetime.domain.targets import (
     EventBridgeTarget,
@@ -73,6 +74,36 @@ def test_a_resource_not_named_for_the_tenant_is_refused(target: Target, field: s
 )
 def test_a_resource_named_for_the_tenant_passes(target: Target) -> None:
     assert SCOPED.refusal(target, "team-a") is None
+
+
+@pytest.mark.parametrize(
+    ("body", "field"),
+    [
+        # AWS reads the queue from `/<account>/<name>`: a longer path on an AWS host would be
+        # judged by a name AWS does not act on (found by review).
+        (
+            {"type": "sqs", "queue_url": SQS + "tenant-b-orders/tenant-a-x"},
+            "target.queue_url",
+        ),
+        (
+            {"type": "sqs", "queue_url": SQS.replace("123456789012", "acct") + "q"},
+            "target.queue_url",
+        ),
+    ],
+)
+def test_an_aws_queue_url_is_exactly_an_account_and_a_name(
+    body: dict[str, Any], field: str
+) -> None:
+    with pytest.raises(ValidationError) as refused:
+        parse_job_spec({"schedule": {"delay_seconds": 5}, "target": body})
+    assert refused.value.field == field
+
+
+def test_an_event_bus_arn_is_judged_by_the_name_aws_reads() -> None:
+    # AWS takes the bus name after the first `event-bus/` (found by review: the check took the
+    # last, so `…event-bus/tenant-b-bus/event-bus/tenant-a-x` passed as tenant-a's).
+    target = EventBridgeTarget("s", "d", BUS + "tenant-b-bus/event-bus/tenant-a-x")
+    assert SCOPED.refusal(target, "tenant-a") is not None
 
 
 def test_without_a_pattern_every_tenant_may_name_every_resource() -> None:

@@ -36,8 +36,11 @@ _ARN = r"arn:aws(?:-[a-z]+)*:{service}:[a-z0-9-]+:[0-9]{{12}}:"  # an account id
 SQS_QUEUE_NAME = re.compile(r"[A-Za-z0-9_-]+(?:\.fifo)?")
 MAX_SQS_QUEUE_NAME_CHARS = 80
 # An SQS queue URL's path: `/<account>/<name>` (an emulator may put other segments first;
-# the account is never left out).
+# the account is never left out). On an AWS host exactly that, the account in digits: AWS
+# reads the queue from it, and a longer path would be judged by a name it does not act on.
 _SQS_PATH = re.compile(r"(?:/[A-Za-z0-9_.-]+)+/(?P<name>[^/]+)/?")
+_SQS_AWS_PATH = re.compile(r"/[0-9]+/(?P<name>[^/]+)/?")
+_AWS_HOST = re.compile(r"(?:.+\.)?amazonaws\.com(?:\.cn)?|(?:.+\.)?api\.aws")
 # An SNS topic: 1-256 letters, digits, `-` or `_`, `.fifo` at the end of a FIFO topic's.
 SNS_TOPIC_ARN = re.compile(_ARN.format(service="sns") + r"(?P<name>[A-Za-z0-9_-]+(?:\.fifo)?)")
 MAX_SNS_TOPIC_NAME_CHARS = 256
@@ -227,8 +230,8 @@ def _aws_resource(target: Target) -> tuple[str, str, str] | None:
         case LambdaTarget(function_arn=arn):
             return "function_arn", "functions", _arn_resource(arn, 6)
         case EventBridgeTarget(event_bus=bus):
-            bus = _percent_decoded(bus)
-            name = bus.rsplit("event-bus/", 1)[-1] if bus.startswith("arn:") else bus
+            bus = _percent_decoded(bus)  # AWS reads the name after the first `event-bus/`
+            name = bus.split("event-bus/", 1)[-1] if bus.startswith("arn:") else bus
             return "event_bus", "event buses", name
     return None
 
@@ -339,7 +342,8 @@ def _sqs(obj: Mapping[str, object], path: str, strict: bool) -> SqsTarget:
             raise ValidationError(where, "must be an SQS queue URL")
         return SqsTarget(queue_url=url)
     parts = checked_url(url, where)
-    queue = _SQS_PATH.fullmatch(parts.path)
+    aws_host = _AWS_HOST.fullmatch((parts.hostname or "").rstrip(".").lower())
+    queue = (_SQS_AWS_PATH if aws_host else _SQS_PATH).fullmatch(parts.path)
     if parts.query or parts.fragment or queue is None:
         raise ValidationError(where, "must be an SQS queue URL: https://<host>/<account>/<queue>")
     name = queue.group("name")

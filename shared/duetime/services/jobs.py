@@ -288,8 +288,8 @@ class JobService:
             if spec == job.spec:
                 # Nothing to write. A scheduled job is armed again: an update whose dispatch
                 # failed is completed by sending it again.
-                if job.status == JobStatus.SCHEDULED:
-                    self._dispatcher.arm(job, now)
+                if job.status == JobStatus.SCHEDULED and self._dispatcher.arm(job, now):
+                    return self.get(tenant, job_id)  # its schedule was over: completed
                 return view
             if job.status == JobStatus.PAUSED and not (spec.recurring or spec.triggered):
                 raise IllegalTransition(job.id, "paused", "a one-off (resume it first)")

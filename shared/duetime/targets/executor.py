@@ -46,11 +46,14 @@ class TargetExecutor:
         webhook_secrets: SigningSecrets | None = None,
         own: OwnResources | None = None,
         tenant_targets: TenantTargets | None = None,
+        emulator_port: int | None = None,
     ) -> None:
+        """`emulator_port`: the local stack's moto server's, refused to HTTP targets."""
         self._http = HttpDelivery(
             allow_private=allow_private,
             require_https=require_https,
             webhook_secrets=webhook_secrets,
+            emulator_port=emulator_port,
         )
         self._clients = clients if clients is not None else AwsClients()
         self._handlers = handlers if handlers is not None else DEFAULT_HANDLERS

@@ -64,8 +64,10 @@ class HttpDelivery:
         ssl_context: ssl.SSLContext | None = None,
         webhook_secrets: SigningSecrets | None = None,
         wall_clock: Callable[[], float] = lambda: wall_ms() / 1000,
+        emulator_port: int | None = None,
     ) -> None:
         self._allow_private = allow_private
+        self._emulator_port = emulator_port
         self._require_https = require_https
         self._resolver = resolver
         self._ssl_context = ssl_context
@@ -82,6 +84,14 @@ class HttpDelivery:
         resolve = self._resolver or address_guard.resolve_host
         addresses = _within(invocation.timeout_seconds, deadline, resolve, host, port)
         address_guard.check_addresses(host, addresses, self._allow_private)
+        if port == self._emulator_port and any(
+            address_guard.refusal_reason(address_guard.parse_address(a)) for a in addresses
+        ):
+            # The local stack's moto server, unauthenticated: a job calling it would act on
+            # every queue and table, another tenant's too (until 2026-11-30: found by review).
+            raise TargetError(
+                "refused: the URL reaches the local stack's emulator", retryable=False
+            )
         # Every answer passed the guard, so any of them may be dialled, in the resolver's order.
         pin = _Pin(addresses, port, invocation.timeout_seconds, deadline)
         connection: http.client.HTTPConnection
@@ -97,7 +107,11 @@ class HttpDelivery:
         status, reason, location, text = _exchange(
             connection, pin, method=method, path=_path(url), body=body, headers=headers
         )
-        _raise_for_status(status, reason, location, _redacted(text, target.headers.values()))
+        try:
+            _raise_for_status(status, reason, location, text)
+        except TargetError as failed:  # what the target said back: never the job's headers
+            hidden = _redacted(str(failed), target.headers.values())
+            raise TargetError(hidden, retryable=failed.retryable) from None
 
     def _signature(self, invocation: Invocation, body: bytes) -> dict[str, str]:
         """The webhook-* headers for exactly the bytes sent (b"" without a body). Signed
@@ -246,11 +260,11 @@ def _exchange(
 
 
 def _redacted(text: str, values: Iterable[str]) -> str:
-    """An error body without the job's header values, whole or word by word (a credential is
-    rarely shorter than MIN_REDACTED_CHARS): a target echoing its request would put the
-    tenant's credentials into the run's error, the operator's log and the DLQ's reason
-    (until 2026-11-30; found by an outside audit). The body's whitespace is folded: so are
-    the values."""
+    """An error (the target's status, reason, Location and body) without the job's header
+    values, whole or word by word (a credential is rarely shorter than MIN_REDACTED_CHARS): a
+    target echoing its request would put the tenant's credentials into the run's error, the
+    operator's log and the DLQ's reason (until 2026-11-30; found by an outside audit). The
+    body's whitespace is folded: so are the values."""
     secrets = {piece for value in values for piece in (" ".join(value.split()), *value.split())}
     for secret in sorted(secrets, key=len, reverse=True):
         if len(secret) >= MIN_REDACTED_CHARS:
