@@ -577,7 +577,7 @@ def inputs_from_profile(profile: Profile, rate: float, burst: int, **overrides: 
 
 def load_sweep_measurement(path: Path) -> SweepMeasurement | None:
     """The JSON scripts/sweep_scale.py writes, or None when the file is not there."""
-    if not path.is_file():
+    if not path.exists():  # (a pipe, `<(...)`, is no file but is read)
         return None
     data = json.loads(path.read_text())
     throughput = data.get("per_shard_timers_per_second") if isinstance(data, dict) else None
@@ -2522,7 +2522,7 @@ def parse_args(argv: list[str] | None = None) -> tuple[Inputs, bool, Measurement
         if given == Path("none"):  # asked for: the assumed throughput
             loaded.append(None)
             continue
-        if given is not None and not given.is_file():  # only the default may be missing
+        if given is not None and not given.exists():  # only the default may be missing
             parser.error(f"{option}: {given}: no such file (`none`: the assumed throughput)")
         try:
             loaded.append(load_sweep_measurement(given or ROOT / default))

@@ -397,6 +397,24 @@ def test_a_measurement_without_the_figure_is_a_cli_error(
     assert "per_shard_timers_per_second" in capsys.readouterr().err
 
 
+def test_a_measurement_may_come_through_a_pipe(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # `--sweep-measurement <(jq … sweep_scale.json)`: a pipe is no file, but it is read (found
+    # by review: it was refused as "no such file").
+    written = write_measurement(tmp_path / "sweep_scale.json", per_shard=500)
+    read_end, write_end = os.pipe()
+    os.write(write_end, written.read_bytes())
+    os.close(write_end)
+    pipe = f"/dev/fd/{read_end}"
+    try:
+        argv = ["--rate", "1000", "--sweep-measurement", pipe, "--sweep-measurement-recurring"]
+        data = run_json(capsys, *argv, "none")
+    finally:
+        os.close(read_end)
+    assert data["sweep_throughput_sources"]["one_off"] == f"measured: {pipe}"
+
+
 @pytest.mark.parametrize("option", ["--sweep-measurement", "--sweep-measurement-recurring"])
 def test_a_measurement_file_named_and_missing_is_a_cli_error(
     tmp_path: Path, option: str, capsys: pytest.CaptureFixture[str]
