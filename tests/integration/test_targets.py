@@ -35,6 +35,7 @@ from duetime.domain.targets import (
 )
 from duetime.targets import AwsClients, HttpDelivery, Invocation, TargetError, TargetExecutor
 from duetime.targets.aws import aws_errors
+from duetime.targets.http import _redacted
 
 SCHEDULED_MS = 1_795_237_200_123  # 2026-11-21T05:00:00.123Z
 
@@ -322,6 +323,13 @@ def test_given_a_target_echoing_a_header_in_its_reason_or_location_then_it_is_re
     error = str(caught.value)
     assert "HTTP 307 Bad key [redacted] to /login?key=[redacted]" in error
     assert "k3y-0f-the-tenant" not in error
+
+
+def test_redaction_takes_each_value_once_longest_first() -> None:
+    # (Found by review: a value inside "[redacted]" was replaced in it again: "[[redacted]]".)
+    values = ["redacted", "Bearer abcdefgh123", "short"]
+    text = "you sent redacted, Bearer abcdefgh123 and abcdefgh123; short"
+    assert _redacted(text, values) == "you sent [redacted], [redacted] and [redacted]; short"
 
 
 @pytest.mark.parametrize("host", ["127.0.0.1", "localhost", "[::ffff:127.0.0.1]"])

@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 import functools
 import http.client
+import re
 import socket
 import ssl
 import threading
@@ -265,11 +266,13 @@ def _redacted(text: str, values: Iterable[str]) -> str:
     target echoing its request would put the tenant's credentials into the run's error, the
     operator's log and the DLQ's reason (until 2026-11-30; found by an outside audit). The
     body's whitespace is folded: so are the values."""
-    secrets = {piece for value in values for piece in (" ".join(value.split()), *value.split())}
-    for secret in sorted(secrets, key=len, reverse=True):
-        if len(secret) >= MIN_REDACTED_CHARS:
-            text = text.replace(secret, "[redacted]")
-    return text
+    pieces = {piece for value in values for piece in (" ".join(value.split()), *value.split())}
+    secrets = sorted((p for p in pieces if len(p) >= MIN_REDACTED_CHARS), key=len, reverse=True)
+    if not secrets:
+        return text
+    # One pass, longest first: a value that is part of another, or of "[redacted]", is not
+    # replaced again inside what was replaced.
+    return re.sub("|".join(map(re.escape, secrets)), "[redacted]", text)
 
 
 def _read_start(response: http.client.HTTPResponse) -> str:
