@@ -168,6 +168,30 @@ def test_given_a_body_that_stops_coming_then_the_connection_is_closed_within_the
     assert api.events == []
 
 
+def test_given_a_request_dripping_a_byte_at_a_time_then_it_is_closed_at_the_timeout(
+    impatient: Gateway,
+    api: StubApi,  # noqa: F811
+) -> None:
+    # Found by an outside audit: the timeout was per read, so a client sending a byte every
+    # 50 s held a gateway thread (and its connection) for as long as it liked.
+    started = time.monotonic()
+    with socket.create_connection(("127.0.0.1", impatient.port), timeout=10) as sock:
+        sock.sendall(b"GET /health HTTP/1.1\r\nX-Drip: ")
+        closed = False
+        while time.monotonic() - started < 5 and not closed:
+            try:
+                sock.sendall(b"a")
+                sock.settimeout(0.2)
+                closed = sock.recv(1) == b""
+            except TimeoutError:
+                continue  # still open
+            except OSError:
+                closed = True
+    assert closed
+    assert time.monotonic() - started < 3  # the whole request had 1 s
+    assert api.events == []
+
+
 def test_given_a_body_shorter_than_its_length_then_400_and_the_handler_is_not_called(
     gateway: Gateway,  # noqa: F811
     api: StubApi,  # noqa: F811

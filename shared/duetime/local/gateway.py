@@ -27,10 +27,13 @@ answer becomes the HTTP response:
 from __future__ import annotations
 
 import base64
+import contextlib
 import json
 import re
+import socket
 import sys
 import threading
+import time
 import uuid
 from collections.abc import Callable, Mapping
 from email.utils import formatdate
@@ -49,8 +52,9 @@ Handler = Callable[[dict[str, Any], Any], Any]
 
 MAX_BODY_BYTES = 1024 * 1024
 _DRAIN_LIMIT_BYTES = 16 * MAX_BODY_BYTES
-# How long a connection may wait for the rest of a request (or, kept alive, for the next):
-# then it is closed, so a client that stops sending holds no thread.
+# How long a connection may take to send a whole request (or, kept alive, to wait for the
+# next and send it): then it is closed, so a client that stops sending, or sends a byte at a
+# time, holds no thread.
 READ_TIMEOUT_SECONDS = 60.0
 PUBLIC_ROUTES = frozenset({("GET", "/health"), ("GET", "/openapi.json")})
 # Connections the kernel holds for the accept loop (capped by net.core.somaxconn, 4096 on
@@ -102,6 +106,9 @@ class Gateway:
         self._server = _Server((host, port), _RequestHandler, self)
         self._thread: threading.Thread | None = None
         self.stopping = threading.Event()  # from then on a request gets 503 (keep-alive ones)
+        # The connections reading a request, and until when they may (`_reap`).
+        self._reading: dict[socket.socket, float] = {}
+        self._reading_lock = threading.Lock()
 
     @property
     def port(self) -> int:
@@ -116,6 +123,32 @@ class Gateway:
             target=self._server.serve_forever, kwargs={"poll_interval": 0.05}, name="gateway"
         )
         self._thread.start()
+        threading.Thread(target=self._reap, name="gateway reaper", daemon=True).start()
+
+    def reading(self, connection: socket.socket, reading: bool) -> float:
+        """`connection` starts reading a request (its deadline, returned, is from now), or is
+        done: no longer closed at it."""
+        deadline = time.monotonic() + self.read_timeout_seconds
+        with self._reading_lock:
+            if reading:
+                self._reading[connection] = deadline
+            else:
+                self._reading.pop(connection, None)
+        return deadline
+
+    def _reap(self) -> None:
+        """Close the connections past their deadline: the socket's timeout bounds each read,
+        not the request (a byte every 50 s held a thread for ever until 2026-11-30: found by
+        an outside audit)."""
+        while not self.stopping.wait(min(0.25, self.read_timeout_seconds / 4)):
+            now = time.monotonic()
+            with self._reading_lock:
+                late = [c for c, deadline in self._reading.items() if deadline < now]
+                for connection in late:
+                    del self._reading[connection]
+            for connection in late:
+                with contextlib.suppress(OSError):  # gone already
+                    connection.shutdown(socket.SHUT_RDWR)
 
     def stop(self) -> None:
         self.stopping.set()
@@ -152,6 +185,7 @@ class _RequestHandler(BaseHTTPRequestHandler):
     server: _Server
     protocol_version = "HTTP/1.1"  # keep-alive: every response carries Content-Length
     server_version = "duetime-local-gateway"
+    _deadline = 0.0  # when the request being read must have arrived (handle_one_request)
 
     def do_GET(self) -> None:
         self._serve()
@@ -166,6 +200,14 @@ class _RequestHandler(BaseHTTPRequestHandler):
     def setup(self) -> None:
         super().setup()
         self.connection.settimeout(self.server.gateway.read_timeout_seconds)  # for each read
+
+    def handle_one_request(self) -> None:
+        gateway = self.server.gateway
+        self._deadline = gateway.reading(self.connection, True)  # the whole request, by then
+        try:
+            super().handle_one_request()
+        finally:
+            gateway.reading(self.connection, False)
 
     def log_message(self, format: str, *args: Any) -> None:
         """No access log on stderr (the terminal shows the live figures)."""
@@ -187,6 +229,11 @@ class _RequestHandler(BaseHTTPRequestHandler):
 
     def _serve(self) -> None:
         gateway = self.server.gateway
+        if time.monotonic() >= self._deadline:
+            # Past its deadline its connection is being closed (`Gateway._reap`), and what was
+            # read may be cut anywhere, an end of headers included: nobody to answer.
+            self.close_connection = True
+            return
         request_id = base64.b64encode(uuid.uuid4().bytes[:10]).decode()
         url = urlsplit(self.path)
         path = url.path or "/"
@@ -200,6 +247,7 @@ class _RequestHandler(BaseHTTPRequestHandler):
             return
         try:
             body = self._read_body()
+            gateway.reading(self.connection, False)  # read: the API's own time is not the client's
         except TimeoutError:  # the request never ended: nobody to answer
             self.close_connection = True
             return
@@ -312,9 +360,10 @@ class _RequestHandler(BaseHTTPRequestHandler):
         # Past 16 digits it is too large unconverted (int() refuses over 4,300 digits).
         size = int(length) if len(length.lstrip("0")) <= 16 else _DRAIN_LIMIT_BYTES + 1
         if size > self.server.gateway.max_body_bytes:
-            # Read (a bounded amount of) what the client sends, so that it gets to read the
-            # 413 rather than a connection reset.
-            _drain(self.rfile, min(size, _DRAIN_LIMIT_BYTES))
+            # Read (a bounded amount of) what the client sends, until the request's deadline,
+            # so that it gets to read the 413 rather than a connection reset.
+            self.server.gateway.reading(self.connection, False)  # (answered, not closed)
+            _drain(self.rfile, min(size, _DRAIN_LIMIT_BYTES), self._deadline)
             raise self._too_large()
         body = self.rfile.read(size)
         if len(body) < size:
@@ -395,10 +444,10 @@ def _invalid(field: str, message: str) -> _Refused:
     return _Refused(HTTPStatus.BAD_REQUEST, "invalid", message, field)
 
 
-def _drain(stream: Any, size: int) -> None:
+def _drain(stream: Any, size: int, deadline: float) -> None:
     try:
-        while size > 0:
-            chunk = stream.read(min(size, 65_536))
+        while size > 0 and time.monotonic() < deadline:
+            chunk = stream.read1(min(size, 65_536))
             if not chunk:
                 return
             size -= len(chunk)
