@@ -80,3 +80,15 @@ def test_the_endpoint_file_is_replaced_whole_never_rewritten_in_place(tmp_path: 
         assert json.loads(reader.read())["endpoint_url"] == "http://127.0.0.1:1"
     assert read_local_endpoint(tmp_path) == LocalEndpoint("http://127.0.0.1:2", "us-east-1", "b-2")
     assert sorted(p.name for p in tmp_path.iterdir()) == ["local.json"]  # no draft left
+
+
+def test_a_key_file_others_may_read_is_refused_as_ssh_refuses_such_a_key(tmp_path: Path) -> None:
+    # Found by an outside audit: a key file of any mode was used, so a key copied in with 0644
+    # let every user of the machine sign tokens for any tenant of the stack.
+    key, _ = load_or_create_key(tmp_path)
+    path = tmp_path / "jwt-hs256.key"
+    path.chmod(0o644)
+    with pytest.raises(KeyFileError, match=r"open to other users \(mode 0644\): chmod 600"):
+        load_or_create_key(tmp_path)
+    path.chmod(0o600)
+    assert load_or_create_key(tmp_path) == (key, False)

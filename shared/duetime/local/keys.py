@@ -11,6 +11,7 @@ from __future__ import annotations
 import os
 import re
 import secrets
+import stat
 from pathlib import Path
 from typing import Any
 
@@ -97,9 +98,15 @@ def message_key(state_dir: Path = DEFAULT_STATE_DIR) -> str:
 
 def _read_key(path: Path) -> bytes:
     try:
+        mode = stat.S_IMODE(path.stat().st_mode)
         key = path.read_bytes().strip()
     except OSError as exc:
         raise KeyFileError(f"cannot read the signing key {path}: {exc.strerror}") from None
+    if mode & 0o077:  # whoever reads it signs tokens for any tenant (refused as ssh does)
+        raise KeyFileError(
+            f"the signing key {path} is open to other users (mode {mode:04o}): chmod 600 "
+            "it, or delete it and a new one is created"
+        )
     if len(key) < _MIN_KEY_BYTES:
         raise KeyFileError(
             f"the signing key {path} is shorter than {_MIN_KEY_BYTES} bytes: "
