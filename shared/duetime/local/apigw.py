@@ -1,16 +1,104 @@
 """What API Gateway's HTTP API does around a function, as the local gateway reproduces it: the
-claims as strings in the event, the function's payload 2.0 answer read into a response, which
-bodies travel as text."""
+payload 2.0 event of a request (claims as strings in it), the function's payload 2.0 answer
+read into a response, which bodies travel as text."""
 
 from __future__ import annotations
 
 import base64
 import binascii
 import json
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from email.utils import formatdate
 from typing import Any
+from urllib.parse import parse_qsl
 
+from duetime.clock import wall_ms
+from duetime.local.keys import scopes_of
+
+ACCOUNT_ID = "123456789012"
+API_ID = "duetime-local"
 _TEXT_TYPES = ("text/", "application/json", "application/xml", "application/x-www-form")
+
+
+@dataclass(frozen=True)
+class Request:
+    """What the gateway read of a request, besides its headers and body."""
+
+    method: str
+    path: str
+    query: str
+    protocol: str  # HTTP/1.1
+    source_ip: str
+
+
+def request_event(
+    request: Request,
+    raw_headers: Iterable[tuple[str, str]],
+    body: bytes,
+    claims: Mapping[str, Any] | None,
+    *,
+    route_key: str,
+    request_id: str,
+) -> dict[str, Any]:
+    """The payload 2.0 event API Gateway gives the function for a request: repeated headers
+    and query parameters joined by commas, cookies apart, claims as strings, a body as text
+    when its type is text and it is UTF-8 (else base64)."""
+    headers: dict[str, str] = {}
+    for raw_name, value in raw_headers:
+        name = raw_name.lower()
+        headers[name] = f"{headers[name]},{value}" if name in headers else value
+    cookie_header = headers.pop("cookie", None)
+    now_ms = wall_ms()
+    context: dict[str, Any] = {
+        "accountId": ACCOUNT_ID,
+        "apiId": API_ID,
+        "domainName": headers.get("host", ""),
+        "domainPrefix": headers.get("host", "").split(".")[0],
+        "http": {
+            "method": request.method,
+            "path": request.path,
+            "protocol": request.protocol,
+            "sourceIp": request.source_ip,
+            "userAgent": headers.get("user-agent", ""),
+        },
+        "requestId": request_id,
+        "routeKey": route_key,
+        "stage": "$default",
+        "time": formatdate(now_ms / 1000, usegmt=True),
+        "timeEpoch": now_ms,
+    }
+    if claims is not None:
+        context["authorizer"] = {
+            "jwt": {"claims": claim_strings(claims), "scopes": scopes_of(claims)}
+        }
+    event: dict[str, Any] = {
+        "version": "2.0",
+        "routeKey": route_key,
+        "rawPath": request.path,
+        "rawQueryString": request.query,
+        "headers": headers,
+        "requestContext": context,
+        "isBase64Encoded": False,
+    }
+    if cookie_header:
+        event["cookies"] = [c.strip() for c in cookie_header.split(";") if c.strip()]
+    if request.query:
+        params: dict[str, str] = {}
+        for name, value in parse_qsl(request.query, keep_blank_values=True):
+            params[name] = f"{params[name]},{value}" if name in params else value
+        event["queryStringParameters"] = params
+    if body:
+        if is_text(headers.get("content-type", "")):
+            try:
+                event["body"] = body.decode()
+            except UnicodeDecodeError:
+                event["body"] = base64.b64encode(body).decode()
+                event["isBase64Encoded"] = True
+        else:
+            event["body"] = base64.b64encode(body).decode()
+            event["isBase64Encoded"] = True
+    return event
 
 
 def response_parts(result: Any) -> tuple[int, dict[str, str], list[str], bytes]:

@@ -36,15 +36,13 @@ import threading
 import time
 import uuid
 from collections.abc import Callable, Mapping
-from email.utils import formatdate
 from http import HTTPStatus
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
-from urllib.parse import parse_qsl, urlsplit
+from urllib.parse import urlsplit
 
-from duetime.clock import wall_ms
-from duetime.local.apigw import claim_strings, content_length, is_text, response_parts
-from duetime.local.keys import InvalidToken, bearer_token, scopes_of, verify_token
+from duetime.local.apigw import Request, content_length, request_event, response_parts
+from duetime.local.keys import InvalidToken, bearer_token, verify_token
 from duetime.local.lambda_runtime import FakeContext
 from duetime.observability import logger
 
@@ -60,8 +58,6 @@ PUBLIC_ROUTES = frozenset({("GET", "/health"), ("GET", "/openapi.json")})
 # Connections the kernel holds for the accept loop (capped by net.core.somaxconn, 4096 on
 # current Linux). At 5, 16 clients connecting at once overflowed it: one got a reset.
 LISTEN_BACKLOG = 1024
-ACCOUNT_ID = "123456789012"
-API_ID = "duetime-local"
 # Content types delivered as text; anything else arrives base64-encoded, as API Gateway does.
 _CHUNK_SIZE = re.compile(rb"[0-9A-Fa-f]{1,8}")  # at most 4 GiB a chunk: past any limit
 
@@ -264,7 +260,14 @@ class _RequestHandler(BaseHTTPRequestHandler):
                 self._error(HTTPStatus.UNAUTHORIZED, "unauthorized", str(exc), request_id)
                 return
 
-        event = self._event(path, url.query, body, claims, public, request_id)
+        event = request_event(
+            Request(self.command, path, url.query, self.request_version, self.client_address[0]),
+            self.headers.items(),
+            body,
+            claims,
+            route_key=f"{self.command} {path}" if public else "$default",
+            request_id=request_id,
+        )
         try:
             result = gateway.handler(event, FakeContext(function_name="duetime-api"))
             status, headers, cookies, payload = response_parts(result)
@@ -273,71 +276,6 @@ class _RequestHandler(BaseHTTPRequestHandler):
             self._error(HTTPStatus.INTERNAL_SERVER_ERROR, "internal", "internal error", request_id)
             return
         self._send(status, headers, cookies, payload, request_id)
-
-    def _event(
-        self,
-        path: str,
-        query: str,
-        body: bytes,
-        claims: dict[str, Any] | None,
-        public: bool,
-        request_id: str,
-    ) -> dict[str, Any]:
-        headers: dict[str, str] = {}
-        for raw_name, value in self.headers.items():
-            name = raw_name.lower()
-            headers[name] = f"{headers[name]},{value}" if name in headers else value
-        cookie_header = headers.pop("cookie", None)
-        now_ms = wall_ms()
-        context: dict[str, Any] = {
-            "accountId": ACCOUNT_ID,
-            "apiId": API_ID,
-            "domainName": headers.get("host", ""),
-            "domainPrefix": headers.get("host", "").split(".")[0],
-            "http": {
-                "method": self.command,
-                "path": path,
-                "protocol": self.request_version,
-                "sourceIp": self.client_address[0],
-                "userAgent": headers.get("user-agent", ""),
-            },
-            "requestId": request_id,
-            "routeKey": f"{self.command} {path}" if public else "$default",
-            "stage": "$default",
-            "time": formatdate(now_ms / 1000, usegmt=True),
-            "timeEpoch": now_ms,
-        }
-        if claims is not None:
-            context["authorizer"] = {
-                "jwt": {"claims": claim_strings(claims), "scopes": scopes_of(claims)}
-            }
-        event: dict[str, Any] = {
-            "version": "2.0",
-            "routeKey": context["routeKey"],
-            "rawPath": path,
-            "rawQueryString": query,
-            "headers": headers,
-            "requestContext": context,
-            "isBase64Encoded": False,
-        }
-        if cookie_header:
-            event["cookies"] = [c.strip() for c in cookie_header.split(";") if c.strip()]
-        if query:
-            params: dict[str, str] = {}
-            for name, value in parse_qsl(query, keep_blank_values=True):
-                params[name] = f"{params[name]},{value}" if name in params else value
-            event["queryStringParameters"] = params
-        if body:
-            if is_text(headers.get("content-type", "")):
-                try:
-                    event["body"] = body.decode()
-                except UnicodeDecodeError:
-                    event["body"] = base64.b64encode(body).decode()
-                    event["isBase64Encoded"] = True
-            else:
-                event["body"] = base64.b64encode(body).decode()
-                event["isBase64Encoded"] = True
-        return event
 
     def _read_body(self) -> bytes:
         """The request body, framed by one Content-Length or by chunks, never both (RFC 9112

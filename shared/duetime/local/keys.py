@@ -12,6 +12,7 @@ import os
 import re
 import secrets
 import stat
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -182,7 +183,7 @@ def verify_token(token: str, key: bytes) -> dict[str, Any]:
     return claims
 
 
-def scopes_of(claims: dict[str, Any]) -> list[str] | None:
+def scopes_of(claims: Mapping[str, Any]) -> list[str] | None:
     """Scopes as API Gateway reports them: from `scope` (space-separated) or `scp`."""
     raw = claims.get("scope", claims.get("scp"))
     if isinstance(raw, str):
