@@ -20,11 +20,18 @@ async function call(method, path, { body, headers = {} } = {}) {
   }
   const reply = await fetch(path, init);
   const text = await reply.text();
-  const json = text ? JSON.parse(text) : null;
+  // An answer that is not JSON (a proxy's HTML page) is its status alone: until 2026-11-30 the
+  // parser's own words were shown, and a 401 in HTML signed nobody out (an outside audit).
+  let json = null;
+  try { json = text ? JSON.parse(text) : null; } catch { if (reply.ok) throw new ApiError(reply.status, null); }
   // A refused token signs its user out; a 401 for a token replaced since (another user signed
   // in while the request was on its way) concerns nobody signed in now.
   if (reply.status === 401 && currentToken() === token) {
-    signOut("Your token was refused or has expired: sign in again.");
+    // The view's own error then says what the sign-in page says (on AWS the authorizer's
+    // answer is `{"message": "Unauthorized"}`: it showed "HTTP 401").
+    const reason = "Your token was refused or has expired: sign in again.";
+    signOut(reason);
+    throw new ApiError(401, { error: { code: "unauthorized", message: reason } });
   }
   if (!reply.ok) throw new ApiError(reply.status, json);
   return { json, etag: reply.headers.get("ETag") };

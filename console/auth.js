@@ -36,8 +36,8 @@ export function signOut(reason = "") {
 export function claims(token = currentToken()) {
   try {
     const [, payload] = (token || "").split(".");
-    const json = atob(payload.replace(/-/g, "+").replace(/_/g, "/"));
-    return JSON.parse(json);
+    const bytes = Uint8Array.from(atob(payload.replace(/-/g, "+").replace(/_/g, "/")), (c) => c.charCodeAt(0));
+    return JSON.parse(new TextDecoder().decode(bytes)); // UTF-8 ("Zürich" read as "ZÃ¼rich" before)
   } catch {
     return null;
   }
@@ -65,7 +65,12 @@ async function discovery() {
   const issuer = config.issuer.replace(/\/$/, "");
   const reply = await fetch(`${issuer}/.well-known/openid-configuration`);
   if (!reply.ok) throw new Error(`OpenID discovery failed: HTTP ${reply.status}`);
-  return reply.json();
+  const meta = await reply.json();
+  // OpenID Connect Discovery §4.3: the document names the issuer asked for, exactly.
+  if (String(meta.issuer || "").replace(/\/$/, "") !== issuer) {
+    throw new Error("OpenID discovery names another issuer than the console's: sign-in stopped.");
+  }
+  return meta;
 }
 
 /** The console's one address (register it at the identity provider as the redirect URI). */
@@ -126,6 +131,11 @@ export async function completeOidcSignIn() {
   });
   if (!reply.ok) throw new Error(`The identity provider refused the code: HTTP ${reply.status}`);
   const tokens = await reply.json();
+  // The API's authorizer takes JWTs only: an opaque access token (or none) would sign in a
+  // user every call then signs out (until 2026-11-30 it was stored as given).
+  if (typeof tokens.access_token !== "string" || !claims(tokens.access_token)) {
+    throw new Error("The identity provider's access token is not a JWT, which the API needs (docs/console.md).");
+  }
   sessionStorage.setItem(TOKEN, tokens.access_token);
   return true;
 }

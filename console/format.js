@@ -18,6 +18,24 @@ export function instant(value, timeZone = undefined) {
   return `${part("year")}-${part("month")}-${part("day")} ${part("hour")}:${part("minute")}:${part("second")} ${part("timeZoneName")}`;
 }
 
+// Bidirectional controls reorder the text after them on screen (a stored "0001 USD" showed as
+// "1000 USD"): JSON shows them escaped, which is the same JSON (found by an outside audit).
+const BIDI = /[\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]/g;
+
+/** `value` as JSON for the screen (and the form): bidirectional controls escaped. */
+export function json(value, space = undefined) {
+  const text = JSON.stringify(value, null, space) ?? "";
+  return text.replace(BIDI, (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, "0")}`);
+}
+
+/** A job's target for its page: its headers' values hidden (credentials, often, and pages get
+ * shared and screenshotted); the edit form shows them. */
+export function shownTarget(target) {
+  if (!target?.headers || !Object.keys(target.headers).length) return json(target);
+  const hidden = Object.fromEntries(Object.keys(target.headers).map((name) => [name, "••••••"]));
+  return json({ ...target, headers: hidden });
+}
+
 export function duration(ms) {
   if (ms === null || ms === undefined) return "—";
   const abs = Math.abs(ms);

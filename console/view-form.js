@@ -2,7 +2,7 @@
 // API names (error.field), and a live preview of the next occurrences (POST /schedules/preview).
 import { api, ApiError } from "./api.js";
 import { append, clear, h, notify, notifyNext } from "./dom.js";
-import { describeSchedule, instant, viewerZone } from "./format.js";
+import { describeSchedule, instant, json, viewerZone } from "./format.js";
 
 const KINDS = { cron: "Cron expression", rate: "Every N seconds", at: "Once, at an instant",
   delay: "Once, after a delay", after: "After another job's runs" };
@@ -213,7 +213,7 @@ export function formView(main, job = null, etag = null) {
     h("fieldset", {}, h("legend", {}, "Schedule"), scheduleBox,
       h("section.preview", { "aria-labelledby": "preview-title" }, h("h2#preview-title", {}, "Next occurrences"), previewNote, preview)),
     h("fieldset", {}, h("legend", {}, "Target"), targetBox,
-      field("payload", "Payload (JSON, optional)", h("textarea", { rows: 3, value: job?.payload == null ? "" : JSON.stringify(job.payload) }))),
+      field("payload", "Payload (JSON, optional)", h("textarea", { rows: 3, value: job?.payload == null ? "" : json(job.payload) }))),
     formError,
     h("div.actions", {}, h("button.primary#save", { type: "submit" }, job ? "Save changes" : "Create job"),
       h("a.button", { href: job ? `#/jobs/${encodeURIComponent(job.id)}` : "#/jobs" }, "Cancel")));

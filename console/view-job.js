@@ -3,7 +3,7 @@
 import { api, ApiError } from "./api.js";
 import { latenessChart } from "./chart.js";
 import { append, clear, definitions, h, notify } from "./dom.js";
-import { attention, describeSchedule, duration, instant, viewerZone } from "./format.js";
+import { attention, describeSchedule, duration, instant, json, shownTarget, viewerZone } from "./format.js";
 
 const RUNS_REFRESH_MS = 3000;
 
@@ -49,7 +49,7 @@ export async function jobView(main, id) {
     definitions([
       ["Id", h("code", {}, job.id)], ["Schedule", describeSchedule(job.schedule)],
       ["Next run", h("span#next-run", { dataset: { instant: job.next_run_at ?? "" } }, instant(job.next_run_at, zone), " · ", instant(job.next_run_at))],
-      ["Target", h("code", {}, JSON.stringify(job.target))], ["Payload", h("code", {}, JSON.stringify(job.payload))],
+      ["Target", h("code#job-target", {}, shownTarget(job.target))], ["Payload", h("code#job-payload", {}, json(job.payload))],
       ["Tags", Object.entries(job.tags || {}).map(([k, v]) => h("span.tag", {}, `${k}:${v}`))],
       ["Description", job.description], ["Priority", job.priority], ["Runtime", job.runtime],
       ["Retry", `${job.retry.max_attempts} attempts, backoff ${job.retry.backoff_seconds}–${job.retry.max_backoff_seconds} s`],

@@ -57,6 +57,7 @@ class FakeIdp:
     token: Callable[[], str]  # the access token it hands out
     url: str = ""
     tamper_state: bool = False
+    issuer: str = ""  # the issuer its discovery document names ("": its own URL)
     authorizations: list[Authorization] = field(default_factory=list)
     exchanges: list[Exchange] = field(default_factory=list)
     _challenges: dict[str, tuple[str, str]] = field(default_factory=dict)  # code: challenge, uri
@@ -110,7 +111,7 @@ class FakeIdp:
 
     def discovery(self) -> dict[str, Any]:
         return {
-            "issuer": self.url,
+            "issuer": self.issuer or self.url,
             "authorization_endpoint": f"{self.url}/authorize",
             "token_endpoint": f"{self.url}/token",
             "response_types_supported": ["code"],

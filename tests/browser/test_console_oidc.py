@@ -164,3 +164,40 @@ def test_a_tampered_state_is_refused(page: Page, oidc: Setup) -> None:
     assert stored(page, "sessionStorage", "duetime.token") is None
     assert len(idp.exchanges) == exchanges
     assert "code=" not in page.driver.current_url
+
+
+@pytest.mark.parametrize("token", ["ya29.an-opaque-access-token", ""])
+def test_an_access_token_that_is_not_a_jwt_is_refused_not_stored(
+    page: Page, oidc: Setup, token: str
+) -> None:
+    # Found by an outside audit: the console stored whatever came back (a missing token as
+    # "undefined"), and the API's JWT authorizer then refused every call.
+    idp = oidc.idp
+    fresh_start(page)
+    issue, idp.token = idp.token, lambda: token
+    try:
+        page.find("#main button.primary").click()
+        notice = page.find("#notice .notice.error", timeout=30)
+    finally:
+        idp.token = issue
+    assert "access token is not a JWT" in notice.text
+    assert stored(page, "sessionStorage", "duetime.token") is None
+    assert page.find("#main button.primary").text == "Sign in"
+
+
+def test_a_discovery_document_naming_another_issuer_stops_the_sign_in(
+    page: Page, oidc: Setup
+) -> None:
+    # OpenID Connect Discovery 4.3: the document must name the issuer asked for (found by an
+    # outside audit: any was taken, and its endpoints used).
+    idp = oidc.idp
+    asked = len(idp.authorizations)
+    fresh_start(page)
+    idp.issuer = "https://elsewhere.example"
+    try:
+        page.find("#main button.primary").click()
+        notice = page.find("#notice .notice.error", timeout=30)
+    finally:
+        idp.issuer = ""
+    assert "names another issuer" in notice.text
+    assert len(idp.authorizations) == asked  # never sent there
