@@ -64,6 +64,10 @@ def site(tmp_path: Path) -> ConsoleSettings:
     (root / "app.js").write_text("export const a = 1;\n")
     (root / "logo.png").write_bytes(b"\x89PNG\r\n\x1a\n\x00\xff")
     (root / "nested" / "inner.js").write_text("export {};\n")
+    # Hidden files, which the AWS package leaves out: served locally until 2026-11-30 (found
+    # by an outside audit).
+    (root / ".hidden.js").write_text("export const secret = 1;\n")
+    (root / ".env.json").write_text('{"secret": true}')
     (tmp_path / "secret.json").write_text('{"secret": true}')
     (tmp_path / "pyproject.toml").write_text("[secret]")
     return ConsoleSettings(directory=root)
@@ -117,6 +121,7 @@ def test_each_file_has_its_type_and_a_short_cache(console: Console, site: Consol
         "/console/nested",
         "/console/missing.js",
         "/console/.hidden.js",
+        "/console/.env.json",
         "/console/%00app.js",
         "/console/a/b",
         "/console/x/",

@@ -88,8 +88,9 @@ def config_json(settings: ConsoleSettings) -> dict[str, str]:
 
 def console_file(directory: Path, name: str) -> Path | None:
     """The file `name` of the flat console directory, or None. The name is compared with the
-    directory's listing, so no request can name anything outside it."""
-    if Path(name).suffix not in CONTENT_TYPES:
+    directory's listing, so no request can name anything outside it. Hidden files are not
+    served, as the AWS package leaves them out."""
+    if Path(name).suffix not in CONTENT_TYPES or name.startswith("."):
         return None
     try:
         entries = {entry.name: entry for entry in directory.iterdir()}
