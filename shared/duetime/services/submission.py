@@ -149,11 +149,8 @@ class Submission:
                 "use the fargate runtime for longer jobs",
             )
         # A job may not reach duetime's own queues, topics, functions, nor another tenant's.
-        target = spec.target
-        settings = self._settings
-        refused = settings.own_resources().refusal(target) or settings.tenant_targets().refusal(
-            target, tenant
-        )
+        own, scoped = self._settings.own_resources(), self._settings.tenant_targets()
+        refused = own.refusal(spec.target) or scoped.refusal(spec.target, tenant)
         if refused is not None:
             raise ValidationError(f"target.{refused[0]}", refused[1])
         return self._deps.check(tenant, schedule, old)
