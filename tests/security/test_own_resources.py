@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from duetime.domain.jobs import JobStatus, Priority, Runtime, parse_job_spec
+from duetime.domain.jobs import Job, JobStatus, Priority, Runtime, parse_job_spec
 from duetime.domain.runs import RunStatus
 from duetime.domain.targets import (
     EventBridgeTarget,
@@ -94,20 +94,26 @@ def test_given_duetimes_own_run_queue_as_an_sqs_target_then_submission_is_a_400(
     assert api.job_items() == []
 
 
+def stored_with(engine: Engine, target: Target) -> Job:
+    """A job due now (3 attempts) of tenant-a's that targets `target`, stored as by an older
+    version that did not check: a handler job, re-targeted in place."""
+    job_id = engine.submit({"schedule": {"delay_seconds": 0}, "retry": {"max_attempts": 3}})
+    job = engine.parts.jobs.get("tenant-a", job_id)
+    assert job is not None
+    spec: Any = dataclasses.replace(job.spec, target=target)
+    engine.parts.jobs.replace(dataclasses.replace(job, spec=spec), expected=job)
+    return job
+
+
 def test_given_a_stored_job_targeting_a_run_queue_then_execution_refuses_it_without_retries(
     engine: Engine,
 ) -> None:
     victim_queue = engine.aws.settings.queue(Runtime.LAMBDA, Priority.HIGH).url
-    # Stored as by an older version that did not check: a handler job, re-targeted in place.
-    job_id = engine.submit({"schedule": {"delay_seconds": 0}, "retry": {"max_attempts": 3}})
-    job = engine.parts.jobs.get("tenant-a", job_id)
-    assert job is not None
-    spec: Any = dataclasses.replace(job.spec, target=SqsTarget(victim_queue))
-    engine.parts.jobs.replace(dataclasses.replace(job, spec=spec), expected=job)
+    job = stored_with(engine, SqsTarget(victim_queue))
 
     engine.drain()
 
-    run = engine.parts.runs.get(job_id, job.created_ms)
+    run = engine.parts.runs.get(job.id, job.created_ms)
     assert run is not None
     assert run.status == RunStatus.FAILED
     assert len(run.attempts) == 1  # not retryable: no second attempt

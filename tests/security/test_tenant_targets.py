@@ -29,6 +29,7 @@ from duetime.settings import Env, Settings
 from tests.conftest import Aws
 from tests.integration.conftest import Engine
 from tests.integration.test_api import Api
+from tests.security.test_own_resources import stored_with
 
 SCOPED = TenantTargets("{tenant}-*")
 SQS = "https://sqs.us-east-1.amazonaws.com/123456789012/"
@@ -174,16 +175,11 @@ def test_a_job_stored_before_the_pattern_is_refused_at_its_run_and_sends_nothing
     engine: Engine,
 ) -> None:
     theirs = engine.aws.sqs.create_queue(QueueName="tenant-b-orders")["QueueUrl"]
-    # Stored as before the pattern was set: a handler job, re-targeted in place.
-    job_id = engine.submit({"schedule": {"delay_seconds": 0}, "retry": {"max_attempts": 3}})
-    job = engine.parts.jobs.get("tenant-a", job_id)
-    assert job is not None
-    spec: Any = dataclasses.replace(job.spec, target=SqsTarget(theirs))
-    engine.parts.jobs.replace(dataclasses.replace(job, spec=spec), expected=job)
+    job = stored_with(engine, SqsTarget(theirs))  # as before the pattern was set
 
     engine.drain()
 
-    run = engine.parts.runs.get(job_id, job.created_ms)
+    run = engine.parts.runs.get(job.id, job.created_ms)
     assert run is not None
     assert run.status == RunStatus.FAILED
     assert len(run.attempts) == 1  # not retryable: no second attempt
