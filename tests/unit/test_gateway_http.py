@@ -291,6 +291,9 @@ def test_given_a_request_http_server_refuses_itself_then_4xx_in_the_api_shape(
     answer = send_raw(gateway, head)
     assert answer.status == status
     assert answer.headers["content-type"] == "application/json"
+    # As every answer of the API (found by an outside audit: the gateway's own had no nosniff)
+    assert answer.headers["x-content-type-options"] == "nosniff"
+    assert answer.headers["cache-control"] == "no-store"
     assert answer.json()["error"]["code"] == code
     assert answer.closed
 

@@ -346,7 +346,11 @@ class _RequestHandler(BaseHTTPRequestHandler):
         request_id: str,
         field: str | None = None,
     ) -> None:
-        headers = {"content-type": "application/json", "cache-control": "no-store"}
+        headers = {
+            "content-type": "application/json",
+            "cache-control": "no-store",
+            "x-content-type-options": "nosniff",  # as the API's answers
+        }
         if self.close_connection:
             headers["connection"] = "close"
         if status == HTTPStatus.UNAUTHORIZED:
