@@ -1,6 +1,6 @@
 // The console's entry point: sign-in state, hash routing and navigation.
 //   #/jobs[?status=&tag=&name_prefix=]   #/jobs/<id>   #/jobs/<id>/edit   #/new   #/system
-import { claims, completeOidcSignIn, currentToken, loadConfig, onSignOut, signOut } from "./auth.js";
+import { claims, completeOidcSignIn, currentToken, loadConfig, onSignOut, signOutEverywhere } from "./auth.js";
 import { clear, h, notify, takeCarried } from "./dom.js";
 import { formView } from "./view-form.js";
 import { editView, jobView } from "./view-job.js";
@@ -69,7 +69,7 @@ onSignOut((reason) => {
   render();
 });
 
-document.getElementById("sign-out").addEventListener("click", () => signOut());
+document.getElementById("sign-out").addEventListener("click", () => signOutEverywhere());
 // A notice belongs to the page it was given on: moving to another clears it (and shows the
 // one given for the next page, if any: "Job updated.").
 window.addEventListener("hashchange", () => {

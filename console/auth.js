@@ -4,6 +4,7 @@
 // Tokens live in sessionStorage only: gone when the tab closes, never in localStorage or a cookie.
 
 const TOKEN = "duetime.token";
+const ID_TOKEN = "duetime.id_token"; // OIDC: handed back to the provider at sign-out only
 const VERIFIER = "duetime.pkce.verifier";
 const STATE = "duetime.pkce.state";
 const RETURN_TO = "duetime.pkce.return";
@@ -29,7 +30,24 @@ export function signInWithToken(token) {
 
 export function signOut(reason = "") {
   sessionStorage.removeItem(TOKEN);
+  sessionStorage.removeItem(ID_TOKEN);
   for (const listener of listeners) listener(reason);
+}
+
+/** The "Sign out" button: the tab's tokens go, and with OpenID Connect the provider's session
+ * too, when its discovery names an end_session_endpoint (RP-initiated logout 1.0; until
+ * 2026-11-30 the provider's session stayed open: the next "Sign in" on a shared computer went
+ * straight through; found by an outside audit). The provider sends the browser back here. */
+export async function signOutEverywhere() {
+  const idToken = sessionStorage.getItem(ID_TOKEN);
+  signOut();
+  if (config.auth !== "oidc") return;
+  let end = null;
+  try { end = (await discovery()).end_session_endpoint; } catch { /* signed out here at least */ }
+  if (typeof end !== "string" || !/^https?:\/\//.test(end)) return;
+  const params = new URLSearchParams({ client_id: config.client_id, post_logout_redirect_uri: redirectUri() });
+  if (idToken) params.set("id_token_hint", idToken);
+  location.assign(`${end}?${params}`);
 }
 
 /** The token's claims, decoded for display only (the API verifies the token, not us). */
@@ -137,5 +155,6 @@ export async function completeOidcSignIn() {
     throw new Error("The identity provider's access token is not a JWT, which the API needs (docs/console.md).");
   }
   sessionStorage.setItem(TOKEN, tokens.access_token);
+  if (typeof tokens.id_token === "string") sessionStorage.setItem(ID_TOKEN, tokens.id_token);
   return true;
 }

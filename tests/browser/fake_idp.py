@@ -7,7 +7,10 @@ on 127.0.0.1 at a free port, with no login page (`/authorize` answers at once).
   redirects to `redirect_uri?code=...&state=...` (`tamper_state`: with another state);
 - `POST /token` (form): grant_type=authorization_code, the code (once only), the same redirect
   URI and client id, and a code_verifier with BASE64URL(SHA256(verifier)) == the challenge;
-  answers `{"access_token": token(), "token_type": "Bearer", "expires_in": ...}`.
+  answers `{"access_token": token(), "id_token": ..., "token_type": "Bearer", "expires_in":
+  ...}`;
+- `GET /logout` (its `end_session_endpoint`): records the parameters and redirects to the
+  registered URI when `post_logout_redirect_uri` is it.
 
 Discovery and token answers carry CORS headers for the console's origin, as an identity
 provider that serves single-page apps does. What it saw is kept in `authorizations` and
@@ -60,6 +63,8 @@ class FakeIdp:
     issuer: str = ""  # the issuer its discovery document names ("": its own URL)
     authorizations: list[Authorization] = field(default_factory=list)
     exchanges: list[Exchange] = field(default_factory=list)
+    logouts: list[dict[str, str]] = field(default_factory=list)  # GET /logout's parameters
+    id_tokens: list[str] = field(default_factory=list)  # the id tokens handed out
     _challenges: dict[str, tuple[str, str]] = field(default_factory=dict)  # code: challenge, uri
     _lock: threading.Lock = field(default_factory=threading.Lock)
 
@@ -107,13 +112,31 @@ class FakeIdp:
             self.exchanges.append(Exchange(dict(form), not reason, reason, token))
         if reason:
             return 400, {"error": reason.split(":")[0], "error_description": reason}
-        return 200, {"access_token": token, "token_type": "Bearer", "expires_in": EXPIRES_IN}
+        id_token = f"id-{secrets.token_urlsafe(12)}"  # (not a JWT: the console only hands it back)
+        with self._lock:
+            self.id_tokens.append(id_token)
+        return 200, {
+            "access_token": token,
+            "id_token": id_token,
+            "token_type": "Bearer",
+            "expires_in": EXPIRES_IN,
+        }
+
+    def logout(self, params: dict[str, str]) -> tuple[int, dict[str, str], str]:
+        """(status, headers, body) for GET /logout (RP-initiated logout): back to the
+        registered URI only."""
+        with self._lock:
+            self.logouts.append(dict(params))
+        if params.get("post_logout_redirect_uri") != self.redirect_uri:
+            return 400, {"Content-Type": "text/plain"}, "bad request: post_logout_redirect_uri"
+        return 302, {"Location": self.redirect_uri}, ""
 
     def discovery(self) -> dict[str, Any]:
         return {
             "issuer": self.issuer or self.url,
             "authorization_endpoint": f"{self.url}/authorize",
             "token_endpoint": f"{self.url}/token",
+            "end_session_endpoint": f"{self.url}/logout",
             "response_types_supported": ["code"],
             "code_challenge_methods_supported": ["S256"],
         }
@@ -134,9 +157,10 @@ def running(idp: FakeIdp) -> Iterator[FakeIdp]:
             url = urlsplit(self.path)
             if url.path == "/.well-known/openid-configuration":
                 self._json(200, idp.discovery())
-            elif url.path == "/authorize":
+            elif url.path in ("/authorize", "/logout"):
                 params = {k: v[-1] for k, v in parse_qs(url.query).items()}
-                status, headers, body = idp.authorize(params)
+                answer = idp.authorize if url.path == "/authorize" else idp.logout
+                status, headers, body = answer(params)
                 self._send(status, headers, body.encode())
             else:
                 self._json(404, {"error": "not_found"})

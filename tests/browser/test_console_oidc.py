@@ -201,3 +201,26 @@ def test_a_discovery_document_naming_another_issuer_stops_the_sign_in(
         idp.issuer = ""
     assert "names another issuer" in notice.text
     assert len(idp.authorizations) == asked  # never sent there
+
+
+def test_signing_out_ends_the_session_at_the_identity_provider_too(page: Page, oidc: Setup) -> None:
+    # Found by an outside audit: signing out cleared the tab only, so on a shared computer the
+    # next "Sign in" went straight through the provider's session (RP-initiated logout).
+    idp = oidc.idp
+    fresh_start(page)
+    page.find("#main button.primary").click()
+    page.find("#jobs", timeout=30)
+    id_token = idp.id_tokens[-1]
+    assert stored(page, "sessionStorage", "duetime.id_token") == id_token
+
+    page.find("#sign-out").click()
+
+    page.until(lambda: page.find("#main button.primary").text == "Sign in", timeout=30)
+    logout = idp.logouts[-1]
+    assert logout == {
+        "client_id": CLIENT_ID,
+        "post_logout_redirect_uri": f"{oidc.stack.url}/console/",
+        "id_token_hint": id_token,
+    }
+    assert stored(page, "sessionStorage", "duetime.token") is None
+    assert stored(page, "sessionStorage", "duetime.id_token") is None
