@@ -42,12 +42,25 @@ export async function signOutEverywhere() {
   const idToken = sessionStorage.getItem(ID_TOKEN);
   signOut();
   if (config.auth !== "oidc") return;
-  let end = null;
-  try { end = (await discovery()).end_session_endpoint; } catch { /* signed out here at least */ }
-  if (typeof end !== "string" || !/^https?:\/\//.test(end)) return;
-  const params = new URLSearchParams({ client_id: config.client_id, post_logout_redirect_uri: redirectUri() });
-  if (idToken) params.set("id_token_hint", idToken);
-  location.assign(`${end}?${params}`);
+  let meta = null;
+  try { meta = await discovery(); } catch { return; /* signed out here at least */ }
+  const url = logoutUrl(meta, config.client_id, redirectUri(), idToken);
+  if (url) location.assign(url);
+}
+
+/** Where the provider ends its session, or null: the discovery's end_session_endpoint, else
+ * Cognito's `/logout` on its token endpoint's domain (Cognito's discovery names none). */
+export function logoutUrl(meta, clientId, back, idToken = null) {
+  const end = meta?.end_session_endpoint;
+  if (typeof end === "string" && /^https?:\/\//.test(end)) {
+    const params = new URLSearchParams({ client_id: clientId, post_logout_redirect_uri: back });
+    if (idToken) params.set("id_token_hint", idToken);
+    return `${end}?${params}`;
+  }
+  let token = null;
+  try { token = new URL(meta?.token_endpoint); } catch { return null; }
+  if (token.protocol !== "https:" || !token.hostname.endsWith(".amazoncognito.com")) return null;
+  return `${token.origin}/logout?${new URLSearchParams({ client_id: clientId, logout_uri: back })}`;
 }
 
 /** The token's claims, decoded for display only (the API verifies the token, not us). */

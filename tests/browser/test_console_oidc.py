@@ -224,3 +224,30 @@ def test_signing_out_ends_the_session_at_the_identity_provider_too(page: Page, o
     }
     assert stored(page, "sessionStorage", "duetime.token") is None
     assert stored(page, "sessionStorage", "duetime.id_token") is None
+
+
+@pytest.mark.parametrize(
+    ("meta", "expected"),
+    [
+        (  # Cognito: no end_session_endpoint, its /logout on the token endpoint's domain
+            {"token_endpoint": "https://pool.auth.eu-west-1.amazoncognito.com/oauth2/token"},
+            "https://pool.auth.eu-west-1.amazoncognito.com/logout?client_id=cid"
+            "&logout_uri=https%3A%2F%2Fapi.example%2Fconsole%2F",
+        ),
+        ({"token_endpoint": "https://idp.example/token"}, None),  # nowhere to go
+        ({"end_session_endpoint": "javascript:alert(1)"}, None),
+    ],
+)
+def test_where_signing_out_sends_the_browser(
+    page: Page, meta: dict[str, str], expected: str | None
+) -> None:
+    page.open()
+    found = page.driver.execute_async_script(
+        """
+        const done = arguments[arguments.length - 1];
+        import("./auth.js").then((m) => done(m.logoutUrl(arguments[0], "cid",
+          "https://api.example/console/")), (e) => done(`failed: ${e}`));
+        """,
+        meta,
+    )
+    assert found == expected
