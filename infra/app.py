@@ -264,6 +264,13 @@ def build_app(
             f"{PREFIX}jwtIssuer is the placeholder {PLACEHOLDER_ISSUER}: every API call will "
             "be refused until it names your identity provider (see docs/deploy.md)",
         )
+    if props.tenant_claim.startswith("custom:"):
+        cdk.Annotations.of(stack).add_warning_v2(
+            "duetime:tenant-claim-writable",
+            f"{PREFIX}tenantClaim is {props.tenant_claim}: Cognito users may write their own "
+            "custom attributes unless the app client's write attributes leave it out; users "
+            "must not be able to write the claim naming their tenant (docs/api.md)",
+        )
     cdk.Validations.of(app).add_plugins(AwsSolutionsChecks(app))
     return app, stack
 

@@ -91,7 +91,11 @@ LANES_CONTEXT: dict[str, Any] = {
 }
 # `cdk synth -c duetime:retainData=false`: a stack that can be removed completely (with the
 # alarm e-mail's topic and its key, as every synth here).
-THROWAWAY_CONTEXT: dict[str, Any] = {"duetime:retainData": "false"}
+# With a Cognito custom attribute as the tenant claim, which the synth warns about.
+THROWAWAY_CONTEXT: dict[str, Any] = {
+    "duetime:retainData": "false",
+    "duetime:tenantClaim": "custom:tenant",
+}
 SYNTH_TIMEOUT_SECONDS = 240
 
 
@@ -117,6 +121,18 @@ class Synth:
         from aws_cdk.assertions import Template
 
         return Template.from_json(self.json)
+
+    @functools.cached_property
+    def warnings(self) -> list[str]:
+        """The synth's warnings (cdk.Annotations), as the CDK CLI prints them (the stack's
+        metadata is a file of its own in the cloud assembly)."""
+        metadata = json.loads((self.outdir / f"{STACK}.metadata.json").read_text())
+        return [
+            str(entry["data"])
+            for entries in metadata.values()
+            for entry in entries
+            if entry["type"] == "aws:cdk:warning"
+        ]
 
     @property
     def resources(self) -> dict[str, dict[str, Any]]:

@@ -18,7 +18,7 @@ import pytest
 
 from infra.app import Context, cdk_json_context, props_from_context
 from infra.scheduler import PriorityConcurrency
-from tests.infra.conftest import REPO_ROOT, SYNTH_TIMEOUT_SECONDS
+from tests.infra.conftest import REPO_ROOT, SYNTH_TIMEOUT_SECONDS, Synth
 
 
 def context(**values: Any) -> Context:
@@ -179,3 +179,14 @@ def test_the_app_names_a_refused_setting_in_one_line(
     (line,) = completed.stderr.strip().splitlines()
     assert line.startswith(f"duetime: {message}")
     assert not (tmp_path / "cdk.out" / "Duetime.template.json").exists()
+
+
+def test_a_custom_attribute_as_the_tenant_claim_is_warned_about(
+    throwaway_synth: Synth, synth: Synth
+) -> None:
+    """Found by an outside audit: a Cognito user may write their own `custom:` attributes by
+    default, so `-c duetime:tenantClaim=custom:tenant` let any user be any tenant unless the
+    app client cannot write it. The synth says so (docs/api.md, "Authentication and tenants")."""
+    (warning,) = [w for w in throwaway_synth.warnings if "custom:tenant" in w]
+    assert "users must not be able to write" in warning
+    assert not [w for w in synth.warnings if "tenantClaim" in w]  # org_id: no warning

@@ -163,6 +163,15 @@ def test_no_usable_tenant_claim_is_unauthorized(event: dict[str, Any]) -> None:
         tenant_from_event(event, "sub")
 
 
+@pytest.mark.parametrize("rendered", ["[acme corp]", "[acme]", "[]"])
+def test_a_tenant_claim_rendered_from_an_array_is_unauthorized(rendered: str) -> None:
+    # Found by an outside audit: API Gateway renders an array claim as `[a b]`, so the arrays
+    # ["acme", "corp"] and ["acme corp"] and the string "[acme corp]" were one tenant.
+    with pytest.raises(Unauthorized, match="one string"):
+        tenant_from_event(claims_event({"org": rendered}), "org")
+    assert tenant_from_event(claims_event({"org": "acme [corp]"}), "org") == "acme [corp]"
+
+
 def test_json_body_reads_plain_and_base64_bodies() -> None:
     assert json_body({"body": '{"a": [1, 2.5]}'}) == {"a": [1, 2.5]}
     assert json_body({"body": "eyJhIjogMX0=", "isBase64Encoded": True}) == {"a": 1}

@@ -354,6 +354,10 @@ def tenant_from_event(event: Mapping[str, Any], claim: str) -> str:
         raise Unauthorized(f"the bearer token has no {claim!r} claim naming the tenant")
     if len(value) > MAX_TENANT_CHARS or not value.isprintable():
         raise Unauthorized(f"the token's {claim!r} claim is not a usable tenant name")
+    if value.startswith("[") and value.endswith("]"):
+        # How API Gateway renders an array claim: ["a", "b"], ["a b"] and the string "[a b]"
+        # would be one tenant (until 2026-11-30: found by an outside audit).
+        raise Unauthorized(f"the token's {claim!r} claim must be one string, not a list")
     return value
 
 
