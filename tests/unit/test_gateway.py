@@ -369,10 +369,12 @@ def test_given_the_token_command_then_it_prints_a_token_for_the_state_dir_key(
     assert "created the local signing key" in err
 
 
+@pytest.mark.parametrize("tenant", ["two words", "[acme]"])
 def test_given_a_bad_tenant_then_the_token_command_explains_and_exits_2(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], tenant: str
 ) -> None:
-    code = main(["token", "--tenant", "two words", "--state-dir", str(tmp_path)])
+    # (A tenant in brackets reads as a list claim, which the API refuses: since 2026-11-30.)
+    code = main(["token", "--tenant", tenant, "--state-dir", str(tmp_path)])
 
     out, err = capsys.readouterr()
     assert code == 2

@@ -125,8 +125,11 @@ def issue_token(
     scopes: tuple[str, ...] = (),
 ) -> str:
     """A dev token for `tenant` (its `sub`), valid for `ttl_seconds`."""
-    if not _TENANT.fullmatch(tenant):
-        raise ValueError("the tenant must be 1 to 128 visible ASCII characters, no spaces")
+    if not _TENANT.fullmatch(tenant) or (tenant.startswith("[") and tenant.endswith("]")):
+        raise ValueError(
+            "the tenant must be 1 to 128 visible ASCII characters, no spaces, not in brackets "
+            "(the API reads `[...]` as a list claim)"
+        )
     if not 1 <= ttl_seconds <= MAX_TTL_SECONDS:
         raise ValueError(f"the token lifetime must be 1 to {MAX_TTL_SECONDS} seconds")
     issued = wall_ms() // 1000 if now is None else now
