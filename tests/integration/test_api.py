@@ -389,7 +389,7 @@ def test_a_base64_encoded_body_is_read(api: Api) -> None:
         ({"schedule": {"delay_seconds": 5}, "timeout_seconds": True}, "timeout_seconds"),
         ({"schedule": {"delay_seconds": 5}, "name": 7}, "name"),
         ({"schedule": {"delay_seconds": 5}, "retry": {"max_attempts": "3"}}, "retry.max_attempts"),
-        ({"schedule": {"delay_seconds": 5}, "catchup": "sometimes"}, "catchup.mode"),
+        ({"schedule": {"delay_seconds": 5}, "catchup": "sometimes"}, "catchup"),
         ({"target": HANDLER_TARGET}, "schedule"),
         (
             {"schedule": {"at": "2026-11-21T12:00:00Z", "end_at": "2026-11-22T00:00:00Z"}},

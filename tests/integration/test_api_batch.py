@@ -113,6 +113,19 @@ def test_a_hundred_jobs_are_accepted_and_all_run(api: Api) -> None:  # noqa: F81
 # --- idempotency keys -------------------------------------------------------------------------
 
 
+@pytest.mark.parametrize("header", ["Idempotency-Key", "idempotency-key"])
+def test_an_idempotency_key_header_on_a_batch_is_a_400_not_ignored(
+    api: Api,  # noqa: F811
+    header: str,
+) -> None:
+    # Found by an outside contract audit: the header was ignored, so a batch retried with it
+    # made its jobs twice. Each job carries its own `idempotency_key`.
+    reply = batch(api, [job()], headers={header: "k-1"})
+    assert (reply.status, reply.error["field"]) == (400, "Idempotency-Key"), reply.json
+    assert "idempotency_key" in reply.error["message"]
+    assert api.job_items() == []
+
+
 def test_each_item_has_its_own_idempotency_key(api: Api) -> None:  # noqa: F811
     first = batch(api, [job(idempotency_key="a", payload=1), job(idempotency_key="b", payload=2)])
     ids = [item["job"]["id"] for item in first.json["items"]]

@@ -78,7 +78,8 @@ def test_a_negative_zero_backoff_is_stored_and_echoed_as_zero() -> None:
         ({"retry": {"backoff_seconds": 10, "max_backoff_seconds": 5}}, "retry.max_backoff_seconds"),
         ({"retry": {"max_backoff_seconds": 901}}, "retry.max_backoff_seconds"),
         ({"retry": {"jitter": 1}}, "retry.jitter"),
-        ({"catchup": "sometimes"}, "catchup.mode"),
+        ({"catchup": "sometimes"}, "catchup"),  # the body's own field (catchup.mode until 11-30)
+        ({"catchup": {"mode": "sometimes"}}, "catchup.mode"),
         ({"catchup": {"window_seconds": -1}}, "catchup.window_seconds"),
         ({"target": {"type": "ftp"}}, "target.type"),
         ({"target": {"type": "http", "url": "ftp://x"}}, "target.url"),

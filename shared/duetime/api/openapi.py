@@ -46,7 +46,9 @@ _RESPONSES = {
         "If-Match names a version the job no longer has (code precondition_failed): read it again."
     ),
     "IdempotencyConflict": _error(
-        "The Idempotency-Key was used for another request (code idempotency_conflict)."
+        "The Idempotency-Key was used for another request (code idempotency_conflict), or an "
+        "`after` schedule names a job that runs no more (code conflict, field "
+        "schedule.after.job_id)."
     ),
     "RunConflict": _error(
         "The job is paused, cancelled or completed (code conflict), or the Idempotency-Key "

@@ -22,6 +22,7 @@ from duetime.domain.jobs import (
 DEFAULT_LIMIT = 50
 MAX_LIMIT = 100
 MAX_CURSOR_CHARS = 1024
+MAX_IF_MATCH_CHARS = 1024
 JOB_ID = re.compile(r"[0-9A-HJKMNP-TV-Z]{26}")  # a ULID (duetime.domain.ids.new_job_id)
 IDEMPOTENCY_KEY = re.compile(r"[\x21-\x7e]{1,255}")  # visible ASCII
 # One entity tag of If-Match (RFC 9110 8.8.3: `"opaque"` or weak `W/"opaque"`; bare digits are
@@ -37,6 +38,8 @@ def if_match(raw: str | None) -> frozenset[int] | None:
     (`"3", "4"`: any of them); None for `*` (any version) or no header."""
     if raw is None or raw.strip() == "*":
         return None
+    if len(raw) > MAX_IF_MATCH_CHARS:  # as the OpenAPI document says
+        raise ValidationError("If-Match", f"at most {MAX_IF_MATCH_CHARS} characters")
     versions: set[int] = set()
     # RFC 9110 section 5.6.1: a list's empty elements (`"3", , "4"`) are ignored; one with no
     # element at all is no ETag.

@@ -434,6 +434,7 @@ def _retry(raw: object) -> RetryPolicy:
 def _catchup(raw: object) -> Catchup:
     if raw is None:
         return Catchup()
+    where = "catchup" if isinstance(raw, str) else "catchup.mode"  # the body's field at fault
     if isinstance(raw, str):
         raw = {"mode": raw}
     if not isinstance(raw, Mapping):
@@ -444,5 +445,5 @@ def _catchup(raw: object) -> Catchup:
     try:
         mode = CatchupMode(raw.get("mode", CatchupMode.LATEST.value))
     except ValueError:
-        raise ValidationError("catchup.mode", "must be one of latest|all|none") from None
+        raise ValidationError(where, "must be one of latest|all|none") from None
     return Catchup(mode, _int(raw, "window_seconds", 3600, 0, 604_800, "catchup."))
