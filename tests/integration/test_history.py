@@ -455,6 +455,31 @@ def test_compaction_keeps_one_row_per_run_when_two_compactions_overlapped(
     assert not compact_partition(history.bucket, "2026-11-21").changed
 
 
+def test_a_run_archived_twice_keeps_its_latest_end_after_compaction(history: History) -> None:
+    # Found by an outside audit: a run redriven after its record had expired gets a new
+    # record, archived again; the merge kept the first row it met (by run id), so a run that
+    # failed, then succeeded on its redrive, stayed `failed` in the archive.
+    failed_ms = ms(DAY) + 530
+    history.put(
+        a_run(
+            "REDRIVEN",
+            DAY,
+            status=RunStatus.FAILED,
+            attempts=(Attempt(1, ms(DAY) + 30, 30, failed_ms, "HTTP 500"),),
+        )
+    )
+    history.expire_and_archive()
+    later = failed_ms + 3_600_000  # an hour later: the redrive's attempt
+    history.put(a_run("REDRIVEN", DAY, attempts=(Attempt(2, later - 500, 0, later, None),)))
+    history.expire_and_archive()
+    assert history.query("SELECT count(*) AS n FROM runs") == [{"n": 2}]  # until compacted
+
+    compact_partition(history.bucket, "2026-11-21")
+
+    [row] = history.query("SELECT status, error, attempts FROM runs")
+    assert row == {"status": "succeeded", "error": None, "attempts": 1}  # the redrive's
+
+
 def test_compaction_merges_late_objects_with_an_earlier_compacted_one(history: History) -> None:
     archive_in_batches(history, 2, DAY)
     compact_partition(history.bucket, "2026-11-21")
@@ -554,6 +579,22 @@ def test_history_errors_are_messages_not_tracebacks(
         err = capsys.readouterr().err
         assert err.startswith("duetime: ")
         assert message in err
+        assert "Traceback" not in err
+
+
+def test_an_object_that_is_not_parquet_is_named_by_the_query_and_the_compaction(
+    history: History, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # Found by an outside audit: a zero-byte object under history/ made `history query` end
+    # in an Arrow traceback, and the day's compaction fail without naming it.
+    archive_in_batches(history, 1, DAY)
+    key = "history/dt=2026-11-21/empty.parquet"
+    history.aws.session.client("s3").put_object(Bucket=history.bucket.name, Key=key, Body=b"")
+    for args in (["query", "SELECT count(*) FROM runs"], ["compact", "--dt", "2026-11-21"]):
+        assert main(["history", *args, "--bucket", history.bucket.name]) == 2, args
+        err = capsys.readouterr().err
+        assert err.startswith("duetime: "), err
+        assert key in err
         assert "Traceback" not in err
 
 

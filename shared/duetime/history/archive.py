@@ -302,8 +302,15 @@ class HistoryBucket:
         return sorted(found, key=lambda o: o.key)
 
     def read_table(self, key: str) -> pa.Table:
+        """The object's rows; a ValueError naming it when it is not Parquet (an object put
+        there by hand, cut short: it stops the query and the day's compaction, named)."""
         body = self._s3.get_object(Bucket=self.name, Key=key)["Body"].read()
-        return pq.read_table(pa.BufferReader(body))
+        try:
+            return pq.read_table(pa.BufferReader(body))
+        except pa.ArrowException as exc:
+            raise ValueError(
+                f"s3://{self.name}/{key} is not a readable Parquet file: {exc}"
+            ) from None
 
     def footer(self, key: str) -> Footer:
         """Read only the footer of a Parquet object (two ranged GETs at most)."""

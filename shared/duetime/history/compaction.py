@@ -175,9 +175,13 @@ def _finish_earlier_merges(
 def _merge(bucket: HistoryBucket, prefix: str, inputs: list[str], report: CompactionReport) -> None:
     tables = [conform(bucket.read_table(key)) for key in inputs]
     rows = sum(t.num_rows for t in tables)
-    merged = _one_row_per_run(
-        pa.concat_tables(tables).sort_by([("scheduled_for", "ascending"), ("run_id", "ascending")])
-    )
+    # A run's rows latest end first (nulls last), so the merge keeps its final state.
+    order = [
+        ("scheduled_for", "ascending"),
+        ("run_id", "ascending"),
+        ("finished_at", "descending", "at_end"),
+    ]
+    merged = _one_row_per_run(pa.concat_tables(tables).sort_by(order))
     key = compacted_key(prefix, inputs)
     bucket.put_table(key, merged, {META_INPUTS: json.dumps(inputs), META_INPUT_ROWS: str(rows)})
     written = bucket.footer(key).num_rows
@@ -191,9 +195,12 @@ def _merge(bucket: HistoryBucket, prefix: str, inputs: list[str], report: Compac
 
 
 def _one_row_per_run(table: pa.Table) -> pa.Table:
-    """`table` (sorted by run) without repeats of a run: a run is archived once, so a repeat
-    comes from two compactions that overlapped (the CLI's beside the scheduled one). Merging
-    drops it, so such a partition heals at its next compaction."""
+    """`table` (sorted by run, each run's latest end first) with one row a run: its first. A
+    repeat comes from two compactions that overlapped (the CLI's beside the scheduled one), or
+    from a run archived twice: run again after its record had expired (a DLQ redrive, a retry
+    past the hot window) it gets a new record, archived in turn; the latest end is its final
+    state (until 2026-11-30 the first row met was kept: a run that failed, then succeeded on
+    its redrive, stayed `failed`; found by an outside audit)."""
     if table.num_rows < 2:
         return table
     ids = table.column("run_id")

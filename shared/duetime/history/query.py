@@ -81,6 +81,8 @@ def load_archive(bucket: HistoryBucket) -> pa.Table:
             tables = list(pool.map(lambda o: bucket.read_table(o.key), objects))
     except (BotoCoreError, ClientError) as exc:
         raise HistoryQueryError(f"cannot read s3://{bucket.name}/{PREFIX}: {exc}") from None
+    except ValueError as exc:  # an object that is not Parquet (named)
+        raise HistoryQueryError(str(exc)) from None
     parts = []
     for obj, table in zip(objects, tables, strict=True):
         rows = conform(table)
