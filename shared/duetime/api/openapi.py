@@ -14,7 +14,7 @@ from duetime import __version__
 from duetime.api import admin, preview
 from duetime.api.backfill import SCHEMAS as BACKFILL_SCHEMAS
 from duetime.api.params import JOB_ID
-from duetime.api.schema_parts import enum_values, ref
+from duetime.api.schema_parts import ETAG_HEADER, NO_STORE_HEADER, enum_values, ref
 from duetime.api.schemas import component_schemas
 from duetime.domain.jobs import JobStatus
 
@@ -88,8 +88,7 @@ def _ok(
     headers: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
     success: dict[str, Any] = {"description": description, "content": _json_content(ref(schema))}
-    if headers:
-        success["headers"] = headers
+    success["headers"] = {**NO_STORE_HEADER, **(headers or {})}  # every answer: no-store
     responses: dict[str, Any] = {str(status): success}
     # Every operation that needs a token refuses a query parameter it does not take (400).
     for code, name in ((400, "BadRequest"), *errors, (401, "Unauthorized"), (500, "InternalError")):
@@ -168,18 +167,6 @@ _TOO_LARGE = 413, "PayloadTooLarge"
 # A status change with If-Match: a malformed one is a 400, another version a 412; a body (it
 # takes none, or `{}`) is a 400, or a 413 over 256 KiB.
 _IF_MATCHED = (400, "BadRequest"), *_TRANSITION, (412, "PreconditionFailed"), _TOO_LARGE
-_ETAG = {
-    "ETag": {
-        "description": 'The job\'s version in quotes ("3"): send it as If-Match to update.',
-        "schema": {"type": "string", "pattern": '^"[0-9]+"$'},
-    }
-}
-_NO_STORE = {
-    "Cache-Control": {
-        "description": "no-store: the answer holds secrets (always sent).",
-        "schema": {"const": "no-store"},
-    }
-}
 
 
 def _paths() -> dict[str, Any]:
@@ -225,8 +212,9 @@ def _paths() -> dict[str, Any]:
                     _TOO_LARGE,
                     (429, "TooManyRequests"),
                     headers={
-                        **_ETAG,
+                        **ETAG_HEADER,
                         "Location": {
+                            "required": True,
                             "description": "The job's path, /jobs/{id}.",
                             "schema": {"type": "string", "pattern": f"^/jobs/{JOB_ID.pattern}$"},
                         },
@@ -273,7 +261,7 @@ def _paths() -> dict[str, Any]:
             "get": {
                 "operationId": "getJob",
                 "summary": "A job",
-                "responses": _ok(200, "The job.", "Job", (404, "NotFound"), headers=_ETAG),
+                "responses": _ok(200, "The job.", "Job", (404, "NotFound"), headers=ETAG_HEADER),
             },
             "patch": {
                 "operationId": "updateJob",
@@ -292,7 +280,7 @@ def _paths() -> dict[str, Any]:
                     (412, "PreconditionFailed"),
                     _TOO_LARGE,
                     (429, "TooManyRequests"),
-                    headers=_ETAG,
+                    headers=ETAG_HEADER,
                 ),
             },
             "delete": {
@@ -300,7 +288,7 @@ def _paths() -> dict[str, Any]:
                 "summary": "Cancel a job (idempotent)",
                 "parameters": [_param("IfMatch")],
                 "responses": _ok(
-                    200, "The job, status cancelled.", "Job", *_IF_MATCHED, headers=_ETAG
+                    200, "The job, status cancelled.", "Job", *_IF_MATCHED, headers=ETAG_HEADER
                 ),
             },
         },
@@ -311,7 +299,7 @@ def _paths() -> dict[str, Any]:
                 "summary": "Pause a recurring job (idempotent)",
                 "parameters": [_param("IfMatch")],
                 "responses": _ok(
-                    200, "The job, status paused.", "Job", *_IF_MATCHED, headers=_ETAG
+                    200, "The job, status paused.", "Job", *_IF_MATCHED, headers=ETAG_HEADER
                 ),
             },
         },
@@ -322,7 +310,7 @@ def _paths() -> dict[str, Any]:
                 "summary": "Resume a paused job from the next occurrence",
                 "parameters": [_param("IfMatch")],
                 "responses": _ok(
-                    200, "The job, status scheduled.", "Job", *_IF_MATCHED, headers=_ETAG
+                    200, "The job, status scheduled.", "Job", *_IF_MATCHED, headers=ETAG_HEADER
                 ),
             },
         },
@@ -385,7 +373,7 @@ def _paths() -> dict[str, Any]:
             "get": {
                 "operationId": "getWebhookSecret",
                 "summary": "The tenant's webhook signing secrets (created on first use)",
-                "responses": _ok(200, "The secrets.", "WebhookSecret", headers=_NO_STORE),
+                "responses": _ok(200, "The secrets.", "WebhookSecret", headers=NO_STORE_HEADER),
             },
         },
         "/webhook-secret/rotate": {
@@ -399,7 +387,7 @@ def _paths() -> dict[str, Any]:
                     (400, "BadRequest"),
                     (409, "RotationConflict"),
                     _TOO_LARGE,
-                    headers=_NO_STORE,
+                    headers=NO_STORE_HEADER,
                 ),
             },
         },

@@ -38,3 +38,19 @@ OPTIONAL_INSTANT = {"type": ["string", "null"], "format": "date-time", "descript
 INTEGER_OR_NULL = {"type": ["integer", "null"]}
 SECRET = {"type": "string", "pattern": "^whsec_[A-Za-z0-9+/]{32,88}={0,2}$"}
 STRING_OR_NULL = {"type": ["string", "null"]}
+
+# Response headers (OpenAPI header objects).
+ETAG_HEADER = {
+    "ETag": {
+        "required": True,
+        "description": 'The job\'s version in quotes ("3"): send it as If-Match to update.',
+        "schema": {"type": "string", "pattern": '^"[0-9]+"$'},
+    }
+}
+NO_STORE_HEADER = {
+    "Cache-Control": {
+        "required": True,
+        "description": "no-store: an answer may hold a tenant's data or secrets (always sent).",
+        "schema": {"const": "no-store"},
+    }
+}
