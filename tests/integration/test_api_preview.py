@@ -95,6 +95,15 @@ def test_bad_input_is_a_400_naming_the_field(api: Api, body: object, field: str)
     assert (reply.error["code"], reply.error["field"]) == ("invalid", field)
 
 
+def test_the_request_schema_admits_what_is_previewed_and_not_after() -> None:
+    # Found by an outside contract audit: the document's request schema admitted `after`,
+    # which is always a 400 (it has no occurrences of its own).
+    schema = test_api._validator("/components/schemas/SchedulePreviewRequest", None)
+    schema.validate({"schedule": {"cron": "0 9 * * *"}, "count": 3})
+    after = {"schedule": {"after": {"job_id": "01KAAAAAAAAAAAAAAAAAAAAAAA"}}}
+    assert not schema.is_valid(after)
+
+
 def test_the_same_field_as_post_jobs_names(api: Api) -> None:
     bad = {"cron": "0 9 * * 8"}
     job = api.call("POST", "/jobs", {"schedule": bad, "target": test_api.HANDLER_TARGET})

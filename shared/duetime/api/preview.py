@@ -24,7 +24,10 @@ DEFAULT_COUNT = 5
 SCHEMAS: dict[str, Any] = {
     "SchedulePreviewRequest": obj(
         {
-            "schedule": ref("Schedule"),
+            # Every kind but `after`, which has no occurrences of its own (a 400).
+            "schedule": {
+                "oneOf": [ref(f"Schedule{kind}") for kind in ("At", "Delay", "Rate", "Cron")]
+            },
             "count": {
                 "type": "integer",
                 "minimum": 1,
