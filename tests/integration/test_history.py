@@ -16,6 +16,7 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
+import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 from botocore.config import Config
@@ -25,7 +26,7 @@ from duetime.cli.main import main
 from duetime.domain.runs import Attempt, Run, RunStatus
 from duetime.entrypoints import archiver as archiver_handler
 from duetime.history.archive import HistoryBucket, is_ttl_expiry
-from duetime.history.compaction import compact_partition
+from duetime.history.compaction import META_INPUT_ROWS, META_INPUTS, compact_partition
 from duetime.history.query import LocalEngine
 from duetime.history.schema import HISTORY_SCHEMA, glue_columns
 from duetime.local.lambda_runtime import FakeContext
@@ -453,6 +454,30 @@ def test_compaction_keeps_one_row_per_run_when_two_compactions_overlapped(
     assert history.bucket.footer(compacted).num_rows == 9  # written: each run once
     assert history.query("SELECT * FROM runs ORDER BY run_id") == before
     assert not compact_partition(history.bucket, "2026-11-21").changed
+
+
+def test_two_large_compactions_that_overlapped_are_merged_again(history: History) -> None:
+    # Found by an outside audit: two compactions of one day at once each merged part of the
+    # same inputs; objects of SMALL_BYTES or more were left alone, so when both outputs were
+    # that large their shared rows stayed twice until retention.
+    archive_in_batches(history, 3, DAY)
+    before = history.query("SELECT * FROM runs ORDER BY run_id")
+    inputs = history.keys("2026-11-21")
+    tables = {key: history.bucket.read_table(key) for key in inputs}
+    prefix = "history/dt=2026-11-21/"
+    for name, parts in (("compacted-one", inputs[:2]), ("compacted-two", inputs[1:])):
+        merged = pa.concat_tables([tables[key] for key in parts])
+        metadata = {META_INPUTS: json.dumps(parts), META_INPUT_ROWS: str(merged.num_rows)}
+        history.bucket.put_table(f"{prefix}{name}.parquet", merged, metadata)
+    history.bucket.delete(inputs)
+    assert history.query("SELECT count(*) AS n FROM runs") == [{"n": 12}]  # 3 runs twice
+
+    report = compact_partition(history.bucket, "2026-11-21", small_bytes=1)  # both "large"
+
+    (compacted,) = history.keys("2026-11-21")
+    assert report.written == [compacted]
+    assert history.query("SELECT * FROM runs ORDER BY run_id") == before
+    assert not compact_partition(history.bucket, "2026-11-21", small_bytes=1).changed
 
 
 def test_a_run_archived_twice_keeps_its_latest_end_after_compaction(history: History) -> None:

@@ -135,8 +135,11 @@ def compact_partition(
     prefix = partition_prefix(dt)
     report = CompactionReport(dt)
     objects = bucket.list(prefix)
-    gone = _finish_earlier_merges(bucket, objects, report)
-    remaining = [o for o in objects if o.key not in gone]
+    gone, overlapping = _finish_earlier_merges(bucket, objects, report)
+    for group in overlapping:  # whatever their size: they hold some runs twice
+        _merge(bucket, prefix, sorted(group), report)
+    merged = gone.union(*overlapping)
+    remaining = [o for o in objects if o.key not in merged]
     for inputs in plan_merges(remaining, small_bytes=small_bytes, target_bytes=target_bytes):
         _merge(bucket, prefix, inputs, report)
     return report
@@ -144,16 +147,21 @@ def compact_partition(
 
 def _finish_earlier_merges(
     bucket: HistoryBucket, objects: Sequence[StoredObject], report: CompactionReport
-) -> set[str]:
+) -> tuple[set[str], list[set[str]]]:
     """Delete the objects that an existing compacted object already holds (step 4 of an
-    interrupted run, or a rewritten input); returns the keys deleted."""
+    interrupted run, or a rewritten input); returns the keys deleted, and the groups of
+    compacted objects made from a shared input (two compactions that overlapped: each holds
+    its rows), to merge again whatever their size (until 2026-11-30 objects of SMALL_BYTES
+    or more were left alone, their shared rows twice: found by an outside audit)."""
     present = {o.key for o in objects}
     deleted: set[str] = set()
+    made_from: dict[str, set[str]] = {}
     for obj in objects:
         if not is_compacted(obj.key) or obj.key in deleted:
             continue
         footer = bucket.footer(obj.key)
         inputs = json.loads(footer.metadata.get(META_INPUTS, "[]"))
+        made_from[obj.key] = set(inputs)
         leftovers = [k for k in inputs if k in present and k not in deleted and k != obj.key]
         if not leftovers:
             continue
@@ -169,7 +177,21 @@ def _finish_earlier_merges(
         bucket.delete(leftovers)
         deleted.update(leftovers)
         report.recovered.extend(leftovers)
-    return deleted
+    return deleted, _sharing_inputs({k: v for k, v in made_from.items() if k not in deleted})
+
+
+def _sharing_inputs(made_from: dict[str, set[str]]) -> list[set[str]]:
+    """The groups (two or more) of compacted objects linked by a shared input."""
+    groups: list[tuple[set[str], set[str]]] = []  # (compacted keys, their inputs)
+    for key, inputs in sorted(made_from.items()):
+        linked = [g for g in groups if g[1] & inputs]
+        keys, shared = {key}, set(inputs)
+        for group in linked:
+            groups.remove(group)
+            keys |= group[0]
+            shared |= group[1]
+        groups.append((keys, shared))
+    return [keys for keys, _ in groups if len(keys) > 1]
 
 
 def _merge(bucket: HistoryBucket, prefix: str, inputs: list[str], report: CompactionReport) -> None:
