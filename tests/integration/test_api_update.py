@@ -277,6 +277,31 @@ def test_a_status_change_honours_if_match_like_an_update(
     assert done.headers["ETag"] == f'"{version + 2}"'
 
 
+def test_a_read_honours_if_match(api: Api) -> None:  # noqa: F811
+    # RFC 9110 13.1.1: an origin server MUST evaluate If-Match (it was ignored on GET and HEAD:
+    # a stale version answered 200, found by a contract audit).
+    job = api.create({"schedule": {"rate_seconds": 60}})
+    path = f"/jobs/{job['id']}"
+    api.call("PATCH", path, {"name": "changed meanwhile"})  # version 2
+
+    stale = api.call("GET", path, headers={"If-Match": '"1"'})
+    assert (stale.status, stale.error["code"]) == (412, "precondition_failed")
+    current = api.call("GET", path, headers={"If-Match": '"1", "2"'})
+    assert (current.status, current.headers["ETag"]) == (200, '"2"')
+    assert api.call("GET", path, headers={"If-Match": "*"}).status == 200
+    assert api.call("GET", path, headers={"If-Match": "one"}).error["field"] == "If-Match"
+    unknown = api.call("GET", f"/jobs/{'0' * 26}", headers={"If-Match": '"1"'})
+    assert unknown.status == 404  # a condition on a job that does not exist
+
+    def head(if_match: str) -> int:
+        event = http_event("HEAD", path, headers={"If-Match": if_match}, claims={"sub": "tenant-a"})
+        answer = api_handler.handler(event, FakeContext())
+        assert not answer.get("body")
+        return int(answer["statusCode"])
+
+    assert (head('"1"'), head('"2"')) == (412, 200)  # HEAD answers as GET would
+
+
 @pytest.mark.parametrize(
     "header",
     # (and longer than the OpenAPI document's 1,024: found by a contract audit, it was a 412)

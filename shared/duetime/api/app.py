@@ -217,9 +217,16 @@ def build_app(
         items = [view for view in page.items if status is None or view.status == status]
         return _json(HTTPStatus.OK, views.jobs_page_json(items, page.cursor, clock()))
 
+    # A read and a status change honour If-Match as an update does (412 on another version).
+    def expected() -> frozenset[int] | None:
+        return if_match(app.current_event.headers.get("If-Match"))
+
     @route("GET", "/jobs/{id}")
     def get_job(job_id: str) -> JsonResponse:
+        wanted = expected()  # RFC 9110 13.1.1: a read evaluates If-Match too (HEAD as GET)
         view = service.get(tenant(), checked_id(job_id))
+        if wanted is not None and view.job.version not in wanted:
+            raise PreconditionFailed(view.job.id, wanted, view.job.version)
         return _job(HTTPStatus.OK, view, clock())
 
     def job_body(owner: str, job_id: str, read: Callable[[Mapping[str, Any]], T]) -> T:
@@ -236,14 +243,10 @@ def build_app(
         owner = tenant()
         job_id = checked_id(job_id)
         limiter.take(owner)  # a PATCH may start a run (a new schedule), as a submission does
-        expected = if_match(app.current_event.headers.get("If-Match"))
+        versions = expected()
         changes = job_body(owner, job_id, json_body)
-        view = service.update(owner, job_id, changes, if_match=expected, quotas=quotas)
+        view = service.update(owner, job_id, changes, if_match=versions, quotas=quotas)
         return _job(HTTPStatus.OK, view, clock())
-
-    # A status change honours If-Match as an update does (412 on another version).
-    def expected() -> frozenset[int] | None:
-        return if_match(app.current_event.headers.get("If-Match"))
 
     def bodiless(job_id: str) -> tuple[str, str]:
         """The tenant and the job id of a request about one job that takes no body."""

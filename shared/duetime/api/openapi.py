@@ -147,7 +147,7 @@ _PARAMETERS: dict[str, dict[str, Any]] = {
         "name": "If-Match",
         "in": "header",
         "description": 'The job\'s ETag as read ("3", its version): the update (or cancel, '
-        "pause, resume) applies only if the job is still at that version, else 412. A list "
+        "pause, resume, read) applies only if the job is still at that version, else 412. A list "
         '("3", "4") accepts any of its versions; a weak tag (W/"3"), or another tag ("abc"), '
         "never matches. Without it, it applies.",
         "schema": {"type": "string", "minLength": 1, "maxLength": 1024},
@@ -261,7 +261,16 @@ def _paths() -> dict[str, Any]:
             "get": {
                 "operationId": "getJob",
                 "summary": "A job",
-                "responses": _ok(200, "The job.", "Job", (404, "NotFound"), headers=ETAG_HEADER),
+                "parameters": [_param("IfMatch")],
+                "responses": _ok(
+                    200,
+                    "The job.",
+                    "Job",
+                    (400, "BadRequest"),
+                    (404, "NotFound"),
+                    (412, "PreconditionFailed"),
+                    headers=ETAG_HEADER,
+                ),
             },
             "patch": {
                 "operationId": "updateJob",
