@@ -78,6 +78,7 @@ class Scheduler(Construct):
             api=self.api,
             history=self.history,
             workers=self.workers,
+            tables=self.data.tables,
         )
 
     @property

@@ -15,10 +15,12 @@ from aws_cdk import aws_cloudwatch_actions as actions
 from aws_cdk import aws_sqs as sqs
 from constructs import Construct
 
-from duetime.history.archive import ArchiveMetric
 from duetime.observability import Metric
+from infra.constructs.dashboard import FIVE_MINUTES, HOUR, MINUTE, add_widgets
 
 if TYPE_CHECKING:
+    from aws_cdk import aws_dynamodb as dynamodb
+
     from infra.constructs.api import Api
     from infra.constructs.engine import Engine
     from infra.constructs.history import History
@@ -26,26 +28,16 @@ if TYPE_CHECKING:
     from infra.constructs.workers import FargateWorkers
     from infra.props import SchedulerProps
 
-MINUTE = Duration.minutes(1)
-FIVE_MINUTES = Duration.minutes(5)
-HOUR = Duration.hours(1)
 # A shard whose cursor is this many minutes behind the current minute for 3 minutes in a row
 # keeps failing (a healthy shard finishes each minute within the next one).
 SWEEP_LAG_THRESHOLD_MINUTES = 3
 # Stream records live 24 hours: an archiver this far behind is close to losing history.
 ARCHIVER_ITERATOR_AGE_THRESHOLD_MS = 6 * 3600 * 1000
-RUN_METRICS = (
-    Metric.RUNS_STARTED,
-    Metric.RUNS_SUCCEEDED,
-    Metric.RUNS_FAILED,
-    Metric.RUNS_RETRIED,
-    Metric.RUNS_DEAD,
-    Metric.RUNS_DUPLICATE,
-    Metric.RUNS_DROPPED,
-)
-_WIDE, _HALF, _THIRD, _QUARTER = 24, 12, 8, 6
 AT_LEAST = cloudwatch.ComparisonOperator.GREATER_THAN_OR_EQUAL_TO_THRESHOLD
 ABOVE = cloudwatch.ComparisonOperator.GREATER_THAN_THRESHOLD
+# DynamoDB throttle events a minute, over the tables, that the alarm counts as lasting (the
+# SDK retries each throttled call: a few at the top of a busy minute only delay).
+TABLE_THROTTLES_THRESHOLD = 100
 
 
 class Monitoring(Construct):
@@ -60,6 +52,7 @@ class Monitoring(Construct):
         api: Api,
         history: History,
         workers: FargateWorkers,
+        tables: tuple[dynamodb.Table, ...],
     ) -> None:
         super().__init__(scope, construct_id)
         self._props = props
@@ -67,14 +60,25 @@ class Monitoring(Construct):
         self._engine = engine
         self._api = api
         self._history = history
-        self._workers = workers
+        self._tables = tables
         self.dashboard = cloudwatch.Dashboard(self, "Dashboard", default_interval=Duration.hours(3))
-        self._add_widgets()
+        add_widgets(
+            self.dashboard,
+            self.app_metric,
+            sweep_lag_threshold=SWEEP_LAG_THRESHOLD_MINUTES,
+            queues=queues,
+            engine=engine,
+            api=api,
+            history=history,
+            workers=workers,
+            tables=tables,
+        )
         self.alarms: list[cloudwatch.Alarm] = [
             *self._dlq_alarms(),
             *self._queue_age_alarms(),
             *self._engine_alarms(),
             *self._history_alarms(),
+            *self._throttle_alarms(),
         ]
         if props.alarm_topic is not None:
             action = actions.SnsAction(props.alarm_topic)
@@ -91,191 +95,6 @@ class Monitoring(Construct):
             dimensions_map={"service": self._props.service_name},
             statistic=statistic,
             period=period,
-        )
-
-    # --- dashboard
-
-    def _add_widgets(self) -> None:
-        run_queues = self._queues.run_queues
-        engine, api, history = self._engine, self._api, self._history
-        functions = {
-            "api": api.function,
-            "coordinator": engine.coordinator,
-            "sweeper": engine.sweeper,
-            "reconciler": engine.reconciler,
-            "worker": engine.worker,
-            "archiver": history.archiver,
-            "compactor": history.compactor,
-        }
-        self.dashboard.add_widgets(
-            cloudwatch.GraphWidget(
-                title="Runs per minute",
-                width=_HALF,
-                left=[self.app_metric(name) for name in RUN_METRICS],
-            ),
-            cloudwatch.GraphWidget(
-                title="Start lateness (ms): p50, p99",
-                width=_HALF,
-                left=[
-                    self.app_metric(Metric.START_LATENESS, "p50"),
-                    self.app_metric(Metric.START_LATENESS, "p99"),
-                ],
-            ),
-        )
-        self.dashboard.add_widgets(
-            cloudwatch.GraphWidget(
-                title="Queue depth (visible)",
-                width=_THIRD,
-                left=[
-                    q.visible(label=q.key, period=MINUTE, statistic="Maximum") for q in run_queues
-                ],
-            ),
-            cloudwatch.GraphWidget(
-                title="Oldest message age (s)",
-                width=_THIRD,
-                left=[
-                    q.oldest_age(label=q.key, period=MINUTE, statistic="Maximum")
-                    for q in run_queues
-                ],
-            ),
-            cloudwatch.GraphWidget(
-                title="Dead-letter queue depth",
-                width=_THIRD,
-                left=[
-                    *(
-                        q.dlq.metric_approximate_number_of_messages_visible(
-                            label=f"{q.key} DLQ", period=MINUTE, statistic="Maximum"
-                        )
-                        for q in run_queues
-                    ),
-                    history.failure_queue.metric_approximate_number_of_messages_visible(
-                        label="archive failures", period=MINUTE, statistic="Maximum"
-                    ),
-                ],
-            ),
-        )
-        self.dashboard.add_widgets(
-            cloudwatch.GraphWidget(
-                title="Coordinator: invocations, errors; duration (ms)",
-                width=_QUARTER,
-                left=[
-                    engine.coordinator.metric_invocations(label="invocations", period=MINUTE),
-                    engine.coordinator.metric_errors(label="errors", period=MINUTE),
-                ],
-                right=[
-                    engine.coordinator.metric_duration(
-                        label="duration", period=MINUTE, statistic="Maximum"
-                    )
-                ],
-            ),
-            cloudwatch.GraphWidget(
-                title="Sweep lag (minutes, slowest shard); sweeps not started",
-                width=_QUARTER,
-                left=[self.app_metric(Metric.SWEEP_LAG_MINUTES, "Maximum")],
-                right=[self.app_metric(Metric.SWEEP_LAUNCH_FAILURES)],
-                left_annotations=[
-                    cloudwatch.HorizontalAnnotation(
-                        value=SWEEP_LAG_THRESHOLD_MINUTES, label="alarm"
-                    )
-                ],
-            ),
-            cloudwatch.GraphWidget(
-                title="Timers parked; quarantined (duetime timers stuck)",
-                width=_QUARTER,
-                left=[self.app_metric(Metric.TIMERS_PARKED)],
-                right=[
-                    self.app_metric(Metric.TIMERS_QUARANTINED),
-                    self.app_metric(Metric.TIMERS_IN_QUARANTINE, "Maximum"),
-                ],
-            ),
-            cloudwatch.GraphWidget(
-                title="Reconciler: jobs re-armed (daily)",
-                width=_QUARTER,
-                left=[self.app_metric(Metric.JOBS_REARMED, period=HOUR)],
-                right=[engine.reconciler.metric_errors(label="errors", period=HOUR)],
-            ),
-        )
-        self.dashboard.add_widgets(
-            cloudwatch.GraphWidget(
-                title="Sweeper duration (ms)",
-                width=_THIRD,
-                left=[
-                    self.app_metric(Metric.SWEEP_DURATION, "p50"),
-                    self.app_metric(Metric.SWEEP_DURATION, "Maximum"),
-                    engine.sweeper.metric_duration(period=MINUTE, statistic="Maximum"),
-                ],
-            ),
-            cloudwatch.GraphWidget(
-                title="Sweeper: timers enqueued, backlog minutes",
-                width=_THIRD,
-                left=[self.app_metric(Metric.TIMERS_ENQUEUED)],
-                right=[self.app_metric(Metric.SWEEP_BACKLOG_MINUTES, "Maximum")],
-            ),
-            cloudwatch.GraphWidget(
-                title="Function errors and throttles",
-                width=_THIRD,
-                left=[
-                    fn.metric_errors(label=f"{name} errors", period=MINUTE)
-                    for name, fn in functions.items()
-                ],
-                right=[
-                    fn.metric_throttles(label=f"{name} throttles", period=MINUTE)
-                    for name, fn in functions.items()
-                ],
-            ),
-        )
-        self.dashboard.add_widgets(
-            cloudwatch.GraphWidget(
-                title="API requests and errors",
-                width=_THIRD,
-                left=[
-                    api.http_api.metric_count(period=MINUTE),
-                    api.http_api.metric_client_error(period=MINUTE),
-                    api.http_api.metric_server_error(period=MINUTE),
-                ],
-            ),
-            cloudwatch.GraphWidget(
-                title="API latency (ms): p99",
-                width=_THIRD,
-                left=[api.http_api.metric_latency(period=MINUTE, statistic="p99")],
-            ),
-            cloudwatch.GraphWidget(
-                title="Fargate backlog (visible + in flight); running tasks",
-                width=_THIRD,
-                left=[self._workers.backlog],
-                right=[
-                    cloudwatch.Metric(
-                        namespace="ECS/ContainerInsights",
-                        metric_name="RunningTaskCount",
-                        dimensions_map={
-                            "ClusterName": self._workers.cluster.cluster_name,
-                            "ServiceName": self._workers.service.service_name,
-                        },
-                        statistic="Maximum",
-                        period=MINUTE,
-                    )
-                ],
-            ),
-        )
-        self.dashboard.add_widgets(
-            cloudwatch.GraphWidget(
-                title="Archive: runs archived, objects written, records rejected",
-                width=_HALF,
-                left=[
-                    self.app_metric(ArchiveMetric.RUNS_ARCHIVED, period=FIVE_MINUTES),
-                    self.app_metric(ArchiveMetric.OBJECTS_WRITTEN, period=FIVE_MINUTES),
-                ],
-                right=[self.app_metric(ArchiveMetric.RECORDS_REJECTED, period=FIVE_MINUTES)],
-            ),
-            cloudwatch.GraphWidget(
-                title="Archiver iterator age (ms)",
-                width=_HALF,
-                left=[
-                    history.archiver.metric(
-                        "IteratorAge", period=MINUTE, statistic="Maximum", label="iterator age"
-                    )
-                ],
-            ),
         )
 
     # --- alarms
@@ -450,5 +269,57 @@ class Monitoring(Construct):
                 history.compactor.metric_errors(period=HOUR),
                 1,
                 AT_LEAST,
+            ),
+        ]
+
+    def _throttle_alarms(self) -> list[cloudwatch.Alarm]:
+        """Throttling that lasts: each throttled call is retried (by the SDK, or by Lambda for
+        an asynchronous invoke or an SQS batch), so a short burst only delays, but minutes of
+        it mean runs start late and sweeps fall behind before any other alarm says why."""
+        engine = self._engine
+        reads = {
+            f"r{i}": table.metric("ReadThrottleEvents", period=MINUTE, statistic="Sum")
+            for i, table in enumerate(self._tables)
+        }
+        writes = {
+            f"w{i}": table.metric("WriteThrottleEvents", period=MINUTE, statistic="Sum")
+            for i, table in enumerate(self._tables)
+        }
+        run_path = {"api": self._api.function, "coordinator": engine.coordinator}
+        run_path |= {"sweeper": engine.sweeper, "worker": engine.worker}
+        return [
+            self._alarm(
+                "TablesThrottled",
+                f"DynamoDB throttled {TABLE_THROTTLES_THRESHOLD} or more requests a minute in 3 "
+                "of the last 5 minutes (a hot partition, or the table's capacity or account "
+                "limits): claims, timers and outcomes slow down and runs start late",
+                cloudwatch.MathExpression(
+                    expression=" + ".join([*reads, *writes]),
+                    using_metrics={**reads, **writes},
+                    label="DynamoDB throttle events, all tables",
+                    period=MINUTE,
+                ),
+                TABLE_THROTTLES_THRESHOLD,
+                AT_LEAST,
+                periods=5,
+                datapoints=3,
+            ),
+            self._alarm(
+                "FunctionsThrottled",
+                "a function of the run path (API, coordinator, sweeper, worker) was throttled "
+                "in 3 of the last 5 minutes (account or reserved concurrency): API requests "
+                "fail, sweeps start late, runs wait in their queues",
+                cloudwatch.MathExpression(
+                    expression=" + ".join(run_path),
+                    using_metrics={
+                        name: fn.metric_throttles(period=MINUTE) for name, fn in run_path.items()
+                    },
+                    label="Lambda throttles, run path",
+                    period=MINUTE,
+                ),
+                1,
+                AT_LEAST,
+                periods=5,
+                datapoints=3,
             ),
         ]

@@ -208,3 +208,59 @@ def test_deploy_md_prices_the_alarms_the_stack_makes(synth: Synth) -> None:
     priced = re.search(r"CloudWatch alarms \((\d+), plus the 2 of the Fargate", page)
     assert priced is not None
     assert int(priced.group(1)) == len(_alarms(synth))
+
+
+def _math_alarm(synth: Synth, name: str) -> tuple[dict[str, Any], dict[str, dict[str, Any]]]:
+    """The alarm whose description starts so, and its metric queries by id."""
+    (alarm,) = [a for a in _alarms(synth) if a["AlarmDescription"].startswith(f"duetime: {name}")]
+    return alarm, {q["Id"]: q for q in alarm["Metrics"]}
+
+
+def _summed(queries: dict[str, dict[str, Any]]) -> set[str]:
+    (expression,) = [q["Expression"] for q in queries.values() if "Expression" in q]
+    return set(expression.split(" + "))
+
+
+def test_lasting_dynamodb_throttling_raises_an_alarm_over_every_table(synth: Synth) -> None:
+    # (An outside audit found no alarm of its own for throttling: runs started late, and
+    # only the lateness alarm said so, not why.)
+    alarm, queries = _math_alarm(synth, "DynamoDB throttled")
+    stats = {k: q["MetricStat"] for k, q in queries.items() if "MetricStat" in q}
+
+    assert _summed(queries) == set(stats)
+    watched = {
+        (s["Metric"]["MetricName"], s["Metric"]["Dimensions"][0]["Value"]["Ref"])
+        for s in stats.values()
+    }
+    tables = {synth.logical_id(f"Scheduler/Data/{t}") for t in ("Jobs", "Timers", "Runs")}
+    assert watched == {
+        (m, t) for m in ("ReadThrottleEvents", "WriteThrottleEvents") for t in tables
+    }
+    assert {(s["Stat"], s["Period"]) for s in stats.values()} == {("Sum", 60)}
+    assert (alarm["Threshold"], alarm["EvaluationPeriods"], alarm["DatapointsToAlarm"]) == (
+        100,
+        5,
+        3,
+    )
+
+
+def test_a_throttled_function_of_the_run_path_raises_an_alarm(synth: Synth) -> None:
+    alarm, queries = _math_alarm(synth, "a function of the run path")
+    stats = {k: q["MetricStat"] for k, q in queries.items() if "MetricStat" in q}
+
+    assert _summed(queries) == set(stats)
+    assert {s["Metric"]["MetricName"] for s in stats.values()} == {"Throttles"}
+    watched = {s["Metric"]["Dimensions"][0]["Value"]["Ref"] for s in stats.values()}
+    assert watched == {synth.function(n)[0] for n in ("api", "coordinator", "sweeper", "worker")}
+    assert (alarm["Threshold"], alarm["EvaluationPeriods"], alarm["DatapointsToAlarm"]) == (1, 5, 3)
+
+
+def test_the_dashboard_shows_each_table_s_throttling(synth: Synth) -> None:
+    (dashboard,) = synth.of_type("AWS::CloudWatch::Dashboard").values()
+    body = json.dumps(dashboard["Properties"]["DashboardBody"])
+
+    for table in ("Jobs", "Timers", "Runs"):
+        table_ref = json.dumps({"Ref": synth.logical_id(f"Scheduler/Data/{table}")})
+        assert table_ref in body, table
+    assert "ReadThrottleEvents" in body
+    assert "WriteThrottleEvents" in body
