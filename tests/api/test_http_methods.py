@@ -187,3 +187,11 @@ def test_a_binary_answer_without_body_keeps_the_length_of_its_decoded_bytes() ->
         "body": "",
         "isBase64Encoded": False,
     }
+
+
+@pytest.mark.parametrize("path", ["//jobs", "//health", "///jobs", "/jobs/"])
+def test_a_path_that_is_no_route_is_a_404_even_one_a_slash_away(api: Api, path: str) -> None:
+    # (The local gateway passed `//jobs` on as `/jobs`: found by a contract audit.)
+    reply = send("GET", path)
+
+    assert (reply.status, reply.json()["error"]["code"]) == (404, "not_found")

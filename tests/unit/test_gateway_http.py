@@ -333,3 +333,16 @@ def test_given_a_keep_alive_connection_when_the_gateway_stops_then_it_answers_50
     assert answer.getheader("connection") == "close"
     assert len(api.events) == 1  # the handler never saw the second
     connection.close()
+
+
+def test_given_a_path_with_leading_slashes_then_the_handler_gets_it_as_sent(
+    gateway: Gateway,  # noqa: F811
+    api: StubApi,  # noqa: F811
+) -> None:
+    # Python's HTTP server collapses `//jobs` into `/jobs`: the gateway served it as the jobs
+    # route, where a path that is no route is a 404 (found by a contract audit).
+    answer = send_raw(gateway, f"GET //jobs?limit=1 HTTP/1.1\nHost: x\n{post().splitlines()[2]}\n")
+
+    assert answer.status == 200  # the stub's answer
+    (event,) = api.events
+    assert (event["rawPath"], event["rawQueryString"]) == ("//jobs", "limit=1")

@@ -233,6 +233,9 @@ class _RequestHandler(BaseHTTPRequestHandler):
         request_id = base64.b64encode(uuid.uuid4().bytes[:10]).decode()
         url = urlsplit(self.path)
         path = url.path or "/"
+        sent = self.requestline.split(" ")[1:2]
+        if sent and sent[0].startswith("//"):  # Python's server made it `/…`: not a route
+            path = sent[0].partition("?")[0].partition("#")[0]
         public = is_public(self.command, path)
         if gateway.stopping.is_set():
             # A connection kept alive past the stop: the stack is going away, so nothing it
