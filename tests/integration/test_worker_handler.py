@@ -178,3 +178,35 @@ def test_given_dependents_not_triggered_then_the_upstream_message_comes_back_in_
     )
     engine.drain()
     assert sorted(c.job_id for c in engine.recorder.calls) == sorted([upstream, dependent])
+
+
+def test_given_an_outcome_write_refused_for_a_while_then_the_known_outcome_is_kept(
+    engine: Engine, monkeypatch: Any
+) -> None:
+    # Found by an outside fault audit: the target succeeded, the outcome write was throttled
+    # past the SDK's retries, and the worker dropped what it knew. The next delivery took the
+    # attempt for abandoned: on the last attempt the run ended failed, went to the DLQ, and
+    # its `on: failed` dependents ran instead of its `on: succeeded` ones.
+    upstream = engine.submit({"schedule": {"delay_seconds": 0}, "retry": {"max_attempts": 1}})
+    on_success = engine.submit({"schedule": {"after": {"job_id": upstream}}})
+    engine.submit({"schedule": {"after": {"job_id": upstream, "on": "failed"}}})
+    runs = engine.parts.executor._runs
+    real, refused = runs.finish, []
+
+    def throttled(run: Any, outcome: Any) -> Any:
+        if run.job_id == upstream and len(refused) < 2:
+            refused.append(outcome.status)
+            raise StoreError("ProvisionedThroughputExceededException: throttled")
+        return real(run, outcome)
+
+    monkeypatch.setattr(runs, "finish", throttled)
+    engine.drain()
+    engine.advance(600)  # past the lease: what a later delivery would make of the run
+    engine.drain()
+
+    assert refused == [RunStatus.SUCCEEDED, RunStatus.SUCCEEDED]
+    assert sorted(c.job_id for c in engine.recorder.calls) == sorted([upstream, on_success])
+    (record,) = engine.parts.runs.list(upstream, 10, None).items
+    assert (record.status, record.attempt) == (RunStatus.SUCCEEDED, 1)
+    dlq = engine.aws.settings.queue(Runtime.LAMBDA, Priority.NORMAL).dlq_url
+    assert receive_all(engine, dlq) == []

@@ -30,6 +30,7 @@ import random
 import time
 from collections.abc import Callable
 from dataclasses import replace
+from functools import partial
 
 from duetime.domain.ids import run_id
 from duetime.domain.invocation import Invocation, TargetError
@@ -57,6 +58,7 @@ from duetime.observability import Metric, count, logger, milliseconds
 from duetime.ports import Delivery, JobQueue, JobStore, RunStore, TargetRunner
 from duetime.services.dependencies import Dependencies
 from duetime.services.job_reads import LINGER_SECONDS, Found, JobReads
+from duetime.services.outcome import record_outcome
 from duetime.services.overlap import GateContention, OverlapGuard
 from duetime.services.results import (
     MAX_VISIBILITY_SECONDS,
@@ -130,6 +132,7 @@ class RunExecutor:
         # together, and one crash caught them all unrecorded (docs/reliability.md).
         self._rereads = JobReads(jobs, linger=0)
         self._runs = runs
+        self._record = partial(record_outcome, runs, clock=clock, sleep=sleep)  # a known outcome
         self._queue = queue
         self._targets = targets
         self._settings = settings
@@ -346,7 +349,7 @@ class RunExecutor:
             self._targets.execute(job.spec.target, invocation)
         except TargetError as exc:
             return self._failed(job, dependents, message, run, str(exc), exc.retryable)
-        done = self._runs.finish(run, RunOutcome(RunStatus.SUCCEEDED, self._clock()))
+        done = self._record(run, RunOutcome(RunStatus.SUCCEEDED, self._clock()))
         if done is not None:  # else the run was reclaimed: its new holder releases
             self._released(job, message)
         count(Metric.RUNS_SUCCEEDED)
@@ -415,7 +418,7 @@ class RunExecutor:
             wait = backoff_ms(job.spec.retry, message.attempt, self._jitter())
             retry = replace(message, attempt=message.attempt + 1, due_ms=now + wait)
             self._queue.send([(retry, delay_seconds(retry.visible_ms, now))])
-            done = self._runs.finish(run, RunOutcome(RunStatus.RETRYING, self._clock(), error))
+            done = self._record(run, RunOutcome(RunStatus.RETRYING, self._clock(), error))
             count(Metric.RUNS_RETRIED)
             logger.warning(
                 "run failed; retrying",
@@ -424,7 +427,7 @@ class RunExecutor:
             return Result(Disposition.DONE, f"retrying: {error}", done or run)
         reason = f"attempt {message.attempt} of {job.spec.retry.max_attempts}: {error}"
         self._queue.send_dead(message, reason)
-        done = self._runs.finish(run, RunOutcome(RunStatus.FAILED, self._clock(), error))
+        done = self._record(run, RunOutcome(RunStatus.FAILED, self._clock(), error))
         if done is not None:
             self._released(job, message)
         count(Metric.RUNS_FAILED)

@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-from botocore.exceptions import ClientError
+from botocore.exceptions import BotoCoreError, ClientError
 
 from duetime.adapters.codec import from_item, run_from_values, run_to_values, to_item
 from duetime.adapters.dynamodb.common import (
@@ -80,6 +80,8 @@ class DynamoRunStore:
             params["ExpressionAttributeValues"] = values
         try:
             self._client.put_item(**params)
+        except BotoCoreError as exc:  # no answer (a timeout, the connection): as a 5xx
+            raise StoreError(str(exc)) from exc
         except ClientError as exc:
             if not is_condition_failure(exc):
                 raise StoreError(str(exc)) from exc
