@@ -128,3 +128,39 @@ def test_given_a_pause_while_a_keyed_run_now_claims_its_key_then_every_copy_answ
     assert isinstance(answers["r1"], int)
     assert answers["r1"] == answers["r2"] == answers["r3"]
     assert twins.sent() == before  # paused: the run does not start
+
+
+def test_given_a_completion_while_a_keyed_run_now_claims_its_key_then_its_run_is_sent() -> None:
+    # Found by an outside fault audit: the job's schedule ended (the sweep marked it
+    # completed) while a keyed run-now bound its key; the request answered 202 and sent
+    # nothing, as for a pause, where a completed job's runs run: its run never existed. The
+    # same request without a key sent it. A keyed copy after the completion did the same.
+    twins = Twins(shards=1)
+    job_id = twins.submit({"rate_seconds": 3600})
+    claim = twins.jobs.claim_key
+    answers: dict[str, object] = {}
+
+    def claim_then_complete(tenant: str, key: str, *args: Any) -> Any:
+        recorded = claim(tenant, key, *args)
+        if key == "rk" and "completed" not in answers:
+            twins.clock.now += 10
+            stored = twins.jobs.get("t", job_id)
+            assert stored is not None
+            twins.service._dispatcher.complete(stored, twins.clock.now)
+            answers["completed"] = True
+            twins.clock.now += 10
+        return recorded
+
+    before = twins.sent()
+    twins.jobs.claim_key = claim_then_complete  # type: ignore[method-assign]
+    first = twins.service.run_now("t", job_id, "rk")
+    twins.jobs.claim_key = claim  # type: ignore[method-assign]
+    sent_by_first = twins.sent() - before
+    copy = twins.service.run_now("t", job_id, "rk")  # the client's retry
+
+    stored = twins.jobs.get("t", job_id)
+    assert stored is not None
+    assert stored.status == JobStatus.COMPLETED
+    assert sent_by_first == {(job_id, first): 1}
+    assert copy == first
+    assert twins.sent() == {(job_id, first): 1}  # the copy sends it again (one run id)

@@ -377,19 +377,24 @@ class JobService:
             if recorded is not None and (bound is None or recorded[0] != job_id):
                 raise IdempotencyConflict(idempotency_key)
             job = self.get(tenant, job_id).job  # as it is now that the key is bound
+            # Completed (by its end_at) after the run was asked for: a completed job's runs
+            # run, so the run is sent, as without a key (until 2026-11-30 it was not: a 202
+            # whose run never ran; found by an outside audit). Paused or cancelled since: the
+            # change stops it, nothing to send.
             if bound is not None:
                 first, asked = bound
-                if job.status == JobStatus.SCHEDULED:
+                if job.status == JobStatus.SCHEDULED or _completed_since(job, asked):
                     self._send(job, first, now)
                     return first
-                if job.updated_ms >= asked:  # paused or ended since the run was asked for
+                if job.updated_ms >= asked:  # paused or cancelled since the run was asked for
                     return first
                 # Not scheduled already when it was asked for: that request is being refused
                 # (and frees the key); so is this one.
                 raise IllegalTransition(job_id, job.status, "run")
             if job.status != JobStatus.SCHEDULED and job.updated_ms >= now:
-                # Paused or ended after this request asked: as a copy of it answers (above),
-                # its run was asked for, and the change stops it: nothing to send.
+                if _completed_since(job, now):
+                    self._send(job, instant, now)
+                # As a copy of this request answers (above).
                 return instant
         if job.status != JobStatus.SCHEDULED:
             self.submission.unbind(tenant, idempotency_key, job_id)
@@ -429,3 +434,8 @@ class JobService:
         except DomainError:  # its upstream is gone: nothing triggers it
             return job
         return chain[-1] if chain else job
+
+
+def _completed_since(job: Job, instant_ms: int) -> bool:
+    """Ended by its schedule at or after `instant_ms`: a run asked for then still runs."""
+    return job.status == JobStatus.COMPLETED and job.updated_ms >= instant_ms
