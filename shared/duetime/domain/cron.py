@@ -74,8 +74,8 @@ _CRON_SHAPE = (
     "must have 5 fields (minute hour day-of-month month day-of-week) or be one of "
     + " ".join(MACROS)
 )
-# Larger than any daylight-saving shift (at most 2 hours): the window in which wall time can run
-# backwards relative to real time.
+# The window in which wall time can run backwards relative to real time: over any backward
+# shift of the pinned tzdata since 1970 but Antarctica/Vostok's 7 hours in 1994 (docs/schedules.md).
 _SHIFT_WINDOW = timedelta(hours=3)
 _NAIVE_EPOCH = datetime(1970, 1, 1)
 _MINUTE_STEP = timedelta(minutes=1)
