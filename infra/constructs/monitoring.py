@@ -294,7 +294,9 @@ class Monitoring(Construct):
                 "of the last 5 minutes (a hot partition, or the table's capacity or account "
                 "limits): claims, timers and outcomes slow down and runs start late",
                 cloudwatch.MathExpression(
-                    expression=" + ".join([*reads, *writes]),
+                    # FILL: DynamoDB sends a throttle metric only when it is not 0, and a
+                    # sum with a term missing has no value (found by review).
+                    expression=" + ".join(f"FILL({m}, 0)" for m in [*reads, *writes]),
                     using_metrics={**reads, **writes},
                     label="DynamoDB throttle events, all tables",
                     period=MINUTE,
@@ -310,7 +312,7 @@ class Monitoring(Construct):
                 "in 3 of the last 5 minutes (account or reserved concurrency): API requests "
                 "fail, sweeps start late, runs wait in their queues",
                 cloudwatch.MathExpression(
-                    expression=" + ".join(run_path),
+                    expression=" + ".join(f"FILL({m}, 0)" for m in run_path),  # idle: no data
                     using_metrics={
                         name: fn.metric_throttles(period=MINUTE) for name, fn in run_path.items()
                     },

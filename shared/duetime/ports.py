@@ -1,21 +1,17 @@
 """Every port the services depend on. Each has an AWS adapter and an in-memory twin, and one
-contract suite (tests/integration/test_contracts.py, and test_contracts_runners.py beside it)
-runs both: the stores and queues (DynamoDB, SQS; twins in `duetime.adapters.memory`),
-`SecretCipher` (KMS: `duetime.adapters.kms`), `SweepLauncher` (Lambda:
-`duetime.adapters.lambda_launcher`; twin: the coordinator's `InProcessLauncher`),
-`TargetRunner` (duetime.targets' executor; twin: `duetime.adapters.memory.targets`) and
-`SigningSecrets` (`duetime.services.webhook_secrets`, over either pair of secret store and
-cipher). `FiguresSource` (live counts: `duetime.adapters.figures`; twin: `duetime.local.figures`)
-has no contract suite: each side is tested on its own.
+contract suite (tests/integration/test_contracts.py, test_contracts_runners.py) runs both: the
+stores and queues (DynamoDB, SQS; twins in `duetime.adapters.memory`), `SecretCipher` (KMS),
+`SweepLauncher` (Lambda; twin: the coordinator's `InProcessLauncher`), `TargetRunner`
+(duetime.targets' executor; twin: `duetime.adapters.memory.targets`) and `SigningSecrets`
+(`duetime.services.webhook_secrets`, over either pair of secret store and cipher).
+`FiguresSource` (`duetime.adapters.figures`; twin: `duetime.local.figures`) has no contract
+suite: each side is tested on its own.
 
-Only the Protocols live here, with the few types that exist because of them and mean nothing
-outside a port call: the errors a port raises for its callers to catch (`StoreError`,
-`ConditionFailed`, `QueueError`: the adapters turn SDK errors into these; `SecretsUnavailable`
-when secrets can be neither made nor read), a page of a listing with its opaque cursor
-(`Page`), and a received message with its receipt handle (`Delivery`, and `DeadLetter` on a
-dead-letter queue). What the calls carry — jobs, runs, timers, run messages, secret records —
-is the design's vocabulary, in duetime.domain (`timers`, `messages`, `jobs`, `runs`,
-`signing`).
+Only the Protocols live here, with the few types that exist because of them: the errors a port
+raises (`StoreError`, `ConditionFailed`, `QueueError`: the adapters turn SDK errors into these;
+`SecretsUnavailable`), a page of a listing with its opaque cursor (`Page`), and a received
+message with its receipt handle (`Delivery`, `DeadLetter`). What the calls carry is the
+design's vocabulary, in duetime.domain (`timers`, `messages`, `jobs`, `runs`, `signing`).
 """
 
 from __future__ import annotations
@@ -38,7 +34,12 @@ CounterRead = tuple[int, int]  # a tenant's recurring count as read, and its cha
 
 
 class StoreError(Exception):
-    """A store call failed after the SDK's own retries."""
+    """A store call failed after the SDK's own retries: `transient` if time may mend it
+    (throttling, a 5xx, no answer), not if it needs a person (access denied, a bad request)."""
+
+    def __init__(self, message: str = "", *, transient: bool = True) -> None:
+        super().__init__(message)
+        self.transient = transient
 
 
 class ConditionFailed(StoreError):
@@ -54,8 +55,7 @@ class QueueError(Exception):
 
 
 class QueueUnavailable(QueueError):
-    """SQS could not take a request at all (no answer, throttled, a server error), after the
-    SDK's retries: a passing condition of SQS, nothing about the messages themselves."""
+    """SQS took no request at all (no answer, throttled, a 5xx) after the SDK's retries."""
 
 
 @dataclass(frozen=True)

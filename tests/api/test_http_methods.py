@@ -191,7 +191,8 @@ def test_a_binary_answer_without_body_keeps_the_length_of_its_decoded_bytes() ->
 
 @pytest.mark.parametrize("path", ["//jobs", "//health", "///jobs", "/jobs/"])
 def test_a_path_that_is_no_route_is_a_404_even_one_a_slash_away(api: Api, path: str) -> None:
-    # (The local gateway passed `//jobs` on as `/jobs`: found by a contract audit.)
+    # The API's side; the local gateway passed `//jobs` on as `/jobs` (found by a contract
+    # audit): tests/unit/test_gateway_http.py checks that it passes paths as sent.
     reply = send("GET", path)
 
     assert (reply.status, reply.json()["error"]["code"]) == (404, "not_found")

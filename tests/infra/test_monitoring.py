@@ -217,8 +217,12 @@ def _math_alarm(synth: Synth, name: str) -> tuple[dict[str, Any], dict[str, dict
 
 
 def _summed(queries: dict[str, dict[str, Any]]) -> set[str]:
+    """The metric ids an expression sums, each filled with 0 where it has no data (DynamoDB and
+    Lambda send no throttle metric for a minute without one: a sum missing a term is empty)."""
     (expression,) = [q["Expression"] for q in queries.values() if "Expression" in q]
-    return set(expression.split(" + "))
+    terms = expression.split(" + ")
+    assert all(re.fullmatch(r"FILL\(\w+, 0\)", term) for term in terms), expression
+    return {term.removeprefix("FILL(").removesuffix(", 0)") for term in terms}
 
 
 def test_lasting_dynamodb_throttling_raises_an_alarm_over_every_table(synth: Synth) -> None:

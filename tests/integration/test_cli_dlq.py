@@ -78,6 +78,9 @@ def test_given_a_failed_run_when_listed_then_it_shows_job_run_attempt_reason_and
     # Listing does not consume: the message is still there, and visible.
     assert dlq(capsys, "list", "--queue", "lambda/normal")[1] == "no dead runs\n"
     assert dlq(capsys, "list", "--queue", "lambda/high")[1].count(rid) == 1
+    # A queue named twice is read once (each dead run was listed twice: an outside audit).
+    repeated = dlq(capsys, "list", "--queue", "lambda/high", "--queue", "lambda/high")
+    assert repeated[1].count(rid) == 1
 
 
 def test_given_a_dead_run_when_redriven_then_it_runs_as_the_next_attempt_and_leaves_the_dlq(

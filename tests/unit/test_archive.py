@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import io
 import json
+import math
 from datetime import UTC, date, datetime
 from typing import Any
 
@@ -384,6 +385,16 @@ def test_results_render_as_a_table_json_or_csv() -> None:
         {"dt": "2026-11-21", "runs": 12, "at": "2026-11-21 01:02:03.004", "note": None}
     ]
     assert render(result, "csv") == "dt,runs,at,note\n2026-11-21,12,2026-11-21 01:02:03.004,\n"
+
+
+def test_json_results_are_json_whatever_the_numbers_and_the_column_names() -> None:
+    # (An outside CLI audit: `--json` printed NaN and Infinity, which no JSON reader takes, and
+    # of two columns named alike, kept one without a word.)
+    result = QueryResult(("n", "i", "j"), ((math.nan, math.inf, -math.inf),))
+    assert json.loads(render(result, "json")) == [{"n": "NaN", "i": "Infinity", "j": "-Infinity"}]
+    with pytest.raises(HistoryQueryError, match=r"columns share a name \(a\): name them apart"):
+        render(QueryResult(("a", "a"), ((1, 2),)), "json")
+    assert render(QueryResult(("a", "a"), ((1, 2),)), "csv") == "a,a\n1,2\n"  # CSV keeps both
 
 
 def test_a_cell_that_would_drive_a_terminal_is_spelled_out_in_a_table_and_csv() -> None:

@@ -9,6 +9,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import threading
 import urllib.error
 import urllib.parse
 import urllib.request
@@ -51,6 +52,8 @@ class ApiError(Exception):
 
 
 def client_for(args: argparse.Namespace) -> ApiClient:
+    if args.api_url == "":  # (it was taken for no flag: the token went to the default URL)
+        raise UsageError("--api-url is empty: give the API's URL, or leave the flag out")
     base_url = (args.api_url or os.environ.get(API_URL_ENV) or DEFAULT_API_URL).rstrip("/")
     try:
         parts = urllib.parse.urlsplit(base_url)
@@ -58,10 +61,13 @@ def client_for(args: argparse.Namespace) -> ApiClient:
         parts = urllib.parse.urlsplit("")
     if parts.scheme not in ("http", "https") or not parts.netloc:
         raise UsageError(f"the API URL must be http:// or https://, not {base_url!r}")
-    if not (base_url.isascii() and base_url.isprintable()):  # a request line is ASCII
-        raise UsageError(
-            f"the API URL must be printable ASCII (percent-encode the rest), not {base_url!r}"
+    if not (base_url.isascii() and base_url.isprintable()) or " " in base_url:
+        raise UsageError(  # a request line is ASCII, its parts split at spaces
+            f"the API URL must be printable ASCII without spaces (percent-encode the rest), "
+            f"not {base_url!r}"
         )
+    if parts.query or parts.fragment or "?" in base_url or "#" in base_url:
+        raise UsageError(f"the API URL is a base, with no ? or #, not {base_url!r}")
     token = args.token
     if token is None:
         token = os.environ.get(TOKEN_ENV, "").strip()
@@ -117,9 +123,7 @@ class ApiClient:
             except ValueError as exc:  # NaN: the flags and files refuse it before this
                 raise UsageError(f"the body cannot be sent as JSON: {exc}") from None
         try:
-            opener = urllib.request.build_opener(_RefuseRedirects)
-            with opener.open(request, timeout=self.timeout) as response:
-                status, raw = response.status, response.read()
+            status, raw = self._exchange(request)
         except urllib.error.HTTPError as exc:
             try:
                 error_body = exc.read()
@@ -135,6 +139,29 @@ class ApiClient:
         if not raw.strip():
             return None
         return _answer(status, raw)
+
+    def _exchange(self, request: urllib.request.Request) -> tuple[int, bytes]:
+        """One request's status and body, all within the timeout (urllib's bounds each socket
+        read: an answer trickling in a byte a second held the command for as long as it
+        lasted; found by an outside audit). TimeoutError past it."""
+        done: list[tuple[int, bytes] | BaseException] = []
+
+        def exchange() -> None:
+            try:
+                opener = urllib.request.build_opener(_RefuseRedirects)
+                with opener.open(request, timeout=self.timeout) as response:
+                    done.append((response.status, response.read()))
+            except BaseException as exc:  # raised again in the caller's thread
+                done.append(exc)
+
+        thread = threading.Thread(target=exchange, name="duetime-request", daemon=True)
+        thread.start()
+        thread.join(self.timeout)
+        if not done:
+            raise TimeoutError
+        if isinstance(done[0], BaseException):
+            raise done[0]
+        return done[0]
 
     def _unreachable(self, reason: object) -> Unreachable:
         if isinstance(reason, ConnectionRefusedError):
@@ -166,7 +193,7 @@ def _answer(status: int, raw: bytes) -> Any:
     """A 2xx's JSON. A lone surrogate (`"\\ud800"`) is JSON but not Unicode: it could be
     neither printed nor sent back (a cursor)."""
     try:
-        data = json.loads(raw)
+        data = json.loads(raw, parse_constant=_not_json)
         json.dumps(data, ensure_ascii=False).encode()
         return data
     except UnicodeEncodeError:
@@ -176,6 +203,11 @@ def _answer(status: int, raw: bytes) -> Any:
     except ValueError:  # not JSON, not UTF-8, a number of over 4,300 digits
         problem = "with something not JSON"
     raise ApiError(status, "bad_response", f"the API answered {problem}", None)
+
+
+def _not_json(constant: str) -> Any:
+    """NaN, Infinity: Python's reader takes them, JSON has no such value."""
+    raise ValueError(f"{constant} is not JSON")
 
 
 def _api_error(status: int, reason: object, raw: bytes) -> ApiError:

@@ -16,6 +16,7 @@ from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 from duetime.cli.format import write_out
+from duetime.cli.options import aws_setup, state_dir
 from duetime.cli.types import positive_int
 from duetime.clock import wall_ms
 from duetime.domain.jobs import Priority, Runtime
@@ -90,6 +91,7 @@ def _common(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument(
         "--state-dir",
+        type=state_dir,
         default=".duetime",
         help="the local stack's state directory, used when DUETIME_QUEUES is not set",
     )
@@ -105,7 +107,7 @@ def run_list(args: argparse.Namespace) -> int:
 
     dead_runs = wiring.dead_runs(deployment(args))
     try:
-        dead, total = dead_runs.read(args.queues or QUEUE_KEYS, args.limit)
+        dead, total = dead_runs.read(_queues(args), args.limit)
     except (BotoCoreError, ClientError) as exc:
         return _failed(f"cannot read the DLQs: {exc}")
     if args.json:
@@ -125,7 +127,7 @@ def run_redrive(args: argparse.Namespace) -> int:
     dead_runs = wiring.dead_runs(deployment(args))
     try:
         report = dead_runs.redrive(
-            args.queues or QUEUE_KEYS,
+            _queues(args),
             run_ids=set(args.run_ids) if args.run_ids else None,
             limit=args.limit,
             now_ms=wall_ms(),
@@ -202,6 +204,11 @@ def _reason(dead: DeadRun) -> str:
     return text if len(text) <= MAX_REASON_CHARS else text[: MAX_REASON_CHARS - 1] + "…"
 
 
+def _queues(args: argparse.Namespace) -> list[str]:
+    """The --queue keys, each once (a repeated one was read twice: every run listed twice)."""
+    return list(dict.fromkeys(args.queues or QUEUE_KEYS))
+
+
 # --- configuration ------------------------------------------------------------------------------
 
 
@@ -213,7 +220,8 @@ def deployment(args: argparse.Namespace) -> Components:
     from duetime.wiring import build
 
     if os.environ.get(Env.QUEUES):
-        return build(Settings.from_env())
+        with aws_setup():
+            return build(Settings.from_env())
     from duetime.local.endpoint import moto_session, read_local_endpoint
     from duetime.local.keys import message_key
 

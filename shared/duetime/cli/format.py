@@ -7,6 +7,7 @@ Human output is cut (a run's error can hold 64 KiB of a target's answer, a paylo
 from __future__ import annotations
 
 import json
+import sys
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -23,6 +24,8 @@ class OutputError(Exception):
 
 def write_out(text: str, end: str = "\n") -> None:
     """Print a command's output, flushed so that a failed write shows here, not at exit."""
+    if sys.stdout is None:  # started with it closed (`>&-`): print() would drop it silently
+        raise OutputError("cannot write the output: standard output is closed")
     try:
         print(text, end=end, flush=True)
     except BrokenPipeError:
@@ -208,7 +211,7 @@ def format_job(job: Any) -> str:
             text = format_duration(value)
         else:
             text = _scalar(value)
-        lines.append((key, cut(clean(text), MAX_VALUE_CHARS)))
+        lines.append((clean(str(key)), cut(clean(text), MAX_VALUE_CHARS)))  # keys too
     width = max((len(key) for key, _ in lines), default=0) + 1
     return "\n".join(f"{key + ':':<{width}} {text}".rstrip() for key, text in lines)
 

@@ -5,12 +5,16 @@ from __future__ import annotations
 
 import argparse
 import os
-import sys
 from typing import TYPE_CHECKING
 
 from duetime.cli.format import write_out
-from duetime.cli.options import LOCAL_QUERY_MODULES, missing_local_extra, state_dir_option
-from duetime.cli.types import positive_seconds
+from duetime.cli.options import (
+    LOCAL_QUERY_MODULES,
+    aws_setup,
+    missing_local_extra,
+    state_dir_option,
+)
+from duetime.cli.types import http_url, positive_seconds
 
 if TYPE_CHECKING:
     from duetime.history.archive import HistoryBucket
@@ -68,7 +72,9 @@ def _history_location_options(parser: argparse.ArgumentParser) -> None:
         help="the history bucket (default $DUETIME_HISTORY_BUCKET, else the local stack's)",
     )
     parser.add_argument(
-        "--endpoint-url", help="an S3 endpoint (default $AWS_ENDPOINT_URL, else the local stack's)"
+        "--endpoint-url",
+        type=http_url,
+        help="an S3 endpoint (default $AWS_ENDPOINT_URL, else the local stack's)",
     )
     state_dir_option(parser)
 
@@ -99,7 +105,8 @@ def _history_bucket(args: argparse.Namespace) -> HistoryBucket:
             aws_secret_access_key="duetime-local",  # noqa: S106 - moto takes any
             region_name=local.region,
         )
-    return HistoryBucket(session.client("s3", endpoint_url=endpoint), name)
+    with aws_setup():
+        return HistoryBucket(session.client("s3", endpoint_url=endpoint), name)
 
 
 def _run_history_query(args: argparse.Namespace) -> int:
@@ -117,8 +124,10 @@ def _run_history_query(args: argparse.Namespace) -> int:
                 "Athena needs a workgroup and a database: --workgroup/--database or "
                 "DUETIME_ATHENA_WORKGROUP/DUETIME_GLUE_DATABASE (the stack's outputs)"
             )
+        with aws_setup():
+            athena = boto3.Session().client("athena")
         engine = AthenaEngine(
-            boto3.Session().client("athena"),
+            athena,
             workgroup,
             database,
             timeout_seconds=args.timeout_seconds,
@@ -128,7 +137,7 @@ def _run_history_query(args: argparse.Namespace) -> int:
             return 2
         engine = LocalEngine(_history_bucket(args))
     result = engine.query(args.sql)
-    sys.stdout.write(render(result, "json" if args.json else "csv" if args.csv else "table"))
+    write_out(render(result, "json" if args.json else "csv" if args.csv else "table"), end="")
     return 0
 
 

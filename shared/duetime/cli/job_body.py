@@ -6,6 +6,7 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
+from duetime.cli.client import UsageError
 from duetime.cli.types import (
     header_value,
     json_object,
@@ -247,7 +248,7 @@ def job_body(args: argparse.Namespace) -> dict[str, Any]:
     if args.method is not None:
         target["method"] = args.method
     if args.headers:
-        target["headers"] = dict(args.headers)
+        target["headers"] = _once_each("--header", args.headers)
     if args.event_bus is not None:
         target["event_bus"] = args.event_bus
 
@@ -272,7 +273,7 @@ def job_body(args: argparse.Namespace) -> dict[str, Any]:
         if getattr(args, key) is not None:
             body[key] = getattr(args, key)
     if args.tags is not None:
-        body["tags"] = dict(args.tags)
+        body["tags"] = _once_each("--tag", args.tags)
     retry = {
         key: getattr(args, key)
         for key in ("max_attempts", "backoff_seconds", "max_backoff_seconds")
@@ -281,3 +282,14 @@ def job_body(args: argparse.Namespace) -> dict[str, Any]:
     if retry:
         body["retry"] = retry
     return body
+
+
+def _once_each(flag: str, pairs: list[tuple[str, str]]) -> dict[str, str]:
+    """K=V flags as an object; a key given twice is a usage error, as in --body (until
+    2026-11-30 the last value was sent without a word)."""
+    found: dict[str, str] = {}
+    for key, value in pairs:
+        if key in found:
+            raise UsageError(f"{flag} {key} is given twice: give each key once")
+        found[key] = value
+    return found

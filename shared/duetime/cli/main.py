@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import logging
 import os
 import sys
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 
 from duetime.cli import dlq, history, jobs, local, schedule, timers, worker
 from duetime.cli.format import OutputError
@@ -23,9 +24,19 @@ def main(argv: Sequence[str] | None = None) -> int:
     dlq.register(commands)
     timers.register(commands)
 
-    args = parser.parse_args(argv)
+    from botocore.exceptions import (
+        BotoCoreError,
+        NoCredentialsError,
+        NoRegionError,
+        PartialCredentialsError,
+        ProfileNotFound,
+    )
+
     try:
-        code: int = args.run(args)
+        # Parsing reads files and stdin (`--payload @-`): Ctrl-C there is a 130 too.
+        args = parser.parse_args(argv)
+        with _logs(args.command):
+            code: int = args.run(args)
     except KeyboardInterrupt:
         return 130
     except (BrokenPipeError, OutputError) as exc:
@@ -33,10 +44,37 @@ def main(argv: Sequence[str] | None = None) -> int:
         # /dev/null so the interpreter's final flush does not fail again.
         if isinstance(exc, OutputError):
             print(f"duetime: {exc}", file=sys.stderr)
-        with contextlib.suppress(OSError, ValueError):
+        with contextlib.suppress(OSError, ValueError, AttributeError):  # (None: closed)
             os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return 1
     except (RuntimeError, OSError) as exc:  # configuration problems: a message, not a traceback
         print(f"duetime: {exc}", file=sys.stderr)
         return 2
+    except BotoCoreError as exc:  # AWS not set up (exit 2), or no answer from it (exit 1)
+        print(f"duetime: AWS: {exc}", file=sys.stderr)
+        setup = (NoRegionError, NoCredentialsError, PartialCredentialsError, ProfileNotFound)
+        return 2 if isinstance(exc, setup) else 1
     return code
+
+
+# Commands whose logs are their output (a worker's, the local stack's own file); the others'
+# output is stdout's alone (`timers stuck --json` is one JSON document, even when a stuck
+# timer's handover logs a warning; until 2026-11-30 the log lines went to stdout too).
+_LOGGING_TO_STDOUT = ("worker", "local")
+
+
+@contextlib.contextmanager
+def _logs(command: str) -> Iterator[None]:
+    """The log lines of `command`: on stderr, but for a worker's and the local stack's."""
+    from duetime.observability import logger
+
+    handler = logger.registered_handler
+    if command in _LOGGING_TO_STDOUT or not isinstance(handler, logging.StreamHandler):
+        yield
+        return
+    before = handler.stream
+    handler.setStream(sys.stderr)
+    try:
+        yield
+    finally:
+        handler.setStream(before)

@@ -4,10 +4,11 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
 import importlib.util
 import os
 import sys
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import NoReturn
 
@@ -18,10 +19,18 @@ LOCAL_STACK_MODULES = ("moto", "flask")  # moto[server]
 LOCAL_QUERY_MODULES = ("duckdb",)
 
 
+def state_dir(text: str) -> Path:
+    """A directory's path; an empty one is refused (it was `.`: a signing key written into the
+    working directory)."""
+    if not text.strip():
+        raise argparse.ArgumentTypeError("is empty: give a directory, or leave the flag out")
+    return Path(text)
+
+
 def state_dir_option(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--state-dir",
-        type=Path,
+        type=state_dir,
         default=Path(DEFAULT_STATE_DIR),
         help="where the local signing key and logs live (default .duetime)",
     )
@@ -46,3 +55,14 @@ def exit_now(status: int) -> NoReturn:
     sys.stdout.flush()
     sys.stderr.flush()
     os._exit(status)
+
+
+@contextlib.contextmanager
+def aws_setup() -> Iterator[None]:
+    """Building the AWS clients from the flags and the environment: a value they refuse (an
+    endpoint that is no URL, in AWS_ENDPOINT_URL say, or a DUETIME_* setting) is a message,
+    not a traceback (exit 2; a missing region too, in duetime.cli.main)."""
+    try:
+        yield
+    except ValueError as exc:
+        raise RuntimeError(f"cannot set up AWS: {exc}") from None

@@ -21,6 +21,7 @@ from typing import Any
 
 from duetime.cli.dlq import deployment
 from duetime.cli.format import write_out
+from duetime.cli.options import state_dir
 from duetime.domain.timers import StuckTimer
 from duetime.domain.timeutil import rfc3339_ms
 
@@ -56,6 +57,7 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     stuck.add_argument("--json", action="store_true", help="print a JSON array")
     stuck.add_argument(
         "--state-dir",
+        type=state_dir,
         default=".duetime",
         help="the local stack's state directory, used when DUETIME_QUEUES is not set",
     )

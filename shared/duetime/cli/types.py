@@ -18,8 +18,11 @@ from duetime.domain.targets import TenantTargets
 def read_text(path: str) -> str:
     """A file's text as UTF-8, or standard input's for `-` (OSError, UnicodeDecodeError)."""
     if path == "-":
+        if sys.stdin is None:  # started with it closed (`<&-`)
+            raise OSError("standard input is closed")
         return sys.stdin.read()
-    with open(path, encoding="utf-8") as file:
+    # newline="": a lone CR is JSON's whitespace, not the end of a line (as from stdin)
+    with open(path, encoding="utf-8", newline="") as file:
         return file.read()
 
 
@@ -102,6 +105,11 @@ def preview_count(text: str) -> int:
 def positive_seconds(text: str) -> float:
     """A duration of up to a day."""
     return positive_float(text, at_most=86_400)
+
+
+def visibility_seconds(text: str) -> int:
+    """An SQS visibility timeout: SQS refuses one over 12 hours (every receive would fail)."""
+    return _whole_in(text, 1, 43_200, "a whole number", " seconds (SQS's limit: 12 hours)")
 
 
 def port(text: str) -> int:

@@ -6,8 +6,8 @@ import argparse
 import signal
 from types import FrameType
 
-from duetime.cli.options import exit_now
-from duetime.cli.types import poll_wait_seconds, positive_int
+from duetime.cli.options import aws_setup, exit_now
+from duetime.cli.types import poll_wait_seconds, positive_int, visibility_seconds
 from duetime.domain.jobs import Priority, Runtime
 
 
@@ -23,12 +23,24 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         choices=[p.value for p in Priority],
         help="queue priorities to serve (repeatable; default: all)",
     )
-    worker.add_argument("--concurrency", type=positive_int, default=32)
+    worker.add_argument(
+        "--concurrency", type=positive_int, default=32, help="runs at once (default 32)"
+    )
     worker.add_argument(
         "--wait-seconds", type=poll_wait_seconds, default=10, help="long-poll wait (1-20 s)"
     )
-    worker.add_argument("--visibility-seconds", type=positive_int, default=60)
-    worker.add_argument("--stop-timeout-seconds", type=positive_int, default=90)
+    worker.add_argument(
+        "--visibility-seconds",
+        type=visibility_seconds,
+        default=60,
+        help="how long a received message stays hidden (1-43200 s, SQS's limit)",
+    )
+    worker.add_argument(
+        "--stop-timeout-seconds",
+        type=positive_int,
+        default=90,
+        help="how long a stop (SIGTERM) waits for the runs in flight (default 90)",
+    )
     worker.set_defaults(run=_run_worker)
 
 
@@ -37,7 +49,8 @@ def _run_worker(args: argparse.Namespace) -> int:
     from duetime.settings import Settings
     from duetime.wiring import build
 
-    parts = build(Settings.from_env(), sqs_poll_seconds=args.wait_seconds)
+    with aws_setup():
+        parts = build(Settings.from_env(), sqs_poll_seconds=args.wait_seconds)
     runtime = Runtime(args.runtime)
     worker = QueueWorker(
         parts.queue,

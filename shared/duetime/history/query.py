@@ -22,6 +22,7 @@ from __future__ import annotations
 import csv
 import io
 import json
+import math
 import time
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -281,6 +282,8 @@ def plain(value: Any) -> Any:
         return [plain(v) for v in value]
     if isinstance(value, dict):
         return {str(k): plain(v) for k, v in value.items()}
+    if isinstance(value, float) and not math.isfinite(value):
+        return "NaN" if math.isnan(value) else "Infinity" if value > 0 else "-Infinity"  # as Athena
     if value is None or isinstance(value, bool | int | float | str):
         return value
     return str(value)
@@ -300,10 +303,13 @@ def _text(value: Any) -> str:
 def render(result: QueryResult, fmt: str = "table") -> str:
     """The result as an aligned text table, a JSON array of objects, or CSV with a header."""
     if fmt == "json":
-        return (
-            json.dumps([{k: plain(v) for k, v in r.items()} for r in result.records()], indent=2)
-            + "\n"
-        )
+        twice = sorted({c for c in result.columns if result.columns.count(c) > 1})
+        if twice:  # an object keeps one of them: the other would be lost without a word
+            raise HistoryQueryError(
+                f"columns share a name ({', '.join(twice)}): name them apart with AS for JSON"
+            )
+        records = [{k: plain(v) for k, v in r.items()} for r in result.records()]
+        return json.dumps(records, indent=2, allow_nan=False) + "\n"
     if fmt == "csv":
         out = io.StringIO()
         writer = csv.writer(out, lineterminator="\n")

@@ -13,7 +13,7 @@ from collections.abc import Callable
 
 from duetime.domain.runs import Run, RunOutcome
 from duetime.observability import logger
-from duetime.ports import RunStore, StoreError
+from duetime.ports import ConditionFailed, RunStore, StoreError
 
 # Stop trying this long before the lease ends (its margin past the target's timeout is 30 s:
 # duetime.services.execute.LEASE_MARGIN_MS), and the pauses between tries.
@@ -30,15 +30,19 @@ def record_outcome(
     clock: Callable[[], int],
     sleep: Callable[[float], None],
 ) -> Run | None:
-    """`runs.finish(run, outcome)`, tried again on a StoreError until shortly before the
-    run's lease ends. A write that landed but answered an error is found ours by the next try
-    (RunStore.finish)."""
+    """`runs.finish(run, outcome)`, tried again on a transient StoreError until shortly
+    before the run's lease ends (so it may hold its worker that long). A write that landed but
+    answered an error is found ours by the next try (RunStore.finish)."""
     deadline = (run.lease.until_ms if run.lease is not None else 0) - RESERVE_MS
     pause = FIRST_PAUSE_SECONDS
     while True:
         try:
             return runs.finish(run, outcome)
-        except StoreError:
+        except StoreError as exc:
+            # Only what time may mend: an access denied or a refused request would be tried
+            # until the lease ends, to the same end (found by review).
+            if isinstance(exc, ConditionFailed) or not exc.transient:
+                raise
             if clock() + pause * 1000 > deadline:
                 raise
             logger.warning(

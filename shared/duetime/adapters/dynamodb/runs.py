@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, Any
 
 from botocore.exceptions import BotoCoreError, ClientError
 
+from duetime.adapters.aws_errors import is_transient
 from duetime.adapters.codec import from_item, run_from_values, run_to_values, to_item
 from duetime.adapters.dynamodb.common import (
     batch_get,
@@ -80,11 +81,9 @@ class DynamoRunStore:
             params["ExpressionAttributeValues"] = values
         try:
             self._client.put_item(**params)
-        except BotoCoreError as exc:  # no answer (a timeout, the connection): as a 5xx
-            raise StoreError(str(exc)) from exc
-        except ClientError as exc:
-            if not is_condition_failure(exc):
-                raise StoreError(str(exc)) from exc
+        except (BotoCoreError, ClientError) as exc:  # BotoCoreError: no answer, say
+            if not (isinstance(exc, ClientError) and is_condition_failure(exc)):
+                raise StoreError(str(exc), transient=is_transient(exc)) from exc
             old: Any = exc.response.get("Item")  # the ALL_OLD item, when there was one
             if old:
                 return run_from_values(from_item(old))

@@ -1,0 +1,256 @@
+"""`duetime` under what an outside CLI audit tried (2026-11-30): its log lines kept off standard
+output, AWS set-up mistakes, stdin or stdout closed, an API that trickles its answer, NaN in
+an answer, control characters in keys, empty or ambiguous flags, repeated keys and queues.
+Each is a one-line message with the documented exit status, never a traceback."""
+
+from __future__ import annotations
+
+import json
+import socket
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from duetime.cli.client import ApiClient
+from duetime.cli.main import main
+from duetime.observability import logger
+from tests.unit.test_cli_jobs import (  # noqa: F401 - fixtures
+    JOB,
+    TOKEN,
+    FakeApi,
+    api,
+    clean_env,
+    server_url,
+)
+
+QUEUES = {
+    f"{runtime}/{priority}": {"url": "http://h/1/q", "dlq_url": "http://h/1/d"}
+    for runtime in ("lambda", "fargate")
+    for priority in ("high", "normal", "low")
+}
+
+
+def get(api: FakeApi, *argv: str) -> int:  # noqa: F811
+    return main(["jobs", "get", "J1", "--api-url", api.url, "--token", TOKEN, *argv])
+
+
+def test_log_lines_go_to_stderr_and_stdout_holds_the_output_alone(
+    api: FakeApi,  # noqa: F811
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # `timers stuck --json` printed a handover's warning, traceback and all, on stdout: not
+    # one JSON document any more.
+    call = ApiClient.call
+
+    def logging_call(self: ApiClient, *args: Any, **kwargs: Any) -> Any:
+        logger.warning("a warning on the way")
+        return call(self, *args, **kwargs)
+
+    monkeypatch.setattr(ApiClient, "call", logging_call)
+    api.answer(200, JOB)
+    stream = logger.registered_handler.stream
+
+    assert get(api, "--json") == 0
+    out, err = capsys.readouterr()
+    assert json.loads(out) == JOB
+    assert '"a warning on the way"' in err
+    assert logger.registered_handler.stream is stream  # as it was, for what runs next
+
+
+def test_no_aws_region_is_a_message_and_exit_2(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    for name in ("AWS_REGION", "AWS_DEFAULT_REGION", "AWS_CONFIG_FILE"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("AWS_CONFIG_FILE", "/nonexistent")
+    monkeypatch.setenv("DUETIME_QUEUES", json.dumps(QUEUES))
+    for name, value in (("JOBS", "j"), ("TIMERS", "t"), ("RUNS", "r")):
+        monkeypatch.setenv(f"DUETIME_{name}_TABLE", value)
+
+    for argv in (["dlq", "list"], ["timers", "stuck"]):
+        assert main(argv) == 2
+        err = capsys.readouterr().err
+        assert err == "duetime: AWS: You must specify a region.\n", argv
+
+
+def test_an_endpoint_that_is_no_url_is_a_message_and_exit_2(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("AWS_DEFAULT_REGION", "us-east-1")
+    monkeypatch.setenv("AWS_ENDPOINT_URL", "nope")
+    monkeypatch.setenv("DUETIME_QUEUES", json.dumps(QUEUES))
+    for name, value in (("JOBS", "j"), ("TIMERS", "t"), ("RUNS", "r")):
+        monkeypatch.setenv(f"DUETIME_{name}_TABLE", value)
+
+    assert main(["dlq", "list"]) == 2
+    assert capsys.readouterr().err == "duetime: cannot set up AWS: Invalid endpoint: nope\n"
+    with pytest.raises(SystemExit) as exited:
+        main(["history", "query", "--bucket", "b", "--endpoint-url", "nope", "SELECT 1"])
+    assert exited.value.code == 2
+    assert "--endpoint-url: 'nope' is not an http(s) URL" in capsys.readouterr().err
+
+
+def test_a_closed_stdin_is_a_message_and_exit_2(
+    api: FakeApi,  # noqa: F811
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr("sys.stdin", None)
+    with pytest.raises(SystemExit) as exited:
+        main(["jobs", "create", "--delay", "1", "--handler", "x", "--payload", "@-"])
+    assert exited.value.code == 2
+    assert "standard input is closed" in capsys.readouterr().err
+    assert api.requests == []
+
+
+def test_ctrl_c_while_the_arguments_are_read_exits_130(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    class Interrupted:
+        def read(self) -> str:
+            raise KeyboardInterrupt
+
+    monkeypatch.setattr("sys.stdin", Interrupted())
+    assert main(["jobs", "create", "--delay", "1", "--handler", "x", "--payload", "@-"]) == 130
+    assert capsys.readouterr().err == ""
+
+
+def test_a_closed_stdout_is_an_error_not_a_silent_success(
+    api: FakeApi,  # noqa: F811
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # `duetime jobs create … >&-` created the job, printed nothing and exited 0: its id lost.
+    api.answer(200, JOB)
+    monkeypatch.setattr("sys.stdout", None)
+    assert get(api) == 1
+    assert capsys.readouterr().err == (
+        "duetime: cannot write the output: standard output is closed\n"
+    )
+
+
+@pytest.fixture
+def trickling() -> Iterator[str]:
+    """An HTTP server that answers a byte a tenth of a second: a 200 of about 10 s."""
+    server = socket.create_server(("127.0.0.1", 0))
+    stop = threading.Event()
+
+    def serve() -> None:
+        connection, _ = server.accept()
+        with connection:
+            connection.recv(65536)
+            body = json.dumps(JOB).encode()
+            head = f"HTTP/1.1 200 OK\r\nContent-Length: {len(body)}\r\n\r\n".encode()
+            connection.sendall(head)
+            for byte in body[:100]:
+                if stop.wait(0.1):
+                    return
+                connection.sendall(bytes([byte]))
+
+    thread = threading.Thread(target=serve, daemon=True)
+    thread.start()
+    yield f"http://127.0.0.1:{server.getsockname()[1]}"
+    stop.set()
+    server.close()
+
+
+def test_the_timeout_bounds_the_whole_answer_not_each_read(
+    trickling: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # `--timeout 2` against an API answering a byte a second took 30 s.
+    started = time.monotonic()
+    argv = ["jobs", "get", "J1", "--api-url", trickling, "--token", TOKEN, "--timeout", "1"]
+    assert main(argv) == 1
+    assert time.monotonic() - started < 3
+    assert capsys.readouterr().err == f"duetime: no answer from the API at {trickling} in 1 s\n"
+
+
+def test_nan_in_an_answer_is_a_bad_response(
+    api: FakeApi,  # noqa: F811
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    api.answer(200, b'{"id": NaN}')
+    assert get(api, "--json") == 1
+    out, err = capsys.readouterr()
+    assert out == ""
+    assert err.startswith("duetime: 200 bad_response: the API answered with something not JSON")
+
+
+def test_control_characters_in_keys_are_escaped_as_in_values(
+    api: FakeApi,  # noqa: F811
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    api.answer(200, {**JOB, "\x1b[31mkey": "\x1b[1mvalue"})
+    assert get(api) == 0
+    out = capsys.readouterr().out
+    assert "\x1b" not in out
+    assert "\\x1b[31mkey:" in out or "\\u001b[31mkey:" in out
+
+
+@pytest.mark.parametrize(
+    ("url", "problem"),
+    [
+        ("", "--api-url is empty"),
+        ("http://a b", "without spaces"),
+        ("http://127.0.0.1:8080/?x=1", "with no ? or #"),
+        ("http://127.0.0.1:8080/#", "with no ? or #"),
+    ],
+)
+def test_an_empty_or_ambiguous_api_url_is_a_usage_error(
+    capsys: pytest.CaptureFixture[str], url: str, problem: str
+) -> None:
+    assert main(["jobs", "list", "--api-url", url, "--token", TOKEN]) == 2
+    err = capsys.readouterr().err
+    assert problem in err
+    assert len(err.splitlines()) == 1
+
+
+@pytest.mark.parametrize("command", [["token", "--tenant", "a"], ["dlq", "list"]])
+def test_an_empty_state_dir_is_a_usage_error(
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+    tmp_path: Path,
+    command: list[str],
+) -> None:
+    # `duetime token --state-dir ''` wrote a signing key into the working directory.
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(SystemExit) as exited:
+        main([*command, "--state-dir", ""])
+    assert exited.value.code == 2
+    assert "--state-dir: is empty" in capsys.readouterr().err
+    assert list(tmp_path.iterdir()) == []
+
+
+@pytest.mark.parametrize(
+    ("flags", "problem"),
+    [
+        (["--tag", "team=a", "--tag", "team=b"], "--tag team is given twice"),
+        (["--url", "https://example.com", "--header", "X=1", "--header", "X=2"], "--header X"),
+    ],
+)
+def test_a_key_given_twice_in_flags_is_a_usage_error(
+    api: FakeApi,  # noqa: F811
+    capsys: pytest.CaptureFixture[str],
+    flags: list[str],
+    problem: str,
+) -> None:
+    argv = ["jobs", "create", "--delay", "60", *flags, "--api-url", api.url, "--token", TOKEN]
+    if "--url" not in flags:
+        argv += ["--handler", "x"]
+    assert main(argv) == 2
+    assert problem in capsys.readouterr().err
+    assert api.requests == []
+
+
+def test_the_worker_refuses_a_visibility_sqs_would_refuse(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    with pytest.raises(SystemExit) as exited:
+        main(["worker", "--visibility-seconds", "99999999"])
+    assert exited.value.code == 2
+    assert "must be from 1 to 43200" in capsys.readouterr().err
