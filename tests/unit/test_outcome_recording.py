@@ -9,7 +9,7 @@ import pytest
 from botocore.exceptions import EndpointConnectionError
 
 from duetime.domain.runs import Attempt, Lease, Run, RunOutcome, RunStatus, finished_run
-from duetime.ports import StoreError
+from duetime.ports import ConditionFailed, StoreError
 from duetime.services.outcome import RESERVE_MS, record_outcome
 from tests.unit.test_run_records import running
 
@@ -94,3 +94,47 @@ def test_no_answer_from_dynamodb_is_a_store_error(monkeypatch: pytest.MonkeyPatc
 
     with pytest.raises(StoreError, match="Could not connect"):
         store.finish(a_run(), RunOutcome(RunStatus.SUCCEEDED, 10_000))
+
+
+@pytest.mark.parametrize(
+    "error",
+    [StoreError("AccessDeniedException", transient=False), ConditionFailed("moved on")],
+)
+def test_an_error_time_cannot_mend_goes_up_at_once(error: StoreError) -> None:
+    # (Found by review: an access denied was tried until the lease ended, 15 minutes for a
+    # long job, a warning and its traceback each time.)
+    clock = Clock()
+
+    class Refusing:
+        def finish(self, run: Run, outcome: RunOutcome) -> Run | None:
+            raise error
+
+    with pytest.raises(StoreError) as raised:
+        record_outcome(
+            Refusing(),
+            a_run(),
+            RunOutcome(RunStatus.SUCCEEDED, 10_000),
+            clock=clock,
+            sleep=clock.sleep,
+        )
+
+    assert raised.value is error
+    assert clock.slept == []
+
+
+def test_the_dynamodb_store_tells_a_throttle_from_an_access_denied() -> None:
+    import boto3
+    from botocore.stub import Stubber
+
+    from duetime.adapters.dynamodb.runs import DynamoRunStore
+
+    client = boto3.client("dynamodb", region_name="us-east-1")
+    store = DynamoRunStore(client, "runs")
+    seen: list[bool] = []
+    for code in ("ProvisionedThroughputExceededException", "AccessDeniedException"):
+        with Stubber(client) as stub:
+            stub.add_client_error("put_item", service_error_code=code, http_status_code=400)
+            with pytest.raises(StoreError) as raised:
+                store.finish(a_run(), RunOutcome(RunStatus.SUCCEEDED, 10_000))
+            seen.append(raised.value.transient)
+    assert seen == [True, False]
