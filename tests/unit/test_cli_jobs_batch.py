@@ -186,3 +186,25 @@ def test_a_request_that_fails_reports_every_line_after_the_results_received(
     assert lines[199] == "line 200: 503 unavailable the request failed: try later"
     assert lines[200] == "line 201: - not_sent not sent: an earlier request failed"
     assert len(api.requests) == 2
+
+
+def test_a_line_no_request_can_carry_is_refused_here_and_the_others_go_on(
+    api: FakeApi,  # noqa: F811
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    # It was sent alone, and the API's 413 of the whole request stopped every later line
+    # (found by an outside audit).
+    huge = body(2, description="d" * MAX_BODY_BYTES)
+    path = write_lines(tmp_path, [json.dumps(body(1)), json.dumps(huge), json.dumps(body(3))])
+    api.answer(200, {"items": [created(1)]})
+    api.answer(200, {"items": [created(3)]})
+
+    assert jobs(api, "create", "--from-file", path) == 1
+
+    assert [r.body["jobs"] for r in api.requests] == [[body(1)], [body(3)]]
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[0].startswith("line 1: 201 J1")
+    assert lines[1].startswith("line 2: 413 payload_too_large body: a job body of ")
+    assert lines[1].endswith(f"bytes: a request takes at most {MAX_BODY_BYTES}")
+    assert lines[2].startswith("line 3: 201 J3")
