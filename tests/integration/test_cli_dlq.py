@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -165,6 +166,32 @@ def test_given_sqs_refuses_the_copy_when_redriving_then_the_message_stays_in_the
     code, out, _ = dlq(capsys, "redrive")
     assert code == 0
     assert f"redriven  {run_id(job_id, scheduled(engine, job_id))}  attempt 3" in out
+
+
+def test_given_a_redrive_stopped_by_a_failed_send_then_the_runs_already_sent_are_named(
+    engine: Engine, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # (An outside audit: the runs sent back before the failure left the DLQ and ran again,
+    # and the command said nothing of them.)
+    first = failing_job(engine, priority="high")
+    failing_job(engine, priority="low")
+    send, sent = SqsJobQueue.send, []
+
+    def once_then_refuse(self: SqsJobQueue, messages: Any) -> None:
+        if sent:
+            raise QueueError("1 message(s) were not accepted by SQS")
+        sent.append(messages)
+        send(self, messages)
+
+    monkeypatch.setattr(SqsJobQueue, "send", once_then_refuse)
+    code, out, err = dlq(capsys, "redrive", "--queue", "lambda/high", "--queue", "lambda/low")
+
+    assert code == 1
+    assert out == (
+        f"redriven  {run_id(first, scheduled(engine, first))}  attempt 3  to lambda/high\n"
+    )
+    assert err.startswith("duetime: redrive stopped: 1 message(s) were not accepted by SQS")
+    assert engine.queue_messages(Runtime.LAMBDA, Priority.LOW, dead=True) == 1  # `second`'s
 
 
 def test_given_an_unknown_run_id_when_redriven_then_it_says_it_is_not_there(

@@ -23,7 +23,7 @@ from duetime.domain.jobs import Priority, Runtime
 from duetime.domain.text import clean
 from duetime.domain.timeutil import rfc3339_ms
 from duetime.ports import QueueError, StoreError
-from duetime.services.dead_letters import QUEUE_KEYS, DeadRun
+from duetime.services.dead_letters import QUEUE_KEYS, DeadRun, RedriveReport
 from duetime.settings import Env, QueueUrls, Settings, queue_key, queue_name
 
 if TYPE_CHECKING:
@@ -125,17 +125,23 @@ def run_redrive(args: argparse.Namespace) -> int:
     from duetime import wiring
 
     dead_runs = wiring.dead_runs(deployment(args))
+    report = RedriveReport([], [])
     try:
-        report = dead_runs.redrive(
+        dead_runs.redrive(
             _queues(args),
             run_ids=set(args.run_ids) if args.run_ids else None,
             limit=args.limit,
             now_ms=wall_ms(),
+            report=report,
         )
-    except (BotoCoreError, ClientError, StoreError, QueueError) as exc:
+    except (BotoCoreError, ClientError, StoreError, QueueError, KeyboardInterrupt) as exc:
+        # What was sent back before the stop is said first: those runs left the DLQ and run
+        # again (until 2026-11-30 only the error was printed; found by an outside audit).
+        _redriven(report)
+        if isinstance(exc, KeyboardInterrupt):
+            raise
         return _failed(f"redrive stopped: {exc} (messages not yet sent back are still in the DLQ)")
-    for dead, attempt, queue in report.redriven:
-        write_out(f"redriven  {clean(dead.run_id or '')}  attempt {attempt}  to {queue}")
+    _redriven(report)
     for dead, why in report.skipped:
         shown = clean(dead.run_id or dead.letter.message_id)  # an unsigned body's are anyone's
         write_out(f"skipped   {shown}  {clean(why)}  (left in the DLQ)")
@@ -152,6 +158,11 @@ def run_redrive(args: argparse.Namespace) -> int:
     if missing:
         return _failed(f"not in the DLQs: {', '.join(clean(m) for m in missing)}")
     return 0
+
+
+def _redriven(report: RedriveReport) -> None:
+    for dead, attempt, queue in report.redriven:
+        write_out(f"redriven  {clean(dead.run_id or '')}  attempt {attempt}  to {queue}")
 
 
 # --- output -------------------------------------------------------------------------------------

@@ -110,9 +110,11 @@ class DeadRuns:
         run_ids: set[str] | None,
         limit: int | None,
         now_ms: int,
+        report: RedriveReport | None = None,
     ) -> RedriveReport:
-        """Send the selected dead runs back; see the module docstring for the rules."""
-        report = RedriveReport([], [])
+        """Send the selected dead runs back; see the module docstring for the rules. `report`,
+        filled as it goes, keeps what was done when an error (or Ctrl-C) stops it."""
+        report = RedriveReport([], []) if report is None else report
         left: list[DeadLetter] = []  # read from the batch in hand, not yet dealt with
         for key in queues:
             # What is there now: reading stops there (no trailing long poll on an emptied queue).
