@@ -847,6 +847,9 @@ def test_given_a_poisoned_job_on_moto_then_duetime_timers_stuck_lists_and_retrie
     assert cli_main(["timers", "stuck", "--retry"]) == 0
     assert "1 handed over, 0 failed" in capsys.readouterr().out
     assert engine.parts.sweeper.stuck() == []
+    # A job id with no stuck timer is named, exit 1, as `dlq redrive --run-id` does (it was 0)
+    assert cli_main(["timers", "stuck", "--retry", "--job-id", jobs[2]]) == 1
+    assert capsys.readouterr().err == f"duetime: no stuck timer of: {jobs[2]}\n"
     engine.advance(5)
     engine.drain()
     assert jobs[2] in [c.job_id for c in engine.recorder.calls]

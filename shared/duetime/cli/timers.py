@@ -22,6 +22,7 @@ from typing import Any
 from duetime.cli.dlq import deployment
 from duetime.cli.format import write_out
 from duetime.cli.options import state_dir
+from duetime.domain.text import clean
 from duetime.domain.timers import StuckTimer
 from duetime.domain.timeutil import rfc3339_ms
 
@@ -102,7 +103,12 @@ def run_stuck(args: argparse.Namespace) -> int:
         f"{len(results) - failed} handed over, {failed} failed"
         + (f", {left} not tried (out of time)" if left else "")
     )
-    return 1 if failed or left else 0
+    # A --job-id with no stuck timer: as `dlq redrive --run-id` says of a run not in the DLQs
+    # (until 2026-11-30 it exited 0, "0 handed over").
+    missing = sorted(set(args.job_ids or ()) - {s.timer.job_id for s in entries})
+    if missing:
+        print(f"duetime: no stuck timer of: {', '.join(map(clean, missing))}", file=sys.stderr)
+    return 1 if failed or left or missing else 0
 
 
 def _as_json(stuck: StuckTimer) -> dict[str, Any]:
