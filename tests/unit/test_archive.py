@@ -6,6 +6,8 @@ from __future__ import annotations
 import io
 import json
 import math
+import threading
+import time
 from datetime import UTC, date, datetime
 from typing import Any
 
@@ -495,3 +497,16 @@ def test_a_run_of_a_past_at_from_long_ago_is_archived_under_its_day() -> None:
     plan = plan_batch([record(1, image(a_run(scheduled_ms=long_ago)))])
     assert plan.rejected == ()
     assert [o.key for o in plan.objects] == ["history/dt=1985-12-01/1-1.parquet"]
+
+
+def test_ctrl_c_stops_a_local_query_at_once() -> None:
+    # DuckDB did not always see the signal (a query ran on for a minute), or answered "Query
+    # interrupted" as an error of the SQL, exit 2 (found by an outside audit).
+    import _thread
+
+    timer = threading.Timer(0.3, _thread.interrupt_main)  # what Ctrl-C does to the main thread
+    started = time.monotonic()
+    timer.start()
+    with pytest.raises(KeyboardInterrupt):
+        duckdb_query("SELECT sum(range) FROM range(100000000000)", {})
+    assert time.monotonic() - started < 6
