@@ -91,18 +91,24 @@ def run_stuck(args: argparse.Namespace) -> int:
     except (BotoCoreError, ClientError, StoreError) as exc:
         print(f"duetime: cannot reach the timers: {exc}", file=sys.stderr)
         return 1
-    failed = 0
-    for entry, reason in results:
-        if reason is None:
-            write_out(f"handed over  {entry.timer.job_id}  due {rfc3339_ms(entry.timer.due_ms)}")
-        else:
-            failed += 1
-            write_out(f"failed       {entry.timer.job_id}  {_short(reason)}  (kept)")
+    failed = sum(reason is not None for _, reason in results)
     left = len(entries) - len(results)
-    write_out(
-        f"{len(results) - failed} handed over, {failed} failed"
-        + (f", {left} not tried (out of time)" if left else "")
-    )
+    if args.json:  # each timer tried, as listed, with what came of it (it printed lines)
+        untried = [(e, "not tried (out of time)") for e in entries[len(results) :]]
+        tried = [_as_json(e) | {"handed_over": r is None, "error": r} for e, r in results]
+        tried += [_as_json(e) | {"handed_over": False, "error": r} for e, r in untried]
+        write_out(json.dumps(tried, indent=2))
+    else:
+        for entry, reason in results:
+            due = rfc3339_ms(entry.timer.due_ms)
+            if reason is None:
+                write_out(f"handed over  {entry.timer.job_id}  due {due}")
+            else:
+                write_out(f"failed       {entry.timer.job_id}  {_short(reason)}  (kept)")
+        write_out(
+            f"{len(results) - failed} handed over, {failed} failed"
+            + (f", {left} not tried (out of time)" if left else "")
+        )
     # A --job-id with no stuck timer: as `dlq redrive --run-id` says of a run not in the DLQs
     # (until 2026-11-30 it exited 0, "0 handed over").
     missing = sorted(set(args.job_ids or ()) - {s.timer.job_id for s in entries})
