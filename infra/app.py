@@ -9,10 +9,12 @@ AwsSolutions checks run on every synth: an unacknowledged finding makes the synt
 
 from __future__ import annotations
 
+import difflib
 import json
 import os
+import re
 import sys
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import fields, replace
 from pathlib import Path
 from typing import Any
@@ -37,6 +39,8 @@ from infra.stack import DuetimeStack  # noqa: E402
 
 PREFIX = "duetime:"
 PLACEHOLDER_ISSUER = "https://auth.example.com/"
+STACK_NAME = re.compile(r"[A-Za-z][A-Za-z0-9-]{0,127}")
+EMAIL = re.compile(r"[^@\s]+@[^@\s]+\.[^@\s]+")
 # The context keys that name a profile (infra/profiles.py): the prefixed one, or the short one.
 PROFILE_KEYS = (PREFIX + "profile", "profile")
 # What a flag accepts (any case), besides JSON true and false.
@@ -58,9 +62,20 @@ class Context:
 
     def __init__(self, lookup: Callable[[str], Any]) -> None:
         self._lookup = lookup  # app.node.try_get_context, or a dict's get
+        self.read: set[str] = set()  # the keys asked for: every setting there is
 
     def raw(self, key: str) -> Any:
+        self.read.add(key)
         return self._lookup(PREFIX + key)
+
+    def refuse_unknown(self, keys: Iterable[str]) -> None:
+        """A `duetime:` key no setting reads is a typo: `alarmEmial` silently made no alarm
+        topic, a misspelt `tenantTargetNames` no tenant scoping (found by an outside audit)."""
+        for key in sorted(k.removeprefix(PREFIX) for k in keys if k.startswith(PREFIX)):
+            if key not in self.read and PREFIX + key not in PROFILE_KEYS:
+                close = difflib.get_close_matches(key, sorted(self.read), n=1)
+                hint = f": did you mean {PREFIX}{close[0]}?" if close else ""
+                raise ValueError(f"{PREFIX}{key} is no setting of duetime{hint} (docs/deploy.md)")
 
     def profile(self) -> str:
         """The profile named by `duetime:profile` or `profile` ("default" when neither)."""
@@ -165,6 +180,8 @@ def props_from_context(context: Context) -> SchedulerProps:
             f"{', '.join(ignored)}: provisioned mode only, and {PREFIX}billingMode is "
             "on_demand (set it to provisioned, or leave these out)"
         )
+    if billing == "provisioned":
+        _check_capacities(context, defaults)
     python_version = context.text("pythonVersion", defaults.python_version)
     if python_version not in ("3.12", "3.13"):
         raise ValueError(f"{PREFIX}pythonVersion must be 3.12 or 3.13: {python_version!r}")
@@ -218,6 +235,22 @@ def props_from_context(context: Context) -> SchedulerProps:
     )
 
 
+def _check_capacities(context: Context, defaults: SchedulerProps) -> None:
+    """Provisioned capacities: at least 1 (0 was taken for the default, 5), and a maximum not
+    below them (the auto scaling's jsii traceback; found by an outside audit)."""
+    read = context.number("readCapacity", defaults.read_capacity)
+    write = context.number("writeCapacity", defaults.write_capacity)
+    for key, value in (("readCapacity", read), ("writeCapacity", write)):
+        if value < 1:
+            raise ValueError(f"{PREFIX}{key} must be at least 1: {value}")
+    most = context.optional_number("maxCapacity")
+    if most is not None and most < max(read, write):
+        raise ValueError(
+            f"{PREFIX}maxCapacity ({most}) must be at least readCapacity ({read}) and "
+            f"writeCapacity ({write})"
+        )
+
+
 def _worker_max_concurrency(context: Context, default: PriorityConcurrency) -> PriorityConcurrency:
     """`high,normal,low`: three whole numbers, each for its priority."""
     key = "workerMaxConcurrency"
@@ -250,14 +283,30 @@ def build_app(
     app = cdk.App(context=dict(context) if context is not None else None, outdir=outdir)
     settings = Context(app.node.try_get_context)
     props = props_from_context(settings)
+    stack_name = settings.text("stackName", "duetime")
+    if not STACK_NAME.fullmatch(stack_name):  # (CloudFormation's rule; it was a jsii traceback)
+        raise ValueError(
+            f"{PREFIX}stackName must start with a letter and hold letters, digits and hyphens, "
+            f"at most 128: {stack_name!r}"
+        )
+    alarm_email = settings.optional_text("alarmEmail")
+    if alarm_email is not None and not EMAIL.fullmatch(alarm_email):
+        raise ValueError(f"{PREFIX}alarmEmail must be an email address: {alarm_email!r}")
+    settings.refuse_unknown(app.node.get_all_context())
     stack = DuetimeStack(
         app,
         "Duetime",
         props,
-        stack_name=settings.text("stackName", "duetime"),
+        stack_name=stack_name,
         description="duetime: serverless job scheduler (DynamoDB, SQS, Lambda, Fargate)",
-        alarm_email=settings.optional_text("alarmEmail"),
+        alarm_email=alarm_email,
     )
+    if alarm_email is None:
+        cdk.Annotations.of(stack).add_warning_v2(
+            "duetime:no-alarm-topic",
+            f"{PREFIX}alarmEmail is not set: the alarms notify nobody (they show in the "
+            "CloudWatch console only); set it, or subscribe to them yourself",
+        )
     if props.jwt_issuer == PLACEHOLDER_ISSUER:
         cdk.Annotations.of(stack).add_warning_v2(
             "duetime:placeholder-issuer",

@@ -79,6 +79,7 @@ CONSOLE_CLIENT_ID = "duetime-console"
 CONSOLE_CONTEXT: dict[str, Any] = {
     "duetime:consoleClientId": CONSOLE_CLIENT_ID,
     "duetime:consoleScopes": "openid email",
+    "duetime:alarmEmail": "",  # (and no alarm topic: the synth warns)
 }
 # `cdk synth -c duetime:queueLanes='{...}'`: queues spread over lanes, the most extra lanes
 # the props allow (infra.props.MAX_EXTRA_LANES: 4 + 1 + 1).

@@ -166,6 +166,23 @@ def _app(outdir: Path, **values: Any) -> subprocess.CompletedProcess[str]:
         ({"timerShards": "abc"}, "duetime:timerShards must be a whole number: 'abc'"),
         ({"retainData": "ture"}, "duetime:retainData must be true or false: 'ture'"),
         ({"hotWindowDays": "4000"}, "hot_window_days must be 1..3650"),
+        # (An outside audit: a typo was ignored without a word, no alarm topic, say; bad
+        # values of these were jsii tracebacks, or went through.)
+        (
+            {"alarmEmial": "oncall@example.com"},
+            "duetime:alarmEmial is no setting of duetime: did you mean duetime:alarmEmail?",
+        ),
+        ({"tenantTargetName": "{tenant}-*"}, "duetime:tenantTargetName is no setting of"),
+        ({"stackName": "my_stack"}, "duetime:stackName must start with a letter"),
+        ({"alarmEmail": "not-an-email"}, "duetime:alarmEmail must be an email address"),
+        (
+            {"billingMode": "provisioned", "readCapacity": "10", "maxCapacity": "5"},
+            "duetime:maxCapacity (5) must be at least readCapacity (10)",
+        ),
+        (
+            {"billingMode": "provisioned", "readCapacity": "0"},
+            "duetime:readCapacity must be at least 1: 0",
+        ),
     ],
 )
 def test_the_app_names_a_refused_setting_in_one_line(
@@ -190,3 +207,10 @@ def test_a_custom_attribute_as_the_tenant_claim_is_warned_about(
     (warning,) = [w for w in throwaway_synth.warnings if "custom:tenant" in w]
     assert "users must not be able to write" in warning
     assert not [w for w in synth.warnings if "tenantClaim" in w]  # org_id: no warning
+
+
+def test_no_alarm_email_is_warned_about(console_synth: Synth, synth: Synth) -> None:
+    """The alarms then notify nobody (an outside audit: nothing said so)."""
+    (warning,) = [w for w in console_synth.warnings if "alarmEmail" in w]
+    assert "the alarms notify nobody" in warning
+    assert not [w for w in synth.warnings if "alarmEmail" in w]
