@@ -36,9 +36,6 @@ POWERTOOLS_LAYER_ACCOUNT = "017000801446"
 PANDAS_LAYER_ACCOUNT = "336392948345"
 
 _RUNTIMES = {"3.12": lambda_.Runtime.PYTHON_3_12, "3.13": lambda_.Runtime.PYTHON_3_13}
-_BASIC_EXECUTION_ROLE = (
-    "Policy::arn:<AWS::Partition>:iam::aws:policy/service-role/AWSLambdaBasicExecutionRole"
-)
 
 # What a job target may need: one action per kind of target ARN (duetime.targets.aws).
 TARGET_ACTIONS = {
@@ -159,6 +156,16 @@ class FunctionFactory(Construct):
             retention=props.log_retention,
             removal_policy=props.removal_policy,
         )
+        # Its own role, which may write to its own log group only: AWSLambdaBasicExecutionRole,
+        # the default, grants the log actions on every log group of the account (a function
+        # could forge another's metric lines; found by an outside audit).
+        role = iam.Role(
+            scope,
+            f"{construct_id}Role",
+            assumed_by=iam.ServicePrincipal("lambda.amazonaws.com"),
+            description=f"duetime {name}: its own log group, and what its code calls",
+        )
+        log_group.grant_write(role)
         layers: list[lambda_.ILayerVersion] = [self.powertools_layer]
         if with_pyarrow:
             layers.append(self.pandas_layer)
@@ -179,17 +186,12 @@ class FunctionFactory(Construct):
             application_log_level_v2=lambda_.ApplicationLogLevel.INFO,
             system_log_level_v2=lambda_.SystemLogLevel.WARN,
             log_group=log_group,
+            role=role,
             reserved_concurrent_executions=reserved_concurrency,
         )
         if Env.RUN_SIGNING_SECRET_ARN in environment:
             # Functions of the engine sign or verify run messages: they read the key.
             self.grant_run_signing(function)
-        acknowledge(
-            function,
-            f"AwsSolutions-IAM4[{_BASIC_EXECUTION_ROLE}]",
-            "AWSLambdaBasicExecutionRole only lets the function write its own logs "
-            "(logs:CreateLogGroup/CreateLogStream/PutLogEvents).",
-        )
         acknowledge(
             function,
             "AwsSolutions-IAM5[Resource::*]",

@@ -9,8 +9,8 @@ moto resources' ARNs) names the action and the resource, wildcards as IAM reads 
 
 What it does not judge: conditions (a statement with one counts as allowing), `Deny`
 statements and resource policies (duetime's identity policies grant everything its roles use;
-none relies on a key or bucket policy alone), and managed policies (only
-AWSLambdaBasicExecutionRole, for the logs Lambda writes itself, no call of the code's).
+none relies on a key or bucket policy alone), and the logs Lambda writes itself (each function
+may write to its own log group: no call of the code's).
 """
 
 from __future__ import annotations

@@ -96,6 +96,7 @@ class OfflineStack:
             "AWS::SecretsManager::Secret": self._secret,
             "AWS::IAM::Role": self._role,
             "AWS::Lambda::Function": self._function,
+            "AWS::Logs::LogGroup": self._log_group,
         }
 
     def client(self, service: str) -> Any:
@@ -245,6 +246,13 @@ class OfflineStack:
             AssumeRolePolicyDocument=json.dumps(props["AssumeRolePolicyDocument"]),
         )["Role"]
         return Made(role["RoleName"], {"Arn": role["Arn"], "RoleId": role["RoleId"]})
+
+    def _log_group(self, logical_id: str, properties: Mapping[str, Any]) -> Made:
+        """Only named: what a role's grant to write to it names (the handlers log locally)."""
+        given = self._used(properties, {"LogGroupName"}).get("LogGroupName")
+        name = self._name(logical_id, given, 512)
+        arn = f"arn:aws:logs:{self.region}:{self.account}:log-group:{name}:*"
+        return Made(name, {"Arn": arn})
 
     def _function(self, logical_id: str, properties: Mapping[str, Any]) -> Made:
         """Only named: the functions run in clean interpreters, never in moto."""

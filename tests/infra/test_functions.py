@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any
 
@@ -152,6 +153,24 @@ def test_common_settings(synth: Synth, name: str) -> None:
     assert ":017000801446:layer:AWSLambdaPowertoolsPythonV3-python312-arm64:" in layers
     with_pyarrow = ":336392948345:layer:AWSSDKPandas-Python312-Arm64:" in layers
     assert with_pyarrow == (name in ("archiver", "compactor"))
+
+
+@pytest.mark.parametrize("name", FUNCTIONS)
+def test_a_function_may_write_to_its_own_log_group_only(synth: Synth, name: str) -> None:
+    # AWSLambdaBasicExecutionRole, the default, grants the log actions on every log group of
+    # the account: a function could forge another's metric lines (found by an outside audit).
+    _, function = synth.function(name)
+    role = function["Role"]["Fn::GetAtt"][0]
+    group = function["LoggingConfig"]["LogGroup"]["Ref"]
+
+    assert "ManagedPolicyArns" not in synth.resources[role]["Properties"]
+    logs = [
+        s for s in synth.statements(role) if any(a.startswith("logs:") for a in listed(s["Action"]))
+    ]
+    assert logs, "its own log group"
+    for statement in logs:
+        assert set(listed(statement["Action"])) <= {"logs:CreateLogStream", "logs:PutLogEvents"}
+        assert all(group in json.dumps(r) for r in listed(statement["Resource"]))
 
 
 @pytest.mark.parametrize("name", FUNCTIONS)
