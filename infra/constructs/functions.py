@@ -252,7 +252,7 @@ class _Later:
 
 
 def grant_targets(
-    grantee: iam.IGrantable,
+    grantee: iam.Role,
     resource_arns: Sequence[str],
     kms_key_arns: Sequence[str] = (),
 ) -> None:
@@ -266,8 +266,16 @@ def grant_targets(
     for action, arns in sorted(by_action.items()):
         iam.Grant.add_to_principal(grantee=grantee, actions=[action], resource_arns=arns)
     if kms_key_arns:
-        iam.Grant.add_to_principal(
-            grantee=grantee, actions=list(TARGET_KMS_ACTIONS), resource_arns=list(kms_key_arns)
+        # Only through SQS and SNS, encrypting a message for a target: not the keys directly
+        # (found by an outside audit).
+        region = Stack.of(grantee).region
+        services = [f"{service}.{region}.amazonaws.com" for service in ("sqs", "sns")]
+        grantee.add_to_principal_policy(
+            iam.PolicyStatement(
+                actions=list(TARGET_KMS_ACTIONS),
+                resources=list(kms_key_arns),
+                conditions={"StringEquals": {"kms:ViaService": services}},
+            )
         )
 
 

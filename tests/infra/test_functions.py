@@ -428,6 +428,15 @@ def test_targets_are_reached_as_a_role_that_can_reach_the_operators_targets_only
         assert granted, f"{action} on {arn}"
     kms = [s for s in statements if KMS_KEY_ARN in listed(s["Resource"])]
     assert {a for s in kms for a in listed(s["Action"])} == {"kms:GenerateDataKey", "kms:Decrypt"}
+    # Only through SQS and SNS encrypting a message: not the key itself, directly (found by
+    # an outside audit).
+    for statement in kms:
+        via = statement["Condition"]["StringEquals"]["kms:ViaService"]
+        region = {"Ref": "AWS::Region"}
+        assert via == [
+            {"Fn::Join": ["", [f"{service}.", region, ".amazonaws.com"]]}
+            for service in ("sqs", "sns")
+        ]
     # Every resource it may touch is one the operator named: no duetime queue, function,
     # table, topic or key (those are references to resources of the template).
     for statement in statements:
