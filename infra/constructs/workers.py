@@ -147,6 +147,9 @@ class FargateWorkers(Construct):
             },
             logging=ecs.LogDrivers.aws_logs(stream_prefix="worker", log_group=self.log_group),
             stop_timeout=CONTAINER_STOP_TIMEOUT,
+            # It writes nothing to disk (PYTHONDONTWRITEBYTECODE; logs go to stdout), and runs
+            # as a user of its own (the Dockerfile's USER).
+            readonly_root_filesystem=True,
         )
         acknowledge(
             task,

@@ -28,6 +28,9 @@ def test_task_runs_the_worker_on_arm64(synth: Synth) -> None:
     assert task["Properties"]["RequiresCompatibilities"] == ["FARGATE"]
     assert container["Command"][:2] == ["--concurrency", "32"]
     assert "--stop-timeout-seconds" in container["Command"]
+    # A root file system it cannot write to (an outside audit: it could), as the worker writes
+    # nothing to disk.
+    assert container["ReadonlyRootFilesystem"] is True
 
 
 def test_graceful_stop_fits_in_the_container_stop_timeout(synth: Synth) -> None:
