@@ -78,8 +78,8 @@ def _jobs() -> dict[str, Any]:
         "window_seconds": {"type": "integer", "minimum": 0, "maximum": 604_800, "default": 3600},
     }
     payload = {
-        "description": f"Any JSON value, at most {MAX_PAYLOAD_BYTES} bytes (compact JSON); "
-        "what the target receives."
+        "description": f"Any JSON value, at most {MAX_PAYLOAD_BYTES} bytes as compact JSON "
+        "with non-ASCII characters written as \\u escapes; what the target receives."
     }
     name = {"type": ["string", "null"], "minLength": 1, "maxLength": MAX_NAME_CHARS}
     description = {
