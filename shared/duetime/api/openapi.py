@@ -14,9 +14,8 @@ from duetime import __version__
 from duetime.api import admin, preview
 from duetime.api.backfill import SCHEMAS as BACKFILL_SCHEMAS
 from duetime.api.params import JOB_ID
-from duetime.api.schema_parts import ETAG_HEADER, NO_STORE_HEADER, enum_values, ref
+from duetime.api.schema_parts import ETAG_HEADER, NO_STORE_HEADER, PARAMETERS, ref
 from duetime.api.schemas import component_schemas
-from duetime.domain.jobs import JobStatus
 
 
 def _json_content(schema: dict[str, Any]) -> dict[str, Any]:
@@ -95,72 +94,6 @@ def _ok(
         responses[str(code)] = _response(name)
     return dict(sorted(responses.items()))
 
-
-_PARAMETERS: dict[str, dict[str, Any]] = {
-    "JobId": {
-        "name": "id",
-        "in": "path",
-        "required": True,
-        "description": "A job id: a ULID, so never a literal segment such as `batch`.",
-        "schema": {"type": "string", "pattern": f"^{JOB_ID.pattern}$"},
-    },
-    "Limit": {
-        "name": "limit",
-        "in": "query",
-        "schema": {"type": "integer", "minimum": 1, "maximum": 100, "default": 50},
-    },
-    "Cursor": {
-        "name": "cursor",
-        "in": "query",
-        "description": "`next_cursor` of the previous page; absent or empty: the first page.",
-        "schema": {"type": "string", "maxLength": 1024},
-    },
-    "Status": {
-        "name": "status",
-        "in": "query",
-        "description": "Only jobs with this (effective) status. Applied to each page after "
-        "it is read: a page can hold fewer items than `limit`, even none, while "
-        "`next_cursor` is set.",
-        "schema": {"enum": enum_values(JobStatus)},
-    },
-    "Tag": {
-        "name": "tag",
-        "in": "query",
-        "description": "key:value: only jobs with this tag. Repeatable: every tag must match "
-        "(AND). Like `status`, applied to each page after it is read.",
-        "style": "form",
-        "explode": True,
-        "schema": {
-            "type": "array",
-            "maxItems": 20,
-            "items": {"type": "string", "pattern": "^[A-Za-z0-9_./+@-]{1,64}:.{0,256}$"},
-        },
-    },
-    "NamePrefix": {
-        "name": "name_prefix",
-        "in": "query",
-        "description": "Only jobs whose name starts with this. Applied to each page after "
-        "it is read, like `status`.",
-        "schema": {"type": "string", "minLength": 1, "maxLength": 128},
-    },
-    "IfMatch": {
-        "name": "If-Match",
-        "in": "header",
-        "description": 'The job\'s ETag as read ("3", its version): the update (or cancel, '
-        "pause, resume, read) applies only if the job is still at that version, else 412. A list "
-        '("3", "4") accepts any of its versions; a weak tag (W/"3"), or another tag ("abc"), '
-        "never matches. Without it, it applies.",
-        "schema": {"type": "string", "minLength": 1, "maxLength": 1024},
-    },
-    "IdempotencyKey": {
-        "name": "Idempotency-Key",
-        "in": "header",
-        "description": "Repeat the request with the same key (for 24 hours) to get the same "
-        "job (or run) back instead of a second one; the same key with another body, or for "
-        "another request, is a 409.",
-        "schema": {"type": "string", "pattern": "^[\\x21-\\x7e]{1,255}$"},
-    },
-}
 
 _TRANSITION = (404, "NotFound"), (409, "Conflict")
 _TOO_LARGE = 413, "PayloadTooLarge"
@@ -409,7 +342,7 @@ def query_parameters(method: str, path: str) -> frozenset[str]:
     item = OPENAPI["paths"][path]
     found = [*item.get("parameters", []), *item[method.lower()].get("parameters", [])]
     resolved: list[dict[str, Any]] = [
-        _PARAMETERS[p["$ref"].rsplit("/", 1)[1]] if "$ref" in p else p for p in found
+        PARAMETERS[p["$ref"].rsplit("/", 1)[1]] if "$ref" in p else p for p in found
     ]
     return frozenset(p["name"] for p in resolved if p["in"] == "query")
 
@@ -438,7 +371,7 @@ OPENAPI: dict[str, Any] = {
                 "(default sub).",
             }
         },
-        "parameters": _PARAMETERS,
+        "parameters": PARAMETERS,
         "responses": _RESPONSES,
         "schemas": {**component_schemas(), **BACKFILL_SCHEMAS, **preview.SCHEMAS, **admin.SCHEMAS},
     },

@@ -5,6 +5,9 @@ from __future__ import annotations
 
 from typing import Any
 
+from duetime.api.params import JOB_ID
+from duetime.domain.jobs import JobStatus
+
 
 def ref(name: str) -> dict[str, str]:
     return {"$ref": f"#/components/schemas/{name}"}
@@ -53,4 +56,71 @@ NO_STORE_HEADER = {
         "description": "no-store: an answer may hold a tenant's data or secrets (always sent).",
         "schema": {"const": "no-store"},
     }
+}
+
+# The operations' parameters (OpenAPI parameter objects), referred to by name.
+PARAMETERS: dict[str, dict[str, Any]] = {
+    "JobId": {
+        "name": "id",
+        "in": "path",
+        "required": True,
+        "description": "A job id: a ULID, so never a literal segment such as `batch`.",
+        "schema": {"type": "string", "pattern": f"^{JOB_ID.pattern}$"},
+    },
+    "Limit": {
+        "name": "limit",
+        "in": "query",
+        "schema": {"type": "integer", "minimum": 1, "maximum": 100, "default": 50},
+    },
+    "Cursor": {
+        "name": "cursor",
+        "in": "query",
+        "description": "`next_cursor` of the previous page; absent or empty: the first page.",
+        "schema": {"type": "string", "maxLength": 1024},
+    },
+    "Status": {
+        "name": "status",
+        "in": "query",
+        "description": "Only jobs with this (effective) status. Applied to each page after "
+        "it is read: a page can hold fewer items than `limit`, even none, while "
+        "`next_cursor` is set.",
+        "schema": {"enum": enum_values(JobStatus)},
+    },
+    "Tag": {
+        "name": "tag",
+        "in": "query",
+        "description": "key:value: only jobs with this tag. Repeatable: every tag must match "
+        "(AND). Like `status`, applied to each page after it is read.",
+        "style": "form",
+        "explode": True,
+        "schema": {
+            "type": "array",
+            "maxItems": 20,
+            "items": {"type": "string", "pattern": "^[A-Za-z0-9_./+@-]{1,64}:.{0,256}$"},
+        },
+    },
+    "NamePrefix": {
+        "name": "name_prefix",
+        "in": "query",
+        "description": "Only jobs whose name starts with this. Applied to each page after "
+        "it is read, like `status`.",
+        "schema": {"type": "string", "minLength": 1, "maxLength": 128},
+    },
+    "IfMatch": {
+        "name": "If-Match",
+        "in": "header",
+        "description": 'The job\'s ETag as read ("3", its version): the update (or cancel, '
+        "pause, resume, read) applies only if the job is still at that version, else 412. A list "
+        '("3", "4") accepts any of its versions; a weak tag (W/"3"), or another tag ("abc"), '
+        "never matches. Without it, it applies.",
+        "schema": {"type": "string", "minLength": 1, "maxLength": 1024},
+    },
+    "IdempotencyKey": {
+        "name": "Idempotency-Key",
+        "in": "header",
+        "description": "Repeat the request with the same key (for 24 hours) to get the same "
+        "job (or run) back instead of a second one; the same key with another body, or for "
+        "another request, is a 409.",
+        "schema": {"type": "string", "pattern": "^[\\x21-\\x7e]{1,255}$"},
+    },
 }
