@@ -302,6 +302,72 @@ def test_a_read_honours_if_match(api: Api) -> None:  # noqa: F811
     assert (head('"1"'), head('"2"')) == (412, 200)  # HEAD answers as GET would
 
 
+@pytest.mark.parametrize("method", ["GET", "HEAD"])
+def test_a_read_whose_if_none_match_names_the_version_is_a_304(api: Api, method: str) -> None:  # noqa: F811
+    # RFC 9110 13.1.2 (it was ignored: found by a contract audit, round two).
+    job = api.create({"schedule": {"rate_seconds": 60}})
+    path = f"/jobs/{job['id']}"
+
+    def read(if_none_match: str) -> dict[str, Any]:
+        event = http_event(
+            method, path, headers={"If-None-Match": if_none_match}, claims={"sub": "tenant-a"}
+        )
+        answer: dict[str, Any] = api_handler.handler(event, FakeContext())
+        return answer
+
+    for tag in ('"1"', 'W/"1"', '"7", "1"', "*"):
+        answer = read(tag)
+        assert answer["statusCode"] == 304, tag
+        assert not answer.get("body")
+        assert answer["headers"]["ETag"] == '"1"'
+        assert answer["headers"]["Cache-Control"] == "no-store"
+    assert read('"2"')["statusCode"] == 200
+    assert read("two")["statusCode"] == 400
+
+
+@pytest.mark.parametrize(
+    ("method", "action", "body"),
+    [
+        ("PATCH", "", {"name": "x"}),
+        ("DELETE", "", None),
+        ("POST", "/pause", None),
+        ("POST", "/run", None),
+    ],
+)
+def test_a_change_whose_if_none_match_names_the_version_is_a_412(
+    api: Api,  # noqa: F811
+    method: str,
+    action: str,
+    body: dict[str, Any] | None,
+) -> None:
+    job = api.create({"schedule": {"rate_seconds": 60}})
+    path = f"/jobs/{job['id']}{action}"
+
+    for tag in ('"1"', "*", 'W/"1"'):
+        refused = api.call(method, path, body, headers={"If-None-Match": tag})
+        assert (refused.status, refused.error["code"]) == (412, "precondition_failed"), tag
+        assert "which If-None-Match names" in refused.error["message"]
+    assert api.call("GET", f"/jobs/{job['id']}").json["version"] == 1  # nothing changed
+    done = api.call(method, path, body, headers={"If-None-Match": '"5"'})
+    assert done.status in (200, 202)
+
+
+@pytest.mark.parametrize("action", ["/run", "/backfill"])
+def test_run_now_and_backfill_honour_if_match(api: Api, action: str) -> None:  # noqa: F811
+    # A stale If-Match was ignored: a run started (found by a contract audit, round two).
+    job = api.create({"schedule": {"rate_seconds": 60}})
+    api.call("PATCH", f"/jobs/{job['id']}", {"name": "changed meanwhile"})  # version 2
+    body = {"from": at(-120), "to": at(0)} if action == "/backfill" else None
+    sent = api.engine.queue_messages(Runtime.LAMBDA, Priority.NORMAL)
+
+    stale = api.call("POST", f"/jobs/{job['id']}{action}", body, headers={"If-Match": '"1"'})
+
+    assert (stale.status, stale.error["code"]) == (412, "precondition_failed")
+    assert api.engine.queue_messages(Runtime.LAMBDA, Priority.NORMAL) == sent
+    current = api.call("POST", f"/jobs/{job['id']}{action}", body, headers={"If-Match": '"2"'})
+    assert current.status == 202, current.json
+
+
 @pytest.mark.parametrize(
     "header",
     # (and longer than the OpenAPI document's 1,024: found by a contract audit, it was a 412)

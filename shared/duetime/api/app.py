@@ -37,11 +37,13 @@ from duetime.api.params import (
     checked_id,
     idempotency_key,
     if_match,
+    if_none_match,
     known_query,
     parse_cursor,
     parse_job_filter,
     parse_limit,
     parse_status,
+    precondition,
 )
 from duetime.api.quotas import SubmissionLimiter
 from duetime.api.routing import HeadResolver, allowed_methods, methods_of, shadowed
@@ -219,14 +221,30 @@ def build_app(
 
     # A read and a status change honour If-Match as an update does (412 on another version).
     def expected() -> frozenset[int] | None:
-        return if_match(app.current_event.headers.get("If-Match"))
+        return if_match(header("If-Match"))
+
+    def header(name: str) -> str | None:
+        return app.current_event.headers.get(name)
+
+    def conditions(owner: str, job_id: str, *, with_if_match: bool = False) -> None:
+        """If-None-Match on a change (a 412 if the job is at a version it names; `*`: any),
+        and If-Match where the service does not take it (run now, backfill: it was ignored,
+        and a stale one started runs; found by an outside audit)."""
+        named, wanted = header("If-None-Match"), header("If-Match") if with_if_match else None
+        if named is not None or wanted is not None:
+            precondition(service.get(owner, job_id).job, wanted, named)
 
     @route("GET", "/jobs/{id}")
     def get_job(job_id: str) -> JsonResponse:
-        wanted = expected()  # RFC 9110 13.1.1: a read evaluates If-Match too (HEAD as GET)
+        # RFC 9110 13.1: a read evaluates If-Match (a 412) and If-None-Match (a 304, with the
+        # ETag and no body; HEAD as GET).
+        wanted, unchanged = expected(), if_none_match(header("If-None-Match"))
         view = service.get(tenant(), checked_id(job_id))
         if wanted is not None and view.job.version not in wanted:
             raise PreconditionFailed(view.job.id, wanted, view.job.version)
+        if unchanged is not None and unchanged(view.job.version):
+            etag = {"ETag": f'"{view.job.version}"', "Cache-Control": "no-store"}
+            return Response(status_code=HTTPStatus.NOT_MODIFIED.value, headers=etag, body="")
         return _job(HTTPStatus.OK, view, clock())
 
     def job_body(owner: str, job_id: str, read: Callable[[Mapping[str, Any]], T]) -> T:
@@ -245,13 +263,15 @@ def build_app(
         limiter.take(owner)  # a PATCH may start a run (a new schedule), as a submission does
         versions = expected()
         changes = job_body(owner, job_id, json_body)
+        conditions(owner, job_id)
         view = service.update(owner, job_id, changes, if_match=versions, quotas=quotas)
         return _job(HTTPStatus.OK, view, clock())
 
-    def bodiless(job_id: str) -> tuple[str, str]:
-        """The tenant and the job id of a request about one job that takes no body."""
+    def bodiless(job_id: str, *, with_if_match: bool = False) -> tuple[str, str]:
+        """The tenant and the job id of a request that changes one job and takes no body."""
         owner, job_id = tenant(), checked_id(job_id)
         job_body(owner, job_id, no_body)
+        conditions(owner, job_id, with_if_match=with_if_match)
         return owner, job_id
 
     @route("DELETE", "/jobs/{id}")
@@ -271,7 +291,7 @@ def build_app(
 
     @route("POST", "/jobs/{id}/run")
     def run_job(job_id: str) -> JsonResponse:
-        owner, job_id = bodiless(job_id)
+        owner, job_id = bodiless(job_id, with_if_match=True)
         limiter.take(owner)
         key = idempotency_key(app.current_event.headers.get("Idempotency-Key"))
         scheduled_ms = service.run_now(owner, job_id, idempotency_key=key)
@@ -288,7 +308,13 @@ def build_app(
 
     body = lambda: json_body(app.current_event.raw_event)  # noqa: E731
     backfill_route.register(
-        route, backfill, tenant=tenant, body=body, checked_id=checked_id, limiter=limiter
+        route,
+        backfill,
+        tenant=tenant,
+        body=body,
+        checked_id=checked_id,
+        limiter=limiter,
+        conditions=lambda owner, job_id: conditions(owner, job_id, with_if_match=True),
     )
     preview_route.register(route, tenant=tenant, body=body, clock=clock)
     admin_route.register(

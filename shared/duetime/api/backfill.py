@@ -48,6 +48,7 @@ def register(
     body: Callable[[], object],
     checked_id: Callable[[str], str],
     limiter: SubmissionLimiter,
+    conditions: Callable[[str, str], None],
 ) -> None:
     @route("POST", "/jobs/{id}/backfill")
     def backfill_job(job_id: str) -> Response[Any]:
@@ -55,6 +56,7 @@ def register(
         job_id = checked_id(job_id)
         if backfill is None:
             raise RuntimeError("build_app was given no backfill")
+        conditions(owner, job_id)  # If-Match, If-None-Match: a 412 before anything is sent
         # A token to be let in, and one for each other run it sends, owed when it has (until
         # 2026-11-30 one token sent up to 1,000 runs, again after each PATCH: an outside audit)
         limiter.take(owner)

@@ -42,7 +42,8 @@ _RESPONSES = {
     "NotFound": _error("No such job for this tenant (code not_found)."),
     "Conflict": _error("The job cannot make this transition (code conflict)."),
     "PreconditionFailed": _error(
-        "If-Match names a version the job no longer has (code precondition_failed): read it again."
+        "If-Match names a version the job no longer has, or If-None-Match one it has (code "
+        "precondition_failed): read it again."
     ),
     "IdempotencyConflict": _error(
         "The Idempotency-Key was used for another request (code idempotency_conflict), or an "
@@ -100,6 +101,15 @@ _TOO_LARGE = 413, "PayloadTooLarge"
 # A status change with If-Match: a malformed one is a 400, another version a 412; a body (it
 # takes none, or `{}`) is a 400, or a 413 over 256 KiB.
 _IF_MATCHED = (400, "BadRequest"), *_TRANSITION, (412, "PreconditionFailed"), _TOO_LARGE
+# RFC 9110 13.1: If-Match and If-None-Match, on every operation about one job.
+_CONDITIONS = [_param("IfMatch"), _param("IfNoneMatch")]
+# A read whose If-None-Match names the job's version: no body, its ETag.
+NOT_MODIFIED = {
+    "304": {
+        "description": "Not modified: If-None-Match names the job's version. No body.",
+        "headers": {**NO_STORE_HEADER, **ETAG_HEADER},
+    }
+}
 
 
 def _paths() -> dict[str, Any]:
@@ -194,7 +204,7 @@ def _paths() -> dict[str, Any]:
             "get": {
                 "operationId": "getJob",
                 "summary": "A job",
-                "parameters": [_param("IfMatch")],
+                "parameters": _CONDITIONS,
                 "responses": _ok(
                     200,
                     "The job.",
@@ -203,7 +213,8 @@ def _paths() -> dict[str, Any]:
                     (404, "NotFound"),
                     (412, "PreconditionFailed"),
                     headers=ETAG_HEADER,
-                ),
+                )
+                | NOT_MODIFIED,
             },
             "patch": {
                 "operationId": "updateJob",
@@ -211,7 +222,7 @@ def _paths() -> dict[str, Any]:
                 "description": "A new schedule (or priority or runtime) re-arms the job: "
                 "occurrences of the old schedule that have not started never start. Other "
                 "fields apply to runs not claimed yet. A cancelled or finished job is a 409.",
-                "parameters": [_param("IfMatch")],
+                "parameters": _CONDITIONS,
                 "requestBody": {"required": True, "content": _json_content(ref("JobPatch"))},
                 "responses": _ok(
                     200,
@@ -228,7 +239,7 @@ def _paths() -> dict[str, Any]:
             "delete": {
                 "operationId": "cancelJob",
                 "summary": "Cancel a job (idempotent)",
-                "parameters": [_param("IfMatch")],
+                "parameters": _CONDITIONS,
                 "responses": _ok(
                     200, "The job, status cancelled.", "Job", *_IF_MATCHED, headers=ETAG_HEADER
                 ),
@@ -239,7 +250,7 @@ def _paths() -> dict[str, Any]:
             "post": {
                 "operationId": "pauseJob",
                 "summary": "Pause a recurring job (idempotent)",
-                "parameters": [_param("IfMatch")],
+                "parameters": _CONDITIONS,
                 "responses": _ok(
                     200, "The job, status paused.", "Job", *_IF_MATCHED, headers=ETAG_HEADER
                 ),
@@ -250,7 +261,7 @@ def _paths() -> dict[str, Any]:
             "post": {
                 "operationId": "resumeJob",
                 "summary": "Resume a paused job from the next occurrence",
-                "parameters": [_param("IfMatch")],
+                "parameters": _CONDITIONS,
                 "responses": _ok(
                     200, "The job, status scheduled.", "Job", *_IF_MATCHED, headers=ETAG_HEADER
                 ),
@@ -261,7 +272,7 @@ def _paths() -> dict[str, Any]:
             "post": {
                 "operationId": "runJob",
                 "summary": "One extra run now, besides the schedule",
-                "parameters": [_param("IdempotencyKey")],
+                "parameters": [_param("IdempotencyKey"), *_CONDITIONS],
                 "responses": _ok(
                     202,
                     "The run is queued. A replay with the same Idempotency-Key answers 202 "
@@ -270,6 +281,7 @@ def _paths() -> dict[str, Any]:
                     (400, "BadRequest"),
                     (404, "NotFound"),
                     (409, "RunConflict"),
+                    (412, "PreconditionFailed"),
                     _TOO_LARGE,
                     (429, "TooManyRequests"),
                 ),
@@ -283,6 +295,7 @@ def _paths() -> dict[str, Any]:
                 "description": "At most 1,000 occurrences, within the run records' hot window. "
                 "Occurrences with a run record are not sent again. A one-off, paused or "
                 "cancelled job is a 409.",
+                "parameters": _CONDITIONS,
                 "requestBody": {
                     "required": True,
                     "content": _json_content(ref("BackfillRequest")),
@@ -293,6 +306,7 @@ def _paths() -> dict[str, Any]:
                     "BackfillAccepted",
                     (400, "BadRequest"),
                     *_TRANSITION,
+                    (412, "PreconditionFailed"),
                     _TOO_LARGE,
                     (429, "TooManyRequests"),
                 ),

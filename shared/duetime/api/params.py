@@ -6,15 +6,16 @@ from __future__ import annotations
 
 import re
 import urllib.parse
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
-from duetime.domain.errors import NotFound, ValidationError
+from duetime.domain.errors import NotFound, PreconditionFailed, ValidationError
 from duetime.domain.jobs import (
     MAX_NAME_CHARS,
     MAX_TAG_VALUE_CHARS,
     MAX_TAGS,
     TAG_KEY,
+    Job,
     JobFilter,
     JobStatus,
 )
@@ -38,8 +39,35 @@ def if_match(raw: str | None) -> frozenset[int] | None:
     (`"3", "4"`: any of them); None for `*` (any version) or no header."""
     if raw is None or raw.strip() == "*":
         return None
+    return _versions(raw, "If-Match", weak=False)
+
+
+def if_none_match(raw: str | None) -> Callable[[int], bool] | None:
+    """Whether `If-None-Match` names a version (`*`: any; weak comparison, RFC 9110 13.1.2:
+    `W/"3"` names 3); None without the header."""
+    if raw is None:
+        return None
+    if raw.strip() == "*":
+        return lambda _version: True
+    return _versions(raw, "If-None-Match", weak=True).__contains__
+
+
+def precondition(job: Job, if_match_raw: str | None, if_none_match_raw: str | None) -> None:
+    """RFC 9110 13.2.2, for a change whose service takes no If-Match (run now, backfill) and
+    for If-None-Match on every change: PreconditionFailed when the job as read fails one."""
+    wanted = if_match(if_match_raw)
+    if wanted is not None and job.version not in wanted:
+        raise PreconditionFailed(job.id, wanted, job.version)
+    named = if_none_match(if_none_match_raw)
+    if named is not None and named(job.version):
+        raise PreconditionFailed(job.id, (), job.version, none_match=True)
+
+
+def _versions(raw: str, field: str, *, weak: bool) -> frozenset[int]:
+    """The versions a list of entity tags names; a weak tag names its version only where the
+    comparison is weak (If-None-Match), never for If-Match (13.1.1: strong)."""
     if len(raw) > MAX_IF_MATCH_CHARS:  # as the OpenAPI document says
-        raise ValidationError("If-Match", f"at most {MAX_IF_MATCH_CHARS} characters")
+        raise ValidationError(field, f"at most {MAX_IF_MATCH_CHARS} characters")
     versions: set[int] = set()
     # RFC 9110 section 5.6.1: a list's empty elements (`"3", , "4"`) are ignored; one with no
     # element at all is no ETag.
@@ -47,10 +75,10 @@ def if_match(raw: str | None) -> frozenset[int] | None:
     for tag in tags:
         found = IF_MATCH.fullmatch(tag)
         if found is None:
-            raise ValidationError("If-Match", 'must be a job\'s ETag: its version in quotes ("3")')
-        weak, opaque, bare = found.groups()
+            raise ValidationError(field, 'must be a job\'s ETag: its version in quotes ("3")')
+        is_weak, opaque, bare = found.groups()
         digits = bare if opaque is None else opaque
-        if not weak and VERSION.fullmatch(digits):
+        if (weak or not is_weak) and VERSION.fullmatch(digits):
             versions.add(int(digits))
     return frozenset(versions)
 

@@ -110,9 +110,17 @@ PARAMETERS: dict[str, dict[str, Any]] = {
         "name": "If-Match",
         "in": "header",
         "description": 'The job\'s ETag as read ("3", its version): the update (or cancel, '
-        "pause, resume, read) applies only if the job is still at that version, else 412. A list "
-        '("3", "4") accepts any of its versions; a weak tag (W/"3"), or another tag ("abc"), '
-        "never matches. Without it, it applies.",
+        "pause, resume, run, backfill, read) applies only if the job is still at that "
+        'version, else 412. A list ("3", "4") accepts any of its versions; a weak tag '
+        '(W/"3"), or another tag ("abc"), never matches. Without it, it applies.',
+        "schema": {"type": "string", "minLength": 1, "maxLength": 1024},
+    },
+    "IfNoneMatch": {
+        "name": "If-None-Match",
+        "in": "header",
+        "description": 'Entity tags ("3", a list, or *): a read answers 304 without a body, '
+        "and a change (update, cancel, pause, resume, run, backfill) 412, if the job is at a "
+        'version they name (*: any). Weak tags (W/"3") name their version too.',
         "schema": {"type": "string", "minLength": 1, "maxLength": 1024},
     },
     "IdempotencyKey": {

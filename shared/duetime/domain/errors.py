@@ -86,15 +86,20 @@ class QuotaExceeded(DomainError):
 
 
 class PreconditionFailed(DomainError):
-    """An update named a version (If-Match) that is no longer the job's."""
+    """An update named a version (If-Match) that is no longer the job's, or one the job has
+    (If-None-Match)."""
 
     code = "precondition_failed"
 
-    def __init__(self, job_id: str, expected: Collection[int], current: int) -> None:
+    def __init__(
+        self, job_id: str, expected: Collection[int], current: int, *, none_match: bool = False
+    ) -> None:
         # No version named: weak tags, or tags that are no version ("abc"), never match.
         named = " or ".join(map(str, sorted(expected))) or "a version If-Match names"
         super().__init__(
-            f"job {job_id} is at version {current}, not {named}: read it again and retry"
+            f"job {job_id} is at version {current}, which If-None-Match names"
+            if none_match
+            else f"job {job_id} is at version {current}, not {named}: read it again and retry"
         )
         self.job_id = job_id
         self.expected = expected
