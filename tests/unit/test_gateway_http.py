@@ -346,3 +346,31 @@ def test_given_a_path_with_leading_slashes_then_the_handler_gets_it_as_sent(
     assert answer.status == 200  # the stub's answer
     (event,) = api.events
     assert (event["rawPath"], event["rawQueryString"]) == ("//jobs", "limit=1")
+
+
+def test_given_a_malformed_header_line_then_400_naming_the_headers(
+    gateway: Gateway,  # noqa: F811
+    api: StubApi,  # noqa: F811
+) -> None:
+    # A space before the colon: Python's parser dropped it and every header after it, an
+    # If-Match included (a stale PATCH went through; found by a contract audit, round two).
+    head = f'PATCH /jobs/x HTTP/1.1\nHost: x\nX-A : 1\nIf-Match: "1"\n{post().splitlines()[2]}\n'
+    answer = send_raw(gateway, head)
+
+    assert answer.status == 400
+    assert answer.json()["error"]["field"] == "headers"
+    assert answer.closed
+    assert api.events == []
+
+
+@pytest.mark.parametrize("method", ["get", "M-SEARCH", "VERSION-CONTROL"])
+def test_given_any_method_token_then_it_reaches_the_api(
+    gateway: Gateway,  # noqa: F811
+    api: StubApi,  # noqa: F811
+    method: str,
+) -> None:
+    # (They were a 400 `invalid`; the API answers a method a path lacks with 405 and Allow.)
+    answer = send_raw(gateway, f"{method} /jobs HTTP/1.1\nHost: x\n{post().splitlines()[2]}\n")
+
+    assert answer.status == 200  # the stub's answer
+    assert [e["requestContext"]["http"]["method"] for e in api.events] == [method]

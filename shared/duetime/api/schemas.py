@@ -49,6 +49,7 @@ ERROR_CODES = (
     "precondition_failed",
     "quota_exceeded",
     "internal",
+    "unavailable",  # the local stack's gateway while it stops (a 503)
 )
 
 

@@ -60,6 +60,7 @@ PUBLIC_ROUTES = frozenset({("GET", "/health"), ("GET", "/openapi.json")})
 LISTEN_BACKLOG = 1024
 # Content types delivered as text; anything else arrives base64-encoded, as API Gateway does.
 _CHUNK_SIZE = re.compile(rb"[0-9A-Fa-f]{1,8}")  # at most 4 GiB a chunk: past any limit
+_METHOD = re.compile(r"[!#$%&'*+\-.^_`|~0-9A-Za-z]+")  # RFC 9110's token: any is a method
 
 
 def is_public(method: str, path: str) -> bool:
@@ -189,7 +190,7 @@ class _RequestHandler(BaseHTTPRequestHandler):
     # Every method reaches the API, as behind API Gateway: the resolver answers 405 in JSON.
     # (http.server looks up `do_<METHOD>` and would answer an unknown one with HTML 501.)
     def __getattr__(self, name: str) -> Any:
-        if name.startswith("do_") and name[3:].isalpha() and name[3:].isupper():
+        if name.startswith("do_") and _METHOD.fullmatch(name[3:]):  # any token: `get`, M-SEARCH
             return self.do_GET
         raise AttributeError(name)
 
@@ -231,6 +232,11 @@ class _RequestHandler(BaseHTTPRequestHandler):
             self.close_connection = True
             return
         request_id = base64.b64encode(uuid.uuid4().bytes[:10]).decode()
+        if self.headers.defects:  # ` Name: v`, `Name : v`: the headers after it were dropped
+            self.close_connection = True
+            problem = "a header line is malformed (a space before its colon, say)"
+            self._error(HTTPStatus.BAD_REQUEST, "invalid", problem, request_id, "headers")
+            return
         url = urlsplit(self.path)
         path = url.path or "/"
         sent = self.requestline.split(" ")[1:2]
