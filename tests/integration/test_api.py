@@ -651,6 +651,10 @@ GOOD_CURSOR = "eyJpZCI6ICIwMUtBVzNaNkg4RDRHN1ZRNVIyVDlYTk1CQyJ9"  # {"id": "01KA
 UTF16_CURSOR = base64.urlsafe_b64encode('{"id": "01KAW3Z6H8D4G7VQ5R2T9XNMBC"}'.encode("utf-16"))
 
 
+def _cursor(text: str) -> str:
+    return base64.urlsafe_b64encode(text.encode()).decode()
+
+
 def test_a_well_formed_cursor_is_taken(api: Api) -> None:
     assert api.call("GET", "/jobs", query={"cursor": GOOD_CURSOR}).status == 200
 
@@ -676,6 +680,16 @@ def test_a_well_formed_cursor_is_taken(api: Api) -> None:
         ({"cursor": f"{GOOD_CURSOR},{GOOD_CURSOR}"}, "cursor"),  # a repeated parameter, joined
         ({"cursor": "eyJpZCI6ICJaWlpaWlpaWlpaWlpaWlpaWlpaWlpaWlpaWiJ9"}, "cursor"),  # Z…: no ULID
         ({"cursor": UTF16_CURSOR.decode()}, "cursor"),  # UTF-16 JSON
+        # Another shape: an extra key, or the key twice (they were taken: a contract audit)
+        ({"cursor": _cursor('{"id":"01KAW3Z6H8D4G7VQ5R2T9XNMBC","x":1}')}, "cursor"),
+        (
+            {
+                "cursor": _cursor(
+                    '{"id":"01KAW3Z6H8D4G7VQ5R2T9XNMBC","id":"01KAW3Z6H8D4G7VQ5R2T9XNMBD"}'
+                )
+            },
+            "cursor",
+        ),
     ],
 )
 def test_bad_list_parameters_are_a_400_naming_them(

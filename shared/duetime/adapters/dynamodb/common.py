@@ -38,17 +38,26 @@ def encode_cursor(key: dict[str, Any]) -> str:
     return base64.urlsafe_b64encode(json.dumps(key, separators=(",", ":")).encode()).decode()
 
 
-def decode_cursor(cursor: str) -> dict[str, Any]:
+def decode_cursor(cursor: str, keys: frozenset[str]) -> dict[str, Any]:
+    """What encode_cursor wrote: an object of exactly `keys`, each once (another shape is
+    refused; until 2026-11-30 extra or repeated keys went through: a contract audit)."""
     try:
         # Strictly what encode_cursor writes: URL-safe base64 (no other character, which a
         # lenient decoder would skip) of UTF-8 JSON (json.loads would guess UTF-16 from bytes).
         raw = base64.b64decode(cursor.encode("ascii"), altchars=b"-_", validate=True)
-        value = json.loads(raw.decode("utf-8"))
+        value = json.loads(raw.decode("utf-8"), object_pairs_hook=_once_each)
     except ValueError as exc:
         raise ValueError("invalid cursor") from exc
-    if not isinstance(value, dict) or not value:
+    if not isinstance(value, dict) or set(value) != keys:
         raise ValueError("invalid cursor")
     return value
+
+
+def _once_each(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    found = dict(pairs)
+    if len(found) != len(pairs):
+        raise ValueError("a key twice")
+    return found
 
 
 def batch_get(

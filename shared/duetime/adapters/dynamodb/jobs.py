@@ -103,7 +103,7 @@ class DynamoJobStore(JobTable):
     def list(self, tenant: str, limit: int, cursor: str | None) -> Page[Job]:
         start: str | None = None
         if cursor:
-            start = decode_cursor(cursor).get("id")
+            start = decode_cursor(cursor, frozenset({"id"}))["id"]
             if not isinstance(start, str) or not _JOB_ID_CURSOR.fullmatch(start):
                 raise ValueError("invalid cursor")
 

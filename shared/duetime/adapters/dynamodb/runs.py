@@ -171,7 +171,7 @@ class DynamoRunStore:
             "ExpressionAttributeValues": {":j": {"S": job_id}},
         }
         if cursor:
-            start = _cursor_int(decode_cursor(cursor), "s")
+            start = _cursor_int(decode_cursor(cursor, frozenset({"s"})), "s")
             params["ExclusiveStartKey"] = {
                 "job_id": {"S": job_id},
                 "scheduled_ms": {"N": str(start)},
