@@ -88,3 +88,20 @@ def test_an_update_with_an_unsafe_name_is_refused_naming_it() -> None:
     with pytest.raises(ValidationError) as caught:
         updated_spec(spec, {"name": "nightly\u202egpj.exe"})
     assert caught.value.field == "name"
+
+
+@pytest.mark.parametrize(
+    "name", ["   ", "\u200b", "\u2060\u2060", "\u3164", "\u2800", "\u115f\u1160", " \ufeff "]
+)
+def test_a_name_that_draws_nothing_is_refused(name: str) -> None:
+    # Only invisible characters passed the "not blank" rule (found by a contract audit).
+    with pytest.raises(ValidationError) as caught:
+        parse_job_spec({**BODY, "name": name})
+    assert caught.value.field == "name"
+    assert "must be a visible string" in caught.value.message
+
+
+def test_a_name_refused_for_its_length_says_characters() -> None:
+    with pytest.raises(ValidationError) as caught:
+        parse_job_spec({**BODY, "name": "x" * 129})
+    assert str(caught.value).endswith("at most 128 chars")

@@ -22,7 +22,7 @@ from duetime.domain.schedule import (
     whole_number,
 )
 from duetime.domain.targets import Target, parse_target, target_to_dict
-from duetime.domain.text import checked_text
+from duetime.domain.text import blank, checked_text
 from duetime.domain.timeutil import LAST_MS
 
 E = TypeVar("E", bound=StrEnum)
@@ -357,8 +357,8 @@ def spec_to_dict(spec: JobSpec) -> dict[str, Any]:
 def _name(value: object) -> str | None:
     if value is None:
         return None
-    if not isinstance(value, str) or not value.strip() or len(value) > MAX_NAME_CHARS:
-        raise ValidationError("name", f"must be a non-empty string of at most {MAX_NAME_CHARS}")
+    if not isinstance(value, str) or blank(value) or len(value) > MAX_NAME_CHARS:
+        raise ValidationError("name", f"must be a visible string of at most {MAX_NAME_CHARS} chars")
     return checked_text(value, "name")
 
 

@@ -30,6 +30,17 @@ def checked_text(value: str, field: str, *, multiline: bool = False) -> str:
     return value
 
 
+# Characters that draw nothing but are no white space to str.strip(): the Hangul fillers and
+# the blank Braille pattern (a name of them alone looked empty; found by a contract audit).
+_INVISIBLE = frozenset("\u115f\u1160\u3164\uffa0\u2800")
+
+
+def blank(text: str) -> bool:
+    """Nothing a reader would see: white space, format characters (U+200B, U+2060, …) and
+    the fillers above only."""
+    return all(c.isspace() or c in _INVISIBLE or unicodedata.category(c) == "Cf" for c in text)
+
+
 def is_control(char: str) -> bool:
     return unicodedata.category(char) in ("Cc", "Cf", "Cs", "Zl", "Zp")
 
