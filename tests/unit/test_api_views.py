@@ -184,6 +184,8 @@ def test_json_body_reads_plain_and_base64_bodies() -> None:
         "NaN",
         "-Infinity",
         "1e400",
+        '{"payload": 1e-400}',  # stored as 0.0 without a word (found by a contract audit)
+        "-2.5E-999",
         "9" * 5000,
         "[" * 65 + "]" * 65,
         '{"a": "\\ud800"}',
@@ -194,6 +196,17 @@ def test_json_body_refuses_what_is_not_plain_json(body: str) -> None:
     with pytest.raises(ValidationError) as raised:
         json_body({"body": body})
     assert raised.value.field == "body"
+
+
+def test_json_body_keeps_zeros_and_the_smallest_doubles() -> None:
+    assert json_body({"body": "[0, 0.0, -0.0, 0e5, 5e-324, 1e-300]"}) == [
+        0,
+        0,
+        0,
+        0,
+        5e-324,
+        1e-300,
+    ]
 
 
 def test_json_body_accepts_64_levels() -> None:

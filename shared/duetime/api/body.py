@@ -132,8 +132,11 @@ def _reject_constant(name: str) -> object:
 
 
 def _finite_float(text: str) -> float:
+    """A number a double holds: not one past its range, nor one so small it would be stored as
+    0 (`1e-400`: since 2026-11-30, it was taken as 0.0 without a word; a contract audit)."""
     value = float(text)
-    if not math.isfinite(value):
+    mantissa = text.lower().partition("e")[0]
+    if not math.isfinite(value) or (value == 0 and mantissa.strip("-+0.")):
         raise ValueError(f"number {text[:20]} is out of range")
     return value
 
