@@ -30,6 +30,7 @@ from duetime.domain.jobs import (
 )
 from duetime.domain.schedule import MAX_DELAY_SECONDS, MAX_RATE_SECONDS, next_occurrence
 from duetime.domain.targets import HTTP_METHODS
+from duetime.domain.text import blank
 from duetime.domain.timeutil import to_ms
 
 FUZZ = settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -374,7 +375,10 @@ VALID_BODIES = st.fixed_dictionaries(
     {"schedule": VALID_SCHEDULES, "target": VALID_TARGETS},
     optional={
         "payload": JSON_VALUE,
-        "name": st.text(TEXT_CHARACTERS, min_size=1, max_size=MAX_NAME_CHARS).filter(str.strip),
+        # (A name of invisible characters alone is blank, and refused, since 2026-11-30.)
+        "name": st.text(TEXT_CHARACTERS, min_size=1, max_size=MAX_NAME_CHARS).filter(
+            lambda name: not blank(name)
+        ),
         "priority": st.sampled_from([p.value for p in Priority]),
         "runtime": st.sampled_from([r.value for r in Runtime]),
         "retry": st.builds(
