@@ -134,18 +134,20 @@ def test_a_closed_stdout_is_an_error_not_a_silent_success(
     )
 
 
-@pytest.fixture
-def trickling() -> Iterator[str]:
-    """An HTTP server that answers a byte a tenth of a second: a 200 of about 10 s."""
+@pytest.fixture(params=[200, 500])
+def trickling(request: pytest.FixtureRequest) -> Iterator[str]:
+    """An HTTP server that answers a byte a tenth of a second: a 200 (or a 500: its body was
+    read past the timeout, found by review) of about 10 s."""
     server = socket.create_server(("127.0.0.1", 0))
     stop = threading.Event()
+    status = {200: "200 OK", 500: "500 Internal Server Error"}[request.param]
 
     def serve() -> None:
         connection, _ = server.accept()
         with connection:
             connection.recv(65536)
             body = json.dumps(JOB).encode()
-            head = f"HTTP/1.1 200 OK\r\nContent-Length: {len(body)}\r\n\r\n".encode()
+            head = f"HTTP/1.1 {status}\r\nContent-Length: {len(body)}\r\n\r\n".encode()
             connection.sendall(head)
             for byte in body[:100]:
                 if stop.wait(0.1):
@@ -245,6 +247,22 @@ def test_a_key_given_twice_in_flags_is_a_usage_error(
     assert main(argv) == 2
     assert problem in capsys.readouterr().err
     assert api.requests == []
+
+
+def test_an_aws_timeout_is_an_aws_failure_not_a_set_up_problem(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # botocore's timeouts are OSErrors too: it exited 2, without `AWS:` (found by review).
+    from botocore.exceptions import ReadTimeoutError
+
+    from duetime.cli import history
+
+    def timing_out(args: Any) -> int:
+        raise ReadTimeoutError(endpoint_url="https://athena.us-east-1.amazonaws.com")
+
+    monkeypatch.setattr(history, "_run_history_compact", timing_out)
+    assert main(["history", "compact", "--dt", "2026-11-30"]) == 1
+    assert capsys.readouterr().err.startswith("duetime: AWS: Read timeout on endpoint URL")
 
 
 def test_the_worker_refuses_a_visibility_sqs_would_refuse(

@@ -123,34 +123,37 @@ class ApiClient:
             except ValueError as exc:  # NaN: the flags and files refuse it before this
                 raise UsageError(f"the body cannot be sent as JSON: {exc}") from None
         try:
-            status, raw = self._exchange(request)
-        except urllib.error.HTTPError as exc:
-            try:
-                error_body = exc.read()
-            except (OSError, HTTPException):
-                error_body = b""
-            finally:
-                exc.close()
-            raise _api_error(exc.code, exc.reason, error_body) from None
+            status, raw, refused = self._exchange(request)
         except urllib.error.URLError as exc:
             raise self._unreachable(exc.reason) from None
         except (OSError, HTTPException) as exc:  # timeouts and resets after connecting
             raise self._unreachable(exc) from None
+        if refused is not None:  # the API's (or something in between's) 4xx or 5xx
+            raise _api_error(status, refused, raw)
         if not raw.strip():
             return None
         return _answer(status, raw)
 
-    def _exchange(self, request: urllib.request.Request) -> tuple[int, bytes]:
-        """One request's status and body, all within the timeout (urllib's bounds each socket
-        read: an answer trickling in a byte a second held the command for as long as it
-        lasted; found by an outside audit). TimeoutError past it."""
-        done: list[tuple[int, bytes] | BaseException] = []
+    def _exchange(self, request: urllib.request.Request) -> tuple[int, bytes, object | None]:
+        """One request's status, body and, for an error status, its reason, all within the
+        timeout (urllib's bounds each socket read: an answer trickling in a byte a second held
+        the command for as long as it lasted; found by an outside audit; an error's body too,
+        found by review). TimeoutError past it."""
+        done: list[tuple[int, bytes, object | None] | BaseException] = []
 
         def exchange() -> None:
             try:
                 opener = urllib.request.build_opener(_RefuseRedirects)
                 with opener.open(request, timeout=self.timeout) as response:
-                    done.append((response.status, response.read()))
+                    done.append((response.status, response.read(), None))
+            except urllib.error.HTTPError as exc:
+                try:
+                    body = exc.read()
+                except (OSError, HTTPException):
+                    body = b""
+                finally:
+                    exc.close()
+                done.append((exc.code, body, exc.reason))
             except BaseException as exc:  # raised again in the caller's thread
                 done.append(exc)
 

@@ -47,13 +47,14 @@ def main(argv: Sequence[str] | None = None) -> int:
         with contextlib.suppress(OSError, ValueError, AttributeError):  # (None: closed)
             os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return 1
-    except (RuntimeError, OSError) as exc:  # configuration problems: a message, not a traceback
-        print(f"duetime: {exc}", file=sys.stderr)
-        return 2
     except BotoCoreError as exc:  # AWS not set up (exit 2), or no answer from it (exit 1)
+        # (Before OSError: botocore's timeouts are OSErrors too; found by review.)
         print(f"duetime: AWS: {exc}", file=sys.stderr)
         setup = (NoRegionError, NoCredentialsError, PartialCredentialsError, ProfileNotFound)
         return 2 if isinstance(exc, setup) else 1
+    except (RuntimeError, OSError) as exc:  # configuration problems: a message, not a traceback
+        print(f"duetime: {exc}", file=sys.stderr)
+        return 2
     return code
 
 
