@@ -128,7 +128,7 @@ class FargateWorkers(Construct):
                 operating_system_family=ecs.OperatingSystemFamily.LINUX,
             ),
         )
-        task.add_container(
+        worker = task.add_container(
             "Worker",
             # Built from the repository's Dockerfile at deploy time (no Docker needed to synth).
             image=ecs.ContainerImage.from_asset(
@@ -148,8 +148,13 @@ class FargateWorkers(Construct):
             logging=ecs.LogDrivers.aws_logs(stream_prefix="worker", log_group=self.log_group),
             stop_timeout=CONTAINER_STOP_TIMEOUT,
             # It writes nothing to disk (PYTHONDONTWRITEBYTECODE; logs go to stdout), and runs
-            # as a user of its own (the Dockerfile's USER).
+            # as a user of its own (the Dockerfile's USER); /tmp is a scratch volume of the
+            # task, for operator handlers that write temporary files (found by review).
             readonly_root_filesystem=True,
+        )
+        task.add_volume(name="scratch")
+        worker.add_mount_points(
+            ecs.MountPoint(container_path="/tmp", source_volume="scratch", read_only=False)  # noqa: S108
         )
         acknowledge(
             task,

@@ -31,6 +31,11 @@ def test_task_runs_the_worker_on_arm64(synth: Synth) -> None:
     # A root file system it cannot write to (an outside audit: it could), as the worker writes
     # nothing to disk.
     assert container["ReadonlyRootFilesystem"] is True
+    # ...but for /tmp, a scratch volume of the task (operator handlers may write temp files)
+    assert container["MountPoints"] == [
+        {"ContainerPath": "/tmp", "ReadOnly": False, "SourceVolume": "scratch"}
+    ]
+    assert task["Properties"]["Volumes"] == [{"Name": "scratch"}]
 
 
 def test_graceful_stop_fits_in_the_container_stop_timeout(synth: Synth) -> None:

@@ -321,6 +321,8 @@ def test_a_read_whose_if_none_match_names_the_version_is_a_304(api: Api, method:
         assert not answer.get("body")
         assert answer["headers"]["ETag"] == '"1"'
         assert answer["headers"]["Cache-Control"] == "no-store"
+        # RFC 9110 8.6: no Content-Length unless it is the 200's (HEAD set 0: found by review)
+        assert "Content-Length" not in answer["headers"]
     assert read('"2"')["statusCode"] == 200
     assert read("two")["statusCode"] == 400
 

@@ -233,6 +233,10 @@ def test_an_empty_state_dir_is_a_usage_error(
     [
         (["--tag", "team=a", "--tag", "team=b"], "--tag team is given twice"),
         (["--url", "https://example.com", "--header", "X=1", "--header", "X=2"], "--header X"),
+        (
+            ["--url", "https://example.com", "--header", "X-A=1", "--header", "x-a=2"],
+            "--header x-a",
+        ),
     ],
 )
 def test_a_key_given_twice_in_flags_is_a_usage_error(

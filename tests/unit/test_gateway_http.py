@@ -374,3 +374,23 @@ def test_given_any_method_token_then_it_reaches_the_api(
 
     assert answer.status == 200  # the stub's answer
     assert [e["requestContext"]["http"]["method"] for e in api.events] == [method]
+
+
+def test_given_a_304_then_no_length_and_no_body_and_the_connection_goes_on(
+    gateway: Gateway,  # noqa: F811
+    api: StubApi,  # noqa: F811
+) -> None:
+    api.response = {"statusCode": 304, "headers": {"ETag": '"4"'}, "body": ""}
+    connection = http.client.HTTPConnection("127.0.0.1", gateway.port, timeout=10)
+    try:
+        connection.request("GET", "/jobs", headers={"Authorization": f"Bearer {token_for()}"})
+        answer = connection.getresponse()
+        assert (answer.status, answer.read()) == (304, b"")
+        assert answer.headers["ETag"] == '"4"'
+        assert "Content-Length" not in answer.headers
+        api.response = {"statusCode": 200, "headers": {}, "body": '{"next":true}'}
+        connection.request("GET", "/health")
+        following = connection.getresponse()
+        assert (following.status, following.read()) == (200, b'{"next":true}')
+    finally:
+        connection.close()

@@ -91,7 +91,19 @@ def test_an_update_with_an_unsafe_name_is_refused_naming_it() -> None:
 
 
 @pytest.mark.parametrize(
-    "name", ["   ", "\u200b", "\u2060\u2060", "\u3164", "\u2800", "\u115f\u1160", " \ufeff "]
+    "name",
+    [
+        "   ",
+        "\u200b",
+        "\u2060\u2060",
+        "\u3164",
+        "\u2800",
+        "\u115f\u1160",
+        " \ufeff ",
+        "\ufe0f\ufe0f",  # variation selectors (found by review)
+        "\u034f",
+        "\u180b\U000e0100",
+    ],
 )
 def test_a_name_that_draws_nothing_is_refused(name: str) -> None:
     # Only invisible characters passed the "not blank" rule (found by a contract audit).
@@ -105,3 +117,10 @@ def test_a_name_refused_for_its_length_says_characters() -> None:
     with pytest.raises(ValidationError) as caught:
         parse_job_spec({**BODY, "name": "x" * 129})
     assert str(caught.value).endswith("at most 128 chars")
+
+
+@pytest.mark.parametrize(
+    "name", ["\u2764\ufe0f ops", "a\u034fb", "x\u200b", "\U0001f469\u200d\U0001f4bb"]
+)
+def test_a_name_with_invisible_characters_among_visible_ones_is_kept(name: str) -> None:
+    assert parse_job_spec({**BODY, "name": name}).name == name

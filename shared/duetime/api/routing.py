@@ -96,7 +96,8 @@ def without_body(answer: dict[str, Any]) -> dict[str, Any]:
         for name, value in (answer.get("headers") or {}).items()
         if name.lower() != "content-length"
     }
-    headers["Content-Length"] = str(length)
+    if answer.get("statusCode") != 304:  # (RFC 9110 8.6: a 304's length would be the 200's)
+        headers["Content-Length"] = str(length)
     return {**answer, "headers": headers, "body": "", "isBase64Encoded": False}
 
 

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import argparse
+from collections.abc import Callable
 from typing import Any
 
 from duetime.cli.client import UsageError
@@ -248,7 +249,7 @@ def job_body(args: argparse.Namespace) -> dict[str, Any]:
     if args.method is not None:
         target["method"] = args.method
     if args.headers:
-        target["headers"] = _once_each("--header", args.headers)
+        target["headers"] = _once_each("--header", args.headers, fold=str.lower)
     if args.event_bus is not None:
         target["event_bus"] = args.event_bus
 
@@ -284,12 +285,17 @@ def job_body(args: argparse.Namespace) -> dict[str, Any]:
     return body
 
 
-def _once_each(flag: str, pairs: list[tuple[str, str]]) -> dict[str, str]:
-    """K=V flags as an object; a key given twice is a usage error, as in --body (until
-    2026-11-30 the last value was sent without a word)."""
+def _once_each(
+    flag: str, pairs: list[tuple[str, str]], fold: Callable[[str], str] = str
+) -> dict[str, str]:
+    """K=V flags as an object; a key given twice (as `fold` reads it: header names in any
+    case are one) is a usage error, as in --body (until 2026-11-30 the last value was sent
+    without a word)."""
     found: dict[str, str] = {}
+    seen: set[str] = set()
     for key, value in pairs:
-        if key in found:
+        if fold(key) in seen:
             raise UsageError(f"{flag} {key} is given twice: give each key once")
+        seen.add(fold(key))
         found[key] = value
     return found

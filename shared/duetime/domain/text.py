@@ -30,9 +30,14 @@ def checked_text(value: str, field: str, *, multiline: bool = False) -> str:
     return value
 
 
-# Characters that draw nothing but are no white space to str.strip(): the Hangul fillers and
-# the blank Braille pattern (a name of them alone looked empty; found by a contract audit).
-_INVISIBLE = frozenset("\u115f\u1160\u3164\uffa0\u2800")
+# Characters that draw nothing but are no white space to str.strip(): the Hangul fillers, the
+# blank Braille pattern, the combining grapheme joiner and the variation selectors (a name of
+# them alone looked empty; found by a contract audit, and a review).
+_INVISIBLE = frozenset(
+    "\u115f\u1160\u3164\uffa0\u2800\u034f\u180b\u180c\u180d\u180f"
+    + "".join(map(chr, range(0xFE00, 0xFE10)))
+    + "".join(map(chr, range(0xE0100, 0xE01F0)))
+)
 
 
 def blank(text: str) -> bool:

@@ -19,6 +19,7 @@ integers it returns a value of the column), so Athena's spelling works on both.
 
 from __future__ import annotations
 
+import contextlib
 import csv
 import io
 import json
@@ -117,7 +118,9 @@ def duckdb_query(sql: str, tables: dict[str, pa.Table]) -> QueryResult:
     except duckdb.Error as exc:
         raise HistoryQueryError(str(exc)) from None
     finally:
-        con.close()
+        # A query Ctrl-C could not stop holds it: its error must not replace the interrupt.
+        with contextlib.suppress(duckdb.Error):
+            con.close()
     if result is None:
         return QueryResult((), ())
     columns = [column.to_pylist() for column in result.columns]

@@ -385,9 +385,11 @@ class _RequestHandler(BaseHTTPRequestHandler):
         for cookie in cookies:
             self.send_header("Set-Cookie", cookie)
         self.send_header("apigw-requestid", request_id)
-        self.send_header("Content-Length", str(content_length(self.command, headers, payload)))
+        if status != HTTPStatus.NOT_MODIFIED:  # a 304 has no body, and no length of its own
+            length = content_length(self.command, headers, payload)
+            self.send_header("Content-Length", str(length))
         self.end_headers()
-        if self.command != "HEAD":  # a HEAD answer has no body, whatever its length says
+        if self.command != "HEAD" and status != HTTPStatus.NOT_MODIFIED:  # no body to write
             self.wfile.write(payload)
 
 

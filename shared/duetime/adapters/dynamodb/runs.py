@@ -89,7 +89,10 @@ class DynamoRunStore:
                 return run_from_values(from_item(old))
             stored = self.get(run.job_id, run.scheduled_ms)
             if stored is None:
-                raise StoreError(f"run {run.run_id} vanished during a claim") from exc
+                # Gone (deleted): no retry brings it back.
+                raise StoreError(
+                    f"run {run.run_id} vanished during a claim", transient=False
+                ) from exc
             return stored
         return None
 
