@@ -219,6 +219,18 @@ def test_given_a_length_of_thousands_of_digits_then_413_not_a_failure(
 # --- HEAD ------------------------------------------------------------------------------------
 
 
+def assert_next_answer_whole(
+    connection: http.client.HTTPConnection,
+    api: StubApi,  # noqa: F811
+) -> None:
+    """Nothing was written after the last answer's headers: the next one on the connection
+    is read whole."""
+    api.response = {"statusCode": 200, "headers": {}, "body": '{"next":true}'}
+    connection.request("GET", "/health")
+    following = connection.getresponse()
+    assert (following.status, following.read()) == (200, b'{"next":true}')
+
+
 def test_given_head_then_the_handlers_length_is_sent_and_no_body(
     gateway: Gateway,  # noqa: F811
     api: StubApi,  # noqa: F811
@@ -236,11 +248,7 @@ def test_given_head_then_the_handlers_length_is_sent_and_no_body(
         assert (head.status, head.read()) == (200, b"")
         assert head.headers["Content-Length"] == "123"
         assert head.headers["ETag"] == '"4"'
-        # Nothing was written after the headers: the next answer on the connection is whole.
-        api.response = {"statusCode": 200, "headers": {}, "body": '{"next":true}'}
-        connection.request("GET", "/health")
-        following = connection.getresponse()
-        assert (following.status, following.read()) == (200, b'{"next":true}')
+        assert_next_answer_whole(connection, api)
     finally:
         connection.close()
     assert [e["requestContext"]["http"]["method"] for e in api.events] == ["HEAD", "GET"]
@@ -388,9 +396,6 @@ def test_given_a_304_then_no_length_and_no_body_and_the_connection_goes_on(
         assert (answer.status, answer.read()) == (304, b"")
         assert answer.headers["ETag"] == '"4"'
         assert "Content-Length" not in answer.headers
-        api.response = {"statusCode": 200, "headers": {}, "body": '{"next":true}'}
-        connection.request("GET", "/health")
-        following = connection.getresponse()
-        assert (following.status, following.read()) == (200, b'{"next":true}')
+        assert_next_answer_whole(connection, api)
     finally:
         connection.close()

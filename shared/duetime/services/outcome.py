@@ -39,11 +39,10 @@ def record_outcome(
         try:
             return runs.finish(run, outcome)
         except StoreError as exc:
-            # Only what time may mend: an access denied or a refused request would be tried
-            # until the lease ends, to the same end (found by review).
-            if isinstance(exc, ConditionFailed) or not exc.transient:
-                raise
-            if clock() + pause * 1000 > deadline:
+            # Only what time may mend (an access denied or a refused request would be tried
+            # until the lease ends, to the same end: found by review), and while it lasts.
+            mendable = exc.transient and not isinstance(exc, ConditionFailed)
+            if not mendable or clock() + pause * 1000 > deadline:
                 raise
             logger.warning(
                 "could not record the outcome; trying again",
