@@ -276,3 +276,26 @@ def test_the_worker_refuses_a_visibility_sqs_would_refuse(
         main(["worker", "--visibility-seconds", "99999999"])
     assert exited.value.code == 2
     assert "must be from 1 to 43200" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ("jobs", "list", "--lim", "5"),  # --limit
+        ("jobs", "get", "J1", "--js"),  # --json
+        ("schedule", "preview", "--rat", "60"),  # --rate
+        ("jobs", "create", "--del", "60", "--handler", "x"),  # --delay
+    ],
+)
+def test_a_flag_must_be_spelt_out(
+    api: FakeApi,  # noqa: F811
+    capsys: pytest.CaptureFixture[str],
+    argv: tuple[str, ...],
+) -> None:
+    # argparse took a prefix for the flag it starts (`--lim` for `--limit`): a script using one
+    # breaks the day another flag shares it. Found by the CLI audit, round two.
+    with pytest.raises(SystemExit) as exited:
+        main([*argv, "--api-url", api.url, "--token", TOKEN])
+    assert exited.value.code == 2
+    assert "unrecognized arguments" in capsys.readouterr().err
+    assert api.requests == []

@@ -8,13 +8,22 @@ import logging
 import os
 import sys
 from collections.abc import Iterator, Sequence
+from typing import Any
 
 from duetime.cli import dlq, history, jobs, local, schedule, timers, worker
 from duetime.cli.format import OutputError
 
 
+class _Parser(argparse.ArgumentParser):
+    """Every command's parser: a flag is spelt out (argparse took `--lim` for `--limit`, and a
+    script using a prefix broke the day another flag shared it; until 2026-11-30)."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **{**kwargs, "allow_abbrev": False})
+
+
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="duetime", description=__doc__)
+    parser = _Parser(prog="duetime", description=__doc__)
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     worker.register(commands)
     local.register(commands)
