@@ -30,8 +30,13 @@ IDEMPOTENCY_KEY = re.compile(r"[\x21-\x7e]{1,255}")  # visible ASCII
 # taken for the quoted version too). Only a job's ETag, its version as written in the ETag,
 # can match: If-Match compares strongly (13.1.1), so a weak tag, another tag ("abc") or a
 # version written otherwise ("03") never does.
-IF_MATCH = re.compile(r'(W/)?"([\x21\x23-\x7e\x80-\U0010ffff]*)"|(\d+)')
-VERSION = re.compile(r"0|[1-9]\d{0,14}")  # as the ETag writes a version
+IF_MATCH = re.compile(r'(W/)?"([\x21\x23-\x7e\x80-\U0010ffff]*)"|([0-9]+)')
+VERSION = re.compile(r"0|[1-9][0-9]{0,14}")  # as the ETag writes a version (ASCII digits only)
+# The header as the OpenAPI document states it (an ECMA-262 pattern that Python reads alike):
+# `*`, or a list of such tags whose empty elements are ignored. Opaque tags outside ASCII are
+# read but not stated (a client sends none: they never match).
+_TAG = r'(?:W/)?"[\x21\x23-\x2b\x2d-\x7e]*"|[0-9]+'
+ENTITY_TAGS_PATTERN = rf"^[ \t]*(?:\*|[ \t,]*(?:{_TAG})(?:[ \t]*,[ \t,]*(?:{_TAG}))*[ \t,]*)[ \t]*$"
 
 
 def if_match(raw: str | None) -> frozenset[int] | None:

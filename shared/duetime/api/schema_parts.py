@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from duetime.api.params import JOB_ID
+from duetime.api.params import ENTITY_TAGS_PATTERN, JOB_ID
 from duetime.domain.jobs import JobStatus
 
 
@@ -113,7 +113,7 @@ PARAMETERS: dict[str, dict[str, Any]] = {
         "pause, resume, run, backfill, read) applies only if the job is still at that "
         'version, else 412. A list ("3", "4") accepts any of its versions; a weak tag '
         '(W/"3"), or another tag ("abc"), never matches. Without it, it applies.',
-        "schema": {"type": "string", "minLength": 1, "maxLength": 1024},
+        "schema": {"type": "string", "maxLength": 1024, "pattern": ENTITY_TAGS_PATTERN},
     },
     "IfNoneMatch": {
         "name": "If-None-Match",
@@ -121,7 +121,7 @@ PARAMETERS: dict[str, dict[str, Any]] = {
         "description": 'Entity tags ("3", a list, or *): a read answers 304 without a body, '
         "and a change (update, cancel, pause, resume, run, backfill) 412, if the job is at a "
         'version they name (*: any). Weak tags (W/"3") name their version too.',
-        "schema": {"type": "string", "minLength": 1, "maxLength": 1024},
+        "schema": {"type": "string", "maxLength": 1024, "pattern": ENTITY_TAGS_PATTERN},
     },
     "IdempotencyKey": {
         "name": "Idempotency-Key",
