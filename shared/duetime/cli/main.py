@@ -23,7 +23,7 @@ class _Parser(argparse.ArgumentParser):
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = _Parser(prog="duetime", description=__doc__)
+    parser: argparse.ArgumentParser = _Parser(prog="duetime", description=__doc__)
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     worker.register(commands)
     local.register(commands)
