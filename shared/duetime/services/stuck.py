@@ -9,6 +9,9 @@ quarantined (the sweep, duetime.services.sweep, moves its partition past it).
   and is quarantined like any other, and the parked timers behind it get their turn (until
   2026-11-30 every sweep of the shard tried it first and died, and the others waited; found
   by an outside audit). The timers are tried one at a time, so one cannot fail another.
+- Parked *passing* when a store failed with a passing error (throttling, a 5xx, no answer;
+  duetime.services.handover): no attempt counted, tried again by the sweep after
+  PASSING_RETRY_MS, as often as it takes. A retry that fails so counts none either.
 - Quarantined after `MAX_HANDOVER_ATTEMPTS`: kept, counted (`TimersQuarantined`), listed and
   retried only on request (`duetime timers stuck [--retry]`); each sweep reports how many its
   shard holds (`TimersInQuarantine`, the alarm's).
@@ -29,6 +32,8 @@ from duetime.services.handover import HandOver, Tally
 # A parked timer is retried this many times in all (with backoff), then quarantined.
 MAX_HANDOVER_ATTEMPTS = 8
 MAX_RETRY_BACKOFF_MINUTES = 30
+# When a timer parked for a store's passing failure is tried again: by the shard's next sweep.
+PASSING_RETRY_MS = 30_000
 # Each sweep reports how many of its shard's timers are quarantined, counted up to this.
 QUARANTINE_COUNT_LIMIT = 1000
 
@@ -62,11 +67,17 @@ class StuckTimers:
         self._clock = clock
         self._page_size = page_size
 
-    def park(self, shard: int, timer: Timer, reason: str, report: StuckTally) -> None:
-        """Move a timer whose hand-over failed (its first attempt) to its shard's stuck list."""
+    def park(
+        self, shard: int, timer: Timer, reason: str, report: StuckTally, *, passing: bool = False
+    ) -> None:
+        """Move a timer whose hand-over failed (its first attempt; `passing`: none, a store's
+        passing failure) to its shard's stuck list."""
         now = self._clock()
         stuck = StuckTimer(timer, shard, 0, reason, now, now, now)
-        self._record_failure(stuck, reason, report)
+        if passing:
+            self._timers.park(replace(stuck, next_attempt_ms=now + PASSING_RETRY_MS))
+        else:
+            self._record_failure(stuck, reason, report)
         report.parked += 1
         count(Metric.TIMERS_PARKED)
 
@@ -122,6 +133,14 @@ class StuckTimers:
                 if handed.unavailable is not None:
                     raise handed.unavailable
                 break  # out of time
+            if handed.passing:  # a store's passing failure: uncounted, tried again soon
+                why = handed.passing[0][1]
+                later = None if entry.quarantined else self._clock() + PASSING_RETRY_MS
+                self._timers.park(
+                    replace(entry, reason=why, next_attempt_ms=later), replacing=trying
+                )
+                results.append((entry, why))
+                continue
             reason = handed.failed[0][1] if handed.failed else None
             if reason is None:
                 self._timers.unpark(trying)

@@ -291,6 +291,8 @@ class Sweeper:
                 handed = self._handover.hand_over(page, deadline, report)
                 for timer, reason in handed.failed:
                     self._stuck.park(shard, timer, reason, report)
+                for timer, reason in handed.passing:
+                    self._stuck.park(shard, timer, reason, report, passing=True)
                 if handed.done:
                     watermark = page[handed.done - 1].sort_key
                 if handed.unavailable is not None:  # kept what went out; the next sweep goes on

@@ -8,10 +8,12 @@ import json
 import random
 import time
 from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
 
-from botocore.exceptions import ClientError
+from botocore.exceptions import BotoCoreError, ClientError
 
+from duetime.adapters.aws_errors import is_transient
 from duetime.adapters.codec import from_item
 from duetime.ports import StoreError
 
@@ -60,10 +62,29 @@ def _once_each(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
     return found
 
 
+@contextmanager
+def store_errors() -> Iterator[None]:
+    """A call that fails after the SDK's retries as a StoreError, transient or not (the
+    sweeper's hand-over tells a table that is down from a timer that fails on its own by it;
+    until 2026-11-30 a throttled batch call raised botocore's error)."""
+    try:
+        yield
+    except (ClientError, BotoCoreError) as exc:
+        raise StoreError(str(exc), transient=is_transient(exc)) from exc
+
+
 def batch_get(
     client: DynamoDBClient, table: str, keys: Sequence[dict[str, Any]], *, consistent: bool
 ) -> list[dict[str, Any]]:
-    """BatchGetItem in chunks of 100, retrying unprocessed keys; items in plain values."""
+    """BatchGetItem in chunks of 100, retrying unprocessed keys; items in plain values. A
+    failed call is a StoreError."""
+    with store_errors():
+        return _batch_get(client, table, keys, consistent=consistent)
+
+
+def _batch_get(
+    client: DynamoDBClient, table: str, keys: Sequence[dict[str, Any]], *, consistent: bool
+) -> list[dict[str, Any]]:
     items: list[dict[str, Any]] = []
     for start in range(0, len(keys), _BATCH_GET):
         request: Any = {
@@ -79,13 +100,15 @@ def batch_get(
 
 
 def batch_write(client: DynamoDBClient, table: str, requests: list[dict[str, Any]]) -> None:
-    """BatchWriteItem of up to 25 requests, retrying unprocessed ones."""
+    """BatchWriteItem of up to 25 requests, retrying unprocessed ones. A failed call is a
+    StoreError."""
     request: Any = {table: requests}
-    for _ in _unprocessed_rounds("BatchWriteItem"):
-        response = client.batch_write_item(RequestItems=request)
-        request = response.get("UnprocessedItems") or None
-        if not request:
-            break
+    with store_errors():
+        for _ in _unprocessed_rounds("BatchWriteItem"):
+            response = client.batch_write_item(RequestItems=request)
+            request = response.get("UnprocessedItems") or None
+            if not request:
+                break
 
 
 # Items a batch call leaves unprocessed (throttled partitions) are sent again after a backoff

@@ -16,6 +16,7 @@ from duetime.adapters.dynamodb.common import (
     batch_write,
     is_cancelled_by_condition,
     is_condition_failure,
+    store_errors,
 )
 from duetime.adapters.dynamodb.timer_items import (
     CONFIG_KEY,
@@ -64,7 +65,8 @@ class DynamoTimerStore:
         # BatchWriteItem rejects a batch that names one key twice: the last write of a key wins.
         items = list({(i["pk"]["S"], i["sk"]["S"]): i for i in map(self._item, timers)}.values())
         if len(items) == 1:
-            self._client.put_item(TableName=self._table, Item=items[0])
+            with store_errors():
+                self._client.put_item(TableName=self._table, Item=items[0])
             return
         for start in range(0, len(items), BATCH_WRITE):
             batch_write(
