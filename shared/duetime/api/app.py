@@ -1,11 +1,10 @@
 """The HTTP API: a Powertools `APIGatewayHttpResolver` (payload format 2.0) over JobService.
 
 Each route parses its input, calls the service and shapes the answer with duetime.api.views.
-Errors are raised, never formatted in a route: `_error_response` is the one place that turns
-them into HTTP (status table `ERROR_STATUS`). The OpenAPI document (duetime.api.openapi)
-describes exactly `ROUTES`; a test validates real responses against it. Which methods a path
-answers (405 with `Allow`, HEAD wherever GET) is duetime.api.routing; the JSON body every
-route reads is duetime.api.body.
+Errors are raised, never formatted in a route: `_error_response` turns them into HTTP (status
+table `ERROR_STATUS`). The OpenAPI document (duetime.api.openapi) describes exactly `ROUTES`.
+Which methods a path answers (405 with `Allow`, HEAD wherever GET) is duetime.api.routing; the
+JSON body every route reads is duetime.api.body.
 
 The tenant is the JWT claim named by DUETIME_TENANT_CLAIM (default `sub`), as API Gateway's
 JWT authorizer passes it in `requestContext.authorizer.jwt.claims`; it never comes from the
@@ -295,6 +294,7 @@ def build_app(
         limiter.take(owner)
         key = idempotency_key(app.current_event.headers.get("Idempotency-Key"))
         scheduled_ms = service.run_now(owner, job_id, idempotency_key=key)
+        limiter.charge(owner, service.fan_out(owner, job_id))  # the runs its `after` jobs make
         return _json(HTTPStatus.ACCEPTED, views.run_now_json(job_id, scheduled_ms))
 
     @route("GET", "/jobs/{id}/runs")
@@ -315,6 +315,7 @@ def build_app(
         checked_id=checked_id,
         limiter=limiter,
         conditions=lambda owner, job_id: conditions(owner, job_id, with_if_match=True),
+        fan_out=service.fan_out,
     )
     preview_route.register(route, tenant=tenant, body=body, clock=clock)
     admin_route.register(

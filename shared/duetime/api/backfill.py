@@ -49,6 +49,7 @@ def register(
     checked_id: Callable[[str], str],
     limiter: SubmissionLimiter,
     conditions: Callable[[str, str], None],
+    fan_out: Callable[[str, str], int],
 ) -> None:
     @route("POST", "/jobs/{id}/backfill")
     def backfill_job(job_id: str) -> Response[Any]:
@@ -57,11 +58,13 @@ def register(
         if backfill is None:
             raise RuntimeError("build_app was given no backfill")
         conditions(owner, job_id)  # If-Match, If-None-Match: a 412 before anything is sent
-        # A token to be let in, and one for each other run it sends, owed when it has (until
-        # 2026-11-30 one token sent up to 1,000 runs, again after each PATCH: an outside audit)
+        # A token to be let in, and one for each other run it sends and for each run its
+        # `after` jobs make of them, owed when it has (until 2026-11-30 one token sent up to
+        # 1,000 runs, again after each PATCH, and their dependents' for free: outside audits)
         limiter.take(owner)
         sent = backfill.backfill(owner, job_id, body)
-        limiter.charge(owner, max(0, sent - 1))
+        fanned = fan_out(owner, job_id) if sent else 0
+        limiter.charge(owner, max(0, sent * (1 + fanned) - 1))
         return Response(
             status_code=HTTPStatus.ACCEPTED.value,
             content_type=content_types.APPLICATION_JSON,

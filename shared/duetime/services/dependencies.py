@@ -158,6 +158,23 @@ class Dependencies:
             raise ValueError(f"dependents of {upstream.id} that cannot be read: {unreadable}")
         return len(messages)
 
+    def fan_out(self, job: Job) -> int:
+        """How many runs one run of `job` may start below it: its `after` jobs that are
+        scheduled, theirs, and so on (each job once). A run-now and each run of a backfill
+        spend a submission token for each (until 2026-11-30 one token started up to 1,000
+        runs this way; found by an outside audit). One read a level, none without dependents."""
+        seen = {job.id}
+        below = self._jobs.dependents(job.tenant, job.id) if job.has_dependents else ()
+        count = 0
+        while below:
+            fresh = [i for i in dict.fromkeys(below) if i not in seen]
+            seen.update(fresh)
+            found = self._jobs.get_with_dependents([(job.tenant, i) for i in fresh])
+            live = [(j, ids) for j, ids in found.values() if j.status == JobStatus.SCHEDULED]
+            count += len(live)
+            below = tuple(i for _, ids in live for i in ids)
+        return count
+
     def _read(self, tenant: str, ids: Sequence[str]) -> tuple[dict[str, Job], list[str]]:
         """The dependents, and those whose items do not decode: one such item fails a read of
         them all, so then each is read alone (found by an outside audit: one bad dependent

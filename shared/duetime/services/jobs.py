@@ -132,6 +132,10 @@ class JobService:
             raise NotFound(f"job {job_id} not found")
         return self._view(job)
 
+    def fan_out(self, tenant: str, job_id: str) -> int:
+        """How many runs of its `after` jobs one run of the job may start (Dependencies)."""
+        return self._deps.fan_out(self.get(tenant, job_id).job)
+
     def list_runs(
         self, tenant: str, job_id: str, limit: int = 50, cursor: str | None = None
     ) -> Page[Run]:
