@@ -249,37 +249,43 @@ class DynamoJobStore(JobTable):
     def _counter_key(self, tenant: str) -> dict[str, Any]:
         return {"tenant": {"S": tenant}, "id": {"S": RECURRING_COUNTER}}
 
+    # Written as one-item transactions: botocore gives each call a ClientRequestToken and keeps
+    # it over its retries, and DynamoDB applies a token it has seen within 10 minutes once. A
+    # plain `ADD` whose answer was lost (a 500 after the write) was sent again and counted
+    # twice (until 2026-11-30; found by an outside audit). Two write units instead of one.
     def reserve_recurring(self, tenant: str, limit: int) -> bool:
+        return self._count(
+            tenant,
+            "ADD active :one, changes :one",
+            "attribute_not_exists(active) OR active < :limit",
+            {":one": {"N": "1"}, ":limit": {"N": str(limit)}},
+        )
+
+    def release_recurring(self, tenant: str) -> None:
+        # Refused at zero: nothing to release.
+        self._count(
+            tenant,
+            "ADD active :minus, changes :one",
+            "active > :zero",
+            {":minus": {"N": "-1"}, ":zero": {"N": "0"}, ":one": {"N": "1"}},
+        )
+
+    def _count(self, tenant: str, update: str, condition: str, values: dict[str, Any]) -> bool:
+        """Whether the counter's update was applied (False: its condition failed)."""
+        change = {
+            "TableName": self._table,
+            "Key": self._counter_key(tenant),
+            "UpdateExpression": update,
+            "ConditionExpression": condition,
+            "ExpressionAttributeValues": values,
+        }
         try:
-            self._client.update_item(
-                TableName=self._table,
-                Key=self._counter_key(tenant),
-                UpdateExpression="ADD active :one, changes :one",
-                ConditionExpression="attribute_not_exists(active) OR active < :limit",
-                ExpressionAttributeValues={":one": {"N": "1"}, ":limit": {"N": str(limit)}},
-            )
+            self._client.transact_write_items(TransactItems=[{"Update": change}])
         except ClientError as exc:
-            if is_condition_failure(exc):
+            if is_cancelled_by_condition(exc):
                 return False
             raise StoreError(str(exc)) from exc
         return True
-
-    def release_recurring(self, tenant: str) -> None:
-        try:
-            self._client.update_item(
-                TableName=self._table,
-                Key=self._counter_key(tenant),
-                UpdateExpression="ADD active :minus, changes :one",
-                ConditionExpression="active > :zero",
-                ExpressionAttributeValues={
-                    ":minus": {"N": "-1"},
-                    ":zero": {"N": "0"},
-                    ":one": {"N": "1"},
-                },
-            )
-        except ClientError as exc:
-            if not is_condition_failure(exc):  # already at zero: nothing to release
-                raise StoreError(str(exc)) from exc
 
     def set_recurring_count(
         self, tenant: str, count: int, *, expected: CounterRead | None = None

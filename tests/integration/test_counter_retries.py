@@ -1,0 +1,97 @@
+"""The count of a tenant's active recurring jobs under the SDK's own retries: DynamoDB may have
+applied a write whose answer was lost (a 500, a reset connection), and botocore sends it again.
+An `ADD` sent twice counted a create twice (a 429 below the quota) or a cancel twice (a tenant
+over it); found by an outside concurrency audit, 2026-11-30. The counter is written as a
+one-item transaction: DynamoDB applies a request carrying a `ClientRequestToken` it has seen
+within 10 minutes only once, and botocore keeps the token across its retries. moto does not
+keep tokens, so these tests answer a repeated token as DynamoDB documents it."""
+
+from __future__ import annotations
+
+import json
+import threading
+from typing import Any
+
+from duetime.adapters.dynamodb.jobs import RECURRING_COUNTER, DynamoJobStore
+from tests.conftest import Aws
+
+TENANT = "tenant-a"
+
+
+class LostAnswers:
+    """The first attempt of each counter write reaches DynamoDB and is applied; its answer is
+    lost, so botocore sends it again. A repeated `ClientRequestToken` of a transaction that
+    was applied is answered as DynamoDB does: success, nothing applied again (sent to moto as
+    a condition check that always holds)."""
+
+    def __init__(self, client: Any) -> None:
+        self.resent = 0
+        self._applied: set[str] = set()
+        self._local = threading.local()
+        for operation in ("UpdateItem", "TransactWriteItems"):
+            client.meta.events.register_first(f"before-send.dynamodb.{operation}", self._send)
+            client.meta.events.register_first(f"needs-retry.dynamodb.{operation}", self._retry)
+
+    def _send(self, request: Any, **_: Any) -> None:
+        body = json.loads(request.body or b"{}")
+        self._local.token = body.get("ClientRequestToken")
+        if self._local.token in self._applied:  # applied once: now a check that changes nothing
+            check = {
+                "TableName": body["TransactItems"][0]["Update"]["TableName"],
+                "Key": body["TransactItems"][0]["Update"]["Key"],
+                "ConditionExpression": "attribute_exists(#k) OR attribute_not_exists(#k)",
+                "ExpressionAttributeNames": {"#k": "id"},
+            }
+            request.body = json.dumps({"TransactItems": [{"ConditionCheck": check}]}).encode()
+            request.headers["Content-Length"] = str(len(request.body))
+
+    def _retry(self, attempts: int, response: Any, **_: Any) -> float | None:
+        if attempts != 1 or response is None or response[0].status_code != 200:
+            return None
+        if self._local.token:
+            self._applied.add(self._local.token)
+        self.resent += 1
+        return 0  # sent again at once, as after a 500 whose write had landed
+
+
+def counter(aws: Aws) -> int:
+    item = aws.dynamodb.get_item(
+        TableName=aws.settings.jobs_table,
+        Key={"tenant": {"S": TENANT}, "id": {"S": RECURRING_COUNTER}},
+        ConsistentRead=True,
+    ).get("Item", {})
+    return int(item.get("active", {}).get("N", "0"))
+
+
+def test_a_reservation_whose_answer_was_lost_counts_once(aws: Aws) -> None:
+    store = DynamoJobStore(aws.dynamodb, aws.settings.jobs_table)
+    lost = LostAnswers(aws.dynamodb)
+
+    assert store.reserve_recurring(TENANT, 2) is True
+
+    assert lost.resent == 1
+    assert counter(aws) == 1
+    assert store.reserve_recurring(TENANT, 2) is True  # the quota's second job is let in
+    assert counter(aws) == 2
+
+
+def test_a_release_whose_answer_was_lost_counts_once(aws: Aws) -> None:
+    store = DynamoJobStore(aws.dynamodb, aws.settings.jobs_table)
+    for _ in range(2):
+        store.reserve_recurring(TENANT, 2)
+    lost = LostAnswers(aws.dynamodb)
+
+    store.release_recurring(TENANT)
+
+    assert lost.resent == 1
+    assert counter(aws) == 1
+    assert store.reserve_recurring(TENANT, 2) is True
+    assert store.reserve_recurring(TENANT, 2) is False  # one over the quota is refused
+
+
+def test_the_quota_still_refuses_and_releases_stop_at_zero(aws: Aws) -> None:
+    store = DynamoJobStore(aws.dynamodb, aws.settings.jobs_table)
+    assert [store.reserve_recurring(TENANT, 1) for _ in range(2)] == [True, False]
+    for _ in range(3):
+        store.release_recurring(TENANT)
+    assert counter(aws) == 0
