@@ -272,7 +272,7 @@ class DynamoJobStore(JobTable):
 
     def _count(self, tenant: str, update: str, condition: str, values: dict[str, Any]) -> bool:
         """Whether the counter's update was applied (False: its condition failed)."""
-        change = {
+        change: Any = {
             "TableName": self._table,
             "Key": self._counter_key(tenant),
             "UpdateExpression": update,
