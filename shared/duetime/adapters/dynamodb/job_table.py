@@ -3,6 +3,7 @@ methods; duetime.adapters.dynamodb.jobs has the rest)."""
 
 from __future__ import annotations
 
+import secrets
 import zlib
 from typing import TYPE_CHECKING, Any
 
@@ -55,6 +56,11 @@ class JobTable:
     def claim_key(
         self, tenant: str, key: str, job_id: str, fingerprint: str, expires_at: int, now: int
     ) -> tuple[str, str] | None:
+        # The record carries this claim's token: when the SDK sends the put again after an
+        # answer was lost, its condition fails on the record the first attempt wrote, and the
+        # claim is still ours (until 2026-11-30 the request took itself for an earlier one, and
+        # a refusal then left its key bound; found by an outside audit).
+        token = secrets.token_hex(8)
         try:
             self._client.put_item(
                 TableName=self._table,
@@ -65,6 +71,7 @@ class JobTable:
                         "job_id": job_id,
                         "fingerprint": fingerprint,
                         "expires_at": expires_at,
+                        "claim": token,
                     }
                 ),
                 # TTL deletes an expired record up to days late: until then it is free too.
@@ -77,6 +84,8 @@ class JobTable:
                 raise StoreError(str(exc)) from exc
             old: Any = exc.response.get("Item") or {}
             values = from_item(old)
+            if values.get("claim") == token:
+                return None
             return str(values.get("job_id", "")), str(values.get("fingerprint", ""))
         return None
 

@@ -1,10 +1,15 @@
-"""The count of a tenant's active recurring jobs under the SDK's own retries: DynamoDB may have
-applied a write whose answer was lost (a 500, a reset connection), and botocore sends it again.
-An `ADD` sent twice counted a create twice (a 429 below the quota) or a cancel twice (a tenant
-over it); found by an outside concurrency audit, 2026-11-30. The counter is written as a
-one-item transaction: DynamoDB applies a request carrying a `ClientRequestToken` it has seen
-within 10 minutes only once, and botocore keeps the token across its retries. moto does not
-keep tokens, so these tests answer a repeated token as DynamoDB documents it."""
+"""Writes under the SDK's own retries: DynamoDB may have applied a write whose answer was lost
+(a 500, a reset connection), and botocore sends it again (found by an outside concurrency
+audit, 2026-11-30).
+
+- The count of a tenant's active recurring jobs: an `ADD` sent twice counted a create twice (a
+  429 below the quota) or a cancel twice (a tenant over it). The counter is written as a
+  one-item transaction: DynamoDB applies a request carrying a `ClientRequestToken` it has seen
+  within 10 minutes only once, and botocore keeps the token across its retries. moto does not
+  keep tokens, so these tests answer a repeated token as DynamoDB documents it.
+- An idempotency key's claim: the resent conditional put failed on the record its own first
+  attempt wrote, and the request took itself for an earlier one (a refused request then left
+  its key bound). The record carries its claim's token, and a claim knows its own."""
 
 from __future__ import annotations
 
@@ -19,16 +24,18 @@ TENANT = "tenant-a"
 
 
 class LostAnswers:
-    """The first attempt of each counter write reaches DynamoDB and is applied; its answer is
-    lost, so botocore sends it again. A repeated `ClientRequestToken` of a transaction that
+    """The first attempt of each write of `operations` reaches DynamoDB and is applied; its
+    answer is lost, so botocore sends it again. A repeated `ClientRequestToken` of a transaction that
     was applied is answered as DynamoDB does: success, nothing applied again (sent to moto as
     a condition check that always holds)."""
 
-    def __init__(self, client: Any) -> None:
+    def __init__(
+        self, client: Any, operations: tuple[str, ...] = ("UpdateItem", "TransactWriteItems")
+    ) -> None:
         self.resent = 0
         self._applied: set[str] = set()
         self._local = threading.local()
-        for operation in ("UpdateItem", "TransactWriteItems"):
+        for operation in operations:
             client.meta.events.register_first(f"before-send.dynamodb.{operation}", self._send)
             client.meta.events.register_first(f"needs-retry.dynamodb.{operation}", self._retry)
 
@@ -95,3 +102,16 @@ def test_the_quota_still_refuses_and_releases_stop_at_zero(aws: Aws) -> None:
     for _ in range(3):
         store.release_recurring(TENANT)
     assert counter(aws) == 0
+
+
+def test_a_key_claim_whose_answer_was_lost_is_still_its_own(aws: Aws) -> None:
+    store = DynamoJobStore(aws.dynamodb, aws.settings.jobs_table)
+    lost = LostAnswers(aws.dynamodb, ("PutItem",))
+
+    claimed = store.claim_key(TENANT, "k-1", "01JOB", "print-1", 2_000_000_000, 1_000_000_000)
+
+    assert lost.resent == 1
+    assert claimed is None  # won: not a record of an earlier request
+    # the record stands for later requests, which find it
+    again = store.claim_key(TENANT, "k-1", "01OTHER", "print-2", 2_000_000_000, 1_000_000_000)
+    assert again == ("01JOB", "print-1")
