@@ -25,9 +25,9 @@ TENANT = "tenant-a"
 
 class LostAnswers:
     """The first attempt of each write of `operations` reaches DynamoDB and is applied; its
-    answer is lost, so botocore sends it again. A repeated `ClientRequestToken` of a transaction that
-    was applied is answered as DynamoDB does: success, nothing applied again (sent to moto as
-    a condition check that always holds)."""
+    answer is lost, so botocore sends it again. A repeated `ClientRequestToken` of a
+    transaction that was applied is answered as DynamoDB does: success, nothing applied again
+    (sent to moto as a condition check that always holds)."""
 
     def __init__(
         self, client: Any, operations: tuple[str, ...] = ("UpdateItem", "TransactWriteItems")
