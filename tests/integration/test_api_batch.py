@@ -322,3 +322,27 @@ def test_a_single_submission_is_sent_at_once_with_the_floor_delay(api: Api) -> N
     # Then it is visible 0.4 s before its instant already (0.6 s early)
     api.engine.advance_to(due - 400)
     assert visible(api.engine) == 1
+
+
+def test_a_replay_of_a_job_expired_since_is_its_own_404_and_the_others_are_created(
+    api: Api,  # noqa: F811
+) -> None:
+    # With a hot window under the key's day (`duetime local --hot-ttl-seconds`), a job's item
+    # expires before its key: its replay's 404 was the whole batch's, the new job unwritten
+    # (found by an outside audit).
+    first = batch(api, [job(idempotency_key="x")]).json["items"][0]["job"]
+    table = api.engine.aws.settings.jobs_table
+    api.engine.aws.dynamodb.update_item(
+        TableName=table,
+        Key={"tenant": {"S": "tenant-a"}, "id": {"S": first["id"]}},
+        UpdateExpression="SET expires_at = :past",
+        ExpressionAttributeValues={":past": {"N": str(wall_ms() // 1000 - 1)}},
+    )
+
+    reply = batch(api, [job(idempotency_key="x"), job(name="new")])
+
+    assert reply.status == 200
+    replayed, created = reply.json["items"]
+    assert (replayed["status"], replayed["error"]["code"]) == (404, "not_found")
+    assert created["status"] == 201
+    assert api.call("GET", f"/jobs/{created['job']['id']}").status == 200
