@@ -20,7 +20,7 @@ from duetime.domain.jobs import (
 from duetime.domain.timeutil import MINUTE_MS, rfc3339_ms
 from duetime.entrypoints import worker as worker_handler
 from duetime.local.lambda_runtime import FakeContext, sqs_event
-from duetime.ports import KeyHold
+from duetime.ports import KeyHold, StoreError
 from duetime.services.batch import BatchJob, BatchSubmitter
 from duetime.services.jobs import JobView
 from duetime.services.sweep import Sweeper
@@ -137,6 +137,35 @@ def test_given_a_first_request_whose_dispatch_failed_then_its_replay_revives_the
     assert replayed.status == JobStatus.SCHEDULED
     assert twins.jobs.get("t", replayed.id) == replayed
     assert twins.sent() == Counter({(replayed.id, replayed.next_due_ms): 1})
+
+
+def test_given_a_revival_whose_write_failed_then_its_quota_slot_goes_back() -> None:
+    # A replay reviving a withdrawn recurring job reserved its slot, and kept it when the
+    # revival's write failed unwritten: one job, counted twice (found by an outside audit).
+    twins = Twins(shards=1)
+    spec = parse_job_spec({"schedule": {"rate_seconds": 30}, "target": NOOP})
+    quotas = Quotas(max_active_recurring_jobs=10)
+    send = twins.queue.send
+    twins.queue.send = failing_send  # type: ignore[method-assign]
+    with pytest.raises(ConnectionError):
+        twins.service.create("t", spec, idempotency_key="k9", quotas=quotas)
+    twins.queue.send = send  # type: ignore[method-assign]
+    assert twins.jobs.recurring_count("t") == 0  # withdrawn: released
+    replace_job = twins.jobs.replace
+
+    def unwritten(*args: Any, **kwargs: Any) -> None:
+        raise StoreError("ProvisionedThroughputExceededException")
+
+    twins.jobs.replace = unwritten  # type: ignore[method-assign]
+    with pytest.raises(StoreError):
+        twins.service.create("t", spec, idempotency_key="k9", quotas=quotas)
+    twins.jobs.replace = replace_job  # type: ignore[method-assign]
+    assert twins.jobs.recurring_count("t") == 0
+
+    replayed = twins.service.create("t", spec, idempotency_key="k9", quotas=quotas)
+
+    assert replayed.status == JobStatus.SCHEDULED
+    assert twins.jobs.recurring_count("t") == 1  # one job, counted once
 
 
 @pytest.mark.parametrize("schedule", [{"delay_seconds": 30}, {"rate_seconds": 30}])

@@ -15,10 +15,17 @@ from __future__ import annotations
 
 import json
 import threading
+from dataclasses import replace
 from typing import Any
 
+import pytest
+from botocore.exceptions import ClientError
+
 from duetime.adapters.dynamodb.jobs import RECURRING_COUNTER, DynamoJobStore
+from duetime.domain.jobs import JobStatus
+from duetime.ports import StoreError
 from tests.conftest import Aws
+from tests.integration.test_contracts import make_job
 
 TENANT = "tenant-a"
 
@@ -115,3 +122,58 @@ def test_a_key_claim_whose_answer_was_lost_is_still_its_own(aws: Aws) -> None:
     # the record stands for later requests, which find it
     again = store.claim_key(TENANT, "k-1", "01OTHER", "print-2", 2_000_000_000, 1_000_000_000)
     assert again == ("01JOB", "print-1")
+
+
+def applied_then_failed(client: Any, marker: str) -> dict[str, int]:
+    """The next PutItem whose item holds `marker` is applied by DynamoDB, and its answer is a
+    500 (DynamoDB documents that a 500 may have been applied; the SDK's retries spent)."""
+    state = {"hits": 0}
+    put_item = client.put_item
+
+    def applied_then_500(**params: Any) -> Any:
+        answer = put_item(**params)
+        if state["hits"] or marker not in json.dumps(params):
+            return answer
+        state["hits"] += 1
+        error = {"Error": {"Code": "InternalServerError", "Message": "injected"}}
+        raise ClientError(error, "PutItem")  # type: ignore[arg-type]
+
+    client.put_item = applied_then_500
+    return state
+
+
+def test_a_job_write_applied_whose_answer_failed_is_known_as_written(aws: Aws) -> None:
+    # A cancel whose write was applied but answered 500 left its quota slot counted: the
+    # retried cancel found the job cancelled and released nothing (found by an outside audit).
+    client = aws.session.client("dynamodb")
+    store = DynamoJobStore(client, aws.settings.jobs_table)
+    job = make_job(entropy=1, recurring=True)
+    store.create(job)
+    cancelled = replace(job, status=JobStatus.CANCELLED, version=job.version + 1)
+    failed = applied_then_failed(client, '"cancelled"')
+
+    store.replace(cancelled, expected=job)  # answered as written, not a StoreError
+
+    assert failed["hits"] == 1
+    stored = store.get(job.tenant, job.id)
+    assert stored is not None
+    assert stored.status == JobStatus.CANCELLED
+
+
+def test_a_job_write_that_failed_unapplied_is_a_store_error(aws: Aws) -> None:
+    client = aws.session.client("dynamodb")
+    store = DynamoJobStore(client, aws.settings.jobs_table)
+    job = make_job(entropy=2, recurring=True)
+    store.create(job)
+    cancelled = replace(job, status=JobStatus.CANCELLED, version=job.version + 1)
+    answer = {"Error": {"Code": "InternalServerError", "Message": "down"}}
+
+    def refused(**_: Any) -> Any:
+        raise ClientError(answer, "PutItem")  # type: ignore[arg-type]
+
+    client.put_item = refused
+    with pytest.raises(StoreError):
+        store.replace(cancelled, expected=job)
+    stored = store.get(job.tenant, job.id)
+    assert stored is not None
+    assert stored.status == JobStatus.SCHEDULED

@@ -5,13 +5,14 @@ and the `after` dependents."""
 from __future__ import annotations
 
 import builtins
+import contextlib
 import re
 import secrets
 from collections.abc import Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
-from botocore.exceptions import ClientError
+from botocore.exceptions import BotoCoreError, ClientError
 
 from duetime.adapters.codec import from_item, to_item
 from duetime.adapters.dynamodb.common import (
@@ -190,6 +191,13 @@ class DynamoJobStore(JobTable):
                 if self._landed(job, put["Item"]):
                     return
                 raise ConditionFailed(f"job {job.id} or its chain changed") from exc
+            # Applied, its answer a 500 (or the SDK's retries of it throttled)? Read it back:
+            # a cancel or PATCH written so was taken for unwritten, and its quota change lost
+            # (until 2026-11-30; found by an outside audit). A StoreError now is unwritten, or
+            # unknown when the read fails too.
+            with contextlib.suppress(ClientError, BotoCoreError):
+                if self._landed(job, put["Item"]):
+                    return
             raise StoreError(str(exc)) from exc
 
     def scan_active(
