@@ -43,6 +43,14 @@ def test_given_a_gate_then_writes_compare_its_version(job_store: JobStore) -> No
     assert job_store.gate(TENANT, "job-1") == Gate(None, 7, None, 3)
 
 
+def test_given_a_gate_then_it_keeps_the_jobs_generation(job_store: JobStore) -> None:
+    # (Its buffered occurrence is dropped once the job has a newer one: a pause, a re-arm.)
+    job_store.put_gate(TENANT, "job-1", Gate(10, 5, 11, 0, generation=0), 99)
+    assert job_store.gate(TENANT, "job-1") == Gate(10, 5, 11, 1, generation=0)
+    job_store.put_gate(TENANT, "job-1", Gate(None, 7, None, 1, generation=3), 99)
+    assert job_store.gate(TENANT, "job-1").generation == 3
+
+
 def test_given_a_gate_then_listings_and_scans_never_return_it(job_store: JobStore) -> None:
     job = make_job(recurring=True)
     job_store.create(job)

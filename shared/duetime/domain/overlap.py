@@ -32,6 +32,19 @@ class Gate:
     since_ms: int = 0  # when it took (or was handed) the gate
     buffered_ms: int | None = None  # the occurrence waiting for it (buffer_one)
     version: int = 0  # 0: never stored; stores compare-and-set on it
+    generation: int | None = None  # the job's generation when written (None: an older gate)
+
+
+def stale_buffered(gate: Gate, generation: int) -> bool:
+    """Whether the gate's buffered occurrence is from before a pause, resume or re-arming
+    change of the job (now at `generation`): dropped with the rest, it never runs (until
+    2026-11-30 it ran after the resume, or was handed the gate and dropped, leaving a holder
+    that kept the resumed job's occurrences out for minutes; found by an outside audit)."""
+    return (
+        gate.buffered_ms is not None
+        and gate.generation is not None
+        and gate.generation < generation
+    )
 
 
 class Admission(StrEnum):
@@ -51,9 +64,18 @@ class Decision:
 
 
 def holder_active(
-    run: Run | None, gate: Gate, now_ms: int, *, grace_ms: int, max_backoff_ms: int
+    run: Run | None,
+    gate: Gate,
+    now_ms: int,
+    *,
+    grace_ms: int,
+    max_backoff_ms: int,
+    generation: int | None = None,
 ) -> bool:
-    """Whether the gate's holder still counts as active.
+    """Whether the gate's holder still counts as active (the job now at `generation`).
+
+    - a gate from before a pause, resume or re-arming change (`stale_buffered`): only while
+      it runs (as below); its retry or its hand-over message is dropped by that change.
 
     - running: while its lease (plus `grace_ms`, the skew allowance) lasts; a holder that died
       is reclaimed by its own redelivery, which the gate admits (it is the holder).
@@ -63,6 +85,9 @@ def holder_active(
       after `since_ms`.
     - succeeded, failed, skipped: not active.
     """
+    stale = generation is not None and gate.generation is not None and gate.generation < generation
+    if stale and (run is None or run.status != RunStatus.RUNNING):
+        return False
     if run is None or run.status == RunStatus.BUFFERED:
         return now_ms < gate.since_ms + grace_ms
     if run.status == RunStatus.RUNNING:

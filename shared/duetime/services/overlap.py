@@ -24,10 +24,18 @@ Never two at once, never a buffered occurrence lost:
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import replace
 
-from duetime.domain.jobs import Job
+from duetime.domain.jobs import Job, JobStatus
 from duetime.domain.messages import RunMessage
-from duetime.domain.overlap import Admission, admit, holder_active, late_copy, release
+from duetime.domain.overlap import (
+    Admission,
+    admit,
+    holder_active,
+    late_copy,
+    release,
+    stale_buffered,
+)
 from duetime.domain.runs import Run, RunStatus
 from duetime.observability import Metric, count, logger
 from duetime.ports import JobQueue, JobStore, RunStore
@@ -37,6 +45,8 @@ from duetime.settings import Settings
 # backoffs <= 900 s: about 10 hours); a job idle this long starts from a fresh gate.
 GATE_TTL_SECONDS = 2 * 86_400
 ATTEMPTS_AT_THE_GATE = 5
+# A buffered occurrence of a job in these is dropped with the rest, never handed the gate.
+_DROPPING = (JobStatus.PAUSED, JobStatus.CANCELLED)
 
 
 class OverlapGuard:
@@ -62,8 +72,12 @@ class OverlapGuard:
         the skew allowance), and how long a holder handed the gate has to claim its run."""
         scheduled = message.scheduled_ms
         for _ in range(ATTEMPTS_AT_THE_GATE):
-            gate = self._jobs.gate(job.tenant, job.id)
+            stored = self._jobs.gate(job.tenant, job.id)
             now = self._clock()
+            gate = stored
+            if stale_buffered(stored, job.generation):  # dropped by a pause or a re-arm
+                self._drop_buffered(job, stored.buffered_ms, now)
+                gate = replace(stored, buffered_ms=None)
             active = False
             if gate.holder_ms is not None and gate.holder_ms != scheduled:
                 holder = self._runs.get(job.id, gate.holder_ms)
@@ -73,6 +87,7 @@ class OverlapGuard:
                     now,
                     grace_ms=grace_ms + job.spec.timeout_seconds * 1000,
                     max_backoff_ms=int(job.spec.retry.max_backoff_seconds * 1000),
+                    generation=job.generation,
                 )
             decision = admit(job.spec.overlap, gate, scheduled, active, now)
             late = False
@@ -85,12 +100,13 @@ class OverlapGuard:
                     decision = late_copy(decision, gate)
             if decision.start_ms is not None:
                 self._start(job, decision.start_ms)
-            if decision.gate != gate and not self._jobs.put_gate(
-                job.tenant, job.id, decision.gate, now // 1000 + GATE_TTL_SECONDS
+            written = replace(decision.gate, generation=job.generation)
+            if decision.gate != stored and not self._jobs.put_gate(
+                job.tenant, job.id, written, now // 1000 + GATE_TTL_SECONDS
             ):
                 continue  # another occurrence changed the gate: decide again
             if decision.admission == Admission.SKIP:
-                self._record(job, message, RunStatus.SKIPPED, now)
+                self._record(job, scheduled, RunStatus.SKIPPED, now)
                 count(Metric.RUNS_SKIPPED)
                 logger.info("occurrence skipped: another run of the job is active")
             elif decision.admission == Admission.BUFFER or (
@@ -98,7 +114,7 @@ class OverlapGuard:
             ):
                 # A copy of the buffered one records it again: a crash may have come
                 # between the gate's write and its record. It was counted and logged once.
-                self._record(job, message, RunStatus.BUFFERED, now)
+                self._record(job, scheduled, RunStatus.BUFFERED, now)
                 if decision.admission == Admission.BUFFER:
                     count(Metric.RUNS_BUFFERED)
                     logger.info("occurrence buffered: it starts when the active run finishes")
@@ -108,15 +124,27 @@ class OverlapGuard:
 
     def release(self, job: Job, scheduled_ms: int) -> None:
         """Occurrence `scheduled_ms` has finished (succeeded, failed, or found finished):
-        start the buffered occurrence, if any, and free the gate."""
+        start the buffered occurrence, if any, and free the gate. The job is read again
+        first: a buffered occurrence that a pause, a cancel or a re-arming change dropped
+        since is ended `skipped`, not handed the gate (its message would be dropped, and the
+        gate held by an occurrence that never runs)."""
         for _ in range(ATTEMPTS_AT_THE_GATE):
             gate = self._jobs.gate(job.tenant, job.id)
             now = self._clock()
             after = release(gate, scheduled_ms, now)
             if after is None:
                 return
-            if after.holder_ms is not None:
-                self._start(job, after.holder_ms)
+            waiting = after.holder_ms
+            if waiting is not None:
+                current = self._jobs.get(job.tenant, job.id) or replace(
+                    job, status=JobStatus.CANCELLED
+                )
+                if current.status in _DROPPING or stale_buffered(gate, current.generation):
+                    self._drop_buffered(job, waiting, now)
+                    after = replace(after, holder_ms=None)
+                else:
+                    self._start(current, waiting)
+                    after = replace(after, generation=current.generation)
             if self._jobs.put_gate(job.tenant, job.id, after, now // 1000 + GATE_TTL_SECONDS):
                 return
         # Left held: the next occurrence finds this holder finished and hands over itself.
@@ -138,15 +166,22 @@ class OverlapGuard:
         )
         self._queue.send([(start, 0)])
 
-    def _record(self, job: Job, message: RunMessage, status: RunStatus, now: int) -> None:
+    def _drop_buffered(self, job: Job, scheduled_ms: int | None, now: int) -> None:
+        """A buffered occurrence dropped with the rest by a pause, a cancel or a re-arming
+        change: its record ends `skipped` (it showed `buffered` for good)."""
+        if scheduled_ms is not None:
+            self._record(job, scheduled_ms, RunStatus.SKIPPED, now)
+            logger.info("buffered occurrence dropped: the job was paused or changed since")
+
+    def _record(self, job: Job, scheduled_ms: int, status: RunStatus, now: int) -> None:
         self._runs.record(
             Run(
                 tenant=job.tenant,
                 job_id=job.id,
-                scheduled_ms=message.scheduled_ms,
+                scheduled_ms=scheduled_ms,
                 status=status,
                 attempt=0,
-                expires_at=max(message.scheduled_ms, now) // 1000 + self._settings.run_ttl_seconds,
+                expires_at=max(scheduled_ms, now) // 1000 + self._settings.run_ttl_seconds,
                 job_name=job.spec.name,
                 target_type=job.spec.target.type,
                 priority=job.spec.priority.value,

@@ -331,7 +331,8 @@ class DynamoJobStore(JobTable):
         if not item:
             return Gate()
         values = from_item(item)
-        return Gate(values.get("holder"), values["since"], values.get("buffered"), values["v"])
+        held = values.get("holder"), values["since"], values.get("buffered"), values["v"]
+        return Gate(*held, values.get("gen"))
 
     def put_gate(self, tenant: str, job_id: str, gate: Gate, expires_at: int) -> bool:
         values = {
@@ -339,6 +340,7 @@ class DynamoJobStore(JobTable):
             "since": gate.since_ms,
             "buffered": gate.buffered_ms,
             "v": gate.version + 1,
+            "gen": gate.generation,
             "expires_at": expires_at,
         }
         params: dict[str, Any] = {
