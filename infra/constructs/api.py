@@ -34,7 +34,9 @@ if TYPE_CHECKING:
 # recorded is deleted, conditionally; a PATCH to a new `after`, in a
 # transaction with condition checks of the chain above it), a batch's fresh jobs written by
 # batch writes; the tenant's recurring-job counter and an upstream's dependents' item are
-# updated; a timer is written and the sweep state read (and the cursor moved back) when a
+# updated (the counter in a one-item transaction); the jobs below a job run now or backfilled
+# are batch read (its `after` tree, charged to the submission rate); a timer is written and
+# the sweep state read (and the cursor moved back) when a
 # submission is due later; runs are read and listed, and batch read by a backfill (which of
 # its occurrences have a record). Webhook secrets are items of the jobs table (get,
 # conditional puts) encrypted with the data's secrets key. GET /admin/stats batch reads every
@@ -48,6 +50,7 @@ API_JOBS_ACTIONS = (
     "dynamodb:UpdateItem",
     "dynamodb:ConditionCheckItem",
     "dynamodb:DeleteItem",
+    "dynamodb:BatchGetItem",
 )
 API_TIMERS_ACTIONS = (
     "dynamodb:GetItem",

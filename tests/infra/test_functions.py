@@ -33,6 +33,7 @@ DYNAMODB: dict[str, dict[str, set[str]]] = {
             "dynamodb:UpdateItem",
             "dynamodb:ConditionCheckItem",
             "dynamodb:DeleteItem",  # the idempotency key of a refused request, freed
+            "dynamodb:BatchGetItem",  # the `after` tree below a job run now or backfilled
         },
         # timers: write the first timer (put / batch write), read the sweep state and move
         # the cursor back (check after write); every shard's sweep state (GET /admin/stats)
