@@ -255,3 +255,38 @@ def test_given_a_run_left_running_by_a_dead_worker_when_redriven_then_it_runs_on
     assert run.status == RunStatus.SUCCEEDED
     assert [(a.number, a.error) for a in run.attempts] == [(1, ABANDONED_ERROR), (2, None)]
     assert engine.recorder.runs_of(job_id) == [when]
+
+
+def test_given_a_succeeded_run_whose_after_jobs_were_never_sent_then_a_redrive_sends_them(
+    engine: Engine, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # An upstream run succeeded, its dependents' runs could not be sent for ~17 minutes, and
+    # its message went to the DLQ; the redrive skipped it ("the run already succeeded") and
+    # the dependents never ran (found by an outside audit).
+    up = engine.submit({"schedule": {"delay_seconds": 5}})
+    down = engine.submit({"schedule": {"after": {"job_id": up}}})
+    queue = engine.parts.queue
+    send = queue.send
+
+    def refused(messages: Any) -> Any:
+        if any(m.job_id == down for m, _ in messages):
+            raise QueueError("SQS did not take the batch: throttled", [m for m, _ in messages])
+        return send(messages)
+
+    monkeypatch.setattr(queue, "send", refused)
+    engine.advance(5)
+    for _ in range(80):  # past the redrive policy's 10 receives
+        engine.drain()
+        engine.advance(30)
+    assert engine.recorder.runs_of(up)
+    assert engine.queue_messages(Runtime.LAMBDA, Priority.NORMAL, dead=True) == 1
+    monkeypatch.setattr(queue, "send", send)  # mended
+
+    code, out, _ = dlq(capsys, "redrive")
+    assert code == 0
+    assert "redriven" in out
+    engine.drain()
+
+    assert len(engine.recorder.runs_of(up)) == 1  # not run again
+    assert len(engine.recorder.runs_of(down)) == 1
+    assert engine.queue_messages(Runtime.LAMBDA, Priority.NORMAL, dead=True) == 0

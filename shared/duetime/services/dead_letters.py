@@ -162,7 +162,14 @@ class DeadRuns:
             return f"job is {job.status.value if job else 'gone'}"
         run = self._runs.get(message.job_id, message.scheduled_ms)
         if run is not None and run.status == RunStatus.SUCCEEDED:
-            return "the run already succeeded"
+            if not job.has_dependents:
+                return "the run already succeeded"
+            # Its `after` jobs' runs may never have gone out (it came here while they could
+            # not be sent): sent back as it was, the worker finds the run finished and sends
+            # them, their run ids keeping them once (until 2026-11-30 it was skipped, and they
+            # were lost; found by an outside audit).
+            self._send_back(dead, replace(message, generation=job.generation), report)
+            return None
         held = self._held_by_another(job, message.scheduled_ms, now_ms)
         if held is not None:
             return held
@@ -198,10 +205,13 @@ class DeadRuns:
             priority=job.spec.priority,
             stage_ms=job.spec.stage_seconds * 1000,
         )
+        self._send_back(dead, again, report)
+        return None
+
+    def _send_back(self, dead: DeadRun, again: RunMessage, report: RedriveReport) -> None:
         self._queue.send([(again, 0)])
         self._letters.delete(dead.letter)  # only now: the copy is in the source queue
-        report.redriven.append((dead, attempt, queue_key(again.runtime, again.priority)))
-        return None
+        report.redriven.append((dead, again.attempt, queue_key(again.runtime, again.priority)))
 
     def _held_by_another(self, job: Job, scheduled_ms: int, now_ms: int) -> str | None:
         """Why a run of a job with an overlap policy cannot go back now: another occurrence
