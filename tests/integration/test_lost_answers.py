@@ -22,10 +22,12 @@ import pytest
 from botocore.exceptions import ClientError
 
 from duetime.adapters.dynamodb.jobs import RECURRING_COUNTER, DynamoJobStore
+from duetime.adapters.dynamodb.runs import DynamoRunStore
 from duetime.domain.jobs import JobStatus
+from duetime.domain.runs import ClaimOutcome, RunStatus
 from duetime.ports import StoreError
 from tests.conftest import Aws
-from tests.integration.test_contracts import make_job
+from tests.integration.test_contracts import make_claim, make_job
 
 TENANT = "tenant-a"
 
@@ -177,3 +179,21 @@ def test_a_job_write_that_failed_unapplied_is_a_store_error(aws: Aws) -> None:
     stored = store.get(job.tenant, job.id)
     assert stored is not None
     assert stored.status == JobStatus.SCHEDULED
+
+
+def test_a_claim_applied_whose_answer_failed_is_still_claimed(aws: Aws) -> None:
+    # The claim's put landed, and every answer of the SDK's tries failed: the attempt was
+    # taken for abandoned by the next delivery, the target never called (with one attempt,
+    # `failed` in the DLQ; found by an outside audit). The stored lease is this claim's.
+    client = aws.session.client("dynamodb")
+    store = DynamoRunStore(client, aws.settings.runs_table)
+    failed = applied_then_failed(client, '"running"')
+
+    outcome, run = store.claim(make_claim())
+
+    assert failed["hits"] == 1
+    assert outcome == ClaimOutcome.CLAIMED
+    assert run is not None
+    assert run.status == RunStatus.RUNNING
+    again, _ = store.claim(make_claim("msg-1", receive_count=2))  # another delivery's
+    assert again == ClaimOutcome.BUSY

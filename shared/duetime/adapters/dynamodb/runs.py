@@ -57,11 +57,27 @@ class DynamoRunStore:
             if outcome != ClaimOutcome.CLAIMED:
                 return outcome, existing
             run = claimed_run(existing, claim)
-            current = self._put_if(run, existing)
+            try:
+                current = self._put_if(run, existing)
+            except StoreError:
+                # Applied, its answers lost past the SDK's tries? The record then holds this
+                # claim's lease: it is ours (until 2026-11-30 the next delivery took the
+                # attempt for abandoned, its target never called; found by an outside audit).
+                if self._holds(run):
+                    return ClaimOutcome.CLAIMED, run
+                raise
             if current is None:
                 return ClaimOutcome.CLAIMED, run
             existing = current
         raise StoreError(f"claim of {claim.run_id} kept conflicting")
+
+    def _holds(self, run: Run) -> bool:
+        """Whether the stored record is `run` as claimed (its lease and attempt)."""
+        try:
+            stored = self.get(run.job_id, run.scheduled_ms)
+        except (BotoCoreError, ClientError, StoreError):
+            return False
+        return stored is not None and (stored.lease, stored.attempt) == (run.lease, run.attempt)
 
     def _put_if(self, run: Run, expected: Run | None) -> Run | None:
         """Put `run` if the stored record is still `expected`; else return the stored one."""
