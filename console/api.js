@@ -1,5 +1,6 @@
 // The duetime HTTP API (docs/api.md), same origin, with the signed-in user's bearer token.
 import { currentToken, signOut } from "./auth.js";
+import { parseExact } from "./format.js";
 
 export class ApiError extends Error {
   constructor(status, body) {
@@ -24,6 +25,8 @@ async function call(method, path, { body, headers = {} } = {}) {
   // parser's own words were shown, and a 401 in HTML signed nobody out (an outside audit).
   let json = null;
   try { json = text ? JSON.parse(text) : null; } catch { if (reply.ok) throw new ApiError(reply.status, null); }
+  // A job's payload as written (its numbers exact: parseExact).
+  if (json && typeof json === "object" && "payload" in json) json.payload = parseExact(text).payload;
   // A refused token signs its user out; a 401 for a token replaced since (another user signed
   // in while the request was on its way) concerns nobody signed in now.
   if (reply.status === 401 && currentToken() === token) {
@@ -60,7 +63,9 @@ function anchored(schedule, createdAt) {
 export const api = {
   listJobs: async (filters) => (await call("GET", `/jobs${query(filters)}`)).json,
   getJob: (id) => call("GET", job(id)),
-  createJob: async (body) => (await call("POST", "/jobs", { body })).json,
+  // `key`: the form's Idempotency-Key, so that a retried or repeated submit makes one job.
+  createJob: async (body, key) =>
+    (await call("POST", "/jobs", { body, headers: key ? { "Idempotency-Key": key } : {} })).json,
   updateJob: (id, changes, etag) =>
     call("PATCH", job(id), { body: changes, headers: etag ? { "If-Match": etag } : {} }),
   pause: async (id) => (await call("POST", `${job(id)}/pause`)).json,

@@ -22,6 +22,17 @@ export function instant(value, timeZone = undefined) {
 // "1000 USD"): JSON shows them escaped, which is the same JSON (found by an outside audit).
 const BIDI = /[\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]/g;
 
+/** JSON `text` parsed with each number kept as written where a double would change it
+ * (12345678901234567891, 1.0): shown and sent back exactly, as JSON.rawJSON (a browser without
+ * it rounds them). For payloads only: the API's own numbers are read as numbers. Until
+ * 2026-11-30 an edit in the console sent a payload's big integers rounded (an outside audit). */
+export function parseExact(text) {
+  if (typeof JSON.rawJSON !== "function") return JSON.parse(text);
+  return JSON.parse(text, (key, value, context) =>
+    typeof value === "number" && context?.source !== undefined && String(value) !== context.source
+      ? JSON.rawJSON(context.source) : value);
+}
+
 /** `value` as JSON for the screen (and the form): bidirectional controls escaped. */
 export function json(value, space = undefined) {
   const text = JSON.stringify(value, null, space) ?? "";

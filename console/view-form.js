@@ -2,7 +2,7 @@
 // API names (error.field), and a live preview of the next occurrences (POST /schedules/preview).
 import { api, ApiError } from "./api.js";
 import { append, clear, h, notify, notifyNext } from "./dom.js";
-import { describeSchedule, instant, json, viewerZone } from "./format.js";
+import { describeSchedule, instant, json, parseExact, viewerZone } from "./format.js";
 
 const KINDS = { cron: "Cron expression", rate: "Every N seconds", at: "Once, at an instant",
   delay: "Once, after a delay", after: "After another job's runs" };
@@ -180,20 +180,30 @@ export function formView(main, job = null, etag = null) {
   });
 
   const formError = h("p.field-error#form-error", { role: "alert" });
+  // Left as it was opened, the payload box is not sent (as the tags): an edit of something
+  // else keeps the payload exactly. One key per opened form: a double-click, or a retry of a
+  // request whose answer was lost, makes one job (until 2026-11-30 two: an outside audit).
+  const payloadText = job?.payload == null ? "" : json(job.payload);
+  const submitKey = crypto.randomUUID?.() ?? Array.from(crypto.getRandomValues(new Uint8Array(16)), (b) => b.toString(16).padStart(2, "0")).join("");
+  let submitting = false;
   const form = h("form.card#job-form", { novalidate: true, on: { submit: async (event) => {
     event.preventDefault();
+    if (submitting) return;
     clearErrors();
     const body = { name: value("name") || null, schedule: schedule(), target: target(), tags: tags() };
     const payload = value("payload");
     try {
-      body.payload = payload ? JSON.parse(payload) : null;
+      if (!job || payload !== payloadText.trim()) body.payload = payload ? parseExact(payload) : null;
     } catch {
       showError({ field: "payload", message: "not valid JSON" });
       return;
     }
     if (!job) body.priority = value("priority");
+    const save = form.querySelector("#save");
+    submitting = true;
+    save.disabled = true;
     try {
-      const saved = job ? (await api.updateJob(job.id, body, etag)).json : await api.createJob(body);
+      const saved = job ? (await api.updateJob(job.id, body, etag)).json : await api.createJob(body, submitKey);
       const dropped = droppedHeaders ? " Its target's headers were not kept: they were for another host (set them again with the API or the CLI)." : "";
       notifyNext(job ? `Job updated.${dropped}` : "Job created.", "ok");
       location.hash = `#/jobs/${encodeURIComponent(saved.id)}`;
@@ -203,6 +213,9 @@ export function formView(main, job = null, etag = null) {
           h("a", { href: `#/jobs/${encodeURIComponent(job.id)}/edit`, on: { click: () => setTimeout(() => window.dispatchEvent(new HashChangeEvent("hashchange"))) } }, "Reload the job"), " and edit it again.");
       } else if (e instanceof ApiError) showError(e);
       else notify(e.message, "error");
+    } finally {
+      submitting = false;
+      save.disabled = false;
     }
   } } },
     h("h1", {}, job ? `Edit ${job.name || job.id}` : "New job"),
@@ -213,7 +226,7 @@ export function formView(main, job = null, etag = null) {
     h("fieldset", {}, h("legend", {}, "Schedule"), scheduleBox,
       h("section.preview", { "aria-labelledby": "preview-title" }, h("h2#preview-title", {}, "Next occurrences"), previewNote, preview)),
     h("fieldset", {}, h("legend", {}, "Target"), targetBox,
-      field("payload", "Payload (JSON, optional)", h("textarea", { rows: 3, value: job?.payload == null ? "" : json(job.payload) }))),
+      field("payload", "Payload (JSON, optional)", h("textarea", { rows: 3, value: payloadText }))),
     formError,
     h("div.actions", {}, h("button.primary#save", { type: "submit" }, job ? "Save changes" : "Create job"),
       h("a.button", { href: job ? `#/jobs/${encodeURIComponent(job.id)}` : "#/jobs" }, "Cancel")));

@@ -11,12 +11,18 @@ export async function jobView(main, id) {
   const { json: job } = await api.getJob(id);
   const zone = job.schedule.timezone || "UTC";
   const act = (label, call, show = true) => show
-    ? h("button", { type: "button", dataset: { action: label.toLowerCase().replace(/\s/g, "-") }, on: { click: async () => {
+    ? h("button", { type: "button", dataset: { action: label.toLowerCase().replace(/\s/g, "-") }, on: { click: async (event) => {
+      // Off while its request is on its way: a double-click on "Run now" started two runs
+      // (until 2026-11-30; an outside audit).
+      const button = event.currentTarget;
+      if (button.disabled) return;
+      button.disabled = true;
       try {
         await call();
         notify(`${label}: done.`, "ok");
         window.dispatchEvent(new HashChangeEvent("hashchange"));
       } catch (e) { notify(e instanceof ApiError ? `${label}: ${e.message}` : e.message, "error"); }
+      finally { button.disabled = false; }
     } } }, label)
     : null;
   const recurring = "cron" in job.schedule || "rate_seconds" in job.schedule;

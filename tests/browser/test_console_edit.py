@@ -321,3 +321,71 @@ def test_the_zone_box_suggests_zones_and_a_delay_of_0_reads_at_submission(
     box.clear()
     box.send_keys("0")
     page.until(lambda: page.find("#preview-note").text.startswith("once, at submission"), 30)
+
+
+def test_a_payloads_numbers_are_shown_and_kept_exactly_by_an_edit(page: Page, stack: Stack) -> None:
+    # Found by an outside audit: every edit sent the payload through JavaScript's doubles, so
+    # renaming a job turned 12345678901234567891 into 12345678901234567000 and 1.0 into 1,
+    # and its page showed them so.
+    raw = b'{"name": "exact", "schedule": {"cron": "0 9 * * *"}, "target": {"type": "handler",'
+    raw += b' "name": "duetime.noop"}, '
+    raw += b'"payload": {"order_id": 12345678901234567891, "amount": 1.0}}'
+    created = stack.call("POST", "/jobs", raw=raw, tenant=TENANT)
+    assert created.status == 201, created.body
+    job_id = created.body["id"]
+    page.sign_in(stack.token(TENANT))
+    page.open(f"#/jobs/{job_id}")
+    page.until(lambda: "12345678901234567891" in page.find("main").text)
+    assert '"amount":1.0' in page.find("main").text
+
+    page.open(f"#/jobs/{job_id}/edit")
+    box = page.find("#f-payload").get_property("value")
+    assert box == '{"order_id":12345678901234567891,"amount":1.0}'
+    after = save_name(page, stack, job_id, "exact-renamed")
+
+    assert after["name"] == "exact-renamed"
+    assert after["payload"]["order_id"] == 12345678901234567891
+    assert isinstance(after["payload"]["amount"], float)
+
+    # An edit of the payload itself keeps what it does not change exactly too
+    page.open(f"#/jobs/{job_id}/edit")
+    field = page.find("#f-payload")
+    field.clear()
+    field.send_keys('{"order_id": 98765432109876543210, "amount": 2.50}')
+    page.find("#save").click()
+    page.until(lambda: page.driver.current_url.endswith(f"#/jobs/{job_id}"))
+    payload = stack.call("GET", f"/jobs/{job_id}", tenant=TENANT).body["payload"]
+    assert payload["order_id"] == 98765432109876543210
+    assert payload["amount"] == 2.5
+
+
+def test_a_double_click_creates_one_job_and_starts_one_run(page: Page, stack: Stack) -> None:
+    # Found by an outside audit: the buttons stayed on while their request was on its way,
+    # and no Idempotency-Key was sent: a double-click made two jobs, or two runs.
+    page.sign_in(stack.token(TENANT))
+    page.open("#/new")
+    page.find("#f-name").send_keys("double-create")
+    page.find("#f-schedule-cron").send_keys("0 9 * * *")
+    page.driver.find_element(By.CSS_SELECTOR, "#f-target-type option[value=handler]").click()
+    page.find("#f-target-name").send_keys("duetime.noop")
+    double_click(page, "#save")
+    page.until(lambda: re.search(r"#/jobs/[0-9A-Z]{26}$", page.driver.current_url))
+    listed = stack.call("GET", "/jobs", tenant=TENANT).body["items"]
+    made = [j for j in listed if j["name"] == "double-create"]
+    assert len(made) == 1
+    job_id = made[0]["id"]
+
+    double_click(page, "button[data-action=run-now]")
+
+    def runs() -> list[Any]:
+        found: list[Any] = stack.call("GET", f"/jobs/{job_id}/runs", tenant=TENANT).body["items"]
+        return found
+
+    page.until(runs)
+    time.sleep(2)  # a second run would be recorded by now
+    assert len(runs()) == 1
+
+
+def double_click(page: Page, css: str) -> None:
+    """Two clicks on the button in one go, as a double-click sends them."""
+    page.driver.execute_script("arguments[0].click(); arguments[0].click();", page.find(css))
