@@ -70,6 +70,25 @@ def test_given_a_port_in_use_then_start_fails_with_a_message_naming_it() -> None
             moto_process.start("127.0.0.1", port)
 
 
+def test_given_a_port_whose_last_connections_wait_in_time_wait_then_it_can_be_listened_on() -> None:
+    # Found by an outside audit: after a clean stop, `duetime local` with the same
+    # `--moto-port` was refused for a minute ("Address already in use"), nothing listening.
+    with socket.socket() as listener:
+        listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        listener.bind(("127.0.0.1", 0))
+        listener.listen()
+        port = listener.getsockname()[1]
+        client = socket.create_connection(("127.0.0.1", port))
+        served, _ = listener.accept()
+        served.close()  # the server's side closes first: its end waits in TIME-WAIT
+        client.close()
+    assert moto_process.cannot_listen("127.0.0.1", port) is None
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        assert moto_process.cannot_listen("127.0.0.1", taken.getsockname()[1]) is not None
+
+
 def test_given_concurrent_receivers_then_each_message_goes_to_one_of_them(sqs: Any) -> None:
     url = _queue(sqs, "one-receiver-each")
     for batch in range(20):

@@ -183,15 +183,12 @@ def serve(
     make_sqs_fast()
     make_dynamodb_fast()
     make_dispatch_fast()
-    if port:
-        # werkzeug exits the process when it cannot bind: check first.
-        with socket.socket() as probe:
-            try:
-                probe.bind((host, port))
-            except OSError as exc:
-                error = f"cannot listen on {host}:{port} ({exc.strerror})"
-                print(json.dumps({"error": error}), file=out, flush=True)
-                return 1
+    # werkzeug exits the process when it cannot bind: check first.
+    refused = cannot_listen(host, port) if port else None
+    if refused is not None:
+        error = f"cannot listen on {host}:{port} ({refused.strerror})"
+        print(json.dumps({"error": error}), file=out, flush=True)
+        return 1
     server = MotoHttpServer(host, port)
     server.start()
     # The tables and queues live here: a full collection would walk all of them, so it waits
@@ -205,6 +202,19 @@ def serve(
     full_collections.stop()
     server.stop()
     return 0
+
+
+def cannot_listen(host: str, port: int) -> OSError | None:
+    """Why a server could not listen on `host:port` (None: it can). As the server binds (with
+    SO_REUSEADDR): the connections of a stack stopped a moment ago, in TIME-WAIT, do not
+    hold the port (until 2026-11-30 they refused it for a minute; an outside audit)."""
+    with socket.socket() as probe:
+        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            probe.bind((host, port))
+        except OSError as exc:
+            return exc
+    return None
 
 
 def _serve_plain(host: str, port: int, out: IO[str], wait: IO[str]) -> int:
