@@ -154,3 +154,28 @@ def test_create_leaves_out_a_target_none_of_whose_flags_was_given(api: FakeApi) 
     api.answer(201, JOB)
     assert jobs(api, "create", "--delay", "60") == 0
     assert api.last.body == {"schedule": {"delay_seconds": 60}}
+
+
+@pytest.mark.parametrize("given", ["3", '"3"', ' "3" '])
+def test_if_match_takes_the_version_or_the_etag_as_sent(
+    api: FakeApi,  # noqa: F811
+    given: str,
+) -> None:
+    # The ETag copied from an answer (`"3"`, quotes and all) was refused as no whole number
+    # (found by an outside audit): cli.md says to pass the ETag.
+    api.answer(200, {**JOB, "version": 4})
+    assert jobs(api, "update", "J1", "--name", "x", "--if-match", given) == 0
+    assert api.last.headers["if-match"] == '"3"'
+
+
+@pytest.mark.parametrize("given", ['W/"3"', '"x"', "0", '""'])
+def test_if_match_refuses_what_is_no_version(
+    api: FakeApi,  # noqa: F811
+    capsys: pytest.CaptureFixture[str],
+    given: str,
+) -> None:
+    with pytest.raises(SystemExit) as exited:
+        jobs(api, "update", "J1", "--name", "x", "--if-match", given)
+    assert exited.value.code == 2
+    assert "--if-match" in capsys.readouterr().err
+    assert api.requests == []

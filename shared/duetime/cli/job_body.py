@@ -14,9 +14,9 @@ from duetime.cli.types import (
     json_value,
     key_value,
     number,
-    positive_int,
     source_detail_type,
     utf8_text,
+    version,
     whole,
 )
 from duetime.domain.jobs import CatchupMode, Priority, Runtime
@@ -186,9 +186,9 @@ def add_body_options(parser: argparse.ArgumentParser, *, updating: bool = False)
     if updating:
         job.add_argument(
             "--if-match",
-            type=positive_int,
+            type=version,
             metavar="VERSION",
-            help="update only if the job is still at this version (its ETag); else 412",
+            help='update only if the job is still at this version (3, or its ETag "3"); else 412',
         )
     else:
         job.add_argument(

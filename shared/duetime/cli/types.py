@@ -48,6 +48,22 @@ def _ascii_float(text: str) -> float:
     return float(text)
 
 
+def version(text: str) -> int:
+    """A job's version for --if-match: its number, or its ETag as the API sends it (`"3"`,
+    quotes and all; until 2026-11-30 only the number). A weak tag never matches."""
+    stripped = text.strip()
+    if stripped.startswith("W/"):
+        raise argparse.ArgumentTypeError(f"{text!r} is a weak ETag, which never matches")
+    if len(stripped) >= 2 and stripped[0] == stripped[-1] == '"':
+        stripped = stripped[1:-1]
+    try:
+        return positive_int(stripped)
+    except argparse.ArgumentTypeError:
+        raise argparse.ArgumentTypeError(
+            f'{text!r} is not a version (3) or an ETag ("3")'
+        ) from None
+
+
 def positive_int(text: str) -> int:
     try:
         value = whole(text)
