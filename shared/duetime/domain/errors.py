@@ -28,13 +28,29 @@ class PayloadTooLarge(ValidationError):
     code = "payload_too_large"
 
 
+# What each refused change is called in its message, and what to do instead where one helps.
+_AS_ASKED = {"run": "run now", "scheduled": "resumed"}
+_HINTS = {
+    ("scheduled", "paused"): " (only recurring and `after` jobs pause: this one runs once)",
+    ("paused", "run"): " (resume it first)",
+    ("paused", "backfilled"): " (resume it first)",
+    ("cancelled", "updated"): " (a cancelled job is final)",
+    ("cancelled", "scheduled"): " (a cancelled job is final)",
+    ("completed", "updated"): " (its schedule has ended: submit a new job)",
+}
+
+
 class IllegalTransition(DomainError):
     """A job cannot move from its current status to the one asked for."""
 
     code = "conflict"
 
     def __init__(self, job_id: str, current: str, wanted: str, *, field: str | None = None) -> None:
-        super().__init__(f"job {job_id} is {current}; it cannot become {wanted}")
+        # "is scheduled; it cannot become run" read as no English, and a one-off's refused
+        # pause as a contradiction (until 2026-11-30; an outside audit).
+        verb = _AS_ASKED.get(str(wanted), str(wanted))
+        hint = _HINTS.get((str(current), str(wanted)), "")
+        super().__init__(f"job {job_id} is {current}: it cannot be {verb}{hint}")
         self.job_id = job_id
         self.current = current
         self.wanted = wanted

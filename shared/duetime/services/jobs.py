@@ -205,7 +205,7 @@ class JobService:
             done = self._try_transition(tenant, job_id, wanted, if_match)
             if done is not None:
                 return done
-        raise IllegalTransition(job_id, "changed concurrently", wanted)
+        raise IllegalTransition(job_id, "being changed by another request", wanted)
 
     def _try_transition(
         self, tenant: str, job_id: str, wanted: JobStatus, if_match: frozenset[int] | None
@@ -344,7 +344,7 @@ class JobService:
             if due is not None and job.status == JobStatus.SCHEDULED:  # paused: resume arms it
                 self._rearm(updated, due, now)
             return self._view(updated)
-        raise IllegalTransition(job_id, "changed concurrently", "updated")
+        raise IllegalTransition(job_id, "being changed by another request", "updated")
 
     def _rearm(self, job: Job, due: int, now: int) -> None:
         """Dispatch an updated job's next occurrence. A one-off whose run waits for a retry on
