@@ -207,3 +207,11 @@ def test_two_hundred_jobs_due_in_the_same_second_are_each_delivered_exactly_once
     counts = Counter(d.path for d in webhook.deliveries if d.path in set(paths))
     assert set(counts.values()) == {1}
     assert len(counts) == 200
+
+
+def test_the_banner_tells_the_cli_the_api_url_of_a_port_of_its_own(stack: Stack) -> None:
+    # `duetime jobs` goes to port 8080 unless told: after `scripts/local --port 9090` it found
+    # no stack, and the banner did not say how to point it there (an outside audit).
+    assert not stack.url.endswith(":8080")
+    banner = (stack.state_dir / "local.log").read_text()
+    assert f"export DUETIME_API_URL={stack.url}\n" in banner

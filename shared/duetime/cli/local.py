@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, TextIO
 
 from botocore.exceptions import BotoCoreError
 
+from duetime.cli.client import DEFAULT_API_URL
 from duetime.cli.format import write_out
 from duetime.cli.options import (
     LOCAL_STACK_MODULES,
@@ -329,6 +330,9 @@ def _banner(stack: LocalStack, log_path: Path) -> str:
         _console_line(stack),
         f"  token      {token}",
         "  try it     export DUETIME_TOKEN=$(" + token + ")",
+        # `duetime jobs` goes to http://127.0.0.1:8080 unless told: on another port it found
+        # no stack (until 2026-11-30 the banner did not say; an outside audit).
+        *([] if url == DEFAULT_API_URL else [f"             export DUETIME_API_URL={url}"]),
         f'             curl -H "Authorization: Bearer $DUETIME_TOKEN" {url}/jobs',
         f"  moto       {stack.moto_url}   (DynamoDB, SQS, S3: set AWS_ENDPOINT_URL to look inside)",
         f"  sweeper    every {options.tick_seconds:g} s, {stack.settings.timer_shards} shards at "
