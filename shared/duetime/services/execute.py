@@ -34,7 +34,7 @@ from functools import partial
 
 from duetime.domain.ids import run_id
 from duetime.domain.invocation import Invocation, TargetError
-from duetime.domain.jobs import MAX_STAGE_SECONDS, RECORDING_MARGIN_SECONDS, Job, JobStatus
+from duetime.domain.jobs import MAX_STAGE_SECONDS, RECORDING_MARGIN_SECONDS, Job
 from duetime.domain.messages import (
     MessageAuth,
     RunMessage,
@@ -57,7 +57,7 @@ from duetime.domain.runs import (
 from duetime.observability import Metric, count, logger, milliseconds
 from duetime.ports import Delivery, JobQueue, JobStore, RunStore, TargetRunner
 from duetime.services.dependencies import Dependencies
-from duetime.services.job_reads import LINGER_SECONDS, Found, JobReads
+from duetime.services.job_reads import LINGER_SECONDS, JobReads, may_start
 from duetime.services.outcome import record_outcome
 from duetime.services.overlap import GateContention, OverlapGuard
 from duetime.services.results import (
@@ -85,29 +85,6 @@ ABANDONED_ERROR = "the worker stopped during the attempt (killed at its timeout,
 # A delivery that finds a run claimed less than this long ago (or due to start) comes back
 # soon, not when the holder's lease ends: a late claim whose job changed is withdrawn at once.
 FRESH_MS = 5_000
-
-
-def _runnable(found: Found | None, message: RunMessage) -> Found | str:
-    """The job as read (and its dependents) if the occurrence of `message` may start, else
-    why it must not.
-
-    Only a cancel or a pause stops a run that was handed over (a recurring job reaching its
-    end_at is marked completed while its last occurrences are still on their way: those run),
-    and a pause or re-arm made after the message was sent: a pause drops what it stopped, even
-    once resumed (the resumed chain sends its own runs, from the resume on). A one-off re-armed
-    on the same instant keeps a retry (RunExecutor._handle carries it on)."""
-    if found is None:
-        return "the job is missing"
-    job = found[0]
-    if job.status in (JobStatus.CANCELLED, JobStatus.PAUSED):
-        return f"the job is {job.status}"
-    if (
-        message.generation is not None
-        and message.generation < job.generation
-        and (job.spec.recurring or job.next_due_ms != message.scheduled_ms or message.attempt == 1)
-    ):
-        return "the job was paused or changed since"
-    return found
 
 
 class RunExecutor:
@@ -194,7 +171,7 @@ class RunExecutor:
         # the target started after it.
         early_wait_ms = max(0, early)
         self._wait_until(message.due_ms - max(self._settings.claim_lead_ms, message.stage_ms))
-        runnable = _runnable(self._reads.get(message.tenant, message.job_id), message)
+        runnable = may_start(self._reads.get(message.tenant, message.job_id), message)
         if isinstance(runnable, str):
             held = self._end_dropped(delivery, message, runnable)
             if held is not None:
@@ -294,7 +271,7 @@ class RunExecutor:
             except Exception:  # not an attempt lost to an outage: it runs as first read
                 logger.warning("could not read the job again after a late claim", exc_info=True)
                 found = job, dependents
-            runnable = _runnable(found, message)
+            runnable = may_start(found, message)
             if isinstance(runnable, str):
                 if self._runs.withdraw(run, runnable):
                     self._released(job, message)

@@ -19,7 +19,8 @@ import threading
 import time
 from dataclasses import dataclass, field
 
-from duetime.domain.jobs import Job
+from duetime.domain.jobs import Job, JobStatus
+from duetime.domain.messages import RunMessage
 from duetime.ports import JobStore, StoreError
 
 Key = tuple[str, str]  # (tenant, job id)
@@ -95,3 +96,26 @@ class JobReads:
             return self._jobs.get_with_dependents([key]).get(key)
         # Every run of a failed read fails as its own read would.
         raise StoreError(f"reading job {job_id} failed: {read.error}")
+
+
+def may_start(found: Found | None, message: RunMessage) -> Found | str:
+    """The job as read (and its dependents) if the occurrence of `message` may start, else
+    why it must not.
+
+    Only a cancel or a pause stops a run that was handed over (a recurring job reaching its
+    end_at is marked completed while its last occurrences are still on their way: those run),
+    and a pause or re-arm made after the message was sent: a pause drops what it stopped, even
+    once resumed (the resumed chain sends its own runs, from the resume on). A one-off re-armed
+    on the same instant keeps a retry (duetime.services.execute carries it on)."""
+    if found is None:
+        return "the job is missing"
+    job = found[0]
+    if job.status in (JobStatus.CANCELLED, JobStatus.PAUSED):
+        return f"the job is {job.status}"
+    if (
+        message.generation is not None
+        and message.generation < job.generation
+        and (job.spec.recurring or job.next_due_ms != message.scheduled_ms or message.attempt == 1)
+    ):
+        return "the job was paused or changed since"
+    return found
