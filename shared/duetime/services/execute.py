@@ -58,7 +58,7 @@ from duetime.observability import Metric, count, logger, milliseconds
 from duetime.ports import Delivery, JobQueue, JobStore, RunStore, TargetRunner
 from duetime.services.dependencies import Dependencies
 from duetime.services.job_reads import LINGER_SECONDS, JobReads, may_start
-from duetime.services.outcome import record_outcome
+from duetime.services.outcome import record_outcome, send_follow_up
 from duetime.services.overlap import GateContention, OverlapGuard
 from duetime.services.results import (
     MAX_VISIBILITY_SECONDS,
@@ -85,6 +85,9 @@ ABANDONED_ERROR = "the worker stopped during the attempt (killed at its timeout,
 # A delivery that finds a run claimed less than this long ago (or due to start) comes back
 # soon, not when the holder's lease ends: a late claim whose job changed is withdrawn at once.
 FRESH_MS = 5_000
+# A retry that finds its attempt before still `running` comes back soon this many times (2,
+# 4, 8 s: its holder is recording the outcome) before it waits for that attempt's lease.
+RECORDING_RECEIVES = 3
 
 
 class RunExecutor:
@@ -110,6 +113,7 @@ class RunExecutor:
         self._rereads = JobReads(jobs, linger=0)
         self._runs = runs
         self._record = partial(record_outcome, runs, clock=clock, sleep=sleep)  # a known outcome
+        self._follow_up = partial(send_follow_up, queue, clock=clock, sleep=sleep)
         self._queue = queue
         self._targets = targets
         self._settings = settings
@@ -259,6 +263,11 @@ class RunExecutor:
             count(Metric.RUNS_DUPLICATE)
             if run is None:
                 return soon("another worker holds the run", run)
+            if message.attempt > run.attempt and delivery.receive_count <= RECORDING_RECEIVES:
+                # A retry exists only once its attempt's target has ended: its holder is
+                # recording that outcome (a slow write). Soon, not after that attempt's lease
+                # (until 2026-11-30: minutes late; an outside audit); then the lease, if it died.
+                return soon("the attempt before is being recorded", run)
             return self._after_the_lease(delivery, run, "another worker holds the run")
         if self._clock() > message.due_ms:
             # Claimed after its instant: a change acknowledged between the read above and the
@@ -394,7 +403,7 @@ class RunExecutor:
         if should_retry(job.spec.retry, message.attempt, retryable):
             wait = backoff_ms(job.spec.retry, message.attempt, self._jitter())
             retry = replace(message, attempt=message.attempt + 1, due_ms=now + wait)
-            self._queue.send([(retry, delay_seconds(retry.visible_ms, now))])
+            self._follow_up(run, retry=(retry, delay_seconds(retry.visible_ms, now)))
             done = self._record(run, RunOutcome(RunStatus.RETRYING, self._clock(), error))
             count(Metric.RUNS_RETRIED)
             logger.warning(
@@ -403,7 +412,7 @@ class RunExecutor:
             )
             return Result(Disposition.DONE, f"retrying: {error}", done or run)
         reason = f"attempt {message.attempt} of {job.spec.retry.max_attempts}: {error}"
-        self._queue.send_dead(message, reason)
+        self._follow_up(run, dead=(message, reason))
         done = self._record(run, RunOutcome(RunStatus.FAILED, self._clock(), error))
         if done is not None:
             self._released(job, message)

@@ -1,25 +1,33 @@
-"""Where a run's outcome is recorded, once the worker knows it (duetime.services.execute).
+"""Where a run's outcome is recorded, and its follow-up sent (its retry, or its DLQ copy), once
+the worker knows it (duetime.services.execute).
 
 A store that refuses the write (throttled past the SDK's retries, a passing outage) is tried
 again, with backoff, while the run's lease lasts. Dropped, the outcome would be lost: the next
 delivery would find the run still `running` under this worker's own expired lease and take
 the attempt for abandoned, a failure (on the last attempt: a `failed` run in the DLQ, and its
 `on: failed` dependents run instead of its `on: succeeded` ones; found by an outside audit).
-Past the lease another delivery may take the run over, so the error is raised then."""
+So is an SQS that takes no request for a moment when the retry or the DLQ copy is sent (until
+2026-11-30 the retry then came minutes late, and the target's error was recorded as "the
+worker stopped"; found by an outside audit). Past the lease another delivery may take the run
+over, so the error is raised then."""
 
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import TypeVar
 
+from duetime.domain.messages import RunMessage
 from duetime.domain.runs import Run, RunOutcome
 from duetime.observability import logger
-from duetime.ports import ConditionFailed, RunStore, StoreError
+from duetime.ports import ConditionFailed, JobQueue, QueueUnavailable, RunStore, StoreError
 
 # Stop trying this long before the lease ends (its margin past the target's timeout is 30 s:
 # duetime.services.execute.LEASE_MARGIN_MS), and the pauses between tries.
 RESERVE_MS = 5_000
 FIRST_PAUSE_SECONDS = 0.2
 MAX_PAUSE_SECONDS = 4.0
+
+T = TypeVar("T")
 
 
 def record_outcome(
@@ -33,21 +41,67 @@ def record_outcome(
     """`runs.finish(run, outcome)`, tried again on a transient StoreError until shortly
     before the run's lease ends (so it may hold its worker that long). A write that landed but
     answered an error is found ours by the next try (RunStore.finish)."""
+    # Only what time may mend (an access denied or a refused request would be tried until the
+    # lease ends, to the same end: found by review), and while it lasts.
+    return _while_the_lease_lasts(
+        lambda: runs.finish(run, outcome),
+        run,
+        lambda exc: (
+            isinstance(exc, StoreError) and exc.transient and not isinstance(exc, ConditionFailed)
+        ),
+        f"record the outcome ({outcome.status.value})",
+        clock=clock,
+        sleep=sleep,
+    )
+
+
+def send_follow_up(
+    queue: JobQueue,
+    run: Run,
+    *,
+    retry: tuple[RunMessage, int] | None = None,
+    dead: tuple[RunMessage, str] | None = None,
+    clock: Callable[[], int],
+    sleep: Callable[[float], None],
+) -> None:
+    """Send a failed attempt's `retry` (message, delay) or its `dead` copy (message, reason),
+    tried again while SQS takes no request at all (QueueUnavailable) and the lease lasts."""
+
+    def send() -> None:
+        if retry is not None:
+            queue.send([retry])
+        if dead is not None:
+            queue.send_dead(*dead)
+
+    _while_the_lease_lasts(
+        send,
+        run,
+        lambda exc: isinstance(exc, QueueUnavailable),
+        "send the retry" if retry is not None else "send the run to its DLQ",
+        clock=clock,
+        sleep=sleep,
+    )
+
+
+def _while_the_lease_lasts(
+    action: Callable[[], T],
+    run: Run,
+    mendable: Callable[[Exception], bool],
+    what: str,
+    *,
+    clock: Callable[[], int],
+    sleep: Callable[[float], None],
+) -> T:
     deadline = (run.lease.until_ms if run.lease is not None else 0) - RESERVE_MS
     pause = FIRST_PAUSE_SECONDS
     while True:
         try:
-            return runs.finish(run, outcome)
-        except StoreError as exc:
-            # Only what time may mend (an access denied or a refused request would be tried
-            # until the lease ends, to the same end: found by review), and while it lasts.
-            mendable = exc.transient and not isinstance(exc, ConditionFailed)
-            if not mendable or clock() + pause * 1000 > deadline:
+            return action()
+        except Exception as exc:
+            if not mendable(exc) or clock() + pause * 1000 > deadline:
                 raise
             logger.warning(
-                "could not record the outcome; trying again",
-                extra={"status": outcome.status.value, "retry_in_s": pause},
-                exc_info=True,
+                f"could not {what}; trying again", extra={"retry_in_s": pause}, exc_info=True
             )
             sleep(pause)
             pause = min(2 * pause, MAX_PAUSE_SECONDS)
