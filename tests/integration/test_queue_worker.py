@@ -288,3 +288,34 @@ def test_given_runs_waiting_for_a_slot_then_the_highest_priority_starts_first(
         one_slot.stop()
         thread.join(timeout=15)
     assert [c.job_id for c in engine.recorder.calls] == [busy, high, low]
+
+
+def test_given_a_stop_then_a_staged_run_waiting_for_its_instant_is_handed_back_unstarted(
+    engine: Engine,
+) -> None:
+    # Found by an outside audit: a run already in the executor, staged (claimed, waiting for
+    # its instant), was started during the stop's grace and abandoned mid-target at its end.
+    worker, thread = started(engine)
+    time.sleep(0.3)
+    job = engine.submit(
+        {
+            "schedule": {"delay_seconds": 9},
+            "stage_seconds": 6,
+            "runtime": "fargate",
+            "timeout_seconds": 600,
+            "target": {"type": "handler", "name": "test.slow"},
+            "payload": {"seconds": 20},
+        }
+    )
+    wait_for(lambda: bool(worker._held), 12)  # received: staged, waiting for its instant
+    time.sleep(0.5)
+
+    worker.stop()
+    thread.join(timeout=20)
+
+    assert not thread.is_alive()
+    assert not STARTED.is_set()  # never started here
+    assert engine.parts.runs.list(job, 10, None).items == []  # its claim withdrawn
+    url = engine.aws.settings.queue(Runtime.FARGATE, Priority.NORMAL).url
+    messages = engine.aws.sqs.receive_message(QueueUrl=url).get("Messages", [])
+    assert [engine.parts.auth.open(m["Body"]).job_id for m in messages] == [job]  # for another

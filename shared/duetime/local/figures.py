@@ -155,10 +155,14 @@ class ObservedExecutor(RunExecutor):
         self._figures = figures
 
     def handle(
-        self, delivery: Delivery, *, remaining_ms: Callable[[], int] | None = None
+        self,
+        delivery: Delivery,
+        *,
+        remaining_ms: Callable[[], int] | None = None,
+        stopping: Callable[[], bool] | None = None,
     ) -> Result:
         since_ms = wall_ms()
-        result = super().handle(delivery, remaining_ms=remaining_ms)
+        result = super().handle(delivery, remaining_ms=remaining_ms, stopping=stopping)
         self._figures.record(result, since_ms)
         return result
 

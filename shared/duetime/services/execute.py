@@ -61,10 +61,11 @@ from duetime.services.job_reads import LINGER_SECONDS, JobReads, may_start
 from duetime.services.outcome import record_outcome, send_follow_up
 from duetime.services.overlap import GateContention, OverlapGuard
 from duetime.services.results import (
-    MAX_VISIBILITY_SECONDS,
     Disposition,
     Result,
+    after_the_lease,
     dropped,
+    lease_end,
     retry_soon_seconds,
     soon,
 )
@@ -82,9 +83,6 @@ LEASE_MARGIN_MS = 30_000
 ABANDONED_ERROR = "the worker stopped during the attempt (killed at its timeout, or crashed)"
 
 
-# A delivery that finds a run claimed less than this long ago (or due to start) comes back
-# soon, not when the holder's lease ends: a late claim whose job changed is withdrawn at once.
-FRESH_MS = 5_000
 # A retry that finds its attempt before still `running` comes back soon this many times (2,
 # 4, 8 s: its holder is recording the outcome) before it waits for that attempt's lease.
 RECORDING_RECEIVES = 3
@@ -124,10 +122,17 @@ class RunExecutor:
         self._dependencies = Dependencies(jobs, queue, clock=clock)
 
     def handle(
-        self, delivery: Delivery, *, remaining_ms: Callable[[], int] | None = None
+        self,
+        delivery: Delivery,
+        *,
+        remaining_ms: Callable[[], int] | None = None,
+        stopping: Callable[[], bool] | None = None,
     ) -> Result:
         """`remaining_ms`: the time this invocation has left (Lambda's context); None where a
-        run may take as long as its timeout (the Fargate worker)."""
+        run may take as long as its timeout (the Fargate worker). `stopping`: whether the
+        worker is stopping (the Fargate worker's SIGTERM): a run not started yet is handed
+        back (visibility 0, its claim withdrawn), not started in the stop's grace and then
+        abandoned there (until 2026-11-30; an outside audit)."""
         try:
             message = self._auth.open(delivery.body)
         except UnauthenticatedMessage as exc:
@@ -149,7 +154,7 @@ class RunExecutor:
             job_id=message.job_id, run_id=run_id(message.job_id, message.scheduled_ms)
         )
         try:
-            result = self._handle(delivery, message, remaining_ms)
+            result = self._handle(delivery, message, remaining_ms, stopping)
         finally:
             logger.thread_safe_remove_keys(["job_id", "run_id"])
         if result.soon:
@@ -162,7 +167,11 @@ class RunExecutor:
         return result
 
     def _handle(
-        self, delivery: Delivery, message: RunMessage, remaining_ms: Callable[[], int] | None
+        self,
+        delivery: Delivery,
+        message: RunMessage,
+        remaining_ms: Callable[[], int] | None,
+        stopping: Callable[[], bool] | None,
     ) -> Result:
         early = message.due_ms - self._clock()
         if early > MAX_EARLY_WAIT_MS + message.stage_ms:
@@ -174,7 +183,9 @@ class RunExecutor:
         # read and the run claimed within its last claim_lead_ms (or its staging, if longer),
         # the target started after it.
         early_wait_ms = max(0, early)
-        self._wait_until(message.due_ms - max(self._settings.claim_lead_ms, message.stage_ms))
+        lead = max(self._settings.claim_lead_ms, message.stage_ms)
+        if self._wait_until(message.due_ms - lead, stopping):
+            return self._handed_back(delivery)
         runnable = may_start(self._reads.get(message.tenant, message.job_id), message)
         if isinstance(runnable, str):
             held = self._end_dropped(delivery, message, runnable)
@@ -196,8 +207,8 @@ class RunExecutor:
             self._queue.send([(carried, delay_seconds(carried.visible_ms, self._clock()))])
             return Result(Disposition.DONE, "re-sent under the job's new settings")
         gated = job.spec.recurring and job.spec.overlap != Overlap.ALLOW
-        if gated:
-            self._wait_until(message.due_ms)
+        if gated and self._wait_until(message.due_ms, stopping):
+            return self._handed_back(delivery)
         ahead = max(0, message.due_ms - self._clock())
         needed = (
             job.spec.timeout_seconds * 1000
@@ -286,16 +297,23 @@ class RunExecutor:
                     self._released(job, message)
                 return dropped(f"dropped after the claim: {runnable}")
             job, dependents = runnable  # a change this run follows (its payload, its target)
-        self._wait_until(message.due_ms)
+        if self._wait_until(message.due_ms, stopping):
+            self._runs.withdraw(run, "the worker stopped before its start")
+            return self._handed_back(delivery)
         count(Metric.RUNS_STARTED)
         milliseconds(Metric.START_LATENESS, claim.lateness_ms)
         milliseconds(Metric.EARLY_WAIT, early_wait_ms)
         return self._execute(job, dependents, message, run)
 
-    def _wait_until(self, instant_ms: int) -> None:
-        ahead = instant_ms - self._clock()
-        if ahead > 0:
-            self._sleep(ahead / 1000)
+    def _wait_until(self, instant_ms: int, stopping: Callable[[], bool] | None) -> bool:
+        """Wait for `instant_ms` (in slices, when the worker may stop); whether it stopped."""
+        while (ahead := instant_ms - self._clock()) > 0 and not (stopping and stopping()):
+            self._sleep(min(ahead / 1000, 0.1) if stopping else ahead / 1000)
+        return bool(stopping and stopping())
+
+    def _handed_back(self, delivery: Delivery) -> Result:
+        self._queue.change_visibility(delivery, 0)
+        return Result(Disposition.RETRY_LATER, "handed back: the worker is stopping")
 
     def _pass_gate(self, delivery: Delivery, job: Job, message: RunMessage) -> Result | None:
         """The overlap policy (skip, buffer_one): None to go on and claim the run, or the
@@ -368,27 +386,15 @@ class RunExecutor:
             and run.lease is not None
             and run.lease.message_id == delivery.message_id
         ):
-            if self._lease_end(run.lease) > now:  # its holder may still be running it
+            if lease_end(run.lease, self._settings) > now:  # its holder may still be running it
                 return self._after_the_lease(delivery, run, "dropped once its lease is over")
             error = not_retried(ABANDONED_ERROR, reason)
             self._runs.finish(run, RunOutcome(RunStatus.FAILED, now, error))
         return None
 
-    def _lease_end(self, lease: Lease) -> int:
-        """A lease's deadline plus the clock-skew allowance: when it counts as over."""
-        return lease.until_ms + self._settings.clock_skew_allowance_seconds * 1000
-
     def _after_the_lease(self, delivery: Delivery, run: Run, detail: str) -> Result:
-        """Leave the message until the lease of `run`'s holder is over (its deadline plus the
-        clock-skew allowance): if the holder died, the next delivery takes over. A claim made
-        moments ago may yet be withdrawn (a late run whose job changed): then soon."""
-        now = self._clock()
-        if run.lease is None or not run.attempts or now - run.attempts[-1].started_ms < FRESH_MS:
-            return soon(detail, run)
-        # (Not delay_seconds: a lease can end past SQS's 900 s delay limit.)
-        wait = (self._lease_end(run.lease) - now) // 1000 + 1
-        self._queue.change_visibility(delivery, max(0, min(MAX_VISIBILITY_SECONDS, wait)))
-        return Result(Disposition.RETRY_LATER, detail, run)
+        skew_ms = self._settings.clock_skew_allowance_seconds * 1000
+        return after_the_lease(self._queue, delivery, run, detail, self._clock(), skew_ms)
 
     def _failed(
         self,

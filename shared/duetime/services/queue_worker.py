@@ -199,7 +199,7 @@ class QueueWorker:
 
     def _process(self, delivery: Delivery) -> None:
         try:
-            result = self._executor.handle(delivery)
+            result = self._executor.handle(delivery, stopping=self._stopping.is_set)
             if result.disposition == Disposition.DONE:
                 with self._lock:
                     self._first_finished.setdefault(delivery.queue, time.monotonic())

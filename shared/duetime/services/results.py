@@ -6,8 +6,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from enum import StrEnum
 
-from duetime.domain.runs import Run
+from duetime.domain.runs import Lease, Run
 from duetime.observability import Metric, count, logger
+from duetime.ports import Delivery, JobQueue
+from duetime.settings import Settings
 
 
 class Disposition(StrEnum):
@@ -22,6 +24,9 @@ class Disposition(StrEnum):
 RETRY_SOON_MAX_SECONDS = 300
 # SQS caps a message's visibility timeout at 12 hours.
 MAX_VISIBILITY_SECONDS = 43_200
+# A delivery that finds a run claimed less than this long ago (or due to start) comes back
+# soon, not when the holder's lease ends: a late claim whose job changed is withdrawn at once.
+FRESH_MS = 5_000
 
 
 def retry_soon_seconds(receive_count: int) -> int:
@@ -48,3 +53,22 @@ def dropped(detail: str) -> Result:
     count(Metric.RUNS_DROPPED)
     logger.info("run dropped", extra={"reason": detail})
     return Result(Disposition.DONE, detail)
+
+
+def lease_end(lease: Lease, settings: Settings) -> int:
+    """A lease's deadline plus the clock-skew allowance: when it counts as over."""
+    return lease.until_ms + settings.clock_skew_allowance_seconds * 1000
+
+
+def after_the_lease(
+    queue: JobQueue, delivery: Delivery, run: Run, detail: str, now: int, skew_ms: int
+) -> Result:
+    """Leave the message until the lease of `run`'s holder is over (its deadline plus the
+    clock-skew allowance): if the holder died, the next delivery takes over. A claim made
+    moments ago may yet be withdrawn (a late run whose job changed): then soon."""
+    if run.lease is None or not run.attempts or now - run.attempts[-1].started_ms < FRESH_MS:
+        return soon(detail, run)
+    # (Not delay_seconds: a lease can end past SQS's 900 s delay limit.)
+    wait = (run.lease.until_ms + skew_ms - now) // 1000 + 1
+    queue.change_visibility(delivery, max(0, min(MAX_VISIBILITY_SECONDS, wait)))
+    return Result(Disposition.RETRY_LATER, detail, run)
