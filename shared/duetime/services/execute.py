@@ -306,9 +306,16 @@ class RunExecutor:
         return self._execute(job, dependents, message, run)
 
     def _wait_until(self, instant_ms: int, stopping: Callable[[], bool] | None) -> bool:
-        """Wait for `instant_ms` (in slices, when the worker may stop); whether it stopped."""
-        while (ahead := instant_ms - self._clock()) > 0 and not (stopping and stopping()):
-            self._sleep(min(ahead / 1000, 0.1) if stopping else ahead / 1000)
+        """Wait for `instant_ms` (in slices of 0.1 s, when the worker may stop); whether it
+        stopped. (The slices are counted: a clock that does not move ends them too.)"""
+        ahead = instant_ms - self._clock()
+        slices = -(-ahead // 100) if stopping is not None and ahead > 0 else 0
+        if ahead > 0 and not slices:
+            self._sleep(ahead / 1000)
+        for _ in range(slices):
+            if stopping is None or stopping():
+                break
+            self._sleep(min(0.1, max(0, instant_ms - self._clock()) / 1000))
         return bool(stopping and stopping())
 
     def _handed_back(self, delivery: Delivery) -> Result:
