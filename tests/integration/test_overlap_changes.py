@@ -13,62 +13,23 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from duetime.adapters.memory.jobs import MemoryJobStore
-from duetime.adapters.memory.queues import MemoryQueue
-from duetime.adapters.memory.runs import MemoryRunStore
-from duetime.adapters.memory.timers import MemoryTimerStore
 from duetime.domain.invocation import Invocation, TargetError
-from duetime.domain.jobs import Priority, Runtime, parse_job_spec
+from duetime.domain.jobs import parse_job_spec
 from duetime.domain.runs import RunStatus
 from duetime.domain.targets import Target
 from duetime.domain.timeutil import rfc3339_ms
-from duetime.services.coordinator import Coordinator, InProcessLauncher
-from duetime.services.execute import RunExecutor
-from duetime.services.jobs import JobService
-from duetime.services.sweep import Sweeper
-from duetime.settings import QueueUrls, Settings, queue_key
-from tests.integration.test_overlap import T0, Clock
+from tests.integration.test_overlap import T0, OverlapTwins
 
 
 @dataclass
-class Twins:
-    """The engine on the twins in virtual time; a handler target sleeps `payload.seconds`
-    (failing when `payload.fail`), and `at` acts on the service at an instant."""
+class Twins(OverlapTwins):
+    """OverlapTwins whose handler target sleeps `payload.seconds` (failing when
+    `payload.fail`), and where `at` acts on the service at an instant."""
 
-    clock: Clock = field(default_factory=lambda: Clock(T0))
     started: list[tuple[int, int, int]] = field(default_factory=list)  # occurrence, attempt, at
     hooks: dict[int, list[Callable[[], Any]]] = field(default_factory=dict)
 
-    def __post_init__(self) -> None:
-        queues = {
-            queue_key(r, p): QueueUrls(f"q/{r}/{p}", f"dlq/{r}/{p}")
-            for r in Runtime
-            for p in Priority
-        }
-        self.settings = Settings("jobs", "timers", "runs", queues, timer_shards=1)
-        self.jobs, self.timers = MemoryJobStore(), MemoryTimerStore(shards=1)
-        self.runs = MemoryRunStore()
-        self.queue = MemoryQueue(self.clock)
-        self.service = JobService(
-            self.jobs, self.timers, self.runs, self.queue, self.settings, clock=self.clock
-        )
-        sweeper = Sweeper(self.jobs, self.timers, self.queue, self.settings, clock=self.clock)
-        self.coordinator = Coordinator(
-            self.timers, InProcessLauncher(sweeper, parallelism=1), self.settings, clock=self.clock
-        )
-        self.executor = RunExecutor(
-            self.jobs,
-            self.runs,
-            self.queue,
-            self,
-            self.settings,
-            clock=self.clock,
-            auth=self.queue.auth,
-            sleep=lambda seconds: None,
-            jitter=lambda: 0.5,
-        )
-
-    def submit(self, **body: Any) -> str:
+    def create(self, **body: Any) -> str:
         spec = {"target": {"type": "handler", "name": "duetime.sleep"}, **body}
         return self.service.create("t", parse_job_spec(spec)).id
 
@@ -89,20 +50,11 @@ class Twins:
         for instant in sorted(i for i in self.hooks if i <= self.clock.now):
             for action in self.hooks.pop(instant):
                 action()
-        self.coordinator.tick()
-        while deliveries := self.queue.receive(Runtime.LAMBDA, Priority.NORMAL, 1, 0):
-            if self.executor.handle(deliveries[0]).disposition == "done":
-                self.queue.delete(deliveries)
+        super().work()
 
-    def run_for(self, seconds: int) -> None:
-        for _ in range(seconds):
-            self.work()
-            self.clock.now += 1000
-        self.work()
-
-    def statuses(self, job_id: str) -> dict[int, RunStatus]:
-        page = self.service.list_runs("t", job_id, 1000, None)
-        return {(run.scheduled_ms - T0) // 1000: run.status for run in page.items}
+    def statuses_s(self, job_id: str) -> dict[int, RunStatus]:
+        """The runs' statuses by their occurrence, in seconds after T0."""
+        return {(ms - T0) // 1000: status for ms, status in self.statuses(job_id).items()}
 
     def start_of(self, occurrence_s: int) -> int | None:
         found = [at for o, attempt, at in self.started if o == occurrence_s * 1000 and attempt == 1]
@@ -117,21 +69,21 @@ def every_ten_seconds(**body: Any) -> dict[str, Any]:
 
 def test_a_pause_and_resume_drops_the_waiting_occurrence_and_the_next_starts_on_time() -> None:
     twins = Twins()
-    job = twins.submit(**every_ten_seconds())
+    job = twins.create(**every_ten_seconds())
     twins.at(22, lambda: twins.service.pause("t", job))
     twins.at(23, lambda: twins.service.resume("t", job))
 
     twins.run_for(120)
 
     assert twins.start_of(20) is None  # dropped by the pause
-    assert twins.statuses(job)[20] == RunStatus.SKIPPED  # not `buffered` for good
+    assert twins.statuses_s(job)[20] == RunStatus.SKIPPED  # not `buffered` for good
     assert twins.start_of(30) == 30  # nothing of the job runs from +25 (it waited 180 s)
-    assert twins.statuses(job)[40] == RunStatus.SUCCEEDED
+    assert twins.statuses_s(job)[40] == RunStatus.SUCCEEDED
 
 
 def test_a_re_arming_patch_drops_the_waiting_occurrence_and_the_next_starts_on_time() -> None:
     twins = Twins()
-    job = twins.submit(**every_ten_seconds())
+    job = twins.create(**every_ten_seconds())
     new = {"rate_seconds": 10, "end_at": rfc3339_ms(T0 + 301_000)}
     twins.at(22, lambda: twins.service.update("t", job, {"schedule": new, "payload": {}}))
 
@@ -143,7 +95,7 @@ def test_a_re_arming_patch_drops_the_waiting_occurrence_and_the_next_starts_on_t
 
 def test_an_occurrence_buffered_before_a_pause_never_runs_after_the_resume() -> None:
     twins = Twins()
-    job = twins.submit(
+    job = twins.create(
         **every_ten_seconds(
             payload={"seconds": 15, "fail": True},
             retry={"max_attempts": 2, "backoff_seconds": 20},
@@ -161,21 +113,21 @@ def test_an_occurrence_buffered_before_a_pause_never_runs_after_the_resume() -> 
 
 def test_a_cancel_ends_the_waiting_occurrence_and_frees_the_gate() -> None:
     twins = Twins()
-    job = twins.submit(**every_ten_seconds())
+    job = twins.create(**every_ten_seconds())
     twins.at(22, lambda: twins.service.cancel("t", job))
 
     twins.run_for(60)
 
-    assert twins.statuses(job) == {10: RunStatus.SUCCEEDED, 20: RunStatus.SKIPPED}
+    assert twins.statuses_s(job) == {10: RunStatus.SUCCEEDED, 20: RunStatus.SKIPPED}
     gate = twins.jobs.gate("t", job)
     assert (gate.holder_ms, gate.buffered_ms) == (None, None)
 
 
 def test_a_job_left_alone_still_buffers_one_and_runs_it() -> None:
     twins = Twins()
-    job = twins.submit(**every_ten_seconds())
+    job = twins.create(**every_ten_seconds())
 
     twins.run_for(60)
 
     assert twins.start_of(20) == 25  # buffered behind +10, started when it ended
-    assert RunStatus.BUFFERED not in twins.statuses(job).values()
+    assert RunStatus.BUFFERED not in twins.statuses_s(job).values()
