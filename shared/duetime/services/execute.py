@@ -306,17 +306,18 @@ class RunExecutor:
         return self._execute(job, dependents, message, run)
 
     def _wait_until(self, instant_ms: int, stopping: Callable[[], bool] | None) -> bool:
-        """Wait for `instant_ms` (in slices of 0.1 s, when the worker may stop); whether it
-        stopped. (The slices are counted: a clock that does not move ends them too.)"""
+        """Wait for `instant_ms` (counted 0.1 s slices if it may stop): whether it stopped."""
         ahead = instant_ms - self._clock()
-        slices = -(-ahead // 100) if stopping is not None and ahead > 0 else 0
-        if ahead > 0 and not slices:
+        if ahead <= 0:  # due: it starts (the stop's grace lets it finish)
+            return False
+        if stopping is None:
             self._sleep(ahead / 1000)
-        for _ in range(slices):
-            if stopping is None or stopping():
-                break
+            return False
+        for _ in range(-(-ahead // 100)):
+            if stopping():
+                return True
             self._sleep(min(0.1, max(0, instant_ms - self._clock()) / 1000))
-        return bool(stopping and stopping())
+        return stopping()
 
     def _handed_back(self, delivery: Delivery) -> Result:
         self._queue.change_visibility(delivery, 0)
