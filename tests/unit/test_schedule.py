@@ -928,3 +928,23 @@ def test_property_cron_next_equals_brute_force_policy(
     name, after = zone_instant
     expected = brute_force_next(expression, name, after)
     assert next_occurrence(Cron(expression, name), created_at=LONG_AGO, after=after) == expected
+
+
+@pytest.mark.parametrize(
+    ("raw", "field", "hint"),
+    [
+        ({"delay": 10}, "schedule.delay", "did you mean delay_seconds?"),
+        ({"rate": 60}, "schedule.rate", "did you mean rate_seconds?"),
+        ({"crn": "* * * * *"}, "schedule.crn", "did you mean cron?"),
+        ({"every": 5, "timezone": "UTC"}, "schedule.every", None),
+    ],
+)
+def test_given_a_misspelt_kind_then_it_is_named_with_the_closest(
+    raw: object, field: str, hint: str | None
+) -> None:
+    # "exactly one of …" alone did not say which key was wrong (an outside audit, 2026-11-30).
+    error = invalid(raw)
+    assert error.field == field
+    assert error.message.startswith("unknown field")
+    assert "exactly one of at, delay_seconds, rate_seconds, cron, after" in error.message
+    assert (hint in error.message) if hint else ("did you mean" not in error.message)

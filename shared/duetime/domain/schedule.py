@@ -12,6 +12,7 @@ daylight-saving policy, by `duetime.domain.cron`; this module adds the time zone
 
 from __future__ import annotations
 
+import difflib
 import functools
 import importlib.resources
 from collections.abc import Mapping
@@ -93,14 +94,25 @@ _PREVIOUS_SEARCH_LIMIT = timedelta(days=41 * 366)
 
 # --- parsing -------------------------------------------------------------------------------------
 
+_ONE_KIND = "exactly one of at, delay_seconds, rate_seconds, cron, after"
+
 
 def parse_schedule(raw: object, path: str = "schedule") -> Schedule:
     """Validate a schedule object from a request; raise ValidationError naming the bad field."""
     if not isinstance(raw, Mapping):
         raise ValidationError(path, "must be an object")
     kinds = [kind for kind in KINDS if kind in raw]
+    known = set(KINDS).union(*_EXTRA_KEYS.values())
+    if not kinds and (unknown := [key for key in raw if key not in known]):
+        # A misspelt kind (`delay`) is named, with the closest (until 2026-11-30 the answer
+        # was "exactly one of …" alone; an outside audit).
+        key = str(unknown[0])
+        close = [k for k in KINDS if key and k.startswith(key)]
+        close = close or difflib.get_close_matches(key, KINDS)
+        hint = f"; did you mean {close[0]}?" if close else ""
+        raise ValidationError(f"{path}.{key}", f"unknown field{hint} ({_ONE_KIND})")
     if len(kinds) != 1:
-        raise ValidationError(path, "exactly one of at, delay_seconds, rate_seconds, cron, after")
+        raise ValidationError(path, _ONE_KIND)
     kind = kinds[0]
     allowed = _EXTRA_KEYS[kind] | {kind}
     for key in raw:
