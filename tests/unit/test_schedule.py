@@ -948,3 +948,21 @@ def test_given_a_misspelt_kind_then_it_is_named_with_the_closest(
     assert error.message.startswith("unknown field")
     assert "exactly one of at, delay_seconds, rate_seconds, cron, after" in error.message
     assert (hint in error.message) if hint else ("did you mean" not in error.message)
+
+
+@pytest.mark.parametrize(
+    ("given", "meant"), [("europe/berlin", "Europe/Berlin"), ("Europe/Berlin ", "Europe/Berlin")]
+)
+def test_given_a_zone_in_another_case_or_padded_then_the_error_names_the_zone_meant(
+    given: str, meant: str
+) -> None:
+    # Both were told "such as Europe/Berlin", as any unknown name (an outside audit).
+    error = invalid({"cron": "@daily", "timezone": given})
+    assert error.field == "schedule.timezone"
+    assert error.message.startswith("must be an IANA time zone name such as Europe/Berlin")
+    assert error.message.endswith(f", not {given!r}: did you mean {meant}?")
+
+
+def test_given_an_unknown_zone_then_no_zone_is_suggested() -> None:
+    error = invalid({"cron": "@daily", "timezone": "Mars/Olympus"})
+    assert error.message == "must be an IANA time zone name such as Europe/Berlin"

@@ -146,9 +146,8 @@ def parse_schedule(raw: object, path: str = "schedule") -> Schedule:
     if timezone is None:
         timezone = "UTC"
     elif not _valid_zone(timezone):
-        raise ValidationError(
-            f"{path}.timezone", "must be an IANA time zone name such as Europe/Berlin"
-        )
+        message = "must be an IANA time zone name such as Europe/Berlin"
+        raise ValidationError(f"{path}.timezone", message + _zone_hint(timezone))
     return Cron(expression=expression, timezone=timezone, start_at=start_at, end_at=end_at)
 
 
@@ -236,6 +235,14 @@ def _integer(raw: Mapping[Any, object], path: str, key: str, low: int, high: int
 
 def _valid_zone(name: object) -> bool:
     return isinstance(name, str) and name in _zone_names()
+
+
+def _zone_hint(name: object) -> str:
+    """The zone meant by a name written in another case or with spaces around it (`europe/
+    berlin`, `"Europe/Berlin "`): until 2026-11-30 they were told Europe/Berlin, as any other."""
+    wanted = name.strip().casefold() if isinstance(name, str) else None
+    found = [zone for zone in sorted(_zone_names()) if zone.casefold() == wanted]
+    return f", not {name!r}: did you mean {found[0]}?" if found and len(str(name)) < 64 else ""
 
 
 @functools.cache
