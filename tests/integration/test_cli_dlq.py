@@ -8,10 +8,13 @@ from typing import Any
 
 import pytest
 
+from duetime import wiring
 from duetime.adapters.sqs import SqsJobQueue
 from duetime.cli.main import main
+from duetime.clock import wall_ms
 from duetime.domain.ids import run_id
 from duetime.domain.jobs import Priority, Runtime
+from duetime.domain.messages import run_message
 from duetime.domain.runs import CLOCK_SKEW_ALLOWANCE_MS, Lease, RunClaim, RunStatus
 from duetime.ports import QueueError
 from duetime.services.execute import ABANDONED_ERROR
@@ -290,3 +293,34 @@ def test_given_a_succeeded_run_whose_after_jobs_were_never_sent_then_a_redrive_s
     assert len(engine.recorder.runs_of(up)) == 1  # not run again
     assert len(engine.recorder.runs_of(down)) == 1
     assert engine.queue_messages(Runtime.LAMBDA, Priority.NORMAL, dead=True) == 0
+
+
+def test_given_a_first_attempt_that_never_reached_a_claim_when_redriven_then_it_is_attempt_1(
+    engine: Engine,
+) -> None:
+    # A message the redrive policy moved before any claim (an outage of the runs table) has no
+    # run record: the redrive numbered it attempt 2, "attempt 2 of 1" when it failed (found by
+    # an outside audit).
+    job_id = engine.submit(
+        {
+            "schedule": {"delay_seconds": 3600},
+            "target": {"type": "handler", "name": "duetime.fail"},
+            "payload": {"until_attempt": 9},
+            "retry": {"max_attempts": 1},
+        }
+    )
+    job = engine.parts.jobs.get("tenant-a", job_id)
+    assert job is not None
+    message = run_message(job, job.next_due_ms or 0, jittered=False)
+    urls = engine.aws.settings.queue(Runtime.LAMBDA, Priority.NORMAL)
+    engine.aws.sqs.send_message(QueueUrl=urls.dlq_url, MessageBody=engine.parts.auth.seal(message))
+
+    report = wiring.dead_runs(engine.parts).redrive(
+        ["lambda/normal"], run_ids=None, limit=None, now_ms=wall_ms()
+    )
+    engine.drain()
+
+    assert [attempt for _, attempt, _ in report.redriven] == [1]
+    run = engine.parts.runs.get(job_id, message.scheduled_ms)
+    assert run is not None
+    assert [a.number for a in run.attempts] == [1]

@@ -192,7 +192,10 @@ class DeadRuns:
             if reopened is None:
                 return "the run changed meanwhile; try again"
             run = reopened
-        attempt = max(message.attempt, run.attempt if run is not None else 0) + 1
+        # The next attempt after the record's; one that never reached its claim (no record, or
+        # a retry newer than it) keeps its number (it was "attempt 2 of 1"; an outside audit).
+        last = run.attempt if run is not None else 0
+        attempt = message.attempt if message.attempt > last else last + 1
         # Sent back for the job as it is now: a redrive is asked for after any pause, and goes
         # by the job's queue (a job moved to fargate for a longer timeout could never run on
         # the lambda queue it died on: found by an outside audit) and staging.
