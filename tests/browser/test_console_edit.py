@@ -34,9 +34,14 @@ def create(stack: Stack, name: str, schedule: dict[str, object]) -> dict[str, ob
 
 def save_name(page: Page, stack: Stack, job_id: str, name: str) -> dict[str, Any]:
     """Types `name` in the open edit form, saves, and answers the job as stored."""
-    field = page.find("#f-name")
+    return save_field(page, stack, job_id, "#f-name", name)
+
+
+def save_field(page: Page, stack: Stack, job_id: str, css: str, text: str) -> dict[str, Any]:
+    """Types `text` in the open edit form's field `css`, saves, and answers the job as stored."""
+    field = page.find(css)
     field.clear()
-    field.send_keys(name)
+    field.send_keys(text)
     page.find("#save").click()
     page.until(lambda: page.driver.current_url.endswith(f"#/jobs/{job_id}"))
     stored: dict[str, Any] = stack.call("GET", f"/jobs/{job_id}", tenant=TENANT).body
@@ -349,12 +354,8 @@ def test_a_payloads_numbers_are_shown_and_kept_exactly_by_an_edit(page: Page, st
 
     # An edit of the payload itself keeps what it does not change exactly too
     page.open(f"#/jobs/{job_id}/edit")
-    field = page.find("#f-payload")
-    field.clear()
-    field.send_keys('{"order_id": 98765432109876543210, "amount": 2.50}')
-    page.find("#save").click()
-    page.until(lambda: page.driver.current_url.endswith(f"#/jobs/{job_id}"))
-    payload = stack.call("GET", f"/jobs/{job_id}", tenant=TENANT).body["payload"]
+    text = '{"order_id": 98765432109876543210, "amount": 2.50}'
+    payload = save_field(page, stack, job_id, "#f-payload", text)["payload"]
     assert payload["order_id"] == 98765432109876543210
     assert payload["amount"] == 2.5
 

@@ -23,7 +23,7 @@ from botocore.exceptions import ClientError
 
 from duetime.adapters.dynamodb.jobs import RECURRING_COUNTER, DynamoJobStore
 from duetime.adapters.dynamodb.runs import DynamoRunStore
-from duetime.domain.jobs import JobStatus
+from duetime.domain.jobs import Job, JobStatus
 from duetime.domain.runs import ClaimOutcome, RunStatus
 from duetime.ports import StoreError
 from tests.conftest import Aws
@@ -144,14 +144,19 @@ def applied_then_failed(client: Any, marker: str) -> dict[str, int]:
     return state
 
 
+def stored_job(aws: Aws, entropy: int) -> tuple[Any, DynamoJobStore, Job, Job]:
+    """A client of its own, a store on it, a recurring job stored, and that job cancelled."""
+    client = aws.session.client("dynamodb")
+    store = DynamoJobStore(client, aws.settings.jobs_table)
+    job = make_job(entropy=entropy, recurring=True)
+    store.create(job)
+    return client, store, job, replace(job, status=JobStatus.CANCELLED, version=job.version + 1)
+
+
 def test_a_job_write_applied_whose_answer_failed_is_known_as_written(aws: Aws) -> None:
     # A cancel whose write was applied but answered 500 left its quota slot counted: the
     # retried cancel found the job cancelled and released nothing (found by an outside audit).
-    client = aws.session.client("dynamodb")
-    store = DynamoJobStore(client, aws.settings.jobs_table)
-    job = make_job(entropy=1, recurring=True)
-    store.create(job)
-    cancelled = replace(job, status=JobStatus.CANCELLED, version=job.version + 1)
+    client, store, job, cancelled = stored_job(aws, 1)
     failed = applied_then_failed(client, '"cancelled"')
 
     store.replace(cancelled, expected=job)  # answered as written, not a StoreError
@@ -163,11 +168,7 @@ def test_a_job_write_applied_whose_answer_failed_is_known_as_written(aws: Aws) -
 
 
 def test_a_job_write_that_failed_unapplied_is_a_store_error(aws: Aws) -> None:
-    client = aws.session.client("dynamodb")
-    store = DynamoJobStore(client, aws.settings.jobs_table)
-    job = make_job(entropy=2, recurring=True)
-    store.create(job)
-    cancelled = replace(job, status=JobStatus.CANCELLED, version=job.version + 1)
+    client, store, job, cancelled = stored_job(aws, 2)
     answer = {"Error": {"Code": "InternalServerError", "Message": "down"}}
 
     def refused(**_: Any) -> Any:

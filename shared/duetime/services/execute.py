@@ -401,8 +401,7 @@ class RunExecutor:
         return None
 
     def _after_the_lease(self, delivery: Delivery, run: Run, detail: str) -> Result:
-        skew_ms = self._settings.clock_skew_allowance_seconds * 1000
-        return after_the_lease(self._queue, delivery, run, detail, self._clock(), skew_ms)
+        return after_the_lease(self._queue, delivery, run, detail, self._clock(), self._settings)
 
     def _failed(
         self,

@@ -61,7 +61,7 @@ def lease_end(lease: Lease, settings: Settings) -> int:
 
 
 def after_the_lease(
-    queue: JobQueue, delivery: Delivery, run: Run, detail: str, now: int, skew_ms: int
+    queue: JobQueue, delivery: Delivery, run: Run, detail: str, now: int, settings: Settings
 ) -> Result:
     """Leave the message until the lease of `run`'s holder is over (its deadline plus the
     clock-skew allowance): if the holder died, the next delivery takes over. A claim made
@@ -69,6 +69,6 @@ def after_the_lease(
     if run.lease is None or not run.attempts or now - run.attempts[-1].started_ms < FRESH_MS:
         return soon(detail, run)
     # (Not delay_seconds: a lease can end past SQS's 900 s delay limit.)
-    wait = (run.lease.until_ms + skew_ms - now) // 1000 + 1
+    wait = (lease_end(run.lease, settings) - now) // 1000 + 1
     queue.change_visibility(delivery, max(0, min(MAX_VISIBILITY_SECONDS, wait)))
     return Result(Disposition.RETRY_LATER, detail, run)
