@@ -80,6 +80,16 @@ def test_a_recurring_job_past_its_end_has_no_next_run() -> None:
     )
 
 
+def test_a_completed_job_shows_its_occurrences_still_to_come() -> None:
+    # Its last occurrences are handed over up to two minutes before they are due: the job
+    # reads `completed`, and its next occurrence is still ahead (found by a new user's walk).
+    ending = job({"rate_seconds": 60, "end_at": "2026-11-21T10:03:00Z"}, JobStatus.COMPLETED)
+    view = JobView(ending, JobStatus.COMPLETED, None)
+    assert job_json(view, NOW)["next_run_at"] == "2026-11-21T10:01:05.000Z"
+    assert job_json(view, NOW + 60_001)["next_run_at"] == "2026-11-21T10:02:05.000Z"
+    assert job_json(view, NOW + 120_001)["next_run_at"] is None
+
+
 def test_job_json_has_every_field_once() -> None:
     body = job_json(JobView(job({"at": "2026-11-21T12:00:00Z"}), JobStatus.SCHEDULED, None), NOW)
     assert list(body) == [

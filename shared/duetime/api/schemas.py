@@ -179,8 +179,9 @@ def _jobs() -> dict[str, Any]:
                 "overlap": _OVERLAP,
                 "next_run_at": {
                     **OPTIONAL_INSTANT,
-                    "description": "Recurring: the next occurrence from now on. One-off: its "
-                    "instant until its run has finished. Null when paused or finished.",
+                    "description": "Recurring: the next occurrence from now on (a completed "
+                    "job's last occurrences too). One-off: its instant until its run has "
+                    "finished. Null when paused or finished.",
                 },
                 "created_at": INSTANT,
                 "updated_at": INSTANT,

@@ -32,10 +32,11 @@ def job_json(view: JobView, now_ms: int) -> dict[str, Any]:
 
 
 def next_run_at(job: Job, status: JobStatus, now_ms: int) -> str | None:
-    """When the job runs next: a recurring job's next occurrence at or after now, a one-off's
-    instant until its run has finished (it can be in the past while that run is in progress or
+    """When the job runs next: a recurring job's next occurrence at or after now (a completed
+    one's too: its last occurrences are handed over before they are due), a one-off's instant
+    until its run has finished (it can be in the past while that run is in progress or
     retrying); None once the job is paused or finished."""
-    if status != JobStatus.SCHEDULED:
+    if status not in (JobStatus.SCHEDULED, JobStatus.COMPLETED):
         return None
     if not job.spec.recurring:
         return rfc3339_ms(job.next_due_ms) if job.next_due_ms is not None else None
