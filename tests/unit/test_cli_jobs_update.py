@@ -179,3 +179,38 @@ def test_if_match_refuses_what_is_no_version(
     assert exited.value.code == 2
     assert "--if-match" in capsys.readouterr().err
     assert api.requests == []
+
+
+@pytest.mark.parametrize(
+    ("flags", "named"),
+    [
+        (["--method", "GET"], "--method goes with a target flag (--url)"),
+        (["--header", "a=b"], "--header goes with a target flag (--url)"),
+        (["--event-bus", "bus"], "--event-bus goes with a target flag (--eventbridge)"),
+        (["--timezone", "UTC"], "--timezone goes with a schedule flag (--cron)"),
+        (["--end-at", "2030-01-01T00:00:00Z"], "--end-at goes with a schedule flag (--rate or"),
+    ],
+)
+@pytest.mark.parametrize("action", ["create", "update"])
+def test_a_target_or_schedule_detail_alone_names_its_flag(
+    api: FakeApi,  # noqa: F811
+    capsys: pytest.CaptureFixture[str],
+    action: str,
+    flags: list[str],
+    named: str,
+) -> None:
+    # A new user's walk: `update --timezone UTC` was answered about the schedule kinds, and
+    # `--method GET` about target.type, fields the user had not touched.
+    other_part = ["--handler", "x"] if "schedule" in named else ["--delay", "5"]
+    args = ["J1", *flags] if action == "update" else [*other_part, *flags]
+    assert jobs(api, action, *args) == 2
+    err = capsys.readouterr().err
+    assert named in err
+    assert "replaced whole" in err
+    assert api.requests == []
+
+
+def test_a_detail_with_its_kind_is_sent(api: FakeApi) -> None:  # noqa: F811
+    api.answer(200, JOB)
+    assert jobs(api, "update", "J1", "--cron", "0 9 * * *", "--timezone", "Europe/Berlin") == 0
+    assert api.last.body == {"schedule": {"cron": "0 9 * * *", "timezone": "Europe/Berlin"}}

@@ -253,6 +253,8 @@ def job_body(args: argparse.Namespace) -> dict[str, Any]:
     if args.event_bus is not None:
         target["event_bus"] = args.event_bus
 
+    _with_its_kind(schedule, "schedule", SCHEDULE_DETAILS)
+    _with_its_kind(target, "target", TARGET_DETAILS)
     # A schedule or target none of whose flags was given is left out (the API names it as
     # required; an update keeps the job's).
     body: dict[str, Any] = {
@@ -283,6 +285,33 @@ def job_body(args: argparse.Namespace) -> dict[str, Any]:
     if retry:
         body["retry"] = retry
     return body
+
+
+# Flags that only add to a schedule's or a target's kind, and the kind flags they go with.
+SCHEDULE_DETAILS = {
+    "timezone": ("--timezone", "--cron"),
+    "start_at": ("--start-at", "--rate or --cron"),
+    "end_at": ("--end-at", "--rate or --cron"),
+}
+TARGET_DETAILS = {
+    "method": ("--method", "--url"),
+    "headers": ("--header", "--url"),
+    "event_bus": ("--event-bus", "--eventbridge"),
+}
+KINDS = {"at", "delay_seconds", "rate_seconds", "cron", "after", "type"}
+
+
+def _with_its_kind(part: dict[str, Any], name: str, details: dict[str, tuple[str, str]]) -> None:
+    """A detail flag without its kind's flag is a usage error naming both: sent alone, the
+    API named a field the user had not touched (the schedule's kinds, `target.type`; found by
+    a new user's walk, 2026-11-30)."""
+    if not part or KINDS & part.keys():
+        return
+    flag, kinds = next(details[key] for key in part if key in details)
+    raise UsageError(
+        f"{flag} goes with a {name} flag ({kinds}): a {name} is given whole, with its kind"
+        f" (an update's {name} is replaced whole)"
+    )
 
 
 def _once_each(
