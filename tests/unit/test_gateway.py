@@ -199,7 +199,9 @@ REFUSED: dict[str, tuple[Callable[[], str | None], str]] = {
     "not-bearer": (lambda: "Basic dXNlcjpwYXNz", "must be 'Bearer <token>'"),
     "bad-signature": (
         lambda: "Bearer " + jwt.encode({"sub": "x"}, b"z" * 48, algorithm="HS256"),
-        "signature",
+        # What to do, too (a new user's token made in another directory had no hint).
+        "signature does not match the local key: it was made with another key; run `duetime"
+        " token` where `duetime local` runs, or give both the same --state-dir",
     ),
     "expired": (lambda: "Bearer " + token_for(exp=int(time.time()) - 5), "expired"),
     "audience": (lambda: "Bearer " + token_for(aud="someone-else"), "audience"),

@@ -174,7 +174,10 @@ def verify_token(token: str, key: bytes) -> dict[str, Any]:
     except jwt.InvalidIssuerError:
         raise InvalidToken(f"the token's issuer is not {ISSUER!r}") from None
     except jwt.InvalidSignatureError:
-        raise InvalidToken("the token's signature does not match the local key") from None
+        raise InvalidToken(
+            "the token's signature does not match the local key: it was made with another key;"
+            " run `duetime token` where `duetime local` runs, or give both the same --state-dir"
+        ) from None
     except jwt.MissingRequiredClaimError as exc:
         raise InvalidToken(f"the token has no {exc.claim!r} claim") from None
     except jwt.InvalidTokenError as exc:
