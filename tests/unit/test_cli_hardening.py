@@ -299,3 +299,41 @@ def test_a_flag_must_be_spelt_out(
     assert exited.value.code == 2
     assert "unrecognized arguments" in capsys.readouterr().err
     assert api.requests == []
+
+
+@pytest.mark.parametrize(
+    ("argv", "usage", "hint"),
+    [
+        (
+            ("jobs", "create", "--cron", "0 9 * * *", "--tz", "UTC", "--handler", "x"),
+            "usage: duetime jobs create",
+            None,
+        ),
+        (("jobs", "list", "--jsn"), "usage: duetime jobs list", "did you mean --json?"),
+        (
+            ("jobs", "create", "--delay", "5", "--handler", "x", "--retries", "3"),
+            "usage: duetime jobs create",
+            None,
+        ),
+        (("jobs", "get", "J1", "--limit", "5"), "usage: duetime jobs get", None),
+        (("schedule", "preview", "--rat", "60"), "usage: duetime schedule preview", "--rate?"),
+    ],
+)
+def test_an_unknown_flag_is_named_with_its_action_s_usage(
+    api: FakeApi,  # noqa: F811
+    capsys: pytest.CaptureFixture[str],
+    argv: tuple[str, ...],
+    usage: str,
+    hint: str | None,
+) -> None:
+    # A new user's walk: `jobs create … --tz UTC` showed the top command's usage
+    # (`duetime [-h] COMMAND ...`), so the user never saw `--timezone` in it.
+    with pytest.raises(SystemExit) as exited:
+        main([*argv, "--api-url", api.url, "--token", TOKEN])
+    assert exited.value.code == 2
+    err = capsys.readouterr().err
+    assert err.startswith(usage)
+    assert "unrecognized arguments" in err
+    if hint is not None:
+        assert hint in err
+    assert api.requests == []

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import difflib
 import logging
 import os
 import sys
@@ -20,6 +21,25 @@ class _Parser(argparse.ArgumentParser):
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **{**kwargs, "allow_abbrev": False})
+
+    def parse_known_args(  # type: ignore[override]
+        self, args: Sequence[str] | None = None, namespace: argparse.Namespace | None = None
+    ) -> tuple[argparse.Namespace, list[str]]:
+        """An action's unknown arguments are its own error, with its usage and the closest
+        flag (they went up to the top command, whose usage, `duetime [-h] COMMAND ...`, does
+        not show the flag meant; found by a new user's walk, 2026-11-30)."""
+        parsed, unknown = super().parse_known_args(args, namespace)
+        if unknown and self._subparsers is None:
+            flags = [flag for action in self._actions for flag in action.option_strings]
+            close = [
+                match
+                for arg in unknown
+                if arg.startswith("--")
+                for match in difflib.get_close_matches(arg.split("=")[0], flags, n=1)
+            ]
+            hint = f" (did you mean {close[0]}?)" if close else ""
+            self.error(f"unrecognized arguments: {' '.join(unknown)}{hint}")
+        return parsed, unknown
 
 
 def main(argv: Sequence[str] | None = None) -> int:
