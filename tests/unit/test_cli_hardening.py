@@ -62,6 +62,35 @@ def test_log_lines_go_to_stderr_and_stdout_holds_the_output_alone(
     assert logger.registered_handler.stream is stream  # as it was, for what runs next
 
 
+def test_a_command_s_log_line_names_its_error_without_a_traceback(
+    api: FakeApi,  # noqa: F811
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # `timers stuck --retry` printed a ~3 KB traceback per timer whose handover failed, beside
+    # the reason its table already shows (a new user's walk, 2026-11-30).
+    call = ApiClient.call
+
+    def failing_call(self: ApiClient, *args: Any, **kwargs: Any) -> Any:
+        try:
+            json.loads("not json")
+        except ValueError as exc:
+            logger.warning("handing a timer over failed", exc_info=exc)
+        return call(self, *args, **kwargs)
+
+    monkeypatch.setattr(ApiClient, "call", failing_call)
+    api.answer(200, JOB)
+
+    assert get(api, "--json") == 0
+    (line,) = capsys.readouterr().err.splitlines()
+    record = json.loads(line)
+    assert record["message"] == "handing a timer over failed"
+    assert record["exception_name"] == "JSONDecodeError"
+    assert "Traceback" not in line
+    assert len(line) < 600
+    assert logger.registered_handler.filters == []  # as it was, for what runs next
+
+
 def test_no_aws_region_is_a_message_and_exit_2(
     capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
