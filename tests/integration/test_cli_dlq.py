@@ -324,3 +324,48 @@ def test_given_a_first_attempt_that_never_reached_a_claim_when_redriven_then_it_
     run = engine.parts.runs.get(job_id, message.scheduled_ms)
     assert run is not None
     assert [a.number for a in run.attempts] == [1]
+
+
+def test_given_dead_runs_when_one_is_deleted_then_it_leaves_for_good_and_keeps_its_record(
+    engine: Engine, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # A dead run redrive skips (its job gone) could be removed only with raw `aws sqs` calls
+    # (a new user's walk, 2026-11-30).
+    gone, kept = failing_job(engine), failing_job(engine)
+    gone_run = run_id(gone, scheduled(engine, gone))
+    url = engine.aws.settings.queue(Runtime.FARGATE, Priority.LOW).dlq_url
+    engine.aws.sqs.send_message(QueueUrl=url, MessageBody="not json")
+    code, out, _ = dlq(capsys, "list", "--json")
+    (unreadable,) = [d["message_id"] for d in json.loads(out) if d["run_id"] is None]
+
+    code, out, err = dlq(capsys, "delete", gone_run, unreadable)
+
+    assert (code, err) == (0, "")
+    assert out.splitlines() == [
+        f"deleted   {gone_run}  from lambda/normal  (its run record stays)",
+        f"deleted   {unreadable}  from fargate/low  (its run record stays)",
+        "2 deleted",
+    ]
+    left = json.loads(dlq(capsys, "list", "--json")[1])
+    assert [d["run_id"] for d in left] == [run_id(kept, scheduled(engine, kept))]
+    record = engine.parts.runs.get(gone, scheduled(engine, gone))
+    assert record is not None
+    assert record.status == RunStatus.FAILED
+
+
+def test_given_an_unknown_id_when_deleted_then_it_says_it_is_not_there_and_deletes_nothing(
+    engine: Engine, capsys: pytest.CaptureFixture[str]
+) -> None:
+    failing_job(engine)
+    code, out, err = dlq(capsys, "delete", "nope-1")
+    assert (code, out, err) == (1, "0 deleted\n", "duetime: not in the DLQs: nope-1\n")
+    assert engine.queue_messages(Runtime.LAMBDA, Priority.NORMAL, dead=True) == 1
+
+
+def test_given_no_id_then_delete_is_a_usage_error(
+    engine: Engine, capsys: pytest.CaptureFixture[str]
+) -> None:
+    with pytest.raises(SystemExit) as exited:
+        dlq(capsys, "delete")
+    assert exited.value.code == 2
+    assert "ID" in capsys.readouterr().err

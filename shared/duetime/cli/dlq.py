@@ -79,6 +79,22 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     redrive.add_argument("--limit", type=positive_int, default=None, help="at most N runs")
     redrive.set_defaults(run=run_redrive)
 
+    delete = actions.add_parser(
+        "delete",
+        help="delete dead runs from the DLQs for good",
+        description="Delete the named messages from the DLQs (a dead run you have looked at "
+        "and will not send back: its job is gone, its body is no run message). The run's "
+        "record stays as it ended.",
+    )
+    _common(delete)
+    delete.add_argument(
+        "ids",
+        nargs="+",
+        metavar="ID",
+        help="a run id, or the SQS message id `dlq list --json` shows (a body that is no run)",
+    )
+    delete.set_defaults(run=run_delete)
+
 
 def _common(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
@@ -155,6 +171,27 @@ def run_redrive(args: argparse.Namespace) -> int:
     for run in left:
         write_out(f"left      {clean(run)}  (--limit: for a later redrive)")
     write_out(f"{len(report.redriven)} redriven, {len(report.skipped)} skipped")
+    if missing:
+        return _failed(f"not in the DLQs: {', '.join(clean(m) for m in missing)}")
+    return 0
+
+
+def run_delete(args: argparse.Namespace) -> int:
+    from botocore.exceptions import BotoCoreError, ClientError
+
+    from duetime import wiring
+
+    dead_runs = wiring.dead_runs(deployment(args))
+    try:
+        deleted = dead_runs.delete(_queues(args), set(args.ids))
+    except (BotoCoreError, ClientError) as exc:
+        return _failed(f"delete stopped: {exc}")
+    for dead in deleted:
+        shown = clean(dead.run_id or dead.letter.message_id)
+        write_out(f"deleted   {shown}  from {dead.queue}  (its run record stays)")
+    write_out(f"{len(deleted)} deleted")
+    found = {d.run_id for d in deleted} | {d.letter.message_id for d in deleted}
+    missing = sorted(set(args.ids) - found)
     if missing:
         return _failed(f"not in the DLQs: {', '.join(clean(m) for m in missing)}")
     return 0

@@ -17,6 +17,9 @@ extra attempt fails too, the run returns to the DLQ with its new reason. A messa
 from the DLQ only after the queue accepted the new one: a crash in between leaves a copy in the
 DLQ (which a later redrive skips or runs once more, the claim absorbing the rest), never
 neither.
+
+`delete` removes the named messages for good (a dead run an operator has looked at and will not
+send back: its job is gone, its body is no run message). Its run record stays as it ended.
 """
 
 from __future__ import annotations
@@ -146,6 +149,30 @@ class DeadRuns:
                 # once (the rest of its batch too: it was hidden for HOLD_SECONDS).
                 self._letters.release(held + left)
         return report
+
+    def delete(self, queues: Sequence[str], ids: set[str]) -> list[DeadRun]:
+        """Delete from the DLQs the messages whose run id or SQS message id is in `ids`; the
+        dead runs deleted (a run id twice in a DLQ: both copies)."""
+        deleted: list[DeadRun] = []
+        for key in queues:
+            budget = self._letters.approximate_count(key)
+            held: list[DeadLetter] = []
+            try:
+                while budget > 0:
+                    batch = self._letters.receive(key, 10, HOLD_SECONDS)
+                    if not batch:
+                        break
+                    budget -= len(batch)
+                    for letter in batch:
+                        dead = self._dead_run(letter)
+                        if {dead.run_id, letter.message_id} & ids:
+                            self._letters.delete(letter)
+                            deleted.append(dead)
+                        else:
+                            held.append(letter)
+            finally:
+                self._letters.release(held)
+        return deleted
 
     def _redrive_one(self, dead: DeadRun, now_ms: int, report: RedriveReport) -> str | None:
         """Redrive one message; the reason it was skipped, or None when it was sent back."""
