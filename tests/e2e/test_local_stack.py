@@ -188,6 +188,7 @@ def test_given_the_local_stack_then_it_guards_the_api_with_jwt_and_stops_cleanly
     assert local.interrupt() == 0, local.log()
     output = local.output.read_text()
     assert "duetime local: stopped" in output
+    assert "did not finish" not in output
     assert "Traceback" not in output
 
 
@@ -238,7 +239,12 @@ def test_given_a_run_in_flight_then_a_stop_exits_without_waiting_for_its_target(
     # The stop gives the worker 15 s, then leaves: far within the target's 120 s
     local.process.send_signal(signal.SIGINT)
     assert local.process.wait(timeout=45) == 0, local.log()
-    assert "stopped" in local.output.read_text()
+    output = local.output.read_text()
+    assert "stopped" in output
+    # It says so: a new user saw ~18 s of silence after "stopping...".
+    assert "waiting up to 15 s for runs in flight (Ctrl-C again to leave now)" in output
+    assert "1 worker did not finish within 15 s (lambda-normal-" in output
+    assert "abandoned" in output
 
 
 def _children(pid: int) -> list[tuple[int, str]]:

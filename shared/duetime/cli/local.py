@@ -180,7 +180,7 @@ def _run_local(args: argparse.Namespace) -> int:
     if missing_local_extra("duetime local", LOCAL_STACK_MODULES):
         return 2
     from duetime.local.keys import ensure_state_dir
-    from duetime.local.stack import LocalOptions, LocalStack
+    from duetime.local.stack import JOIN_TIMEOUT_SECONDS, LocalOptions, LocalStack
 
     try:
         api = _api_settings(args)
@@ -251,10 +251,20 @@ def _run_local(args: argparse.Namespace) -> int:
                 pass
             if stack.broken is not None:
                 print(f"duetime local: {stack.broken}; stopping", file=sys.stderr)
-            console.write("duetime local: stopping...\n")
+            console.write(
+                f"duetime local: stopping... waiting up to {JOIN_TIMEOUT_SECONDS:.0f} s for runs"
+                " in flight (Ctrl-C again to leave now)\n"
+            )
             console.flush()
         finally:
             stack.stop()
+    if stack.unfinished:
+        count = len(stack.unfinished)
+        console.write(
+            f"duetime local: {count} worker{'s' * (count > 1)} did not finish within"
+            f" {JOIN_TIMEOUT_SECONDS:.0f} s ({', '.join(stack.unfinished)}): their runs in"
+            " flight are abandoned with the stack's state\n"
+        )
     console.write("duetime local: stopped\n")
     # Now, not when the targets of runs still in flight return (since 2026-11-30).
     exit_now(0 if stack.broken is None else 1)

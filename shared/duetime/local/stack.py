@@ -23,8 +23,8 @@ environment: the settings of the resources just created, a boto3 session with mo
 credentials and endpoint, and an executor that counts the runs (duetime.local.figures); each
 function's handler is made over those components (`make_handler`); the environment is left.
 
-`stop()` (Ctrl-C, SIGTERM) stops the gateway, lets each thread finish what it holds, joins
-them and stops moto. A moto server that exits by itself sets `broken` (the CLI then stops).
+`stop()` (Ctrl-C, SIGTERM) stops the gateway, joins the threads as they finish what they hold
+(`unfinished`: those busy at its deadline), stops moto. A moto that exits sets `broken`.
 """
 
 from __future__ import annotations
@@ -76,8 +76,7 @@ PREFIX = "duetime"
 LOCAL_VISIBILITY_TIMEOUT_SECONDS = 60
 LAMBDA_POLL_WAIT_SECONDS = 1
 FARGATE_POLL_WAIT_SECONDS = 1
-# How long stop() waits for a thread to finish the batch or run it holds.
-JOIN_TIMEOUT_SECONDS = 15.0
+JOIN_TIMEOUT_SECONDS = 15.0  # how long stop() waits for a thread to finish what it holds
 
 _log = logging.getLogger(__name__)
 
@@ -117,8 +116,7 @@ class LocalStack:
         on_figures: Callable[[Figures], None] | None = None,
         log_stream: TextIO | None = None,
     ) -> None:
-        """`on_figures`: called with the live figures every `figures_seconds`. `log_stream`:
-        where the functions' logs and EMF metrics go (stdout if None)."""
+        """`on_figures(figures)` every `figures_seconds`; `log_stream`: logs, EMF (None: stdout)."""
         self.options = options or LocalOptions()
         self.figures_recorder = RunFigures()
         self._on_figures = on_figures
@@ -126,6 +124,7 @@ class LocalStack:
         self._stopping = threading.Event()
         self._cleanup = contextlib.ExitStack()
         self._threads: list[threading.Thread] = []
+        self.unfinished: list[str] = []
         self._gateway: Gateway | None = None
         self._fargate: QueueWorker | None = None
         self._parts: Components | None = None
@@ -181,8 +180,9 @@ class LocalStack:
         deadline = time.monotonic() + JOIN_TIMEOUT_SECONDS
         for thread in self._threads:
             thread.join(timeout=max(0.0, deadline - time.monotonic()))
-            if thread.is_alive():
-                _log.warning("%s did not finish within %s s", thread.name, JOIN_TIMEOUT_SECONDS)
+        self.unfinished = [thread.name for thread in self._threads if thread.is_alive()]
+        for name in self.unfinished:
+            _log.warning("%s did not finish within %s s", name, JOIN_TIMEOUT_SECONDS)
         self._threads.clear()
         self._cleanup.close()
 
