@@ -6,10 +6,17 @@ and records it on the run (`early_wait_ms`, and the EarlyWaitMs metric)."""
 
 from __future__ import annotations
 
+from typing import Any
+
+import pytest
+
 from duetime.api.views import run_json
 from duetime.domain.jobs import Priority, Runtime
 from duetime.domain.messages import RELEASE_LEAD_MS, RELEASE_MARGIN_MS
+from duetime.domain.runs import RunStatus
 from duetime.domain.timeutil import rfc3339_ms, to_ms
+from duetime.observability import Metric
+from duetime.services import execute
 from tests.integration.conftest import START, Engine
 
 START_MS = to_ms(START)
@@ -73,3 +80,40 @@ def test_a_run_sent_at_submission_waits_the_fraction_of_a_second_its_delay_could
     assert 450 <= run.early_wait_ms <= 600
     assert run.lateness_ms is not None
     assert run.lateness_ms < 100
+
+
+def test_a_claim_whose_write_takes_long_records_the_target_s_real_start(
+    engine: Engine, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The start and lateness were taken before the claim's write: a write slowed 3 s (the
+    # SDK's retries of a throttled put) started the target 3 s late, and the record and the
+    # StartLatenessMs metric said it started on time (an outside audit of the worker).
+    due = START_MS + 60_000
+    engine.stand_at(due - 10_000)
+    job_id = engine.submit({"schedule": {"at": rfc3339_ms(due)}})
+    claim = engine.parts.runs.claim
+
+    def slow_claim(request: Any) -> Any:
+        engine.advance(3)
+        return claim(request)
+
+    monkeypatch.setattr(engine.parts.runs, "claim", slow_claim)
+    lateness: list[float] = []
+    monkeypatch.setattr(
+        execute,
+        "milliseconds",
+        lambda name, value: lateness.append(value) if name == Metric.START_LATENESS else None,
+    )
+    engine.stand_at(due + 20)
+
+    assert engine.drain() == 1
+
+    run = engine.parts.runs.get(job_id, due)
+    assert run is not None
+    assert run.status == RunStatus.SUCCEEDED
+    assert run.lateness_ms is not None
+    assert run.started_ms is not None
+    assert 3_020 <= run.lateness_ms <= 3_200
+    assert run.started_ms == due + run.lateness_ms
+    assert lateness == [run.lateness_ms]
+    assert run_json(run)["lateness_ms"] == run.lateness_ms

@@ -224,6 +224,18 @@ def claimed_run(existing: Run | None, claim: RunClaim) -> Run:
     )
 
 
+def started(run: Run, now_ms: int, due_ms: int) -> Run:
+    """The claimed run as its target starts now: its attempt's start and lateness are the
+    claim's (written before the target starts) unless the claim's write, or the read after a
+    late one, took longer (until 2026-11-30 the claim's stayed: a 3 s write said on time).
+    The outcome writes them."""
+    last = run.attempts[-1]
+    if now_ms <= last.started_ms:
+        return run
+    attempt = replace(last, started_ms=now_ms, lateness_ms=max(0, now_ms - due_ms))
+    return replace(run, attempts=(*run.attempts[:-1], attempt))
+
+
 @dataclass(frozen=True)
 class RunOutcome:
     status: RunStatus  # succeeded, retrying or failed

@@ -53,6 +53,7 @@ from duetime.domain.runs import (
     RunOutcome,
     RunStatus,
     not_retried,
+    started,
 )
 from duetime.observability import Metric, count, logger, milliseconds
 from duetime.ports import Delivery, JobQueue, JobStore, RunStore, TargetRunner
@@ -301,7 +302,6 @@ class RunExecutor:
             self._runs.withdraw(run, "the worker stopped before its start")
             return self._handed_back(delivery)
         count(Metric.RUNS_STARTED)
-        milliseconds(Metric.START_LATENESS, claim.lateness_ms)
         milliseconds(Metric.EARLY_WAIT, early_wait_ms)
         return self._execute(job, dependents, message, run)
 
@@ -357,6 +357,8 @@ class RunExecutor:
             timeout_seconds=float(job.spec.timeout_seconds),
             upstream_run_id=message.upstream_run_id,
         )
+        run = started(run, self._clock(), message.due_ms)
+        milliseconds(Metric.START_LATENESS, run.attempts[-1].lateness_ms)
         try:
             self._targets.execute(job.spec.target, invocation)
         except TargetError as exc:
@@ -365,8 +367,7 @@ class RunExecutor:
         if done is not None:  # else the run was reclaimed: its new holder releases
             self._released(job, message)
         count(Metric.RUNS_SUCCEEDED)
-        # DEBUG: a success is in the run's record and its history; a line for each would be
-        # most of the logs' bill (docs/cost.md "Logs"). Failures and retries log at WARNING+.
+        # DEBUG: a success is in its record and history; a line each is most of the logs' bill.
         logger.debug("run succeeded", extra={"attempt": message.attempt})
         if done is not None and not self._triggered(job, dependents, done):
             return soon("succeeded; dependents not triggered", done)
