@@ -244,9 +244,13 @@ class RunOutcome:
 
 
 def finished_run(run: Run, outcome: RunOutcome) -> Run:
+    """The record with its last attempt ended. An attempt ends by its lease's end at the
+    latest: one whose worker died is ended when a delivery finds the lease over, minutes later
+    (until 2026-11-30 that moment was its end: a 90-minute `duration_ms` in the archive)."""
     last = run.attempts[-1]
     error = outcome.error[:MAX_ERROR_CHARS] if outcome.error else None
-    done = replace(last, finished_ms=outcome.finished_ms, error=error)
+    ended = min(outcome.finished_ms, run.lease.until_ms) if run.lease else outcome.finished_ms
+    done = replace(last, finished_ms=max(ended, last.started_ms), error=error)
     return Run(
         tenant=run.tenant,
         job_id=run.job_id,
