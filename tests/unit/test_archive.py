@@ -201,6 +201,13 @@ def test_a_batch_of_live_changes_writes_nothing() -> None:
         ({**image(a_run()), "scheduled_ms": {"N": "-1"}}, "scheduled_for has an invalid value"),
         ({**image(a_run()), "attempts": {"S": "x"}}, "cannot be decoded"),
         ({"status": {"BOGUS": "x"}}, "cannot be decoded"),
+        # Past int64, or text that is not Unicode: they passed the check and failed the
+        # Parquet file, the whole batch with them (an archive audit, round two).
+        (
+            image(a_run(attempts=(Attempt(1, DAY1_MS + 5_000, 2**63, DAY1_MS + 6_000),))),
+            "lateness_ms has an invalid value",
+        ),
+        ({**image(a_run()), "job_name": {"S": "bad \ud800 name"}}, "job_name has an invalid"),
     ],
 )
 def test_a_malformed_record_is_rejected_with_its_sequence_number_and_the_rest_kept(

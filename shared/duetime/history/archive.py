@@ -172,6 +172,15 @@ def _is_int(value: object) -> bool:
     return isinstance(value, int) and not isinstance(value, bool)
 
 
+def _unicode(text: str) -> bool:
+    """Text Parquet can hold: no lone surrogate (JSON's `\\ud800` decodes to one)."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
 def _check_row(row: Mapping[str, Any]) -> None:
     """Every value has its column's type (the image is foreign data: a number may arrive as a
     string), and non-nullable columns have one."""
@@ -182,13 +191,13 @@ def _check_row(row: Mapping[str, Any]) -> None:
                 raise MalformedRecord(f"{field.name} is missing")
             continue
         if pa.types.is_string(field.type):
-            ok = isinstance(value, str) and (field.nullable or value != "")
+            ok = isinstance(value, str) and (field.nullable or value != "") and _unicode(value)
         elif pa.types.is_timestamp(field.type):
             ok = _is_int(value) and _MIN_MS <= value < _MAX_MS
         elif pa.types.is_int32(field.type):
             ok = _is_int(value) and -_INT32 <= value <= _INT32
-        else:
-            ok = _is_int(value)
+        else:  # int64 (until 2026-11-30 unbounded: Parquet refused it, and the whole batch)
+            ok = _is_int(value) and -(2**63) <= value < 2**63
         if not ok:
             raise MalformedRecord(f"{field.name} has an invalid value: {value!r}")
 
@@ -286,15 +295,16 @@ class HistoryBucket:
         )
 
     def list(self, prefix: str = PREFIX) -> list[StoredObject]:
-        """The Parquet data objects under `prefix` in `dt=` partitions, by key. Like Hive and
-        Athena, names starting with `_` or `.` are not data."""
+        """The data objects under `prefix` in `dt=` partitions, by key. As Hive and Athena
+        read them: any name but one starting with `_` or `.` (until 2026-11-30 only names
+        ending `.parquet`: a stray file was skipped here, and failed Athena's queries)."""
         found: list[StoredObject] = []
         paginator = self._s3.get_paginator("list_objects_v2")
         for page in paginator.paginate(Bucket=self.name, Prefix=prefix):
             for item in page.get("Contents", []):
                 key = item["Key"]
                 name = key.rsplit("/", 1)[-1]
-                if name.startswith(("_", ".")) or not name.endswith(".parquet"):
+                if name.startswith(("_", ".")):
                     continue
                 if partition_from_key(key) is None:
                     continue
