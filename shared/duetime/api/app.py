@@ -1,10 +1,10 @@
 """The HTTP API: a Powertools `APIGatewayHttpResolver` (payload format 2.0) over JobService.
 
 Each route parses its input, calls the service and shapes the answer with duetime.api.views.
-Errors are raised, never formatted in a route: `_error_response` turns them into HTTP (status
-table `ERROR_STATUS`). The OpenAPI document (duetime.api.openapi) describes exactly `ROUTES`.
-Which methods a path answers (405 with `Allow`, HEAD wherever GET) is duetime.api.routing; the
-JSON body every route reads is duetime.api.body.
+Errors are raised, never formatted in a route: duetime.api.responses turns them into HTTP
+(its status table `ERROR_STATUS`). The OpenAPI document (duetime.api.openapi) describes
+exactly `ROUTES`. Which methods a path answers (405 with `Allow`, HEAD wherever GET) is
+duetime.api.routing; the JSON body every route reads is duetime.api.body.
 
 The tenant is the JWT claim named by DUETIME_TENANT_CLAIM (default `sub`), as API Gateway's
 JWT authorizer passes it in `requestContext.authorizer.jwt.claims`; it never comes from the
@@ -16,9 +16,9 @@ from __future__ import annotations
 import functools
 from collections.abc import Callable, Mapping
 from http import HTTPStatus
-from typing import Any, TypeAlias, TypeVar
+from typing import Any, TypeVar
 
-from aws_lambda_powertools.event_handler import APIGatewayHttpResolver, Response, content_types
+from aws_lambda_powertools.event_handler import APIGatewayHttpResolver, Response
 from aws_lambda_powertools.event_handler.exceptions import NotFoundError
 
 from duetime.api import admin as admin_route
@@ -45,16 +45,21 @@ from duetime.api.params import (
     precondition,
 )
 from duetime.api.quotas import SubmissionLimiter
+from duetime.api.responses import (
+    JsonResponse,
+    MethodNotAllowed,
+    Unauthorized,
+    error_response,
+    job_response,
+    json_response,
+    status_of,
+)
 from duetime.api.routing import HeadResolver, allowed_methods, methods_of, shadowed
 from duetime.clock import wall_ms
 from duetime.domain.errors import (
     DomainError,
-    IdempotencyConflict,
-    IllegalTransition,
     NotFound,
-    PayloadTooLarge,
     PreconditionFailed,
-    QuotaExceeded,
     ValidationError,
 )
 from duetime.domain.jobs import parse_job_spec
@@ -64,10 +69,9 @@ from duetime.services.backfill import Backfill
 from duetime.services.batch import BatchSubmitter
 from duetime.services.jobs import JobService, JobView
 from duetime.services.operator_stats import OperatorStats
-from duetime.services.webhook_secrets import RotationConflict, WebhookSecrets
+from duetime.services.webhook_secrets import WebhookSecrets
 from duetime.settings import ApiSettings
 
-JsonResponse: TypeAlias = Response[Any]
 T = TypeVar("T")
 
 MAX_TENANT_CHARS = 256
@@ -94,34 +98,6 @@ ROUTES: tuple[tuple[str, str], ...] = (
     ("POST", "/webhook-secret/rotate"),
 )
 PUBLIC_ROUTES = frozenset({("GET", "/health"), ("GET", "/openapi.json")})
-
-
-class Unauthorized(DomainError):
-    code = "unauthorized"
-
-
-class MethodNotAllowed(DomainError):
-    code = "method_not_allowed"
-
-    def __init__(self, message: str, allow: list[str]) -> None:
-        super().__init__(message)
-        self.allow = allow
-
-
-# Most specific first: PayloadTooLarge is a ValidationError. Any other DomainError is a 400.
-ERROR_STATUS: tuple[tuple[type[DomainError], HTTPStatus], ...] = (
-    (PayloadTooLarge, HTTPStatus.REQUEST_ENTITY_TOO_LARGE),
-    (ValidationError, HTTPStatus.BAD_REQUEST),
-    (Unauthorized, HTTPStatus.UNAUTHORIZED),
-    (admin_route.Forbidden, HTTPStatus.FORBIDDEN),
-    (NotFound, HTTPStatus.NOT_FOUND),
-    (MethodNotAllowed, HTTPStatus.METHOD_NOT_ALLOWED),
-    (IllegalTransition, HTTPStatus.CONFLICT),
-    (IdempotencyConflict, HTTPStatus.CONFLICT),
-    (PreconditionFailed, HTTPStatus.PRECONDITION_FAILED),
-    (RotationConflict, HTTPStatus.CONFLICT),
-    (QuotaExceeded, HTTPStatus.TOO_MANY_REQUESTS),
-)
 
 
 def build_app(
@@ -170,11 +146,11 @@ def build_app(
 
     @route("GET", "/health")
     def health() -> JsonResponse:
-        return _json(HTTPStatus.OK, {"status": "ok"})
+        return json_response(HTTPStatus.OK, {"status": "ok"})
 
     @route("GET", "/openapi.json")
     def openapi() -> JsonResponse:
-        return _json(HTTPStatus.OK, OPENAPI)
+        return json_response(HTTPStatus.OK, OPENAPI)
 
     @route("POST", "/jobs")
     def create_job() -> JsonResponse:
@@ -186,7 +162,7 @@ def build_app(
         # With a key this may be a replay: show the job as it is now (it may have run or been
         # cancelled since). A new job has no run yet.
         view = service.get(owner, job.id) if key else JobView(job, job.status, None)
-        created = _job(HTTPStatus.CREATED, view, clock())
+        created = job_response(HTTPStatus.CREATED, view, clock())
         created.headers["Location"] = f"/jobs/{job.id}"
         return created
 
@@ -216,7 +192,7 @@ def build_app(
         # Filtered on the effective status after the read: a page may hold fewer than `limit`
         # items (even none) while `next_cursor` says more follow.
         items = [view for view in page.items if status is None or view.status == status]
-        return _json(HTTPStatus.OK, views.jobs_page_json(items, page.cursor, clock()))
+        return json_response(HTTPStatus.OK, views.jobs_page_json(items, page.cursor, clock()))
 
     # A read and a status change honour If-Match as an update does (412 on another version).
     def expected() -> frozenset[int] | None:
@@ -244,7 +220,7 @@ def build_app(
         if unchanged is not None and unchanged(view.job.version):
             etag = {"ETag": f'"{view.job.version}"', "Cache-Control": "no-store"}
             return Response(status_code=HTTPStatus.NOT_MODIFIED.value, headers=etag, body="")
-        return _job(HTTPStatus.OK, view, clock())
+        return job_response(HTTPStatus.OK, view, clock())
 
     def job_body(owner: str, job_id: str, read: Callable[[Mapping[str, Any]], T]) -> T:
         """The body of a request about one job, read by `read` (json_body, or no_body for
@@ -264,7 +240,7 @@ def build_app(
         changes = job_body(owner, job_id, json_body)
         conditions(owner, job_id)
         view = service.update(owner, job_id, changes, if_match=versions, quotas=quotas)
-        return _job(HTTPStatus.OK, view, clock())
+        return job_response(HTTPStatus.OK, view, clock())
 
     def bodiless(job_id: str, *, with_if_match: bool = False) -> tuple[str, str]:
         """The tenant and the job id of a request that changes one job and takes no body."""
@@ -276,17 +252,17 @@ def build_app(
     @route("DELETE", "/jobs/{id}")
     def cancel_job(job_id: str) -> JsonResponse:
         view = service.cancel(*bodiless(job_id), if_match=expected())
-        return _job(HTTPStatus.OK, view, clock())
+        return job_response(HTTPStatus.OK, view, clock())
 
     @route("POST", "/jobs/{id}/pause")
     def pause_job(job_id: str) -> JsonResponse:
         view = service.pause(*bodiless(job_id), if_match=expected())
-        return _job(HTTPStatus.OK, view, clock())
+        return job_response(HTTPStatus.OK, view, clock())
 
     @route("POST", "/jobs/{id}/resume")
     def resume_job(job_id: str) -> JsonResponse:
         view = service.resume(*bodiless(job_id), if_match=expected())
-        return _job(HTTPStatus.OK, view, clock())
+        return job_response(HTTPStatus.OK, view, clock())
 
     @route("POST", "/jobs/{id}/run")
     def run_job(job_id: str) -> JsonResponse:
@@ -295,7 +271,7 @@ def build_app(
         key = idempotency_key(app.current_event.headers.get("Idempotency-Key"))
         scheduled_ms = service.run_now(owner, job_id, idempotency_key=key)
         limiter.charge(owner, service.fan_out(owner, job_id))  # the runs its `after` jobs make
-        return _json(HTTPStatus.ACCEPTED, views.run_now_json(job_id, scheduled_ms))
+        return json_response(HTTPStatus.ACCEPTED, views.run_now_json(job_id, scheduled_ms))
 
     @route("GET", "/jobs/{id}/runs")
     def list_runs(job_id: str) -> JsonResponse:
@@ -304,7 +280,7 @@ def build_app(
         cursor = parse_cursor(query("cursor"))
         job_id = checked_id(job_id)
         page = _read_page(lambda: service.list_runs(owner, job_id, limit, cursor), cursor)
-        return _json(HTTPStatus.OK, views.runs_page_json(page))
+        return json_response(HTTPStatus.OK, views.runs_page_json(page))
 
     body = lambda: json_body(app.current_event.raw_event)  # noqa: E731
     backfill_route.register(
@@ -336,14 +312,14 @@ def build_app(
     def get_webhook_secret() -> JsonResponse:
         owner = tenant()
         found = secrets().get(owner)
-        return _json(HTTPStatus.OK, views.webhook_secret_json(found, clock()))
+        return json_response(HTTPStatus.OK, views.webhook_secret_json(found, clock()))
 
     @route("POST", "/webhook-secret/rotate")
     def rotate_webhook_secret() -> JsonResponse:
         owner = tenant()
         no_body(app.current_event.raw_event)
         found = secrets().rotate(owner)
-        return _json(HTTPStatus.OK, views.webhook_secret_json(found, clock()))
+        return json_response(HTTPStatus.OK, views.webhook_secret_json(found, clock()))
 
     console.register(app, settings.console)  # the web console's files: not API routes
 
@@ -354,10 +330,10 @@ def build_app(
         # A path the resolver could not match for a method we serve there (an id with
         # characters no job id has) is simply not found.
         if allow and method not in allow:
-            return _error_response(
+            return error_response(
                 MethodNotAllowed(f"{method} is not allowed on {path[:200]}", allow)
             )
-        return _error_response(NotFound(f"no route {method} {path[:200]}"))
+        return error_response(NotFound(f"no route {method} {path[:200]}"))
 
     # A literal path is refused the methods of the {id} route that would read it as an id
     # (GET /jobs/batch is not the job "batch"): registered, they are tried before that route.
@@ -370,14 +346,14 @@ def build_app(
 
     def unexpected(exc: Exception) -> JsonResponse:
         logger.exception("unhandled error")
-        return _json(
+        return json_response(
             HTTPStatus.INTERNAL_SERVER_ERROR,
             {"error": {"code": "internal", "message": "internal error"}},
         )
 
     # The one place errors become HTTP. Lookup follows the exception's MRO, so every
     # DomainError gets its mapped status and anything else is a JSON 500.
-    app.exception_handler(DomainError)(_error_response)
+    app.exception_handler(DomainError)(error_response)
     app.exception_handler(Exception)(unexpected)
 
     return app
@@ -410,40 +386,3 @@ def _read_page(read: Callable[[], Page[T]], cursor: str | None) -> Page[T]:
         if cursor is None:
             raise
         raise ValidationError("cursor", "not a cursor from a previous page") from None
-
-
-# --- responses: the one place errors become HTTP -------------------------------------------
-
-
-def _json(status: HTTPStatus, body: Any, headers: Mapping[str, str] | None = None) -> JsonResponse:
-    return Response(
-        status_code=status.value,
-        content_type=content_types.APPLICATION_JSON,
-        body=body,
-        headers=dict(headers or {}),
-    )
-
-
-def _job(status: HTTPStatus, view: JobView, now_ms: int) -> JsonResponse:
-    """A job, with its version as the ETag (what `If-Match` of an update names)."""
-    return _json(status, views.job_json(view, now_ms), {"ETag": f'"{view.job.version}"'})
-
-
-def status_of(exc: DomainError) -> HTTPStatus:
-    for kind, status in ERROR_STATUS:
-        if isinstance(exc, kind):
-            return status
-    return HTTPStatus.BAD_REQUEST
-
-
-def _error_response(exc: DomainError) -> JsonResponse:
-    error: dict[str, Any] = {"code": exc.code, "message": getattr(exc, "message", str(exc))}
-    where = getattr(exc, "field", None)
-    if where is not None:  # "" too: a body key spelt "" is named as such
-        error["field"] = where
-    headers: dict[str, str] = {}
-    if isinstance(exc, QuotaExceeded):
-        headers["Retry-After"] = str(exc.retry_after_seconds)
-    if isinstance(exc, MethodNotAllowed):
-        headers["Allow"] = ", ".join(exc.allow)
-    return _json(status_of(exc), {"error": error}, headers)
