@@ -14,6 +14,7 @@ import base64
 import binascii
 import json
 import math
+import sys
 from collections.abc import Mapping
 from typing import Any
 
@@ -67,6 +68,7 @@ def strict_json(text: str) -> object:
             object_pairs_hook=object_of,
             parse_constant=_reject_constant,
             parse_float=_finite_float,
+            parse_int=_double_int,
         )
     except RecursionError:
         raise ValidationError("body", f"nested more than {MAX_JSON_DEPTH} levels") from None
@@ -138,6 +140,14 @@ def _finite_float(text: str) -> float:
     mantissa = text.lower().partition("e")[0]
     if not math.isfinite(value) or (value == 0 and mantissa.strip("-+0.")):
         raise ValueError(f"number {text[:20]} is out of range")
+    return value
+
+
+def _double_int(text: str) -> int:
+    """An integer a double holds (no more than 309 digits): one past it was stored and
+    answered back, Infinity to most readers (since 2026-11-30; a contract audit)."""
+    if len(text.lstrip("-")) > 309 or abs(value := int(text)) > sys.float_info.max:
+        raise ValueError(f"number {text[:20]}… is out of range")
     return value
 
 
