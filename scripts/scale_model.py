@@ -11,7 +11,7 @@ deployment profile (infra/profiles.py).
     [--sweep-measurement-recurring docs/figures/sweep_scale_recurring.json]
     [--recurring-share 0.5] [--run-seconds 0.2] [--early-wait-seconds 0.15]
     [--worker-seconds-per-run S] [--lambda-architecture arm64] [--measured FOOTPRINT.json]
-    [--json]
+    [--records-per-invocation 10] [--webhook-tenants 100] [--job-item-bytes 724] [--json]
 
 It also prices the whole bill per million runs of each path (one-off by POST /jobs, one-off by
 POST /jobs/batch, recurring occurrence; on-demand and provisioned DynamoDB) beside EventBridge
@@ -114,6 +114,14 @@ PRICE_S3_GB_MONTH = 0.023
 # of DynamoDB triggers are free" — the archiver's reads of the runs table's stream cost nothing.
 PRICE_DYNAMODB_GB_MONTH = 0.25
 PRICE_STREAM_READ_BY_LAMBDA = 0.0
+# DynamoDB pricing, continuous backups (point-in-time recovery): $0.20 per GB-month of the
+# table's size, on top of its storage. Every duetime table has it (infra/constructs/data.py,
+# `point_in_time_recovery_enabled=True`). DynamoDB bills each item's size plus 100 bytes of
+# overhead ("Item sizes and formats"; the storage price's note).
+PRICE_DYNAMODB_PITR_GB_MONTH = 0.20
+DYNAMODB_ITEM_OVERHEAD_BYTES = 100
+# KMS pricing: $0.03 per 10,000 requests (a webhook secret's Decrypt).
+PRICE_KMS_REQUEST = 0.03 / 10_000
 # CloudWatch pricing: a custom metric $0.30 a month (first 10,000; EMF bills one metric per
 # unique metric name + dimension set); logs ingestion $0.50 per GB (Standard log class).
 PRICE_CW_METRIC_MONTH = 0.30
@@ -126,6 +134,13 @@ XRAY_SAMPLED_SHARE = 0.05
 # EventBridge pricing, Scheduler: $1.00 per million invocations after 14 million free a month.
 PRICE_SCHEDULER_INVOCATION = 1.00e-6
 SCHEDULER_FREE_INVOCATIONS_PER_MONTH = 14_000_000
+# Free tiers: EventBridge Scheduler's 14 million free invocations are counted (they are part
+# of its published price); duetime's are not (Lambda's 1 million requests and 400,000 GB-s,
+# SQS's 1 million requests, CloudWatch's 10 metrics and 5 GB of logs, X-Ray's 100,000 traces,
+# DynamoDB's 25 GB: an account's, shared with whatever else it runs). The comparison holds at
+# volume: below this sustained rate the output warns that the free tiers and duetime's fixed
+# monthly costs (custom metrics, the sweeps' ticks) move it.
+FIXED_COSTS_WARNING_RATE = 50.0
 DAYS_PER_MONTH = 730 / 24  # the model's 730-hour month
 # Lambda pricing page, "Provisioned Mode for Event Source Mapping (ESM) Pricing": for SQS an
 # Event Poller Unit (EPU) supports one event poller; $0.00925 per EPU-hour in us-east-1 (the
@@ -174,8 +189,21 @@ FARGATE_DELETE_HOLD_SECONDS = 1.0
 FARGATE_LAUNCH_BURST = 100
 FARGATE_LAUNCHES_PER_SECOND = 20
 # The SQS requests of a Lambda worker's run, in `sqs_per_run`: its receive and its delete by
-# the event source mapping, 10 a request (the rest is the send).
+# the event source mapping, 10 a request (the rest is the send). They hold for full batches:
+# the mapping sets no batching window (infra/constructs/engine.py), so an invocation takes
+# whatever one receive returned (`worker_batch_fill`; `lambda_sqs_per_run`).
 LAMBDA_RECEIVE_AND_DELETE_PER_RUN = 2 / SQS_BATCH
+# The fill the output and docs/cost.md also price, beside full batches (an outside audit,
+# 2026-11-30, counted 9.5 records per non-empty receive in the bench's burst, 7.1 in its cron
+# scenario and 1.4 at a steady 20 runs/s, on the local stack).
+LOWER_BATCH_FILL = 5.0
+# A worker caches a tenant's decrypted webhook secret this long (per process: on Lambda, per
+# execution environment): duetime.services.webhook_secrets.DEFAULT_CACHE_SECONDS.
+WEBHOOK_SECRET_CACHE_SECONDS = 60.0
+# A recurring occurrence of the `recurring` path (a timer per occurrence) is a daily job's; the
+# `recurring_frequent` path's, one a minute: their job items are stored that long per
+# occurrence (`dynamodb_storage_by_item`).
+FREQUENT_INTERVAL_SECONDS = 60.0
 # scripts/sweep_scale.py writes its measurements here (relative to the repository): all
 # one-off timers, and its run with --recurring-share 1.0 (every sustained timer recurring).
 DEFAULT_SWEEP_MEASUREMENT = Path("docs/figures/sweep_scale.json")
@@ -283,6 +311,10 @@ class Inputs:
     sweeper_memory_mb: int = 1024
     sweeper_reserved_concurrency: int | None = None  # None: the account's unreserved pool
     worker_batch_size: int = 10
+    # Records an invocation carries on average (None: full batches of `worker_batch_size`).
+    # The mapping sets no batching window (infra/constructs/engine.py): an invocation takes
+    # whatever one receive returned, so a trickle fills batches less than a burst does.
+    worker_batch_fill: float | None = None
     worker_memory_mb: int = 512  # the CLI and `inputs_from_profile`: WORKER_MEMORY_MB (deployed)
     worker_timeout_seconds: int = 900
     worker_queues: int = 1  # queues (event source mappings) the load is spread over
@@ -324,14 +356,40 @@ class Inputs:
     archived_row_bytes: int = 60  # zstd Parquet row; assumed
     hot_window_days: float = 30.0
     history_retention_days: float = 365.0
+    # The other items a run keeps in DynamoDB (`dynamodb_storage_by_item`). A one-off job's item
+    # stays until the hot window after its run has ended (services/submission.py `expiry`,
+    # domain/planning.py `hot_until`): Job.size_bytes of a typical spec, a webhook target with a
+    # 46 B payload (spec 486 B + JOB_OVERHEAD_BYTES 200 + a 12-character tenant + the 26-character
+    # id; the bench's noop spec is 394 B). `one_off_lead_days`: from its submission to its run,
+    # which it and its timer are stored too (0: not counted). A timer stays `timer_ttl_days`
+    # after its due time (settings.py timer_ttl_seconds). A recurring job's item lives as long
+    # as the job: each occurrence is charged the interval to the next (a day on the `recurring`
+    # path, a minute on `recurring_frequent`), and the hot window after the job ends shared
+    # over its `occurrences_per_recurring_job`. DynamoDB adds 100 B to every item; point-in-time
+    # recovery (every table) costs $0.20 per GB-month more.
+    job_item_bytes: int = 724
+    one_off_lead_days: float = 0.0
+    timer_ttl_days: float = 7.0
+    item_overhead_bytes: int = DYNAMODB_ITEM_OVERHEAD_BYTES
+    point_in_time_recovery: bool = True
+    recurring_interval_seconds: float = 86_400.0
+    # Webhook signing secrets (services/webhook_secrets.py): a worker process decrypts a
+    # tenant's secret (a strongly consistent GetItem and a KMS Decrypt; two during a rotation's
+    # grace) at most once per cache period while it delivers for the tenant. On Lambda every
+    # execution environment is such a process: the cost is per (environment, tenant) pair, so
+    # tenants × concurrency (`webhook_secrets_per_month`). Assumed: 100 tenants with HTTP
+    # targets, each delivered to by every environment within each minute.
+    webhook_tenants: int = 100
+    webhook_secret_cache_seconds: float = WEBHOOK_SECRET_CACHE_SECONDS
+    kms_decrypts_per_refresh: float = 1.0
     # CloudWatch: EMF metrics under one dimension set (the service): one custom metric per name
-    # (duetime.observability.Metric 19, ArchiveMetric 4, CompactionMetric 2); the worker
+    # (duetime.observability.Metric 21, ArchiveMetric 4, CompactionMetric 2); the worker
     # handler's log bytes per run (its JSON lines and its EMF line per invocation: Powertools
     # flushes the invocation's metrics once), measured (MEASURED_WORKER_LOG_BYTES_PER_RUN, or
     # `--measured FILE`'s); and Lambda's own records per invocation (START, END, REPORT: about
     # 300 B), none as deployed: the functions' system log level is WARN and those are INFO
     # (infra/constructs/functions.py).
-    custom_metrics: int = 25
+    custom_metrics: int = 27
     worker_log_bytes_per_run: float = 500.0
     worker_log_source: str = "assumed"  # or "measured ..." (MEASURED_WORKER_LOG_SOURCE, file)
     lambda_platform_log_bytes_per_invocation: float = 0.0
@@ -362,6 +420,14 @@ class Inputs:
         )
         recurring = self.reads_recurring + (SWEEP_JOB_READS + horizon) / self.occurrences_per_sweep
         return (1 - share) * self.reads_one_off + share * recurring
+
+    @property
+    def records_per_invocation(self) -> float:
+        """Records a worker invocation carries: the fill given, at most the batch size; full
+        batches when none is given."""
+        if self.worker_batch_fill is None:
+            return float(self.worker_batch_size)
+        return min(float(self.worker_batch_size), self.worker_batch_fill)
 
     @property
     def provisioned(self) -> bool:
@@ -1022,7 +1088,7 @@ def cpu_share(memory_mb: float) -> float:
 def batch_cpu_seconds(inputs: Inputs) -> float:
     """The wall time a batch's CPU work takes at the worker's CPU share (0 when not counted)."""
     cpu = inputs.worker_cpu_seconds_per_run or 0.0
-    return cpu * inputs.worker_batch_size / cpu_share(inputs.worker_memory_mb)
+    return cpu * inputs.records_per_invocation / cpu_share(inputs.worker_memory_mb)
 
 
 def worker_memory_rule(
@@ -1083,7 +1149,14 @@ def worker_seconds_per_run(inputs: Inputs) -> float:
     invocation's seconds shared by its batch's records."""
     if inputs.worker_seconds_per_run is not None:
         return inputs.worker_seconds_per_run
-    return invocation_seconds(inputs) / inputs.worker_batch_size
+    return invocation_seconds(inputs) / inputs.records_per_invocation
+
+
+def lambda_sqs_per_run(inputs: Inputs, sqs_per_run: float) -> float:
+    """SQS requests per run with the Lambda workers: `sqs_per_run` counts the mapping's receive
+    and delete at full batches (2 ÷ 10); at another fill they are 2 ÷ the records an
+    invocation carries (empty receives by idle pollers are not counted)."""
+    return sqs_per_run - LAMBDA_RECEIVE_AND_DELETE_PER_RUN + 2 / inputs.records_per_invocation
 
 
 def longest_of_uniform_waits(bound_seconds: float, records: int) -> float:
@@ -1127,17 +1200,17 @@ def mappings_per_priority(inputs: Inputs, runs_per_second: float) -> int:
 
 def concurrency_for(inputs: Inputs, runs_per_second: float) -> int:
     """Little's law: concurrent invocations = batches per second × invocation time."""
-    return math.ceil(runs_per_second / inputs.worker_batch_size * invocation_seconds(inputs))
+    return math.ceil(runs_per_second / inputs.records_per_invocation * invocation_seconds(inputs))
 
 
 def runs_per_unit(inputs: Inputs) -> float:
     """Runs per second one unit of mapping capacity (one concurrent invocation) delivers. In
     provisioned mode a poller drives 10 invocations but also polls at most 10 times a second
     and 1 MB/s: a unit then takes at most a tenth of that."""
-    per_invocation = inputs.worker_batch_size / invocation_seconds(inputs)
+    per_invocation = inputs.records_per_invocation / invocation_seconds(inputs)
     if not inputs.provisioned:
         return per_invocation
-    polls = POLLER_POLLS_PER_SECOND * inputs.worker_batch_size / POLLER_CONCURRENCY
+    polls = POLLER_POLLS_PER_SECOND * inputs.records_per_invocation / POLLER_CONCURRENCY
     throughput = POLLER_BYTES_PER_SECOND / inputs.message_bytes / POLLER_CONCURRENCY
     return min(per_invocation, polls, throughput)
 
@@ -1209,7 +1282,7 @@ def workers_plan(inputs: Inputs, *, queues: int, account_concurrency: int) -> Wo
     sized = replace(inputs, worker_queues=queues, account_concurrency=account_concurrency)
     # The account's quota caps invocations; in units of mapping capacity that is more when a
     # unit takes fewer runs than an invocation could (provisioned: the pollers' polls).
-    per_invocation = inputs.worker_batch_size / invocation_seconds(inputs)
+    per_invocation = inputs.records_per_invocation / invocation_seconds(inputs)
     account_units = math.floor(account_concurrency * per_invocation / runs_per_unit(inputs))
     cap = min(account_units, queues * mapping_cap(inputs))
     drain, backlog, lateness, ramp, start = simulate_drain(sized, cap)
@@ -1264,7 +1337,7 @@ def monthly_cost(inputs: Inputs, sustained: Tables, peak: Tables, workers: Worke
         rcu = tables.total_rru() / inputs.provisioned_utilisation
         return (wcu * PRICE_WCU_HOUR + rcu * PRICE_RCU_HOUR) * HOURS_PER_MONTH
 
-    invocations = runs / inputs.worker_batch_size
+    invocations = runs / inputs.records_per_invocation
     gb_seconds = runs * worker_seconds_per_run(inputs) * inputs.worker_memory_mb / 1024
     # Sweeps: every minute the coordinator (~0.1 s at 512 MB) and one invocation per shard,
     # each as long as its share of the minute's timers takes (at least the coordinator's).
@@ -1295,7 +1368,7 @@ def monthly_cost(inputs: Inputs, sustained: Tables, peak: Tables, workers: Worke
         dynamodb_on_demand=round(on_demand, 2),
         dynamodb_provisioned_sustained=round(provisioned(sustained), 2),
         dynamodb_provisioned_peak=round(provisioned(peak), 2),
-        sqs=round(runs * inputs.sqs_per_run * PRICE_SQS_REQUEST, 2),
+        sqs=round(runs * lambda_sqs_per_run(inputs, inputs.sqs_per_run) * PRICE_SQS_REQUEST, 2),
         lambda_workers=round(
             gb_seconds * lambda_gb_second_price(inputs) + invocations * PRICE_LAMBDA_REQUEST, 2
         ),
@@ -1360,6 +1433,10 @@ class PathBill:
     fargate_sqs: float = 0.0
     on_demand_fargate: float = 0.0
     provisioned_fargate: float = 0.0
+    # $ per million runs of DynamoDB storage and point-in-time recovery by item (run, job,
+    # timer): the parts `dynamodb_storage` and `dynamodb_pitr` split by item.
+    dynamodb_storage_by_item: dict[str, float] = field(default_factory=dict)
+    fargate_webhook_secrets: float = 0.0  # the webhook secrets' bill with Fargate workers
 
 
 @dataclass(frozen=True)
@@ -1380,6 +1457,13 @@ class Bill:
     targets: list[TargetCheck]
     fargate: FargateWorkers | None = None  # the Fargate workers the `_fargate` figures price
     staged_second: dict[str, float] = field(default_factory=dict)  # by runtime, $ per million
+    # The workers + SQS at full batches and at LOWER_BATCH_FILL records an invocation, and a
+    # batch-created one-off's totals at that fill (`lower_fill_bill`).
+    batch_fill: dict[str, float] = field(default_factory=dict)
+    # duetime's fixed monthly costs, $ a month: custom metrics, the sweeps' ticks, the pollers.
+    fixed_monthly: dict[str, float] = field(default_factory=dict)
+    webhook_secrets_per_month: float = 0.0  # $ a month with the Lambda workers
+    warnings: list[str] = field(default_factory=list)  # what the comparison does not hold for
 
 
 def one_off_batch_reads(inputs: Inputs) -> float:
@@ -1400,7 +1484,7 @@ def path_requests(inputs: Inputs, path: str) -> PathRequests:
         return PathRequests(
             inputs.writes_one_off,
             inputs.reads_one_off,
-            inputs.sqs_per_run,
+            lambda_sqs_per_run(inputs, inputs.sqs_per_run),
             1.0,
             inputs.api_ms_single / 1000,
             one_off_sweep,
@@ -1409,7 +1493,7 @@ def path_requests(inputs: Inputs, path: str) -> PathRequests:
         return PathRequests(
             inputs.writes_one_off_batch,
             one_off_batch_reads(inputs),
-            inputs.sqs_per_run_batch,
+            lambda_sqs_per_run(inputs, inputs.sqs_per_run_batch),
             1 / inputs.api_batch_jobs,
             inputs.api_ms_batch / 1000 / inputs.api_batch_jobs,
             one_off_sweep,
@@ -1424,12 +1508,85 @@ def path_requests(inputs: Inputs, path: str) -> PathRequests:
         return PathRequests(
             recurring.writes_per_run,
             recurring.reads_per_run,
-            inputs.sqs_per_run,
+            lambda_sqs_per_run(inputs, inputs.sqs_per_run),
             created,
             created * inputs.api_ms_single / 1000,
             1 / (per_shard_recurring_throughput(inputs) * inputs.occurrences_per_sweep),
         )
     raise ValueError(f"unknown path {path!r}")
+
+
+def _stored_gb_months(item_bytes: float, overhead: float, days: float) -> float:
+    """GB-months of an item of `item_bytes` (plus DynamoDB's per-item overhead) kept `days`."""
+    return (item_bytes + overhead) / GB * days / DAYS_PER_MONTH
+
+
+def dynamodb_storage_by_item(inputs: Inputs, path: str) -> dict[str, float]:
+    """GB-months of DynamoDB storage per run of `path`, by item, DynamoDB's 100 B per item
+    included (priced at storage + point-in-time recovery by `path_bill`):
+    - run: the run record, the hot window;
+    - job: a one-off's item, from its submission (`one_off_lead_days`) to the hot window after
+      its run; a recurring job's, the interval to the next occurrence (a day on `recurring`, a
+      minute on `recurring_frequent`) plus the hot window after the job ends shared over its
+      occurrences;
+    - timer: a one-off's (those through a timer, `timer_share`), from its submission to
+      `timer_ttl_days` after its due time; a recurring chain's, written an interval per
+      occurrence it covers ahead of its due time, kept as long after, shared by its
+      `occurrences_per_sweep` occurrences."""
+    overhead = inputs.item_overhead_bytes
+    run = _stored_gb_months(inputs.run_item_bytes, overhead, inputs.hot_window_days)
+    if path in ("one_off_single", "one_off_batch"):
+        lead = inputs.one_off_lead_days
+        job = _stored_gb_months(inputs.job_item_bytes, overhead, lead + inputs.hot_window_days)
+        timer = inputs.timer_share * _stored_gb_months(
+            inputs.timer_item_bytes, overhead, lead + inputs.timer_ttl_days
+        )
+        return {"run": run, "job": job, "timer": timer}
+    if path in ("recurring", "recurring_frequent"):
+        frequent = path == "recurring_frequent"
+        interval_days = (
+            FREQUENT_INTERVAL_SECONDS if frequent else inputs.recurring_interval_seconds
+        ) / 86_400
+        per_timer = FREQUENT_OCCURRENCES_PER_TIMER if frequent else inputs.occurrences_per_sweep
+        job_days = interval_days + inputs.hot_window_days / inputs.occurrences_per_recurring_job
+        timer_days = interval_days * per_timer + inputs.timer_ttl_days
+        return {
+            "run": run,
+            "job": _stored_gb_months(inputs.job_item_bytes, overhead, job_days),
+            "timer": _stored_gb_months(inputs.timer_item_bytes, overhead, timer_days) / per_timer,
+        }
+    raise ValueError(f"unknown path {path!r}")
+
+
+def webhook_secret_refreshes_per_month(inputs: Inputs, processes: float) -> float:
+    """Decryptions of a webhook secret a month (each a GetItem and `kms_decrypts_per_refresh`
+    KMS Decrypt calls): every worker process (a Lambda execution environment, a Fargate task)
+    refreshes each webhook tenant it delivers for once per cache period; a process delivers for
+    at most as many tenants as it handles runs in that period."""
+    if processes <= 0 or inputs.webhook_tenants <= 0:
+        return 0.0
+    period = inputs.webhook_secret_cache_seconds
+    tenants = min(float(inputs.webhook_tenants), inputs.rate * period / processes)
+    return processes * tenants * HOURS_PER_MONTH * 3600 / period
+
+
+def webhook_secrets_per_month(inputs: Inputs, processes: float) -> float:
+    """$ a month of webhook-secret decrypts by `processes` worker processes: webhook tenants ×
+    processes × 43,800 refreshes (one a minute) × (KMS Decrypt + a strongly consistent
+    GetItem)."""
+    each = inputs.kms_decrypts_per_refresh * PRICE_KMS_REQUEST + PRICE_READ_REQUEST
+    return webhook_secret_refreshes_per_month(inputs, processes) * each
+
+
+def sweep_ticks_per_month(inputs: Inputs) -> float:
+    """The sweeps' fixed monthly part, $: the coordinator a minute and each shard's invocation
+    a minute (at least the coordinator's time), whatever they hand over."""
+    minutes = HOURS_PER_MONTH * 60
+    gb_s = lambda_gb_second_price(inputs)
+    return (
+        minutes * inputs.timer_shards * inputs.coordinator_seconds * inputs.sweeper_memory_mb / 1024
+        + minutes * inputs.coordinator_seconds * 512 / 1024
+    ) * gb_s + minutes * (inputs.timer_shards + 1) * PRICE_LAMBDA_REQUEST
 
 
 def http_api_price(requests_per_month: float) -> float:
@@ -1566,35 +1723,32 @@ def path_bill(inputs: Inputs, path: str, runs_per_month: float, pollers: float =
     r = path_requests(inputs, path)
     gb_s = lambda_gb_second_price(inputs)
     per_run_month = 1 / runs_per_month if runs_per_month else 0.0
-    minutes = HOURS_PER_MONTH * 60
-    # The sweeps' fixed part: the coordinator a minute, each shard's invocation a minute.
-    fixed_sweep = (
-        minutes * inputs.timer_shards * inputs.coordinator_seconds * inputs.sweeper_memory_mb / 1024
-        + minutes * inputs.coordinator_seconds * 512 / 1024
-    ) * gb_s + minutes * (inputs.timer_shards + 1) * PRICE_LAMBDA_REQUEST
+    fixed_sweep = sweep_ticks_per_month(inputs)
+    by_item = dynamodb_storage_by_item(inputs, path)
+    stored = sum(by_item.values())  # GB-months per run, all items, DynamoDB's overhead included
+    pitr = PRICE_DYNAMODB_PITR_GB_MONTH if inputs.point_in_time_recovery else 0.0
+    lambda_processes = concurrency_for(inputs, inputs.rate)
     api_invocations = r.api_requests
     logs_bytes = (
         inputs.worker_log_bytes_per_run
-        + inputs.lambda_platform_log_bytes_per_invocation / inputs.worker_batch_size
+        + inputs.lambda_platform_log_bytes_per_invocation / inputs.records_per_invocation
         + inputs.api_log_bytes_per_request * api_invocations
     )
     traces = XRAY_SAMPLED_SHARE * (
-        1 / inputs.worker_batch_size + api_invocations + 1 / inputs.archive_batch
+        1 / inputs.records_per_invocation + api_invocations + 1 / inputs.archive_batch
     )
     parts = {
         "dynamodb": r.writes * PRICE_WRITE_REQUEST + r.reads * PRICE_READ_REQUEST,
-        "dynamodb_storage": inputs.run_item_bytes
-        / GB
-        * inputs.hot_window_days
-        / DAYS_PER_MONTH
-        * PRICE_DYNAMODB_GB_MONTH,
+        "dynamodb_storage": stored * PRICE_DYNAMODB_GB_MONTH,
+        "dynamodb_pitr": stored * pitr,
         "sqs": r.sqs * PRICE_SQS_REQUEST,
         "api_gateway": r.api_requests * http_api_price(runs_per_month * r.api_requests),
         "lambda_api": api_invocations * PRICE_LAMBDA_REQUEST
         + r.api_seconds * inputs.api_memory_mb / 1024 * gb_s,
-        "lambda_workers": PRICE_LAMBDA_REQUEST / inputs.worker_batch_size
+        "lambda_workers": PRICE_LAMBDA_REQUEST / inputs.records_per_invocation
         + worker_seconds_per_run(inputs) * inputs.worker_memory_mb / 1024 * gb_s,
         "event_pollers": pollers * per_run_month,
+        "webhook_secrets": webhook_secrets_per_month(inputs, lambda_processes) * per_run_month,
         "lambda_sweeps": r.sweep_seconds * inputs.sweeper_memory_mb / 1024 * gb_s
         + fixed_sweep * per_run_month,
         "archive": (
@@ -1623,10 +1777,13 @@ def path_bill(inputs: Inputs, path: str, runs_per_month: float, pollers: float =
     on_demand = sum(per_million.values())
     fargate = fargate_workers(inputs)
     fargate_tasks = fargate.task_dollars_per_run * 1e6
+    # A Fargate task is one worker process: it decrypts a tenant's secret once a minute for
+    # all its slots, where Lambda pays it per execution environment.
+    fargate_webhook = webhook_secrets_per_month(inputs, fargate.tasks_at_rate) * per_run_month * 1e6
     fargate_sqs = (
         (
             r.sqs
-            - LAMBDA_RECEIVE_AND_DELETE_PER_RUN
+            - 2 / inputs.records_per_invocation
             + fargate.receives_per_run
             + fargate.deletes_per_run
         )
@@ -1638,8 +1795,10 @@ def path_bill(inputs: Inputs, path: str, runs_per_month: float, pollers: float =
         - per_million["lambda_workers"]
         - per_million["event_pollers"]
         - per_million["sqs"]
+        - per_million["webhook_secrets"]
         + fargate_tasks
         + fargate_sqs
+        + fargate_webhook
     )
     to_provisioned = provisioned_dynamodb - per_million["dynamodb"]
     return PathBill(
@@ -1653,6 +1812,11 @@ def path_bill(inputs: Inputs, path: str, runs_per_month: float, pollers: float =
         fargate_sqs=round(fargate_sqs, 6),
         on_demand_fargate=round(on_demand_fargate, 4),
         provisioned_fargate=round(on_demand_fargate + to_provisioned, 4),
+        dynamodb_storage_by_item={
+            item: round(gb_months * (PRICE_DYNAMODB_GB_MONTH + pitr) * 1e6, 6)
+            for item, gb_months in by_item.items()
+        },
+        fargate_webhook_secrets=round(fargate_webhook, 6),
     )
 
 
@@ -1666,6 +1830,12 @@ def whole_bill(inputs: Inputs, runs_per_month: float, pollers: float = 0.0) -> B
         for path, capacity, target in TARGETS:
             value = getattr(by_path[path], capacity + suffix)
             targets.append(TargetCheck(path, capacity, value, target, value <= target, workers))
+    webhook = webhook_secrets_per_month(inputs, concurrency_for(inputs, inputs.rate))
+    fixed = {
+        "custom_metrics": round(inputs.custom_metrics * PRICE_CW_METRIC_MONTH, 2),
+        "sweep_ticks": round(sweep_ticks_per_month(inputs), 2),
+        "event_pollers": round(pollers, 2),
+    }
     return Bill(
         runs_per_month=runs_per_month,
         eventbridge_scheduler_per_million=round(scheduler_per_million(runs_per_month), 4),
@@ -1673,7 +1843,56 @@ def whole_bill(inputs: Inputs, runs_per_month: float, pollers: float = 0.0) -> B
         targets=targets,
         fargate=fargate_workers(inputs),
         staged_second=staged_second_per_million(inputs),
+        batch_fill=lower_fill_bill(inputs, runs_per_month, pollers),
+        fixed_monthly=fixed,
+        webhook_secrets_per_month=round(webhook, 2),
+        warnings=free_tier_warnings(inputs, runs_per_month, sum(fixed.values()), webhook),
     )
+
+
+def _workers_and_sqs(bill: PathBill) -> float:
+    return bill.parts["lambda_workers"] + bill.parts["event_pollers"] + bill.parts["sqs"]
+
+
+def lower_fill_bill(
+    inputs: Inputs, runs_per_month: float, pollers: float = 0.0
+) -> dict[str, float]:
+    """The Lambda workers + SQS ($ per million runs) at the inputs' fill and at LOWER_BATCH_FILL
+    records an invocation, and a batch-created one-off's totals at that lower fill: the
+    workers and SQS figures hold for the fill priced (full batches by default)."""
+    lower = replace(inputs, worker_batch_fill=min(LOWER_BATCH_FILL, inputs.records_per_invocation))
+    now = path_bill(inputs, "one_off_batch", runs_per_month, pollers)
+    then = path_bill(lower, "one_off_batch", runs_per_month, pollers)
+    return {
+        "records_per_invocation": inputs.records_per_invocation,
+        "workers_and_sqs": round(_workers_and_sqs(now), 4),
+        "lower_records_per_invocation": lower.records_per_invocation,
+        "lower_workers_and_sqs": round(_workers_and_sqs(then), 4),
+        "lower_one_off_batch_on_demand": then.on_demand,
+        "lower_one_off_batch_provisioned": then.provisioned,
+    }
+
+
+def free_tier_warnings(
+    inputs: Inputs, runs_per_month: float, fixed_monthly: float, webhook_monthly: float = 0.0
+) -> list[str]:
+    """Below FIXED_COSTS_WARNING_RATE: the comparison with EventBridge Scheduler is made at
+    volume (its free tier counted, duetime's not; fixed monthly costs spread over few runs)."""
+    if inputs.rate >= FIXED_COSTS_WARNING_RATE or runs_per_month <= 0:
+        return []
+    return [
+        f"At {inputs.rate:,g} runs/s ({runs_per_month / 1e6:,.1f} million runs a month) the "
+        "comparison with EventBridge Scheduler does not hold: it is made at volume (≥ "
+        f"{FIXED_COSTS_WARNING_RATE:g} runs/s). Scheduler's 14 million free invocations a month "
+        f"are counted (${scheduler_per_million(runs_per_month):.2f} per million here); "
+        "duetime's free tiers are not (Lambda 1 million requests and 400,000 GB-s, SQS 1 "
+        "million requests, CloudWatch 10 metrics and 5 GB of logs, X-Ray 100,000 traces, "
+        "DynamoDB 25 GB: an account's, shared); and its fixed monthly costs (custom metrics, "
+        f"the sweeps' ticks, pollers: ${fixed_monthly:,.2f} a month) are "
+        f"${fixed_monthly / runs_per_month * 1e6:,.2f} of every path's $ per million, the "
+        f"webhook secrets' decrypts (${webhook_monthly:,.2f} a month: per worker environment "
+        f"and tenant, however few the runs) ${webhook_monthly / runs_per_month * 1e6:,.2f}."
+    ]
 
 
 def limit_checks(inputs: Inputs, peak: Tables, sustained: Tables, workers: Workers) -> list[Check]:
@@ -2028,6 +2247,13 @@ def input_sources(inputs: Inputs) -> dict[str, str]:
         "run_seconds": given_or("run_seconds", "assumed (the target's execution time)"),
         "api_ms_single": given_or("api_ms_single", "assumed"),
         "api_ms_batch": given_or("api_ms_batch", "assumed"),
+        "records_per_invocation": (
+            "given" if inputs.worker_batch_fill is not None else "assumed (full batches)"
+        ),
+        "job_item_bytes": given_or(
+            "job_item_bytes", "assumed (Job.size_bytes of a webhook job, 46 B payload)"
+        ),
+        "webhook_tenants": given_or("webhook_tenants", "assumed"),
     }
 
 
@@ -2076,6 +2302,13 @@ def _breaks_at(result: Plan, check: Check) -> float | None:
     """The sustained rate (with the burst scaled alike) at which a limit breaks."""
     scale = result.breaking_scale.get(check.name)
     return None if scale is None else round(scale * result.inputs.rate)
+
+
+def _batch_fill(inputs: Inputs) -> str:
+    """What the records per invocation are: full batches (the default), or the fill given."""
+    if inputs.worker_batch_fill is None:
+        return "full batches assumed: --records-per-invocation for another fill"
+    return f"{inputs.records_per_invocation:g} records an invocation"
 
 
 def _n(value: float) -> str:
@@ -2131,8 +2364,9 @@ def render(result: Plan) -> str:
         f"{_n(s.read_bound_seconds)} s; handed over ≈ {_n(s.seconds)} s after the tick "
         f"(deadline {s.deadline_seconds:.0f} s); jobs table reads while sweeping "
         f"{_n(s.jobs_rru_while_sweeping)} RRU/s",
-        f"- workers: invocation {w.invocation_seconds} s (batch {i.worker_batch_size}, records "
-        f"run concurrently); concurrency {w.concurrency_sustained:,} sustained, "
+        f"- workers: invocation {w.invocation_seconds} s (batch {i.worker_batch_size}, "
+        f"{_batch_fill(i)}, records run concurrently); concurrency "
+        f"{w.concurrency_sustained:,} sustained, "
         f"{w.concurrency_peak:,} at the peak; {w.in_flight_peak:,} messages in flight; "
         f"{w.queues_needed} queue(s)/mapping(s)",
         f"- queues/event source mappings per (runtime, priority), at most "
@@ -2142,7 +2376,7 @@ def render(result: Plan) -> str:
         f"({i.worker_memory_mb} MB, {i.lambda_architecture})",
         f"- worker time per invocation: early wait {_n(i.early_wait_seconds)} s + run "
         f"{_n(i.run_seconds)} s + calls {_n(i.run_overhead_ms)} ms + the batch's CPU "
-        f"{batch_cpu_seconds(i) * 1000:,.0f} ms ({i.worker_batch_size} runs of "
+        f"{batch_cpu_seconds(i) * 1000:,.0f} ms ({i.records_per_invocation:g} runs of "
         f"{(i.worker_cpu_seconds_per_run or 0) * 1000:.1f} ms CPU at "
         f"{cpu_share(i.worker_memory_mb):.2f} vCPU)",
         "- inputs: " + "; ".join(f"{name} {source}" for name, source in input_sources(i).items()),
@@ -2198,7 +2432,8 @@ def render(result: Plan) -> str:
         f"| Lambda coordinator + per-shard sweeps ({i.sweeper_memory_mb} MB) "
         f"| {c.lambda_sweeps:,.0f} |",
         f"| SQS event pollers (provisioned mode, EPU-hours) | {c.event_pollers:,.0f} |",
-        f"| total on-demand (≈ ${c.per_million_on_demand:.2f} per million runs) "
+        f"| DynamoDB requests + SQS + Lambda workers, sweeps and pollers, on demand (≈ "
+        f"${c.per_million_on_demand:.2f} per million runs; the whole bill is below) "
         f"| {c.total_on_demand:,.0f} |",
         *render_bill(result),
         "",
@@ -2224,12 +2459,14 @@ def render(result: Plan) -> str:
 
 BILL_COLUMNS = (
     ("dynamodb", "DynamoDB requests"),
-    ("dynamodb_storage", "runs table storage"),
+    ("dynamodb_storage", "DynamoDB storage"),
+    ("dynamodb_pitr", "PITR"),
     ("sqs", "SQS"),
     ("api_gateway", "API Gateway"),
     ("lambda_api", "API function"),
     ("lambda_workers", "workers"),
     ("event_pollers", "pollers"),
+    ("webhook_secrets", "webhook secrets"),
     ("lambda_sweeps", "coordinator + sweeps"),
     ("archive", "archiver + S3 PUTs"),
     ("history_storage", "archive storage"),
@@ -2258,11 +2495,47 @@ def render_bill(result: Plan) -> list[str]:
             f"| {PATH_TITLES[p.path]} | {cells} | **{p.on_demand:.2f}** | **{p.provisioned:.2f}**"
             f" (DynamoDB {p.dynamodb_provisioned:.3f}) | {p.eventbridge_scheduler:.3f} |"
         )
+    i = result.inputs
+    by_path = {p.path: p for p in bill.paths}
+    one_off = by_path["one_off_batch"]
+    fill = bill.batch_fill
     lines += [
         "",
         "Streams: the archiver's reads of the runs table's stream are free (GetRecords by a "
         "Lambda trigger); TTL deletes are free. EventBridge Scheduler: $1.00 per million after "
-        "14 million free a month, no run history.",
+        "14 million free a month, no run history; duetime's free tiers are not counted (the "
+        "comparison is made at volume).",
+        "",
+        f"DynamoDB storage (${PRICE_DYNAMODB_GB_MONTH:.2f} per GB-month) and point-in-time "
+        f"recovery (${PRICE_DYNAMODB_PITR_GB_MONTH:.2f}, every table), each item "
+        f"+{i.item_overhead_bytes} B: the run record ({i.run_item_bytes} B, "
+        f"{i.hot_window_days:g} days), a one-off's job item ({i.job_item_bytes} B, its run's "
+        f"hot window after it; a recurring job's, the interval to its next occurrence) and "
+        f"timer ({i.timer_item_bytes} B, {i.timer_ttl_days:g} days after its due time): "
+        + ", ".join(
+            f"{item} {value:.3f}" for item, value in one_off.dynamodb_storage_by_item.items()
+        )
+        + " $ per million one-off runs (storage and recovery).",
+        "",
+        f"Webhook secrets: each of {concurrency_for(i, i.rate):,} worker execution "
+        "environments (the sustained concurrency) decrypts the secret of each of the "
+        f"{i.webhook_tenants:,} tenants with HTTP targets it delivers for once every "
+        f"{i.webhook_secret_cache_seconds:g} s (a KMS Decrypt and a GetItem): "
+        f"${bill.webhook_secrets_per_month:,.0f} a month.",
+        "",
+        f"Workers and SQS: priced at {fill['records_per_invocation']:g} records an invocation"
+        + (" (full batches)" if i.worker_batch_fill is None else "")
+        + "; the mapping has no batching window, so a trickle fills batches less. At "
+        f"{fill['lower_records_per_invocation']:g} records: ${fill['lower_workers_and_sqs']:.2f}"
+        f" per million runs instead of ${fill['workers_and_sqs']:.2f}, a batch-created one-off "
+        f"${fill['lower_one_off_batch_on_demand']:.2f} on demand "
+        f"(${fill['lower_one_off_batch_provisioned']:.2f} provisioned).",
+        "",
+        f"Provisioned: DynamoDB capacity for the sustained rate at "
+        f"{i.provisioned_utilisation * 100:.0f} % use, a flat load; the burst and the sweeps' "
+        "per-second peaks rely on DynamoDB's burst capacity (up to 300 s of unused capacity, "
+        "best effort).",
+        *(line for w in bill.warnings for line in ("", f"**Warning:** {w}")),
         "",
         "| target (issue 16) | $ per million | target | met |",
         "|---|---|---|---|",
@@ -2448,6 +2721,28 @@ def parse_args(argv: list[str] | None = None) -> tuple[Inputs, bool, Measurement
         "--api-ms-batch", type=NON_NEGATIVE, help="ms, POST /jobs/batch of 100 (400)"
     )
     parser.add_argument(
+        "--records-per-invocation",
+        type=bounded(float, minimum=1, maximum=SQS_BATCH),
+        help="records a worker invocation carries on average (default: full batches of 10; "
+        "the mapping has no batching window)",
+    )
+    parser.add_argument(
+        "--webhook-tenants",
+        type=bounded(int, minimum=0),
+        help="tenants with HTTP targets: each worker environment decrypts each one's secret "
+        "once a minute (100)",
+    )
+    parser.add_argument(
+        "--job-item-bytes",
+        type=bounded(int, minimum=1, maximum=400_000),
+        help="a job item's size in DynamoDB (724: Job.size_bytes of a webhook job)",
+    )
+    parser.add_argument(
+        "--one-off-lead-days",
+        type=NON_NEGATIVE,
+        help="days from a one-off's submission to its run, its job and timer stored too (0)",
+    )
+    parser.add_argument(
         "--fargate-task-concurrency",
         type=COUNT,
         help="Fargate workers: runs a task holds at once (32, as deployed)",
@@ -2498,6 +2793,10 @@ def parse_args(argv: list[str] | None = None) -> tuple[Inputs, bool, Measurement
         ("fargate_vcpu", "fargate_vcpu"),
         ("fargate_memory_gb", "fargate_memory_gb"),
         ("fargate_max_tasks", "fargate_max_tasks"),
+        ("records_per_invocation", "worker_batch_fill"),
+        ("webhook_tenants", "webhook_tenants"),
+        ("job_item_bytes", "job_item_bytes"),
+        ("one_off_lead_days", "one_off_lead_days"),
     ):
         if getattr(args, option) is not None:
             overrides[name] = getattr(args, option)

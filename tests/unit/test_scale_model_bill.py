@@ -170,10 +170,18 @@ def test_dynamodb_on_demand_and_provisioned_per_million() -> None:
 
 
 def test_storage_over_a_runs_life() -> None:
-    model = inputs(run_item_bytes=1024, hot_window_days=730 / 24)
+    # Without DynamoDB's per-item overhead and point-in-time recovery (the model's defaults
+    # have both: test_scale_model_omissions.py).
+    model = inputs(
+        run_item_bytes=1024,
+        hot_window_days=730 / 24,
+        item_overhead_bytes=0,
+        point_in_time_recovery=False,
+    )
     # 1 KB for one month at $0.25 per GB-month: a million runs hold 2**-20 × 10**6 GB-months.
     expected = 0.25 * 1e6 / 2**20
-    assert bill(model, "recurring").parts["dynamodb_storage"] == pytest.approx(expected, rel=1e-5)
+    run = bill(model, "recurring").dynamodb_storage_by_item["run"]
+    assert run == pytest.approx(expected, rel=1e-5)
     # Then 60 bytes a row in S3 for 365 days at $0.023 per GB-month.
     archived = 60 / 2**30 * 365 / (730 / 24) * 0.023 * 1e6
     assert bill(model, "recurring").parts["history_storage"] == pytest.approx(archived, rel=1e-4)
@@ -305,8 +313,11 @@ def test_a_paths_bill_with_fargate_workers_swaps_the_workers_and_their_sqs() -> 
     sqs = 0.3 - 0.2 + fargate.receives_per_run + fargate.deletes_per_run
     assert b.fargate_sqs == pytest.approx(sqs * 0.40, rel=1e-3)
     lambda_side = b.parts["lambda_workers"] + b.parts["event_pollers"] + b.parts["sqs"]
+    # The webhook secrets' decrypts: per Lambda execution environment, per Fargate task.
+    lambda_side += b.parts["webhook_secrets"]
     assert b.on_demand_fargate == pytest.approx(
-        b.on_demand - lambda_side + b.fargate_tasks + b.fargate_sqs, abs=1e-3
+        b.on_demand - lambda_side + b.fargate_tasks + b.fargate_sqs + b.fargate_webhook_secrets,
+        abs=1e-3,
     )
     assert b.provisioned_fargate - b.on_demand_fargate == pytest.approx(
         b.provisioned - b.on_demand, abs=1e-3
