@@ -371,6 +371,48 @@ def test_run_now_and_backfill_honour_if_match(api: Api, action: str) -> None:  #
 
 
 @pytest.mark.parametrize(
+    ("method", "action"),
+    [("GET", ""), ("PATCH", ""), ("DELETE", ""), ("POST", "/pause"), ("POST", "/resume")]
+    + [("POST", "/run")],
+)
+def test_a_malformed_if_match_is_a_400_whatever_if_none_match_says(
+    api: Api,  # noqa: F811
+    method: str,
+    action: str,
+) -> None:
+    # RFC 9110 13.2.2 evaluates If-Match first: DELETE, pause and resume answered a 412 for
+    # the If-None-Match beside it (a contract audit, round three).
+    job = api.create({"schedule": {"rate_seconds": 60}})
+    body = {"name": "x"} if method == "PATCH" else None
+    headers = {"If-Match": "abc", "If-None-Match": "*"}
+    reply = api.call(method, f"/jobs/{job['id']}{action}", body, headers=headers)
+    assert (reply.status, reply.error["field"]) == (400, "If-Match")
+
+
+def test_a_keyed_run_now_repeated_after_a_change_answers_its_run_not_a_412(
+    api: Api,  # noqa: F811
+) -> None:
+    # Its preconditions gate the first request; a repeat with the key answers that request's
+    # run: it was a 412 "read it again and retry", and a client doing so ran the job twice
+    # (a contract audit, round three).
+    job = api.create({"schedule": {"rate_seconds": 60}})
+    path = f"/jobs/{job['id']}/run"
+    keyed = {"Idempotency-Key": "run-once", "If-Match": '"1"'}
+    first = api.call("POST", path, headers=keyed)
+    assert first.status == 202, first.json
+    api.call("PATCH", f"/jobs/{job['id']}", {"name": "changed meanwhile"})  # version 2
+
+    replay = api.call("POST", path, headers=keyed)
+
+    assert (replay.status, replay.json) == (202, first.json)
+    stale = api.call("POST", path, headers={"Idempotency-Key": "another", "If-Match": '"1"'})
+    assert (stale.status, stale.error["code"]) == (412, "precondition_failed")
+    again = api.call("POST", path, headers={"Idempotency-Key": "another", "If-Match": '"2"'})
+    assert again.status == 202  # the refused request did not keep its key
+    assert again.json["run_id"] != first.json["run_id"]
+
+
+@pytest.mark.parametrize(
     "header",
     # (and longer than the OpenAPI document's 1,024: found by a contract audit, it was a 412)
     ["one", '"1', "", " , ", '"1", one', '"a"b"', '"\x7f"', '"9", ' * 205 + '"9"'],

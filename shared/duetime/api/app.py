@@ -242,11 +242,15 @@ def build_app(
         view = service.update(owner, job_id, changes, if_match=versions, quotas=quotas)
         return job_response(HTTPStatus.OK, view, clock())
 
-    def bodiless(job_id: str, *, with_if_match: bool = False) -> tuple[str, str]:
-        """The tenant and the job id of a request that changes one job and takes no body."""
+    def bodiless(job_id: str, *, with_conditions: bool = True) -> tuple[str, str]:
+        """The tenant and the job id of a request that changes one job and takes no body. A
+        malformed If-Match is a 400 before If-None-Match is looked at (RFC 9110 13.2.2; it was
+        a 412 on cancel, pause and resume when If-None-Match named the job's version)."""
         owner, job_id = tenant(), checked_id(job_id)
+        expected()
         job_body(owner, job_id, no_body)
-        conditions(owner, job_id, with_if_match=with_if_match)
+        if with_conditions:
+            conditions(owner, job_id)
         return owner, job_id
 
     @route("DELETE", "/jobs/{id}")
@@ -266,10 +270,15 @@ def build_app(
 
     @route("POST", "/jobs/{id}/run")
     def run_job(job_id: str) -> JsonResponse:
-        owner, job_id = bodiless(job_id, with_if_match=True)
+        owner, job_id = bodiless(job_id, with_conditions=False)
         limiter.take(owner)
         key = idempotency_key(app.current_event.headers.get("Idempotency-Key"))
-        scheduled_ms = service.run_now(owner, job_id, idempotency_key=key)
+        # If-Match and If-None-Match gate the first request: a repeat with its key answers
+        # its run (a 412 told a client whose run had started to try again; an outside audit).
+        wanted, named = header("If-Match"), header("If-None-Match")
+        scheduled_ms = service.run_now(
+            owner, job_id, idempotency_key=key, check=lambda job: precondition(job, wanted, named)
+        )
         limiter.charge(owner, service.fan_out(owner, job_id))  # the runs its `after` jobs make
         return json_response(HTTPStatus.ACCEPTED, views.run_now_json(job_id, scheduled_ms))
 

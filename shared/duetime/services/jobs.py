@@ -46,9 +46,9 @@ from duetime.services.idempotency import (
     key_expires_at,
     run_now_binding,
     run_now_bound,
-    run_now_slot,
 )
 from duetime.services.release import ReleasedSender
+from duetime.services.run_now import RunNowInstants
 from duetime.services.submission import Submission, counted
 from duetime.settings import Quotas, Settings
 
@@ -90,6 +90,7 @@ class JobService:
         self._entropy = entropy
         self._dispatcher = Dispatcher(jobs, timers, queue, settings, clock=clock)
         self._deps = Dependencies(jobs, queue, clock=clock)  # `after` jobs
+        self._instants = RunNowInstants(jobs, self._dispatcher, self._deps)
         held = (
             self._dispatcher
             if sleep is None
@@ -357,17 +358,26 @@ class JobService:
         message = replace(run_message(job, due), attempt=pending.attempt + 1)
         self._queue.send([(message, delay_seconds(message.due_ms, now))])
 
-    def run_now(self, tenant: str, job_id: str, idempotency_key: str | None = None) -> int:
+    def run_now(
+        self,
+        tenant: str,
+        job_id: str,
+        idempotency_key: str | None = None,
+        check: Callable[[Job], None] = lambda job: None,
+    ) -> int:
         """One extra run now, besides the schedule. Returns its scheduled instant. With an
         idempotency key, a replay (the same key for the same job, within 24 hours) answers
         the first request's instant and sends that run again, in case the first request died
         before sending it (a copy shares its run id: it runs once); the key used for another
-        request is an IdempotencyConflict."""
+        request is an IdempotencyConflict. `check` (a request's preconditions) gates the first
+        request only: a replay answered a 412 once the job had changed (until 2026-11-30)."""
         job = self.get(tenant, job_id).job
         now = self._clock()
-        if idempotency_key is None and job.status != JobStatus.SCHEDULED:
-            raise IllegalTransition(job_id, job.status, "run")
-        instant = self._run_now_instant(job, now)
+        if idempotency_key is None:
+            check(job)
+            if job.status != JobStatus.SCHEDULED:
+                raise IllegalTransition(job_id, job.status, "run")
+        instant = self._instants.reserve(job, now)
         if idempotency_key is not None:
             recorded = self._jobs.claim_key(
                 tenant,
@@ -395,6 +405,11 @@ class JobService:
                 # Not scheduled already when it was asked for: that request is being refused
                 # (and frees the key); so is this one.
                 raise IllegalTransition(job_id, job.status, "run")
+            try:
+                check(job)
+            except DomainError:
+                self.submission.unbind(tenant, idempotency_key, job_id)
+                raise
             if job.status != JobStatus.SCHEDULED and job.updated_ms >= now:
                 if _completed_since(job, now):
                     self._send(job, instant, now)
@@ -405,39 +420,6 @@ class JobService:
             raise IllegalTransition(job_id, job.status, "run")
         self._send(job, instant, now)
         return instant
-
-    def _run_now_instant(self, job: Job, now: int) -> int:
-        """The instant of a run asked for at `now`: the first millisecond from `now` on that no
-        other run of the job has, as a run's id is its instant: not an occurrence of its
-        schedule, and not taken by another run-now (reserved by a conditional record kept a
-        day, `run_now_slot`: two requests in one millisecond were one run). A run of an
-        `after` job triggered by its upstream's run has that run's instant: instants are
-        reserved for the whole chain, under the id of the job at its top, whose occurrences
-        they skip."""
-        top = self._top_of_chain(job)
-        instant = now
-        while self._dispatcher.next_due(top, instant) == instant or (
-            self._jobs.claim_key(
-                job.tenant,
-                run_now_slot(top.id, instant),
-                job.id,
-                "run-now slot",
-                key_expires_at(instant),
-                now // 1000,
-            )
-            is not None
-        ):
-            instant += 1
-        return instant
-
-    def _top_of_chain(self, job: Job) -> Job:
-        """The job at the top of an `after` job's chain of upstreams, as far as it is readable
-        (the job itself for any other)."""
-        try:
-            chain = self._deps.check(job.tenant, job.spec.schedule, job)
-        except DomainError:  # its upstream is gone: nothing triggers it
-            return job
-        return chain[-1] if chain else job
 
 
 def _completed_since(job: Job, instant_ms: int) -> bool:
