@@ -36,7 +36,8 @@ async function call(method, path, { body, headers = {} } = {}) {
     signOut(reason);
     throw new ApiError(401, { error: { code: "unauthorized", message: reason } });
   }
-  if (!reply.ok) throw new ApiError(reply.status, json);
+  // 304: the job is at the version the request's If-None-Match names (json null).
+  if (!reply.ok && reply.status !== 304) throw new ApiError(reply.status, json);
   return { json, etag: reply.headers.get("ETag") };
 }
 
@@ -62,7 +63,8 @@ function anchored(schedule, createdAt) {
 
 export const api = {
   listJobs: async (filters) => (await call("GET", `/jobs${query(filters)}`)).json,
-  getJob: (id) => call("GET", job(id)),
+  // `etag`: the version held; then json is null while the job is still at it (304).
+  getJob: (id, etag = null) => call("GET", job(id), { headers: etag ? { "If-None-Match": etag } : {} }),
   // `key`: the form's Idempotency-Key, so that a retried or repeated submit makes one job.
   createJob: async (body, key) =>
     (await call("POST", "/jobs", { body, headers: key ? { "Idempotency-Key": key } : {} })).json,
@@ -73,7 +75,7 @@ export const api = {
   cancel: async (id) => (await call("DELETE", job(id))).json,
   runNow: async (id) => (await call("POST", `${job(id)}/run`)).json,
   backfill: async (id, range) => (await call("POST", `${job(id)}/backfill`, { body: range })).json,
-  runs: async (id, limit = 50) => (await call("GET", `${job(id)}/runs${query({ limit })}`)).json,
+  runs: async (id, limit = 50, cursor = "") => (await call("GET", `${job(id)}/runs${query({ limit, cursor })}`)).json,
   // `createdAt`: the job's, for its own occurrences (null: a job submitted now).
   preview: async (schedule, count = 5, createdAt = null) =>
     (await call("POST", "/schedules/preview", { body: { schedule: anchored(schedule, createdAt), count } })).json.occurrences,

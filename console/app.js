@@ -2,7 +2,7 @@
 //   #/jobs[?status=&tag=&name_prefix=]   #/jobs/<id>   #/jobs/<id>/edit   #/new   #/system
 import { claims, completeOidcSignIn, currentToken, loadConfig, onSignOut, signOutEverywhere } from "./auth.js";
 import { clear, h, notify, takeCarried } from "./dom.js";
-import { formView } from "./view-form.js";
+import { formView, keepTyped } from "./view-form.js";
 import { editView, jobView } from "./view-job.js";
 import { jobsView } from "./view-jobs.js";
 import { signInView } from "./view-signin.js";
@@ -63,6 +63,9 @@ async function start() {
 }
 
 onSignOut((reason) => {
+  // Signed out by the API (a refused or expired token), not by the person: the form they
+  // were typing in is kept, and back when they sign in again (until 2026-11-30 it was lost).
+  keepTyped(Boolean(reason));
   operator = false;
   document.getElementById("nav-system").hidden = true;
   notify(reason || "Signed out.");

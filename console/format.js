@@ -137,11 +137,16 @@ export function describeSchedule(schedule) {
 }
 
 /** Why a job deserves attention, from its last run ("" when it does not): a run that failed
- * for good (after its last attempt, so it went to the dead-letter queue), one that failed an
- * attempt and is retrying, or one that started later than the threshold. */
+ * for good (after its last attempt, so it went to the dead-letter queue; or its retry ended by
+ * a cancel, a pause or a new schedule, its error ending "; not retried: <reason>": dropped, not
+ * in the DLQ), one that failed an attempt and is retrying, or one that started later than the
+ * threshold. Until 2026-11-30 every failed run read "in the DLQ" (an outside audit). */
 export function attention(lastRun, thresholdMs = LATE_THRESHOLD_MS) {
   if (!lastRun) return "";
-  if (lastRun.status === "failed") return "failed, in the DLQ";
+  if (lastRun.status === "failed") {
+    const [, reason] = String(lastRun.error ?? "").match(/.*not retried: (.*)$/s) ?? [];
+    return reason === undefined ? "failed, in the DLQ" : `failed, not retried (${reason.trim()})`;
+  }
   if (lastRun.status === "retrying") return "failing, retrying";
   if (typeof lastRun.lateness_ms === "number" && lastRun.lateness_ms > thresholdMs) return "late";
   return "";

@@ -1,6 +1,7 @@
 // Create / edit a job: every schedule kind and target type, errors placed at the field the
 // API names (error.field), and a live preview of the next occurrences (POST /schedules/preview).
 import { api, ApiError } from "./api.js";
+import { claims, secondsLeft } from "./auth.js";
 import { append, clear, h, notify, notifyNext } from "./dom.js";
 import { describeSchedule, instant, json, parseExact, viewerZone } from "./format.js";
 
@@ -12,6 +13,18 @@ const PREVIEW_DELAY_MS = 400;
 // The field without which a kind of schedule has nothing to preview.
 const PREVIEWED_BY = { cron: "schedule.cron", rate: "schedule.rate_seconds", at: "schedule.at",
   delay: "schedule.delay_seconds", after: "schedule.after.job_id" };
+// What was typed in the form on screen when its user was signed out (a refused or expired
+// token), put back when the same user signs in again at the same address (app.js).
+const KEPT = "duetime.form";
+let typed = () => null;
+
+/** At a sign-out: keeps the open form's values (in this tab's sessionStorage), or forgets
+ * any kept (`keep` false: the person signed out, perhaps for someone else to sign in). */
+export function keepTyped(keep) {
+  const values = typed();
+  if (!keep) sessionStorage.removeItem(KEPT);
+  else if (values) sessionStorage.setItem(KEPT, JSON.stringify(values));
+}
 
 function kindOf(schedule) {
   if (!schedule) return "cron";
@@ -66,12 +79,19 @@ export function formView(main, job = null, etag = null) {
   };
   const scheduleBox = h("div.group");
   const targetBox = h("div.group");
+  // The select stays focused as its fields are drawn again (an arrow key changes it at once:
+  // until 2026-11-30 the focus fell to the page at each step; an outside audit).
+  const redraw = (box, select, children) => {
+    const focused = document.activeElement === select;
+    append(clear(box), children());
+    if (focused) select.focus();
+  };
   const showSchedule = () => {
-    append(clear(scheduleBox), [field("schedule.kind", "Kind", kind), scheduleFields[kind.value],
+    redraw(scheduleBox, kind, () => [field("schedule.kind", "Kind", kind), scheduleFields[kind.value],
       ["cron", "rate"].includes(kind.value) ? bounds : null]);
     schedulePreview();
   };
-  const showTarget = () => append(clear(targetBox), [field("target.type", "Type", targetType), targetFields[targetType.value]]);
+  const showTarget = () => redraw(targetBox, targetType, () => [field("target.type", "Type", targetType), targetFields[targetType.value]]);
   kind.addEventListener("change", showSchedule);
   targetType.addEventListener("change", showTarget);
 
@@ -155,6 +175,14 @@ export function formView(main, job = null, etag = null) {
         previewNote.textContent = "No preview.";
         return;
       }
+      // An expired token is not sent in the background: its 401 would sign the person out
+      // while they type (until 2026-11-30; an outside audit). A save's 401 signs them out with
+      // their values kept (keepTyped), and back once they sign in again.
+      if ((secondsLeft() ?? 1) <= 0) {
+        clear(preview);
+        previewNote.textContent = "No preview: your session has expired. What you typed is kept when you save and sign in again.";
+        return;
+      }
       const zone = sched.timezone || "UTC";
       try {
         const occurrences = await api.preview(sched, 5, job?.created_at);
@@ -189,6 +217,10 @@ export function formView(main, job = null, etag = null) {
   const form = h("form.card#job-form", { novalidate: true, on: { submit: async (event) => {
     event.preventDefault();
     if (submitting) return;
+    // A preview due, or on its way, would clear the schedule's errors this submit may show
+    // (a flaky test saw an emptied delay box's error vanish 400 ms after it was shown).
+    clearTimeout(timer);
+    asked += 1;
     clearErrors();
     const body = { name: value("name") || null, schedule: schedule(), target: target(), tags: tags() };
     const payload = value("payload");
@@ -234,6 +266,21 @@ export function formView(main, job = null, etag = null) {
   const zones = typeof Intl.supportedValuesOf === "function" ? Intl.supportedValuesOf("timeZone") : [];
   form.append(h("datalist#zones", {}, ["UTC", ...zones.filter((z) => z !== "UTC")].map((z) => h("option", { value: z }))));
   main.append(form);
+  const user = claims()?.sub;
+  typed = () => form.isConnected && { route: location.hash, user, etag,
+    values: Object.fromEntries(Array.from(form.elements, (e) => [e.name, e.value]).filter(([name]) => name)) };
+  const kept = JSON.parse(sessionStorage.getItem(KEPT) || "null");
+  sessionStorage.removeItem(KEPT);
+  const restore = kept?.values && kept.route === location.hash && kept.user === user ? kept.values : null;
+  if (restore) {
+    etag = kept.etag; // the version it was typed against: a change made meanwhile is a 412
+    kind.value = restore["schedule.kind"] ?? kind.value;
+    targetType.value = restore["target.type"] ?? targetType.value;
+  }
   showSchedule();
   showTarget();
+  if (restore) {
+    for (const [name, value] of Object.entries(restore)) if (inputs[name]) inputs[name].value = value;
+    notify("What you typed before being signed out is back: check it, then save.", "info");
+  }
 }

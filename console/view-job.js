@@ -2,10 +2,22 @@
 // chart and the actions (pause, resume, cancel, run now, edit, backfill).
 import { api, ApiError } from "./api.js";
 import { latenessChart } from "./chart.js";
-import { append, clear, definitions, h, notify } from "./dom.js";
+import { append, clear, definitions, h, notify, notifyNext } from "./dom.js";
 import { attention, describeSchedule, duration, instant, json, shownTarget, viewerZone } from "./format.js";
 
 const RUNS_REFRESH_MS = 3000;
+
+// The page drawn again (app.js), with the job as it is now.
+const redraw = () => window.dispatchEvent(new HashChangeEvent("hashchange"));
+
+// A refusal for the job's state (409) or version (412) draws the job again as it is now, the
+// refusal said on it (until 2026-11-30 the page kept offering what the API had refused).
+function refused(message, e) {
+  if (e.status === 409 || e.status === 412) {
+    notifyNext(message, "error");
+    redraw();
+  } else notify(message, "error");
+}
 
 export async function jobView(main, id) {
   const { json: job } = await api.getJob(id);
@@ -19,9 +31,10 @@ export async function jobView(main, id) {
       button.disabled = true;
       try {
         await call();
-        notify(`${label}: done.`, "ok");
-        window.dispatchEvent(new HashChangeEvent("hashchange"));
-      } catch (e) { notify(e instanceof ApiError ? `${label}: ${e.message}` : e.message, "error"); }
+        // Shown on the page drawn again (until 2026-11-30 the move erased it at once).
+        notifyNext(`${label}: done.`, "ok");
+        redraw();
+      } catch (e) { refused(e instanceof ApiError ? `${label}: ${e.message}` : e.message, e); }
       finally { button.disabled = false; }
     } } }, label)
     : null;
@@ -32,6 +45,10 @@ export async function jobView(main, id) {
   // to come can be cancelled (docs/api.md, cancel).
   const ending = job.status === "completed" && job.schedule.end_at
     && Date.parse(job.schedule.end_at) + (job.jitter_seconds || 0) * 1000 > Date.now();
+  // A backfill: of a scheduled recurring job, or a completed one whose end_at has passed
+  // (docs/api.md; until 2026-11-30 also offered on a paused one, which the API refuses).
+  const backfillable = recurring && (job.status === "scheduled"
+    || (job.status === "completed" && Date.parse(job.schedule.end_at) <= Date.now()));
   const from = h("input#backfill-from", { type: "text", name: "from", placeholder: "2026-11-20T00:00:00Z", required: true });
   const to = h("input#backfill-to", { type: "text", name: "to", placeholder: "2026-11-21T00:00:00Z", required: true });
   const backfill = h("form.inline#backfill", { on: { submit: async (event) => {
@@ -39,9 +56,33 @@ export async function jobView(main, id) {
     try {
       const { occurrences } = await api.backfill(job.id, { from: from.value.trim(), to: to.value.trim() });
       notify(`Backfill: ${occurrences} occurrence(s) queued.`, "ok");
-    } catch (e) { notify(e.field ? `Backfill (${e.field}): ${e.message}` : e.message, "error"); }
+    } catch (e) { refused(e.field ? `Backfill (${e.field}): ${e.message}` : `Backfill: ${e.message}`, e); }
   } } }, h("label", { for: "backfill-from" }, "From"), from, h("label", { for: "backfill-to" }, "To"), to,
     h("button", { type: "submit" }, "Backfill"));
+  // The runs shown, by run_id: the first page, refreshed, and the older pages "Load older
+  // runs" follows next_cursor to (until 2026-11-30 the newest 50 only; an outside audit).
+  const runs = new Map();
+  let cursor; // past the oldest page loaded: the first answer's, then each older page's
+  const body = h("tbody#runs-body");
+  const chart = h("div#chart");
+  const showRuns = (page, older = false) => {
+    if (older || cursor === undefined) cursor = page.next_cursor;
+    loadOlder.hidden = !cursor;
+    for (const run of page.items) runs.set(run.run_id, run);
+    const items = [...runs.values()].sort((a, b) => String(b.scheduled_for).localeCompare(String(a.scheduled_for)));
+    append(clear(body), items.map((run) => h(`tr${attention(run) ? ".attention" : ""}`, { dataset: { runId: run.run_id } },
+      h("td", {}, h(`span.badge.${run.status}`, {}, run.status)), h("td", {}, String(run.attempts)),
+      h("td", {}, instant(run.scheduled_for)), h("td", {}, instant(run.started_at)), h("td", {}, instant(run.finished_at)),
+      h("td", {}, duration(run.lateness_ms)), h("td", {}, run.error ?? ""))));
+    if (!items.length) body.append(h("tr", {}, h("td", { colspan: 7 }, "No runs yet.")));
+    clear(chart).append(latenessChart(items));
+  };
+  const loadOlder = h("button#older-runs", { type: "button", hidden: true, on: { click: async () => {
+    if (loadOlder.disabled) return;
+    loadOlder.disabled = true;
+    try { showRuns(await api.runs(job.id, 50, cursor), true); } catch (e) { notify(e.message, "error"); }
+    finally { loadOlder.disabled = false; }
+  } } }, "Load older runs");
   const reason = attention(job.last_run);
   append(main, [
     h("div.title", {}, h("h1", {}, job.name || job.id), h(`span.badge.${job.status}#job-status`, {}, job.status),
@@ -49,7 +90,7 @@ export async function jobView(main, id) {
     h("div.actions#actions", {},
       act("Pause", () => api.pause(job.id), recurring && job.status === "scheduled"),
       act("Resume", () => api.resume(job.id), job.status === "paused"),
-      act("Run now", () => api.runNow(job.id), job.status !== "paused" && job.status !== "cancelled"),
+      act("Run now", () => api.runNow(job.id), job.status === "scheduled"),
       live ? h("a.button", { href: `#/jobs/${encodeURIComponent(job.id)}/edit` }, "Edit") : null,
       act("Cancel job", () => { if (!confirm("Cancel this job? No further runs start.")) throw new Error("Not cancelled."); return api.cancel(job.id); }, live || ending)),
     definitions([
@@ -66,10 +107,10 @@ export async function jobView(main, id) {
     upcoming ? h("section", { "aria-labelledby": "next-title" }, h("h2#next-title", {}, "Next 5 occurrences"),
       h("table#occurrences", {}, h("thead", {}, h("tr", {}, h("th", { scope: "col" }, `Job's zone (${zone})`), h("th", { scope: "col" }, `Your zone (${viewerZone()})`))),
         h("tbody#occurrences-body"))) : null,
-    h("section", { "aria-labelledby": "runs-title" }, h("h2#runs-title", {}, "Runs"), h("div#chart"),
+    h("section", { "aria-labelledby": "runs-title" }, h("h2#runs-title", {}, "Runs"), chart,
       h("table#runs", {}, h("thead", {}, h("tr", {}, ["Status", "Attempts", "Scheduled", "Started", "Finished", "Lateness", "Error"].map((c) => h("th", { scope: "col" }, c)))),
-        h("tbody#runs-body"))),
-    recurring && job.status !== "cancelled" ? h("section", { "aria-labelledby": "backfill-title" }, h("h2#backfill-title", {}, "Backfill"),
+        body), loadOlder),
+    backfillable ? h("section", { "aria-labelledby": "backfill-title" }, h("h2#backfill-title", {}, "Backfill"),
       h("p.help", {}, "Run the occurrences in [from, to) that never ran (RFC 3339 instants)."), backfill) : null]);
   if (upcoming) {
     api.preview(job.schedule, 5, job.created_at).then((list) => {
@@ -77,19 +118,23 @@ export async function jobView(main, id) {
       if (body) append(body, list.map((o) => h("tr", { dataset: { instant: o } }, h("td", {}, instant(o, zone)), h("td", {}, instant(o)))));
     }).catch((e) => notify(`Preview: ${e.message}`, "error"));
   }
-  const body = main.querySelector("#runs-body");
-  const refreshRuns = async () => {
+  const refreshRuns = async (again = false) => {
     if (!body.isConnected) return; // the view was left or drawn again
     try {
+      // The job too, when it changed since (another client's cancel, its completion): 304
+      // while it is at the version drawn (until 2026-11-30 only the runs were refreshed). Not
+      // while a backfill range is being typed in: once the focus has left it.
+      const { json: changed } = again ? await api.getJob(job.id, `"${job.version}"`) : {};
+      if (!body.isConnected) return;
+      if (changed && !backfill.contains(document.activeElement)) {
+        notifyNext("This job has changed since its page was drawn: it is shown as it is now.");
+        redraw();
+        return;
+      }
       const page = await api.runs(job.id, 50);
-      append(clear(body), page.items.map((run) => h(`tr${attention(run) ? ".attention" : ""}`, { dataset: { runId: run.run_id } },
-        h("td", {}, h(`span.badge.${run.status}`, {}, run.status)), h("td", {}, String(run.attempts)),
-        h("td", {}, instant(run.scheduled_for)), h("td", {}, instant(run.started_at)), h("td", {}, instant(run.finished_at)),
-        h("td", {}, duration(run.lateness_ms)), h("td", {}, run.error ?? ""))));
-      if (!page.items.length) body.append(h("tr", {}, h("td", { colspan: 7 }, "No runs yet.")));
-      clear(main.querySelector("#chart")).append(latenessChart(page.items));
+      if (body.isConnected) showRuns(page);
     } catch (e) { notify(e.message, "error"); }
-    setTimeout(refreshRuns, RUNS_REFRESH_MS);
+    setTimeout(refreshRuns, RUNS_REFRESH_MS, true);
   };
   await refreshRuns();
 }
