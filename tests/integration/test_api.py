@@ -904,6 +904,34 @@ def test_a_run_now_key_used_for_another_request_is_a_conflict(api: Api) -> None:
     assert theirs.status == 404
 
 
+@pytest.mark.parametrize(
+    ("method", "action", "body"),
+    [
+        ("GET", "", None),
+        ("PATCH", "", {"name": "x"}),
+        ("DELETE", "", None),
+        ("POST", "/pause", None),
+        ("POST", "/resume", None),
+        ("POST", "/backfill", {"from": "2026-11-21T09:00:00Z", "to": "2026-11-21T09:10:00Z"}),
+        ("GET", "/runs", None),
+    ],
+)
+def test_an_idempotency_key_where_the_route_takes_none_is_a_400(
+    api: Api, method: str, action: str, body: dict[str, Any] | None
+) -> None:
+    # It was ignored, even malformed: a client taking it for a guard got none (a retried
+    # rotation rotated twice; a contract audit, round three). As on POST /jobs/batch.
+    job = api.create({"schedule": {"rate_seconds": 60}})
+    path = f"/jobs/{job['id']}{action}"
+    reply = api.call(method, path, body, headers={"Idempotency-Key": "k-1"})
+    assert (reply.status, reply.error["field"]) == (400, "Idempotency-Key")
+    assert f"not taken by {method} " in reply.error["message"]
+    assert api.call("GET", f"/jobs/{job['id']}").json["version"] == 1  # nothing changed
+    preview = {"schedule": {"rate_seconds": 60}}
+    refused = api.call("POST", "/schedules/preview", preview, headers={"Idempotency-Key": "k"})
+    assert (refused.status, refused.error["field"]) == (400, "Idempotency-Key")
+
+
 def test_a_refused_run_now_binds_nothing_to_its_key(api: Api) -> None:
     job = api.create({"schedule": {"rate_seconds": 60}})
     api.call("POST", f"/jobs/{job['id']}/pause")

@@ -372,8 +372,14 @@ def test_run_now_and_backfill_honour_if_match(api: Api, action: str) -> None:  #
 
 @pytest.mark.parametrize(
     ("method", "action"),
-    [("GET", ""), ("PATCH", ""), ("DELETE", ""), ("POST", "/pause"), ("POST", "/resume")]
-    + [("POST", "/run")],
+    [
+        ("GET", ""),
+        ("PATCH", ""),
+        ("DELETE", ""),
+        ("POST", "/pause"),
+        ("POST", "/resume"),
+        ("POST", "/run"),
+    ],
 )
 def test_a_malformed_if_match_is_a_400_whatever_if_none_match_says(
     api: Api,  # noqa: F811

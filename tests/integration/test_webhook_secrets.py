@@ -140,7 +140,12 @@ _HANDLER = {"type": "handler", "name": "duetime.noop"}
 
 
 def call(
-    parts: Components, method: str, path: str, tenant: str = "acme", body: str | None = None
+    parts: Components,
+    method: str,
+    path: str,
+    tenant: str = "acme",
+    body: str | None = None,
+    headers: dict[str, str] | None = None,
 ) -> tuple[int, Any, Any]:
     app = build_app(parts.service, webhook_secrets=parts.webhook_secrets)
     event = {
@@ -149,7 +154,7 @@ def call(
         "routeKey": "$default",
         "rawPath": path,
         "rawQueryString": "",
-        "headers": {},
+        "headers": headers or {},
         "isBase64Encoded": False,
         "requestContext": {
             "http": {"method": method, "path": path, "protocol": "HTTP/1.1", "sourceIp": "::1"},
@@ -180,6 +185,16 @@ def test_get_makes_the_secret_on_first_read_then_answers_the_same(signed: Signed
         call(signed.parts, "GET", "/webhook-secret", tenant="globex")[2]["secret"]
         != (first["secret"])
     )
+
+
+def test_a_rotation_with_an_idempotency_key_is_a_400_and_rotates_nothing(signed: Signed) -> None:
+    # The key was ignored: a rotation retried with it rotated twice, and dropped at once the
+    # secret receivers still used (a contract audit, round three).
+    before = call(signed.parts, "GET", "/webhook-secret")[2]
+    keyed = {"Idempotency-Key": "rotate-1"}
+    status, _, answer = call(signed.parts, "POST", "/webhook-secret/rotate", headers=keyed)
+    assert (status, answer["error"]["field"]) == (400, "Idempotency-Key")
+    assert call(signed.parts, "GET", "/webhook-secret")[2] == before
 
 
 def test_rotate_keeps_the_old_secret_for_24_hours(signed: Signed) -> None:
