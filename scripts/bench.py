@@ -41,6 +41,8 @@ sys.path[:0] = [str(ROOT / "shared"), str(ROOT)]
 
 from duetime.clock import wall_ms  # noqa: E402 - from the path just set
 from duetime.domain.jobs import MAX_STAGE_SECONDS  # noqa: E402
+from duetime.domain.schedule import next_occurrence  # noqa: E402
+from duetime.domain.timeutil import from_ms, to_ms  # noqa: E402
 from duetime.local.lambda_runtime import LAMBDA_MAX_POLLERS  # noqa: E402
 from scripts.bench_load import run_load  # noqa: E402
 
@@ -66,6 +68,12 @@ PRICES = {
     "sqs_request": 0.40e-6,
 }
 HOURS_PER_MONTH = 730
+# Provisioned capacity is bought for this share of use, like scripts/scale_model.py's
+# `provisioned_utilisation` (an auto scaling target of 70 %).
+PROVISIONED_UTILISATION = 0.7
+# A read request unit reads up to 4 KB strongly consistent (half a unit eventually
+# consistent); a read of an item that is not there still costs the minimum.
+READ_UNIT_BYTES = 4096
 SCENARIOS = (
     "steady",
     "burst",
@@ -79,6 +87,8 @@ SCENARIOS = (
 STAGE_SECONDS = 3
 # Batches of 10 in the raw measurements taken just before and just after each burst's drain.
 RAW_BATCHES_BESIDE_A_DRAIN = 50
+# steady: its `delay_seconds` jobs are submitted this long before their instant.
+DELAY_SECONDS = 2
 SUBMIT_RATE = 60  # jobs/s the bench assumes it can submit (8 threads; ~120/s measured, 2 cores)
 # A run not started when a scenario's wait ends is looked for until every queue is empty and
 # nothing has started for QUIET_SECONDS (at most SETTLE_SECONDS): late, or lost.
@@ -109,11 +119,20 @@ def summarize(values: Iterable[float]) -> dict[str, float | int | None]:
 
 
 def dollars_per_million(
-    writes_per_run: float, reads_per_run: float, sqs_per_run: float, runs_per_second: float = 100
+    writes_per_run: float,
+    reads_per_run: float,
+    sqs_per_run: float,
+    runs_per_second: float = 100,
+    sqs_billed_per_run: float | None = None,
 ) -> dict[str, float]:
-    """$ per million runs. On demand: request units at list price. Provisioned: the capacity
-    that sustains `runs_per_second` for a month (units per second = per-run × rate), spread
-    over the runs of that month."""
+    """$ per million runs. `writes_per_run` and `reads_per_run` are request *units* (what on
+    demand bills), `sqs_per_run` the SQS requests that move runs (sends, non-empty receives,
+    deletes). On demand: units at list price. Provisioned: the capacity that sustains
+    `runs_per_second` for a month at PROVISIONED_UTILISATION (units per second = per-run ×
+    rate ÷ 0.7, as scripts/scale_model.py), spread over the runs of that month.
+    `sqs_billed_per_run`: every billed SQS request (empty receives and GetQueueAttributes
+    too), priced apart as `sqs_billed` and `total_on_demand_billed_sqs`: the local pollers'
+    1 s long polls make their empty receives scale with the time a scenario waits."""
     on_demand = (
         writes_per_run * PRICES["dynamodb_write_request_unit"]
         + reads_per_run * PRICES["dynamodb_read_request_unit"]
@@ -121,17 +140,26 @@ def dollars_per_million(
     sqs = sqs_per_run * PRICES["sqs_request"] * 1e6
     month_runs = runs_per_second * 3600 * HOURS_PER_MONTH
     capacity = (
-        writes_per_run * runs_per_second * PRICES["dynamodb_wcu_hour"]
-        + reads_per_run * runs_per_second * PRICES["dynamodb_rcu_hour"]
-    ) * HOURS_PER_MONTH
+        (
+            writes_per_run * runs_per_second * PRICES["dynamodb_wcu_hour"]
+            + reads_per_run * runs_per_second * PRICES["dynamodb_rcu_hour"]
+        )
+        / PROVISIONED_UTILISATION
+        * HOURS_PER_MONTH
+    )
     provisioned = capacity / month_runs * 1e6 if month_runs else 0.0
-    return {
+    out = {
         "dynamodb_on_demand": round(on_demand, 4),
         "dynamodb_provisioned": round(provisioned, 4),
         "sqs": round(sqs, 4),
         "total_on_demand": round(on_demand + sqs, 4),
         "total_provisioned": round(provisioned + sqs, 4),
     }
+    if sqs_billed_per_run is not None:
+        billed = sqs_billed_per_run * PRICES["sqs_request"] * 1e6
+        out["sqs_billed"] = round(billed, 4)
+        out["total_on_demand_billed_sqs"] = round(on_demand + billed, 4)
+    return out
 
 
 def account(
@@ -151,6 +179,104 @@ def account(
         "duplicates": duplicates,
         "unexpected": unexpected,
     }
+
+
+def recurring_occurrences(
+    job_id: str, schedule: Any, created_ms: int, until_ms: int
+) -> list[tuple[str, int]]:
+    """Every occurrence (job id, scheduled ms) of a recurring job by its own schedule, from
+    its creation to `until_ms` (inclusive) or its `end_at`, whichever comes first: the runs
+    the bench expects, whether or not any of them ran. The first is the one the job service
+    plans at creation (`first_due`: not before the creation), the next ones follow with
+    `duetime.domain.schedule.next_occurrence`, as the worker and sweeper chain them."""
+    created = from_ms(created_ms)
+    out: list[tuple[str, int]] = []
+    found = next_occurrence(schedule, created_at=created, after=from_ms(created_ms - 1))
+    while found is not None and to_ms(found) <= until_ms:
+        out.append((job_id, to_ms(found)))
+        found = next_occurrence(schedule, created_at=created, after=found)
+    return out
+
+
+def expected_runs(
+    one_offs: Iterable[tuple[Any, int]], recurring: Iterable[Any], until_ms: int
+) -> tuple[list[tuple[str, int]], list[tuple[str, int, int | None]]]:
+    """The runs a scenario expects, and what it asked for against what was scheduled.
+
+    `one_offs`: (job, the instant the bench asked for): one run each, at that instant (not at
+    the job's `next_due_ms`: a due the scheduler shifted is then a lost run and an unexpected
+    one). `recurring`: jobs whose every occurrence by schedule, from creation to `until_ms` or
+    their `end_at`, is expected (`recurring_occurrences`), whether or not any ran; the first
+    is checked against the job's `next_due_ms`. Returns (expected, asked), asked being
+    (job id, requested, scheduled) for `due_mismatches`."""
+    expected: list[tuple[str, int]] = []
+    asked: list[tuple[str, int, int | None]] = []
+    for job, want in one_offs:
+        expected.append((job.id, want))
+        asked.append((job.id, want, job.next_due_ms))
+    for job in recurring:
+        occurrences = recurring_occurrences(job.id, job.spec.schedule, job.created_ms, until_ms)
+        expected += occurrences
+        asked.append((job.id, occurrences[0][1] if occurrences else -1, job.next_due_ms))
+    return expected, asked
+
+
+def due_mismatches(requested: Iterable[tuple[str, int, int | None]]) -> list[dict[str, Any]]:
+    """(job id, the instant the bench asked for, the scheduler's due) whose two instants
+    differ: lateness is measured against the scheduler's own due, so a due it shifted would
+    not show there. Each one is an accounting error (`accounting.due_mismatches`)."""
+    return [
+        {"job_id": job_id, "requested_ms": want, "scheduled_ms": got}
+        for job_id, want, got in requested
+        if want != got
+    ]
+
+
+def drain_figures(
+    starts: Sequence[int], first_due_ms: int, last_due_ms: int, raw: float
+) -> dict[str, Any]:
+    """A burst's drain: N runs whose due instants span [first_due_ms, last_due_ms], started
+    at `starts` (wall ms). `drain_ratio_to_raw` (the targets' definition) counts from the
+    first due instant, so it includes the due second itself; `drain_ratio_from_last_due`
+    counts from the last due instant (None when every run had started by then)."""
+    ordered = sorted(starts)
+    n = len(ordered)
+    drain_seconds = (ordered[-1] - first_due_ms) / 1000 if ordered else None
+    rate = n / max(drain_seconds or 0, 1e-3)
+    after_last = (ordered[-1] - last_due_ms) / 1000 if ordered else None
+    rate_after_last = n / after_last if after_last is not None and after_last > 0 else None
+    return {
+        "time_to_start_all_seconds": drain_seconds,
+        "first_to_last_start_seconds": (ordered[-1] - ordered[0]) / 1000 if n > 1 else None,
+        "drain_runs_per_second": round(rate, 1),
+        "drain_ratio_to_raw": round(rate / raw, 3) if raw else None,
+        "time_to_start_all_from_last_due_seconds": after_last,
+        "drain_runs_per_second_from_last_due": (
+            round(rate_after_last, 1) if rate_after_last is not None else None
+        ),
+        "drain_ratio_from_last_due": (
+            round(rate_after_last / raw, 3) if rate_after_last is not None and raw else None
+        ),
+    }
+
+
+def handover_tick(
+    ticks: Sequence[int], due_ms: int, lookahead_minutes: int
+) -> dict[str, Any] | None:
+    """The sweep tick that handed a swept occurrence over: the first tick before `due_ms`
+    whose minute plus the lookahead reaches the due's minute (services/sweep.py sweeps up to
+    `minute_of(now) + lookahead_minutes`). Its phase is where in the minute the local stack
+    ticks (it keeps the phase the stack started with, like a rate rule); the due is handed
+    over `seconds_before_due` ahead. None when no recorded tick did it."""
+    minute = due_ms // 60_000
+    for tick in sorted(ticks):
+        if tick < due_ms and tick // 60_000 + lookahead_minutes >= minute:
+            return {
+                "tick_utc": datetime.fromtimestamp(tick / 1000, UTC).isoformat(),
+                "phase_seconds": round(tick % 60_000 / 1000, 3),
+                "seconds_before_due": round((due_ms - tick) / 1000, 3),
+            }
+    return None
 
 
 def naive_lateness(due_ms: Iterable[int], tick_phase_ms: int, period_ms: int = 60_000) -> list[int]:
@@ -174,6 +300,8 @@ class SteadyPlan:
     dues: list[int]
     one_off: list[int]
     recurring: list[tuple[int, str]]
+    # The last `end_at` of the recurring bodies: every occurrence up to it is expected.
+    recurring_end_ms: int = 0
 
 
 def ceil_minute(ms: int) -> int:
@@ -188,12 +316,16 @@ def steady_plan(now_ms: int, rate: int, seconds: int, lead_ms: int) -> SteadyPla
     has begun, every body has an occurrence: submission never answers "has no occurrence in
     the future". A recurring job's `end_at` is the window's end pushed to its first occurrence
     for a submission at that end: + 10 s for the rate job (first run = submission + 10 s), the
-    next minute boundary for the cron job (a short window need not cross one). Occurrences
-    after the window are not counted."""
+    next minute boundary for the cron job (a short window need not cross one). Every
+    occurrence of a recurring job up to its `end_at` (`recurring_end_ms` the last) is expected
+    and accounted for; those after the window are left out of its lateness. So the cron share
+    runs at least once (at the first minute boundary at or after the window's end when the
+    window crosses none), whatever the clock's phase."""
     start = now_ms + lead_ms
     end = start + seconds * 1000
-    until_rate = {"end_at": rfc3339(end + 10_000)}
-    until_cron = {"end_at": rfc3339(ceil_minute(end))}
+    rate_end, cron_end = end + 10_000, ceil_minute(end)
+    until_rate = {"end_at": rfc3339(rate_end)}
+    until_cron = {"end_at": rfc3339(cron_end)}
     raws: list[dict[str, Any]] = []
     dues: list[int] = []
     one_off: list[int] = []
@@ -211,7 +343,12 @@ def steady_plan(now_ms: int, rate: int, seconds: int, lead_ms: int) -> SteadyPla
             raws.append({"schedule": {"at": rfc3339(due)}, "target": NOOP_TARGET})
             one_off.append(i)
         dues.append(due)
-    return SteadyPlan(start, end, raws, dues, one_off, recurring)
+    return SteadyPlan(start, end, raws, dues, one_off, recurring, max(rate_end, cron_end))
+
+
+def burst_instants(due_ms: int, n: int) -> list[int]:
+    """The instants (ms) a burst of N asks for: spread over the second from `due_ms`."""
+    return [due_ms + (i * 997) % 1000 for i in range(n)]
 
 
 def burst_bodies(due_ms: int, n: int, stage_seconds: int = 0) -> list[dict[str, Any]]:
@@ -219,8 +356,8 @@ def burst_bodies(due_ms: int, n: int, stage_seconds: int = 0) -> list[dict[str, 
     staged `stage_seconds` when not 0."""
     staged = {"stage_seconds": stage_seconds} if stage_seconds else {}
     return [
-        {"schedule": {"at": rfc3339(due_ms + (i * 997) % 1000)}, "target": NOOP_TARGET} | staged
-        for i in range(n)
+        {"schedule": {"at": rfc3339(at)}, "target": NOOP_TARGET} | staged
+        for at in burst_instants(due_ms, n)
     ]
 
 
@@ -241,14 +378,55 @@ def cron_top_plan(now_ms: int, lead_ms: int) -> tuple[int, dict[str, Any]]:
     return due, raw
 
 
-# Requests per one-off run of the naive design (a model, see docs/performance.md): the job is
-# written once (PutItem into a table with a due-time index), the per-minute Query reads it
-# (one page serves many jobs: ~0 per run), the run is recorded (PutItem) and the job marked
-# done (UpdateItem); SQS sends, receives and deletes in batches of 10.
-NAIVE_PER_RUN = {"dynamodb_writes": 3.0, "dynamodb_reads": 0.05, "sqs_requests": 0.3}
+# Request units per one-off run of the naive design (a model, see docs/performance.md): the
+# job is written once (PutItem into a table with a due-time global secondary index: 1 unit for
+# the table, 1 for the index), the per-minute Query of the index reads it (one 4 KB page
+# serves many jobs: ~0.05 units per run), the run is recorded (PutItem, 1) and the job marked
+# done (UpdateItem, 1, which takes it out of the due-time index: 1 more); SQS sends, receives
+# and deletes in batches of 10. 5 write units in all: an index's writes are billed as writes.
+NAIVE_PER_RUN = {"dynamodb_writes": 5.0, "dynamodb_reads": 0.05, "sqs_requests": 0.3}
 
 
 # --- request counting -----------------------------------------------------------------------
+
+
+def attribute_bytes(value: dict[str, Any]) -> int:
+    """About the size DynamoDB bills for one attribute value (wire format: {"S": ...})."""
+    (kind, inner), *_ = value.items()
+    if kind == "S":
+        return len(inner.encode())
+    if kind == "N":
+        return (len(inner.lstrip("-").replace(".", "")) + 1) // 2 + 1
+    if kind == "B":
+        return len(inner)
+    if kind in ("SS", "BS"):
+        return sum(len(x.encode() if isinstance(x, str) else x) for x in inner)
+    if kind == "NS":
+        return sum(attribute_bytes({"N": x}) for x in inner)
+    if kind == "L":
+        return 3 + sum(1 + attribute_bytes(x) for x in inner)
+    if kind == "M":
+        return 3 + sum(1 + len(k.encode()) + attribute_bytes(v) for k, v in inner.items())
+    return 1  # BOOL, NULL
+
+
+def item_bytes(item: dict[str, Any]) -> int:
+    """About an item's billed size: its attribute names plus their values."""
+    return sum(len(name.encode()) + attribute_bytes(value) for name, value in item.items())
+
+
+def read_units(item_sizes: Iterable[int], consistent: bool) -> float:
+    """Read request units of a GetItem/BatchGetItem: each item (or absent key, size 0) rounded
+    up to 4 KB, at least one unit; half for an eventually consistent read."""
+    units = sum(max(1, -(-size // READ_UNIT_BYTES)) for size in item_sizes)
+    return units if consistent else units / 2
+
+
+def query_read_units(total_bytes: int, consistent: bool) -> float:
+    """Read request units of one Query/Scan page: its items' bytes together, rounded up to
+    4 KB, at least one unit; half for an eventually consistent read."""
+    units = max(1, -(-total_bytes // READ_UNIT_BYTES))
+    return units if consistent else units / 2
 
 
 @dataclass
@@ -256,8 +434,10 @@ class RequestLog:
     calls: Counter[str] = field(default_factory=Counter)  # "service.Operation"
     write_units: int = 0  # items written (each under 1 KB: one unit each)
     read_items: int = 0
-    sqs_requests: int = 0  # billed SQS requests, empty receives excluded
+    read_units: float = 0.0  # read request units, from the items' sizes (priced)
+    sqs_requests: int = 0  # SQS requests that move runs, empty receives excluded
     empty_receives: int = 0
+    received_messages: int = 0  # messages returned by the non-empty receives
     enabled: bool = True
     lock: threading.Lock = field(default_factory=threading.Lock)
 
@@ -269,12 +449,32 @@ class RequestLog:
         with self.lock:
             self.calls.clear()
             self.write_units = self.read_items = self.sqs_requests = self.empty_receives = 0
+            self.received_messages = 0
+            self.read_units = 0.0
 
-    def _before(self, event_name: str, params: dict[str, Any], **_: Any) -> None:
+    def _before(
+        self,
+        event_name: str,
+        params: dict[str, Any],
+        context: dict[str, Any] | None = None,
+        **_: Any,
+    ) -> None:
         if not self.enabled:
             return
         parts = event_name.split(".")
         service, operation = parts[-2], parts[-1]
+        if context is not None and operation in READ_OPERATIONS:
+            # Read back by _after (the same request's context): the consistency of each table.
+            if operation == "BatchGetItem":
+                asked = params.get("RequestItems", {})
+                context["bench_consistent"] = {
+                    table: bool(spec.get("ConsistentRead")) for table, spec in asked.items()
+                }
+                context["bench_keys"] = {
+                    table: len(spec.get("Keys", [])) for table, spec in asked.items()
+                }
+            else:
+                context["bench_consistent"] = bool(params.get("ConsistentRead"))
         with self.lock:
             self.calls[f"{service}.{operation}"] += 1
             if operation in WRITE_OPERATIONS:
@@ -287,39 +487,86 @@ class RequestLog:
             if operation in SQS_BILLED and operation != "ReceiveMessage":
                 self.sqs_requests += 1
 
-    def _after(self, event_name: str, parsed: dict[str, Any], **_: Any) -> None:
+    def _after(
+        self,
+        event_name: str,
+        parsed: dict[str, Any],
+        context: dict[str, Any] | None = None,
+        **_: Any,
+    ) -> None:
         if not self.enabled:
             return
         operation = event_name.rsplit(".", maxsplit=1)[-1]
+        consistent = (context or {}).get("bench_consistent", True)
+        if "Error" in parsed:
+            return  # a refused request: no items (its units are not known here)
         with self.lock:
             if operation == "ReceiveMessage":
-                if parsed.get("Messages"):
+                if messages := parsed.get("Messages"):
                     self.sqs_requests += 1
+                    self.received_messages += len(messages)
                 else:
                     self.empty_receives += 1
             elif operation in ("Query", "Scan"):
-                self.read_items += int(parsed.get("Count", 0))
+                count = int(parsed.get("Count", 0))
+                self.read_items += count
+                items = parsed.get("Items", [])
+                size = sum(item_bytes(i) for i in items)
+                # Filtered out items are read (and billed) too: scale by what was scanned.
+                scanned = int(parsed.get("ScannedCount", count))
+                if items and scanned > len(items):
+                    size = size * scanned // len(items)
+                self.read_units += query_read_units(size, consistent is not False)
             elif operation == "GetItem":
-                self.read_items += 1 if parsed.get("Item") else 0
+                item = parsed.get("Item")
+                self.read_items += 1 if item else 0
+                self.read_units += read_units(
+                    [item_bytes(item) if item else 0], consistent is not False
+                )
             elif operation == "BatchGetItem":
-                self.read_items += sum(len(v) for v in parsed.get("Responses", {}).values())
+                for table, items in parsed.get("Responses", {}).items():
+                    self.read_items += len(items)
+                    strong = consistent.get(table, True) if isinstance(consistent, dict) else True
+                    self.read_units += read_units([item_bytes(i) for i in items], strong)
+                # Keys asked for and not found cost the minimum each; the unprocessed ones
+                # are asked for again (and counted then).
+                asked = (context or {}).get("bench_keys", {})
+                for table, keys in asked.items():
+                    found = len(parsed.get("Responses", {}).get(table, []))
+                    left = len(parsed.get("UnprocessedKeys", {}).get(table, {}).get("Keys", []))
+                    absent = max(0, keys - found - left)
+                    strong = consistent.get(table, True) if isinstance(consistent, dict) else True
+                    self.read_units += read_units([0] * absent, strong)
 
     def per_run(self, runs: int) -> dict[str, Any]:
         with self.lock:
             calls = dict(sorted(self.calls.items()))
             reads = sum(n for k, n in calls.items() if k.split(".")[-1] in READ_OPERATIONS)
             writes, sqs = self.write_units, self.sqs_requests
-            empty = self.empty_receives
+            empty, items, units = self.empty_receives, self.read_items, self.read_units
+            received = self.received_messages
         n = max(runs, 1)
+        # Every SQS request is billed: empty receives and GetQueueAttributes included.
+        billed = sum(v for k, v in calls.items() if k.split(".")[0] == "sqs")
+        non_empty = calls.get("sqs.ReceiveMessage", 0) - empty
         return {
             "runs": runs,
             "calls": calls,
             "calls_per_run": {k: round(v / n, 3) for k, v in calls.items()},
             "dynamodb_write_units_per_run": round(writes / n, 3),
             "dynamodb_read_requests_per_run": round(reads / n, 3),
+            "dynamodb_read_items_per_run": round(items / n, 3),
+            # What on demand bills, from the sizes of the items read (priced below).
+            "dynamodb_read_units_per_run": round(units / n, 3),
             "sqs_requests_per_run": round(sqs / n, 3),
+            "sqs_billed_requests_per_run": round(billed / n, 3),
             "empty_receives": empty,
-            "dollars_per_million_runs": dollars_per_million(writes / n, reads / n, sqs / n),
+            "non_empty_receives": non_empty,
+            # Batch fill: messages per receive that returned any (a Lambda invocation's records).
+            "records_per_receive": round(received / non_empty, 2) if non_empty > 0 else None,
+            "dollars_per_million_runs": dollars_per_million(
+                writes / n, units / n, sqs / n, sqs_billed_per_run=billed / n
+            ),
         }
 
 
@@ -374,6 +621,22 @@ class Recorder:
     def count(self) -> int:
         with self.lock:
             return len(self.executions)
+
+
+class TickLog:
+    """When the local stack's sweep ticks come (wall ms): a wrapper around `LocalStack.tick`."""
+
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+        self.ticks: list[int] = []
+
+    def wrap(self, tick: Callable[[], Any]) -> Callable[[], Any]:
+        def observed() -> Any:
+            with self.lock:
+                self.ticks.append(wall_ms())
+            return tick()
+
+        return observed
 
 
 @dataclass
@@ -437,6 +700,7 @@ class Bench:
         self.sizes = defaults | {k: v for k, v in (sizes or {}).items() if v}
         self.results: dict[str, Any] = {"scenarios": {}}
         self.recorder = Recorder()
+        self.ticks = TickLog()
         self.log = RequestLog()
         self.tenant_of: dict[str, str] = {}  # the load scenario's jobs: one tenant per client
         self.raw = 0.0  # the run's raw rate (runs/s), measured before the scenarios
@@ -464,6 +728,8 @@ class Bench:
             executor.handle = self.recorder.wrap_handle(executor.handle)  # type: ignore[method-assign]
             for client in (parts.timers._client, parts.queue._client, stack._sqs):
                 self.log.attach(client)
+            # The tick loop calls `stack.tick()` each minute: record when (its phase).
+            stack.tick = self.ticks.wrap(stack.tick)  # type: ignore[method-assign]
             self.results["machine"] = machine()
             self.results["pollers_per_lambda_queue"] = self.pollers
             self.results["claim_lead_ms"] = self.claim_lead_ms
@@ -472,6 +738,12 @@ class Bench:
             self.raw_rate()
             for name in self.scenarios:
                 getattr(self, name)()
+        with self.ticks.lock:
+            # The sweep ticks seen (the stack's first, at its start, comes before the wrapper).
+            self.results["sweep_ticks"] = {
+                "count": len(self.ticks.ticks),
+                "phase_seconds": sorted({round(t % 60_000 / 1000, 1) for t in self.ticks.ticks}),
+            }
         self.results["finished"] = datetime.now(UTC).isoformat()
         self.write()
 
@@ -584,7 +856,9 @@ class Bench:
     ) -> dict[str, Any]:
         """Late or lost? Runs still missing when the wait ended: keep recording until every
         queue is empty and nothing has started for QUIET_SECONDS (at most SETTLE_SECONDS),
-        then look each run still missing up in the stores. Adds late starts to `executions`.
+        then look each run still missing up in the stores. Adds late starts of the expected
+        jobs to `executions`: a run of another job (an earlier scenario's recurring job) that
+        starts meanwhile is left out, as the scenario left it out of what it recorded before.
         """
         ran = Counter((e[0], e[1]) for e in executions)
         missing = Counter(expected) - ran
@@ -592,12 +866,13 @@ class Bench:
         if not missing:
             return report
         say(f"{report['missing_when_wait_ended']} runs not started yet: waiting for a quiet system")
+        ids = {job_id for job_id, _ in expected}
         started = time.monotonic()
         quiet_since = time.monotonic()
         while time.monotonic() - started < SETTLE_SECONDS:
             time.sleep(1)
             late = self.recorder.take()
-            executions += late
+            executions += [e for e in late if e[0] in ids]
             if late or self.queued():
                 quiet_since = time.monotonic()
             elif time.monotonic() - quiet_since >= QUIET_SECONDS:
@@ -627,9 +902,17 @@ class Bench:
         extra: dict[str, Any],
         naive_due: list[int],
         request_runs: int | None = None,
+        *,
+        accounted: list[tuple[str, int, int, int]] | None = None,
+        requests: dict[str, Any] | None = None,
+        mismatches: list[dict[str, Any]] | None = None,
     ) -> dict[str, Any]:
-        """`request_runs`: the runs the counted requests served, when more than `executions`
-        (steady: recurring occurrences after the window ran, and paid, but are not counted)."""
+        """`executions`: the runs whose lateness is reported; `accounted` (default the same):
+        the runs checked against `expected` (steady: recurring occurrences after the window
+        too). `request_runs`: the runs the counted requests served, when more than
+        `executions`; `requests`: the request figures when taken earlier (steady: at the
+        window's end, before the wait for the recurring occurrences after it). `mismatches`:
+        jobs whose scheduled instant is not the one the bench asked for (due_mismatches)."""
         lateness = [e[2] for e in executions]
         phase = random.Random(name).randrange(60_000) + (min(naive_due) if naive_due else 0)
         naive = naive_lateness(naive_due, phase)
@@ -640,17 +923,25 @@ class Bench:
                 for e in executions
                 if (w := self.recorder.early_waits.get((e[0], e[1]))) is not None
             ]
-        requests = self.log.per_run(request_runs or runs)
+        if requests is None:
+            requests = self.log.per_run(request_runs or runs)
+        checked = executions if accounted is None else accounted
+        accounting = account(expected, [(e[0], e[1]) for e in checked])
+        # A run scheduled at another instant than the bench asked for is an error too.
+        accounting["due_mismatches"] = len(mismatches or [])
         result = {
             "lateness_ms": summarize(lateness),
             # How long deliveries waited for their instants (paid time on Lambda).
             "early_wait_ms": summarize(early),
-            "accounting": account(expected, [(e[0], e[1]) for e in executions]),
+            "accounting": accounting,
             "requests": requests,
             # Every call the scheduler made to the emulator (empty receives included).
             "emulator_calls_per_run": round(
                 sum(requests["calls"].values()) / max(requests["runs"], 1), 2
             ),
+            # Batch fill: messages per receive that returned any (docs/cost.md's model
+            # assumes 10 records a Lambda invocation).
+            "records_per_receive": requests.get("records_per_receive"),
             "baseline_naive": {
                 "lateness_ms": summarize(naive),
                 "per_run": NAIVE_PER_RUN,
@@ -662,6 +953,8 @@ class Bench:
             },
             **extra,
         }
+        if mismatches:
+            result["due_mismatch_samples"] = mismatches[:10]
         self.results["scenarios"][name] = result
         self.plot(name, lateness, naive)
         lat, wait = result["lateness_ms"], result["early_wait_ms"]
@@ -669,8 +962,11 @@ class Bench:
             f"{name}: runs {runs}, lateness p50 {lat['p50']} p99 {lat['p99']} max {lat['max']} ms, "
             f"early wait p50 {wait['p50']} p99 {wait['p99']} ms, "
             f"accounting {result['accounting']}, per run "
-            f"{result['requests']['dynamodb_write_units_per_run']} writes, "
-            f"{result['requests']['sqs_requests_per_run']} SQS"
+            f"{requests['dynamodb_write_units_per_run']} writes, "
+            f"{requests['dynamodb_read_units_per_run']} read units, "
+            f"{requests['sqs_requests_per_run']} SQS ({requests['sqs_billed_requests_per_run']} "
+            f"billed), {result['records_per_receive']} records a receive, "
+            f"${requests['dollars_per_million_runs']['total_on_demand']}/M on demand"
         )
         return result
 
@@ -696,34 +992,63 @@ class Bench:
         # submit the delay jobs: each when its due instant is a whole number of seconds away
         delay_jobs = self._submit_delays(delay_idx, dues)
         jobs.update(delay_jobs)
-        expected: list[tuple[str, int]] = [
-            (jobs[i].id, jobs[i].next_due_ms) for i in one_off_index if i in jobs
-        ]
-        end = start + seconds * 1000
+        end = plan.end_ms
+        # Expected: each one-off at the instant the bench asked for (an `at`; a delay counted
+        # from the job's creation), each recurring job's every occurrence by its schedule from
+        # its creation to its end_at, whether or not any ran.
+        delay_set = set(delay_idx)
+        rec_ids = {jobs[i].id: jobs[i] for i, _ in recurring}
+        expected, asked = expected_runs(
+            (
+                (jobs[i], jobs[i].created_ms + DELAY_SECONDS * 1000 if i in delay_set else dues[i])
+                for i in one_off_index
+                if i in jobs
+            ),
+            rec_ids.values(),
+            plan.recurring_end_ms,
+        )
+        mismatches = due_mismatches(asked)
+        in_window = [(j, s) for j, s in expected if s <= end or j not in rec_ids]
         time.sleep(max(0.0, (end - wall_ms()) / 1000) + 3)
         # A run that has not started when the wait ends counts as lost: give a backlog time.
-        self.wait_for(len(expected), max(20.0, n / 20))
-        executions = self.recorder.take()
+        self.wait_for(len(in_window), max(20.0, n / 20))
+        # The requests per run are taken here, over every run served so far (as before the
+        # recurring occurrences after the window were awaited): the wait below is idle time,
+        # whose empty receives would be divided by a few runs.
+        served = self.recorder.count()
+        requests = self.log.per_run(served)
+        if plan.recurring_end_ms > end:
+            # The recurring occurrences after the window: up to its first minute boundary.
+            time.sleep(max(0.0, (plan.recurring_end_ms - wall_ms()) / 1000) + 3)
+            self.wait_for(len(expected), 20.0)
+        ids = {job.id for job in jobs.values()}
+        executions = [e for e in self.recorder.take() if e[0] in ids]
         settled = self.settle(expected, executions)
-        # Recurring jobs: every occurrence due before `end` must have run exactly once.
-        rec_ids = {jobs[i].id: jobs[i] for i, _ in recurring}
-        for job in rec_ids.values():
-            seen = sorted({e[1] for e in executions if e[0] == job.id})
-            expected += [(job.id, s) for s in seen if s <= end]
-            expected += self._missing_occurrences(job, seen, end)
-        # Recurring occurrences after `end` are out of the window; one-offs all count.
-        served = len(executions)
-        executions = [e for e in executions if e[1] <= end or e[0] not in rec_ids]
+        # Lateness is the window's: recurring occurrences after `end` are accounted for above
+        # (every one expected) and reported apart; one-offs all count.
+        window = [e for e in executions if e[1] <= end or e[0] not in rec_ids]
+        after = [e for e in executions if e[1] > end and e[0] in rec_ids]
         kinds = {jobs[i].id: "at" for i in one_off_index if i in jobs}
         kinds |= {jobs[i].id: "delay_seconds" for i in delay_idx if i in jobs}
         kinds |= {jobs[i].id: kind for i, kind in recurring}
         by_kind = {
-            kind: summarize(e[2] for e in executions if kinds.get(e[0]) == kind)
+            kind: summarize(e[2] for e in window if kinds.get(e[0]) == kind)
             for kind in ("at", "delay_seconds", "rate", "cron")
+        }
+        occurrences = {
+            kind: {
+                "expected": sum(1 for j, _ in expected if kinds.get(j) == kind),
+                "expected_in_window": sum(1 for j, _ in in_window if kinds.get(j) == kind),
+                "executed": sum(1 for e in executions if kinds.get(e[0]) == kind),
+                "lateness_after_window_ms": summarize(
+                    e[2] for e in after if kinds.get(e[0]) == kind
+                ),
+            }
+            for kind in ("rate", "cron")
         }
         self.scenario(
             "steady",
-            executions,
+            window,
             expected,
             {
                 "rate_per_second": rate,
@@ -732,14 +1057,28 @@ class Bench:
                 "mix": "70% at, 20% delay_seconds, 5% rate_seconds=10, 5% cron * * * * *",
                 "submit_seconds": round(submit_seconds, 2),
                 "submitted_before_first_due": submit_seconds * 1000 < lead_ms,
+                "window_utc": [
+                    datetime.fromtimestamp(start / 1000, UTC).isoformat(),
+                    datetime.fromtimestamp(end / 1000, UTC).isoformat(),
+                ],
+                "recurring_end_utc": datetime.fromtimestamp(
+                    plan.recurring_end_ms / 1000, UTC
+                ).isoformat(),
                 "lateness_by_kind_ms": by_kind,
+                # Every recurring occurrence by schedule up to its end_at: how many, how many
+                # in the window (a short window may cross no minute: then the cron share's
+                # runs all come after it, at its end_at), how many ran, and their lateness.
+                "recurring_occurrences": occurrences,
                 "settle": settled,
             },
-            [d for _, d in expected],
-            request_runs=served,
+            [d for _, d in in_window],
+            requests=requests,
+            accounted=executions,
+            mismatches=mismatches,
         )
 
     def _submit_delays(self, idx: list[int], dues: list[int]) -> dict[int, Any]:
+        """Each job `DELAY_SECONDS` before its instant, as `delay_seconds`."""
         from duetime.domain.jobs import parse_job_spec
 
         out: dict[int, Any] = {}
@@ -751,24 +1090,13 @@ class Bench:
             out[i] = self.parts.service.create(TENANT, spec)
 
         for i in pending:
-            delay = 2
+            delay = DELAY_SECONDS
             wait = (dues[i] - delay * 1000 - wall_ms()) / 1000
             if wait > 0:
                 time.sleep(wait)
             pool.submit(submit, i, delay)
         pool.shutdown(wait=True)
         return out
-
-    @staticmethod
-    def _missing_occurrences(job: Any, seen: list[int], end: int) -> list[tuple[str, int]]:
-        """Occurrences between the first seen and `end` that never ran (rate jobs: gaps)."""
-        schedule = job.spec.schedule
-        seconds = getattr(schedule, "seconds", None)
-        if not seen or seconds is None:
-            return []
-        step = seconds * 1000
-        want = range(seen[0], end + 1, step)
-        return [(job.id, s) for s in want if s not in set(seen)]
 
     # --- burst ---------------------------------------------------------------------------
 
@@ -788,9 +1116,14 @@ class Bench:
         self.log.reset()
         due = (wall_ms() + lead_ms) // 1000 * 1000
         bodies = burst_bodies(due, n, stage)
+        instants = burst_instants(due, n)
         batched = name in ("burst_batch", "burst_staged")
         jobs = self.submit_batches(bodies) if batched else self.submit(bodies)
-        expected = [(j.id, j.next_due_ms) for j in jobs]
+        # Expected at the instants the bench asked for (jobs come back in the bodies' order).
+        expected = [(j.id, at) for j, at in zip(jobs, instants, strict=True)]
+        mismatches = due_mismatches(
+            (j.id, at, j.next_due_ms) for j, at in zip(jobs, instants, strict=True)
+        )
         time.sleep(max(0.0, (due - wall_ms()) / 1000))
         t0 = time.monotonic()
         last = self.wait_for(n, max(60.0, n / 5))
@@ -804,10 +1137,7 @@ class Bench:
         ids = {j.id for j in jobs}
         executions = [e for e in executions if e[0] in ids]
         settled = self.settle(expected, executions)
-        starts = sorted(e[3] for e in executions)
-        drain_seconds = (starts[-1] - due) / 1000 if starts else None
-        span = (starts[-1] - starts[0]) / 1000 if len(starts) > 1 else None
-        drain_rate = len(starts) / max(drain_seconds or 0, 1e-3)
+        drain = drain_figures([e[3] for e in executions], due, max(instants), raw)
         self.scenario(
             name,
             executions,
@@ -815,18 +1145,27 @@ class Bench:
             {
                 "jobs": n,
                 "stage_seconds": stage,
-                "time_to_start_all_seconds": drain_seconds,
-                "first_to_last_start_seconds": span,
-                "drain_runs_per_second": round(drain_rate, 1),
+                "time_to_start_all_seconds": drain["time_to_start_all_seconds"],
+                "first_to_last_start_seconds": drain["first_to_last_start_seconds"],
+                "drain_runs_per_second": drain["drain_runs_per_second"],
                 "raw_runs_per_second": round(raw, 1),
-                "drain_ratio_to_raw": round(drain_rate / raw, 3),
+                # The targets' definition: N ÷ (last start − the due second's start).
+                "drain_ratio_to_raw": drain["drain_ratio_to_raw"],
                 "raw_runs_per_second_before": round(raw_before, 1),
                 "raw_runs_per_second_after": round(raw_after, 1),
-                "drain_ratio_to_run_raw": round(drain_rate / self.raw, 3),
+                "drain_ratio_to_run_raw": round(drain["drain_runs_per_second"] / self.raw, 3),
+                # N ÷ (last start − the last due instant): the due second itself left out.
+                "last_due_utc": datetime.fromtimestamp(max(instants) / 1000, UTC).isoformat(),
+                "time_to_start_all_from_last_due_seconds": drain[
+                    "time_to_start_all_from_last_due_seconds"
+                ],
+                "drain_runs_per_second_from_last_due": drain["drain_runs_per_second_from_last_due"],
+                "drain_ratio_from_last_due": drain["drain_ratio_from_last_due"],
                 "waited_seconds": round(last - t0, 2),
                 "settle": settled,
             },
             [d for _, d in expected],
+            mismatches=mismatches,
         )
 
     def burst_batch(self) -> None:
@@ -860,10 +1199,15 @@ class Bench:
         t0 = time.monotonic()
         last = self.wait_for(m, max(60.0, m / 5))
         time.sleep(2)
-        executions = [e for e in self.recorder.take() if e[1] == due]
+        # Every run of these jobs (one at another instant than `due` is an error: unexpected).
+        ids = {j.id for j in jobs}
+        executions = [e for e in self.recorder.take() if e[0] in ids]
         settled = self.settle(expected, executions)
         starts = sorted(e[3] for e in executions)
         drain_seconds = (starts[-1] - due) / 1000 if starts else None
+        with self.ticks.lock:
+            ticks = list(self.ticks.ticks)
+        handover = handover_tick(ticks, due, lookahead)
         self.scenario(
             "cron_top_of_minute",
             executions,
@@ -879,8 +1223,14 @@ class Bench:
                 "requests_note": "per occurrence, from the jobs' creation to their runs; the "
                 "creation itself is in submission_requests",
                 "submission_requests": submission,
+                # The local stack's sweep ticks keep the phase it started with (a rate rule's
+                # rhythm): the tick that handed the :00 over, its seconds after the minute, and
+                # how long before the :00 it came. The lateness depends on it.
+                "sweep_tick_phase_seconds": handover["phase_seconds"] if handover else None,
+                "sweep_handover": handover,
             },
             [d for _, d in expected],
+            mismatches=due_mismatches((j.id, due, j.next_due_ms) for j in jobs),
         )
 
     # --- due vs stored -------------------------------------------------------------------
@@ -948,6 +1298,7 @@ class Bench:
                     "sweeps": sweeps,
                     "sweep_wall_ms": sweep_ms,
                     "read_requests_per_due_job": reads,
+                    "read_units_per_due_job": stats["dynamodb_read_units_per_run"],
                     "items_read_per_due_job": round(log.read_items / due_count, 3),
                     "calls": stats["calls"],
                     "stored_put_seconds": round(put_seconds, 2),
@@ -985,10 +1336,9 @@ class Bench:
         time.sleep(max(0.0, (last_due - wall_ms()) / 1000))
         self.wait_for(len(expected), 60.0)
         time.sleep(2)  # late duplicates would land here
-        executions = self.recorder.take()
-        settled = self.settle(expected, executions)
         # An earlier scenario's recurring job may still run one occurrence past its window.
-        executions = [e for e in executions if e[0] in ids]
+        executions = [e for e in self.recorder.take() if e[0] in ids]
+        settled = self.settle(expected, executions)
         answered = len(result.latencies_ms)
         self.scenario(
             "load",
@@ -1009,6 +1359,7 @@ class Bench:
                 "settle": settled,
             },
             [d for _, d in expected],
+            mismatches=due_mismatches(result.requested),
         )
         say(
             f"load: {len(expected)} accepted, {len(result.connection_errors)} connection "
@@ -1070,8 +1421,9 @@ def markdown(results: dict[str, Any]) -> str:
         "",
         "| scenario | runs | p50 | p95 | p99 | max (ms) | early wait p50 / p99 (ms) | lost | dup "
         "| writes/run | SQS req/run | emulator calls/run | $/M runs (on-demand) "
-        "| naive p50 / p99 (ms) |",
-        "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|",
+        "| naive p50 / p99 (ms) | read units/run | SQS billed/run | records/receive "
+        "| due mismatches |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for name, s in results["scenarios"].items():
         if "lateness_ms" not in s:
@@ -1086,7 +1438,10 @@ def markdown(results: dict[str, Any]) -> str:
             f"{req['dynamodb_write_units_per_run']} | {req['sqs_requests_per_run']} | "
             f"{s.get('emulator_calls_per_run')} | "
             f"{req['dollars_per_million_runs']['total_on_demand']} | "
-            f"{naive['p50']} / {naive['p99']} |"
+            f"{naive['p50']} / {naive['p99']} | "
+            f"{req.get('dynamodb_read_units_per_run')} | "
+            f"{req.get('sqs_billed_requests_per_run')} | {s.get('records_per_receive')} | "
+            f"{acc.get('due_mismatches')} |"
         )
     for name in ("burst", "burst_batch", "burst_staged"):
         burst = results["scenarios"].get(name)
@@ -1097,7 +1452,13 @@ def markdown(results: dict[str, Any]) -> str:
                 f"after the due second; drain {burst['drain_runs_per_second']} runs/s = "
                 f"{burst['drain_ratio_to_raw']:.0%} of the raw rate measured beside it "
                 f"({burst['raw_runs_per_second_before']} runs/s before, "
-                f"{burst['raw_runs_per_second_after']} after).",
+                f"{burst['raw_runs_per_second_after']} after)"
+                + (
+                    f"; from the last due instant {burst['drain_runs_per_second_from_last_due']}"
+                    f" runs/s = {burst['drain_ratio_from_last_due']:.0%}."
+                    if burst.get("drain_ratio_from_last_due") is not None
+                    else "."
+                ),
             ]
     load = results["scenarios"].get("load")
     if load:
@@ -1110,6 +1471,28 @@ def markdown(results: dict[str, Any]) -> str:
             f"submission p50 {sub['p50']} ms / p99 {sub['p99']} ms; start lateness "
             f"p50 {lat['p50']} ms / p99 {lat['p99']} ms; lost {load['accounting']['lost']}, "
             f"duplicate {load['accounting']['duplicates']}.",
+        ]
+    steady = results["scenarios"].get("steady")
+    if steady and "recurring_occurrences" in steady:
+        occ = steady["recurring_occurrences"]
+        lines += [
+            "",
+            "steady's recurring occurrences (expected by schedule up to end_at / in the window / "
+            "executed): "
+            + "; ".join(
+                f"{kind} {o['expected']} / {o['expected_in_window']} / {o['executed']}"
+                for kind, o in occ.items()
+            )
+            + ".",
+        ]
+    cron = results["scenarios"].get("cron_top_of_minute")
+    if cron and cron.get("sweep_handover"):
+        hand = cron["sweep_handover"]
+        lines += [
+            "",
+            f"cron: the :00 was handed over by the sweep tick at {hand['tick_utc']} (phase "
+            f"{hand['phase_seconds']} s after the minute), {hand['seconds_before_due']} s "
+            "before it.",
         ]
     dvs = results["scenarios"].get("due_vs_stored")
     if dvs:

@@ -35,7 +35,21 @@ def load_body(i: int) -> dict[str, Any]:
 
 def due_ms(job: dict[str, Any]) -> int:
     """The scheduled instant of an accepted one-off, from the API's answer."""
-    return int(datetime.fromisoformat(job["next_run_at"].replace("Z", "+00:00")).timestamp() * 1000)
+    return instant_ms(job["next_run_at"])
+
+
+def instant_ms(text: str) -> int:
+    """An RFC 3339 instant of the API's (`...Z`) as epoch ms."""
+    return round(datetime.fromisoformat(text.replace("Z", "+00:00")).timestamp() * 1000)
+
+
+def requested_ms(job: dict[str, Any], body: dict[str, Any]) -> int | None:
+    """The instant a load body asked for: its delay counted from the job's creation, as the
+    API answered it (None when the answer has no `created_at`)."""
+    created = job.get("created_at")
+    if created is None:
+        return None
+    return instant_ms(created) + int(body["schedule"]["delay_seconds"]) * 1000
 
 
 @dataclass
@@ -44,6 +58,9 @@ class LoadResult:
     of every request that got an HTTP answer, statuses and connection errors."""
 
     accepted: list[tuple[str, int]] = field(default_factory=list)
+    # (job id, the instant its body asked for, the instant the API scheduled): the bench
+    # counts a difference as an accounting error.
+    requested: list[tuple[str, int, int | None]] = field(default_factory=list)
     tenant_of: dict[str, str] = field(default_factory=dict)
     latencies_ms: list[float] = field(default_factory=list)
     statuses: Counter[int] = field(default_factory=Counter)
@@ -91,7 +108,8 @@ def _client(
     while time.monotonic() < deadline:
         if connection is None:
             connection = http.client.HTTPConnection(host, port, timeout=REQUEST_TIMEOUT_SECONDS)
-        body = json.dumps(load_body(i)).encode()
+        raw = load_body(i)
+        body = json.dumps(raw).encode()
         i += 1
         sent = time.perf_counter()
         try:
@@ -111,6 +129,8 @@ def _client(
             if response.status == 201:
                 job = json.loads(payload)
                 out.accepted.append((job["id"], due_ms(job)))
+                if (want := requested_ms(job, raw)) is not None:
+                    out.requested.append((job["id"], want, due_ms(job)))
                 out.tenant_of[job["id"]] = tenant
         if response.will_close:
             connection.close()

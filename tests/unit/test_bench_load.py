@@ -48,6 +48,10 @@ class StubJobsApi:
 
     status: int = 201
     count: int = 0
+    # When set: answer a `created_at` too, each job due at its delay after it, but for the
+    # job numbers in `shifted`, due 1 ms later (a scheduler that moved the instant).
+    created_ms: int | None = None
+    shifted: frozenset[int] = frozenset()
     tenants: set[str] = field(default_factory=set)
     lock: threading.Lock = field(default_factory=threading.Lock)
 
@@ -59,6 +63,10 @@ class StubJobsApi:
             n = self.count
             self.tenants.add(event["requestContext"]["authorizer"]["jwt"]["claims"]["sub"])
         job = {"id": f"job-{n}", "next_run_at": rfc3339_ms(MINUTE + n)}
+        if self.created_ms is not None:
+            due = self.created_ms + body["schedule"]["delay_seconds"] * 1000
+            job["created_at"] = rfc3339_ms(self.created_ms)
+            job["next_run_at"] = rfc3339_ms(due + (n in self.shifted))
         return {"statusCode": self.status, "body": json.dumps(job)}
 
 
@@ -120,3 +128,17 @@ def test_given_a_server_that_is_gone_then_each_failed_request_is_a_connection_er
 def test_given_a_url_that_is_not_loopback_then_the_load_does_not_start() -> None:
     with pytest.raises(ValueError, match="loopback"):
         run_load("http://example.com:8080", tokens(1), seconds=0.1)
+
+
+def test_given_an_answer_due_elsewhere_than_the_delay_asked_then_it_is_recorded(
+    gateway: Gateway, api: StubJobsApi
+) -> None:
+    api.created_ms = MINUTE + 59_999
+    api.shifted = frozenset({2})
+
+    result = run_load(gateway.url, tokens(1), seconds=0.3)
+
+    assert len(result.requested) == len(result.accepted) >= 2
+    wrong = [(job_id, asked, got) for job_id, asked, got in result.requested if asked != got]
+    asked = MINUTE + 59_999 + 2_000  # the second body's delay is 2 s
+    assert wrong == [("job-2", asked, asked + 1)]

@@ -136,3 +136,40 @@ def test_given_any_start_then_the_cron_top_of_minute_job_is_due_at_that_minute_o
     for submitted in range(now, now + lead, 10_000):
         job = service.submit_at(submitted, raw)
         assert job.next_due_ms == due
+
+
+@pytest.mark.parametrize("phase", PHASES_MS)
+@pytest.mark.parametrize(("rate", "seconds"), [(20, 10), (100, 30)])  # --quick, full
+def test_given_any_start_then_every_recurring_body_has_runs_the_bench_expects_by_schedule(
+    phase: int, rate: int, seconds: int
+) -> None:
+    # Given the steady plan built at any phase, its recurring bodies submitted at any instant
+    # from now to the window's end
+    now = MINUTE + phase
+    lead = int(rate * seconds / bench.SUBMIT_RATE * 1000) + 5000
+    plan = bench.steady_plan(now, rate, seconds, lead)
+    # every recurring occurrence is awaited: at most a minute after the window
+    assert plan.end_ms + 10_000 <= plan.recurring_end_ms <= plan.end_ms + 60_000
+    service = Service(now)
+    by_kind = {kind: plan.raws[i] for i, kind in plan.recurring}
+    for kind, raw in by_kind.items():
+        for submitted in range(now, plan.end_ms + 1, 1_000):
+            job = service.submit_at(submitted, raw)
+
+            # When the bench builds its expected runs from the job's schedule
+            runs = bench.recurring_occurrences(
+                job.id, job.spec.schedule, job.created_ms, plan.recurring_end_ms
+            )
+
+            # Then each job (the cron share too, whether or not the window crosses a minute)
+            # has at least one, the first being the one the job service planned, all within
+            # the job's life and none before its creation
+            assert runs, (kind, submitted)
+            assert runs[0][1] == job.next_due_ms
+            assert all(submitted <= ms <= plan.recurring_end_ms for _, ms in runs)
+            if kind == "cron":
+                assert all(ms % 60_000 == 0 for _, ms in runs)
+            else:
+                assert [ms for _, ms in runs] == list(
+                    range(submitted + 10_000, plan.end_ms + 10_001, 10_000)
+                )
