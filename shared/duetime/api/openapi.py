@@ -23,13 +23,13 @@ def _json_content(schema: dict[str, Any]) -> dict[str, Any]:
 
 
 def _error(description: str, headers: dict[str, Any] | None = None) -> dict[str, Any]:
-    response: dict[str, Any] = {
+    # Every answer of the API carries no-store, errors too (declared since 2026-11-30: only
+    # the successes said so; a contract audit, round three).
+    return {
         "description": description,
         "content": _json_content(ref("Error")),
+        "headers": {**NO_STORE_HEADER, **(headers or {})},
     }
-    if headers:
-        response["headers"] = headers
-    return response
 
 
 _RESPONSES = {
@@ -121,7 +121,11 @@ def _paths() -> dict[str, Any]:
                 "summary": "Liveness check",
                 "security": public,
                 "responses": {
-                    "200": {"description": "Up.", "content": _json_content(ref("Health"))}
+                    "200": {
+                        "description": "Up.",
+                        "content": _json_content(ref("Health")),
+                        "headers": NO_STORE_HEADER,
+                    }
                 },
             }
         },
@@ -134,6 +138,7 @@ def _paths() -> dict[str, Any]:
                     "200": {
                         "description": "The OpenAPI 3.1 document.",
                         "content": _json_content({"type": "object"}),
+                        "headers": NO_STORE_HEADER,
                     }
                 },
             }

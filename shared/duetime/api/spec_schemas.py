@@ -40,6 +40,7 @@ def schedule_schemas() -> dict[str, Any]:
             {
                 "cron": {
                     "type": "string",
+                    "minLength": 1,
                     "maxLength": MAX_CRON_LENGTH,
                     "description": "5 fields (minute hour day-of-month month day-of-week) or "
                     "a macro such as @daily.",
