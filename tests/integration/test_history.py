@@ -668,6 +668,23 @@ def test_history_query_runs_on_athena_when_asked(
     assert execution["QueryExecutionContext"]["Database"] == "duetime"
 
 
+def test_a_bucket_named_on_the_command_line_is_queried_here_even_with_a_workgroup_set(
+    history: History, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # With DUETIME_ATHENA_WORKGROUP set, --bucket was ignored without a word and the query
+    # went to Athena (an archive audit, round two).
+    archive_in_batches(history, 1, DAY)
+    monkeypatch.setenv(Env.ATHENA_WORKGROUP, "duetime")
+    monkeypatch.setenv(Env.GLUE_DATABASE, "duetime")
+    capsys.readouterr()
+    sql = "SELECT count(*) AS n FROM runs"
+    assert main(["history", "query", "--json", "--bucket", history.bucket.name, sql]) == 0
+    assert json.loads(capsys.readouterr().out) == [{"n": 3}]
+    both = ["history", "query", "--athena", "--bucket", history.bucket.name, sql]
+    assert main(both) == 2
+    assert "--bucket" in capsys.readouterr().err
+
+
 def test_the_compactor_function_compacts_the_day_in_its_event_or_the_settled_days(
     history: History, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -35,7 +35,8 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         help="run SQL on the history table `runs` (DuckDB locally, or Athena)",
         description="Run SQL on the history table `runs`: locally with DuckDB over the Parquet "
         "objects (the local stack's, found through --state-dir, or --bucket), or on Athena "
-        "with --athena (the default when DUETIME_ATHENA_WORKGROUP is set).",
+        "with --athena (the default when DUETIME_ATHENA_WORKGROUP is set, unless --bucket or "
+        "--endpoint-url names the archive to read here).",
     )
     query.add_argument("sql", help='the query, e.g. "SELECT status, count(*) FROM runs GROUP BY 1"')
     engine = query.add_mutually_exclusive_group()
@@ -50,7 +51,7 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         "--timeout-seconds",
         type=positive_seconds,
         default=600.0,
-        help="how long to wait for Athena (default 600)",
+        help="how long to wait for Athena (default 600; a local query is not timed)",
     )
     _history_location_options(query)
     query.set_defaults(run=_run_history_query)
@@ -114,8 +115,13 @@ def _run_history_query(args: argparse.Namespace) -> int:
     from duetime.settings import Env
 
     workgroup = args.workgroup or os.environ.get(Env.ATHENA_WORKGROUP, "")
+    # A bucket or endpoint named here is the local engine's (with a workgroup set, they were
+    # ignored without a word and the query went to Athena; until 2026-11-30).
+    located = args.bucket is not None or args.endpoint_url is not None
+    if args.athena and located:
+        raise RuntimeError("--bucket and --endpoint-url are the local engine's: not with --athena")
     engine: AthenaEngine | LocalEngine
-    if args.athena or (workgroup and not args.local):
+    if args.athena or (workgroup and not args.local and not located):
         import boto3
 
         database = args.database or os.environ.get(Env.GLUE_DATABASE, "")
