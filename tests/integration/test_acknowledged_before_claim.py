@@ -115,6 +115,33 @@ def test_a_change_acknowledged_between_a_late_runs_read_and_its_claim_stops_the_
     assert engine.parts.runs.get(job_id, scheduled_ms) is None
 
 
+def test_a_withdraw_refused_for_a_moment_is_tried_again_and_leaves_no_record(
+    engine: Engine,
+) -> None:
+    # A cancel acknowledged between a late run's read and its claim; the claim's withdraw is
+    # throttled once. It raised: the message came back, and after waiting out the lease the
+    # run ended `failed`, "the worker stopped …", its target never called (a worker audit).
+    job_id, scheduled_ms, delivery = received_half_a_second_early(engine, late_by_ms=300)
+    runs = ChangedBeforeClaim(engine.parts.runs, lambda: CHANGES["cancel"](engine, job_id))
+    withdraw = engine.parts.runs.withdraw
+    refusals: list[int] = []
+
+    def throttled_once(run: Run, reason: str) -> bool:
+        if not refusals:
+            refusals.append(1)
+            raise StoreError("ThrottlingException: rate exceeded", transient=True)
+        return withdraw(run, reason)
+
+    runs.withdraw = throttled_once  # type: ignore[attr-defined]
+    result = worker(engine, engine.advance, runs=runs).handle(delivery)
+
+    assert refusals == [1]
+    assert result.disposition == Disposition.DONE
+    assert result.detail.startswith("dropped after the claim"), result.detail
+    assert engine.recorder.calls == []
+    assert engine.parts.runs.get(job_id, scheduled_ms) is None
+
+
 def test_a_late_run_whose_job_did_not_change_runs_as_claimed(engine: Engine) -> None:
     # Given an occurrence received after its instant
     job_id, scheduled_ms, delivery = received_half_a_second_early(engine, late_by_ms=300)

@@ -59,7 +59,7 @@ from duetime.observability import Metric, count, logger, milliseconds
 from duetime.ports import Delivery, JobQueue, JobStore, RunStore, TargetRunner
 from duetime.services.dependencies import Dependencies
 from duetime.services.job_reads import LINGER_SECONDS, JobReads, may_start
-from duetime.services.outcome import record_outcome, send_follow_up
+from duetime.services.outcome import record_outcome, send_follow_up, withdraw_claim
 from duetime.services.overlap import GateContention, OverlapGuard
 from duetime.services.results import (
     Disposition,
@@ -294,7 +294,7 @@ class RunExecutor:
                 found = job, dependents
             runnable = may_start(found, message)
             if isinstance(runnable, str):
-                if self._runs.withdraw(run, runnable):
+                if withdraw_claim(self._runs, run, runnable, clock=self._clock, sleep=self._sleep):
                     self._released(job, message)
                 return dropped(f"dropped after the claim: {runnable}")
             job, dependents = runnable  # a change this run follows (its payload, its target)

@@ -55,6 +55,29 @@ def record_outcome(
     )
 
 
+def withdraw_claim(
+    runs: RunStore,
+    run: Run,
+    reason: str,
+    *,
+    clock: Callable[[], int],
+    sleep: Callable[[float], None],
+) -> bool:
+    """`runs.withdraw(run, reason)` (a claim whose job changed before it: its target never
+    starts), tried again as an outcome is. Raised, the message came back and the run ended
+    `failed` as abandoned once its lease was over (until 2026-11-30; an outside audit)."""
+    return _while_the_lease_lasts(
+        lambda: runs.withdraw(run, reason),
+        run,
+        lambda exc: (
+            isinstance(exc, StoreError) and exc.transient and not isinstance(exc, ConditionFailed)
+        ),
+        "withdraw the claim",
+        clock=clock,
+        sleep=sleep,
+    )
+
+
 def send_follow_up(
     queue: JobQueue,
     run: Run,

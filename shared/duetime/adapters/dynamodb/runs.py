@@ -160,9 +160,11 @@ class DynamoRunStore:
                 )
         except ClientError as exc:
             if not is_condition_failure(exc):
-                raise StoreError(str(exc)) from exc
+                raise StoreError(str(exc), transient=is_transient(exc)) from exc
             # Applied but answered 500 (the SDK's retry then fails its condition): ours.
             return self.get(run.job_id, run.scheduled_ms) == after
+        except BotoCoreError as exc:  # no answer: tried again while the lease lasts
+            raise StoreError(str(exc), transient=True) from exc
         return True
 
     def get(self, job_id: str, scheduled_ms: int) -> Run | None:
