@@ -385,3 +385,49 @@ def test_given_a_copy_of_the_buffered_occurrence_then_it_is_recorded_again_but_c
     assert twins.runs.get(job_id, waiting).status == RunStatus.BUFFERED  # type: ignore[union-attr]
     assert twins.jobs.gate("t", job_id).buffered_ms == waiting
     assert counted[Metric.RUNS_BUFFERED] == 1
+
+
+@dataclass
+class RunNowWhileActive(OverlapTwins):
+    """A run-now asked for once the first run has been executing for `after_s` seconds."""
+
+    job_id: str = ""
+    after_s: int = 5
+    asked_ms: int | None = None
+
+    def work(self) -> None:
+        first = self.executions[0] if self.executions else None
+        if (
+            first
+            and self.asked_ms is None
+            and self.clock.now >= first.start_ms + 1000 * self.after_s
+        ):
+            self.asked_ms = self.service.run_now("t", self.job_id)
+        super().work()
+
+
+def test_given_buffer_one_with_jitter_then_a_buffered_run_now_starts_when_the_active_ends() -> None:
+    # The buffered run was sent due at its instant plus the job's jitter for it: it started
+    # up to `jitter_seconds` after the active run ended, `due_at` jittered, lateness 0 (an
+    # outside audit of the lifecycle). A run-now is not jittered (docs/api.md).
+    twins = RunNowWhileActive()
+    body = {
+        "schedule": {"rate_seconds": 600},
+        "target": {"type": "handler", "name": "duetime.sleep"},
+        "payload": {"seconds": 30},
+        "overlap": "buffer_one",
+        "jitter_seconds": 500,
+    }
+    twins.job_id = twins.service.create("t", parse_job_spec(body)).id
+
+    twins.run_for(1300)
+
+    first, *rest = sorted(twins.executions, key=lambda e: e.start_ms)
+    assert twins.asked_ms is not None
+    (run_now,) = [e for e in rest if e.scheduled_ms == twins.asked_ms]
+    assert run_now.start_ms == first.end_ms  # as soon as the active run finished
+    run = twins.runs.get(twins.job_id, twins.asked_ms)
+    assert run is not None
+    assert run.status == RunStatus.SUCCEEDED
+    assert run.due_ms == twins.asked_ms  # not jittered
+    assert run.lateness_ms == first.end_ms - twins.asked_ms > 0

@@ -115,7 +115,7 @@ class OverlapGuard:
             ):
                 # A copy of the buffered one records it again: a crash may have come
                 # between the gate's write and its record. It was counted and logged once.
-                self._record(job, scheduled, RunStatus.BUFFERED, now)
+                self._record(job, scheduled, RunStatus.BUFFERED, now, message.due_ms)
                 if decision.admission == Admission.BUFFER:
                     count(Metric.RUNS_BUFFERED)
                     logger.info("occurrence buffered: it starts when the active run finishes")
@@ -153,14 +153,18 @@ class OverlapGuard:
 
     def _start(self, job: Job, scheduled_ms: int) -> None:
         """Send the buffered occurrence's first attempt, visible now. It carries the
-        occurrence's own due instant, so its record's `due_at` is the occurrence's and its
-        `lateness_ms` says how long it waited (docs/api.md, "Overlapping runs")."""
+        occurrence's own due instant, as its `buffered` record keeps it (a run-now's or a
+        backfill's is its instant, not jittered: until 2026-11-30 the job's jitter was added,
+        and the run started up to `jitter_seconds` after the active one ended), so its record's
+        `due_at` is the occurrence's and its `lateness_ms` says how long it waited."""
+        buffered = self._runs.get(job.id, scheduled_ms)
+        due = buffered.due_ms if buffered is not None and buffered.due_ms is not None else None
         start = RunMessage(
             tenant=job.tenant,
             job_id=job.id,
             scheduled_ms=scheduled_ms,
             attempt=1,
-            due_ms=job.due_ms(scheduled_ms),
+            due_ms=job.due_ms(scheduled_ms) if due is None else due,
             runtime=job.spec.runtime,
             priority=job.spec.priority,
             generation=job.generation,
@@ -174,7 +178,9 @@ class OverlapGuard:
             self._record(job, scheduled_ms, RunStatus.SKIPPED, now)
             logger.info("buffered occurrence dropped: the job was paused or changed since")
 
-    def _record(self, job: Job, scheduled_ms: int, status: RunStatus, now: int) -> None:
+    def _record(
+        self, job: Job, scheduled_ms: int, status: RunStatus, now: int, due_ms: int | None = None
+    ) -> None:
         self._runs.record(
             Run(
                 tenant=job.tenant,
@@ -187,6 +193,7 @@ class OverlapGuard:
                 target_type=job.spec.target.type,
                 priority=job.spec.priority.value,
                 runtime=job.spec.runtime.value,
+                due_ms=due_ms,
             )
         )
 
