@@ -17,7 +17,7 @@ from duetime.domain.jobs import Priority, Runtime
 from duetime.domain.messages import run_message
 from duetime.domain.runs import CLOCK_SKEW_ALLOWANCE_MS, Lease, RunClaim, RunStatus
 from duetime.ports import QueueError
-from duetime.services.execute import ABANDONED_ERROR
+from duetime.services.dropped import ABANDONED_ERROR
 from tests.integration.conftest import Engine
 
 

@@ -31,7 +31,8 @@ from duetime.domain.jobs import Job, Priority, Runtime
 from duetime.domain.messages import MessageAuth, run_message
 from duetime.domain.runs import CLOCK_SKEW_ALLOWANCE_MS, Run, RunStatus
 from duetime.ports import Delivery
-from duetime.services.execute import ABANDONED_ERROR, LEASE_MARGIN_MS, RunExecutor
+from duetime.services.dropped import ABANDONED_ERROR
+from duetime.services.execute import LEASE_MARGIN_MS, RunExecutor
 from duetime.services.queue_worker import QueueWorker
 from duetime.services.results import Disposition, Result
 from duetime.targets import DEFAULT_HANDLERS, Invocation, TargetExecutor

@@ -191,6 +191,43 @@ def test_a_crash_before_triggering_is_repaired_by_the_redelivery(engine: Engine)
     assert len(engine.runs_of(dependent)) == 1
 
 
+@pytest.mark.parametrize("change", ["pause", "cancel", "reschedule"])
+def test_a_repair_owed_by_a_finished_run_is_made_though_its_job_changed_since(
+    engine: Engine, change: str
+) -> None:
+    # The upstream's run succeeded, its dependents' send failed; the owner then paused,
+    # cancelled or rescheduled the upstream. The redelivery was dropped with the job before
+    # its claim, where it would have triggered them: they never ran (a fault audit).
+    upstream = engine.create({"rate_seconds": 3600})
+    dependent = engine.after(upstream)
+    instant = engine.service.run_now(TENANT, upstream)
+    sent = engine.queue.send
+    failing = True
+
+    def send(messages: Any) -> None:
+        if failing and any(m.job_id == dependent for m, _ in messages):
+            raise RuntimeError("SQS down")
+        sent(messages)
+
+    engine.queue.send = send  # type: ignore[method-assign]
+    engine.work()  # the upstream's run succeeded; its dependents' send failed: it stays
+    assert [i.scheduled_ms for i in engine.runs_of(upstream)] == [instant]
+    if change == "pause":
+        engine.service.pause(TENANT, upstream)
+    elif change == "cancel":
+        engine.service.cancel(TENANT, upstream)
+    else:
+        engine.service.update(TENANT, upstream, {"schedule": {"rate_seconds": 7200}})
+    failing = False
+
+    for _ in range(5):
+        engine.now += 60_000
+        engine.work()
+
+    assert [i.scheduled_ms for i in engine.runs_of(dependent)] == [instant]
+    assert [i.scheduled_ms for i in engine.runs_of(upstream)] == [instant]
+
+
 def test_a_cancelled_or_paused_dependent_is_not_triggered_and_breaks_the_chain(
     engine: Engine,
 ) -> None:

@@ -19,7 +19,7 @@ from duetime.domain.timers import minute_of
 from duetime.domain.timeutil import parse_rfc3339, to_ms
 from duetime.observability import serialized_metrics
 from duetime.ports import ConditionFailed
-from duetime.services.execute import ABANDONED_ERROR
+from duetime.services.dropped import ABANDONED_ERROR
 from tests.integration.conftest import START, Engine
 from tests.integration.test_contracts import make_job
 from tests.reliability.harness import _Body

@@ -27,7 +27,7 @@ from moto.server import ThreadedMotoServer
 from duetime.domain.jobs import parse_job_spec
 from duetime.domain.runs import RunStatus
 from duetime.resources import create_resources
-from duetime.services.execute import ABANDONED_ERROR
+from duetime.services.dropped import ABANDONED_ERROR
 from duetime.settings import Env
 from duetime.wiring import Components, build
 from tests.reliability.accounting import account

@@ -33,7 +33,8 @@ from duetime.domain.messages import MessageAuth, RunMessage, UnauthenticatedMess
 from duetime.domain.overlap import Overlap, holder_active
 from duetime.domain.runs import CLOCK_SKEW_ALLOWANCE_MS, RunOutcome, RunStatus
 from duetime.ports import DeadLetter, DeadLetters, JobQueue, JobStore, RunStore
-from duetime.services.execute import ABANDONED_ERROR, LEASE_MARGIN_MS
+from duetime.services.dropped import ABANDONED_ERROR
+from duetime.services.execute import LEASE_MARGIN_MS
 from duetime.settings import queue_key
 
 QUEUE_KEYS = [queue_key(r, p) for r in Runtime for p in Priority]

@@ -52,13 +52,13 @@ from duetime.domain.runs import (
     RunClaim,
     RunOutcome,
     RunStatus,
-    not_retried,
     started,
 )
 from duetime.observability import Metric, count, logger, milliseconds
 from duetime.ports import Delivery, JobQueue, JobStore, RunStore, TargetRunner
 from duetime.services.dependencies import Dependencies
-from duetime.services.job_reads import LINGER_SECONDS, JobReads, may_start
+from duetime.services.dropped import ABANDONED_ERROR, DroppedRuns
+from duetime.services.job_reads import LINGER_SECONDS, Found, JobReads, may_start
 from duetime.services.outcome import record_outcome, send_follow_up, withdraw_claim
 from duetime.services.overlap import GateContention, OverlapGuard
 from duetime.services.results import (
@@ -66,7 +66,6 @@ from duetime.services.results import (
     Result,
     after_the_lease,
     dropped,
-    lease_end,
     retry_soon_seconds,
     soon,
 )
@@ -81,7 +80,6 @@ MAX_EARLY_WAIT_MS = 2_000
 PRE_START_ALLOWANCE_MS = MAX_EARLY_WAIT_MS + MAX_STAGE_SECONDS * 1000
 # The lease outlives the target's timeout by this margin before another delivery may reclaim.
 LEASE_MARGIN_MS = 30_000
-ABANDONED_ERROR = "the worker stopped during the attempt (killed at its timeout, or crashed)"
 
 
 # A retry that finds its attempt before still `running` comes back soon this many times (2,
@@ -121,6 +119,13 @@ class RunExecutor:
         self._jitter = jitter
         self._overlap = OverlapGuard(jobs, runs, queue, settings, clock=clock)
         self._dependencies = Dependencies(jobs, queue, clock=clock)
+        self._dropped = DroppedRuns(
+            runs,
+            settings,
+            clock=clock,
+            after_the_lease=self._after_the_lease,
+            finished=self._finished,
+        )
 
     def handle(
         self,
@@ -187,12 +192,11 @@ class RunExecutor:
         lead = max(self._settings.claim_lead_ms, message.stage_ms)
         if self._wait_until(message.due_ms - lead, stopping):
             return self._handed_back(delivery)
-        runnable = may_start(self._reads.get(message.tenant, message.job_id), message)
+        found = self._reads.get(message.tenant, message.job_id)
+        runnable = may_start(found, message)
         if isinstance(runnable, str):
-            held = self._end_dropped(delivery, message, runnable)
-            if held is not None:
-                return held
-            return dropped(f"dropped: {runnable}")
+            held = self._dropped.end(delivery, message, runnable, found)
+            return held or dropped(f"dropped: {runnable}")
         job, dependents = runnable
         if message.generation is not None and message.generation < job.generation:
             # A one-off re-armed on the same instant keeps its run: the re-arm's first attempt
@@ -256,14 +260,9 @@ class RunExecutor:
         outcome, run = self._runs.claim(claim)
         if outcome == ClaimOutcome.DONE:
             count(Metric.RUNS_DUPLICATE)
-            if gated and run is not None and run.status in TERMINAL_RUN_STATUSES:
-                # The holder died between its outcome and its release: release now. (A stale
-                # copy of an attempt whose run is retrying or running must not: the run
-                # still holds the gate, and its retry would find it taken.)
-                self._overlap.release(job, message.scheduled_ms)
-            if run is not None and not self._triggered(job, dependents, run):
-                return soon("dependents not triggered yet", run)
-            return Result(Disposition.DONE, "duplicate of finished work", run)
+            if run is None:
+                return Result(Disposition.DONE, "duplicate of finished work")
+            return self._finished((job, dependents), message, run)
         if outcome == ClaimOutcome.ABANDONED and run is not None:
             # Its holder was killed or died mid-attempt: that attempt failed. Retry (or give up)
             # as for any failure; this delivery is done.
@@ -373,33 +372,18 @@ class RunExecutor:
             return soon("succeeded; dependents not triggered", done)
         return Result(Disposition.DONE, "succeeded", done or run)
 
-    def _end_dropped(self, delivery: Delivery, message: RunMessage, reason: str) -> Result | None:
-        """A run dropped with its job ends `failed` rather than showing as in progress for good
-        (and holding an overlap gate): a retry's run `retrying`, its last attempt's error kept;
-        a run an earlier receive of this very message claimed and died holding, as abandoned,
-        once its lease is over (until then the message is kept: the result). A first delivery
-        of a first attempt has no record to end."""
-        if message.attempt < 2 and delivery.receive_count < 2:
-            return None
-        run = self._runs.get(message.job_id, message.scheduled_ms)
-        if run is None:
-            return None
-        now = self._clock()
-        if run.status == RunStatus.RETRYING and run.attempt == message.attempt - 1:
-            last = run.attempts[-1] if run.attempts else None
-            error = not_retried(last.error if last else None, reason)
-            ended = (last.finished_ms if last else None) or now
-            self._runs.finish(run, RunOutcome(RunStatus.FAILED, ended, error))
-        elif (
-            run.status == RunStatus.RUNNING
-            and run.lease is not None
-            and run.lease.message_id == delivery.message_id
-        ):
-            if lease_end(run.lease, self._settings) > now:  # its holder may still be running it
-                return self._after_the_lease(delivery, run, "dropped once its lease is over")
-            error = not_retried(ABANDONED_ERROR, reason)
-            self._runs.finish(run, RunOutcome(RunStatus.FAILED, now, error))
-        return None
+    def _finished(self, found: Found, message: RunMessage, run: Run) -> Result:
+        """A delivery of a run found finished: what it may still owe is done again (the holder
+        died, or a send failed, between its outcome and these)."""
+        job, dependents = found
+        if run.status in TERMINAL_RUN_STATUSES and job.spec.overlap != Overlap.ALLOW:
+            # Its gate, released now. (A stale copy of an attempt whose run is retrying or
+            # running must not: the run still holds the gate, and its retry would find it
+            # taken.)
+            self._released(job, message)
+        if not self._triggered(job, dependents, run):
+            return soon("dependents not triggered yet", run)
+        return Result(Disposition.DONE, "duplicate of finished work", run)
 
     def _after_the_lease(self, delivery: Delivery, run: Run, detail: str) -> Result:
         return after_the_lease(self._queue, delivery, run, detail, self._clock(), self._settings)

@@ -1,0 +1,76 @@
+"""A delivery whose job no longer lets its run start (cancelled, paused, changed since, gone):
+what becomes of the run it names (duetime.services.execute, step 2). A first delivery of a
+first attempt has no record: nothing. Otherwise the record is read:
+
+- a retry's run, `retrying`: it ends `failed`, its last attempt's error kept with why it
+  stops, rather than showing as in progress for good (and holding an overlap gate);
+- a run an earlier receive of this very message claimed and died holding: it ends `failed`
+  as abandoned once its lease is over (until then the message is kept);
+- a run that had finished (the message was kept, or came back after a crash, to send its
+  `after` jobs' runs or to free its overlap gate): that is done now, as a duplicate delivery
+  does it. Until 2026-11-30 the change dropped it, and the dependents of a run that had
+  succeeded never ran (found by an outside fault audit).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from duetime.domain.messages import RunMessage
+from duetime.domain.runs import Run, RunOutcome, RunStatus, not_retried
+from duetime.ports import Delivery, RunStore
+from duetime.services.job_reads import Found
+from duetime.services.results import Result, lease_end
+from duetime.settings import Settings
+
+ABANDONED_ERROR = "the worker stopped during the attempt (killed at its timeout, or crashed)"
+
+
+class DroppedRuns:
+    def __init__(
+        self,
+        runs: RunStore,
+        settings: Settings,
+        *,
+        clock: Callable[[], int],
+        after_the_lease: Callable[[Delivery, Run, str], Result],
+        finished: Callable[[Found, RunMessage, Run], Result],
+    ) -> None:
+        """`after_the_lease`: the result that brings the message back once a run's lease is
+        over; `finished`: what a duplicate delivery of a finished run does (its dependents'
+        runs, its gate)."""
+        self._runs = runs
+        self._settings = settings
+        self._clock = clock
+        self._after_the_lease = after_the_lease
+        self._finished = finished
+
+    def end(
+        self, delivery: Delivery, message: RunMessage, reason: str, found: Found | None
+    ) -> Result | None:
+        """What becomes of the run of a dropped delivery: a result when the message must stay
+        (or has more to do), else None (it is dropped)."""
+        if message.attempt < 2 and delivery.receive_count < 2:
+            return None
+        run = self._runs.get(message.job_id, message.scheduled_ms)
+        if run is None:
+            return None
+        now = self._clock()
+        if run.status in (RunStatus.SUCCEEDED, RunStatus.FAILED):
+            owed = None if found is None else self._finished(found, message, run)
+            return owed if owed is not None and owed.soon else None
+        if run.status == RunStatus.RETRYING and run.attempt == message.attempt - 1:
+            last = run.attempts[-1] if run.attempts else None
+            error = not_retried(last.error if last else None, reason)
+            ended = (last.finished_ms if last else None) or now
+            self._runs.finish(run, RunOutcome(RunStatus.FAILED, ended, error))
+        elif (
+            run.status == RunStatus.RUNNING
+            and run.lease is not None
+            and run.lease.message_id == delivery.message_id
+        ):
+            if lease_end(run.lease, self._settings) > now:  # its holder may still be running it
+                return self._after_the_lease(delivery, run, "dropped once its lease is over")
+            error = not_retried(ABANDONED_ERROR, reason)
+            self._runs.finish(run, RunOutcome(RunStatus.FAILED, now, error))
+        return None
