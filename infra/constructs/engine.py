@@ -77,9 +77,11 @@ RECONCILER_RUNS_ACTIONS = ("dynamodb:BatchGetItem",)
 # an overlap job's gate (get, conditional put); it claims/records its run (conditional puts)
 # and reads the run holding a gate. It reads the tenant's webhook secret (an item of the jobs
 # table) to sign HTTP deliveries and creates it, with a conditional put, if the tenant has
-# none yet. tests/integration/test_grants_cover_calls.py checks these against the calls.
+# none yet. A claim withdrawn before its target starts (its job changed before the claim, or
+# the worker stops) deletes a first attempt's record (DeleteItem; missing until 2026-11-30).
+# tests/integration/test_grants_cover_calls.py checks these against the calls.
 WORKER_JOBS_ACTIONS = ("dynamodb:GetItem", "dynamodb:BatchGetItem", "dynamodb:PutItem")
-WORKER_RUNS_ACTIONS = ("dynamodb:GetItem", "dynamodb:PutItem")
+WORKER_RUNS_ACTIONS = ("dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:DeleteItem")
 SEND = "sqs:SendMessage"  # also authorizes SendMessageBatch
 CHANGE_VISIBILITY = "sqs:ChangeMessageVisibility"
 INVOKE = "lambda:InvokeFunction"

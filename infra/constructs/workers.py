@@ -39,7 +39,7 @@ WORKER_COMMAND = ("duetime", "worker", "--runtime", "fargate")  # the Dockerfile
 # What the task's code calls: the same reads/writes as the Lambda worker, and the SQS calls
 # of its own polling loop (duetime.services.queue_worker).
 TASK_JOBS_ACTIONS = ("dynamodb:GetItem", "dynamodb:BatchGetItem", "dynamodb:PutItem")
-TASK_RUNS_ACTIONS = ("dynamodb:GetItem", "dynamodb:PutItem")
+TASK_RUNS_ACTIONS = ("dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:DeleteItem")
 TASK_QUEUE_ACTIONS = (
     "sqs:ReceiveMessage",
     "sqs:DeleteMessage",  # also authorizes DeleteMessageBatch

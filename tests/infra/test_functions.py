@@ -100,8 +100,9 @@ DYNAMODB: dict[str, dict[str, set[str]]] = {
         # the tenant's webhook secret (read, made on first delivery)
         "jobs": {"dynamodb:GetItem", "dynamodb:BatchGetItem", "dynamodb:PutItem"},
         "timers": set(),
-        # claim and outcome: conditional puts of the run; the run holding an overlap gate
-        "runs": {"dynamodb:GetItem", "dynamodb:PutItem"},
+        # claim and outcome: conditional puts of the run; the run holding an overlap gate; a
+        # first attempt's claim withdrawn before its target starts (a conditional delete)
+        "runs": {"dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:DeleteItem"},
     },
     "archiver": {"jobs": set(), "timers": set(), "runs": set()},
     "compactor": {"jobs": set(), "timers": set(), "runs": set()},
@@ -359,6 +360,7 @@ def test_fargate_task_role_access(synth: Synth) -> None:
     assert synth.actions_on(role, synth.logical_id("Scheduler/Data/Runs")) == {
         "dynamodb:GetItem",
         "dynamodb:PutItem",
+        "dynamodb:DeleteItem",
     }
     assert synth.actions_on(role, synth.logical_id("Scheduler/Data/Timers")) == set()
     for queue, dlq in synth.queue_ids(Runtime.FARGATE):

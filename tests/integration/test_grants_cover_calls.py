@@ -221,6 +221,35 @@ def test_the_engine_roles_are_granted_every_dynamodb_call_their_code_makes(
     assert_granted(calls)
 
 
+def test_the_worker_roles_may_withdraw_a_claim(engine: Engine) -> None:
+    # A late claim whose job was cancelled before it, and a retry claim a stopping worker
+    # hands back, are withdrawn: a first attempt's record is deleted. Neither worker role was
+    # granted DeleteItem, so both failed on AWS (an outside audit of the stack, round three).
+    from tests.integration.test_acknowledged_before_claim import (
+        CHANGES,
+        ChangedBeforeClaim,
+        received_half_a_second_early,
+        worker,
+    )
+
+    calls = Calls(engine)
+    job_id, scheduled_ms, delivery = received_half_a_second_early(engine, late_by_ms=300)
+
+    def cancel() -> None:  # the owner's, through the API: not the worker's calls
+        with calls.of("api"):
+            CHANGES["cancel"](engine, job_id)
+        calls._role = "worker"
+
+    runs = ChangedBeforeClaim(engine.parts.runs, cancel)
+    with calls.of("worker"):
+        result = worker(engine, engine.advance, runs=runs).handle(delivery)
+    assert result.detail.startswith("dropped after the claim"), result.detail
+    assert engine.parts.runs.get(job_id, scheduled_ms) is None  # its record deleted
+    assert "dynamodb:DeleteItem" in calls.made["worker"]["runs"]
+    calls.made["fargate task"]["runs"] |= calls.made["worker"]["runs"]  # the same executor
+    assert_granted(calls)
+
+
 def test_the_api_is_granted_every_dynamodb_call_its_routes_make(
     api: Api, monkeypatch: pytest.MonkeyPatch
 ) -> None:
