@@ -268,7 +268,7 @@ class RunStore(Protocol):
     def finish(self, run: Run, outcome: RunOutcome) -> Run | None:
         """Record an attempt's outcome if `run` (as claimed) is still current; None: lost."""
 
-    def withdraw(self, run: Run, reason: str) -> bool:
+    def withdraw(self, run: Run, reason: str | None) -> bool:
         """Undo `run`'s claim if it is still current (else False): runs.withdrawn's record."""
 
     def get(self, job_id: str, scheduled_ms: int) -> Run | None: ...

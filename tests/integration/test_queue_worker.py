@@ -319,3 +319,64 @@ def test_given_a_stop_then_a_staged_run_waiting_for_its_instant_is_handed_back_u
     url = engine.aws.settings.queue(Runtime.FARGATE, Priority.NORMAL).url
     messages = engine.aws.sqs.receive_message(QueueUrl=url).get("Messages", [])
     assert [engine.parts.auth.open(m["Body"]).job_id for m in messages] == [job]  # for another
+
+
+CALLS: list[int] = []
+
+
+def fails_first(invocation: Invocation) -> None:
+    CALLS.append(invocation.attempt)
+    if invocation.attempt == 1:
+        from duetime.targets import TargetError
+
+        raise TargetError("HTTP 503: try later")
+
+
+DEFAULT_HANDLERS.register("test.fails_first", fails_first)
+
+
+def test_given_a_stop_within_a_retry_s_claim_lead_then_the_retry_is_handed_back_and_runs(
+    engine: Engine,
+) -> None:
+    # The stopping worker withdrew the retry's claim as a cancel does: the run ended
+    # `failed`, "not retried: the worker stopped before its start", and the handed-back
+    # message found it finished: attempt 2 of 3 never ran, nothing in the DLQ (a fault audit).
+    CALLS.clear()
+    job = engine.submit(
+        {
+            "schedule": {"delay_seconds": 0},
+            "timeout_seconds": 30,
+            "retry": {"max_attempts": 3, "backoff_seconds": 3},
+            "target": {"type": "handler", "name": "test.fails_first"},
+        }
+    )
+    engine.drain()  # attempt 1 fails: retrying, attempt 2's message visible ~0.5 s early
+    (run,) = engine.parts.runs.list(job, 10, None).items
+    assert (run.status, CALLS) == (RunStatus.RETRYING, [1])
+    url = engine.aws.settings.queue(Runtime.LAMBDA, Priority.NORMAL).url
+    messages: list[dict[str, Any]] = []
+    while not messages:
+        engine.advance(0.1)
+        messages = engine.aws.sqs.receive_message(QueueUrl=url, VisibilityTimeout=60).get(
+            "Messages", []
+        )
+    (m,) = messages
+    delivery = Delivery(m["MessageId"], m["ReceiptHandle"], m["Body"], 1, url)
+
+    def stopping() -> bool:  # SIGTERM once the retry is claimed, waiting for its instant
+        now = engine.parts.runs.get(job, run.scheduled_ms)
+        return now is not None and now.status == RunStatus.RUNNING
+
+    result = engine.parts.executor.handle(delivery, stopping=stopping)
+
+    assert result.detail == "handed back: the worker is stopping"
+    back = engine.parts.runs.get(job, run.scheduled_ms)
+    assert back is not None
+    assert (back.status, back.attempt, back.error) == (RunStatus.RETRYING, 1, "HTTP 503: try later")
+    for _ in range(5):  # another worker takes the handed-back message
+        engine.advance(2)
+        engine.drain()
+    assert CALLS == [1, 2]
+    done = engine.parts.runs.get(job, run.scheduled_ms)
+    assert done is not None
+    assert (done.status, done.attempt) == (RunStatus.SUCCEEDED, 2)

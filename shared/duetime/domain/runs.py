@@ -269,16 +269,21 @@ def finished_run(run: Run, outcome: RunOutcome) -> Run:
     )
 
 
-def withdrawn(run: Run, reason: str) -> Run | None:
+def withdrawn(run: Run, reason: str | None) -> Run | None:
     """The record after a claim is withdrawn before its attempt started (its job was
     cancelled, paused or re-armed in the moment between the worker's read and its claim:
     duetime.services.execute). A first attempt leaves no record (None), as when the worker sees
     the change before claiming; a retry's run ends `failed` without the withdrawn attempt, its
-    last attempt's error followed by `; not retried: <reason>`."""
+    last attempt's error followed by `; not retried: <reason>`. Without a reason the claim is
+    handed back (the worker stops): a retry's run is `retrying` again, as before its claim
+    (until 2026-11-30 it ended `failed`, and the retry never ran; an outside fault audit)."""
     earlier = run.attempts[:-1]
     if not earlier:
         return None
     last = earlier[-1]
+    if reason is None:
+        back = replace(run, status=RunStatus.RETRYING, attempt=last.number, attempts=earlier)
+        return replace(back, lease=None, version=run.version + 1)
     error = not_retried(last.error, reason)
     ended = last.finished_ms if last.finished_ms is not None else run.attempts[-1].started_ms
     before = replace(run, attempt=last.number, attempts=earlier)

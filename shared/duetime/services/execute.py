@@ -298,7 +298,7 @@ class RunExecutor:
                 return dropped(f"dropped after the claim: {runnable}")
             job, dependents = runnable  # a change this run follows (its payload, its target)
         if self._wait_until(message.due_ms, stopping):
-            self._runs.withdraw(run, "the worker stopped before its start")
+            self._runs.withdraw(run, None)  # handed back: as it was before the claim
             return self._handed_back(delivery)
         count(Metric.RUNS_STARTED)
         milliseconds(Metric.EARLY_WAIT, early_wait_ms)

@@ -140,7 +140,7 @@ class DynamoRunStore:
         # the record this write stored. It is ours (another worker's outcome differs).
         return done if stored is None or stored == done else None
 
-    def withdraw(self, run: Run, reason: str) -> bool:
+    def withdraw(self, run: Run, reason: str | None) -> bool:
         after = withdrawn(run, reason)
         current = {":v": {"N": str(run.version)}}
         try:

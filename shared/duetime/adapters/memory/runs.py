@@ -53,7 +53,7 @@ class MemoryRunStore:
             self._runs[(run.job_id, run.scheduled_ms)] = done
             return done
 
-    def withdraw(self, run: Run, reason: str) -> bool:
+    def withdraw(self, run: Run, reason: str | None) -> bool:
         with self._lock:
             key = (run.job_id, run.scheduled_ms)
             current = self._runs.get(key)
