@@ -109,14 +109,22 @@ class SqsJobQueue:
         return [batch[int(i)][0] for i in refused + unsent]
 
     def send_dead(self, message: RunMessage, reason: str, *, signed: bool = True) -> None:
+        """Raises QueueUnavailable when SQS took no request (the worker tries again while the
+        lease lasts; until 2026-11-30 botocore's error went through, and the run reached its
+        DLQ minutes late, its error lost for "the worker stopped"; a fault audit)."""
         dlq = self._queues[queue_key(message.runtime, message.priority)].dlq_url
-        self._client.send_message(
-            QueueUrl=dlq,
-            MessageBody=self._auth.seal(message) if signed else message.to_json(),
-            MessageAttributes={
-                "duetime-reason": {"DataType": "String", "StringValue": reason[:1000] or "-"}
-            },
-        )
+        try:
+            self._client.send_message(
+                QueueUrl=dlq,
+                MessageBody=self._auth.seal(message) if signed else message.to_json(),
+                MessageAttributes={
+                    "duetime-reason": {"DataType": "String", "StringValue": reason[:1000] or "-"}
+                },
+            )
+        except (BotoCoreError, ClientError) as exc:
+            if not is_transient(exc):
+                raise
+            raise QueueUnavailable(f"SQS did not take the DLQ copy: {exc}", [message]) from exc
 
     def receive(
         self,
