@@ -300,6 +300,15 @@ class RunExecutor:
         if self._wait_until(message.due_ms, stopping):
             self._runs.withdraw(run, None)  # handed back: as it was before the claim
             return self._handed_back(delivery)
+        if run.lease and self._clock() + job.spec.timeout_seconds * 1000 > run.lease.until_ms:
+            # The claim (or the read after it) took longer than the lease's margin: the target
+            # could outlive the lease, and another delivery run the next attempt beside it.
+            # Claimed again with a fresh lease (until 2026-11-30 it started; a fault audit).
+            self._runs.withdraw(run, None)
+            self._queue.change_visibility(delivery, 0)
+            return Result(
+                Disposition.RETRY_LATER, "the claim outlived its lease's margin: handed back"
+            )
         count(Metric.RUNS_STARTED)
         milliseconds(Metric.EARLY_WAIT, early_wait_ms)
         return self._execute(job, dependents, message, run)
