@@ -73,19 +73,20 @@ def test_each_run_a_backfill_sends_spends_a_submission_token(api: Api) -> None:
     job = api.create({"schedule": {"rate_seconds": 60}})  # a token
     api.call("POST", f"/jobs/{job['id']}/pause")  # pausing spends none
     api.engine.advance(5 * 60 + 30)
-    assert api.call("POST", f"/jobs/{job['id']}/resume").status == 200
+    assert api.call("POST", f"/jobs/{job['id']}/resume").status == 200  # resuming does: 8 left
 
     sent = backfill(api, job["id"], at(0), rfc3339_ms(wall_ms()))
 
-    assert (sent.status, sent.json) == (202, {"occurrences": 5})  # 5 tokens: 4 left
-    statuses = [api.call("POST", f"/jobs/{job['id']}/run").status for _ in range(5)]
-    assert statuses == [202, 202, 202, 202, 429]
+    assert (sent.status, sent.json) == (202, {"occurrences": 5})  # 5 tokens: 3 left
+    statuses = [api.call("POST", f"/jobs/{job['id']}/run").status for _ in range(4)]
+    assert statuses == [202, 202, 202, 429]
 
 
 def test_a_run_now_spends_a_token_for_each_run_its_after_jobs_make(api: Api) -> None:
     # One run-now of a job with 100 `after` jobs started 101 runs for one token, ten of them
     # 1,010 (found by an outside security audit): the whole tree below it is charged, each
-    # job once, only those that would run.
+    # job once, those that would run and the paused ones, which may be resumed before the
+    # run ends (uncharged, a round-five audit ran 50 runs for one token).
     api.configure(**{QuotaEnv.SUBMISSIONS_PER_SECOND: "0.01", QuotaEnv.SUBMISSION_BURST: "12"})
     upstream = api.create({"schedule": {"rate_seconds": 3600}})  # a token
     middle = api.create({"schedule": {"after": {"job_id": upstream["id"]}}})  # a token
@@ -94,7 +95,7 @@ def test_a_run_now_spends_a_token_for_each_run_its_after_jobs_make(api: Api) -> 
     api.call("POST", f"/jobs/{paused['id']}/pause")  # 6 tokens spent, 6 left
     assert api.call("POST", f"/jobs/{below[0]['id']}/run").status == 202  # no dependents: 1
 
-    ran = api.call("POST", f"/jobs/{upstream['id']}/run")  # 1 + middle + 3 below (not paused)
+    ran = api.call("POST", f"/jobs/{upstream['id']}/run")  # 1 + middle + 3 below + paused
 
     assert ran.status == 202
     refused = api.call("POST", f"/jobs/{below[1]['id']}/run")
@@ -103,17 +104,35 @@ def test_a_run_now_spends_a_token_for_each_run_its_after_jobs_make(api: Api) -> 
     assert len(api.engine.recorder.runs_of(below[2]["id"])) == 1  # the tree did run
 
 
+def test_a_paused_dependent_is_charged_as_it_may_be_resumed_before_its_upstream_runs(
+    api: Api,
+) -> None:
+    # Pausing the dependents, running the upstream, and resuming them (for free) while it ran
+    # sent all their runs for one token (a security audit, round five).
+    api.configure(**{QuotaEnv.SUBMISSIONS_PER_SECOND: "0.01", QuotaEnv.SUBMISSION_BURST: "8"})
+    upstream = api.create({"schedule": {"rate_seconds": 3600}})  # a token
+    below = [api.create({"schedule": {"after": {"job_id": upstream["id"]}}}) for _ in range(4)]
+    for job in below:  # 5 spent, 3 left; pausing spends none
+        assert api.call("POST", f"/jobs/{job['id']}/pause").status == 200
+
+    ran = api.call("POST", f"/jobs/{upstream['id']}/run")  # 1 + 4 paused: -2
+
+    assert ran.status == 202
+    refused = api.call("POST", f"/jobs/{below[0]['id']}/resume")
+    assert (refused.status, refused.error["code"]) == (429, "quota_exceeded")
+
+
 def test_a_backfill_spends_a_token_for_each_run_its_after_jobs_make(api: Api) -> None:
     api.configure(**{QuotaEnv.SUBMISSIONS_PER_SECOND: "0.01", QuotaEnv.SUBMISSION_BURST: "12"})
     job = api.create({"schedule": {"rate_seconds": 60}})  # a token
     api.create({"schedule": {"after": {"job_id": job["id"]}}})  # a token: 10 left
     api.call("POST", f"/jobs/{job['id']}/pause")
     api.engine.advance(3 * 60 + 30)
-    assert api.call("POST", f"/jobs/{job['id']}/resume").status == 200
+    assert api.call("POST", f"/jobs/{job['id']}/resume").status == 200  # a token: 9 left
 
     sent = backfill(api, job["id"], at(0), rfc3339_ms(wall_ms()))
 
-    assert (sent.status, sent.json) == (202, {"occurrences": 3})  # 3 × 2 tokens: 4 left
+    assert (sent.status, sent.json) == (202, {"occurrences": 3})  # 3 × 2 tokens: 3 left
     statuses = [api.call("POST", f"/jobs/{job['id']}/run").status for _ in range(3)]
     assert statuses == [202, 202, 429]  # 2 tokens each (with a negative balance after)
 

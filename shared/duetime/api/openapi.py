@@ -268,7 +268,13 @@ def _paths() -> dict[str, Any]:
                 "summary": "Resume a paused job from the next occurrence",
                 "parameters": _CONDITIONS,
                 "responses": _ok(
-                    200, "The job, status scheduled.", "Job", *_IF_MATCHED, headers=ETAG_HEADER
+                    200,
+                    "The job, status scheduled. Spends a submission token: it sends the job's "
+                    "next run.",
+                    "Job",
+                    *_IF_MATCHED,
+                    (429, "TooManyRequests"),
+                    headers=ETAG_HEADER,
                 ),
             },
         },

@@ -52,6 +52,10 @@ MAX_DEPENDENTS = 1_000
 FIELD = "schedule.after.job_id"
 
 
+# A dependent whose upstream's run may still make it run (fan_out).
+_MAY_RUN = (JobStatus.SCHEDULED, JobStatus.PAUSED)
+
+
 class Dependencies:
     def __init__(self, jobs: JobStore, queue: JobQueue, *, clock: Callable[[], int]) -> None:
         self._jobs = jobs
@@ -160,9 +164,11 @@ class Dependencies:
 
     def fan_out(self, job: Job) -> int:
         """How many runs one run of `job` may start below it: its `after` jobs that are
-        scheduled, theirs, and so on (each job once). A run-now and each run of a backfill
-        spend a submission token for each (until 2026-11-30 one token started up to 1,000
-        runs this way; found by an outside audit). One read a level, none without dependents."""
+        scheduled or paused (one may be resumed before the run ends: uncharged, that sent 50
+        runs for one token; a security audit, round five), theirs, and so on (each job once).
+        A run-now and each run of a backfill spend a submission token for each (until
+        2026-11-30 one token started up to 1,000 runs this way; found by an outside audit).
+        One read a level, none without dependents."""
         seen = {job.id}
         below = self._jobs.dependents(job.tenant, job.id) if job.has_dependents else ()
         count = 0
@@ -170,7 +176,7 @@ class Dependencies:
             fresh = [i for i in dict.fromkeys(below) if i not in seen]
             seen.update(fresh)
             found = self._jobs.get_with_dependents([(job.tenant, i) for i in fresh])
-            live = [(j, ids) for j, ids in found.values() if j.status == JobStatus.SCHEDULED]
+            live = [(j, ids) for j, ids in found.values() if j.status in _MAY_RUN]
             count += len(live)
             below = tuple(i for _, ids in live for i in ids)
         return count
