@@ -228,6 +228,28 @@ def test_a_repair_owed_by_a_finished_run_is_made_though_its_job_changed_since(
     assert [i.scheduled_ms for i in engine.runs_of(upstream)] == [instant]
 
 
+def test_a_run_reads_its_many_dependents_a_few_at_a_time_and_sends_them_all(
+    engine: Engine,
+) -> None:
+    # 1,000 dependents with 64 KiB payloads were read at once: ~1.6 GB in the shared worker,
+    # killing other tenants' runs with it (a security audit, round five).
+    upstream = engine.create({"at": rfc3339_ms(T0)})
+    dependents = [engine.after(upstream) for _ in range(60)]
+    reads: list[int] = []
+    get_many = engine.jobs.get_many
+
+    def counted(keys: Any) -> Any:
+        reads.append(len(keys))
+        return get_many(keys)
+
+    engine.jobs.get_many = counted  # type: ignore[method-assign]
+    engine.work()
+
+    assert reads
+    assert max(reads) <= 25
+    assert sorted(i.job_id for i in engine.ran if i.job_id != upstream) == sorted(dependents)
+
+
 def test_a_cancelled_or_paused_dependent_is_not_triggered_and_breaks_the_chain(
     engine: Engine,
 ) -> None:

@@ -52,6 +52,8 @@ MAX_DEPENDENTS = 1_000
 FIELD = "schedule.after.job_id"
 
 
+# How many dependents a finished run reads at a time to send their runs (trigger).
+TRIGGER_READS = 25
 # A dependent whose upstream's run may still make it run (fan_out).
 _MAY_RUN = (JobStatus.SCHEDULED, JobStatus.PAUSED)
 
@@ -137,8 +139,21 @@ class Dependencies:
         Returns how many were sent; raises what the queue raises (the caller retries)."""
         if run.status not in (RunStatus.SUCCEEDED, RunStatus.FAILED) or not ids:
             return 0
-        found, unreadable = self._read(upstream.tenant, ids)
         now = self._clock()
+        sent = 0
+        unreadable: list[str] = []
+        # A few at a time: a tenant's 1,000 dependents with 64 KiB payloads, read at once,
+        # held ~1.6 GB in the shared worker (a security audit, round five).
+        for start in range(0, len(ids), TRIGGER_READS):
+            found, bad = self._read(upstream.tenant, ids[start : start + TRIGGER_READS])
+            sent += self._send_triggered(upstream, run, found, now)
+            unreadable += bad
+        if unreadable:  # after its siblings' runs are out: the redelivery tries it again
+            raise ValueError(f"dependents of {upstream.id} that cannot be read: {unreadable}")
+        return sent
+
+    def _send_triggered(self, upstream: Job, run: Run, found: dict[str, Job], now: int) -> int:
+        """Send the runs of `found`'s dependents that `run`'s outcome matches: how many."""
         messages = []
         for job in sorted(found.values(), key=lambda j: j.id):
             schedule = job.spec.schedule
@@ -158,8 +173,6 @@ class Dependencies:
             messages.append((message, delay_seconds(due, now)))
         if messages:
             self._queue.send(messages)
-        if unreadable:  # after its siblings' runs are out: the redelivery tries it again
-            raise ValueError(f"dependents of {upstream.id} that cannot be read: {unreadable}")
         return len(messages)
 
     def fan_out(self, job: Job) -> int:
