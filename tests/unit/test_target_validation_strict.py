@@ -416,6 +416,10 @@ def test_an_event_source_that_only_looks_like_awss_is_kept() -> None:
         "https://u:p@sqs.us-east-1.amazonaws.com/1/q",
         "ftp://sqs.us-east-1.amazonaws.com/1/q",
         "https://sqs us-east-1/1/q",
+        # Another host's path too: only its last segment was read as the queue, so a tenant
+        # could name another's queue before it (a security audit, round five).
+        "https://x.example/123456789012/tenB_orders/tenA_x",
+        "http://localhost:4566/a/b/orders",
     ],
 )
 def test_an_sqs_queue_url_outside_awss_format_is_refused(url: str) -> None:

@@ -38,7 +38,10 @@ MAX_SQS_QUEUE_NAME_CHARS = 80
 # An SQS queue URL's path: `/<account>/<name>` (an emulator may put other segments first;
 # the account is never left out). On an AWS host exactly that, the account in digits: AWS
 # reads the queue from it, and a longer path would be judged by a name it does not act on.
-_SQS_PATH = re.compile(r"(?:/[A-Za-z0-9_.-]+)+/(?P<name>[^/]+)/?")
+# `/<account>/<queue>` on AWS's hosts; on another (an emulator's: ElasticMQ's `/queue/<name>`)
+# one segment before the queue (until 2026-11-30 any number: only the last was read as the
+# queue's name, so a tenant could name another's queue before its own).
+_SQS_PATH = re.compile(r"/[A-Za-z0-9_.-]+/(?P<name>[^/]+)/?")
 _SQS_AWS_PATH = re.compile(r"/[0-9]+/(?P<name>[^/]+)/?")
 _AWS_HOST = re.compile(r"(?:.+\.)?amazonaws\.com(?:\.cn)?|(?:.+\.)?api\.aws")
 # An SNS topic: 1-256 letters, digits, `-` or `_`, `.fifo` at the end of a FIFO topic's.
