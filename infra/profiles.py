@@ -36,6 +36,9 @@ class Profile:
     timer_shards: int = 8
     sweeper_memory_mib: int = 1024
     sweeper_reserved_concurrency: int | None = None
+    # The API's reservation: where the workers' pollers may drive more invocations than the
+    # account's quota, it keeps the API out of their reach.
+    api_reserved_concurrency: int | None = None
     # Per priority; None: standard scaling capped by `worker_max_concurrency`.
     worker_pollers: dict[str, Pollers] | None = None
     # Lanes per queue key ("lambda/normal": 2, ...; absent: 1): queues with a mapping each, for
@@ -65,6 +68,9 @@ LARGE = Profile(
     # One vCPU per shard sweep (1,769 MB), and room for two sweeps per shard when ticks overlap.
     sweeper_memory_mib=1769,
     sweeper_reserved_concurrency=64,
+    # The pollers' maxima (1,100, up to 10 invocations each) can take the whole unreserved
+    # pool at a burst: the API keeps 1,000 of the quota (an outside audit, 2026-11-30).
+    api_reserved_concurrency=1_000,
     # Provisioned mode: one mapping reaches 2,000 pollers × 10 batches, so each priority needs
     # one lane (scripts/scale_model.py --profile large: "1 at the peak"); no `queue_lanes`.
     worker_pollers={

@@ -388,6 +388,7 @@ class SchedulerProps:
             "job_partitions": chosen.job_partitions,
             "sweeper_memory_mib": chosen.sweeper_memory_mib,
             "sweeper_reserved_concurrency": chosen.sweeper_reserved_concurrency,
+            "api_reserved_concurrency": chosen.api_reserved_concurrency,
             "worker_pollers": dict(chosen.worker_pollers) if chosen.worker_pollers else None,
             "queue_lanes": dict(chosen.queue_lanes),
             "warm_throughput": dict(chosen.warm_throughput),

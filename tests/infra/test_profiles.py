@@ -65,6 +65,18 @@ def test_the_coordinator_is_reserved_beside_the_sweeps(large_synth: Synth, synth
     assert "ReservedConcurrentExecutions" not in synth.function("coordinator")[1]
 
 
+def test_the_api_is_reserved_beside_workers_that_may_take_the_unreserved_pool(
+    large_synth: Synth, synth: Synth
+) -> None:
+    # The pollers' maxima can drive 11,000 workers against the profile's 10,000 quota: with
+    # nothing reserved, a burst could throttle the API (an outside audit of the stack).
+    _, api = large_synth.function("api")
+    assert api["ReservedConcurrentExecutions"] == LARGE.api_reserved_concurrency == 1_000
+    reserved = 1_000 + (LARGE.sweeper_reserved_concurrency or 0) + 2 + 100  # + unreserved
+    assert reserved <= LARGE.lambda_concurrency_quota
+    assert "ReservedConcurrentExecutions" not in synth.function("api")[1]
+
+
 def test_normal_mapping_uses_provisioned_pollers(large_synth: Synth) -> None:
     normal = _worker_mappings(large_synth)[Priority.NORMAL]
 
