@@ -199,7 +199,7 @@ LAMBDA_RECEIVE_AND_DELETE_PER_RUN = 2 / SQS_BATCH
 LOWER_BATCH_FILL = 5.0
 # A worker caches a tenant's decrypted webhook secret this long (per process: on Lambda, per
 # execution environment): duetime.services.webhook_secrets.DEFAULT_CACHE_SECONDS.
-WEBHOOK_SECRET_CACHE_SECONDS = 60.0
+WEBHOOK_SECRET_CACHE_SECONDS = 900.0  # (60 until 2026-11-30)
 # A recurring occurrence of the `recurring` path (a timer per occurrence) is a daily job's; the
 # `recurring_frequent` path's, one a minute: their job items are stored that long per
 # occurrence (`dynamodb_storage_by_item`).
@@ -1572,8 +1572,8 @@ def webhook_secret_refreshes_per_month(inputs: Inputs, processes: float) -> floa
 
 def webhook_secrets_per_month(inputs: Inputs, processes: float) -> float:
     """$ a month of webhook-secret decrypts by `processes` worker processes: webhook tenants ×
-    processes × 43,800 refreshes (one a minute) × (KMS Decrypt + a strongly consistent
-    GetItem)."""
+    processes × refreshes (one per cache period: 2,920 a month at 15 minutes) × (KMS Decrypt +
+    a strongly consistent GetItem)."""
     each = inputs.kms_decrypts_per_refresh * PRICE_KMS_REQUEST + PRICE_READ_REQUEST
     return webhook_secret_refreshes_per_month(inputs, processes) * each
 

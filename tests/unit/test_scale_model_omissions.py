@@ -9,6 +9,7 @@ from dataclasses import replace
 
 import pytest
 
+from duetime.services.webhook_secrets import DEFAULT_CACHE_SECONDS
 from infra.profiles import PROFILES
 from scripts import scale_model as sm
 
@@ -157,23 +158,25 @@ def test_the_bill_shows_the_figures_at_a_lower_fill(capsys: pytest.CaptureFixtur
 
 def test_webhook_secrets_cost_per_tenant_and_execution_environment() -> None:
     # 10,000 runs/s in 0.73 s invocations of 10: 730 environments, each decrypting each of 100
-    # tenants' secrets once a minute: a KMS Decrypt ($0.03 per 10,000) and a GetItem.
+    # tenants' secrets once per 15 minutes (the worker's cache; once a minute until
+    # 2026-11-30, 15 times this): a KMS Decrypt ($0.03 per 10,000) and a GetItem.
     model = inputs(rate=10_000, webhook_tenants=100)
     assert sm.concurrency_for(model, 10_000) == 730
-    monthly = 730 * 100 * 730 * 60 * (0.03 / 10_000 + 0.125e-6)
+    assert model.webhook_secret_cache_seconds == DEFAULT_CACHE_SECONDS == 900
+    monthly = 730 * 100 * 730 * 4 * (0.03 / 10_000 + 0.125e-6)
     assert sm.webhook_secrets_per_month(model, 730) == pytest.approx(monthly, rel=1e-9)
     runs = 10_000 * 730 * 3600
     b = bill(model, "one_off_batch", runs=runs)
-    assert b.parts["webhook_secrets"] == pytest.approx(monthly / runs * 1e6, rel=1e-6)
-    assert b.parts["webhook_secrets"] == pytest.approx(0.38, abs=0.01)
+    assert b.parts["webhook_secrets"] == pytest.approx(monthly / runs * 1e6, abs=1e-6)
+    assert b.parts["webhook_secrets"] == pytest.approx(0.025, abs=0.001)
     # Twice the tenants, twice the cost; none, nothing.
     double = bill(inputs(rate=10_000, webhook_tenants=200), "one_off_batch", runs=runs)
     assert double.parts["webhook_secrets"] == pytest.approx(
-        2 * b.parts["webhook_secrets"], rel=1e-5
+        2 * b.parts["webhook_secrets"], abs=2e-6
     )
     assert bill(inputs(webhook_tenants=0), "recurring").parts["webhook_secrets"] == 0.0
-    # An environment handling 60 runs a minute delivers for at most 60 tenants.
-    slow = inputs(rate=1, webhook_tenants=100)
+    # An environment handling 60 runs in its cache period delivers for at most 60 tenants.
+    slow = inputs(rate=1, webhook_tenants=100, webhook_secret_cache_seconds=60)
     assert sm.webhook_secret_refreshes_per_month(slow, 1) == pytest.approx(60 * 730 * 60)
 
 

@@ -223,16 +223,21 @@ def test_given_a_rotation_then_both_secrets_sign_for_the_grace_period_only(
     assert (later.secret, later.previous_secret, later.rotated_ms) == (after.secret, None, NOW_MS)
 
 
-def test_given_a_rotation_elsewhere_then_a_worker_signs_with_the_new_secret_within_a_minute(
+def test_given_a_rotation_elsewhere_then_a_worker_signs_with_the_new_secret_within_15_minutes(
     secrets: Secrets,
 ) -> None:
+    # 15 minutes, not one: each worker environment decrypted each tenant's secret every
+    # minute, ~$0.31 a million runs at 600 environments and 100 tenants (the cost audit); the
+    # 24-hour grace covers the wait.
     api, worker = secrets.service(), secrets.service()
     old = worker.signing_secrets("acme")[0]
 
     new = api.rotate("acme").secret
 
     assert worker.signing_secrets("acme") == (old,)  # cached: the old secret still signs
-    secrets.clocks.advance(60)
+    secrets.clocks.advance(899)
+    assert worker.signing_secrets("acme") == (old,)
+    secrets.clocks.advance(1)
     assert worker.signing_secrets("acme") == (new, old)
 
 

@@ -29,7 +29,11 @@ from duetime.ports import (
 )
 
 DEFAULT_GRACE_SECONDS = 24 * 3600  # the old secret keeps signing this long after a rotation
-DEFAULT_CACHE_SECONDS = 60.0  # how long a worker signs with secrets it decrypted
+# How long a worker signs with secrets it decrypted: a rotation reaches its signatures this
+# late (the 24-hour grace covers it). 15 minutes, not one (until 2026-11-30): each worker
+# environment decrypted each tenant's secret every minute, ~$0.31 a million runs at 600
+# environments and 100 webhook tenants (scripts/scale_model.py; an outside cost audit).
+DEFAULT_CACHE_SECONDS = 900.0
 
 
 class RotationConflict(DomainError):
