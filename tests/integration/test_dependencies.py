@@ -168,22 +168,28 @@ def test_a_duplicate_completion_does_not_trigger_twice(engine: Engine) -> None:
     assert len(engine.runs_of(dependent)) == 1
 
 
-def test_a_crash_before_triggering_is_repaired_by_the_redelivery(engine: Engine) -> None:
-    upstream = engine.create({"at": rfc3339_ms(T0)})
-    dependent = engine.after(upstream)
+def failing_sends_to(engine: Engine, job_id: str) -> list[bool]:
+    """The engine's sends of `job_id`'s runs fail while the returned flag holds True."""
     sent = engine.queue.send
-    failing = True
+    failing = [True]
 
     def send(messages: Any) -> None:
-        if failing and any(m.job_id == dependent for m, _ in messages):
+        if failing[0] and any(m.job_id == job_id for m, _ in messages):
             raise RuntimeError("SQS down")
         sent(messages)
 
     engine.queue.send = send  # type: ignore[method-assign]
+    return failing
+
+
+def test_a_crash_before_triggering_is_repaired_by_the_redelivery(engine: Engine) -> None:
+    upstream = engine.create({"at": rfc3339_ms(T0)})
+    dependent = engine.after(upstream)
+    failing = failing_sends_to(engine, dependent)
     engine.work()  # the upstream ran; triggering failed, so its message stays
     assert engine.runs_of(dependent) == []
 
-    failing = False
+    failing[0] = False
     engine.now += 60_000
     engine.work()
 
@@ -201,15 +207,7 @@ def test_a_repair_owed_by_a_finished_run_is_made_though_its_job_changed_since(
     upstream = engine.create({"rate_seconds": 3600})
     dependent = engine.after(upstream)
     instant = engine.service.run_now(TENANT, upstream)
-    sent = engine.queue.send
-    failing = True
-
-    def send(messages: Any) -> None:
-        if failing and any(m.job_id == dependent for m, _ in messages):
-            raise RuntimeError("SQS down")
-        sent(messages)
-
-    engine.queue.send = send  # type: ignore[method-assign]
+    failing = failing_sends_to(engine, dependent)
     engine.work()  # the upstream's run succeeded; its dependents' send failed: it stays
     assert [i.scheduled_ms for i in engine.runs_of(upstream)] == [instant]
     if change == "pause":
@@ -218,7 +216,7 @@ def test_a_repair_owed_by_a_finished_run_is_made_though_its_job_changed_since(
         engine.service.cancel(TENANT, upstream)
     else:
         engine.service.update(TENANT, upstream, {"schedule": {"rate_seconds": 7200}})
-    failing = False
+    failing[0] = False
 
     for _ in range(5):
         engine.now += 60_000
