@@ -244,13 +244,9 @@ class RunOutcome:
 
 
 def finished_run(run: Run, outcome: RunOutcome) -> Run:
-    """The record with its last attempt ended. An attempt ends by its lease's end at the
-    latest: one whose worker died is ended when a delivery finds the lease over, minutes later
-    (until 2026-11-30 that moment was its end: a 90-minute `duration_ms` in the archive)."""
     last = run.attempts[-1]
     error = outcome.error[:MAX_ERROR_CHARS] if outcome.error else None
-    ended = min(outcome.finished_ms, run.lease.until_ms) if run.lease else outcome.finished_ms
-    done = replace(last, finished_ms=max(ended, last.started_ms), error=error)
+    done = replace(last, finished_ms=outcome.finished_ms, error=error)
     return Run(
         tenant=run.tenant,
         job_id=run.job_id,
@@ -267,6 +263,15 @@ def finished_run(run: Run, outcome: RunOutcome) -> Run:
         version=run.version + 1,
         due_ms=run.due_ms,
     )
+
+
+def abandoned_end(run: Run, now_ms: int) -> int:
+    """When an attempt whose worker died ended, for a run that ends with it: by its lease's end
+    at the latest, not when a delivery found the lease over, minutes later (until 2026-11-30: a
+    90-minute `duration_ms` in the archive). A retrying run keeps the moment it was found: an
+    overlap gate counts its holder active from then until the retry is due."""
+    lease_end = run.lease.until_ms if run.lease else now_ms
+    return max(min(now_ms, lease_end), run.attempts[-1].started_ms if run.attempts else 0)
 
 
 def withdrawn(run: Run, reason: str | None) -> Run | None:

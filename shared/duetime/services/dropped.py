@@ -17,7 +17,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from duetime.domain.messages import RunMessage
-from duetime.domain.runs import Run, RunOutcome, RunStatus, not_retried
+from duetime.domain.runs import Run, RunOutcome, RunStatus, abandoned_end, not_retried
 from duetime.ports import Delivery, RunStore
 from duetime.services.job_reads import Found
 from duetime.services.results import Result, lease_end
@@ -72,5 +72,5 @@ class DroppedRuns:
             if lease_end(run.lease, self._settings) > now:  # its holder may still be running it
                 return self._after_the_lease(delivery, run, "dropped once its lease is over")
             error = not_retried(ABANDONED_ERROR, reason)
-            self._runs.finish(run, RunOutcome(RunStatus.FAILED, now, error))
+            self._runs.finish(run, RunOutcome(RunStatus.FAILED, abandoned_end(run, now), error))
         return None

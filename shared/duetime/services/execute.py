@@ -52,6 +52,7 @@ from duetime.domain.runs import (
     RunClaim,
     RunOutcome,
     RunStatus,
+    abandoned_end,
     started,
 )
 from duetime.observability import Metric, count, logger, milliseconds
@@ -420,7 +421,10 @@ class RunExecutor:
             return Result(Disposition.DONE, f"retrying: {error}", done or run)
         reason = f"attempt {message.attempt} of {job.spec.retry.max_attempts}: {error}"
         self._follow_up(run, dead=(message, reason))
-        done = self._record(run, RunOutcome(RunStatus.FAILED, self._clock(), error))
+        ended = self._clock()
+        if error == ABANDONED_ERROR:  # its worker died: it ended by its lease's end at the latest
+            ended = abandoned_end(run, ended)
+        done = self._record(run, RunOutcome(RunStatus.FAILED, ended, error))
         if done is not None:
             self._released(job, message)
         count(Metric.RUNS_FAILED)
