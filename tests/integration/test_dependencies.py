@@ -70,6 +70,8 @@ class Engine:
         self.ran.append(invocation)
         if invocation.payload == "fail":
             raise TargetError("told to fail", retryable=False)
+        if invocation.payload == "flaky":
+            raise TargetError("HTTP 503", retryable=True)
 
     def create(self, schedule: dict[str, Any], payload: Any = None) -> str:
         body = {
@@ -224,6 +226,36 @@ def test_a_repair_owed_by_a_finished_run_is_made_though_its_job_changed_since(
 
     assert [i.scheduled_ms for i in engine.runs_of(dependent)] == [instant]
     assert [i.scheduled_ms for i in engine.runs_of(upstream)] == [instant]
+
+
+def test_a_retry_its_job_stopped_triggers_nothing_however_often_its_message_comes(
+    engine: Engine,
+) -> None:
+    # A retry dropped by its job's cancel ends the run `failed`, "not retried: …", and
+    # triggers nothing; a second delivery of that message found the run finished and sent
+    # its `on: failed` dependents (a review of the session's change).
+    body = {
+        "schedule": {"at": rfc3339_ms(T0)},
+        "target": {"type": "http", "url": "https://example.com/hook"},
+        "payload": "flaky",
+        "retry": {"max_attempts": 3, "backoff_seconds": 10},
+    }
+    upstream = engine.service.create(TENANT, parse_job_spec(body)).id
+    dependent = engine.after(upstream, on="failed")
+    engine.work()  # attempt 1 fails: retrying
+    engine.service.cancel(TENANT, upstream)
+    engine.now += 60_000
+    (delivery,) = engine.queue.receive(Runtime.LAMBDA, Priority.NORMAL, 1, 0)
+
+    first = engine.executor.handle(delivery)
+    again = engine.executor.handle(replace(delivery, receive_count=2))
+    engine.work()
+
+    assert (first.detail, again.detail) == ("dropped: the job is cancelled",) * 2
+    run = engine.runs.get(upstream, T0)
+    assert run is not None
+    assert run.status == RunStatus.FAILED
+    assert engine.runs_of(dependent) == []
 
 
 def test_a_run_reads_its_many_dependents_a_few_at_a_time_and_sends_them_all(

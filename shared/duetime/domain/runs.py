@@ -295,10 +295,22 @@ def withdrawn(run: Run, reason: str | None) -> Run | None:
     return finished_run(before, RunOutcome(RunStatus.FAILED, ended, error))
 
 
+def stopped_by_its_job(run: Run) -> bool:
+    """A run that its job's change (a cancel, a pause, a re-arm) ended before its next attempt,
+    its error ending `not retried: <reason>` (not_retried): it triggers no `after` job."""
+    error = run.error or ""
+    return run.status == RunStatus.FAILED and (
+        error.startswith(_NOT_RETRIED) or f"; {_NOT_RETRIED}" in error
+    )
+
+
+_NOT_RETRIED = "not retried: "
+
+
 def not_retried(error: str | None, reason: str) -> str:
     """The error a run ends with when its job stops it before its next attempt: the last
     attempt's error, cut so that the reason fits in a record's MAX_ERROR_CHARS."""
-    why = f"not retried: {reason}"
+    why = f"{_NOT_RETRIED}{reason}"
     if not error:
         return why
     return f"{error[: max(MAX_ERROR_CHARS - len(why) - 2, 0)]}; {why}"

@@ -17,7 +17,14 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from duetime.domain.messages import RunMessage
-from duetime.domain.runs import Run, RunOutcome, RunStatus, abandoned_end, not_retried
+from duetime.domain.runs import (
+    Run,
+    RunOutcome,
+    RunStatus,
+    abandoned_end,
+    not_retried,
+    stopped_by_its_job,
+)
 from duetime.ports import Delivery, RunStore
 from duetime.services.job_reads import Found
 from duetime.services.results import Result, lease_end
@@ -57,7 +64,13 @@ class DroppedRuns:
             return None
         now = self._clock()
         if run.status in (RunStatus.SUCCEEDED, RunStatus.FAILED):
-            owed = None if found is None else self._finished(found, message, run)
+            # (Not one that a change ended, a retry dropped: it triggers nothing, however often
+            # its message comes; a review of this change.)
+            owed = (
+                None
+                if found is None or stopped_by_its_job(run)
+                else self._finished(found, message, run)
+            )
             return owed if owed is not None and owed.soon else None
         if run.status == RunStatus.RETRYING and run.attempt == message.attempt - 1:
             last = run.attempts[-1] if run.attempts else None
