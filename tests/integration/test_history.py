@@ -607,6 +607,20 @@ def test_history_errors_are_messages_not_tracebacks(
         assert "Traceback" not in err
 
 
+def test_a_console_folder_object_is_not_data(
+    history: History, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # The zero-byte `dt=…/` object the S3 console makes for a folder was read as Parquet
+    # once every name counted (a review of the session's change); Athena skips it.
+    archive_in_batches(history, 1, DAY)
+    s3 = history.aws.session.client("s3")
+    s3.put_object(Bucket=history.bucket.name, Key="history/dt=2026-11-21/", Body=b"")
+    capsys.readouterr()
+    sql = "SELECT count(*) AS n FROM runs"
+    assert main(["history", "query", "--json", "--bucket", history.bucket.name, sql]) == 0
+    assert json.loads(capsys.readouterr().out) == [{"n": 3}]
+
+
 @pytest.mark.parametrize("name", ["empty.parquet", "notes.txt", "export.parquet.gz"])
 def test_an_object_that_is_not_parquet_is_named_by_the_query_and_the_compaction(
     history: History, capsys: pytest.CaptureFixture[str], name: str

@@ -304,7 +304,7 @@ class HistoryBucket:
             for item in page.get("Contents", []):
                 key = item["Key"]
                 name = key.rsplit("/", 1)[-1]
-                if name.startswith(("_", ".")):
+                if not name or name.startswith(("_", ".")):  # ("" : a console's folder)
                     continue
                 if partition_from_key(key) is None:
                     continue

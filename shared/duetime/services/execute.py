@@ -112,6 +112,7 @@ class RunExecutor:
         self._runs = runs
         self._record = partial(record_outcome, runs, clock=clock, sleep=sleep)  # a known outcome
         self._follow_up = partial(send_follow_up, queue, clock=clock, sleep=sleep)
+        self._withdraw = partial(withdraw_claim, runs, clock=clock, sleep=sleep)
         self._queue = queue
         self._targets = targets
         self._settings = settings
@@ -294,18 +295,18 @@ class RunExecutor:
                 found = job, dependents
             runnable = may_start(found, message)
             if isinstance(runnable, str):
-                if withdraw_claim(self._runs, run, runnable, clock=self._clock, sleep=self._sleep):
+                if self._withdraw(run, runnable):
                     self._released(job, message)
                 return dropped(f"dropped after the claim: {runnable}")
             job, dependents = runnable  # a change this run follows (its payload, its target)
         if self._wait_until(message.due_ms, stopping):
-            self._runs.withdraw(run, None)  # handed back: as it was before the claim
+            self._withdraw(run, None)  # handed back: as it was before the claim
             return self._handed_back(delivery)
         if run.lease and self._clock() + job.spec.timeout_seconds * 1000 > run.lease.until_ms:
             # The claim (or the read after it) took longer than the lease's margin: the target
             # could outlive the lease, and another delivery run the next attempt beside it.
             # Claimed again with a fresh lease (until 2026-11-30 it started; a fault audit).
-            self._runs.withdraw(run, None)
+            self._withdraw(run, None)
             self._queue.change_visibility(delivery, 0)
             return Result(
                 Disposition.RETRY_LATER, "the claim outlived its lease's margin: handed back"

@@ -58,14 +58,14 @@ def record_outcome(
 def withdraw_claim(
     runs: RunStore,
     run: Run,
-    reason: str,
+    reason: str | None,
     *,
     clock: Callable[[], int],
     sleep: Callable[[float], None],
 ) -> bool:
-    """`runs.withdraw(run, reason)` (a claim whose job changed before it: its target never
-    starts), tried again as an outcome is. Raised, the message came back and the run ended
-    `failed` as abandoned once its lease was over (until 2026-11-30; an outside audit)."""
+    """`runs.withdraw(run, reason)` (a claim whose job changed before it, or handed back:
+    its target never starts), tried again as an outcome is. Raised, the message came back and
+    the run ended `failed` as abandoned once its lease was over (until 2026-11-30; an audit)."""
     return _while_the_lease_lasts(
         lambda: runs.withdraw(run, reason),
         run,
