@@ -98,8 +98,9 @@ ROUTES: tuple[tuple[str, str], ...] = (
     ("POST", "/webhook-secret/rotate"),
 )
 PUBLIC_ROUTES = frozenset({("GET", "/health"), ("GET", "/openapi.json")})
-# The routes that take an Idempotency-Key; elsewhere the header is a 400, not ignored (since
-# 2026-11-30: a retried rotation with one rotated twice; POST /jobs/batch says more, below).
+# The routes that take an Idempotency-Key; on another change the header is a 400, not ignored
+# (since 2026-11-30: a retried rotation with one rotated twice; POST /jobs/batch says more,
+# below). A read ignores it (a proxy may add one to every request).
 KEYED_ROUTES = frozenset({("POST", "/jobs"), ("POST", "/jobs/{id}/run"), ("POST", "/jobs/batch")})
 
 
@@ -133,8 +134,10 @@ def build_app(
             @functools.wraps(handler)
             def with_known_query(*args: Any, **kwargs: Any) -> JsonResponse:
                 known_query(app.current_event.query_string_parameters or {}, allowed)
-                if (method, path) not in KEYED_ROUTES and "Idempotency-Key" in (
-                    app.current_event.headers or {}
+                if (
+                    method != "GET"  # (and HEAD: a read makes nothing twice)
+                    and (method, path) not in KEYED_ROUTES
+                    and "Idempotency-Key" in (app.current_event.headers or {})
                 ):
                     raise ValidationError("Idempotency-Key", f"not taken by {method} {path}")
                 return handler(*args, **kwargs)

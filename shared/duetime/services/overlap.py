@@ -5,8 +5,9 @@ Costs, per occurrence of such a job: one strongly consistent read of the gate, o
 the holder's run record when another occurrence holds it (never a query of the job's runs),
 one read of the occurrence's own run record when it does not start (a late copy of one that
 already ran is dropped: `late_copy`), and one conditional write when the gate changes; the
-release is one read and one write, and a read of the job when an occurrence waits (a pause, a
-cancel or a re-arm since drops it: the gate carries the job's generation). A race between two
+release is one read and one write, and, when an occurrence waits, a read of the job (a pause,
+a cancel or a re-arm since drops it: the gate carries the job's generation) and of the
+waiting occurrence's record (its own due instant). A race between two
 occurrences is settled by the gate's version: the loser reads it again.
 
 Never two at once, never a buffered occurrence lost:
