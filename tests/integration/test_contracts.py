@@ -74,7 +74,11 @@ from duetime.ports import (
     SigningSecrets,
     TimerStore,
 )
-from duetime.services.webhook_secrets import DEFAULT_GRACE_SECONDS, WebhookSecrets
+from duetime.services.webhook_secrets import (
+    DEFAULT_CACHE_SECONDS,
+    DEFAULT_GRACE_SECONDS,
+    WebhookSecrets,
+)
 from duetime.settings import queue_key
 from tests.conftest import Aws
 
@@ -1952,7 +1956,7 @@ def test_given_a_rotation_then_the_new_and_old_secret_sign_as_shown_until_the_gr
     signing_secrets.signing.signing_secrets(TENANT)  # a worker signs with it, and keeps it
 
     signing_secrets.rotate(TENANT)
-    signing_secrets.pass_time(60)  # a worker reuses what it decrypted for up to a minute
+    signing_secrets.pass_time(DEFAULT_CACHE_SECONDS)  # a worker reuses what it decrypted
 
     new, previous = signing_secrets.shown(TENANT)
     assert new != old
