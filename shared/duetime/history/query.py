@@ -107,7 +107,15 @@ def duckdb_query(sql: str, tables: dict[str, pa.Table]) -> QueryResult:
 
     con = duckdb.connect(":memory:")
     try:
-        result = _interruptible(con, lambda: _session(con, sql, tables))
+        con.execute("SET TimeZone = 'UTC'")
+        for statement in LOCAL_MACROS:
+            con.execute(statement)
+        for name, table in tables.items():
+            con.register(name, table)
+        con.execute("SET enable_external_access = false")
+        con.execute("SET lock_configuration = true")
+        _one_select(con, sql)
+        result = _interruptible(con, sql)
     except duckdb.Error as exc:
         raise HistoryQueryError(str(exc)) from None
     finally:
@@ -118,21 +126,6 @@ def duckdb_query(sql: str, tables: dict[str, pa.Table]) -> QueryResult:
         return QueryResult((), ())
     columns = [column.to_pylist() for column in result.columns]
     return QueryResult(tuple(result.column_names), tuple(zip(*columns, strict=True)))
-
-
-def _session(con: Any, sql: str, tables: dict[str, pa.Table]) -> pa.Table | None:
-    """The whole of a query's DuckDB session: set up, checked, run."""
-    con.execute("SET TimeZone = 'UTC'")
-    for statement in LOCAL_MACROS:
-        con.execute(statement)
-    for name, table in tables.items():
-        con.register(name, table)
-    con.execute("SET enable_external_access = false")
-    con.execute("SET lock_configuration = true")
-    _one_select(con, sql)
-    # None for a statement without a result (the stubs do not say so).
-    relation = cast("Any", con.sql(sql))
-    return None if relation is None else relation.to_arrow_table()
 
 
 def _one_select(con: Any, sql: str) -> None:
@@ -148,19 +141,19 @@ def _one_select(con: Any, sql: str) -> None:
         raise HistoryQueryError(f"a query must be a SELECT (or WITH … SELECT), not {kind}")
 
 
-def _interruptible(con: Any, session: Callable[[], pa.Table | None]) -> pa.Table | None:
-    """The DuckDB session on its own thread, so that Ctrl-C stops it: DuckDB did not always see
+def _interruptible(con: Any, sql: str) -> pa.Table | None:
+    """`sql`'s result on its own thread, so that Ctrl-C stops it: DuckDB did not always see
     the signal (a query ran on for a minute), or answered "Query interrupted" as an error of
-    the SQL (exit 2, not 130; found by an outside audit); one that came while DuckDB's setup ran
-    on this thread was taken by it and lost (the query ran on; its setup is on the other thread
-    too since 2026-11-30). (An Event, not Thread.join: a join that Ctrl-C interrupts may take
-    the thread for ended, on Python 3.11.)"""
+    the SQL (exit 2, not 130; found by an outside audit). (An Event, not Thread.join: a join
+    that Ctrl-C interrupts may take the thread for ended, on Python 3.11.)"""
     done: list[pa.Table | BaseException | None] = []
     finished = threading.Event()
 
     def run() -> None:
         try:
-            done.append(session())
+            # None for a statement without a result (the stubs do not say so).
+            relation = cast("Any", con.sql(sql))
+            done.append(None if relation is None else relation.to_arrow_table())
         except BaseException as exc:  # raised again in the caller's thread
             done.append(exc)
         finally:
