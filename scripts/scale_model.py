@@ -1777,7 +1777,7 @@ def path_bill(inputs: Inputs, path: str, runs_per_month: float, pollers: float =
     on_demand = sum(per_million.values())
     fargate = fargate_workers(inputs)
     fargate_tasks = fargate.task_dollars_per_run * 1e6
-    # A Fargate task is one worker process: it decrypts a tenant's secret once a minute for
+    # A Fargate task is one worker process: it decrypts a tenant's secret once per cache period for
     # all its slots, where Lambda pays it per execution environment.
     fargate_webhook = webhook_secrets_per_month(inputs, fargate.tasks_at_rate) * per_run_month * 1e6
     fargate_sqs = (
@@ -2730,7 +2730,7 @@ def parse_args(argv: list[str] | None = None) -> tuple[Inputs, bool, Measurement
         "--webhook-tenants",
         type=bounded(int, minimum=0),
         help="tenants with HTTP targets: each worker environment decrypts each one's secret "
-        "once a minute (100)",
+        "once per cache period, 15 minutes (100)",
     )
     parser.add_argument(
         "--job-item-bytes",
