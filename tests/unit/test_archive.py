@@ -546,8 +546,8 @@ def test_a_run_of_a_past_at_from_long_ago_is_archived_under_its_day() -> None:
 @pytest.fixture
 def ctrl_c() -> Iterator[None]:
     """Python's own SIGINT handler, which raises KeyboardInterrupt: another test of the worker
-    may have left its own (`duetime local` installs one), which `_thread.interrupt_main` would
-    call instead (these tests then saw no KeyboardInterrupt in a full run)."""
+    may have left its own (`duetime local` did, until it put back what it found), which
+    `_thread.interrupt_main` would call instead (these tests then saw no KeyboardInterrupt)."""
     previous = signal.signal(signal.SIGINT, signal.default_int_handler)
     try:
         yield

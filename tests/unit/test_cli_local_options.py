@@ -3,7 +3,9 @@ a usage error naming the flag, not a traceback."""
 
 from __future__ import annotations
 
+import signal
 from pathlib import Path
+from types import FrameType
 
 import pytest
 
@@ -53,3 +55,23 @@ def test_a_tenant_target_pattern_without_the_tenant_is_a_usage_error(
         err = capsys.readouterr().err
         assert "--tenant-target-names" in err
         assert "holds {tenant} once" in err
+
+
+def test_local_puts_back_the_signal_handlers_it_found(tmp_path: Path) -> None:
+    # `duetime local` installed its SIGINT/SIGTERM handlers for good: called in process (a
+    # test, an embedding program) it left them behind when it returned, and a later Ctrl-C
+    # set an event nobody waited on (until 2026-11-30; noticed by the twenty-fourth session).
+    not_a_dir = tmp_path / "notadir"
+    not_a_dir.write_text("x")
+
+    def mine(signum: int, frame: FrameType | None) -> None:
+        pass
+
+    before = {number: signal.signal(number, mine) for number in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        assert main(["local", "--state-dir", str(not_a_dir)]) == 2  # after it installed them
+        assert signal.getsignal(signal.SIGINT) is mine
+        assert signal.getsignal(signal.SIGTERM) is mine
+    finally:
+        for number, handler in before.items():
+            signal.signal(number, handler)

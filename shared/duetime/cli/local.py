@@ -7,7 +7,6 @@ import argparse
 import os
 import shlex
 import shutil
-import signal
 import sys
 import threading
 import time
@@ -24,6 +23,7 @@ from duetime.cli.options import (
     exit_now,
     missing_local_extra,
     state_dir_option,
+    stop_signals,
 )
 from duetime.cli.types import (
     claim_lead_ms,
@@ -39,7 +39,7 @@ from duetime.settings import Env
 
 if TYPE_CHECKING:
     from duetime.local.figures import Figures
-    from duetime.local.stack import LocalStack
+    from duetime.local.stack import LocalOptions, LocalStack
     from duetime.settings import ApiSettings
 
 EXAMPLE_HISTORY_QUERY = "SELECT status, count(*) AS runs FROM runs GROUP BY status"
@@ -179,8 +179,7 @@ def _scopes(given: list[str]) -> tuple[str, ...]:
 def _run_local(args: argparse.Namespace) -> int:
     if missing_local_extra("duetime local", LOCAL_STACK_MODULES):
         return 2
-    from duetime.local.keys import ensure_state_dir
-    from duetime.local.stack import JOIN_TIMEOUT_SECONDS, LocalOptions, LocalStack
+    from duetime.local.stack import LocalOptions
 
     try:
         api = _api_settings(args)
@@ -208,9 +207,14 @@ def _run_local(args: argparse.Namespace) -> int:
             os._exit(130)
         stopping.set()
 
-    # Ctrl-C and SIGTERM (from now on, during start-up too) end the wait below, then stop().
-    signal.signal(signal.SIGTERM, on_signal)
-    signal.signal(signal.SIGINT, on_signal)
+    # Ctrl-C and SIGTERM (from now on, during start-up too) end the stack's wait, then stop().
+    with stop_signals(on_signal):
+        return _serve(args, options, stopping)
+
+
+def _serve(args: argparse.Namespace, options: LocalOptions, stopping: threading.Event) -> int:
+    from duetime.local.keys import ensure_state_dir
+    from duetime.local.stack import JOIN_TIMEOUT_SECONDS, LocalStack
 
     console = sys.stdout
     ensure_state_dir(args.state_dir)  # (a KeyFileError is a message of the CLI)

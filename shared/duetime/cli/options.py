@@ -7,9 +7,11 @@ import argparse
 import contextlib
 import importlib.util
 import os
+import signal
 import sys
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
+from types import FrameType
 from typing import NoReturn
 
 DEFAULT_STATE_DIR = ".duetime"  # duetime.local.keys.DEFAULT_STATE_DIR, without importing it
@@ -55,6 +57,20 @@ def exit_now(status: int) -> NoReturn:
     sys.stdout.flush()
     sys.stderr.flush()
     os._exit(status)
+
+
+@contextlib.contextmanager
+def stop_signals(handler: Callable[[int, FrameType | None], None]) -> Iterator[None]:
+    """SIGTERM and Ctrl-C call `handler` while the command runs; the handlers found before are
+    put back when it returns (they stayed: called in process, by a test or another program,
+    a command left its own behind, until 2026-11-30)."""
+    numbers = (signal.SIGTERM, signal.SIGINT)
+    found = {number: signal.signal(number, handler) for number in numbers}
+    try:
+        yield
+    finally:
+        for number, previous in found.items():  # None: a handler not set from Python
+            signal.signal(number, signal.SIG_DFL if previous is None else previous)
 
 
 @contextlib.contextmanager

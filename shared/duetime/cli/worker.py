@@ -3,10 +3,9 @@
 from __future__ import annotations
 
 import argparse
-import signal
 from types import FrameType
 
-from duetime.cli.options import aws_setup, exit_now
+from duetime.cli.options import aws_setup, exit_now, stop_signals
 from duetime.cli.types import poll_wait_seconds, positive_int, visibility_seconds
 from duetime.domain.jobs import Priority, Runtime
 
@@ -74,9 +73,8 @@ def _run_worker(args: argparse.Namespace) -> int:
         signalled.append(signum)
         worker.stop()
 
-    signal.signal(signal.SIGTERM, on_signal)
-    signal.signal(signal.SIGINT, on_signal)
-    worker.run()
+    with stop_signals(on_signal):
+        worker.run()
     # Past the stop timeout, the runs still in flight are abandoned (their messages are
     # released): the process exits now, not when their targets return. Logs and metrics are out.
     exit_now(0)
