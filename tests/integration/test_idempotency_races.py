@@ -12,7 +12,12 @@ from typing import Any
 
 import pytest
 
-from duetime.domain.errors import DomainError
+from duetime.domain.errors import (
+    DomainError,
+    IdempotencyConflict,
+    IllegalTransition,
+    PreconditionFailed,
+)
 from duetime.domain.jobs import JobStatus, parse_job_spec
 from duetime.ports import KeyHold
 from duetime.services.batch import BatchJob, BatchSubmitter
@@ -147,29 +152,57 @@ def test_given_a_resumed_batch_item_and_sqs_down_after_its_send_then_the_batch_a
 
 
 def test_given_a_run_now_that_read_its_job_paused_before_a_resume_then_its_key_is_one_run() -> None:
+    """R1 reads the job paused, the owner resumes it, R2 (a copy) lands while R1 is refused:
+    R2 is told to try again (its key is in use), R1 answers 409, and the client's retry R3 is
+    the key's one run (R1 bound its key before its refusal until 2026-11-30; then R1 and R2
+    answered one run, which R1 had been refused)."""
     twins = Twins(shards=1)
     spec = parse_job_spec({"schedule": {"rate_seconds": 600}, "target": NOOP})
     job_id = twins.service.create("t", spec).id
     twins.service.pause("t", job_id)
+    twins.sent()
     claim = twins.jobs.claim_key
-    repeats = []
 
     def claim_with_race(tenant, key, jid, bound, expires, now):
-        if key != "rk":  # the run-now's instant reserved
-            return claim(tenant, key, jid, bound, expires, now)
         twins.jobs.claim_key = claim  # type: ignore[method-assign]
         twins.clock.now += 1
         twins.service.resume("t", job_id)  # the owner resumes after R1 read it paused
         twins.clock.now += 1
         recorded = claim(tenant, key, jid, bound, expires, now)
-        repeats.append(twins.service.run_now("t", job_id, "rk"))  # R2 races R1
+        with pytest.raises(IdempotencyConflict, match="in use by a concurrent request"):
+            twins.service.run_now("t", job_id, "rk")  # R2 races R1
         return recorded
 
     twins.jobs.claim_key = claim_with_race  # type: ignore[method-assign]
-    first = twins.service.run_now("t", job_id, "rk")  # R1 reads the job again once bound
+    with pytest.raises(IllegalTransition):
+        twins.service.run_now("t", job_id, "rk")  # R1, refused: the job was paused
+    twins.sent()  # (the resumed schedule's run)
     twins.clock.now += 5_000
     again = twins.service.run_now("t", job_id, "rk")  # R3: the client's retry
-    assert first == repeats[0] == again  # one run for the key (it used to be two)
+    assert twins.service.run_now("t", job_id, "rk") == again  # and its replay
+    assert set(twins.sent()) == {(job_id, again)}  # one run for the key
+
+
+def test_given_a_run_now_refused_by_its_preconditions_then_its_copy_sends_no_run_for_it() -> None:
+    """R1 (its If-Match stale) and R2, a copy with the same key, in flight together. R1 bound
+    the key before it checked its preconditions: R2, landing between that bind and R1's
+    unbind, was taken for R1's replay and sent R1's run (202) while R1 answered 412 (until
+    2026-11-30; found by a review). Now a request binds its key only once its preconditions
+    hold: R2 is the first request, and R1, refused, answers as R2's replay (one run)."""
+    twins = Twins(shards=1)
+    spec = parse_job_spec({"schedule": {"rate_seconds": 600}, "target": NOOP})
+    job_id = twins.service.create("t", spec).id
+    twins.sent()  # (the schedule's first run)
+    copies = []
+
+    def stale(job: Any) -> None:
+        twins.clock.now += 1
+        copies.append(twins.service.run_now("t", job_id, "rk"))  # R2, in R1's window
+        raise PreconditionFailed(job_id, {job.version + 1}, job.version)
+
+    first = twins.service.run_now("t", job_id, "rk", check=stale)  # R1
+    assert [first] == copies
+    assert set(twins.sent()) == {(job_id, first)}  # R2's run, and no run R1 was refused
 
 
 def test_given_a_replay_that_marked_then_failed_then_a_later_failure_still_withdraws() -> None:

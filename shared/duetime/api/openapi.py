@@ -52,7 +52,8 @@ _RESPONSES = {
     ),
     "RunConflict": _error(
         "The job is paused, cancelled or completed (code conflict), or the Idempotency-Key "
-        "was used for another request (code idempotency_conflict)."
+        "was used for another request, or is in use by a copy being refused (code "
+        "idempotency_conflict)."
     ),
     "PayloadTooLarge": _error("Body over 256 KiB or payload over 64 KiB."),
     "TooManyRequests": _error(

@@ -78,8 +78,12 @@ class IdempotencyConflict(DomainError):
 
     code = "idempotency_conflict"
 
-    def __init__(self, key: str, field: str = IDEMPOTENCY_HEADER) -> None:
-        super().__init__(f"{field} {key!r} was already used for a different request")
+    def __init__(self, key: str, field: str = IDEMPOTENCY_HEADER, *, in_use: bool = False) -> None:
+        super().__init__(
+            f"{field} {key!r} is in use by a concurrent request: try again"
+            if in_use
+            else f"{field} {key!r} was already used for a different request"
+        )
         self.key = key
         self.field = field
 

@@ -55,6 +55,11 @@ def run_now_binding(instant: int, asked: int) -> str:
     return f"{_RUN_NOW}{instant}" if instant == asked else f"{_RUN_NOW}{instant}@{asked}"
 
 
+# What a refused run-now's key holds for a moment (JobService._replay_refused): no
+# binding (run_now_bound) and no fingerprint (a hex digest).
+RUN_NOW_REFUSED = "run-now refused"
+
+
 def run_now_slot(job_id: str, instant: int) -> str:
     """The record that reserves `instant` for one run-now of job `job_id`, kept with the
     Idempotency-Keys under a name no key can have (a key is visible ASCII: no spaces)."""

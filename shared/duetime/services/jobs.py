@@ -43,6 +43,7 @@ from duetime.ports import ConditionFailed, JobQueue, JobStore, Page, RunStore, T
 from duetime.services.dependencies import Dependencies
 from duetime.services.dispatch import Dispatcher
 from duetime.services.idempotency import (
+    RUN_NOW_REFUSED,
     key_expires_at,
     run_now_binding,
     run_now_bound,
@@ -370,56 +371,70 @@ class JobService:
         the first request's instant and sends that run again, in case the first request died
         before sending it (a copy shares its run id: it runs once); the key used for another
         request is an IdempotencyConflict. `check` (a request's preconditions) gates the first
-        request only: a replay answered a 412 once the job had changed (until 2026-11-30)."""
+        request only: a replay answered a 412 once the job had changed (until 2026-11-30). A
+        key is bound only once they hold: a copy landing between the bind and the unbind of a
+        refused request was taken for its replay and sent its run (until 2026-11-30)."""
         job = self.get(tenant, job_id).job
         now = self._clock()
-        if idempotency_key is None:
+        try:
             check(job)
             if job.status != JobStatus.SCHEDULED:
                 raise IllegalTransition(job_id, job.status, "run")
-        instant = self._instants.reserve(job, now)
-        if idempotency_key is not None:
-            recorded = self._jobs.claim_key(
-                tenant,
-                idempotency_key,
-                job_id,
-                run_now_binding(instant, now),
-                key_expires_at(now),
-                now // 1000,
-            )
-            bound = None if recorded is None else run_now_bound(recorded[1])
-            if recorded is not None and (bound is None or recorded[0] != job_id):
-                raise IdempotencyConflict(idempotency_key)
-            job = self.get(tenant, job_id).job  # as it is now that the key is bound
-            # Completed (by its end_at) after the run was asked for: a completed job's runs
-            # run, so the run is sent, as without a key (until 2026-11-30 it was not: a 202
-            # whose run never ran; found by an outside audit). Paused or cancelled since: the
-            # change stops it, nothing to send.
-            if bound is not None:
-                first, asked = bound
-                if job.status == JobStatus.SCHEDULED or _completed_since(job, asked):
-                    self._send(job, first, now)
-                    return first
-                if job.updated_ms >= asked:  # paused or cancelled since the run was asked for
-                    return first
-                # Not scheduled already when it was asked for: that request is being refused
-                # (and frees the key); so is this one.
-                raise IllegalTransition(job_id, job.status, "run")
-            try:
-                check(job)
-            except DomainError:
-                self.submission.unbind(tenant, idempotency_key, job_id)
+        except DomainError as refused:
+            if idempotency_key is None:
                 raise
-            if job.status != JobStatus.SCHEDULED and job.updated_ms >= now:
-                if _completed_since(job, now):
-                    self._send(job, instant, now)
-                # As a copy of this request answers (above).
-                return instant
+            return self._replay_refused(job, idempotency_key, now, refused)
+        instant = self._instants.reserve(job, now)
+        if idempotency_key is None:
+            self._send(job, instant, now)
+            return instant
+        binding = run_now_binding(instant, now)
+        recorded = self._jobs.claim_key(
+            tenant, idempotency_key, job_id, binding, key_expires_at(now), now // 1000
+        )
+        if recorded is not None:
+            return self._replay(job, idempotency_key, recorded, now)
+        job = self.get(tenant, job_id).job  # as it is now that the key is bound
         if job.status != JobStatus.SCHEDULED:
-            self.submission.unbind(tenant, idempotency_key, job_id)
-            raise IllegalTransition(job_id, job.status, "run")
+            if job.updated_ms < now:  # (not seen at the first read: a clock behind)
+                self.submission.unbind(tenant, idempotency_key, job_id)
+                raise IllegalTransition(job_id, job.status, "run")
+            # Changed since the run was asked for: the change stops it, as it would have a
+            # moment later, but a completed (by its end_at) job's runs run.
+            if not _completed_since(job, now):
+                return instant
         self._send(job, instant, now)
         return instant
+
+    def _replay_refused(self, job: Job, key: str, now: int, refused: DomainError) -> int:
+        """A keyed run-now its preconditions or its job's status refuse: a replay if its key is
+        bound to a run of the job, else `refused`. The key is held a moment as refused (a copy
+        that passes its checks meanwhile is told to try again), then freed."""
+        recorded = self._jobs.claim_key(
+            job.tenant, key, job.id, RUN_NOW_REFUSED, key_expires_at(now), now // 1000
+        )
+        if recorded is None:
+            self.submission.unbind(job.tenant, key, job.id)
+        elif recorded != (job.id, RUN_NOW_REFUSED):  # (else a copy, refused too)
+            return self._replay(job, key, recorded, now)
+        raise refused
+
+    def _replay(self, job: Job, key: str, recorded: tuple[str, str], now: int) -> int:
+        """The answer to a repeat of the run-now that bound `key` (`recorded`)."""
+        bound = run_now_bound(recorded[1]) if recorded[0] == job.id else None
+        if bound is None:
+            raise IdempotencyConflict(key, in_use=recorded[1] == RUN_NOW_REFUSED)
+        first, asked = bound
+        job = self.get(job.tenant, job.id).job
+        # Completed (by its end_at) after the run was asked for: a completed job's runs run,
+        # so the run is sent, as without a key (until 2026-11-30 it was not: a 202 whose run
+        # never ran; found by an outside audit). Paused or cancelled since: the change stops
+        # it, nothing to send.
+        if job.status == JobStatus.SCHEDULED or _completed_since(job, asked):
+            self._send(job, first, now)
+        elif job.updated_ms < asked:  # not scheduled when asked: that request was refused
+            raise IllegalTransition(job.id, job.status, "run")
+        return first
 
 
 def _completed_since(job: Job, instant_ms: int) -> bool:
