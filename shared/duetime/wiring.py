@@ -76,6 +76,24 @@ SQS_ANSWER_SECONDS = 5
 SQS_ATTEMPTS = 4
 
 
+# Its DynamoDB calls take milliseconds (a page of a Scan or a Query, up to 1 MB, well under a
+# second). With botocore's defaults a connection gone silent (half-open after a network blip)
+# held a worker's claim, an API request or a sweep for up to ten minutes, five attempts of 60 s
+# to connect and 60 s for an answer (until 2026-11-30). So 2 s to connect and 3 s for an answer,
+# five attempts as for throttling: such a call fails within ~40 s, inside the sweeper
+# function's 90 s. The emulator keeps botocore's: on a loaded laptop moto may take longer than
+# that to answer, and a timed-out call would be tried again, adding to its load.
+DYNAMODB_CONNECT_SECONDS = 2
+DYNAMODB_ANSWER_SECONDS = 3
+
+
+def dynamodb_config() -> Config:
+    """The DynamoDB client's, on AWS."""
+    return _BOTO_CONFIG.merge(
+        Config(connect_timeout=DYNAMODB_CONNECT_SECONDS, read_timeout=DYNAMODB_ANSWER_SECONDS)
+    )
+
+
 def sqs_config(poll_seconds: int) -> Config:
     """The SQS client's: `poll_seconds`, the longest long poll its receives make."""
     return _BOTO_CONFIG.merge(
@@ -124,7 +142,11 @@ def build(
     `sqs_poll_seconds`: the longest long poll of the run queues' receives (the Fargate worker's
     wait; the dead-letter queues' and the local stack's are 1 s)."""
     session = session or boto3.Session()
-    dynamodb = session.client("dynamodb", config=_BOTO_CONFIG, endpoint_url=endpoint_url)
+    dynamodb = session.client(
+        "dynamodb",
+        config=dynamodb_config() if endpoint_url is None else _BOTO_CONFIG,
+        endpoint_url=endpoint_url,
+    )
     sqs = session.client("sqs", config=sqs_config(sqs_poll_seconds), endpoint_url=endpoint_url)
     jobs = DynamoJobStore(dynamodb, settings.jobs_table, settings.job_partitions)
     timers = DynamoTimerStore(

@@ -1,34 +1,54 @@
-"""The engine's SQS client gives up on an SQS that accepts connections and never answers before
-the sweeper function is stopped: the sweep then keeps its progress and its partition moves on
-at the next sweep (docs/reliability.md "Stuck timers"). With botocore's defaults (60 s to
-connect and 60 s for an answer, an attempt) the function was stopped first."""
+"""The engine's SQS and DynamoDB clients give up on a service that accepts connections and never
+answers before the sweeper function is stopped: the sweep then keeps its progress and its
+partition moves on at the next sweep (docs/reliability.md "Stuck timers"). With botocore's
+defaults (60 s to connect and 60 s for an answer, an attempt) the function was stopped first."""
 
 from __future__ import annotations
 
 import inspect
 
+import boto3
+from botocore.config import Config
+
 from duetime.services.sweep import Sweeper
-from duetime.wiring import sqs_config
+from duetime.settings import Settings
+from duetime.wiring import build, dynamodb_config, sqs_config
 from infra.props import SchedulerProps
 from tests.infra.conftest import ISSUER
 
 BACKOFF_CAP_SECONDS = 20  # botocore's standard retry mode: at most 2**n s before attempt n + 2
 
 
-def worst_call_seconds(poll_seconds: int) -> float:
-    config = sqs_config(poll_seconds)
+def worst_call_seconds(config: Config) -> float:
     attempts = config.retries["max_attempts"]
     per_attempt = config.connect_timeout + config.read_timeout  # a slow connect, then silence
     backoff = sum(min(2**n, BACKOFF_CAP_SECONDS) for n in range(attempts - 1))
     return float(attempts * per_attempt + backoff)
 
 
-def test_a_send_to_a_silent_sqs_fails_before_the_sweeper_function_is_stopped() -> None:
+def test_a_call_to_a_silent_sqs_or_dynamodb_fails_before_the_sweeper_function_is_stopped() -> None:
     deadline_ms = inspect.signature(Sweeper).parameters["deadline_ms"].default
-    # A sweep checks its deadline between groups; a group's send may start just before it.
-    worst = deadline_ms / 1000 + worst_call_seconds(poll_seconds=1)
     props = SchedulerProps(jwt_issuer=ISSUER, jwt_audience=("duetime",))
-    assert worst < props.sweeper_timeout_seconds, worst
+    for config in (sqs_config(1), dynamodb_config()):
+        # A sweep checks its deadline between groups; a group's call may start just before it.
+        worst = deadline_ms / 1000 + worst_call_seconds(config)
+        assert worst < props.sweeper_timeout_seconds, worst
+
+
+def test_the_engine_on_aws_uses_these_timeouts_and_on_the_emulator_botocore_s() -> None:
+    # On AWS a DynamoDB call waited botocore's 60 s for an answer, five times (a half-open
+    # connection held a worker's claim or a sweep for minutes; until 2026-11-30). The local
+    # stack's moto, on a loaded laptop, may take longer than AWS to answer: a timed-out call
+    # would be tried again and add to its load.
+    session = boto3.Session(
+        aws_access_key_id="x", aws_secret_access_key="x", region_name="us-east-1"
+    )
+    settings = Settings(jobs_table="jobs", timers_table="timers", runs_table="runs", queues={})
+    for endpoint_url, timeouts in ((None, (2, 3)), ("http://127.0.0.1:1", (60, 60))):
+        for store in ("jobs", "timers", "runs"):
+            parts = build(settings, session, endpoint_url=endpoint_url)
+            config = getattr(parts, store)._client.meta.config
+            assert (config.connect_timeout, config.read_timeout) == timeouts, (store, endpoint_url)
 
 
 def test_a_long_poll_is_not_cut_short() -> None:
