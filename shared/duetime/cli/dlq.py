@@ -206,11 +206,12 @@ def _redriven(report: RedriveReport) -> None:
 
 
 def _table(dead: Sequence[DeadRun]) -> str:
-    header = ("QUEUE", "JOB ID", "RUN ID", "ATTEMPT", "DEAD SINCE", "REASON")
+    header = ("QUEUE", "TENANT", "JOB ID", "RUN ID", "ATTEMPT", "DEAD SINCE", "REASON")
     rows = [
         (
             d.queue,
-            clean(d.message.job_id) if d.message else "-",  # an unsigned body's are anyone's
+            clean(d.message.tenant) if d.message else "-",  # an unsigned body's are anyone's
+            clean(d.message.job_id) if d.message else "-",
             clean(d.run_id or "-"),
             str(d.message.attempt) if d.message else "-",
             rfc3339_ms(d.letter.sent_ms) if d.letter.sent_ms else "-",
