@@ -7,9 +7,13 @@ from __future__ import annotations
 import io
 import json
 import logging
+from typing import Any
+
+import pytest
 
 from duetime.domain.invocation import Invocation, TargetError
 from duetime.observability import logger
+from duetime.ports import StoreError
 from duetime.targets import DEFAULT_HANDLERS
 from tests.integration.conftest import Engine
 
@@ -59,3 +63,30 @@ def test_at_debug_a_success_logs_its_line(engine: Engine, logged: io.StringIO) -
     engine.advance(1)
     engine.drain()
     assert "run succeeded" in lines_about(logged, job_id)
+
+
+def test_a_delivery_whose_handling_fails_is_logged_with_its_run_s_ids_and_tenant(
+    engine: Engine, logged: io.StringIO, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # `run processing failed` was logged by the worker loop, after the run's keys were gone:
+    # only the SQS message id, and no line of the worker carried the tenant (until 2026-11-30;
+    # found by an outside SRE audit).
+    job_id = engine.submit({"schedule": {"delay_seconds": 0}})
+    reads = engine.parts.executor._reads
+    real, failed = reads.get, []
+
+    def unavailable(*args: Any) -> Any:
+        if not failed:
+            failed.append(True)
+            raise StoreError("the jobs table is unavailable")
+        return real(*args)
+
+    monkeypatch.setattr(reads, "get", unavailable)
+    engine.advance(1)
+    engine.drain()
+    lines = [json.loads(line) for line in logged.getvalue().splitlines() if line.startswith("{")]
+    (line,) = [line for line in lines if line["message"] == "run processing failed"]
+    assert (line["tenant"], line["job_id"]) == ("tenant-a", job_id)
+    assert line["run_id"].startswith(f"{job_id}-")
+    assert "the jobs table is unavailable" in line["exception"]
+    assert line["level"] == "ERROR"

@@ -26,7 +26,7 @@ from aws_lambda_powertools.utilities.typing import LambdaContext
 
 from duetime.observability import logger, metrics, serialized_metrics, tracer
 from duetime.ports import Delivery
-from duetime.services.results import Disposition, retry_soon_seconds
+from duetime.services.results import Disposition
 from duetime.wiring import Components, components
 
 # One thread per record of the largest batch the event source mapping delivers (infra sets
@@ -89,22 +89,11 @@ class _Worker:
             receive_count=int(record.attributes.approximate_receive_count or 1),
             queue=parts.queue.url_for_arn(record.event_source_arn),
         )
-        # A run starts only with time left for its timeout and recording (see RunExecutor).
-        try:
-            result = parts.executor.handle(delivery, remaining_ms=remaining_ms)
-        except Exception:
-            # Failed (a store call, say): logged, as on the Fargate worker (until 2026-11-30 only
-            # the record's return told it), and back in seconds, not after the queue's
-            # visibility timeout (6 x the function's: 90 minutes as deployed).
-            logger.exception(
-                "run processing failed",
-                extra={"message_id": delivery.message_id, "receive_count": delivery.receive_count},
-            )
-            try:
-                parts.queue.change_visibility(delivery, retry_soon_seconds(delivery.receive_count))
-            except Exception:  # the same outage, likely: the visibility timeout stands
-                logger.warning("could not shorten a failed record's visibility", exc_info=True)
-            raise
+        # A run starts only with time left for its timeout and recording (see RunExecutor). A
+        # failure (a store call, say) is logged there and back in seconds, not after the
+        # queue's visibility timeout (6 x the function's: 90 minutes as deployed); raised, it
+        # is this record's failure in the batch's answer.
+        result = parts.executor.handle(delivery, remaining_ms=remaining_ms)
         if result.disposition == Disposition.RETRY_LATER:
             raise RetryLater(result.detail)
         return result.detail

@@ -42,7 +42,7 @@ from duetime.domain.messages import (
     delay_seconds,
     run_message,
 )
-from duetime.domain.overlap import Admission, Overlap
+from duetime.domain.overlap import Overlap
 from duetime.domain.retry import backoff_ms, should_retry
 from duetime.domain.runs import (
     TERMINAL_RUN_STATUSES,
@@ -61,13 +61,13 @@ from duetime.services.dependencies import Dependencies
 from duetime.services.dropped import ABANDONED_ERROR, DroppedRuns
 from duetime.services.job_reads import LINGER_SECONDS, Found, JobReads, may_start
 from duetime.services.outcome import record_outcome, send_follow_up, withdraw_claim
-from duetime.services.overlap import GateContention, OverlapGuard
+from duetime.services.overlap import OverlapGuard
 from duetime.services.results import (
     Disposition,
     Result,
     after_the_lease,
+    back_soon,
     dropped,
-    retry_soon_seconds,
     soon,
 )
 from duetime.settings import Settings
@@ -140,7 +140,31 @@ class RunExecutor:
         run may take as long as its timeout (the Fargate worker). `stopping`: whether the
         worker is stopping (the Fargate worker's SIGTERM): a run not started yet is handed
         back (visibility 0, its claim withdrawn), not started in the stop's grace and then
-        abandoned there (until 2026-11-30; an outside audit)."""
+        abandoned there (until 2026-11-30; an outside audit). An exception (a store call, say)
+        is logged here with the run's keys and the delivery comes back soon; then it is raised
+        (the worker loops logged it once the keys were gone, and no line carried the tenant,
+        until 2026-11-30; an outside SRE audit)."""
+        try:
+            result = self._open(delivery, remaining_ms, stopping)
+        except Exception:
+            logger.exception(
+                "run processing failed",
+                extra={"message_id": delivery.message_id, "receive_count": delivery.receive_count},
+            )
+            back_soon(self._queue, delivery)
+            raise
+        finally:
+            logger.thread_safe_remove_keys(["tenant", "job_id", "run_id"])
+        if result.soon:  # nothing else says when (an `after` job's run waited 90 minutes)
+            back_soon(self._queue, delivery)
+        return result
+
+    def _open(
+        self,
+        delivery: Delivery,
+        remaining_ms: Callable[[], int] | None,
+        stopping: Callable[[], bool] | None,
+    ) -> Result:
         try:
             message = self._auth.open(delivery.body)
         except UnauthenticatedMessage as exc:
@@ -157,22 +181,13 @@ class RunExecutor:
             self._queue.change_visibility(delivery, 0)
             return Result(Disposition.RETRY_LATER, f"malformed message: {exc}")
         # Thread-safe keys: the Lambda worker runs a batch's records on threads, the Fargate
-        # worker several runs at once; each thread's log lines carry their own run's ids.
+        # worker several runs at once; each thread's log lines carry their own run's.
         logger.thread_safe_append_keys(
-            job_id=message.job_id, run_id=run_id(message.job_id, message.scheduled_ms)
+            tenant=message.tenant,
+            job_id=message.job_id,
+            run_id=run_id(message.job_id, message.scheduled_ms),
         )
-        try:
-            result = self._handle(delivery, message, remaining_ms, stopping)
-        finally:
-            logger.thread_safe_remove_keys(["job_id", "run_id"])
-        if result.soon:
-            # Nothing else says when to come back: soon, not after the visibility timeout (an
-            # `after` job's run would wait 90 minutes for one failed send).
-            try:
-                self._queue.change_visibility(delivery, retry_soon_seconds(delivery.receive_count))
-            except Exception:  # the same outage, likely: the visibility timeout stands
-                logger.warning("could not shorten a delivery's visibility", exc_info=True)
-        return result
+        return self._handle(delivery, message, remaining_ms, stopping)
 
     def _handle(
         self,
@@ -229,7 +244,8 @@ class RunExecutor:
             self._queue.change_visibility(delivery, 0)
             return Result(Disposition.RETRY_LATER, "not enough time left in this invocation")
         if gated:
-            held = self._pass_gate(delivery, job, message)
+            grace = LEASE_MARGIN_MS + self._settings.clock_skew_allowance_seconds * 1000
+            held = self._overlap.gate(delivery, job, message, grace)
             if held is not None:
                 return held
         now = self._clock()
@@ -296,7 +312,7 @@ class RunExecutor:
             runnable = may_start(found, message)
             if isinstance(runnable, str):
                 if self._withdraw(run, runnable):
-                    self._released(job, message)
+                    self._overlap.release(job, message.scheduled_ms)
                 return dropped(f"dropped after the claim: {runnable}")
             job, dependents = runnable  # a change this run follows (its payload, its target)
         if self._wait_until(message.due_ms, stopping):
@@ -333,27 +349,6 @@ class RunExecutor:
         self._queue.change_visibility(delivery, 0)
         return Result(Disposition.RETRY_LATER, "handed back: the worker is stopping")
 
-    def _pass_gate(self, delivery: Delivery, job: Job, message: RunMessage) -> Result | None:
-        """The overlap policy (skip, buffer_one): None to go on and claim the run, or the
-        result for an occurrence that does not start now."""
-        grace = LEASE_MARGIN_MS + self._settings.clock_skew_allowance_seconds * 1000
-        try:
-            admission = self._overlap.admit(job, message, grace)
-        except GateContention as exc:
-            self._queue.change_visibility(delivery, 1)
-            return Result(Disposition.RETRY_LATER, str(exc))
-        if admission == Admission.RUN:
-            return None
-        if admission == Admission.SKIP:
-            return Result(Disposition.DONE, "skipped: another run of the job is active")
-        if admission == Admission.BUFFER:
-            return Result(Disposition.DONE, "buffered: starts when the active run finishes")
-        return Result(Disposition.DONE, "duplicate of a buffered or finished occurrence")
-
-    def _released(self, job: Job, message: RunMessage) -> None:
-        if job.spec.recurring and job.spec.overlap != Overlap.ALLOW:
-            self._overlap.release(job, message.scheduled_ms)
-
     def _execute(
         self, job: Job, dependents: tuple[str, ...], message: RunMessage, run: Run
     ) -> Result:
@@ -375,7 +370,7 @@ class RunExecutor:
             return self._failed(job, dependents, message, run, str(exc), exc.retryable)
         done = self._record(run, RunOutcome(RunStatus.SUCCEEDED, self._clock()))
         if done is not None:  # else the run was reclaimed: its new holder releases
-            self._released(job, message)
+            self._overlap.release(job, message.scheduled_ms)
         count(Metric.RUNS_SUCCEEDED)
         # DEBUG: a success is in its record and history; a line each is most of the logs' bill.
         logger.debug("run succeeded", extra={"attempt": message.attempt})
@@ -387,11 +382,11 @@ class RunExecutor:
         """A delivery of a run found finished: what it may still owe is done again (the holder
         died, or a send failed, between its outcome and these)."""
         job, dependents = found
-        if run.status in TERMINAL_RUN_STATUSES and job.spec.overlap != Overlap.ALLOW:
+        if run.status in TERMINAL_RUN_STATUSES:
             # Its gate, released now. (A stale copy of an attempt whose run is retrying or
             # running must not: the run still holds the gate, and its retry would find it
             # taken.)
-            self._released(job, message)
+            self._overlap.release(job, message.scheduled_ms)
         if not self._triggered(job, dependents, run):
             return soon("dependents not triggered yet", run)
         return Result(Disposition.DONE, "duplicate of finished work", run)
@@ -427,7 +422,7 @@ class RunExecutor:
             ended = abandoned_end(run, ended)
         done = self._record(run, RunOutcome(RunStatus.FAILED, ended, error))
         if done is not None:
-            self._released(job, message)
+            self._overlap.release(job, message.scheduled_ms)
         count(Metric.RUNS_FAILED)
         count(Metric.RUNS_DEAD)
         logger.error("run failed", extra={"attempt": message.attempt, "error": error})

@@ -32,6 +32,7 @@ from duetime.domain.jobs import Job, JobStatus
 from duetime.domain.messages import RunMessage
 from duetime.domain.overlap import (
     Admission,
+    Overlap,
     admit,
     holder_active,
     late_copy,
@@ -40,7 +41,8 @@ from duetime.domain.overlap import (
 )
 from duetime.domain.runs import Run, RunStatus
 from duetime.observability import Metric, count, logger
-from duetime.ports import JobQueue, JobStore, RunStore
+from duetime.ports import Delivery, JobQueue, JobStore, RunStore
+from duetime.services.results import Disposition, Result
 from duetime.settings import Settings
 
 # The gate record outlives any run of its job (timeout <= 900 s, at most 20 attempts with
@@ -124,12 +126,33 @@ class OverlapGuard:
         # The gate kept changing under us: leave the message for a later delivery.
         raise GateContention(f"the overlap gate of job {job.id} kept changing")
 
+    def gate(
+        self, delivery: Delivery, job: Job, message: RunMessage, grace_ms: int
+    ) -> Result | None:
+        """The overlap policy (skip, buffer_one) at a delivery: None to go on and claim the run,
+        or the result for an occurrence that does not start now (admit's `grace_ms`)."""
+        try:
+            admission = self.admit(job, message, grace_ms)
+        except GateContention as exc:
+            self._queue.change_visibility(delivery, 1)
+            return Result(Disposition.RETRY_LATER, str(exc))
+        if admission == Admission.RUN:
+            return None
+        if admission == Admission.SKIP:
+            return Result(Disposition.DONE, "skipped: another run of the job is active")
+        if admission == Admission.BUFFER:
+            return Result(Disposition.DONE, "buffered: starts when the active run finishes")
+        return Result(Disposition.DONE, "duplicate of a buffered or finished occurrence")
+
     def release(self, job: Job, scheduled_ms: int) -> None:
         """Occurrence `scheduled_ms` has finished (succeeded, failed, or found finished):
-        start the buffered occurrence, if any, and free the gate. The job is read again
+        start the buffered occurrence, if any, and free the gate (a recurring job's with an
+        overlap policy: no other job has one). The job is read again
         first: a buffered occurrence that a pause, a cancel or a re-arming change dropped
         since is ended `skipped`, not handed the gate (its message would be dropped, and the
         gate held by an occurrence that never runs)."""
+        if not job.spec.recurring or job.spec.overlap == Overlap.ALLOW:
+            return
         for _ in range(ATTEMPTS_AT_THE_GATE):
             gate = self._jobs.gate(job.tenant, job.id)
             now = self._clock()

@@ -14,7 +14,7 @@
   (visibility 0) for another worker; runs in flight may finish until `stop_timeout_seconds`,
   their heartbeat and deletes going on; whatever is still held after that is released.
 - A run whose handling raised (a store error) comes back soon, as on the Lambda worker
-  (duetime.services.execute.retry_soon_seconds).
+  (duetime.services.results.retry_soon_seconds).
 - A receive that fails (SQS unreachable, throttled, denied) is tried again after a wait that
   doubles from `receive_retry_seconds` up to `receive_retry_cap_seconds` (each drawn between
   half and all of it, so a fleet does not retry in step), back to the first once one succeeds;
@@ -36,7 +36,7 @@ from duetime.domain.jobs import Priority, Runtime
 from duetime.observability import logger, metrics, serialized_metrics
 from duetime.ports import Delivery, JobQueue
 from duetime.services.execute import RunExecutor
-from duetime.services.results import Disposition, retry_soon_seconds
+from duetime.services.results import Disposition
 
 DELETE_BATCH = 10  # messages per DeleteMessageBatch
 _RANK = {Priority.HIGH: 0, Priority.NORMAL: 1, Priority.LOW: 2}  # which waiting run starts first
@@ -208,16 +208,11 @@ class QueueWorker:
                 with self._lock:
                     self._held.pop(delivery.receipt_handle, None)
         except Exception:
-            # Back soon (2, 4, 8, ... s by its receive count), as on the Lambda worker: not
-            # after whatever is left of its visibility, which a long outage would spend in
-            # quick receives until the DLQ.
-            logger.exception("run processing failed", extra={"message_id": delivery.message_id})
+            # Logged by the executor and back soon (2, 4, 8, ... s by its receive count), as on
+            # the Lambda worker: not after whatever is left of its visibility, which a long
+            # outage would spend in quick receives until the DLQ.
             with self._lock:
                 self._held.pop(delivery.receipt_handle, None)
-            try:
-                self._queue.change_visibility(delivery, retry_soon_seconds(delivery.receive_count))
-            except Exception:
-                logger.warning("could not shorten a failed run's visibility", exc_info=True)
         finally:
             with self._lock:
                 self.processed += 1

@@ -34,6 +34,15 @@ def retry_soon_seconds(receive_count: int) -> int:
     return min(RETRY_SOON_MAX_SECONDS, doubling)
 
 
+def back_soon(queue: JobQueue, delivery: Delivery) -> None:
+    """Make a delivery visible again after retry_soon_seconds (its handling failed, or a send it
+    owed did), not after the queue's visibility timeout."""
+    try:
+        queue.change_visibility(delivery, retry_soon_seconds(delivery.receive_count))
+    except Exception:  # the same outage, likely: the visibility timeout stands
+        logger.warning("could not shorten a delivery's visibility", exc_info=True)
+
+
 @dataclass(frozen=True)
 class Result:
     disposition: Disposition
