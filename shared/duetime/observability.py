@@ -48,6 +48,7 @@ class Metric:
     SWEEP_LAUNCH_FAILURES = "SweepLaunchFailures"  # shard sweeps the coordinator could not start
     JOBS_REARMED = "JobsRearmed"  # recurring jobs the reconciler found without a timer
     MESSAGES_REFUSED = "RunMessagesRefused"  # run messages duetime did not sign
+    DELIVERIES_FAILED = "RunDeliveriesFailed"  # handling raised (a store call): back soon
 
 
 @contextlib.contextmanager

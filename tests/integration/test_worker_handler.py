@@ -210,3 +210,25 @@ def test_given_an_outcome_write_refused_for_a_while_then_the_known_outcome_is_ke
     assert (record.status, record.attempt) == (RunStatus.SUCCEEDED, 1)
     dlq = engine.aws.settings.queue(Runtime.LAMBDA, Priority.NORMAL).dlq_url
     assert receive_all(engine, dlq) == []
+
+
+def test_given_a_worker_that_cannot_be_built_then_its_invocation_fails_as_a_whole(
+    engine: Engine,
+) -> None:
+    # A worker whose environment lacks a setting failed each record of each batch silently
+    # (no log line, no Lambda error: its alarm never fired, and the messages came back after
+    # the 90-minute visibility timeout; until 2026-11-30, found writing the runbook).
+    url = engine.aws.settings.queue(Runtime.LAMBDA, Priority.NORMAL).url
+    engine.submit({"schedule": {"delay_seconds": 0}})
+    messages = receive_all(engine, url)
+    arn = engine.aws.sqs.get_queue_attributes(QueueUrl=url, AttributeNames=["QueueArn"])[
+        "Attributes"
+    ]["QueueArn"]
+
+    def unbuildable() -> Any:
+        raise RuntimeError("environment variable(s) not set: DUETIME_QUEUES")
+
+    handler = worker_handler.make_handler(unbuildable)
+    with pytest.raises(RuntimeError, match="DUETIME_QUEUES"):
+        handler(sqs_event(messages, arn, "us-east-1"), FakeContext())
+    assert engine.recorder.calls == []

@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 from duetime.domain.invocation import Invocation, TargetError
-from duetime.observability import logger
+from duetime.observability import Metric, logger
 from duetime.ports import StoreError
 from duetime.targets import DEFAULT_HANDLERS
 from tests.integration.conftest import Engine
@@ -65,8 +65,11 @@ def test_at_debug_a_success_logs_its_line(engine: Engine, logged: io.StringIO) -
     assert "run succeeded" in lines_about(logged, job_id)
 
 
-def test_a_delivery_whose_handling_fails_is_logged_with_its_run_s_ids_and_tenant(
-    engine: Engine, logged: io.StringIO, monkeypatch: pytest.MonkeyPatch
+def test_a_delivery_whose_handling_fails_is_logged_with_its_run_s_ids_and_tenant_and_counted(
+    engine: Engine,
+    logged: io.StringIO,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
 ) -> None:
     # `run processing failed` was logged by the worker loop, after the run's keys were gone:
     # only the SQS message id, and no line of the worker carried the tenant (until 2026-11-30;
@@ -83,7 +86,9 @@ def test_a_delivery_whose_handling_fails_is_logged_with_its_run_s_ids_and_tenant
 
     monkeypatch.setattr(reads, "get", unavailable)
     engine.advance(1)
+    capsys.readouterr()
     engine.drain()
+    assert Metric.DELIVERIES_FAILED in capsys.readouterr().out  # (WorkerErrors watches it)
     lines = [json.loads(line) for line in logged.getvalue().splitlines() if line.startswith("{")]
     (line,) = [line for line in lines if line["message"] == "run processing failed"]
     assert (line["tenant"], line["job_id"]) == ("tenant-a", job_id)

@@ -108,6 +108,10 @@ def make_handler(parts: Callable[[], Components]) -> Handler:
     @tracer.capture_lambda_handler
     @metrics.log_metrics
     def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
+        # Built here, once an invocation: a worker that cannot be (a setting missing from its
+        # environment) fails its invocation, seen as a Lambda error and by its alarm. Built
+        # for each record, it failed every record silently (until 2026-11-30).
+        parts()
         with serialized_metrics():  # the batch's threads share the process's metric set
             return async_process_partial_response(  # type: ignore[return-value]
                 event=event,

@@ -151,6 +151,7 @@ class RunExecutor:
                 "run processing failed",
                 extra={"message_id": delivery.message_id, "receive_count": delivery.receive_count},
             )
+            count(Metric.DELIVERIES_FAILED)
             back_soon(self._queue, delivery)
             raise
         finally:
