@@ -25,6 +25,7 @@ if TYPE_CHECKING:
 MINUTE = Duration.minutes(1)
 FIVE_MINUTES = Duration.minutes(5)
 HOUR = Duration.hours(1)
+DAY = Duration.days(1)
 RUN_METRICS = (
     Metric.RUNS_STARTED,
     Metric.RUNS_SUCCEEDED,
@@ -33,6 +34,8 @@ RUN_METRICS = (
     Metric.RUNS_DEAD,
     Metric.RUNS_DUPLICATE,
     Metric.RUNS_DROPPED,
+    Metric.MESSAGES_REFUSED,  # run messages duetime did not sign (an alarm of its own)
+    Metric.DELIVERIES_FAILED,  # handling raised: back in seconds (the WorkerErrors alarm)
 )
 _WIDE, _HALF, _THIRD, _QUARTER = 24, 12, 8, 6
 AppMetric = Callable[..., cloudwatch.Metric]

@@ -9,14 +9,13 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from aws_cdk import Duration
+from aws_cdk import Duration, Stack
 from aws_cdk import aws_cloudwatch as cloudwatch
 from aws_cdk import aws_cloudwatch_actions as actions
-from aws_cdk import aws_sqs as sqs
 from constructs import Construct
 
 from duetime.observability import Metric
-from infra.constructs.dashboard import FIVE_MINUTES, HOUR, MINUTE, add_widgets
+from infra.constructs.dashboard import DAY, FIVE_MINUTES, MINUTE, add_widgets
 
 if TYPE_CHECKING:
     from aws_cdk import aws_dynamodb as dynamodb
@@ -38,6 +37,9 @@ ABOVE = cloudwatch.ComparisonOperator.GREATER_THAN_THRESHOLD
 # DynamoDB throttle events a minute, over the tables, that the alarm counts as lasting (the
 # SDK retries each throttled call: a few at the top of a busy minute only delay).
 TABLE_THROTTLES_THRESHOLD = 100
+# Deliveries a minute whose handling raised (RunDeliveriesFailed) that the alarm counts as a
+# failing worker: a few in a busy minute are a throttled call each, tried again in seconds.
+WORKER_FAILED_DELIVERIES = 10
 
 
 class Monitoring(Construct):
@@ -110,11 +112,17 @@ class Monitoring(Construct):
         periods: int = 1,
         datapoints: int | None = None,
         missing: cloudwatch.TreatMissingData = cloudwatch.TreatMissingData.NOT_BREACHING,
+        section: str | None = None,
     ) -> cloudwatch.Alarm:
+        """An alarm named `<stack>-<construct_id>` (a page read `<stack>-SchedulerMonitoring…`
+        and a hash), whose description ends with its section of docs/runbook.md (its id, or
+        `section` where alarms share one)."""
+        runbook = f"Runbook: docs/runbook.md, section {section or construct_id}."
         return cloudwatch.Alarm(
             self,
             construct_id,
-            alarm_description=f"duetime: {description}",
+            alarm_name=f"{Stack.of(self).stack_name}-{construct_id}",
+            alarm_description=f"duetime: {description}. {runbook}",
             metric=metric,
             threshold=threshold,
             evaluation_periods=periods,
@@ -124,24 +132,34 @@ class Monitoring(Construct):
         )
 
     def _dlq_alarms(self) -> list[cloudwatch.Alarm]:
-        dead_ends: list[tuple[str, sqs.Queue]] = [
-            (f"{q.runtime.value}/{q.priority.value}", q.dlq) for q in self._queues.run_queues
-        ]
-        dead_ends.append(("archive failures", self._history.failure_queue))
-        return [
+        alarms = [
             self._alarm(
-                "DeadLetters"
-                + "".join(part.capitalize() for part in label.replace("/", " ").split()),
-                f"the {label} dead-letter queue is not empty "
-                "(runs out of attempts, poison messages or unarchived history)",
-                queue.metric_approximate_number_of_messages_visible(
+                f"DeadLetters{q.runtime.value.capitalize()}{q.priority.value.capitalize()}",
+                f"the {q.key} dead-letter queue is not empty (runs out of attempts, or messages "
+                "no worker could finish or that duetime did not sign; one tenant's failing job "
+                "keeps it on: `duetime dlq list` gives each run's reason and tenant)",
+                q.dlq.metric_approximate_number_of_messages_visible(
+                    period=MINUTE, statistic="Maximum"
+                ),
+                1,
+                AT_LEAST,
+                section="DeadLetters",
+            )
+            for q in self._queues.run_queues
+        ]
+        alarms.append(
+            self._alarm(
+                "DeadLettersArchiveFailures",
+                "the archive-failure queue is not empty: run history the archiver could not "
+                "write to S3 (a stream batch given up on, or records it cannot convert)",
+                self._history.failure_queue.metric_approximate_number_of_messages_visible(
                     period=MINUTE, statistic="Maximum"
                 ),
                 1,
                 AT_LEAST,
             )
-            for label, queue in dead_ends
-        ]
+        )
+        return alarms
 
     def _queue_age_alarms(self) -> list[cloudwatch.Alarm]:
         threshold = self._props.oldest_message_age_threshold_seconds
@@ -154,6 +172,7 @@ class Monitoring(Construct):
                 threshold,
                 ABOVE,
                 periods=5,
+                section="OldestMessage",
             )
             for q in self._queues.run_queues
         ]
@@ -202,6 +221,9 @@ class Monitoring(Construct):
                 ABOVE,
                 periods=3,
                 datapoints=3,
+                # A coordinator that cannot read the shards' progress reports no lag: its own
+                # alarm says so, and this one keeps its state (it sent OK).
+                missing=cloudwatch.TreatMissingData.IGNORE,
             ),
             self._alarm(
                 "TimersQuarantined",
@@ -210,12 +232,54 @@ class Monitoring(Construct):
                 self.app_metric(Metric.TIMERS_IN_QUARANTINE, "Maximum", FIVE_MINUTES),
                 1,
                 AT_LEAST,
+                # A sweep that fails before counting them reports nothing: the alarm keeps its
+                # state (it sent OK, then ALARM again, the timers still quarantined).
+                missing=cloudwatch.TreatMissingData.IGNORE,
             ),
             self._alarm(
                 "ReconcilerErrors",
                 "the daily reconciler failed (recurring jobs without a timer may not have "
-                "been re-armed; the next run retries them)",
-                engine.reconciler.metric_errors(period=HOUR),
+                "been re-armed; the next run, a day later, retries them)",
+                # Over the day: over an hour it went back to OK with nothing retried.
+                engine.reconciler.metric_errors(period=DAY),
+                1,
+                AT_LEAST,
+            ),
+            self._alarm(
+                "JobsRearmed",
+                "the daily reconciler found jobs that had no timer or whose run was never sent, "
+                "and armed them again: their occurrences since were missed",
+                self.app_metric(Metric.JOBS_REARMED, period=DAY),
+                1,
+                AT_LEAST,
+            ),
+            self._alarm(
+                "WorkerErrors",
+                "in 2 of the last 3 minutes, a worker function invocation failed as a whole "
+                "(a setting missing from its environment, an import error after a deployment, "
+                f"a timeout) or {WORKER_FAILED_DELIVERIES} or more deliveries a minute failed "
+                "on either worker (a store or queue call raised; each comes back in seconds): "
+                "runs wait",
+                cloudwatch.MathExpression(
+                    expression=f"IF(FILL(errors, 0) >= 1 OR FILL(failed, 0) >= "
+                    f"{WORKER_FAILED_DELIVERIES}, 1, 0)",
+                    using_metrics={
+                        "errors": engine.worker.metric_errors(period=MINUTE),
+                        "failed": self.app_metric(Metric.DELIVERIES_FAILED),
+                    },
+                    label="worker invocations failed, or deliveries failed",
+                    period=MINUTE,
+                ),
+                1,
+                AT_LEAST,
+                periods=3,
+                datapoints=2,
+            ),
+            self._alarm(
+                "RunMessagesRefused",
+                "a worker refused a run message duetime did not sign (a forged message, or a "
+                "signing key that differs between senders and workers)",
+                self.app_metric(Metric.MESSAGES_REFUSED, period=FIVE_MINUTES),
                 1,
                 AT_LEAST,
             ),
@@ -265,8 +329,8 @@ class Monitoring(Construct):
             ),
             self._alarm(
                 "CompactorErrors",
-                "the daily history compaction failed",
-                history.compactor.metric_errors(period=HOUR),
+                "the daily history compaction failed (the next run is a day later)",
+                history.compactor.metric_errors(period=DAY),
                 1,
                 AT_LEAST,
             ),

@@ -268,3 +268,73 @@ def test_the_dashboard_shows_each_table_s_throttling(synth: Synth) -> None:
         assert table_ref in body, table
     assert "ReadThrottleEvents" in body
     assert "WriteThrottleEvents" in body
+
+
+def test_each_alarm_is_named_after_its_stack_and_points_at_its_runbook_section(
+    synth: Synth,
+) -> None:
+    # A page said `Duetime-SchedulerMonitoringSweepLagF44267C9-…` and one sentence, and 18 of
+    # the 25 alarms had no runbook entry (until 2026-11-30; found by an outside SRE audit).
+    runbook = (REPO_ROOT / "docs" / "runbook.md").read_text()
+    sections = set(re.findall(r"^## `(\w+)`$", runbook, re.MULTILINE))
+    named = set()
+    for alarm in _alarms(synth):
+        name = alarm["AlarmName"]
+        assert re.fullmatch(r"duetime-\w+", name), name
+        named.add(name)
+        found = re.search(r"Runbook: docs/runbook\.md, section (\w+)\.$", alarm["AlarmDescription"])
+        assert found is not None, alarm["AlarmDescription"]
+        assert found.group(1) in sections, found.group(1)
+        assert name.removeprefix("duetime-").startswith(found.group(1))
+    assert len(named) == len(_alarms(synth))
+
+
+def test_a_worker_invocation_failing_as_a_whole_or_failing_deliveries_raise_an_alarm(
+    synth: Synth,
+) -> None:
+    # A worker that crashed at start (its environment) paged only through the oldest message's
+    # age, ~25 minutes later, and deliveries failing record by record not at all (until
+    # 2026-11-30; an outside SRE audit).
+    alarm, queries = _math_alarm(synth, "in 2 of the last 3 minutes, a worker function")
+    assert (alarm["EvaluationPeriods"], alarm["DatapointsToAlarm"], alarm["Threshold"]) == (
+        3,
+        2,
+        1,
+    )
+    (expression,) = [q["Expression"] for q in queries.values() if "Expression" in q]
+    assert expression == "IF(FILL(errors, 0) >= 1 OR FILL(failed, 0) >= 10, 1, 0)"
+    errors, failed = queries["errors"]["MetricStat"], queries["failed"]["MetricStat"]
+    worker, _ = synth.function("worker")
+    assert errors["Metric"]["MetricName"] == "Errors"
+    assert errors["Metric"]["Dimensions"][0]["Value"] == {"Ref": worker}
+    assert failed["Metric"]["MetricName"] == Metric.DELIVERIES_FAILED
+    assert (errors["Period"], failed["Period"], failed["Stat"]) == (60, 60, "Sum")
+
+
+def test_a_refused_run_message_and_a_re_armed_job_raise_alarms(synth: Synth) -> None:
+    # Both were on the dashboard only (a forged message; a chain the reconciler found lost).
+    refused = _on_app_metric(synth, Metric.MESSAGES_REFUSED)
+    assert (refused["Statistic"], refused["Period"], refused["Threshold"]) == ("Sum", 300, 1)
+    rearmed = _on_app_metric(synth, Metric.JOBS_REARMED)
+    assert (rearmed["Statistic"], rearmed["Period"], rearmed["Threshold"]) == ("Sum", 86400, 1)
+
+
+def test_a_daily_function_s_errors_alarm_stays_on_until_its_next_run(synth: Synth) -> None:
+    # Over an hour, the reconciler's and the compactor's alarms went back to OK an hour after
+    # a failure that nothing would retry before the next day.
+    reconciler = _on_function(synth, "reconciler")["Errors"]
+    (compactor,) = [a for a in _alarms(synth) if a["AlarmName"] == "duetime-CompactorErrors"]
+    for alarm in (reconciler, compactor):
+        assert (alarm["Period"], alarm["EvaluationPeriods"]) == (86400, 1)
+
+
+def test_level_alarms_keep_their_state_while_their_metric_is_missing(synth: Synth) -> None:
+    # A sweep that failed before reporting its quarantined timers sent OK, then ALARM again.
+    for metric in (Metric.TIMERS_IN_QUARANTINE, Metric.SWEEP_LAG_MINUTES):
+        assert _on_app_metric(synth, metric)["TreatMissingData"] == "ignore"
+
+
+def test_the_archive_failure_queue_s_alarm_says_what_its_messages_are(synth: Synth) -> None:
+    (alarm,) = [a for a in _alarms(synth) if a["AlarmName"] == "duetime-DeadLettersArchiveFailures"]
+    assert "runs out of attempts" not in alarm["AlarmDescription"]
+    assert "history" in alarm["AlarmDescription"]
