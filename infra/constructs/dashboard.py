@@ -132,9 +132,9 @@ def add_widgets(
             ],
         ),
         cloudwatch.GraphWidget(
-            title="Timers parked; quarantined (duetime timers stuck)",
+            title="Timers parked, oldest parked passing (min); quarantined (timers stuck)",
             width=_QUARTER,
-            left=[metric(Metric.TIMERS_PARKED)],
+            left=[metric(Metric.TIMERS_PARKED), metric(Metric.TIMERS_PARKED_AGE, "Maximum")],
             right=[
                 metric(Metric.TIMERS_QUARANTINED),
                 metric(Metric.TIMERS_IN_QUARANTINE, "Maximum"),

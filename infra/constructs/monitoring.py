@@ -30,6 +30,8 @@ if TYPE_CHECKING:
 # A shard whose cursor is this many minutes behind the current minute for 3 minutes in a row
 # keeps failing (a healthy shard finishes each minute within the next one).
 SWEEP_LAG_THRESHOLD_MINUTES = 3
+# A timer parked passing (duetime.services.stuck) failing this long: its job is that late.
+PARKED_AGE_THRESHOLD_MINUTES = 15
 # Stream records live 24 hours: an archiver this far behind is close to losing history.
 ARCHIVER_ITERATOR_AGE_THRESHOLD_MS = 6 * 3600 * 1000
 AT_LEAST = cloudwatch.ComparisonOperator.GREATER_THAN_OR_EQUAL_TO_THRESHOLD
@@ -235,6 +237,16 @@ class Monitoring(Construct):
                 # A sweep that fails before counting them reports nothing: the alarm keeps its
                 # state (it sent OK, then ALARM again, the timers still quarantined).
                 missing=cloudwatch.TreatMissingData.IGNORE,
+            ),
+            self._alarm(
+                "TimersParkedLong",
+                f"a timer parked for a store's passing failure (throttling, a 5xx, no answer) "
+                f"has failed for {PARKED_AGE_THRESHOLD_MINUTES} minutes or more: its job's "
+                "runs start late, and it is never quarantined (run `duetime timers stuck`)",
+                self.app_metric(Metric.TIMERS_PARKED_AGE, "Maximum", FIVE_MINUTES),
+                PARKED_AGE_THRESHOLD_MINUTES,
+                AT_LEAST,
+                missing=cloudwatch.TreatMissingData.IGNORE,  # (sweeps failing: their alarms)
             ),
             self._alarm(
                 "ReconcilerErrors",

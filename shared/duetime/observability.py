@@ -44,6 +44,7 @@ class Metric:
     TIMERS_PARKED = "TimersParked"  # a timer's hand-over failed on its own: retried later
     TIMERS_QUARANTINED = "TimersQuarantined"  # out of attempts: `duetime timers stuck`
     TIMERS_IN_QUARANTINE = "TimersInQuarantine"  # a shard's quarantined timers, at each sweep
+    TIMERS_PARKED_AGE = "TimersParkedAgeMinutes"  # the oldest parked passing, at each sweep
     SWEEP_LAG_MINUTES = "SweepLagMinutes"  # the most any shard's cursor is behind its horizon
     SWEEP_LAUNCH_FAILURES = "SweepLaunchFailures"  # shard sweeps the coordinator could not start
     JOBS_REARMED = "JobsRearmed"  # recurring jobs the reconciler found without a timer

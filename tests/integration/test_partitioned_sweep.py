@@ -585,6 +585,36 @@ def test_given_one_tenants_jobs_throttled_then_only_its_chains_are_parked() -> N
     assert {job_id for job_id, _ in twins.sent()} == set(calm)
 
 
+def test_given_a_tenant_s_chains_parked_passing_then_each_sweep_reports_how_long(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # Parked passing (a throttled partition), a chain is never quarantined, fails no sweep and
+    # holds back no cursor: no alarm saw its tenant's jobs stay late for hours (until
+    # 2026-11-30; an outside SRE audit). Each sweep now reports the oldest still parked.
+    twins, store = throttled_twins()
+    twins.submit({"cron": "* * * * *"}, tenant="hot")
+    twins.submit({"cron": "* * * * *"}, tenant="calm")
+    store.down, store.tenants = True, {"hot"}
+    ages: list[float] = []
+
+    def counted(name: str, value: float = 1) -> None:
+        if name == Metric.TIMERS_PARKED_AGE:
+            ages.append(value)
+
+    monkeypatch.setattr(stuck_service, "count", counted)
+    for minute in range(2, 63):
+        twins.clock.now = T0 + minute * MINUTE_MS
+        twins.sweeper.sweep()
+    assert ages[0] == 0  # (parked by this sweep: not retried yet)
+    assert ages[-1] == 60  # minutes since it first failed, at the last sweep, an hour on
+    assert ages == sorted(ages)
+
+    store.down = False
+    twins.clock.now += MINUTE_MS
+    twins.sweeper.sweep()
+    assert ages[-1] == 0
+
+
 def test_given_two_tenants_throttled_for_an_hour_then_a_third_runs_on_time() -> None:
     # Found by the audit's review of the first fix, which took two tenants failing for an
     # outage and held every later timer of the partition back: 6 of 57 on time.

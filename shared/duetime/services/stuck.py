@@ -82,20 +82,30 @@ class StuckTimers:
         count(Metric.TIMERS_PARKED)
 
     def retry_due(self, shard: int, deadline: int, report: StuckTally) -> None:
-        """Try the shard's parked timers that are due for another attempt, oldest first."""
+        """Try the shard's parked timers that are due for another attempt, oldest first, and
+        report how long the oldest parked passing (no attempt counted) that failed again has
+        been failing (`TimersParkedAgeMinutes`): such a timer is tried at every sweep and never
+        quarantined, and this level is what its alarm sees (until 2026-11-30 none did; an
+        outside SRE audit). One that counts attempts is quarantined in time."""
         now = self._clock()
-        while self._clock() <= deadline:
-            due = self._timers.parked_due(shard, now, self._page_size)
-            if not due:
-                return
-            try:
-                results = self.retry(due, deadline, report)
-            except QueueUnavailable as exc:  # not the timers' doing: no attempt counted
-                logger.warning("retrying parked timers stopped: SQS is unavailable")
-                report.errors.append(f"parked timers of shard {shard}: {exc}")
-                return
-            if len(results) < len(due):
-                return  # out of time
+        oldest = now
+        try:
+            while self._clock() <= deadline:
+                due = self._timers.parked_due(shard, now, self._page_size)
+                if not due:
+                    return
+                try:
+                    results = self.retry(due, deadline, report)
+                except QueueUnavailable as exc:  # not the timers' doing: no attempt counted
+                    logger.warning("retrying parked timers stopped: SQS is unavailable")
+                    report.errors.append(f"parked timers of shard {shard}: {exc}")
+                    return
+                failed = [e.first_failed_ms for e, why in results if why and not e.attempts]
+                oldest = min([oldest, *failed])
+                if len(results) < len(due):
+                    return  # out of time
+        finally:
+            count(Metric.TIMERS_PARKED_AGE, (now - oldest) // MINUTE_MS)
 
     def count_quarantined(self, shard: int) -> None:
         """Report the shard's quarantined timers (`TimersInQuarantine`): a level, which keeps
