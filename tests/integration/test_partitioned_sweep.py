@@ -886,7 +886,7 @@ def test_given_a_tenant_sqs_would_refuse_as_a_group_id_then_its_runs_run(engine:
 
 
 def test_given_a_recurring_job_whose_timer_was_deleted_then_the_reconciler_rearms_it(
-    engine: Engine,
+    engine: Engine, logged: io.StringIO
 ) -> None:
     broken = engine.submit({"schedule": {"cron": "* * * * *"}})
     healthy = engine.submit({"schedule": {"rate_seconds": 120}})
@@ -905,6 +905,12 @@ def test_given_a_recurring_job_whose_timer_was_deleted_then_the_reconciler_rearm
     report = engine.parts.reconciler.reconcile()
 
     assert (report.recurring, report.rearmed) == (2, 1)
+    # Its line says whose job it is (until 2026-11-30 the job id only; an outside SRE audit).
+    lines = [json.loads(line) for line in logged.getvalue().splitlines() if line.startswith("{")]
+    (line,) = [
+        line for line in lines if line.get("job_id") == broken and "re-arm" in line["message"]
+    ]
+    assert line["tenant"] == "tenant-a"
     engine.run_minutes(3)
     assert len(engine.recorder.runs_of(broken)) >= ran_before + 2
     assert engine.parts.reconciler.reconcile().rearmed == 0  # healthy again

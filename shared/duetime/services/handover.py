@@ -171,7 +171,7 @@ class HandOver:
             return
         logger.warning(
             "handing a timer over failed",
-            extra={"job_id": group[0].job_id, "due_ms": group[0].due_ms},
+            extra={"tenant": group[0].tenant, "job_id": group[0].job_id, "due_ms": group[0].due_ms},
             exc_info=exc,
         )
         failed.append((group[0], f"{type(exc).__name__}: {exc}"))

@@ -193,11 +193,13 @@ class Reconciler:
         try:
             rearm()
         except Exception:
-            logger.exception("re-arming a job failed", extra={"job_id": job.id})
+            logger.exception(
+                "re-arming a job failed", extra={"tenant": job.tenant, "job_id": job.id}
+            )
             report.failed += 1
             return
         report.rearmed += 1
-        logger.warning(done, extra={"job_id": job.id})
+        logger.warning(done, extra={"tenant": job.tenant, "job_id": job.id})
 
     def _check(self, jobs: list[Job], report: ReconcileReport) -> None:
         now = self._clock()

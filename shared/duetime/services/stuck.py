@@ -209,7 +209,12 @@ class StuckTimers:
             count(Metric.TIMERS_QUARANTINED)
             logger.error(
                 "timer quarantined: its hand-over kept failing",
-                extra={"job_id": stuck.timer.job_id, "attempts": attempts, "reason": reason},
+                extra={
+                    "tenant": stuck.timer.tenant,
+                    "job_id": stuck.timer.job_id,
+                    "attempts": attempts,
+                    "reason": reason,
+                },
             )
 
 
