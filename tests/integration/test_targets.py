@@ -577,6 +577,31 @@ def test_given_an_sqs_target_when_executed_then_the_message_lands_with_its_attri
     assert {value["DataType"] for value in message["MessageAttributes"].values()} == {"String"}
 
 
+def test_given_a_fifo_queue_or_topic_then_each_run_goes_in_its_job_s_group_once_per_attempt(
+    aws_clients: AwsClients, sqs: Any
+) -> None:
+    # Accepted, but every run failed at once (MissingParameter: MessageGroupId) and was not
+    # retried (until 2026-11-30; a new user's walk, round two).
+    url = sqs.create_queue(QueueName="reports.fifo", Attributes={"FifoQueue": "true"})["QueueUrl"]
+    sns = boto3.client("sns")
+    topic = sns.create_topic(Name="reports.fifo", Attributes={"FifoTopic": "true"})["TopicArn"]
+    executor = TargetExecutor(clients=aws_clients)
+
+    for _ in range(2):  # a second delivery of the same attempt is SQS's duplicate: dropped
+        executor.execute(SqsTarget(queue_url=url), invocation({"report": "daily"}))
+    executor.execute(SqsTarget(queue_url=url), invocation({"report": "daily"}, attempt=3))
+    executor.execute(SnsTarget(topic_arn=topic), invocation({"report": "daily"}))
+
+    messages = sqs.receive_message(QueueUrl=url, MaxNumberOfMessages=10, AttributeNames=["All"])[
+        "Messages"
+    ]
+    assert [m["Attributes"]["MessageGroupId"] for m in messages] == ["01JDUE", "01JDUE"]
+    assert [m["Attributes"]["MessageDeduplicationId"] for m in messages] == [
+        f"01JDUE-{SCHEDULED_MS}-2",
+        f"01JDUE-{SCHEDULED_MS}-3",
+    ]
+
+
 def test_given_a_missing_queue_when_executed_then_the_error_is_not_retryable(
     aws_clients: AwsClients, sqs: Any
 ) -> None:

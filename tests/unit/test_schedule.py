@@ -107,7 +107,6 @@ def test_given_an_rfc_3339_date_time_when_parsed_then_its_instant(
         " 2027-01-01T00:00:00Z",
         "2027-01-01 00:00:00Z",  # a space for the T
         "20270101T000000Z",  # ISO basic format
-        "2026-12-31T23:59:60Z",  # a leap second: no instant here holds it
         "2027-01-01T00:00:00",  # no offset
         "\uff12\uff10\uff12\uff17-01-01T00:00:00Z",  # full-width digits
     ],
@@ -116,6 +115,15 @@ def test_given_at_outside_rfc_3339_when_parsed_then_400_naming_it(text: str) -> 
     error = invalid({"at": text})
     assert error.field == "schedule.at"
     assert "RFC 3339" in error.message
+
+
+def test_given_a_leap_second_when_parsed_then_400_saying_so() -> None:
+    # Well-formed RFC 3339 that no instant here holds: it was answered "must be an RFC 3339
+    # timestamp", which it is (until 2026-11-30; a new user's walk, round two).
+    error = invalid({"at": "2026-12-31T23:59:60Z"})
+    assert error.field == "schedule.at"
+    assert "leap second" in error.message
+    assert "RFC 3339 timestamp with" not in error.message
 
 
 def test_given_a_number_without_a_fraction_when_parsed_then_an_integer() -> None:

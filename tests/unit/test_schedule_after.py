@@ -89,6 +89,8 @@ def test_an_after_job_may_not_have_an_overlap_policy() -> None:
     with pytest.raises(ValidationError) as caught:
         parse_job_spec({**body, "overlap": "skip"})
     assert caught.value.field == "overlap"
+    # It said "for a one-off job", which an `after` job is not (a new user's walk, round two).
+    assert "an `after` job" in caught.value.message
 
 
 def test_the_upstream_run_id_travels_in_the_message_and_the_delivery() -> None:

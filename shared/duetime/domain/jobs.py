@@ -246,8 +246,8 @@ def parse_job_spec(raw: object) -> JobSpec:
     schedule = parse_schedule(raw["schedule"])
     overlap = _enum(raw, "overlap", Overlap, Overlap.ALLOW)
     if overlap != Overlap.ALLOW and not is_recurring(schedule):
-        # A one-off job has one run: nothing can overlap it.
-        raise ValidationError("overlap", "must be allow for a one-off job (one run)")
+        # One run (a one-off), or its upstream's runs (`after`): nothing to overlap.
+        raise ValidationError("overlap", "must be allow for a one-off or an `after` job")
     return JobSpec(
         schedule=schedule,
         target=parse_target(raw["target"]),

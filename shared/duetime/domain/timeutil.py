@@ -32,13 +32,14 @@ def parse_rfc3339(text: str) -> datetime:
     dropped). Only that grammar: seconds and an offset (`Z` or `+hh:mm`) required, `T` between
     date and time, nothing around it; ISO 8601's other forms (`2026-W47-6`, `+0100`, no
     seconds) are refused, and so is a leap second (`:60`, which no instant here can hold).
-    Raises ValueError (OutOfRange for an instant in no year from 1 to 9999 in UTC)."""
+    Raises ValueError (OutOfRange for an instant in no year from 1 to 9999 in UTC, or a leap
+    second)."""
     found = _RFC3339.fullmatch(text) if isinstance(text, str) else None
     if found is None:
         raise ValueError("expected an RFC 3339 timestamp such as 2026-11-21T09:30:00Z")
     date, time, fraction, offset = found.groups()
-    if time.endswith(":60"):
-        raise ValueError("a leap second (:60) is not supported")
+    if time.endswith(":60"):  # well-formed: said so (it was "not RFC 3339", until 2026-11-30)
+        raise OutOfRange("is a leap second (:60), which no instant here can hold")
     milliseconds = (fraction or "")[:3].ljust(3, "0")
     zone = "+00:00" if offset in ("Z", "z") else offset
     if date.startswith("0000"):
@@ -57,7 +58,8 @@ INSTANT_RANGE = "must be from 1970-01-01T00:00:00Z to 9999-12-31T23:59:59.999Z"
 
 
 class OutOfRange(ValueError):
-    """A well-formed RFC 3339 timestamp of an instant outside what duetime holds."""
+    """A well-formed RFC 3339 timestamp of an instant outside what duetime holds (or that no
+    instant holds: a leap second)."""
 
 
 _RFC3339 = re.compile(

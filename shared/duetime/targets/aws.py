@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, TypedDict
 
 from botocore.exceptions import BotoCoreError, ClientError, ParamValidationError
 
@@ -44,6 +44,22 @@ def aws_errors(action: str) -> Iterator[None]:
         raise TargetError(f"{action} failed: {exc}") from exc
 
 
+class Fifo(TypedDict, total=False):
+    MessageGroupId: str
+    MessageDeduplicationId: str
+
+
+def fifo(name: str, invocation: Invocation) -> Fifo:
+    """What a FIFO queue or topic (its name ends in `.fifo`) needs besides: a message group, the
+    job's (its runs in order), and a deduplication id, the attempt's (a copy sent within the
+    5-minute window is dropped; a retry is a message of its own). Until 2026-11-30 neither was
+    sent, and every run to a FIFO target failed at once."""
+    if not name.endswith(".fifo"):
+        return Fifo()
+    dedup = f"{invocation.run_id}-{invocation.attempt}"
+    return Fifo(MessageGroupId=invocation.job_id, MessageDeduplicationId=dedup)
+
+
 def send_to_sqs(clients: AwsClients, target: SqsTarget, invocation: Invocation) -> None:
     attributes: dict[str, SqsAttribute] = {
         name: {"DataType": "String", "StringValue": value}
@@ -54,6 +70,7 @@ def send_to_sqs(clients: AwsClients, target: SqsTarget, invocation: Invocation) 
             QueueUrl=target.queue_url,
             MessageBody=to_json(invocation.payload),
             MessageAttributes=attributes,
+            **fifo(target.queue_url.rstrip("/"), invocation),
         )
 
 
@@ -67,6 +84,7 @@ def publish_to_sns(clients: AwsClients, target: SnsTarget, invocation: Invocatio
             TopicArn=target.topic_arn,
             Message=to_json(invocation.payload),
             MessageAttributes=attributes,
+            **fifo(target.topic_arn, invocation),
         )
 
 
