@@ -49,6 +49,9 @@ class Profile:
     api_throttle_burst: int = 200
     tenant_submissions_per_second: float = 50.0
     tenant_submission_burst: int = 100
+    # Every request with a token (a submission spends one of each): twice the submissions'.
+    tenant_requests_per_second: float = 100.0
+    tenant_request_burst: int = 200
     # Partitions a tenant's jobs are spread over in the jobs table (each takes 1,000 writes and
     # 3,000 strong reads a second): a tenant's ceiling is this many times a partition's.
     job_partitions: int = 1
@@ -87,6 +90,8 @@ LARGE = Profile(
     api_throttle_burst=5_000,
     tenant_submissions_per_second=800,
     tenant_submission_burst=1_600,
+    tenant_requests_per_second=1_600,
+    tenant_request_burst=3_200,
     job_partitions=8,
     lambda_concurrency_quota=10_000,
     table_quota_request_units=40_000,

@@ -397,6 +397,8 @@ class SchedulerProps:
             "tenant_quotas": TenantQuotas(
                 submissions_per_second=chosen.tenant_submissions_per_second,
                 submission_burst=chosen.tenant_submission_burst,
+                requests_per_second=chosen.tenant_requests_per_second,
+                request_burst=chosen.tenant_request_burst,
             ),
         }
         return cls(jwt_issuer=jwt_issuer, jwt_audience=jwt_audience, **{**values, **overrides})

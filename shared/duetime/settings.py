@@ -86,6 +86,8 @@ class Env:
     MIN_RATE_SECONDS = "DUETIME_MIN_RATE_SECONDS"
     SUBMISSIONS_PER_SECOND = "DUETIME_SUBMISSIONS_PER_SECOND"
     SUBMISSION_BURST = "DUETIME_SUBMISSION_BURST"
+    REQUESTS_PER_SECOND = "DUETIME_REQUESTS_PER_SECOND"
+    REQUEST_BURST = "DUETIME_REQUEST_BURST"
     MAX_ACTIVE_RECURRING_JOBS = "DUETIME_MAX_ACTIVE_RECURRING_JOBS"
     # GET /admin/stats: a token carries the operator scope when this claim's value (as API
     # Gateway passes it: space-separated, or an array rendered "[a b]") holds this value.
@@ -318,6 +320,8 @@ class QuotaEnv:
     MIN_RATE_SECONDS = Env.MIN_RATE_SECONDS
     SUBMISSIONS_PER_SECOND = Env.SUBMISSIONS_PER_SECOND
     SUBMISSION_BURST = Env.SUBMISSION_BURST
+    REQUESTS_PER_SECOND = Env.REQUESTS_PER_SECOND
+    REQUEST_BURST = Env.REQUEST_BURST
     MAX_ACTIVE_RECURRING_JOBS = Env.MAX_ACTIVE_RECURRING_JOBS
 
 
@@ -329,6 +333,9 @@ class Quotas:
     submissions_per_second: float = 50.0
     submission_burst: int = 100
     max_active_recurring_jobs: int = 1000
+    # Every request with a token, reads included (a submission spends one of each).
+    requests_per_second: float = 100.0
+    request_burst: int = 200
 
     def to_env(self) -> dict[str, str]:
         """The environment `from_env` reads back (the CDK app sets it on the API function)."""
@@ -336,6 +343,8 @@ class Quotas:
             QuotaEnv.MIN_RATE_SECONDS: str(self.min_rate_seconds),
             QuotaEnv.SUBMISSIONS_PER_SECOND: f"{self.submissions_per_second:g}",
             QuotaEnv.SUBMISSION_BURST: str(self.submission_burst),
+            QuotaEnv.REQUESTS_PER_SECOND: f"{self.requests_per_second:g}",
+            QuotaEnv.REQUEST_BURST: str(self.request_burst),
             QuotaEnv.MAX_ACTIVE_RECURRING_JOBS: str(self.max_active_recurring_jobs),
         }
 
@@ -362,6 +371,10 @@ class Quotas:
                 QuotaEnv.SUBMISSIONS_PER_SECOND, 50.0, 0.001, 100_000, False
             ),
             submission_burst=int(number(QuotaEnv.SUBMISSION_BURST, 100, 1, 1_000_000, True)),
+            requests_per_second=number(
+                QuotaEnv.REQUESTS_PER_SECOND, 100.0, 0.001, 1_000_000, False
+            ),
+            request_burst=int(number(QuotaEnv.REQUEST_BURST, 200, 1, 10_000_000, True)),
             max_active_recurring_jobs=int(
                 number(QuotaEnv.MAX_ACTIVE_RECURRING_JOBS, 1000, 1, 10_000_000, True)
             ),

@@ -142,6 +142,8 @@ def test_the_large_profile_maps_onto_the_props() -> None:
     assert props.tenant_quotas == TenantQuotas(
         submissions_per_second=LARGE.tenant_submissions_per_second,
         submission_burst=LARGE.tenant_submission_burst,
+        requests_per_second=LARGE.tenant_requests_per_second,
+        request_burst=LARGE.tenant_request_burst,
     )
 
 

@@ -1199,6 +1199,28 @@ def test_submissions_beyond_the_tenant_rate_are_a_429_with_retry_after(api: Api)
     assert api.call("POST", "/jobs", body, tenant="tenant-b").status == 201
 
 
+def test_requests_of_any_kind_beyond_the_tenant_rate_are_a_429_for_that_tenant_only(
+    api: Api,
+) -> None:
+    # Only submissions spent tokens: one tenant's reads (a page of 100 jobs reads each one's
+    # last run) held another's GET /jobs for 30 s on the local stack, and on AWS could take
+    # the stage throttle every tenant shares (until 2026-11-30; a security audit, round six).
+    api.configure(**{QuotaEnv.REQUESTS_PER_SECOND: "0.01", QuotaEnv.REQUEST_BURST: "12"})
+    job_id = api.create({"schedule": {"delay_seconds": 60}})["id"]  # 1 token
+    assert api.call("GET", f"/jobs/{job_id}").status == 200  # 1
+    assert api.call("GET", "/jobs", query={"limit": "100"}).status == 200  # 10: one per 10 jobs
+
+    refused = api.call("GET", f"/jobs/{job_id}/runs")
+
+    assert refused.status == 429
+    assert refused.error["code"] == "quota_exceeded"
+    assert "requests a second" in refused.error["message"]
+    assert 1 <= int(refused.headers["Retry-After"]) <= 100
+    assert api.call("POST", f"/jobs/{job_id}/pause").status == 429  # changes too
+    assert api.call("GET", "/jobs", tenant="tenant-b").status == 200  # per tenant
+    assert api.call("GET", "/health").status == 200  # (no token: not a tenant's)
+
+
 def test_active_recurring_jobs_beyond_the_quota_are_a_429(api: Api) -> None:
     api.configure(**{QuotaEnv.MAX_ACTIVE_RECURRING_JOBS: "2"})
     first = api.create({"schedule": {"rate_seconds": 60}})

@@ -16,7 +16,7 @@ from duetime.api.app import (
     tenant_from_event,
 )
 from duetime.api.params import parse_limit
-from duetime.api.quotas import QuotaExceeded, SubmissionLimiter
+from duetime.api.quotas import QuotaExceeded, TenantLimiter
 from duetime.api.views import job_json, run_json
 from duetime.domain.errors import (
     IdempotencyConflict,
@@ -265,8 +265,10 @@ def test_quotas_from_env() -> None:
         QuotaEnv.SUBMISSIONS_PER_SECOND: "2.5",
         QuotaEnv.SUBMISSION_BURST: "5",
         QuotaEnv.MAX_ACTIVE_RECURRING_JOBS: "10",
+        QuotaEnv.REQUESTS_PER_SECOND: "7.5",
+        QuotaEnv.REQUEST_BURST: "15",
     }
-    assert Quotas.from_env(env) == Quotas(30, 2.5, 5, 10)
+    assert Quotas.from_env(env) == Quotas(30, 2.5, 5, 10, 7.5, 15)
     assert ApiSettings.from_env({"DUETIME_TENANT_CLAIM": "org"}).tenant_claim == "org"
     assert ApiSettings.from_env({}).tenant_claim == "sub"
 
@@ -297,7 +299,7 @@ class FakeClock:
 
 def test_the_token_bucket_allows_a_burst_then_the_rate() -> None:
     clock = FakeClock()
-    limiter = SubmissionLimiter(rate=2, burst=3, clock=clock)
+    limiter = TenantLimiter(rate=2, burst=3, clock=clock)
     for _ in range(3):
         limiter.take("a")
     with pytest.raises(QuotaExceeded) as raised:
@@ -317,7 +319,7 @@ def test_the_token_bucket_allows_a_burst_then_the_rate() -> None:
 
 def test_the_limiter_forgets_the_least_recently_used_tenants() -> None:
     clock = FakeClock()
-    limiter = SubmissionLimiter(rate=0.001, burst=1, clock=clock, max_tenants=2)
+    limiter = TenantLimiter(rate=0.001, burst=1, clock=clock, max_tenants=2)
     limiter.take("a")
     limiter.take("b")
     limiter.take("c")  # "a" is forgotten: it starts again with a full bucket

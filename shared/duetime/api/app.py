@@ -44,7 +44,7 @@ from duetime.api.params import (
     parse_status,
     precondition,
 )
-from duetime.api.quotas import SubmissionLimiter
+from duetime.api.quotas import TenantLimiter
 from duetime.api.responses import (
     JsonResponse,
     MethodNotAllowed,
@@ -109,7 +109,7 @@ def build_app(
     settings: ApiSettings | None = None,
     *,
     clock: Callable[[], int] = wall_ms,
-    limiter: SubmissionLimiter | None = None,
+    limiter: TenantLimiter | None = None,
     webhook_secrets: WebhookSecrets | None = None,
     backfill: Backfill | None = None,
     operator_stats: OperatorStats | None = None,
@@ -119,7 +119,10 @@ def build_app(
     500 (a wiring mistake, logged)."""
     settings = settings or ApiSettings()
     quotas = settings.quotas
-    limiter = limiter or SubmissionLimiter(quotas.submissions_per_second, quotas.submission_burst)
+    limiter = limiter or TenantLimiter(quotas.submissions_per_second, quotas.submission_burst)
+    # Every request with a token spends one (since 2026-11-30: only submissions did, and one
+    # tenant's reads could hold the others'; a security audit, round six).
+    requests = TenantLimiter(quotas.requests_per_second, quotas.request_burst, what="requests")
     app = HeadResolver()
 
     def route(method: str, path: str) -> Callable[[Callable[..., JsonResponse]], Any]:
@@ -147,8 +150,10 @@ def build_app(
         return checked
 
     def tenant() -> str:
+        """The token's tenant (once a request), who spends a request token."""
         found = tenant_from_event(app.current_event.raw_event, settings.tenant_claim)
         logger.thread_safe_append_keys(tenant=found)
+        requests.take(found)
         return found
 
     def query(name: str) -> str | None:
@@ -198,6 +203,8 @@ def build_app(
         limit = parse_limit(query("limit"))
         cursor = parse_cursor(query("cursor"))
         match = parse_job_filter(app.current_event.raw_event)
+        # A page reads each job's last run: one request token more per 10 jobs asked for.
+        requests.charge(owner, (limit - 1) // 10)
         page = _read_page(lambda: service.list(owner, limit, cursor, match), cursor)
         # Filtered on the effective status after the read: a page may hold fewer than `limit`
         # items (even none) while `next_cursor` says more follow.

@@ -9,7 +9,7 @@ from typing import Any
 
 from aws_lambda_powertools.event_handler import Response, content_types
 
-from duetime.api.quotas import SubmissionLimiter
+from duetime.api.quotas import TenantLimiter
 from duetime.api.schema_parts import INSTANT, obj
 from duetime.domain.backfill import MAX_BACKFILL_OCCURRENCES
 from duetime.services.backfill import Backfill
@@ -47,7 +47,7 @@ def register(
     tenant: Callable[[], str],
     body: Callable[[], object],
     checked_id: Callable[[str], str],
-    limiter: SubmissionLimiter,
+    limiter: TenantLimiter,
     conditions: Callable[[str, str], None],
     fan_out: Callable[[str, str], int],
 ) -> None:

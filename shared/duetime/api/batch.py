@@ -18,7 +18,7 @@ from aws_lambda_powertools.event_handler import Response, content_types
 
 from duetime.api import views
 from duetime.api.params import IDEMPOTENCY_KEY  # as the Idempotency-Key header's
-from duetime.api.quotas import SubmissionLimiter
+from duetime.api.quotas import TenantLimiter
 from duetime.domain.errors import DomainError, QuotaExceeded, ValidationError
 from duetime.domain.jobs import parse_job_spec
 from duetime.services.batch import MAX_BATCH_JOBS, BatchJob, BatchResult, BatchSubmitter
@@ -80,7 +80,7 @@ def batch_route(
     submitter: BatchSubmitter,
     tenant: Callable[[], str],
     body: Callable[[], object],
-    limiter: SubmissionLimiter,
+    limiter: TenantLimiter,
     quotas: Quotas,
     clock: Callable[[], int],
     status_of: Callable[[DomainError], HTTPStatus],

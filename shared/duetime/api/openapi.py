@@ -57,7 +57,8 @@ _RESPONSES = {
     ),
     "PayloadTooLarge": _error("Body over 256 KiB or payload over 64 KiB."),
     "TooManyRequests": _error(
-        "A tenant quota refused the request (code quota_exceeded).",
+        "A tenant quota refused the request (code quota_exceeded): its submissions' or its "
+        "requests' rate, its active recurring jobs, the minimum rate interval.",
         {
             "Retry-After": {
                 "description": "Seconds to wait before retrying.",
@@ -91,8 +92,10 @@ def _ok(
     success: dict[str, Any] = {"description": description, "content": _json_content(ref(schema))}
     success["headers"] = {**NO_STORE_HEADER, **(headers or {})}  # every answer: no-store
     responses: dict[str, Any] = {str(status): success}
-    # Every operation that needs a token refuses a query parameter it does not take (400).
-    for code, name in ((400, "BadRequest"), *errors, (401, "Unauthorized"), (500, "InternalError")):
+    # Every operation that needs a token refuses a query parameter it does not take (400), and
+    # a tenant over its request rate (429; since 2026-11-30, submissions' only before).
+    common = (400, "BadRequest"), (401, "Unauthorized"), (429, "TooManyRequests")
+    for code, name in (*common, *errors, (500, "InternalError")):
         responses[str(code)] = _response(name)
     return dict(sorted(responses.items()))
 

@@ -1,10 +1,12 @@
-"""The HTTP API's per-tenant submission rate (its values: duetime.settings.Quotas). The other
-quotas, the minimum rate interval and the active recurring jobs, are rules of the job service
-(duetime.services.jobs); this one is throttling, like API Gateway's, so it stays at the door.
+"""The HTTP API's per-tenant rates (their values: duetime.settings.Quotas): of submissions, and
+of every request with a token, reads included. The other quotas, the minimum rate interval and
+the active recurring jobs, are rules of the job service (duetime.services.jobs); these are
+throttling, like API Gateway's, so they stay at the door.
 
-The submission rate is a token bucket per tenant kept in the Lambda container, so it is
-approximate: N warm containers admit up to N times the rate. The global cap is API Gateway's
-stage throttling (infra); this bucket stops one tenant from taking a container's whole share.
+Each rate is a token bucket per tenant kept in the Lambda container, so it is approximate: N
+warm containers admit up to N times the rate. The global cap is API Gateway's stage
+throttling (infra), shared by every tenant; these buckets stop one tenant from taking a
+container's whole share.
 """
 
 from __future__ import annotations
@@ -25,7 +27,7 @@ class _Bucket:
     at: float  # clock reading of the last refill
 
 
-class SubmissionLimiter:
+class TenantLimiter:
     """A token bucket per tenant: `rate` tokens a second, at most `burst` saved up.
 
     Kept in memory for the container's life; the least recently used buckets are forgotten
@@ -38,7 +40,9 @@ class SubmissionLimiter:
         *,
         clock: Callable[[], float] = time.monotonic,
         max_tenants: int = 10_000,
+        what: str = "submissions",
     ) -> None:
+        self._what = what
         self._rate = rate
         self._burst = float(burst)
         self._clock = clock
@@ -55,7 +59,7 @@ class SubmissionLimiter:
                 return
             wait = (1 - bucket.tokens) / self._rate
         raise QuotaExceeded(
-            f"more than {self._rate:g} submissions a second (burst {self._burst:g})",
+            f"more than {self._rate:g} {self._what} a second (burst {self._burst:g})",
             max(1, math.ceil(wait)),
         )
 
