@@ -383,13 +383,13 @@ class Inputs:
     webhook_secret_cache_seconds: float = WEBHOOK_SECRET_CACHE_SECONDS
     kms_decrypts_per_refresh: float = 1.0
     # CloudWatch: EMF metrics under one dimension set (the service): one custom metric per name
-    # (duetime.observability.Metric 21, ArchiveMetric 4, CompactionMetric 2); the worker
+    # (duetime.observability.Metric 23, ArchiveMetric 4, CompactionMetric 2); the worker
     # handler's log bytes per run (its JSON lines and its EMF line per invocation: Powertools
     # flushes the invocation's metrics once), measured (MEASURED_WORKER_LOG_BYTES_PER_RUN, or
     # `--measured FILE`'s); and Lambda's own records per invocation (START, END, REPORT: about
     # 300 B), none as deployed: the functions' system log level is WARN and those are INFO
     # (infra/constructs/functions.py).
-    custom_metrics: int = 27
+    custom_metrics: int = 29
     worker_log_bytes_per_run: float = 500.0
     worker_log_source: str = "assumed"  # or "measured ..." (MEASURED_WORKER_LOG_SOURCE, file)
     lambda_platform_log_bytes_per_invocation: float = 0.0

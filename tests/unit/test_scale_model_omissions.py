@@ -211,7 +211,7 @@ def test_below_50_runs_per_second_the_bill_warns_that_the_comparison_does_not_ho
     assert low.eventbridge_scheduler_per_million == pytest.approx(
         (SMALL_MONTH - 14e6) / SMALL_MONTH, rel=1e-3
     )
-    assert low.fixed_monthly["custom_metrics"] == pytest.approx(27 * 0.30)
+    assert low.fixed_monthly["custom_metrics"] == pytest.approx(29 * 0.30)
     assert sm.whole_bill(inputs(rate=50), 50 * 730 * 3600).warnings == []
     argv = ["--rate", "1", "--sweep-measurement", "none", "--sweep-measurement-recurring", "none"]
     assert sm.main(argv) == 0
@@ -226,7 +226,7 @@ def test_the_custom_metrics_are_every_metric_name() -> None:
     names = [
         n for kind in (Metric, ArchiveMetric, CompactionMetric) for n in vars(kind) if n.isupper()
     ]
-    assert sm.Inputs(rate=10, burst=0).custom_metrics == len(names) == 27
+    assert sm.Inputs(rate=10, burst=0).custom_metrics == len(names) == 29
 
 
 # --- 10, 11. What the output's totals and provisioned figures are -----------------------------
