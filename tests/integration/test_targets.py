@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import datetime as dt
+import email.utils
 import http.server
 import ipaddress
 import json
 import ssl
 import threading
 import time
+import urllib.parse
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -93,6 +95,13 @@ class SiteHandler(http.server.BaseHTTPRequestHandler):
                 self._reply(status, b"", location="/redirected")
             else:
                 self._reply(status, b"the server says no " + b"x" * 100_000)
+        elif path.startswith("/busy/"):  # /busy/<status>/<Retry-After, percent-encoded>
+            status, after = path.removeprefix("/busy/").split("/", 1)
+            self.send_response(int(status))
+            self.send_header("Retry-After", urllib.parse.unquote(after))
+            self.send_header("Content-Length", "0")
+            self.send_header("Connection", "close")
+            self.end_headers()
         elif path.startswith("/interim/"):
             # An interim answer (102 Processing, 103 Early Hints) before the final one.
             interim = int(path.rsplit("/", 1)[1])
@@ -280,6 +289,36 @@ def test_given_a_failing_status_when_executed_then_the_error_says_whether_to_ret
     assert f"HTTP {status}" in str(caught.value)
     assert "the server says no" in str(caught.value)  # the start of the response body
     assert len(str(caught.value)) <= 500
+
+
+@pytest.mark.parametrize(
+    ("path", "seconds"),
+    [
+        ("/busy/429/10", 10),
+        ("/busy/503/120", 120),
+        ("/busy/429/Sun, 06 Nov 1994 08:49:37 GMT", 0),  # a date past: retry when you like
+        ("/busy/429/soon", None),  # not a Retry-After: the backoff decides
+        ("/busy/429/-5", None),
+        ("/busy/500/10", None),  # only 429 and 503 ask for a wait
+    ],
+)
+def test_given_a_retry_after_when_a_receiver_is_busy_then_the_error_carries_it(
+    site: Site, path: str, seconds: float | None
+) -> None:
+    # It was ignored (a new user's walk, round two).
+    with pytest.raises(TargetError) as caught:
+        local.execute(HttpTarget(url=site.url(urllib.parse.quote(path))), invocation())
+    assert caught.value.retryable
+    assert caught.value.retry_after_seconds == seconds
+
+
+def test_given_a_retry_after_as_a_date_then_it_is_the_seconds_until_then(site: Site) -> None:
+    then = email.utils.formatdate(time.time() + 300, usegmt=True)
+    with pytest.raises(TargetError) as caught:
+        local.execute(
+            HttpTarget(url=site.url(urllib.parse.quote(f"/busy/503/{then}"))), invocation()
+        )
+    assert 290 <= (caught.value.retry_after_seconds or 0) <= 300
 
 
 def test_given_an_error_body_with_terminal_escapes_then_the_error_spells_them_out(

@@ -13,7 +13,7 @@ from duetime.domain.runs import RunStatus
 from duetime.entrypoints import worker as worker_handler
 from duetime.local.lambda_runtime import FakeContext, sqs_event
 from duetime.ports import QueueError, StoreError
-from duetime.targets import DEFAULT_HANDLERS, Invocation
+from duetime.targets import DEFAULT_HANDLERS, Invocation, TargetError
 from tests.integration.conftest import Engine
 
 
@@ -232,3 +232,38 @@ def test_given_a_worker_that_cannot_be_built_then_its_invocation_fails_as_a_whol
     with pytest.raises(RuntimeError, match="DUETIME_QUEUES"):
         handler(sqs_event(messages, arn, "us-east-1"), FakeContext())
     assert engine.recorder.calls == []
+
+
+BUSY: list[int] = []
+
+
+def busy(invocation: Invocation) -> None:
+    BUSY.append(invocation.attempt)
+    if invocation.attempt == 1:
+        raise TargetError("HTTP 429 Too Many Requests", retry_after_seconds=10)
+
+
+DEFAULT_HANDLERS.register("test.busy", busy)
+
+
+def test_given_a_target_asking_to_retry_after_10_s_then_the_retry_waits_that_long(
+    engine: Engine,
+) -> None:
+    # With no backoff, the retries came at once, whatever the receiver asked (until 2026-11-30;
+    # a new user's walk, round two).
+    BUSY.clear()
+    engine.submit(
+        {
+            "schedule": {"delay_seconds": 0},
+            "target": {"type": "handler", "name": "test.busy"},
+            "retry": {"max_attempts": 2, "backoff_seconds": 0, "max_backoff_seconds": 0},
+        }
+    )
+    engine.drain()
+    assert BUSY == [1]
+    engine.advance(8)
+    engine.drain()
+    assert BUSY == [1]  # not yet
+    engine.advance(3)
+    engine.drain()
+    assert BUSY == [1, 2]

@@ -7,7 +7,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from duetime.domain.jobs import RetryPolicy
-from duetime.domain.retry import backoff_ms, should_retry
+from duetime.domain.retry import MAX_RETRY_AFTER_MS, backoff_ms, retry_delay_ms, should_retry
 from duetime.domain.runs import (
     CLOCK_SKEW_ALLOWANCE_MS,
     ClaimOutcome,
@@ -35,6 +35,17 @@ def test_backoff_grows_exponentially_then_caps() -> None:
 def test_jitter_outside_unit_interval_is_refused() -> None:
     with pytest.raises(ValueError):
         backoff_ms(POLICY, 1, 1.0)
+
+
+def test_a_target_s_retry_after_delays_the_retry_at_least_that_long_up_to_sqs_s_limit() -> None:
+    # A receiver's `Retry-After` was ignored: with no backoff, three attempts in one second
+    # against a receiver asking for ten (until 2026-11-30; a new user's walk, round two).
+    none = RetryPolicy(max_attempts=3, backoff_seconds=0, max_backoff_seconds=0)
+    assert retry_delay_ms(none, 1, 0.5, None) == 0
+    assert retry_delay_ms(none, 1, 0.5, 10_000) == 10_000
+    assert retry_delay_ms(none, 1, 0.5, 3_600_000) == MAX_RETRY_AFTER_MS == 900_000
+    slow = RetryPolicy(max_attempts=3, backoff_seconds=60, max_backoff_seconds=60)
+    assert retry_delay_ms(slow, 1, 0.5, 10_000) == 30_000  # the backoff, when longer
 
 
 def test_retry_until_attempts_run_out_unless_not_retryable() -> None:

@@ -34,13 +34,17 @@ class Invocation:
 
 class TargetError(Exception):
     """The target failed. `retryable` False means retrying cannot help (e.g. refused address,
-    unknown handler)."""
+    unknown handler); `retry_after_seconds`: how long the target asked to be left alone (an
+    HTTP Retry-After), or None."""
 
-    def __init__(self, message: str, *, retryable: bool = True) -> None:
+    def __init__(
+        self, message: str, *, retryable: bool = True, retry_after_seconds: float | None = None
+    ) -> None:
         message = truncate(message)
         super().__init__(message)
         self.message = message
         self.retryable = retryable
+        self.retry_after_seconds = retry_after_seconds
 
     def __repr__(self) -> str:
         return f"TargetError({self.message!r}, retryable={self.retryable})"

@@ -18,3 +18,16 @@ def backoff_ms(policy: RetryPolicy, attempt: int, jitter: float) -> int:
         raise ValueError("jitter must be in [0, 1)")
     ceiling = min(policy.max_backoff_seconds, policy.backoff_seconds * 2 ** (attempt - 1))
     return int(ceiling * jitter * 1000)
+
+
+# The longest a target's Retry-After holds a retry back: SQS's longest message delay.
+MAX_RETRY_AFTER_MS = 900_000
+
+
+def retry_delay_ms(
+    policy: RetryPolicy, attempt: int, jitter: float, retry_after_ms: int | None
+) -> int:
+    """Delay before attempt `attempt + 1`: the backoff, or the target's Retry-After (429, 503)
+    when longer, up to MAX_RETRY_AFTER_MS (it was ignored until 2026-11-30)."""
+    wait = backoff_ms(policy, attempt, jitter)
+    return max(wait, min(retry_after_ms or 0, MAX_RETRY_AFTER_MS))

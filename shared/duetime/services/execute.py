@@ -43,7 +43,7 @@ from duetime.domain.messages import (
     run_message,
 )
 from duetime.domain.overlap import Overlap
-from duetime.domain.retry import backoff_ms, should_retry
+from duetime.domain.retry import retry_delay_ms, should_retry
 from duetime.domain.runs import (
     TERMINAL_RUN_STATUSES,
     ClaimOutcome,
@@ -368,7 +368,8 @@ class RunExecutor:
         try:
             self._targets.execute(job.spec.target, invocation)
         except TargetError as exc:
-            return self._failed(job, dependents, message, run, str(exc), exc.retryable)
+            after = None if exc.retry_after_seconds is None else int(exc.retry_after_seconds * 1000)
+            return self._failed(job, dependents, message, run, str(exc), exc.retryable, after)
         done = self._record(run, RunOutcome(RunStatus.SUCCEEDED, self._clock()))
         if done is not None:  # else the run was reclaimed: its new holder releases
             self._overlap.release(job, message.scheduled_ms)
@@ -403,10 +404,11 @@ class RunExecutor:
         run: Run,
         error: str,
         retryable: bool,
+        retry_after_ms: int | None = None,
     ) -> Result:
         now = self._clock()
         if should_retry(job.spec.retry, message.attempt, retryable):
-            wait = backoff_ms(job.spec.retry, message.attempt, self._jitter())
+            wait = retry_delay_ms(job.spec.retry, message.attempt, self._jitter(), retry_after_ms)
             retry = replace(message, attempt=message.attempt + 1, due_ms=now + wait)
             self._follow_up(run, retry=(retry, delay_seconds(retry.visible_ms, now)))
             done = self._record(run, RunOutcome(RunStatus.RETRYING, self._clock(), error))

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import contextlib
+import datetime as dt
+import email.utils
 import functools
 import http.client
 import re
@@ -11,6 +13,7 @@ import ssl
 import threading
 import time
 from collections.abc import Callable, Iterable, Sequence
+from email.message import Message
 from typing import TYPE_CHECKING
 from urllib.parse import SplitResult, urlsplit
 
@@ -105,14 +108,16 @@ class HttpDelivery:
         body = None if method in _NO_BODY_METHODS else to_json(invocation.payload).encode()
         headers = _headers(target, invocation, has_body=body is not None)
         headers |= self._signature(invocation, body or b"")
-        status, reason, location, text = _exchange(
+        status, reason, answered, text = _exchange(
             connection, pin, method=method, path=_path(url), body=body, headers=headers
         )
         try:
-            _raise_for_status(status, reason, location, text)
+            _raise_for_status(status, reason, answered, text)
         except TargetError as failed:  # what the target said back: never the job's headers
             hidden = _redacted(str(failed), target.headers.values())
-            raise TargetError(hidden, retryable=failed.retryable) from None
+            raise TargetError(
+                hidden, retryable=failed.retryable, retry_after_seconds=failed.retry_after_seconds
+            ) from None
 
     def _signature(self, invocation: Invocation, body: bytes) -> dict[str, str]:
         """The webhook-* headers for exactly the bytes sent (b"" without a body). Signed
@@ -201,15 +206,33 @@ def _headers(target: HttpTarget, invocation: Invocation, *, has_body: bool) -> d
     return dict(merged.values())
 
 
-def _raise_for_status(status: int, reason: str, location: str | None, body: str) -> None:
+def _raise_for_status(status: int, reason: str, answered: Message, body: str) -> None:
     if 200 <= status < 300:
         return
     summary = f"HTTP {status} {reason}".rstrip()
     if 300 <= status < 400:
+        location = answered.get("Location")
         where = f" to {location}" if location else ""
         raise TargetError(f"{summary}{where}: redirects are not followed", retryable=False)
     retryable = status in _RETRYABLE_STATUSES or status >= 500
-    raise TargetError(f"{summary}: {body}" if body else summary, retryable=retryable)
+    after = _retry_after(answered.get("Retry-After")) if status in (429, 503) else None
+    message = f"{summary}: {body}" if body else summary
+    raise TargetError(message, retryable=retryable, retry_after_seconds=after)
+
+
+def _retry_after(value: str | None) -> float | None:
+    """A Retry-After (RFC 9110 10.2.3): delay-seconds, or an HTTP date (0 once past); None for
+    anything else."""
+    text = (value or "").strip()
+    if text.isdigit() and text.isascii():
+        return float(text)
+    try:
+        when = email.utils.parsedate_to_datetime(text)
+    except (TypeError, ValueError, IndexError):
+        return None
+    if when.tzinfo is None:  # (RFC 5322's "-0000": no zone said; HTTP dates are GMT)
+        when = when.replace(tzinfo=dt.UTC)
+    return max(0.0, round(when.timestamp() - wall_ms() / 1000, 3))
 
 
 def _exchange(
@@ -220,8 +243,8 @@ def _exchange(
     path: str,
     body: bytes | None,
     headers: dict[str, str],
-) -> tuple[int, str, str | None, str]:
-    """Send the request; return status, reason, Location and, for an error, the start of the body.
+) -> tuple[int, str, Message, str]:
+    """Send the request; return status, reason, headers and, for an error, the start of the body.
 
     Socket timeouts bound each operation, not the total: a server dripping one byte at a time
     could hold a worker for ever. A watchdog timer shuts the socket down at the deadline.
@@ -236,11 +259,10 @@ def _exchange(
             # The watchdog's shutdown reads as an orderly end of stream, so a status line and
             # headers cut off at the deadline can look complete: they are not.
             raise TimeoutError
-        location = response.getheader("Location")
         # The body matters only to explain a failure, so a successful response may stream for
         # as long as it likes, and an error body cut off at the deadline still explains.
         text = _read_start(response) if response.status >= 400 else ""
-        return response.status, response.reason, location, text
+        return response.status, response.reason, response.msg, text
     except http.client.InvalidURL as exc:
         raise TargetError(f"invalid URL: {exc}", retryable=False) from exc
     except ssl.SSLCertVerificationError as exc:
