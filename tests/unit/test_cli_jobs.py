@@ -312,6 +312,17 @@ def test_payload_is_any_json(api: FakeApi, text: str, payload: Any) -> None:
     assert api.last.body["payload"] == payload
 
 
+def test_create_and_update_take_the_catchup_window(api: FakeApi) -> None:
+    # The API's `catchup.window_seconds` had no flag (a new user's walk, round two).
+    api.answer(201, JOB)
+    assert jobs(api, "create", "--rate", "60", "--handler", "h", "--catchup", "all",
+                "--catchup-window", "600") == 0  # fmt: skip
+    assert api.last.body["catchup"] == {"mode": "all", "window_seconds": 600}
+    api.answer(200, JOB)
+    assert jobs(api, "update", JOB["id"], "--catchup-window", "0") == 0
+    assert api.last.body == {"catchup": {"mode": "latest", "window_seconds": 0}}
+
+
 def test_payload_and_body_can_come_from_a_file(api: FakeApi, tmp_path: Path) -> None:
     payload = tmp_path / "payload.json"
     payload.write_text('{"day": "2026-11-20"}', encoding="utf-8")

@@ -53,6 +53,7 @@ BODY_FLAGS = [
     ("--max-backoff-seconds", "max_backoff_seconds"),
     ("--timeout-seconds", "timeout_seconds"),
     ("--catchup", "catchup"),
+    ("--catchup-window", "catchup_window"),
     ("--jitter", "jitter_seconds"),
     ("--stage", "stage_seconds"),
     ("--overlap", "overlap"),
@@ -176,6 +177,14 @@ def add_body_options(parser: argparse.ArgumentParser, *, updating: bool = False)
     job.add_argument(
         "--catchup", choices=modes, metavar="MODE", help=f"after downtime: {'|'.join(modes)}"
     )
+    job.add_argument(
+        "--catchup-window",
+        dest="catchup_window",
+        type=whole,
+        metavar="SECONDS",
+        help="how far back --catchup looks (catchup.window_seconds, 0-604800; default 3600; "
+        "with --catchup's mode, else latest)",
+    )
     policies = [o.value for o in Overlap]
     job.add_argument(
         "--overlap",
@@ -275,6 +284,8 @@ def job_body(args: argparse.Namespace) -> dict[str, Any]:
     ):
         if getattr(args, key) is not None:
             body[key] = getattr(args, key)
+    if args.catchup_window is not None:  # the field whole: its mode too
+        body["catchup"] = {"mode": args.catchup or "latest", "window_seconds": args.catchup_window}
     if args.tags is not None:
         body["tags"] = _once_each("--tag", args.tags)
     retry = {
