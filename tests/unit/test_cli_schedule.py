@@ -54,6 +54,7 @@ def test_cron_preview_prints_each_instant_in_utc_and_in_the_zone(
         (("--rate", "60"), {"rate_seconds": 60}),
         (("--rate", "0"), {"rate_seconds": 0}),  # the API names what is wrong with it
         (("--at", "2026-12-01T00:00:00Z"), {"at": "2026-12-01T00:00:00Z"}),
+        (("--delay", "60"), {"delay_seconds": 60}),  # (the API's preview took it; the CLI not)
         (
             ("--rate", "3600", "--start-at", "2026-12-01T00:00:00Z", "--timezone", "Asia/Tokyo"),
             {"rate_seconds": 3600, "start_at": "2026-12-01T00:00:00Z"},

@@ -31,8 +31,8 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         parents=[_common_options()],
         help="the next occurrences of a schedule (POST /schedules/preview)",
         description="Print the next occurrences of a schedule, as a job submitted now would "
-        "run them, one per line: in UTC, then in --timezone. Give a cron expression, --rate "
-        "or --at.",
+        "run them, one per line: in UTC, then in --timezone. Give a cron expression, --rate, "
+        "--at or --delay.",
     )
     preview.add_argument(
         "cron", nargs="?", type=utf8_text, metavar="CRON", help='e.g. "0 9 * * 1-5"'
@@ -40,12 +40,13 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     kind = preview.add_mutually_exclusive_group()
     kind.add_argument("--rate", type=whole, metavar="SECONDS", help="every N seconds")
     kind.add_argument("--at", type=utf8_text, metavar="RFC3339", help="once, at an instant")
+    kind.add_argument("--delay", type=whole, metavar="SECONDS", help="once, after a delay")
     preview.add_argument(
         "--timezone",
         type=utf8_text,
         metavar="IANA",
-        help="the cron expression's time zone (default UTC); with --rate or --at, only the "
-        "zone the instants are shown in",
+        help="the cron expression's time zone (default UTC); with --rate, --at or --delay, "
+        "only the zone the instants are shown in",
     )
     preview.add_argument(
         "--start-at", type=utf8_text, metavar="RFC3339", help="first run (cron, --rate)"
@@ -83,10 +84,10 @@ def run_preview(args: argparse.Namespace) -> int:
 
 def preview_body(args: argparse.Namespace) -> dict[str, Any]:
     """The request body; the API checks the values (and names the field of a bad one)."""
-    kinds = (("CRON", args.cron), ("--rate", args.rate), ("--at", args.at))
+    kinds = (("CRON", args.cron), ("--rate", args.rate), ("--at", args.at), ("--delay", args.delay))
     given = [flag for flag, value in kinds if value is not None]
     if len(given) != 1:
-        raise UsageError("give one of a cron expression, --rate or --at")
+        raise UsageError("give one of a cron expression, --rate, --at or --delay")
     schedule: dict[str, Any]
     if args.cron is not None:
         schedule = {"cron": args.cron}
@@ -94,6 +95,8 @@ def preview_body(args: argparse.Namespace) -> dict[str, Any]:
             schedule["timezone"] = args.timezone
     elif args.rate is not None:
         schedule = {"rate_seconds": args.rate}
+    elif args.delay is not None:
+        schedule = {"delay_seconds": args.delay}
     else:
         schedule = {"at": args.at}
     for key in ("start_at", "end_at"):
