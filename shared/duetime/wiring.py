@@ -61,7 +61,7 @@ if TYPE_CHECKING:
 # run (docs/performance.md "Worker memory"). The targets' clients keep theirs: they carry
 # the jobs' payloads (duetime.targets.clients).
 _BOTO_CONFIG = Config(
-    retries={"mode": "standard", "max_attempts": 5},
+    retries={"mode": "standard", "total_max_attempts": 5},  # five attempts in all
     max_pool_connections=200,
     parameter_validation=False,
 )
@@ -70,7 +70,9 @@ _BOTO_CONFIG = Config(
 # send for minutes, longer than the sweeper function may run: the sweep died holding its
 # partition. So 2 s to connect, 5 s for an answer beyond a receive's long poll, four attempts:
 # such a send fails (QueueUnavailable) within ~40 s, and the sweep stops there, keeping its
-# progress (docs/reliability.md "Stuck timers").
+# progress (docs/reliability.md "Stuck timers"). Attempts are counted in all
+# (`total_max_attempts`): botocore reads a config's `max_attempts` as retries, one more in all
+# (until 2026-11-30 the clients made five, and six for DynamoDB).
 SQS_CONNECT_SECONDS = 2
 SQS_ANSWER_SECONDS = 5
 SQS_ATTEMPTS = 4
@@ -80,17 +82,23 @@ SQS_ATTEMPTS = 4
 # second). With botocore's defaults a connection gone silent (half-open after a network blip)
 # held a worker's claim, an API request or a sweep for up to ten minutes, five attempts of 60 s
 # to connect and 60 s for an answer (until 2026-11-30). So 2 s to connect and 3 s for an answer,
-# five attempts as for throttling: such a call fails within ~40 s, inside the sweeper
-# function's 90 s. The emulator keeps botocore's: on a loaded laptop moto may take longer than
-# that to answer, and a timed-out call would be tried again, adding to its load.
+# five attempts in all (throttling is retried as much): such a call fails within ~40 s, inside
+# the sweeper function's 90 s. The emulator keeps botocore's timeouts: on a loaded laptop moto
+# may take longer than that to answer, and a timed-out call would be tried again, adding to
+# its load.
 DYNAMODB_CONNECT_SECONDS = 2
 DYNAMODB_ANSWER_SECONDS = 3
+DYNAMODB_ATTEMPTS = 5
 
 
 def dynamodb_config() -> Config:
     """The DynamoDB client's, on AWS."""
     return _BOTO_CONFIG.merge(
-        Config(connect_timeout=DYNAMODB_CONNECT_SECONDS, read_timeout=DYNAMODB_ANSWER_SECONDS)
+        Config(
+            retries={"mode": "standard", "total_max_attempts": DYNAMODB_ATTEMPTS},
+            connect_timeout=DYNAMODB_CONNECT_SECONDS,
+            read_timeout=DYNAMODB_ANSWER_SECONDS,
+        )
     )
 
 
@@ -98,7 +106,7 @@ def sqs_config(poll_seconds: int) -> Config:
     """The SQS client's: `poll_seconds`, the longest long poll its receives make."""
     return _BOTO_CONFIG.merge(
         Config(
-            retries={"mode": "standard", "max_attempts": SQS_ATTEMPTS},
+            retries={"mode": "standard", "total_max_attempts": SQS_ATTEMPTS},
             connect_timeout=SQS_CONNECT_SECONDS,
             read_timeout=poll_seconds + SQS_ANSWER_SECONDS,
         )

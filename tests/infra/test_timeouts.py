@@ -19,8 +19,16 @@ from tests.infra.conftest import ISSUER
 BACKOFF_CAP_SECONDS = 20  # botocore's standard retry mode: at most 2**n s before attempt n + 2
 
 
+def total_attempts(config: Config) -> int:
+    """As botocore counts them: a client config's `max_attempts` is retries, one more in all
+    (botocore.args; this test took it for the total until 2026-11-30, and the SQS client's
+    worst call outlasted the budget it checked), `total_max_attempts` the total."""
+    retries = dict(config.retries)  # (botocore rewrites a config's own dict in place)
+    return int(retries.get("total_max_attempts") or retries["max_attempts"] + 1)
+
+
 def worst_call_seconds(config: Config) -> float:
-    attempts = config.retries["max_attempts"]
+    attempts = total_attempts(config)
     per_attempt = config.connect_timeout + config.read_timeout  # a slow connect, then silence
     backoff = sum(min(2**n, BACKOFF_CAP_SECONDS) for n in range(attempts - 1))
     return float(attempts * per_attempt + backoff)
@@ -49,6 +57,11 @@ def test_the_engine_on_aws_uses_these_timeouts_and_on_the_emulator_botocore_s() 
             parts = build(settings, session, endpoint_url=endpoint_url)
             config = getattr(parts, store)._client.meta.config
             assert (config.connect_timeout, config.read_timeout) == timeouts, (store, endpoint_url)
+
+
+def test_the_attempts_are_those_the_docs_say() -> None:
+    # reliability.md: four attempts for SQS, five for DynamoDB (on AWS).
+    assert (total_attempts(sqs_config(1)), total_attempts(dynamodb_config())) == (4, 5)
 
 
 def test_a_long_poll_is_not_cut_short() -> None:
