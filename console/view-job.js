@@ -132,7 +132,12 @@ export async function jobView(main, id) {
         return;
       }
       const page = await api.runs(job.id, 50);
-      if (body.isConnected) showRuns(page);
+      if (!body.isConnected) return;
+      // A one-off's status is its run's, whose end changes no version of the job: drawn
+      // again when that run has ended (its badge stayed `scheduled`, until 2026-11-30).
+      const own = !recurring && job.status === "scheduled" && page.items.find((r) => r.scheduled_for === job.next_run_at);
+      if (own && ["succeeded", "failed"].includes(own.status)) { redraw(); return; }
+      showRuns(page);
     } catch (e) { notify(e.message, "error"); }
     setTimeout(refreshRuns, RUNS_REFRESH_MS, true);
   };

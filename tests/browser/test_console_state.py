@@ -235,6 +235,18 @@ def test_a_job_changed_elsewhere_is_drawn_again(page: Page, stack: Stack) -> Non
     assert "cancelled" in page.find("#notice .notice.error").text
 
 
+def test_a_one_off_s_status_is_drawn_again_when_its_run_ends(page: Page, stack: Stack) -> None:
+    # A one-off's status is its run's, and its version does not change when the run ends: the
+    # badge stayed `scheduled` beside a `succeeded` run (until 2026-11-30; an outside audit).
+    tenant = "tenant-one-off-badge"
+    job = create(stack, tenant, {"schedule": {"delay_seconds": 8}})
+    page.sign_in(stack.token(tenant))
+    page.open(f"#/jobs/{job['id']}")
+    page.until(lambda: page.texts("#job-status") == ["scheduled"], 8)
+    page.until(lambda: page.texts("#job-status") == ["succeeded"], 30)
+    page.until(lambda: page.texts("#runs-body .badge") == ["succeeded"], 10)
+
+
 def test_older_runs_are_loaded_and_kept_by_the_refresh(page: Page, stack: Stack) -> None:
     # Only the newest 50 runs were shown, with no way to the older ones.
     tenant = "tenant-many-runs"
