@@ -14,6 +14,7 @@ from aws_cdk import aws_cloudwatch as cloudwatch
 from aws_cdk import aws_cloudwatch_actions as actions
 from constructs import Construct
 
+from duetime.domain.jobs import Runtime
 from duetime.observability import Metric
 from infra.constructs.dashboard import DAY, FIVE_MINUTES, MINUTE, add_widgets
 
@@ -64,6 +65,7 @@ class Monitoring(Construct):
         self._engine = engine
         self._api = api
         self._history = history
+        self._workers = workers
         self._tables = tables
         self.dashboard = cloudwatch.Dashboard(self, "Dashboard", default_interval=Duration.hours(3))
         add_widgets(
@@ -83,6 +85,7 @@ class Monitoring(Construct):
             *self._engine_alarms(),
             *self._history_alarms(),
             *self._throttle_alarms(),
+            *self._fargate_alarms(),
         ]
         if props.alarm_topic is not None:
             action = actions.SnsAction(props.alarm_topic)
@@ -346,6 +349,49 @@ class Monitoring(Construct):
                 1,
                 AT_LEAST,
             ),
+        ]
+
+    def _fargate_alarms(self) -> list[cloudwatch.Alarm]:
+        """No Fargate task running while its queues hold runs, for 20 minutes (scaling from
+        zero takes up to ~15 after a quiet period: deploy.md). On Container Insights' task
+        count: none without it."""
+        if not self._props.container_insights:
+            return []
+        lanes = [lane for q in self._queues.of_runtime(Runtime.FARGATE) for lane in q.lanes]
+        visible: dict[str, cloudwatch.IMetric] = {
+            f"v{i}": lane.metric_approximate_number_of_messages_visible(
+                period=MINUTE, statistic="Maximum"
+            )
+            for i, lane in enumerate(lanes)
+        }
+        running = cloudwatch.Metric(
+            namespace="ECS/ContainerInsights",
+            metric_name="RunningTaskCount",
+            dimensions_map={
+                "ClusterName": self._workers.cluster.cluster_name,
+                "ServiceName": self._workers.service.service_name,
+            },
+            statistic="Maximum",
+            period=MINUTE,
+        )
+        waiting = " + ".join(f"FILL({name}, 0)" for name in visible)
+        return [
+            self._alarm(
+                "FargateWorkersDown",
+                "no Fargate worker task has run for 20 minutes while the fargate queues held "
+                "runs (the service cannot start tasks: its image, its role, capacity, the "
+                "account's Fargate quota): fargate runs wait",
+                cloudwatch.MathExpression(
+                    expression=f"IF(({waiting}) >= 1 AND FILL(running, 0) < 1, 1, 0)",
+                    using_metrics={**visible, "running": running},
+                    label="fargate runs waiting with no task running",
+                    period=MINUTE,
+                ),
+                1,
+                AT_LEAST,
+                periods=20,
+                datapoints=20,
+            )
         ]
 
     def _throttle_alarms(self) -> list[cloudwatch.Alarm]:

@@ -347,3 +347,28 @@ def test_the_archive_failure_queue_s_alarm_says_what_its_messages_are(synth: Syn
     (alarm,) = [a for a in _alarms(synth) if a["AlarmName"] == "duetime-DeadLettersArchiveFailures"]
     assert "runs out of attempts" not in alarm["AlarmDescription"]
     assert "history" in alarm["AlarmDescription"]
+
+
+def test_fargate_workers_that_do_not_run_while_runs_wait_raise_an_alarm(synth: Synth) -> None:
+    # The Fargate service had no alarm of its own: no task running while its queues held runs
+    # paged only through the oldest message's age (an outside SRE audit, round two). Scaling
+    # from zero takes up to ~15 minutes after a quiet period (deploy.md): 20 minutes here.
+    alarm, queries = _math_alarm(synth, "no Fargate worker task has run")
+    assert (alarm["EvaluationPeriods"], alarm["DatapointsToAlarm"], alarm["Threshold"]) == (
+        20,
+        20,
+        1,
+    )
+    (expression,) = [q["Expression"] for q in queries.values() if "Expression" in q]
+    assert expression.startswith("IF(") and "FILL(running, 0) < 1" in expression
+    running = queries["running"]["MetricStat"]["Metric"]
+    assert (running["Namespace"], running["MetricName"]) == (
+        "ECS/ContainerInsights",
+        "RunningTaskCount",
+    )
+    visible = [
+        q["MetricStat"]["Metric"]["MetricName"]
+        for k, q in queries.items()
+        if "MetricStat" in q and k != "running"
+    ]
+    assert visible and set(visible) == {"ApproximateNumberOfMessagesVisible"}
