@@ -360,7 +360,8 @@ def test_fargate_workers_that_do_not_run_while_runs_wait_raise_an_alarm(synth: S
         1,
     )
     (expression,) = [q["Expression"] for q in queries.values() if "Expression" in q]
-    assert expression.startswith("IF(") and "FILL(running, 0) < 1" in expression
+    assert expression.startswith("IF(")
+    assert "FILL(running, 0) < 1" in expression
     running = queries["running"]["MetricStat"]["Metric"]
     assert (running["Namespace"], running["MetricName"]) == (
         "ECS/ContainerInsights",
@@ -371,4 +372,5 @@ def test_fargate_workers_that_do_not_run_while_runs_wait_raise_an_alarm(synth: S
         for k, q in queries.items()
         if "MetricStat" in q and k != "running"
     ]
-    assert visible and set(visible) == {"ApproximateNumberOfMessagesVisible"}
+    assert visible
+    assert set(visible) == {"ApproximateNumberOfMessagesVisible"}
