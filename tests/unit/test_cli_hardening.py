@@ -346,6 +346,9 @@ def test_a_flag_must_be_spelt_out(
         ),
         (("jobs", "get", "J1", "--limit", "5"), "usage: duetime jobs get", None),
         (("schedule", "preview", "--rat", "60"), "usage: duetime schedule preview", "--rate?"),
+        # An action's flag before the action: the top command's usage, and no word of where
+        # it goes (a new user's walk, round two).
+        (("jobs", "--json", "list"), "usage: duetime jobs", "after the action: duetime jobs list"),
     ],
 )
 def test_an_unknown_flag_is_named_with_its_action_s_usage(

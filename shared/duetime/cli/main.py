@@ -29,6 +29,8 @@ class _Parser(argparse.ArgumentParser):
         flag (they went up to the top command, whose usage, `duetime [-h] COMMAND ...`, does
         not show the flag meant; found by a new user's walk, 2026-11-30)."""
         parsed, unknown = super().parse_known_args(args, namespace)
+        if unknown and self._subparsers is not None:
+            self._before_the_action(parsed, unknown)
         if unknown and self._subparsers is None:
             flags = [flag for action in self._actions for flag in action.option_strings]
             close = [
@@ -40,6 +42,23 @@ class _Parser(argparse.ArgumentParser):
             hint = f" (did you mean {close[0]}?)" if close else ""
             self.error(f"unrecognized arguments: {' '.join(unknown)}{hint}")
         return parsed, unknown
+
+    def _before_the_action(self, parsed: argparse.Namespace, unknown: list[str]) -> None:
+        """An action's flag given before the action (`duetime jobs --json list`): said so, with
+        where it goes (it was the top command's usage and "unrecognized arguments")."""
+        actions = [a for a in self._actions if isinstance(a, argparse._SubParsersAction)]
+        for sub in actions:
+            chosen = sub.choices.get(getattr(parsed, sub.dest, None) or "")
+            if chosen is None:
+                continue
+            flags = {flag for action in chosen._actions for flag in action.option_strings}
+            mine = [arg for arg in unknown if arg.split("=")[0] in flags]
+            if mine:
+                where = f"{chosen.prog} {' '.join(mine)}"
+                self.error(
+                    f"unrecognized arguments: {' '.join(unknown)} (flags go after the "
+                    f"action: {where})"
+                )
 
 
 def main(argv: Sequence[str] | None = None) -> int:
