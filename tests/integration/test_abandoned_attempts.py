@@ -39,6 +39,17 @@ class Scripted(Engine):
             hook(invocation)
 
 
+def one_attempt_at_t0(engine: Scripted, *, timeout_seconds: int) -> str:
+    """A one-off HTTP job at T0 with one attempt: its id."""
+    body = {
+        "schedule": {"at": rfc3339_ms(T0)},
+        "target": {"type": "http", "url": "https://example.com/hook"},
+        "timeout_seconds": timeout_seconds,
+        "retry": {"max_attempts": 1},
+    }
+    return engine.service.create(TENANT, parse_job_spec(body)).id
+
+
 def test_an_abandoned_attempt_s_retry_keeps_the_overlap_gate_until_it_runs() -> None:
     engine = Scripted()
     body = {
@@ -84,13 +95,7 @@ def test_a_live_worker_s_late_outcome_is_recorded_as_it_came() -> None:
     engine = Scripted()
     engine.crash_first = False
     engine.target_seconds = 90
-    body = {
-        "schedule": {"at": rfc3339_ms(T0)},
-        "target": {"type": "http", "url": "https://example.com/hook"},
-        "timeout_seconds": 1,
-        "retry": {"max_attempts": 1},
-    }
-    job = engine.service.create(TENANT, parse_job_spec(body)).id
+    job = one_attempt_at_t0(engine, timeout_seconds=1)
     engine.work()
 
     run = engine.runs.get(job, T0)
@@ -103,13 +108,7 @@ def test_a_live_worker_s_late_outcome_is_recorded_as_it_came() -> None:
 
 def test_a_run_that_ends_with_its_abandoned_attempt_ends_by_the_lease_s_end() -> None:
     engine = Scripted()
-    body = {
-        "schedule": {"at": rfc3339_ms(T0)},
-        "target": {"type": "http", "url": "https://example.com/hook"},
-        "timeout_seconds": 10,
-        "retry": {"max_attempts": 1},
-    }
-    job = engine.service.create(TENANT, parse_job_spec(body)).id
+    job = one_attempt_at_t0(engine, timeout_seconds=10)
     (delivery,) = engine.queue.receive(Runtime.LAMBDA, Priority.NORMAL, 1, 0)
     with contextlib.suppress(Crash):
         engine.executor.handle(delivery)
