@@ -137,6 +137,64 @@ def test_a_backfill_spends_a_token_for_each_run_its_after_jobs_make(api: Api) ->
     assert statuses == [202, 202, 429]  # 2 tokens each (with a negative balance after)
 
 
+def after(api: Api, upstream: str) -> dict[str, Any]:
+    return api.create({"schedule": {"after": {"job_id": upstream}}})
+
+
+def test_after_jobs_linked_once_a_backfill_was_asked_get_no_runs_of_it(api: Api) -> None:
+    # The charge counts the `after` jobs there are when it is asked: those created (or
+    # PATCHed onto the job) while its runs waited got 14 × 15 runs for nothing (a security
+    # audit, round six). They run after the job's later runs, as any dependent.
+    engine: Engine = api.engine
+    job = api.create({"schedule": {"rate_seconds": 60}})
+    early = after(api, job["id"])
+    elsewhere = after(api, api.create({"schedule": {"rate_seconds": 3600}})["id"])
+    api.call("POST", f"/jobs/{job['id']}/pause")
+    engine.advance(3 * 60 + 30)
+    assert api.call("POST", f"/jobs/{job['id']}/resume").status == 200
+    assert backfill(api, job["id"], at(0), rfc3339_ms(wall_ms())).json == {"occurrences": 3}
+    engine.advance(1)
+
+    late = after(api, job["id"])
+    moved = api.call(
+        "PATCH", f"/jobs/{elsewhere['id']}", {"schedule": {"after": {"job_id": job["id"]}}}
+    )
+    assert moved.status == 200
+    engine.drain()
+
+    assert len(engine.recorder.runs_of(job["id"])) == 3
+    assert len(engine.recorder.runs_of(early["id"])) == 3
+    assert engine.recorder.runs_of(late["id"]) == []
+    assert engine.recorder.runs_of(elsewhere["id"]) == []
+    engine.run_minutes(2)  # the job's next runs, from its schedule, run them all
+    scheduled = len(engine.recorder.runs_of(job["id"])) - 3
+    assert scheduled >= 1
+    ran = [len(engine.recorder.runs_of(j["id"])) for j in (early, late, elsewhere)]
+    assert ran == [3 + scheduled, scheduled, scheduled]
+
+
+def test_a_run_now_s_runs_below_it_trigger_only_the_after_jobs_there_were_when_asked(
+    api: Api,
+) -> None:
+    # Two levels: the dependent's run, triggered by the run-now's, is bounded by the same ask.
+    engine: Engine = api.engine
+    job = api.create({"schedule": {"rate_seconds": 3600}})
+    middle = after(api, job["id"])
+    assert api.call("POST", f"/jobs/{job['id']}/run").status == 202
+    engine.advance(1)
+
+    late_below = after(api, middle["id"])
+    late = after(api, job["id"])
+    engine.drain()
+
+    assert len(engine.recorder.runs_of(middle["id"])) == 1
+    assert engine.recorder.runs_of(late["id"]) == []
+    assert engine.recorder.runs_of(late_below["id"]) == []
+    assert api.call("POST", f"/jobs/{job['id']}/run").status == 202  # asked now: all three
+    engine.drain()
+    assert [len(engine.recorder.runs_of(j["id"])) for j in (middle, late, late_below)] == [2, 1, 1]
+
+
 def pause_and_skip_two_minutes(api: Api, job_id: str) -> None:
     api.call("POST", f"/jobs/{job_id}/pause")
     api.engine.advance(2 * 60)

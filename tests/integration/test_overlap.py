@@ -431,3 +431,49 @@ def test_given_buffer_one_with_jitter_then_a_buffered_run_now_starts_when_the_ac
     assert run.status == RunStatus.SUCCEEDED
     assert run.due_ms == twins.asked_ms  # not jittered
     assert run.lateness_ms == first.end_ms - twins.asked_ms > 0
+
+
+@dataclass
+class DependentAfterTheAsk(RunNowWhileActive):
+    """Besides, an `after` job created once the run-now was asked for, while its run waits."""
+
+    dependent_id: str = ""
+
+    def work(self) -> None:
+        asked = self.asked_ms
+        if asked is not None and not self.dependent_id and self.clock.now > asked:
+            body = {
+                "schedule": {"after": {"job_id": self.job_id}},
+                "target": {"type": "handler", "name": "duetime.sleep"},
+                "payload": {"seconds": 1},
+            }
+            self.dependent_id = self.service.create("t", parse_job_spec(body)).id
+        super().work()
+
+
+def test_given_a_buffered_run_now_then_it_triggers_only_the_after_jobs_there_were_when_asked() -> (
+    None
+):
+    # Its `buffered` record keeps when it was asked (its start message is written again from
+    # that record): the run-now was charged for the `after` jobs there were then, not for
+    # one created while it waited (a security audit, round six).
+    twins = DependentAfterTheAsk()
+    body = {
+        "schedule": {"rate_seconds": 600},
+        "target": {"type": "handler", "name": "duetime.sleep"},
+        "payload": {"seconds": 30},
+        "overlap": "buffer_one",
+    }
+    twins.job_id = twins.service.create("t", parse_job_spec(body)).id
+
+    twins.run_for(1300)
+
+    assert twins.asked_ms is not None
+    assert twins.dependent_id
+    run_now = twins.runs.get(twins.job_id, twins.asked_ms)
+    assert run_now is not None
+    assert (run_now.status, run_now.asked_ms) == (RunStatus.SUCCEEDED, twins.asked_ms)
+    assert run_now.attempts[0].lateness_ms > 1000  # it waited, buffered
+    assert twins.runs.get(twins.dependent_id, twins.asked_ms) is None
+    below = [r.scheduled_ms for r in twins.runs.all() if r.job_id == twins.dependent_id]
+    assert T0 + 1_200_000 in below  # the schedule's next run triggers it

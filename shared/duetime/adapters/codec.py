@@ -86,6 +86,7 @@ def job_to_values(job: Job) -> dict[str, Any]:
         "cancel_reason": job.cancel_reason,
         "ver": job.version,
         "deps": job.has_dependents,  # absent (None) on items written before the mark
+        "linked_ms": job.linked_ms,
     }
 
 
@@ -120,6 +121,7 @@ def job_from_values(values: dict[str, Any]) -> Job:
         cancel_reason=values.get("cancel_reason"),
         version=values.get("ver", 1),
         has_dependents=values.get("deps"),
+        linked_ms=values.get("linked_ms"),
     )
 
 
@@ -145,6 +147,7 @@ def run_to_values(run: Run) -> dict[str, Any]:
         "runtime": run.runtime,
         "v": run.version,
         "due_ms": run.due_ms,  # left out when None (to_item)
+        "asked_ms": run.asked_ms,
     }
 
 
@@ -166,4 +169,5 @@ def run_from_values(values: dict[str, Any]) -> Run:
         runtime=values.get("runtime", "lambda"),
         version=values.get("v", 1),
         due_ms=values.get("due_ms"),
+        asked_ms=values.get("asked_ms"),
     )

@@ -33,15 +33,12 @@ MAX_DESCRIPTION_CHARS = 1024
 MAX_TAGS = 20
 MAX_TAG_KEY_CHARS = 64
 MAX_TAG_VALUE_CHARS = 256
-# Tag keys: letters, digits and _ . / + - @ (no `:`: `GET /jobs?tag=key:value` splits there, and
-# no `=`: the CLI's `--tag key=value` does).
+# Tag keys: letters, digits, _ . / + - @ (no `:`, split by `?tag=k:v`; no `=`, by `--tag k=v`).
 TAG_KEY = re.compile(r"[A-Za-z0-9_./+@-]{1," + str(MAX_TAG_KEY_CHARS) + "}")
 MAX_TIMEOUT_SECONDS = 900
-# A job's occurrences may be spread over this window after their instant (jitter_seconds):
-# EventBridge Scheduler's flexible time window, and SQS's longest delay.
+# Occurrences may start up to this long after their instant (jitter_seconds): SQS's longest delay.
 MAX_JITTER_SECONDS = 900
-# A run may be handed to a worker this long before its instant (stage_seconds): the worker reads
-# the job and claims the run ahead, and starts the target on the instant.
+# A run may be handed to a worker this long before its instant (stage_seconds; docs/performance.md).
 MAX_STAGE_SECONDS = 10
 # A Lambda invocation keeps this long past a job's timeout to record the outcome and send the
 # retry: a lambda-runtime job's timeout is at most the worker's timeout minus this. Up to
@@ -154,6 +151,9 @@ class Job:
     # those jobs' ids too (duetime.services.dependencies); set, with a version, by the first
     # dependent and never cleared. None: a job stored before the mark existed (its runs read).
     has_dependents: bool | None = False
+    # When an `after` job was linked to its upstream (created, or PATCHed onto it): a run-now's
+    # or a backfill's runs trigger only those linked by then (charged). None: its created_ms.
+    linked_ms: int | None = None
 
     def due_ms(self, scheduled_ms: int) -> int:
         """When the occurrence at `scheduled_ms` starts: its instant plus the job's jitter, up

@@ -39,6 +39,10 @@ class RunMessage:
     upstream_run_id: str | None = None
     # How long before `due_ms` the message is handed to a worker (its job's stage_seconds).
     stage_ms: int = 0
+    # When a run-now or a backfill asked for this run, or for the run whose `after` job this
+    # one is: the run triggers only the `after` jobs linked by then, those its ask was
+    # charged for (duetime.services.dependencies). None: a run of the schedule.
+    asked_ms: int | None = None
 
     @property
     def visible_ms(self) -> int:
@@ -66,6 +70,8 @@ class RunMessage:
             body["upstream_run_id"] = self.upstream_run_id
         if self.stage_ms:
             body["stage_ms"] = self.stage_ms
+        if self.asked_ms is not None:
+            body["asked_ms"] = self.asked_ms
         return json.dumps(body, separators=(",", ":"))
 
     @classmethod
@@ -95,6 +101,7 @@ class RunMessage:
             if data.get("upstream_run_id") is None
             else str(data["upstream_run_id"]),
             stage_ms=int(data.get("stage_ms", 0)),
+            asked_ms=None if data.get("asked_ms") is None else int(data["asked_ms"]),
         )
 
 

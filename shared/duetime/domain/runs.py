@@ -88,6 +88,8 @@ class RunClaim:
     due_ms: int | None = None
     # How long the delivery waited for its due instant before claiming (Attempt.early_wait_ms).
     early_wait_ms: int | None = None
+    # When a run-now or a backfill asked for the run (RunMessage.asked_ms), else None.
+    asked_ms: int | None = None
 
     @property
     def run_id(self) -> str:
@@ -113,6 +115,9 @@ class Run:
     # When the occurrence was due to start (scheduled_ms plus the job's jitter); None on a
     # record written before runs carried it: scheduled_ms.
     due_ms: int | None = None
+    # When a run-now or a backfill asked for the run, kept from its first claim (or its
+    # `buffered` record): it triggers only the `after` jobs linked by then (dependencies).
+    asked_ms: int | None = None
 
     @property
     def run_id(self) -> str:
@@ -221,6 +226,9 @@ def claimed_run(existing: Run | None, claim: RunClaim) -> Run:
         runtime=claim.runtime,
         version=existing.version + 1 if existing is not None else 1,
         due_ms=existing.due_ms if existing is not None and existing.due_ms else claim.due_ms,
+        asked_ms=existing.asked_ms
+        if existing is not None and existing.asked_ms
+        else claim.asked_ms,
     )
 
 
@@ -247,21 +255,12 @@ def finished_run(run: Run, outcome: RunOutcome) -> Run:
     last = run.attempts[-1]
     error = outcome.error[:MAX_ERROR_CHARS] if outcome.error else None
     done = replace(last, finished_ms=outcome.finished_ms, error=error)
-    return Run(
-        tenant=run.tenant,
-        job_id=run.job_id,
-        scheduled_ms=run.scheduled_ms,
+    return replace(
+        run,
         status=outcome.status,
-        attempt=run.attempt,
         attempts=(*shortened(run.attempts[:-1]), done),
         lease=None,
-        expires_at=run.expires_at,
-        job_name=run.job_name,
-        target_type=run.target_type,
-        priority=run.priority,
-        runtime=run.runtime,
         version=run.version + 1,
-        due_ms=run.due_ms,
     )
 
 

@@ -70,7 +70,7 @@ class Backfill:
         for start in range(0, len(missing), SEND_CHUNK):
             self._queue.send(
                 [
-                    (replace(run_message(job, ms, jittered=False), due_ms=now), 0)
+                    (replace(run_message(job, ms, jittered=False), due_ms=now, asked_ms=now), 0)
                     for ms in missing[start : start + SEND_CHUNK]
                 ]
             )

@@ -275,6 +275,7 @@ class RunExecutor:
             # jitter tells (the run record keeps what its first claim wrote).
             due_ms=message.due_ms if message.attempt == 1 else job.due_ms(message.scheduled_ms),
             early_wait_ms=early_wait_ms,
+            asked_ms=message.asked_ms,
         )
         outcome, run = self._runs.claim(claim)
         if outcome == ClaimOutcome.DONE:

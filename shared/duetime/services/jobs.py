@@ -40,7 +40,7 @@ from duetime.domain.planning import (
 from duetime.domain.runs import Run, RunStatus
 from duetime.domain.timeutil import from_ms, to_ms
 from duetime.ports import ConditionFailed, JobQueue, JobStore, Page, RunStore, TimerStore
-from duetime.services.dependencies import Dependencies
+from duetime.services.dependencies import Dependencies, relinked
 from duetime.services.dispatch import Dispatcher
 from duetime.services.idempotency import (
     RUN_NOW_REFUSED,
@@ -125,8 +125,9 @@ class JobService:
         return self.submission.create(tenant, spec, idempotency_key=idempotency_key, quotas=quotas)
 
     def _send(self, job: Job, due: int, now: int) -> None:
-        """A run asked for at `due` (run-now): not jittered, it starts when asked."""
-        self._queue.send([(run_message(job, due, jittered=False), delay_seconds(due, now))])
+        """A run asked for at `now`, at `due` (run-now): not jittered, it starts when asked."""
+        message = replace(run_message(job, due, jittered=False), asked_ms=now)
+        self._queue.send([(message, delay_seconds(due, now))])
 
     def get(self, tenant: str, job_id: str) -> JobView:
         job = self._jobs.get(tenant, job_id)
@@ -300,7 +301,9 @@ class JobService:
             if job.status == JobStatus.PAUSED and not (spec.recurring or spec.triggered):
                 raise IllegalTransition(job.id, "paused", "a one-off (resume it first)")
             chain = self.submission.check(tenant, spec, quotas, job)
-            updated = replace(job, spec=spec, updated_ms=now, version=job.version + 1)
+            updated = relinked(
+                job, replace(job, spec=spec, updated_ms=now, version=job.version + 1)
+            )
             due: int | None = None
             if rearms(job.spec, spec):
                 armed = job.next_due_ms if spec.schedule == job.spec.schedule else None

@@ -118,7 +118,7 @@ class OverlapGuard:
             ):
                 # A copy of the buffered one records it again: a crash may have come
                 # between the gate's write and its record. It was counted and logged once.
-                self._record(job, scheduled, RunStatus.BUFFERED, now, message.due_ms)
+                self._record(job, scheduled, RunStatus.BUFFERED, now, message)
                 if decision.admission == Admission.BUFFER:
                     count(Metric.RUNS_BUFFERED)
                     logger.info("occurrence buffered: it starts when the active run finishes")
@@ -203,8 +203,15 @@ class OverlapGuard:
             logger.info("buffered occurrence dropped: the job was paused or changed since")
 
     def _record(
-        self, job: Job, scheduled_ms: int, status: RunStatus, now: int, due_ms: int | None = None
+        self,
+        job: Job,
+        scheduled_ms: int,
+        status: RunStatus,
+        now: int,
+        message: RunMessage | None = None,
     ) -> None:
+        """A run record the gate decided (`skipped`, `buffered`): a buffered one keeps its
+        message's due instant and ask (its start message is written again from it: `_start`)."""
         self._runs.record(
             Run(
                 tenant=job.tenant,
@@ -217,7 +224,8 @@ class OverlapGuard:
                 target_type=job.spec.target.type,
                 priority=job.spec.priority.value,
                 runtime=job.spec.runtime.value,
-                due_ms=due_ms,
+                due_ms=message.due_ms if message is not None else None,
+                asked_ms=message.asked_ms if message is not None else None,
             )
         )
 
