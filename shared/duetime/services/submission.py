@@ -23,6 +23,7 @@ import secrets
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 
+from duetime.domain.addresses import url_refusal
 from duetime.domain.errors import (
     COUNT_QUOTA_RETRY_AFTER_SECONDS,
     DomainError,
@@ -41,6 +42,7 @@ from duetime.domain.jobs import (
 )
 from duetime.domain.planning import first_due, hot_until, no_occurrence
 from duetime.domain.schedule import Rate
+from duetime.domain.targets import HttpTarget
 from duetime.domain.timeutil import from_ms, to_ms
 from duetime.observability import logger
 from duetime.ports import ConditionFailed, JobStore, KeyHold, StoreError
@@ -153,6 +155,14 @@ class Submission:
         refused = own.refusal(spec.target) or scoped.refusal(spec.target, tenant)
         if refused is not None:
             raise ValidationError(f"target.{refused[0]}", refused[1])
+        if isinstance(spec.target, HttpTarget) and (
+            why := url_refusal(
+                spec.target.url,
+                require_https=self._settings.require_https,
+                allow_private=self._settings.allow_private_targets,
+            )
+        ):
+            raise ValidationError("target.url", why)
         return self._deps.check(tenant, schedule, old)
 
     def prepare(

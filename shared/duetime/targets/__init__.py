@@ -6,8 +6,9 @@ failure; `TargetError.retryable` says whether another attempt can help.
 
 from __future__ import annotations
 
+from duetime.domain.addresses import refusal_reason
 from duetime.domain.invocation import Invocation, TargetError
-from duetime.targets.address_guard import check_addresses, refusal_reason, resolve_host
+from duetime.targets.address_guard import check_addresses, resolve_host
 from duetime.targets.clients import AwsClients
 from duetime.targets.executor import TargetExecutor
 from duetime.targets.handlers import DEFAULT_HANDLERS, Handler, HandlerRegistry, handler

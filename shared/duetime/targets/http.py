@@ -19,6 +19,7 @@ from urllib.parse import SplitResult, urlsplit
 
 from duetime import __version__
 from duetime.clock import wall_ms
+from duetime.domain.addresses import refusal_reason
 from duetime.domain.invocation import Invocation, TargetError, delivery_metadata, to_json
 from duetime.domain.signing import webhook_headers
 from duetime.domain.targets import HttpTarget
@@ -89,7 +90,7 @@ class HttpDelivery:
         addresses = _within(invocation.timeout_seconds, deadline, resolve, host, port)
         address_guard.check_addresses(host, addresses, self._allow_private)
         if port == self._emulator_port and any(
-            address_guard.refusal_reason(address_guard.parse_address(a)) for a in addresses
+            refusal_reason(address_guard.parse_address(a)) for a in addresses
         ):
             # The local stack's moto server, unauthenticated: a job calling it would act on
             # every queue and table, another tenant's too (until 2026-11-30: found by review).
