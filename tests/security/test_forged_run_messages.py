@@ -9,6 +9,9 @@ redrive` must never send it back (which would sign it).
 
 from __future__ import annotations
 
+import base64
+import hashlib
+import hmac
 import json
 
 import pytest
@@ -16,7 +19,7 @@ import pytest
 from duetime.cli.main import main
 from duetime.domain.ids import run_id
 from duetime.domain.jobs import Priority, Runtime
-from duetime.domain.messages import MessageAuth, RunMessage
+from duetime.domain.messages import MessageAuth, RunMessage, UnauthenticatedMessage
 from duetime.observability import Metric
 from tests.integration.conftest import Engine
 
@@ -114,6 +117,22 @@ def test_given_rotated_keys_then_messages_signed_with_the_old_key_still_run() ->
 
     assert rotated.open(old.seal(message)) == message
     assert MessageAuth.from_text("new-key").open(rotated.seal(message)) == message
+
+
+def test_given_a_field_a_newer_duetime_writes_then_its_signed_message_still_runs() -> None:
+    # A worker checked the signature over the message as it parsed it again: one of the code
+    # before a field was added (`asked_ms`) refused every message carrying it as forged, in a
+    # rolling deploy or after a rollback (an audit of the fan-out fix, round one).
+    key = b"the key"
+    message = RunMessage("tenant-a", "j1", 1_000, 1, 1_000)
+    written = message.to_json()[:-1] + ',"a_later_field":{"n":1}}'
+    mac = hmac.new(key, written.encode(), hashlib.sha256).digest()
+    signature = base64.urlsafe_b64encode(mac).decode().rstrip("=")
+    body = written[:-1] + f',"sig":"{signature}"}}'
+
+    assert MessageAuth([key]).open(body) == message
+    with pytest.raises(UnauthenticatedMessage):  # the field is signed: not to be added
+        MessageAuth([key]).open(body.replace('"n":1', '"n":2'))
 
 
 @pytest.mark.parametrize(
