@@ -305,3 +305,33 @@ def test_the_route_is_in_the_openapi_document(api: Api) -> None:
 
     assert set(operation["responses"]) >= {"202", "400", "404", "409"}
     assert START_MS > 0
+
+
+def test_a_dependent_s_run_already_recorded_keeps_the_ask_of_the_run_that_triggered_it(
+    api: Api,
+) -> None:
+    # B ran after OTHER at the minutes A is backfilled over, then was moved onto A: the
+    # backfill's trigger of B finds B's runs finished, and their records (not asked) let B's
+    # late dependents run for each, uncharged (an audit of the fix, round one). The stricter
+    # ask of the two holds.
+    engine: Engine = api.engine
+    job = api.create({"schedule": {"cron": "* * * * *"}})
+    other = api.create({"schedule": {"cron": "* * * * *"}})  # the same instants
+    api.call("POST", f"/jobs/{job['id']}/pause")
+    moved = after(api, other["id"])
+    engine.run_minutes(3)
+    assert api.call("POST", f"/jobs/{job['id']}/resume").status == 200
+    patched = api.call(
+        "PATCH", f"/jobs/{moved['id']}", {"schedule": {"after": {"job_id": job["id"]}}}
+    )
+    assert patched.status == 200
+    early = after(api, moved["id"])
+    sent = backfill(api, job["id"], at(0), rfc3339_ms(wall_ms())).json["occurrences"]
+    assert sent >= 2
+    engine.advance(1)
+
+    late = after(api, moved["id"])
+    engine.drain()
+
+    assert engine.recorder.runs_of(late["id"]) == []
+    assert len(engine.recorder.runs_of(early["id"])) == sent  # charged: one a backfilled run

@@ -477,3 +477,26 @@ def test_given_a_buffered_run_now_then_it_triggers_only_the_after_jobs_there_wer
     assert twins.runs.get(twins.dependent_id, twins.asked_ms) is None
     below = [r.scheduled_ms for r in twins.runs.all() if r.job_id == twins.dependent_id]
     assert T0 + 1_200_000 in below  # the schedule's next run triggers it
+
+
+def test_given_a_buffered_run_now_then_its_start_message_carries_its_ask() -> None:
+    # Handed over late, behind a later occurrence that took the gate, the start message is
+    # buffered again: its record took the message's ask, none (an audit of the fix, round one).
+    twins = RunNowWhileActive()
+    body = {
+        "schedule": {"rate_seconds": 600},
+        "target": {"type": "handler", "name": "duetime.sleep"},
+        "payload": {"seconds": 30},
+        "overlap": "buffer_one",
+    }
+    twins.job_id = twins.service.create("t", parse_job_spec(body)).id
+    sent: list[RunMessage] = []
+    send = twins.queue.send
+    twins.queue.send = lambda messages: (sent.extend(m for m, _ in messages), send(messages))[1]  # type: ignore[method-assign]
+
+    twins.run_for(700)
+
+    assert twins.asked_ms is not None
+    of_the_run_now = [m for m in sent if m.scheduled_ms == twins.asked_ms]
+    assert len(of_the_run_now) == 2  # asked, then started by the gate when the active ended
+    assert [m.asked_ms for m in of_the_run_now] == [twins.asked_ms, twins.asked_ms]

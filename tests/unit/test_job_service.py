@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import hashlib
 import json
 from collections.abc import Iterator
@@ -366,3 +367,47 @@ def _a_write_landing_then_timing_out(parts: Parts) -> Iterator[None]:
         yield
     finally:
         parts.jobs.create = create  # type: ignore[method-assign]
+
+
+def test_given_an_after_job_revived_by_a_replay_then_it_is_linked_when_revived() -> None:
+    # Withdrawn (its write's answer lost), it was not charged to a run-now asked meanwhile;
+    # revived with its first `created_ms`, that run-now's run triggered it (an audit of the
+    # fan-out fix, round one).
+    parts = Parts()
+    upstream = parts.service.create("t", spec(schedule={"rate_seconds": 3600}))
+    create = parts.jobs.create
+
+    def lost_answer(job: Any) -> None:
+        create(job)
+        raise ConnectionError("timed out")
+
+    parts.jobs.create = lost_answer  # type: ignore[method-assign]
+    body = spec(schedule={"after": {"job_id": upstream.id}})
+    with pytest.raises(ConnectionError):
+        parts.service.create("t", body, idempotency_key="k1")
+    parts.jobs.create = create  # type: ignore[method-assign]
+    (withdrawn,) = [j for j in parts.jobs.list("t", 10, None).items if j.id != upstream.id]
+    assert withdrawn.status == JobStatus.CANCELLED
+    parts.now += 1_000
+
+    revived = parts.service.create("t", body, idempotency_key="k1")
+
+    assert (revived.id, revived.status) == (withdrawn.id, JobStatus.SCHEDULED)
+    assert revived.created_ms == T0
+    assert revived.linked_ms == T0 + 1_000
+
+
+def test_given_an_upstream_stored_before_the_dependents_mark_then_its_fan_out_is_counted() -> None:
+    # A job item written before `deps` reads None ("maybe"): its runs read its dependents, and
+    # trigger them, but the charge counted none (an audit of the fan-out fix, round one).
+    parts = Parts()
+    upstream = parts.service.create("t", spec(schedule={"rate_seconds": 3600}))
+    parts.service.create("t", spec(schedule={"after": {"job_id": upstream.id}}))
+    marked = parts.jobs.get("t", upstream.id)
+    assert marked is not None
+    parts.jobs.replace(
+        dataclasses.replace(marked, has_dependents=None, version=marked.version + 1),
+        expected=marked,
+    )
+
+    assert parts.service.fan_out("t", upstream.id) == 1

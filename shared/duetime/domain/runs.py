@@ -226,9 +226,7 @@ def claimed_run(existing: Run | None, claim: RunClaim) -> Run:
         runtime=claim.runtime,
         version=existing.version + 1 if existing is not None else 1,
         due_ms=existing.due_ms if existing is not None and existing.due_ms else claim.due_ms,
-        asked_ms=existing.asked_ms
-        if existing is not None and existing.asked_ms
-        else claim.asked_ms,
+        asked_ms=earliest(existing.asked_ms if existing is not None else None, claim.asked_ms),
     )
 
 
@@ -313,3 +311,10 @@ def not_retried(error: str | None, reason: str) -> str:
     if not error:
         return why
     return f"{error[: max(MAX_ERROR_CHARS - len(why) - 2, 0)]}; {why}"
+
+
+def earliest(*asked: int | None) -> int | None:
+    """The stricter of the asks known for one run (`Run.asked_ms`; None: not asked for): its
+    record's and a delivery's may differ when two upstreams' runs share the run's id."""
+    known = [a for a in asked if a is not None]
+    return min(known) if known else None

@@ -23,7 +23,8 @@
   `Job.linked_ms`): the ask was charged for those (`fan_out`). Until 2026-11-30 a dependent
   created while its runs waited was triggered by each, uncharged (14 backfilled runs × 15 late
   dependents: 210 runs for 30 tokens; a security audit, round six). Later dependents run after
-  the upstream's later runs.
+  the upstream's later runs. Where a run's record and a delivery differ (two upstreams' runs
+  share a dependent's run id), the earlier ask holds (`duetime.domain.runs.earliest`).
 
 A crash between recording the outcome and sending: the upstream's message was not deleted, so
 SQS delivers it again; its claim finds the run finished and the executor triggers again
@@ -192,7 +193,8 @@ class Dependencies:
         2026-11-30 one token started up to 1,000 runs this way; found by an outside audit).
         One read a level, none without dependents."""
         seen = {job.id}
-        below = self._jobs.dependents(job.tenant, job.id) if job.has_dependents else ()
+        # (None: stored before the mark, maybe with dependents: read, as its runs do.)
+        below = self._jobs.dependents(job.tenant, job.id) if job.has_dependents is not False else ()
         count = 0
         while below:
             fresh = [i for i in dict.fromkeys(below) if i not in seen]

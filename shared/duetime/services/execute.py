@@ -53,6 +53,7 @@ from duetime.domain.runs import (
     RunOutcome,
     RunStatus,
     abandoned_end,
+    earliest,
     started,
 )
 from duetime.observability import Metric, count, logger, milliseconds
@@ -385,6 +386,7 @@ class RunExecutor:
         """A delivery of a run found finished: what it may still owe is done again (the holder
         died, or a send failed, between its outcome and these)."""
         job, dependents = found
+        run = replace(run, asked_ms=earliest(run.asked_ms, message.asked_ms))
         if run.status in TERMINAL_RUN_STATUSES:
             # Its gate, released now. (A stale copy of an attempt whose run is retrying or
             # running must not: the run still holds the gate, and its retry would find it

@@ -180,7 +180,8 @@ class OverlapGuard:
         occurrence's own due instant, as its `buffered` record keeps it (a run-now's or a
         backfill's is its instant, not jittered: until 2026-11-30 the job's jitter was added,
         and the run started up to `jitter_seconds` after the active one ended), so its record's
-        `due_at` is the occurrence's and its `lateness_ms` says how long it waited."""
+        `due_at` is the occurrence's and its `lateness_ms` says how long it waited; and a
+        run-now's or a backfill's ask (buffered again, its record kept none: an audit)."""
         buffered = self._runs.get(job.id, scheduled_ms)
         due = buffered.due_ms if buffered is not None and buffered.due_ms is not None else None
         start = RunMessage(
@@ -192,6 +193,7 @@ class OverlapGuard:
             runtime=job.spec.runtime,
             priority=job.spec.priority,
             generation=job.generation,
+            asked_ms=buffered.asked_ms if buffered is not None else None,
         )
         self._queue.send([(start, 0)])
 

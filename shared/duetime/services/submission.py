@@ -423,6 +423,8 @@ class Submission:
                 expires_at=self.expiry(job.spec, due, now),
                 cancel_reason=None,
                 version=job.version + 1,
+                # Withdrawn, it was charged to no run-now or backfill (Dependencies.trigger).
+                linked_ms=now if job.spec.triggered else job.linked_ms,
             )
             try:
                 self._jobs.replace(revived, expected=job)
