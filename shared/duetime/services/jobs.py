@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, replace
 
 from duetime.domain.errors import (
@@ -22,21 +23,9 @@ from duetime.domain.errors import (
     NotFound,
     PreconditionFailed,
 )
-from duetime.domain.jobs import (
-    Job,
-    JobFilter,
-    JobSpec,
-    JobStatus,
-    rearms,
-    updated_spec,
-)
+from duetime.domain.jobs import Job, JobFilter, JobSpec, JobStatus, rearms, updated_spec
 from duetime.domain.messages import delay_seconds, run_message
-from duetime.domain.planning import (
-    completed_expires_at,
-    no_occurrence,
-    rearmed_due,
-    runs_end_ms,
-)
+from duetime.domain.planning import completed_expires_at, no_occurrence, rearmed_due, runs_end_ms
 from duetime.domain.runs import Run, RunStatus
 from duetime.domain.timeutil import from_ms, to_ms
 from duetime.ports import ConditionFailed, JobQueue, JobStore, Page, RunStore, TimerStore
@@ -56,6 +45,8 @@ from duetime.settings import Quotas, Settings
 # How often a change without If-Match reads the job again when another request wrote it
 # meanwhile: each time one of the writers wins, so this many at once all get through.
 WRITE_TRIES = 10
+# How many jobs of a `GET /jobs` page have their last run read at once.
+VIEW_READS = 16
 
 
 @dataclass(frozen=True)
@@ -157,12 +148,15 @@ class JobService:
         those `match` refuses are left out before their last run is read, so a page may hold
         fewer (even none) while its cursor says more follow."""
         page = self._jobs.list(tenant, limit, cursor)
-        live = [
-            self._view(job)
+        kept = [
+            job
             for job in page.items
             if not self._expired(job) and (match is None or match.matches(job.spec))
         ]
-        return Page(live, page.cursor)
+        # Their last runs, a query each, several at once (one after another, a page of 100
+        # waited for 100 round trips: noticed by an outside security audit, round six).
+        with ThreadPoolExecutor(max_workers=max(1, min(VIEW_READS, len(kept)))) as pool:
+            return Page(list(pool.map(self._view, kept)), page.cursor)
 
     def _expired(self, job: Job) -> bool:
         """Past its TTL: DynamoDB deletes expired items within about two days and serves them
