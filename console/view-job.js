@@ -45,10 +45,9 @@ export async function jobView(main, id) {
   // to come can be cancelled (docs/api.md, cancel).
   const ending = job.status === "completed" && job.schedule.end_at
     && Date.parse(job.schedule.end_at) + (job.jitter_seconds || 0) * 1000 > Date.now();
-  // A backfill: of a scheduled recurring job, or a completed one whose end_at has passed
-  // (docs/api.md; until 2026-11-30 also offered on a paused one, which the API refuses).
-  const backfillable = recurring && (job.status === "scheduled"
-    || (job.status === "completed" && Date.parse(job.schedule.end_at) <= Date.now()));
+  // A backfill: of a scheduled or completed recurring job (docs/api.md; until 2026-11-30 also
+  // offered on a paused one, which the API refuses, and on a completed one only past end_at).
+  const backfillable = recurring && (job.status === "scheduled" || job.status === "completed");
   const from = h("input#backfill-from", { type: "text", name: "from", placeholder: "2026-11-20T00:00:00Z", required: true });
   const to = h("input#backfill-to", { type: "text", name: "to", placeholder: "2026-11-21T00:00:00Z", required: true });
   const backfill = h("form.inline#backfill", { on: { submit: async (event) => {
