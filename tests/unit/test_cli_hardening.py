@@ -369,3 +369,25 @@ def test_an_unknown_flag_is_named_with_its_action_s_usage(
     if hint is not None:
         assert hint in err
     assert api.requests == []
+
+
+@pytest.mark.parametrize("command", [["dlq", "list"], ["timers", "stuck"]])
+def test_a_local_stack_that_stopped_answering_is_exit_1_not_a_set_up_problem(
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+    tmp_path: Path,
+    command: list[str],
+) -> None:
+    # Its local.json left behind (the stack killed): exit 2, where the table says 1 for an AWS
+    # call that gets no answer (noticed by a CLI audit, round two).
+    monkeypatch.delenv("DUETIME_QUEUES", raising=False)
+    with socket.socket() as free:
+        free.bind(("127.0.0.1", 0))
+        port = free.getsockname()[1]
+    endpoint = {"endpoint_url": f"http://127.0.0.1:{port}", "region": "us-east-1"}
+    (tmp_path / "local.json").write_text(json.dumps({**endpoint, "history_bucket": "b"}))
+
+    assert main([*command, "--state-dir", str(tmp_path)]) == 1
+    assert capsys.readouterr().err.startswith(
+        f"duetime: cannot reach the local stack at http://127.0.0.1:{port}:"
+    )

@@ -16,7 +16,7 @@ from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 from duetime.cli.format import write_out
-from duetime.cli.options import aws_setup, state_dir
+from duetime.cli.options import Unreachable, aws_setup, state_dir
 from duetime.cli.types import positive_int
 from duetime.clock import wall_ms
 from duetime.domain.jobs import Priority, Runtime
@@ -304,7 +304,7 @@ def _local_settings(session: boto3.Session, endpoint_url: str) -> Settings:
                 ]
                 queues[queue_key(runtime, priority)] = QueueUrls(urls[0], urls[1])
     except (BotoCoreError, ClientError) as exc:
-        raise RuntimeError(f"cannot reach the local stack at {endpoint_url}: {exc}") from None
+        raise Unreachable(f"cannot reach the local stack at {endpoint_url}: {exc}") from None
     return Settings(
         jobs_table=f"{LOCAL_PREFIX}-jobs",
         timers_table=f"{LOCAL_PREFIX}-timers",

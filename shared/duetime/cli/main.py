@@ -13,6 +13,7 @@ from typing import Any
 
 from duetime.cli import dlq, history, jobs, local, schedule, timers, worker
 from duetime.cli.format import OutputError
+from duetime.cli.options import Unreachable
 
 
 class _Parser(argparse.ArgumentParser):
@@ -100,6 +101,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"duetime: AWS: {exc}", file=sys.stderr)
         setup = (NoRegionError, NoCredentialsError, PartialCredentialsError, ProfileNotFound)
         return 2 if isinstance(exc, setup) else 1
+    except Unreachable as exc:  # no answer: exit 1 (the stack stopped, its local.json left)
+        print(f"duetime: {exc}", file=sys.stderr)
+        return 1
     except (RuntimeError, OSError) as exc:  # configuration problems: a message, not a traceback
         print(f"duetime: {exc}", file=sys.stderr)
         return 2
