@@ -6,6 +6,7 @@ from __future__ import annotations
 import argparse
 import io
 import json
+import re
 import socket
 import threading
 import time
@@ -21,6 +22,7 @@ import pytest
 from duetime.cli.client import client_for
 from duetime.cli.format import format_duration, format_job, schedule_summary
 from duetime.cli.jobs import register
+from duetime.cli.main import main
 
 TOKEN = "t0ken"
 
@@ -823,3 +825,24 @@ def test_the_job_block_in_cli_md_is_what_get_prints() -> None:
         "last_run": None,
     }
     assert format_job(job) == block
+
+
+def test_the_synopsis_in_cli_md_names_each_flag_s_value_as_the_help_does(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    # `--limit LIMIT` in the help, `--limit N` in cli.md (noticed by a CLI audit, round two).
+    docs = (Path(__file__).parents[2] / "docs" / "cli.md").read_text()
+    synopsis = docs.split("```\n", 2)[1]
+    checked = 0
+    for line in synopsis.splitlines():
+        found = re.match(r"duetime jobs (\w+)", line)
+        if found is None:
+            continue
+        with pytest.raises(SystemExit):
+            main(["jobs", found[1], "--help"])
+        usage = " ".join(capsys.readouterr().out.split())
+        for flag, value in re.findall(r"\[(--[\w-]+) ([A-Z=]+)\]", line):
+            if flag != "--status":  # its help lists the statuses
+                assert f"{flag} {value}" in usage, (found[1], flag)
+                checked += 1
+    assert checked >= 8

@@ -56,7 +56,9 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         "for a moment while it is read).",
     )
     _common(listing)
-    listing.add_argument("--limit", type=positive_int, default=100, help="at most N (default 100)")
+    listing.add_argument(
+        "--limit", type=positive_int, default=100, metavar="N", help="at most N (default 100)"
+    )
     listing.add_argument("--json", action="store_true", help="print a JSON array")
     listing.set_defaults(run=run_list)
 
@@ -76,7 +78,9 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         metavar="RUN_ID",
         help="redrive only this run (repeatable)",
     )
-    redrive.add_argument("--limit", type=positive_int, default=None, help="at most N runs")
+    redrive.add_argument(
+        "--limit", type=positive_int, default=None, metavar="N", help="at most N runs"
+    )
     redrive.set_defaults(run=run_redrive)
 
     delete = actions.add_parser(

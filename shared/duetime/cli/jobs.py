@@ -140,6 +140,7 @@ def _common_options() -> argparse.ArgumentParser:
     group.add_argument(
         "--api-url",
         type=utf8_text,
+        metavar="URL",
         help=f"API base URL (default: ${API_URL_ENV} or {DEFAULT_API_URL})",
     )
     group.add_argument("--token", type=header_value, help=f"bearer token (default: ${TOKEN_ENV})")
@@ -160,9 +161,9 @@ def _common_options() -> argparse.ArgumentParser:
 
 
 def _add_paging_options(parser: argparse.ArgumentParser, what: str) -> None:
-    parser.add_argument("--limit", type=positive_int, help=f"{what} per page")
+    parser.add_argument("--limit", type=positive_int, metavar="N", help=f"{what} per page")
     parser.add_argument(
-        "--cursor", type=utf8_text, help="continue from a previous page's next_cursor"
+        "--cursor", type=utf8_text, metavar="C", help="continue from a previous page's next_cursor"
     )
     parser.add_argument(
         "--all", dest="all_pages", action="store_true", help="follow next_cursor to the end"
