@@ -13,6 +13,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+import pytest
+
 from duetime.domain.invocation import Invocation, TargetError
 from duetime.domain.jobs import parse_job_spec
 from duetime.domain.runs import RunStatus
@@ -131,3 +133,28 @@ def test_a_job_left_alone_still_buffers_one_and_runs_it() -> None:
 
     assert twins.start_of(20) == 25  # buffered behind +10, started when it ended
     assert RunStatus.BUFFERED not in twins.statuses_s(job).values()
+
+
+@pytest.mark.parametrize("change", ["cancel", "pause"])
+def test_a_change_while_the_holder_waits_for_its_retry_ends_the_waiting_occurrence(
+    change: str,
+) -> None:
+    # The holder's retry, dropped by the cancel, ended it `failed` without freeing the gate:
+    # the waiting occurrence showed `buffered` until its record's TTL (an outside lifecycle
+    # audit, 2026-11-30).
+    twins = Twins()
+    job = twins.create(
+        **every_ten_seconds(
+            payload={"seconds": 2, "fail": True},
+            retry={"max_attempts": 3, "backoff_seconds": 30},
+        )
+    )
+    twins.at(22, lambda: getattr(twins.service, change)("t", job))
+
+    twins.run_for(120)
+
+    statuses = twins.statuses_s(job)
+    assert statuses[10] == RunStatus.FAILED  # its retry dropped by the change
+    assert statuses[20] == RunStatus.SKIPPED  # not `buffered` for good
+    gate = twins.jobs.gate("t", job)
+    assert (gate.holder_ms, gate.buffered_ms) == (None, None)

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+from duetime.domain.jobs import Job
 from duetime.domain.messages import RunMessage
 from duetime.domain.runs import (
     Run,
@@ -42,15 +43,17 @@ class DroppedRuns:
         clock: Callable[[], int],
         after_the_lease: Callable[[Delivery, Run, str], Result],
         finished: Callable[[Found, RunMessage, Run], Result],
+        release: Callable[[Job, int], None],
     ) -> None:
         """`after_the_lease`: the result that brings the message back once a run's lease is
         over; `finished`: what a duplicate delivery of a finished run does (its dependents'
-        runs, its gate)."""
+        runs, its gate); `release`: frees the overlap gate of a run this ends (OverlapGuard)."""
         self._runs = runs
         self._settings = settings
         self._clock = clock
         self._after_the_lease = after_the_lease
         self._finished = finished
+        self._release = release
 
     def end(
         self, delivery: Delivery, message: RunMessage, reason: str, found: Found | None
@@ -76,7 +79,7 @@ class DroppedRuns:
             last = run.attempts[-1] if run.attempts else None
             error = not_retried(last.error if last else None, reason)
             ended = (last.finished_ms if last else None) or now
-            self._runs.finish(run, RunOutcome(RunStatus.FAILED, ended, error))
+            done = self._runs.finish(run, RunOutcome(RunStatus.FAILED, ended, error))
         elif (
             run.status == RunStatus.RUNNING
             and run.lease is not None
@@ -85,5 +88,14 @@ class DroppedRuns:
             if lease_end(run.lease, self._settings) > now:  # its holder may still be running it
                 return self._after_the_lease(delivery, run, "dropped once its lease is over")
             error = not_retried(ABANDONED_ERROR, reason)
-            self._runs.finish(run, RunOutcome(RunStatus.FAILED, abandoned_end(run, now), error))
+            done = self._runs.finish(
+                run, RunOutcome(RunStatus.FAILED, abandoned_end(run, now), error)
+            )
+        else:
+            return None
+        if done is not None and found is not None:
+            # Its gate too: the release reads the job, finds it paused, cancelled or changed,
+            # and ends a waiting occurrence `skipped` (until 2026-11-30 it stayed `buffered`
+            # until its record's TTL; an outside lifecycle audit).
+            self._release(found[0], message.scheduled_ms)
         return None

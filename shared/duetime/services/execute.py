@@ -128,6 +128,7 @@ class RunExecutor:
             clock=clock,
             after_the_lease=self._after_the_lease,
             finished=self._finished,
+            release=self._overlap.release,
         )
 
     def handle(
