@@ -3,10 +3,12 @@ duetime.api.spec_schemas): references, closed objects, enums and the common scal
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from duetime.api.params import ENTITY_TAGS_PATTERN, JOB_ID
 from duetime.domain.jobs import JobStatus
+from duetime.domain.text import UNSAFE_MULTILINE_TEXT, UNSAFE_TEXT
 
 
 def ref(name: str) -> dict[str, str]:
@@ -29,7 +31,28 @@ def enum_values(kind: Any) -> list[str]:
 
 
 def any_case(word: str) -> str:
-    return "".join(f"[{c.upper()}{c.lower()}]" for c in word)
+    """`word` in any case, as a regex (letters, digits and `-` only)."""
+    return "".join(f"[{c.upper()}{c.lower()}]" if c.isalpha() else c for c in word)
+
+
+def whole(pattern: re.Pattern[str]) -> str:
+    """A domain pattern the server matches whole (fullmatch), as the document's pattern (an
+    ECMA-262 regex: a named group loses its name)."""
+    return "^(?:" + pattern.pattern.replace("(?P<name>", "(") + ")$"
+
+
+def without(unsafe: re.Pattern[str]) -> str:
+    """Text holding none of the characters of `unsafe` (a character class: duetime.domain.text)."""
+    return "^[^" + unsafe.pattern[1:-1] + "]*$"
+
+
+# The free text of a name or a tag's value (a line), and a description's (lines).
+LINE = {"type": "string", "pattern": without(UNSAFE_TEXT)}
+LINES = {"type": "string", "pattern": without(UNSAFE_MULTILINE_TEXT)}
+NOT_BLANK = (
+    " Not blank: white space, format characters (U+200B, U+2060, ...) and invisible fillers "
+    "(U+3164, U+2800, variation selectors) alone are refused."
+)
 
 
 _INSTANTS = (

@@ -10,6 +10,9 @@ from typing import Any
 from duetime.api.schema_parts import (
     INSTANT,
     INTEGER_OR_NULL,
+    LINE,
+    LINES,
+    NOT_BLANK,
     OPTIONAL_INSTANT,
     SECRET,
     STRING_OR_NULL,
@@ -82,18 +85,28 @@ def _jobs() -> dict[str, Any]:
         "description": f"Any JSON value, at most {MAX_PAYLOAD_BYTES} bytes as compact JSON "
         "with non-ASCII characters written as \\u escapes; what the target receives."
     }
-    name = {"type": ["string", "null"], "minLength": 1, "maxLength": MAX_NAME_CHARS}
+    name = {
+        **LINE,
+        "type": ["string", "null"],
+        "minLength": 1,
+        "maxLength": MAX_NAME_CHARS,
+        "description": "One line: no control characters, line or paragraph separators, or "
+        "bidirectional overrides." + NOT_BLANK,
+    }
     description = {
+        **LINES,
         "type": ["string", "null"],
         "maxLength": MAX_DESCRIPTION_CHARS,
-        "description": "Free text for people.",
+        "description": "Free text for people: lines and tabs, no other control characters "
+        "and no bidirectional overrides.",
     }
     tags = {
         "type": "object",
         "maxProperties": MAX_TAGS,
         "propertyNames": {"pattern": f"^[A-Za-z0-9_./+@-]{{1,{MAX_TAG_KEY_CHARS}}}$"},
-        "additionalProperties": {"type": "string", "maxLength": MAX_TAG_VALUE_CHARS},
-        "description": "Labels (key: value) to find jobs by: GET /jobs?tag=key:value.",
+        "additionalProperties": {**LINE, "maxLength": MAX_TAG_VALUE_CHARS},
+        "description": "Labels (key: value) to find jobs by: GET /jobs?tag=key:value. A "
+        "value is one line, as a name (it may be empty).",
     }
     return {
         "JobRequest": obj(
@@ -338,7 +351,10 @@ def _batch(request: dict[str, Any]) -> dict[str, Any]:
         "description": "As the Idempotency-Key header of POST /jobs, for this item: a replay "
         "(for 24 hours) answers the same job; the key with another body is a 409 item.",
     }
-    item = {**request, "properties": {**request["properties"], "idempotency_key": key}}
+    # Every schedule kind but `after` (created alone with POST /jobs: a 400 item).
+    alone = {"oneOf": [ref(f"Schedule{kind}") for kind in ("At", "Delay", "Rate", "Cron")]}
+    properties = {**request["properties"], "schedule": alone, "idempotency_key": key}
+    item = {**request, "properties": properties}
     return {
         "JobBatchItem": {**item, "description": "A job submission (JobRequest) and its key."},
         "JobBatchRequest": obj(

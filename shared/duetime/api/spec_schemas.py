@@ -5,10 +5,30 @@ from __future__ import annotations
 
 from typing import Any
 
-from duetime.api.schema_parts import INSTANT, OPTIONAL_INSTANT, any_case, obj, ref
+from duetime.api.schema_parts import (
+    INSTANT,
+    LINE,
+    OPTIONAL_INSTANT,
+    any_case,
+    obj,
+    ref,
+    whole,
+)
 from duetime.domain.cron import MAX_CRON_LENGTH
 from duetime.domain.schedule import AFTER_OUTCOMES, MAX_DELAY_SECONDS, MAX_RATE_SECONDS
-from duetime.domain.targets import HTTP_METHODS, MAX_HEADERS
+from duetime.domain.targets import (
+    EVENT_BUS,
+    HEADER_NAME,
+    HEADER_VALUE,
+    HTTP_METHODS,
+    LAMBDA_FUNCTION_ARN,
+    MAX_HEADER_VALUE_CHARS,
+    MAX_HEADERS,
+    MAX_SQS_QUEUE_NAME_CHARS,
+    RESERVED_HEADER_PREFIXES,
+    RESERVED_HEADERS,
+    SNS_TOPIC_ARN,
+)
 
 
 def schedule_schemas() -> dict[str, Any]:
@@ -39,7 +59,7 @@ def schedule_schemas() -> dict[str, Any]:
         "ScheduleCron": obj(
             {
                 "cron": {
-                    "type": "string",
+                    **LINE,
                     "minLength": 1,
                     "maxLength": MAX_CRON_LENGTH,
                     "description": "5 fields (minute hour day-of-month month day-of-week) or "
@@ -94,14 +114,33 @@ def schedule_schemas() -> dict[str, Any]:
     }
 
 
+# A URL's start as the server reads it: http(s) in any case, an authority with no user, no
+# space and no control character (its host's shape, and a port from 1, are in descriptions).
+HTTP_SCHEME = "[Hh][Tt][Tt][Pp][Ss]?://"
+AUTHORITY = "[^/?#@\\s\\x00-\\x1f\\x7f-\\x9f]+"
+
+
 def target_schemas() -> dict[str, Any]:
     text = {"type": "string", "minLength": 1}
+    names = [any_case(h) for h in sorted(RESERVED_HEADERS)]
+    names += [any_case(p) + ".*" for p in RESERVED_HEADER_PREFIXES]
+    reserved = {"pattern": "^(?:" + "|".join(names) + ")$"}
     method_pattern = "^(" + "|".join(any_case(m) for m in HTTP_METHODS) + ")$"
     return {
         "HttpTarget": obj(
             {
                 "type": {"const": "http"},
-                "url": {"type": "string", "minLength": 1, "maxLength": 2048, "format": "uri"},
+                "url": {
+                    "type": "string",
+                    "minLength": 1,
+                    "maxLength": 2048,
+                    "pattern": f"^{HTTP_SCHEME}{AUTHORITY}(?:[/?#][\\x21-\\x7e]*)?$",
+                    "description": "http or https, a host that is a DNS name (an "
+                    "internationalised one too) or an IP address, a port from 1 to 65535, no "
+                    "user or password, no spaces, the rest printable ASCII. A "
+                    "deployment that requires https, or refuses internal addresses given "
+                    "literally (localhost, 10.0.0.1), answers 400 on target.url for them.",
+                },
                 "method": {
                     "type": "string",
                     "pattern": method_pattern,
@@ -111,31 +150,63 @@ def target_schemas() -> dict[str, Any]:
                 "headers": {
                     "type": "object",
                     "maxProperties": MAX_HEADERS,
-                    "propertyNames": {"pattern": "^[!#$%&'*+.^_`|~0-9A-Za-z-]{1,64}$"},
-                    "additionalProperties": {"type": "string", "maxLength": 4096},
+                    "propertyNames": {"pattern": whole(HEADER_NAME), "not": reserved},
+                    "additionalProperties": {
+                        "type": "string",
+                        "maxLength": MAX_HEADER_VALUE_CHARS,
+                        "pattern": whole(HEADER_VALUE),
+                    },
+                    "description": "Names are tokens, each once in any case; those duetime "
+                    "sets (Host, Content-Length, Transfer-Encoding, Connection, duetime-*, "
+                    "webhook-*) are refused. Values are visible ASCII, spaces and tabs.",
                 },
             },
             ("type", "url"),
         ),
         "SqsTarget": obj(
-            {"type": {"const": "sqs"}, "queue_url": {**text, "maxLength": 2048}},
+            {
+                "type": {"const": "sqs"},
+                "queue_url": {
+                    **text,
+                    "maxLength": 2048,
+                    "pattern": f"^{HTTP_SCHEME}{AUTHORITY}/[A-Za-z0-9_.-]+/"
+                    f"[A-Za-z0-9_-]{{1,{MAX_SQS_QUEUE_NAME_CHARS}}}(\\.fifo)?/?$",
+                    "description": "https://<host>/<account>/<queue>: on AWS's hosts the "
+                    "account in digits; the queue 1 to 80 letters, digits, - or _ (.fifo at "
+                    "the end of a FIFO queue's); no query.",
+                },
+            },
             ("type", "queue_url"),
         ),
         "SnsTarget": obj(
-            {"type": {"const": "sns"}, "topic_arn": {**text, "pattern": "^arn:.*:sns:"}},
+            {"type": {"const": "sns"}, "topic_arn": {**text, "pattern": whole(SNS_TOPIC_ARN)}},
             ("type", "topic_arn"),
         ),
         "EventBridgeTarget": obj(
             {
                 "type": {"const": "eventbridge"},
-                "source": {**text, "maxLength": 256},
-                "detail_type": {**text, "maxLength": 128},
-                "event_bus": {**text, "default": "default"},
+                "source": {
+                    **LINE,
+                    "minLength": 1,
+                    "maxLength": 256,
+                    "not": {"pattern": "^aws\\."},
+                    "description": "One line, not only white space, not starting aws. (AWS's own).",
+                },
+                "detail_type": {
+                    **LINE,
+                    "minLength": 1,
+                    "maxLength": 128,
+                    "description": "One line, not only white space.",
+                },
+                "event_bus": {**text, "pattern": whole(EVENT_BUS), "default": "default"},
             },
             ("type", "source", "detail_type"),
         ),
         "LambdaTarget": obj(
-            {"type": {"const": "lambda"}, "function_arn": {**text, "pattern": "^arn:.*:lambda:"}},
+            {
+                "type": {"const": "lambda"},
+                "function_arn": {**text, "pattern": whole(LAMBDA_FUNCTION_ARN)},
+            },
             ("type", "function_arn"),
         ),
         "HandlerTarget": obj(
