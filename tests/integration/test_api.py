@@ -1430,3 +1430,22 @@ def test_a_requests_tenant_and_id_are_its_threads_and_gone_after_it(
     after = {**logger.thread_safe_get_current_keys(), **logger.get_current_keys()}
     assert "tenant" not in after
     assert "correlation_id" not in after
+
+
+@pytest.mark.parametrize(
+    ("query", "field"),
+    [
+        ({"limit": "5,6"}, "limit"),
+        ({"status": "paused,scheduled"}, "status"),
+        ({"cursor": f"{GOOD_CURSOR},{GOOD_CURSOR}"}, "cursor"),
+    ],
+)
+def test_a_parameter_given_twice_is_a_400_that_says_so(
+    api: Api, query: dict[str, str], field: str
+) -> None:
+    # API Gateway joins a repeated parameter's values with a comma: the 400 read "must be an
+    # integer from 1 to 100" for `limit=5&limit=6` (an outside contract audit, round four).
+    reply = api.call("GET", "/jobs", query=query)
+
+    assert (reply.status, reply.error["field"]) == (400, field)
+    assert "more than once" in reply.error["message"]

@@ -118,7 +118,16 @@ def known_query(names: Iterable[str], allowed: frozenset[str]) -> None:
             raise ValidationError(name, "unknown query parameter")
 
 
+def once(name: str, raw: str | None) -> str | None:
+    """A single-valued query parameter: API Gateway joins a repeated one's values with a comma
+    (`limit=5&limit=6` arrives as `5,6`), which none of their values holds."""
+    if raw is not None and "," in raw:
+        raise ValidationError(name, "given more than once (or as a list): send one value")
+    return raw
+
+
 def parse_limit(raw: str | None) -> int:
+    raw = once("limit", raw)
     if raw is None:
         return DEFAULT_LIMIT
     # Leading zeros are taken ("007"); more than three digits besides are out of range
@@ -135,6 +144,7 @@ def parse_limit(raw: str | None) -> int:
 
 
 def parse_status(raw: str | None) -> JobStatus | None:
+    raw = once("status", raw)
     if raw is None:
         return None
     for status in JobStatus:
@@ -146,6 +156,7 @@ def parse_status(raw: str | None) -> JobStatus | None:
 def parse_cursor(raw: str | None) -> str | None:
     """The cursor of the page to read; absent or empty (`cursor=`) is the first page, as a
     client that sends back `next_cursor or ""` expects."""
+    raw = once("cursor", raw)
     if not raw:
         return None
     if len(raw) > MAX_CURSOR_CHARS or not raw.isascii():

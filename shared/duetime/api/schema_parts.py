@@ -119,7 +119,7 @@ PARAMETERS: dict[str, dict[str, Any]] = {
         "schema": {
             "type": "array",
             "maxItems": 20,
-            "items": {"type": "string", "pattern": "^[A-Za-z0-9_./+@-]{1,64}:.{0,256}$"},
+            "items": {"type": "string", "pattern": "^[A-Za-z0-9_./+@-]{1,64}:[\\s\\S]{0,256}$"},
         },
     },
     "NamePrefix": {
