@@ -49,6 +49,10 @@ def http_job(url: str) -> dict[str, object]:
         ("https://LocalHost./", "loopback"),
         ("https://api.localhost/", "loopback"),
         ("https://0.0.0.0/", "unspecified"),
+        ("https://127.0.0.1./", "loopback"),  # a trailing dot
+        ("https://\uff4c\uff4f\uff43\uff41\uff4c\uff48\uff4f\uff53\uff54/", "loopback"),
+        ("https://\uff11\uff12\uff17.0.0.1/", "loopback"),  # full-width digits: 127.0.0.1
+        ("https://127\u30020\u30020\u30021/", "loopback"),  # ideographic full stops
     ],
 )
 def test_a_literal_internal_address_is_a_400_on_target_url(

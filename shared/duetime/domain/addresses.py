@@ -10,6 +10,8 @@ import re
 import socket
 from urllib.parse import urlsplit
 
+from duetime.domain.urls import a_label
+
 IPAddress = ipaddress.IPv4Address | ipaddress.IPv6Address
 
 _V4 = ipaddress.IPv4Network
@@ -103,12 +105,17 @@ def literal_refusal(host: str) -> str | None:
     """Why a URL's host (as urlsplit's `hostname` gives it) names an address that must not be
     reached without resolving anything, or None: an IP literal refused by `refusal_reason`,
     or a `localhost` name (RFC 6761: always the loopback). Other names are judged by the
-    worker once resolved, as their answers may change."""
+    worker once resolved, as their answers may change. Judged in the form the worker sends
+    (its A-label: `ｌｏｃａｌｈｏｓｔ` and `１２７.０.０.１` are `localhost` and `127.0.0.1`)."""
+    try:
+        host = host if ":" in host else a_label(host)
+    except ValueError:  # not a name the worker could send either (IDNA's deviations)
+        return None
     name = host.rstrip(".").lower()
     if name == "localhost" or name.endswith(".localhost"):
         return "loopback"
     try:
-        ip: IPAddress = ipaddress.IPv6Address(host) if ":" in host else _ipv4(host)
+        ip: IPAddress = ipaddress.IPv6Address(host) if ":" in host else _ipv4(name)
     except (ValueError, OSError):
         return None
     return refusal_reason(ip)
