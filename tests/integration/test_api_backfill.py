@@ -10,6 +10,7 @@ import pytest
 
 from duetime.clock import wall_ms
 from duetime.domain.timeutil import rfc3339_ms
+from duetime.services.dependencies import TRIGGER_READS, Dependencies
 from duetime.settings import QuotaEnv
 from tests.integration import test_api
 from tests.integration.conftest import START, Engine
@@ -335,3 +336,51 @@ def test_a_dependent_s_run_already_recorded_keeps_the_ask_of_the_run_that_trigge
 
     assert engine.recorder.runs_of(late["id"]) == []
     assert len(engine.recorder.runs_of(early["id"])) == sent  # charged: one a backfilled run
+
+
+@pytest.mark.parametrize("action", ["run", "backfill"])
+def test_a_fan_out_that_cannot_be_counted_sends_no_run(
+    api: Api, monkeypatch: pytest.MonkeyPatch, action: str
+) -> None:
+    # The runs went out first and the charge was counted after: an API container that died
+    # counting (999 dependents of 64 KiB read at once) had sent them uncharged (a security
+    # audit, round seven).
+    engine: Engine = api.engine
+    job = api.create({"schedule": {"rate_seconds": 60}})
+    below = after(api, job["id"])
+    api.call("POST", f"/jobs/{job['id']}/pause")
+    engine.advance(3 * 60 + 30)
+    assert api.call("POST", f"/jobs/{job['id']}/resume").status == 200
+
+    def dies(*args: object) -> int:
+        raise MemoryError("out of memory (simulated)")
+
+    with monkeypatch.context() as patched:
+        patched.setattr(Dependencies, "fan_out", dies)
+        if action == "run":
+            reply = api.call("POST", f"/jobs/{job['id']}/run")
+        else:
+            reply = backfill(api, job["id"], at(0), rfc3339_ms(wall_ms()))
+    assert reply.status == 500
+    engine.drain()
+
+    assert engine.recorder.runs_of(job["id"]) == []
+    assert engine.recorder.runs_of(below["id"]) == []
+
+
+def test_a_fan_out_is_counted_a_few_dependents_at_a_time(
+    api: Api, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # All of them at once: 999 dependents of 64 KiB each held ~1.5 GiB in the 512 MiB API.
+    job = api.create({"schedule": {"rate_seconds": 3600}})
+    for _ in range(30):
+        after(api, job["id"])
+    reads: list[int] = []
+    store = api.engine.parts.jobs
+    read = store.get_with_dependents
+    monkeypatch.setattr(
+        store, "get_with_dependents", lambda keys: (reads.append(len(keys)), read(keys))[1]
+    )
+
+    assert api.engine.parts.service.fan_out("tenant-a", job["id"]) == 30
+    assert max(reads) <= TRIGGER_READS

@@ -297,10 +297,14 @@ def build_app(
         # If-Match and If-None-Match gate the first request: a repeat with its key answers
         # its run (a 412 told a client whose run had started to try again; an outside audit).
         wanted, named = header("If-Match"), header("If-None-Match")
+        # The runs its `after` jobs make, counted before its run is sent and charged once it
+        # is (counted after, a count that failed left the runs sent and uncharged: a security
+        # audit, round seven).
+        fanned = service.fan_out(owner, job_id)
         scheduled_ms = service.run_now(
             owner, job_id, idempotency_key=key, check=lambda job: precondition(job, wanted, named)
         )
-        limiter.charge(owner, service.fan_out(owner, job_id))  # the runs its `after` jobs make
+        limiter.charge(owner, fanned)
         return json_response(HTTPStatus.ACCEPTED, views.run_now_json(job_id, scheduled_ms))
 
     @route("GET", "/jobs/{id}/runs")

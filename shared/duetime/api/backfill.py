@@ -62,9 +62,14 @@ def register(
         # `after` jobs make of them, owed when it has (until 2026-11-30 one token sent up to
         # 1,000 runs, again after each PATCH, and their dependents' for free: outside audits)
         limiter.take(owner)
-        sent = backfill.backfill(owner, job_id, body)
-        fanned = fan_out(owner, job_id) if sent else 0
-        limiter.charge(owner, max(0, sent * (1 + fanned) - 1))
+        # Counted before anything is sent, charged as each part is (until 2026-11-30 counted
+        # after: a count that failed, or a part's send, left the sent runs uncharged).
+        fanned = fan_out(owner, job_id)
+        sent = backfill.backfill(
+            owner, job_id, body, sent=lambda count: limiter.charge(owner, count * (1 + fanned))
+        )
+        if sent:
+            limiter.charge(owner, -1)  # the token that let it in was one of its runs
         return Response(
             status_code=HTTPStatus.ACCEPTED.value,
             content_type=content_types.APPLICATION_JSON,

@@ -46,10 +46,18 @@ class Backfill:
         self._settings = settings
         self._clock = clock
 
-    def backfill(self, tenant: str, job_id: str, body: Callable[[], object]) -> int:
+    def backfill(
+        self,
+        tenant: str,
+        job_id: str,
+        body: Callable[[], object],
+        *,
+        sent: Callable[[int], None] = lambda count: None,
+    ) -> int:
         """Send the occurrences of the range `body()` names that have no run record yet;
-        returns how many were sent. NotFound (unknown job, another tenant's), IllegalTransition
-        (a one-off, paused or cancelled job), ValidationError (the body, the range). The body
+        returns how many were sent, and tells `sent` each part's count once it is out (the
+        API charges it). NotFound (unknown job, another tenant's), IllegalTransition (a
+        one-off, paused or cancelled job), ValidationError (the body, the range). The body
         is read once the job is found: an unknown job is a 404 before a bad body is a 400."""
         job = self._service.get(tenant, job_id).job
         if not job.spec.recurring:
@@ -68,10 +76,12 @@ class Backfill:
         recorded = self._runs.get_many([(job.id, ms) for ms in occurrences]) if occurrences else {}
         missing = [ms for ms in occurrences if (job.id, ms) not in recorded]
         for start in range(0, len(missing), SEND_CHUNK):
+            part = missing[start : start + SEND_CHUNK]
             self._queue.send(
                 [
                     (replace(run_message(job, ms, jittered=False), due_ms=now, asked_ms=now), 0)
-                    for ms in missing[start : start + SEND_CHUNK]
+                    for ms in part
                 ]
             )
+            sent(len(part))
         return len(missing)

@@ -191,7 +191,9 @@ class Dependencies:
         runs for one token; a security audit, round five), theirs, and so on (each job once).
         A run-now and each run of a backfill spend a submission token for each (until
         2026-11-30 one token started up to 1,000 runs this way; found by an outside audit).
-        One read a level, none without dependents."""
+        A few reads a level (TRIGGER_READS jobs each: 999 dependents of 64 KiB read at once
+        held ~1.5 GiB in the 512 MiB API; a security audit, round seven), none without
+        dependents."""
         seen = {job.id}
         # (None: stored before the mark, maybe with dependents: read, as its runs do.)
         below = self._jobs.dependents(job.tenant, job.id) if job.has_dependents is not False else ()
@@ -199,10 +201,14 @@ class Dependencies:
         while below:
             fresh = [i for i in dict.fromkeys(below) if i not in seen]
             seen.update(fresh)
-            found = self._jobs.get_with_dependents([(job.tenant, i) for i in fresh])
-            live = [(j, ids) for j, ids in found.values() if j.status in _MAY_RUN]
-            count += len(live)
-            below = tuple(i for _, ids in live for i in ids)
+            level: list[str] = []
+            for start in range(0, len(fresh), TRIGGER_READS):
+                keys = [(job.tenant, i) for i in fresh[start : start + TRIGGER_READS]]
+                found = self._jobs.get_with_dependents(keys)
+                live = [ids for j, ids in found.values() if j.status in _MAY_RUN]
+                count += len(live)
+                level += [i for ids in live for i in ids]
+            below = tuple(level)
         return count
 
     def _read(self, tenant: str, ids: Sequence[str]) -> tuple[dict[str, Job], list[str]]:
