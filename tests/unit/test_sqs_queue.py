@@ -157,7 +157,7 @@ class EntryFailingSqs:
         if fault is None:
             return {"Successful": [{"Id": e["Id"]} for e in Entries], "Failed": []}
         first, *rest = Entries
-        failed = [{"Id": first["Id"], "Code": "x", "SenderFault": fault}]
+        failed = [{"Id": first["Id"], "Code": "x", "Message": "why", "SenderFault": fault}]
         return {"Successful": [{"Id": e["Id"]} for e in rest], "Failed": failed}
 
 
@@ -180,6 +180,9 @@ def test_an_entry_sqs_refuses_is_not_resent_and_names_its_message() -> None:
     assert not isinstance(raised.value, QueueUnavailable)  # the sweeper parks its timer
     assert raised.value.failed == [messages[0][0]]
     assert sqs.calls == [3]
+    # SQS's reason, which a parked timer's shows the operator (it said only "not accepted":
+    # an outside fault audit, round five)
+    assert str(raised.value) == "1 message(s) were not accepted by SQS (x: why)"
 
 
 def test_an_entry_sqs_fails_on_its_side_is_resent_and_if_it_keeps_failing_sqs_is_unavailable() -> (

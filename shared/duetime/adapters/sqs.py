@@ -67,23 +67,24 @@ class SqsJobQueue:
             for start in range(0, len(pending), _BATCH)
         ]
         if len(batches) == 1:
-            failed = self._send_batch(*batches[0])
+            results = [self._send_batch(*batches[0])]
         else:
             # A sweep hands over thousands of runs at once: the batches go out concurrently
             # (boto3 clients are thread-safe), not one round trip after another.
-            failed = [
-                message
-                for result in self._pool().map(lambda b: self._send_batch(*b), batches)
-                for message in result
-            ]
+            results = list(self._pool().map(lambda b: self._send_batch(*b), batches))
+        failed = [message for refused, _ in results for message in refused]
         if failed:
-            raise QueueError(f"{len(failed)} message(s) were not accepted by SQS", failed)
+            # With SQS's reason (a parked timer's shows it: an outside fault audit).
+            why = next((f" ({why})" for _, why in results if why), "")
+            raise QueueError(f"{len(failed)} message(s) were not accepted by SQS{why}", failed)
 
-    def _send_batch(self, url: str, batch: list[tuple[RunMessage, int]]) -> list[RunMessage]:
+    def _send_batch(
+        self, url: str, batch: list[tuple[RunMessage, int]]
+    ) -> tuple[list[RunMessage], str]:
         """Send one batch; entries SQS reports as failed on its side are resent (with backoff)
-        a few times. Returns the messages not sent: those SQS refused (SenderFault), with any
-        it kept failing. Raises QueueUnavailable when SQS did not take the request, or kept
-        failing entries on its side and refused none."""
+        a few times. Returns the messages not sent, those SQS refused (SenderFault) with any
+        it kept failing, and SQS's reason for the first refused. Raises QueueUnavailable when
+        SQS did not take the request, or kept failing entries on its side and refused none."""
         entries = {
             str(i): {
                 "MessageBody": self._auth.seal(message),
@@ -96,7 +97,7 @@ class SqsJobQueue:
         }
         send = functools.partial(self._client.send_message_batch, QueueUrl=url)
         try:
-            refused, unsent = _with_retries(send, entries, lambda e: e)
+            refused, unsent, why = _with_retries(send, entries, lambda e: e)
         except (BotoCoreError, ClientError) as exc:
             if not is_transient(exc):
                 raise
@@ -106,7 +107,7 @@ class SqsJobQueue:
         if unsent and not refused:  # SQS kept failing on its side: not about these messages
             failed = [batch[int(i)][0] for i in unsent]
             raise QueueUnavailable(f"SQS failed {len(failed)} message(s) on its side", failed)
-        return [batch[int(i)][0] for i in refused + unsent]
+        return [batch[int(i)][0] for i in refused + unsent], why
 
     def send_dead(self, message: RunMessage, reason: str, *, signed: bool = True) -> None:
         """Raises QueueUnavailable when SQS took no request (the worker tries again while the
@@ -175,7 +176,7 @@ class SqsJobQueue:
         entries = {str(i): d for i, d in enumerate(batch)}
         delete = functools.partial(self._client.delete_message_batch, QueueUrl=url)
         try:
-            refused, left = _with_retries(
+            refused, left, _ = _with_retries(
                 delete, entries, lambda d: {"ReceiptHandle": d.receipt_handle}
             )
         except (BotoCoreError, ClientError):  # already retried by botocore
@@ -263,20 +264,30 @@ class SqsDeadLetters:
 
 def _with_retries(
     call: Callable[..., Any], items: dict[str, T], entry: Callable[[T], dict[str, Any]]
-) -> tuple[list[str], list[str]]:
+) -> tuple[list[str], list[str], str]:
     """One batch call (SendMessageBatch, DeleteMessageBatch) over `items` by entry id; the
     entries SQS fails on its side are tried again, with backoff, up to _SEND_TRIES calls.
-    Returns the ids SQS refused (SenderFault: a retry cannot help) and those it still failed.
-    A request that raises (after botocore's own retries) raises."""
+    Returns the ids SQS refused (SenderFault: a retry cannot help), those it still failed, and
+    SQS's code and message for the first it refused ("" if none). A request that raises
+    (after botocore's own retries) raises."""
     pending = list(items)
     refused: list[str] = []
+    why = ""
     for attempt in range(_SEND_TRIES):
         entries = [entry(items[i]) | {"Id": i} for i in pending]
         failed = call(Entries=entries).get("Failed", [])
         refused += [f["Id"] for f in failed if f.get("SenderFault")]
+        why = why or next(
+            (
+                f"{f.get('Code', '')}: {f.get('Message', '')}"
+                for f in failed
+                if f.get("SenderFault")
+            ),
+            "",
+        )
         pending = [f["Id"] for f in failed if not f.get("SenderFault")]
         if not pending:
             break
         if attempt < _SEND_TRIES - 1:
             time.sleep(0.05 * 2**attempt)
-    return refused, pending
+    return refused, pending, why
