@@ -1168,3 +1168,21 @@ def test_given_job_partitions_then_a_tenant_named_like_a_partition_key_shares_no
     assert found.current == b"acme-ciphertext"
     assert store.claim_key("acme", "k", "01KAAAAAAAAAAAAAAAAAAAAAAB", "2:mine", 2**31, 0) is None
     assert {j.id for j in store.scan_active(0, 1)} == {j.id for j in acme}
+
+
+def test_given_a_broken_chain_whose_job_is_patched_daily_then_the_reconciler_still_repairs_it() -> (
+    None
+):
+    # It left alone a job changed in the 10 minutes before it: a job whose payload a client
+    # changes every day just before the reconcile kept its broken chain for good (an outside
+    # lifecycle audit). It settles on when the job's chain last changed (`generation_ms`).
+    twins = Twins(shards=1)
+    job = twins.submit({"rate_seconds": 3600})
+    twins.clock.now += 3 * 3_600_000
+    twins.timers._timers.clear()  # the chain broken (a timer lost)
+    twins.service.update("t", job, {"payload": {"day": 1}})  # no re-arm
+    twins.clock.now += 5 * MINUTE_MS
+
+    report = twins.reconciler().reconcile()
+
+    assert (report.recurring, report.rearmed) == (1, 1)

@@ -265,3 +265,15 @@ def test_given_an_attempt_that_never_finished_when_withdrawn_then_it_ends_at_the
     # Then the run ends failed at attempt 2, at the withdrawn claim's start
     assert ended is not None
     assert (ended.attempt, ended.finished_ms) == (2, 7_000)
+
+
+def test_given_asks_of_a_record_and_a_claim_then_the_earlier_is_kept() -> None:
+    # Two upstreams' runs share a dependent's run id: a record not asked for (None) must not
+    # free a claim asked for by a run-now or a backfill (an audit of the fan-out fix).
+    asked = replace(claim_of(1), asked_ms=4_000)
+    assert claimed_run(None, asked).asked_ms == 4_000
+    unasked = replace(claimed_run(None, claim_of(1)), status=RunStatus.RETRYING)
+    assert claimed_run(unasked, replace(asked, attempt=2)).asked_ms == 4_000
+    earlier = replace(unasked, asked_ms=3_000)
+    assert claimed_run(earlier, replace(asked, attempt=2)).asked_ms == 3_000
+    assert claimed_run(earlier, claim_of(2)).asked_ms == 3_000

@@ -45,8 +45,7 @@ MAX_STAGE_SECONDS = 10
 # PRE_START_ALLOWANCE_MS of it may go to the wait before the instant (duetime.services.execute).
 RECORDING_MARGIN_SECONDS = 60
 JOB_OVERHEAD_BYTES = 200  # status, instants, generation and attribute names of a stored job
-# A submission whose dispatch failed cancels its job rather than leave one that never runs; a
-# replay of the submission (same Idempotency-Key) revives and dispatches it.
+# Why a job whose submission failed is cancelled (a replay with its Idempotency-Key revives it).
 SUBMISSION_FAILED = "submission_failed"
 
 
@@ -135,10 +134,11 @@ class Job:
     status: JobStatus
     created_ms: int
     updated_ms: int
-    # Bumped by pause/resume: a timer written for an older generation belongs to a stale chain.
+    # Bumped by a pause, a resume and a re-arming change: a timer or a message written for an
+    # older generation belongs to a stale chain. When it began: None, stored before it was kept.
     generation: int = 0
-    # The due instant of the pending timer/message: the one-off's instant, or a recurring
-    # job's next occurrence when it was last planned.
+    generation_ms: int | None = None
+    # The pending timer's or message's instant: a one-off's, or a recurring job's next planned.
     next_due_ms: int | None = None
     # DynamoDB TTL (epoch seconds) once the job is finished and only history remains.
     expires_at: int | None = None
@@ -147,9 +147,8 @@ class Job:
     # +1 per write of the job item (an update, pause, resume, cancel, completion): the API's
     # ETag, and a condition of every replace, so no write overwrites another it did not see.
     version: int = 1
-    # Whether jobs run after this one (their `after` schedules name it): its runs then read
-    # those jobs' ids too (duetime.services.dependencies); set, with a version, by the first
-    # dependent and never cleared. None: a job stored before the mark existed (its runs read).
+    # Whether `after` jobs name this one (its runs then read their ids: services.dependencies):
+    # set, with a version, by the first, never cleared. None: stored before the mark (read).
     has_dependents: bool | None = False
     # When an `after` job was linked to its upstream (created, or PATCHed onto it): a run-now's
     # or a backfill's runs trigger only those linked by then (charged). None: its created_ms.
@@ -185,6 +184,7 @@ class Job:
             status=wanted,
             updated_ms=now_ms,
             generation=generation,
+            generation_ms=now_ms if generation != self.generation else self.generation_ms,
             version=self.version + 1,
         )
 

@@ -315,6 +315,7 @@ class JobService:
                 updated = replace(
                     updated,
                     generation=job.generation + 1,
+                    generation_ms=now,
                     next_due_ms=due,
                     expires_at=self.submission.expiry(spec, due, now),
                 )

@@ -56,7 +56,7 @@ from duetime.settings import Settings
 # How far back a live chain timer is looked for: a shard lagging more than this makes its
 # chains look broken (harmless, see above).
 LOOKBACK_MINUTES = 10
-# A job changed this recently may be between its item's write and its timer's: left alone.
+# A chain begun this recently may be between its item's write and its timer's: left alone.
 SETTLE_MS = 10 * MINUTE_MS
 SCAN_SEGMENTS = 4
 CHECK_BATCH = 25  # jobs whose candidate timers are read together
@@ -160,7 +160,12 @@ class Reconciler:
                         self._check_overdue(overdue, report)
                         overdue = []
                 continue
-            if job.updated_ms > settled:
+            # Its chain may be between its item's write and its timer's: a creation, a resume
+            # or a re-arming change (`generation_ms`; a job stored before it, any change). Not
+            # `updated_ms`, which any PATCH moves: a job whose payload was changed daily just
+            # before the reconcile kept a broken chain for good (an outside lifecycle audit).
+            began = job.generation_ms if job.generation_ms is not None else job.updated_ms
+            if began > settled:
                 continue
             if (job.id, job.generation) in stuck:
                 continue  # its chain waits in the stuck list (`duetime timers stuck`)

@@ -228,6 +228,7 @@ class Submission:
             status=JobStatus.SCHEDULED,
             created_ms=now,
             updated_ms=now,
+            generation_ms=now,
             next_due_ms=due,
             expires_at=self.expiry(spec, due, now),
         )
