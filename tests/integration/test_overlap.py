@@ -395,6 +395,17 @@ class RunNowWhileActive(OverlapTwins):
     after_s: int = 5
     asked_ms: int | None = None
 
+    def slow_buffer_one(self, **extra: Any) -> str:
+        """A `buffer_one` job whose 30-second runs come every 10 minutes: its id."""
+        body = {
+            "schedule": {"rate_seconds": 600},
+            "target": {"type": "handler", "name": "duetime.sleep"},
+            "payload": {"seconds": 30},
+            "overlap": "buffer_one",
+            **extra,
+        }
+        return self.service.create("t", parse_job_spec(body)).id
+
     def work(self) -> None:
         first = self.executions[0] if self.executions else None
         if (
@@ -411,14 +422,7 @@ def test_given_buffer_one_with_jitter_then_a_buffered_run_now_starts_when_the_ac
     # up to `jitter_seconds` after the active run ended, `due_at` jittered, lateness 0 (an
     # outside audit of the lifecycle). A run-now is not jittered (docs/api.md).
     twins = RunNowWhileActive()
-    body = {
-        "schedule": {"rate_seconds": 600},
-        "target": {"type": "handler", "name": "duetime.sleep"},
-        "payload": {"seconds": 30},
-        "overlap": "buffer_one",
-        "jitter_seconds": 500,
-    }
-    twins.job_id = twins.service.create("t", parse_job_spec(body)).id
+    twins.job_id = twins.slow_buffer_one(jitter_seconds=500)
 
     twins.run_for(1300)
 
@@ -458,13 +462,7 @@ def test_given_a_buffered_run_now_then_it_triggers_only_the_after_jobs_there_wer
     # that record): the run-now was charged for the `after` jobs there were then, not for
     # one created while it waited (a security audit, round six).
     twins = DependentAfterTheAsk()
-    body = {
-        "schedule": {"rate_seconds": 600},
-        "target": {"type": "handler", "name": "duetime.sleep"},
-        "payload": {"seconds": 30},
-        "overlap": "buffer_one",
-    }
-    twins.job_id = twins.service.create("t", parse_job_spec(body)).id
+    twins.job_id = twins.slow_buffer_one()
 
     twins.run_for(1300)
 
@@ -483,13 +481,7 @@ def test_given_a_buffered_run_now_then_its_start_message_carries_its_ask() -> No
     # Handed over late, behind a later occurrence that took the gate, the start message is
     # buffered again: its record took the message's ask, none (an audit of the fix, round one).
     twins = RunNowWhileActive()
-    body = {
-        "schedule": {"rate_seconds": 600},
-        "target": {"type": "handler", "name": "duetime.sleep"},
-        "payload": {"seconds": 30},
-        "overlap": "buffer_one",
-    }
-    twins.job_id = twins.service.create("t", parse_job_spec(body)).id
+    twins.job_id = twins.slow_buffer_one()
     sent: list[RunMessage] = []
     send = twins.queue.send
     twins.queue.send = lambda messages: (sent.extend(m for m, _ in messages), send(messages))[1]  # type: ignore[method-assign]
