@@ -65,8 +65,12 @@ export async function jobsView(main, params) {
 
 function row(job) {
   const reason = attention(job.last_run);
+  // A run that never started (skipped, buffered) has no lateness to show.
+  const started = job.last_run && job.last_run.lateness_ms != null
+    && !["skipped", "buffered"].includes(job.last_run.status);
   const last = job.last_run
-    ? [h(`span.badge.${job.last_run.status}`, {}, job.last_run.status), " ", duration(job.last_run.lateness_ms), " late",
+    ? [h(`span.badge.${job.last_run.status}`, {}, job.last_run.status),
+      started ? ` ${duration(job.last_run.lateness_ms)} late` : null,
       reason ? h("strong.reason", {}, ` — ${reason}`) : null]
     : "never";
   return h(`tr${reason ? ".attention" : ""}`, { dataset: { jobId: job.id } },

@@ -324,3 +324,29 @@ def test_every_filter_box_is_named_by_its_label(page: Page, stack: Stack) -> Non
         assert target == 1, label.text
     page.driver.find_element(By.XPATH, "//label[text()='Name starts with']").click()
     assert page.driver.switch_to.active_element.get_attribute("name") == "name_prefix"
+
+
+def test_a_skipped_last_run_is_shown_without_a_lateness(page: Page, stack: Stack) -> None:
+    # "skipped — late": a run that never started has no lateness (a new user's walk, round
+    # three).
+    tenant = "tenant-skips"
+    job = create(
+        stack,
+        tenant,
+        {
+            "schedule": {"rate_seconds": 1},
+            "target": {"type": "handler", "name": "duetime.sleep"},
+            "payload": {"seconds": 4},
+            "overlap": "skip",
+        },
+    )
+    page.until(
+        lambda: any(r["status"] == "skipped" for r in runs_of(stack, tenant, job["id"])[:1]), 60
+    )
+    stack.call("POST", f"/jobs/{job['id']}/pause", tenant=tenant)  # its newest run stays
+    page.sign_in(stack.token(tenant))
+    page.open("#/jobs")
+
+    page.until(lambda: "skipped" in " ".join(page.texts(f"tr[data-job-id='{job['id']}'] td")))
+    cells = page.texts(f"tr[data-job-id='{job['id']}'] td")
+    assert not any("late" in cell for cell in cells if "skipped" in cell), cells

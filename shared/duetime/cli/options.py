@@ -34,7 +34,8 @@ def state_dir_option(parser: argparse.ArgumentParser) -> None:
         "--state-dir",
         type=state_dir,
         default=Path(DEFAULT_STATE_DIR),
-        help="where the local signing key and logs live (default .duetime)",
+        help="the local stack's state directory: its signing key, its logs and, while it "
+        "runs, its local.json, which dlq, timers and history read (default .duetime)",
     )
 
 
