@@ -397,6 +397,7 @@ def test_given_an_after_job_revived_by_a_replay_then_it_is_linked_when_revived()
     assert (revived.id, revived.status) == (withdrawn.id, JobStatus.SCHEDULED)
     assert revived.created_ms == T0
     assert revived.linked_ms == T0 + 1_000
+    assert revived.generation_ms == T0 + 1_000  # its chain begins again (the reconciler's)
 
 
 def test_given_an_upstream_stored_before_the_dependents_mark_then_its_fan_out_is_counted() -> None:

@@ -148,6 +148,7 @@ def test_a_value_the_api_refuses_breaks_the_document(field: str, value: str) -> 
         ("https://sqs.eu-west-1.amazonaws.com/123456789012/q?x=1", "SqsTarget"),
         ("https://example.com/", "SqsTarget"),
         ("https://sqs.eu-west-1.amazonaws.com/123456789012/a.b", "SqsTarget"),
+        (f"https://sqs.eu-west-1.amazonaws.com/123456789012/{'q' * 80}.fifo", "SqsTarget"),
     ],
 )
 def test_a_url_the_api_refuses_breaks_the_document(url: str, pattern_of: str) -> None:

@@ -300,9 +300,14 @@ def build_app(
         # The runs its `after` jobs make, counted before its run is sent and charged once it
         # is (counted after, a count that failed left the runs sent and uncharged: a security
         # audit, round seven).
+        asked = clock()  # its runs trigger the `after` jobs there are by then: those counted
         fanned = service.fan_out(owner, job_id)
         scheduled_ms = service.run_now(
-            owner, job_id, idempotency_key=key, check=lambda job: precondition(job, wanted, named)
+            owner,
+            job_id,
+            idempotency_key=key,
+            check=lambda job: precondition(job, wanted, named),
+            asked_ms=asked,
         )
         limiter.charge(owner, fanned)
         return json_response(HTTPStatus.ACCEPTED, views.run_now_json(job_id, scheduled_ms))
@@ -326,6 +331,7 @@ def build_app(
         limiter=limiter,
         conditions=lambda owner, job_id: conditions(owner, job_id, with_if_match=True),
         fan_out=service.fan_out,
+        clock=clock,
     )
     preview_route.register(route, tenant=tenant, body=body, clock=clock)
     admin_route.register(

@@ -50,6 +50,7 @@ def register(
     limiter: TenantLimiter,
     conditions: Callable[[str, str], None],
     fan_out: Callable[[str, str], int],
+    clock: Callable[[], int],
 ) -> None:
     @route("POST", "/jobs/{id}/backfill")
     def backfill_job(job_id: str) -> Response[Any]:
@@ -64,12 +65,17 @@ def register(
         limiter.take(owner)
         # Counted before anything is sent, charged as each part is (until 2026-11-30 counted
         # after: a count that failed, or a part's send, left the sent runs uncharged).
+        asked = clock()  # its runs trigger the `after` jobs there are by then: those counted
         fanned = fan_out(owner, job_id)
-        sent = backfill.backfill(
-            owner, job_id, body, sent=lambda count: limiter.charge(owner, count * (1 + fanned))
-        )
-        if sent:
-            limiter.charge(owner, -1)  # the token that let it in was one of its runs
+        prepaid = 1  # the token that let it in pays for its first run
+
+        def charge(count: int) -> None:
+            nonlocal prepaid
+            cost = count * (1 + fanned)
+            limiter.charge(owner, cost - min(prepaid, cost))
+            prepaid -= min(prepaid, cost)
+
+        sent = backfill.backfill(owner, job_id, body, sent=charge, asked_ms=asked)
         return Response(
             status_code=HTTPStatus.ACCEPTED.value,
             content_type=content_types.APPLICATION_JSON,

@@ -170,7 +170,8 @@ def target_schemas() -> dict[str, Any]:
                     **text,
                     "maxLength": 2048,
                     "pattern": f"^{HTTP_SCHEME}{AUTHORITY}/[A-Za-z0-9_.-]+/"
-                    f"[A-Za-z0-9_-]{{1,{MAX_SQS_QUEUE_NAME_CHARS}}}(\\.fifo)?/?$",
+                    f"(?:[A-Za-z0-9_-]{{1,{MAX_SQS_QUEUE_NAME_CHARS}}}"
+                    f"|[A-Za-z0-9_-]{{1,{MAX_SQS_QUEUE_NAME_CHARS - 5}}}\\.fifo)/?$",
                     "description": "https://<host>/<account>/<queue>: on AWS's hosts the "
                     "account in digits; the queue 1 to 80 letters, digits, - or _ (.fifo at "
                     "the end of a FIFO queue's); no query.",

@@ -33,7 +33,8 @@ class UsageError(Exception):
 
 
 class Unreachable(Exception):
-    """No HTTP answer from the API (exit 1)."""
+    """No answer from the API, or from a local stack that stopped with its local.json left
+    behind (exit 1, as for any call without an answer; duetime.cli.main)."""
 
 
 class ApiError(Exception):

@@ -15,8 +15,9 @@ from collections.abc import Sequence
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
+from duetime.cli.client import Unreachable
 from duetime.cli.format import write_out
-from duetime.cli.options import Unreachable, aws_setup, state_dir
+from duetime.cli.options import aws_setup, state_dir
 from duetime.cli.types import positive_int
 from duetime.clock import wall_ms
 from duetime.domain.jobs import Priority, Runtime

@@ -12,8 +12,8 @@ from collections.abc import Iterator, Sequence
 from typing import Any
 
 from duetime.cli import dlq, history, jobs, local, schedule, timers, worker
+from duetime.cli.client import Unreachable
 from duetime.cli.format import OutputError
-from duetime.cli.options import Unreachable
 
 
 class _Parser(argparse.ArgumentParser):

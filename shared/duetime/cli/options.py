@@ -74,12 +74,6 @@ def stop_signals(handler: Callable[[int, FrameType | None], None]) -> Iterator[N
             signal.signal(number, signal.SIG_DFL if previous is None else previous)
 
 
-class Unreachable(RuntimeError):
-    """A service the command needs did not answer (a local stack stopped, its local.json left
-    behind): a message and exit 1, as for any call that gets no answer; other RuntimeErrors
-    are set-up problems, exit 2 (duetime.cli.main)."""
-
-
 @contextlib.contextmanager
 def aws_setup() -> Iterator[None]:
     """Building the AWS clients from the flags and the environment: a value they refuse (an

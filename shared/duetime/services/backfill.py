@@ -23,7 +23,7 @@ from duetime.domain.errors import IllegalTransition
 from duetime.domain.jobs import JobStatus
 from duetime.domain.messages import run_message
 from duetime.domain.timeutil import from_ms
-from duetime.ports import JobQueue, RunStore
+from duetime.ports import JobQueue, QueueError, RunStore
 from duetime.services.jobs import JobService
 from duetime.settings import Settings
 
@@ -53,12 +53,14 @@ class Backfill:
         body: Callable[[], object],
         *,
         sent: Callable[[int], None] = lambda count: None,
+        asked_ms: int | None = None,
     ) -> int:
         """Send the occurrences of the range `body()` names that have no run record yet;
-        returns how many were sent, and tells `sent` each part's count once it is out (the
-        API charges it). NotFound (unknown job, another tenant's), IllegalTransition (a
-        one-off, paused or cancelled job), ValidationError (the body, the range). The body
-        is read once the job is found: an unknown job is a 404 before a bad body is a 400."""
+        returns how many were sent, and tells `sent` each part's count once it is out (the API
+        charges it; `asked_ms`: when it was asked, if before now: its runs trigger the `after`
+        jobs there were then). NotFound (unknown job, another tenant's), IllegalTransition (a
+        one-off, paused or cancelled job), ValidationError (the body, the range). The body is
+        read once the job is found: an unknown job is a 404 before a bad body is a 400."""
         job = self._service.get(tenant, job_id).job
         if not job.spec.recurring:
             kind = "an after job" if job.spec.triggered else "a one-off job"
@@ -75,13 +77,14 @@ class Backfill:
         )
         recorded = self._runs.get_many([(job.id, ms) for ms in occurrences]) if occurrences else {}
         missing = [ms for ms in occurrences if (job.id, ms) not in recorded]
+        asked = now if asked_ms is None else min(asked_ms, now)
         for start in range(0, len(missing), SEND_CHUNK):
             part = missing[start : start + SEND_CHUNK]
-            self._queue.send(
-                [
-                    (replace(run_message(job, ms, jittered=False), due_ms=now, asked_ms=now), 0)
-                    for ms in part
-                ]
-            )
+            messages = [run_message(job, ms, jittered=False) for ms in part]
+            try:
+                self._queue.send([(replace(m, due_ms=now, asked_ms=asked), 0) for m in messages])
+            except QueueError as exc:  # those that went out are charged all the same
+                sent(len(part) - len(exc.failed))
+                raise
             sent(len(part))
         return len(missing)

@@ -25,11 +25,6 @@
   dependents: 210 runs for 30 tokens; a security audit, round six). Later dependents run after
   the upstream's later runs. Where a run's record and a delivery differ (two upstreams' runs
   share a dependent's run id), the earlier ask holds (`duetime.domain.runs.earliest`).
-- A dependent whose generation began after the run ended (`Job.generation_ms`: paused, resumed
-  or re-armed since, or created since) is not triggered by it: a trigger sent late (the
-  upstream's message back after a worker died between its sends) would otherwise run what the
-  pause dropped (until 2026-11-30 it did; an outside fault audit), as a trigger sent on time
-  would have been dropped by the pause.
 
 A crash between recording the outcome and sending: the upstream's message was not deleted, so
 SQS delivers it again; its claim finds the run finished and the executor triggers again
@@ -66,9 +61,6 @@ FIELD = "schedule.after.job_id"
 
 # How many dependents a finished run reads at a time to send their runs (trigger).
 TRIGGER_READS = 25
-# A dependent's generation begun this long after its upstream's run ended (by the API's clock
-# and the worker's) is taken for one begun after it: within it, the run may trigger it.
-GENERATION_SKEW_MS = 10_000
 # A dependent whose upstream's run may still make it run (fan_out).
 _MAY_RUN = (JobStatus.SCHEDULED, JobStatus.PAUSED)
 
@@ -180,9 +172,6 @@ class Dependencies:
                 continue
             if run.asked_ms is not None and (job.linked_ms or job.created_ms) > run.asked_ms:
                 continue  # linked after the ask: not charged for (module docstring)
-            began = job.generation_ms
-            if began is not None and began > (run.finished_ms or began) + GENERATION_SKEW_MS:
-                continue  # paused, resumed or re-armed since the run ended (module docstring)
             # Starts now, plus the dependent's own jitter for this run.
             due = now + job.due_ms(run.scheduled_ms) - run.scheduled_ms
             message = replace(
@@ -215,7 +204,13 @@ class Dependencies:
             level: list[str] = []
             for start in range(0, len(fresh), TRIGGER_READS):
                 keys = [(job.tenant, i) for i in fresh[start : start + TRIGGER_READS]]
-                found = self._jobs.get_with_dependents(keys)
+                try:
+                    found = self._jobs.get_with_dependents(keys)
+                except Exception as exc:
+                    if not undecodable(exc):
+                        raise
+                    count += len(keys)  # charged, and run none: an item that does not decode
+                    continue
                 live = [ids for j, ids in found.values() if j.status in _MAY_RUN]
                 count += len(live)
                 level += [i for ids in live for i in ids]

@@ -115,9 +115,10 @@ class JobService:
         and the active recurring jobs."""
         return self.submission.create(tenant, spec, idempotency_key=idempotency_key, quotas=quotas)
 
-    def _send(self, job: Job, due: int, now: int) -> None:
-        """A run asked for at `now`, at `due` (run-now): not jittered, it starts when asked."""
-        message = replace(run_message(job, due, jittered=False), asked_ms=now)
+    def _send(self, job: Job, due: int, now: int, asked: int | None = None) -> None:
+        """A run asked for at `asked` (now), at `due` (run-now): not jittered, it starts when
+        asked."""
+        message = replace(run_message(job, due, jittered=False), asked_ms=asked or now)
         self._queue.send([(message, delay_seconds(due, now))])
 
     def get(self, tenant: str, job_id: str) -> JobView:
@@ -363,6 +364,7 @@ class JobService:
         job_id: str,
         idempotency_key: str | None = None,
         check: Callable[[Job], None] = lambda job: None,
+        asked_ms: int | None = None,
     ) -> int:
         """One extra run now, besides the schedule. Returns its scheduled instant. With an
         idempotency key, a replay (the same key for the same job, within 24 hours) answers
@@ -371,9 +373,12 @@ class JobService:
         request is an IdempotencyConflict. `check` (a request's preconditions) gates the first
         request only: a replay answered a 412 once the job had changed (until 2026-11-30). A
         key is bound only once they hold: a copy landing between the bind and the unbind of a
-        refused request was taken for its replay and sent its run (until 2026-11-30)."""
+        refused request was taken for its replay and sent its run (until 2026-11-30).
+        `asked_ms`: when the request was asked, if before now (its `after` jobs were counted
+        then: duetime.services.dependencies)."""
         job = self.get(tenant, job_id).job
         now = self._clock()
+        asked = now if asked_ms is None else min(asked_ms, now)
         try:
             check(job)
             if job.status != JobStatus.SCHEDULED:
@@ -384,7 +389,7 @@ class JobService:
             return self._replay_refused(job, idempotency_key, now, refused)
         instant = self._instants.reserve(job, now)
         if idempotency_key is None:
-            self._send(job, instant, now)
+            self._send(job, instant, now, asked)
             return instant
         binding = run_now_binding(instant, now)
         recorded = self._jobs.claim_key(
@@ -401,7 +406,7 @@ class JobService:
             # moment later, but a completed (by its end_at) job's runs run.
             if not _completed_since(job, now):
                 return instant
-        self._send(job, instant, now)
+        self._send(job, instant, now, asked)
         return instant
 
     def _replay_refused(self, job: Job, key: str, now: int, refused: DomainError) -> int:

@@ -424,8 +424,10 @@ class Submission:
                 expires_at=self.expiry(job.spec, due, now),
                 cancel_reason=None,
                 version=job.version + 1,
-                # Withdrawn, it was charged to no run-now or backfill (Dependencies.trigger).
+                # Withdrawn, it was charged to no run-now or backfill (Dependencies.trigger);
+                # its chain begins again (the reconciler's settle).
                 linked_ms=now if job.spec.triggered else job.linked_ms,
+                generation_ms=now,
             )
             try:
                 self._jobs.replace(revived, expected=job)
