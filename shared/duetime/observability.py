@@ -8,6 +8,7 @@ POWERTOOLS_METRICS_NAMESPACE (set by the CDK app; `duetime` where they are not s
 from __future__ import annotations
 
 import contextlib
+import functools
 import os
 import threading
 from collections.abc import Callable, Iterator
@@ -19,9 +20,27 @@ from aws_lambda_powertools.metrics import MetricUnit
 os.environ.setdefault("POWERTOOLS_SERVICE_NAME", "duetime")
 os.environ.setdefault("POWERTOOLS_METRICS_NAMESPACE", "duetime")
 
-logger = Logger()
+try:
+    logger = Logger()
+except ValueError:  # LOG_LEVEL or POWERTOOLS_LOG_LEVEL names no level: said once, below
+    logger = Logger(level="INFO")
+    logger.warning("the log level in the environment is no level: INFO is used")
 metrics = Metrics()
-tracer = Tracer()
+
+
+@functools.cache
+def _tracer() -> Tracer:
+    return Tracer()
+
+
+def __getattr__(name: str) -> Tracer:
+    """`tracer`, made when first imported: the X-Ray SDK makes an AWS client as it loads, so
+    a bad AWS setting (a profile that does not exist) stopped every `duetime` command, its
+    `--help` too, with a traceback (an outside CLI audit). Only the functions' handlers
+    (duetime.entrypoints) take it."""
+    if name != "tracer":
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    return _tracer()
 
 
 class Metric:

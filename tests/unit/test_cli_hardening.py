@@ -6,7 +6,10 @@ Each is a one-line message with the documented exit status, never a traceback.""
 from __future__ import annotations
 
 import json
+import os
 import socket
+import subprocess
+import sys
 import threading
 import time
 from collections.abc import Iterator
@@ -391,3 +394,31 @@ def test_a_local_stack_that_stopped_answering_is_exit_1_not_a_set_up_problem(
     assert capsys.readouterr().err.startswith(
         f"duetime: cannot reach the local stack at http://127.0.0.1:{port}:"
     )
+
+
+@pytest.mark.parametrize(
+    "setting",
+    [
+        {"AWS_PROFILE": "nope"},
+        {"AWS_MAX_ATTEMPTS": "abc"},
+        {"LOG_LEVEL": "trace"},
+        {"POWERTOOLS_LOG_LEVEL": "loud"},
+    ],
+)
+def test_a_bad_aws_or_logging_setting_does_not_stop_a_command_that_needs_none(
+    setting: dict[str, str], tmp_path: Path
+) -> None:
+    # Every command, `--help` too, died importing the tracer (the X-Ray SDK makes a client
+    # as it loads) or the logger, with a traceback (an outside CLI audit, round three).
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("AWS_", "DUETIME_"))}
+    env |= setting | {"HOME": str(tmp_path)}
+    for command in (["--help"], ["schedule", "preview", "--help"]):
+        done = subprocess.run(
+            [sys.executable, "-m", "duetime.cli", *command],
+            capture_output=True,
+            text=True,
+            env=env,
+            timeout=60,
+            check=False,
+        )
+        assert (done.returncode, done.stderr) == (0, ""), (command, done.stderr[-300:])
