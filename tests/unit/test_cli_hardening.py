@@ -422,3 +422,29 @@ def test_a_bad_aws_or_logging_setting_does_not_stop_a_command_that_needs_none(
             check=False,
         )
         assert (done.returncode, done.stderr) == (0, ""), (command, done.stderr[-300:])
+
+
+def test_output_cut_short_by_a_file_size_limit_is_an_error(tmp_path: Path) -> None:
+    # One write of a large output without a line end: Python's buffered writer took the
+    # partial write and the error after it for a success: a history export was cut mid-row,
+    # exit 0 (an outside CLI audit, round three).
+    import resource
+
+    script = "from duetime.cli.format import write_out\nwrite_out('x\\n' * 2_500_000, end='')"
+
+    def limited() -> None:
+        resource.setrlimit(resource.RLIMIT_FSIZE, (1_000_000, 1_000_000))
+
+    with (tmp_path / "out.txt").open("wb") as out:
+        done = subprocess.run(
+            [sys.executable, "-c", script],
+            stdout=out,
+            stderr=subprocess.PIPE,
+            text=True,
+            preexec_fn=limited,  # a limit of the child alone
+            timeout=60,
+            check=False,
+        )
+
+    assert done.returncode != 0
+    assert "File too large" in done.stderr

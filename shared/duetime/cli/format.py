@@ -6,7 +6,9 @@ Human output is cut (a run's error can hold 64 KiB of a target's answer, a paylo
 
 from __future__ import annotations
 
+import io
 import json
+import os
 import sys
 from collections.abc import Mapping, Sequence
 from typing import Any
@@ -23,11 +25,24 @@ class OutputError(Exception):
 
 
 def write_out(text: str, end: str = "\n") -> None:
-    """Print a command's output, flushed so that a failed write shows here, not at exit."""
+    """Print a command's output, written through to its file so that a failed write shows
+    here, not at exit. Written to the file descriptor, every count checked: Python's buffered
+    writer took a partial write followed by an error (a full disk, a file-size limit) for a
+    success, and a large output without a line end was cut short, exit 0 (an outside CLI
+    audit)."""
     if sys.stdout is None:  # started with it closed (`>&-`): print() would drop it silently
         raise OutputError("cannot write the output: standard output is closed")
     try:
-        print(text, end=end, flush=True)
+        try:
+            fd = sys.stdout.fileno()
+        except (AttributeError, ValueError, io.UnsupportedOperation):  # no file (a capture)
+            print(text, end=end, flush=True)
+            return
+        sys.stdout.flush()  # what print() left in its buffers, first
+        data = (text + end).encode(sys.stdout.encoding or "utf-8", sys.stdout.errors or "strict")
+        left = memoryview(data)  # (a slice of it copies nothing: a pipe takes 64 KiB a write)
+        while left:
+            left = left[os.write(fd, left) :]
     except BrokenPipeError:
         raise
     except OSError as exc:
