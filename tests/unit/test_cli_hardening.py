@@ -448,3 +448,22 @@ def test_output_cut_short_by_a_file_size_limit_is_an_error(tmp_path: Path) -> No
 
     assert done.returncode != 0
     assert "File too large" in done.stderr
+
+
+def test_a_worker_without_a_run_signing_key_does_not_start(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # It took every message and failed it, a traceback each, until the DLQ had them all (an
+    # outside CLI audit, round three); a missing table stopped it at once.
+    monkeypatch.setenv("AWS_DEFAULT_REGION", "us-east-1")
+    monkeypatch.setenv("DUETIME_QUEUES", json.dumps(QUEUES))
+    for name, value in (("JOBS", "j"), ("TIMERS", "t"), ("RUNS", "r")):
+        monkeypatch.setenv(f"DUETIME_{name}_TABLE", value)
+    for name in ("DUETIME_RUN_SIGNING_KEY", "DUETIME_RUN_SIGNING_SECRET_ARN"):
+        monkeypatch.delenv(name, raising=False)
+
+    assert main(["worker", "--runtime", "fargate"]) == 2
+    assert capsys.readouterr().err == (
+        "duetime: no key for run messages: set DUETIME_RUN_SIGNING_SECRET_ARN or "
+        "DUETIME_RUN_SIGNING_KEY\n"
+    )

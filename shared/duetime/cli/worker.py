@@ -45,11 +45,16 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
 
 def _run_worker(args: argparse.Namespace) -> int:
     from duetime.services.queue_worker import QueueWorker
-    from duetime.settings import Settings
+    from duetime.settings import Env, Settings
     from duetime.wiring import build
 
+    settings = Settings.from_env()
+    if not (settings.run_signing_key or settings.run_signing_secret_arn):
+        # Else it takes every message and fails it, until the DLQ has them all.
+        needed = f"{Env.RUN_SIGNING_SECRET_ARN} or {Env.RUN_SIGNING_KEY}"
+        raise RuntimeError(f"no key for run messages: set {needed}")
     with aws_setup():
-        parts = build(Settings.from_env(), sqs_poll_seconds=args.wait_seconds)
+        parts = build(settings, sqs_poll_seconds=args.wait_seconds)
     runtime = Runtime(args.runtime)
     worker = QueueWorker(
         parts.queue,
