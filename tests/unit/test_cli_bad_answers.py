@@ -12,6 +12,7 @@ from typing import Any
 
 import pytest
 
+from duetime.cli import jobs_batch
 from duetime.cli.client import ApiClient
 from duetime.cli.main import main
 from tests.unit.test_cli_jobs import (  # noqa: F401 - fixtures
@@ -239,3 +240,37 @@ def test_a_closed_or_full_standard_output_is_not_a_usage_error(
         assert err == ""  # `| head`: quiet
     else:
         assert err == "duetime: cannot write the output: [Errno 28] full\n"
+
+
+def test_jobs_the_submission_rate_refused_are_sent_again_after_their_retry_after(
+    api: FakeApi,  # noqa: F811
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+    tmp_path: Path,
+) -> None:
+    # They were refused, and the file sent again made a second copy of every line without an
+    # idempotency_key (an outside CLI audit, round three). A count quota (a field) is final.
+    slept: list[float] = []
+    monkeypatch.setattr(jobs_batch.time, "sleep", slept.append)
+    slowed = {
+        "status": 429,
+        "error": {"code": "quota_exceeded", "message": "more than 50 submissions a second"},
+        "retry_after_seconds": 2,
+    }
+    counted = {
+        "status": 429,
+        "error": {"code": "quota_exceeded", "message": "1000 jobs", "field": "schedule"},
+        "retry_after_seconds": 60,
+    }
+    first = [*_created(3)["items"][:2], slowed, counted, slowed]
+    api.answer(200, {"items": first})
+    api.answer(200, {"items": [slowed, {"status": 201, "job": {**JOB, "id": "J5"}}]})
+    api.answer(200, {"items": [{"status": 201, "job": {**JOB, "id": "J3"}}]})
+
+    assert jobs(api, "create", "--from-file", _file(tmp_path, 5)) == 1  # line 4: refused
+
+    lines = capsys.readouterr().out.splitlines()
+    assert [line.split()[2] for line in lines] == ["201", "201", "201", "429", "201"]
+    assert [len(r.body["jobs"]) for r in api.requests] == [5, 2, 1]
+    assert [r.body["jobs"][0]["payload"] for r in api.requests[1:]] == [2, 2]
+    assert [s for s in slept if s] == [2, 2]  # (the fake API's own sleeps are 0)

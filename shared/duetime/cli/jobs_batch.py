@@ -13,6 +13,7 @@ received, so that no created job's id is lost.
 from __future__ import annotations
 
 import json
+import time
 from collections.abc import Iterator
 from typing import Any
 
@@ -22,6 +23,8 @@ from duetime.cli.types import JsonRefused, read_text, strict_json
 from duetime.domain.text import clean
 
 MAX_PER_REQUEST = 100  # the API's limit per batch
+# How often the jobs the submission rate refused are sent again (each after its Retry-After).
+RATE_RETRIES = 5
 _ENVELOPE = len('{"jobs":[]}')
 INTERRUPTED = "interrupted"  # the error code of the lines of a request Ctrl-C stopped
 MAYBE = "these jobs may or may not exist"
@@ -76,20 +79,52 @@ def requests_of(bodies: list[Line]) -> Iterator[list[Line]]:
 
 
 def create_from_file(client: ApiClient, path: str) -> dict[str, Any]:
-    """Send the file's bodies; `{"items": [...]}`, each item the API's with its `line`."""
+    """Send the file's bodies; `{"items": [...]}`, each item the API's with its `line`. The
+    jobs the submission rate refused (`429`, no field: a file past the tenant's burst) are
+    sent again, once their `retry_after_seconds` have passed, up to RATE_RETRIES times (until
+    2026-11-30 they were refused, and sending the file again made a second copy of every line
+    without an `idempotency_key`; an outside CLI audit)."""
     bodies = read_bodies(path)
+    by_line = dict(bodies)
     items: list[dict[str, Any]] = []
-    chunk: list[Line] = []
+    sending: list[Line] = []  # the lines of the request on its way
     try:
         for chunk in requests_of(bodies):
             if _ENVELOPE + _size(chunk[0][1]) > MAX_BODY_BYTES:  # no request can carry it
                 items.append(_too_large(chunk[0]))
                 continue
+            sending = chunk
             answer = client.call("POST", "/jobs/batch", body={"jobs": [body for _, body in chunk]})
             items += _results(answer, chunk)
+            for _ in range(RATE_RETRIES):
+                waiting = [
+                    i for i in range(len(items) - len(chunk), len(items)) if _slowed(items[i])
+                ]
+                if not waiting:
+                    break
+                time.sleep(max(int(items[i].get("retry_after_seconds") or 1) for i in waiting))
+                sending = [(items[i]["line"], by_line[items[i]["line"]]) for i in waiting]
+                answer = client.call("POST", "/jobs/batch", body={"jobs": [b for _, b in sending]})
+                for i, result in zip(waiting, _results(answer, sending), strict=True):
+                    items[i] = result
     except (ApiError, Unreachable, KeyboardInterrupt) as exc:
-        return {"items": items + _not_created(bodies[len(items) :], chunk, exc)}
+        failed = {number for number, _ in sending}
+        kept = [item for item in items if item["line"] not in failed]
+        done = {item["line"] for item in kept}
+        rest = [line for line in bodies if line[0] not in done]
+        ended = kept + _not_created(rest, sending, exc)
+        return {"items": sorted(ended, key=lambda item: item["line"])}
     return {"items": items}
+
+
+def _slowed(item: dict[str, Any]) -> bool:
+    """A job the tenant's submission rate refused (its count quotas name a field)."""
+    error = item.get("error") or {}
+    return (
+        item.get("status") == 429
+        and error.get("code") == "quota_exceeded"
+        and not error.get("field")
+    )
 
 
 def _too_large(line: Line) -> dict[str, Any]:
