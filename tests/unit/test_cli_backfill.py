@@ -59,3 +59,16 @@ def test_backfill_needs_an_id_and_both_instants(argv: tuple[str, ...]) -> None:
         run("backfill", *argv)
 
     assert raised.value.code == 2
+
+
+@pytest.mark.parametrize("answer", [{}, {"occurrences": "many"}, {"occurrences": True}])
+def test_an_answer_without_a_count_is_a_bad_response(
+    api: FakeApi,  # noqa: F811
+    capsys: pytest.CaptureFixture[str],
+    answer: dict[str, object],
+) -> None:
+    # It printed "None occurrence(s) sent" and exited 0 (an outside CLI audit, round three).
+    api.answer(202, answer)
+
+    assert jobs(api, "backfill", "J1", "--from", FROM, "--to", TO) == 1
+    assert "bad_response" in capsys.readouterr().err

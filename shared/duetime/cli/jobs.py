@@ -265,9 +265,10 @@ def _keyed(args: argparse.Namespace) -> dict[str, str] | None:
 def _backfill(client: ApiClient, args: argparse.Namespace) -> tuple[Any, Render]:
     body = {"from": args.start, "to": args.end}
     answer = client.call("POST", _job_path(args, "/backfill"), body=body)
-    if not isinstance(answer, dict):
-        raise ApiError(200, "bad_response", "the API answered something not an object", None)
-    return answer, lambda data: f"{data.get('occurrences')} occurrence(s) sent"
+    count = answer.get("occurrences") if isinstance(answer, dict) else None
+    if isinstance(count, bool) or not isinstance(count, int):
+        raise ApiError(200, "bad_response", "the API answered no count of occurrences", None)
+    return answer, lambda data: f"{count} occurrence(s) sent"
 
 
 def _list(client: ApiClient, args: argparse.Namespace) -> tuple[Any, Render]:
