@@ -38,9 +38,7 @@ def test_backfill_runs_the_occurrences_that_never_ran_once(api: Api) -> None:
     # (resumed, it goes on from now: those 3 never ran)
     job = api.create({"schedule": {"rate_seconds": 60}})
     first = to_ms_of(job["next_run_at"])
-    api.call("POST", f"/jobs/{job['id']}/pause")
-    engine.advance(3 * 60 + 30)
-    assert api.call("POST", f"/jobs/{job['id']}/resume").status == 200
+    paused_for(api, job["id"], 3 * 60 + 30)
     engine.drain()
     assert engine.recorder.runs_of(job["id"]) == []
 
@@ -151,9 +149,7 @@ def test_after_jobs_linked_once_a_backfill_was_asked_get_no_runs_of_it(api: Api)
     job = api.create({"schedule": {"rate_seconds": 60}})
     early = after(api, job["id"])
     elsewhere = after(api, api.create({"schedule": {"rate_seconds": 3600}})["id"])
-    api.call("POST", f"/jobs/{job['id']}/pause")
-    engine.advance(3 * 60 + 30)
-    assert api.call("POST", f"/jobs/{job['id']}/resume").status == 200
+    paused_for(api, job["id"], 3 * 60 + 30)
     assert backfill(api, job["id"], at(0), rfc3339_ms(wall_ms())).json == {"occurrences": 3}
     engine.advance(1)
 
@@ -195,6 +191,13 @@ def test_a_run_now_s_runs_below_it_trigger_only_the_after_jobs_there_were_when_a
     assert api.call("POST", f"/jobs/{job['id']}/run").status == 202  # asked now: all three
     engine.drain()
     assert [len(engine.recorder.runs_of(j["id"])) for j in (middle, late, late_below)] == [2, 1, 1]
+
+
+def paused_for(api: Api, job_id: str, seconds: float) -> None:
+    """The job paused `seconds` and resumed: the occurrences meanwhile never ran."""
+    assert api.call("POST", f"/jobs/{job_id}/pause").status == 200
+    api.engine.advance(seconds)
+    assert api.call("POST", f"/jobs/{job_id}/resume").status == 200
 
 
 def pause_and_skip_two_minutes(api: Api, job_id: str) -> None:
@@ -349,9 +352,7 @@ def test_a_fan_out_that_cannot_be_counted_sends_no_run(
     engine: Engine = api.engine
     job = api.create({"schedule": {"rate_seconds": 60}})
     below = after(api, job["id"])
-    api.call("POST", f"/jobs/{job['id']}/pause")
-    engine.advance(3 * 60 + 30)
-    assert api.call("POST", f"/jobs/{job['id']}/resume").status == 200
+    paused_for(api, job["id"], 3 * 60 + 30)
 
     def dies(*args: object) -> int:
         raise MemoryError("out of memory (simulated)")
@@ -395,9 +396,7 @@ def test_an_after_job_created_while_the_fan_out_is_counted_gets_no_run_of_it(
     # with many to count) was triggered and never charged (a review of this session's fix).
     engine: Engine = api.engine
     job = api.create({"schedule": {"rate_seconds": 60}})
-    api.call("POST", f"/jobs/{job['id']}/pause")
-    engine.advance(90)
-    assert api.call("POST", f"/jobs/{job['id']}/resume").status == 200
+    paused_for(api, job["id"], 90)
     count = Dependencies.fan_out
     created: list[str] = []
 

@@ -384,14 +384,7 @@ def test_a_dependent_whose_item_does_not_decode_does_not_hold_back_its_siblings(
     # again, its copies sharing their run ids) and ends in the DLQ if the item stays broken.
     a = engine.create({"rate_seconds": 60})
     b, c, d = engine.after(a), engine.after(a), engine.after(a)
-    get_many = engine.jobs.get_many
-
-    def c_does_not_decode(keys: Any) -> Any:
-        if any(job_id == c for _, job_id in keys):
-            raise ValueError("Expecting value: line 1 column 1 (char 0)")
-        return get_many(keys)
-
-    engine.jobs.get_many = c_does_not_decode  # type: ignore[method-assign]
+    engine.jobs.get_many = not_decoding(engine.jobs.get_many, c)  # type: ignore[method-assign]
     engine.service.run_now(TENANT, a)
     engine.work()
 
@@ -479,7 +472,6 @@ def test_a_run_now_replay_after_a_pause_answers_its_run_when_its_instant_was_mov
     assert engine.service.run_now(TENANT, job, "k") == keyed  # it used to be a 409
 
 
-
 def test_a_dependent_that_does_not_decode_is_charged_and_its_siblings_counted(
     engine: Engine,
 ) -> None:
@@ -489,13 +481,18 @@ def test_a_dependent_that_does_not_decode_is_charged_and_its_siblings_counted(
     b = engine.after(a)
     engine.after(b)
     c = engine.after(a)
-    read = engine.jobs.get_with_dependents
+    read = not_decoding(engine.jobs.get_with_dependents, c)
+    engine.jobs.get_with_dependents = read  # type: ignore[method-assign]
 
-    def c_does_not_decode(keys: Any) -> Any:
-        if any(job_id == c for _, job_id in keys):
+    assert engine.service.fan_out(TENANT, a) == 2  # b and c (b's own below it not seen)
+
+
+def not_decoding(read: Any, broken: str) -> Any:
+    """`read` (of jobs by keys), failing as an item that does not decode when it reads `broken`."""
+
+    def reading(keys: Any) -> Any:
+        if any(job_id == broken for _, job_id in keys):
             raise ValueError("Expecting value: line 1 column 1 (char 0)")
         return read(keys)
 
-    engine.jobs.get_with_dependents = c_does_not_decode  # type: ignore[method-assign]
-
-    assert engine.service.fan_out(TENANT, a) == 2  # b and c (b's own below it not seen)
+    return reading
