@@ -467,3 +467,16 @@ def test_a_worker_without_a_run_signing_key_does_not_start(
         "duetime: no key for run messages: set DUETIME_RUN_SIGNING_SECRET_ARN or "
         "DUETIME_RUN_SIGNING_KEY\n"
     )
+
+
+def test_a_reason_in_the_dlq_and_timers_tables_keeps_its_text_and_escapes_controls() -> None:
+    # Escaped as Python literals, `é` read `\xe9` and an escape `\x1b`, where cli.md and every
+    # other table say `\u001b` (an outside CLI audit, round three).
+    from types import SimpleNamespace
+
+    from duetime.cli import dlq, timers
+
+    reason = "HTTP 500: défaillance \x1b[31m"
+    dead = SimpleNamespace(message=object(), letter=SimpleNamespace(reason=reason))
+    for shown in (dlq._reason(dead), timers._short(reason)):  # type: ignore[arg-type]
+        assert shown == "HTTP 500: défaillance \\u001b[31m"

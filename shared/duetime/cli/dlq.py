@@ -254,7 +254,7 @@ def _reason(dead: DeadRun) -> str:
         return "unreadable body (moved after repeated receives)"
     if dead.letter.reason is None:
         return "no reason: moved after repeated receives (a worker died on it)"
-    text = dead.letter.reason.encode("unicode_escape").decode("ascii")  # no terminal control
+    text = clean(dead.letter.reason)  # no terminal control: `\u001b`, as elsewhere
     return text if len(text) <= MAX_REASON_CHARS else text[: MAX_REASON_CHARS - 1] + "…"
 
 

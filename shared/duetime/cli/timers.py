@@ -161,5 +161,5 @@ def _table(entries: Sequence[StuckTimer]) -> str:
 
 
 def _short(reason: str) -> str:
-    text = reason.encode("unicode_escape").decode("ascii")  # no terminal control characters
+    text = clean(reason)  # no terminal control characters: `\u001b`, as elsewhere
     return text if len(text) <= MAX_REASON_CHARS else text[: MAX_REASON_CHARS - 1] + "…"
