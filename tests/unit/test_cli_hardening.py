@@ -480,3 +480,35 @@ def test_a_reason_in_the_dlq_and_timers_tables_keeps_its_text_and_escapes_contro
     dead = SimpleNamespace(message=object(), letter=SimpleNamespace(reason=reason))
     for shown in (dlq._reason(dead), timers._short(reason)):  # type: ignore[arg-type]
         assert shown == "HTTP 500: défaillance \\u001b[31m"
+
+
+def test_a_priority_given_twice_is_served_by_one_poller(monkeypatch: pytest.MonkeyPatch) -> None:
+    # `--priority high --priority high` started two pollers on one queue (an outside CLI
+    # audit, round three); `dlq --queue` already read a repeated queue once.
+    from duetime.cli import worker
+    from duetime.services import queue_worker
+
+    monkeypatch.setenv("AWS_DEFAULT_REGION", "us-east-1")
+    monkeypatch.setenv("DUETIME_QUEUES", json.dumps(QUEUES))
+    monkeypatch.setenv("DUETIME_RUN_SIGNING_KEY", "a key")
+    for name, value in (("JOBS", "j"), ("TIMERS", "t"), ("RUNS", "r")):
+        monkeypatch.setenv(f"DUETIME_{name}_TABLE", value)
+    served: list[list[str]] = []
+
+    class Worker:
+        def __init__(self, *args: Any, priorities: list[Any], **kwargs: Any) -> None:
+            served.append([p.value for p in priorities])
+
+        def run(self) -> None:
+            pass
+
+    def exit_now(status: int) -> None:
+        raise SystemExit(status)
+
+    monkeypatch.setattr(queue_worker, "QueueWorker", Worker)
+    monkeypatch.setattr(worker, "exit_now", exit_now)
+    for argv in (["--priority", "high", "--priority", "high", "--priority", "low"], []):
+        with pytest.raises(SystemExit):
+            main(["worker", *argv])
+
+    assert served == [["high", "low"], ["high", "normal", "low"]]

@@ -100,7 +100,12 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
                 help="a replay with the same key returns the same run instead of a second one",
             )
 
-    listing = actions.add_parser("list", parents=[common], help="list jobs (GET /jobs)")
+    listing = actions.add_parser(
+        "list",
+        parents=[common],
+        help="list jobs (GET /jobs)",
+        description="list jobs, newest first",
+    )
     listing.add_argument("--status", choices=[s.value for s in JobStatus])
     listing.add_argument(
         "--tag",
@@ -123,8 +128,22 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         "run record yet (at most 1,000; both instants in the past).",
     )
     backfill.add_argument("job_id", type=utf8_text, metavar="ID")
-    backfill.add_argument("--from", dest="start", type=utf8_text, required=True, metavar="RFC3339")
-    backfill.add_argument("--to", dest="end", type=utf8_text, required=True, metavar="RFC3339")
+    backfill.add_argument(
+        "--from",
+        dest="start",
+        type=utf8_text,
+        required=True,
+        metavar="RFC3339",
+        help="the range's start, inclusive",
+    )
+    backfill.add_argument(
+        "--to",
+        dest="end",
+        type=utf8_text,
+        required=True,
+        metavar="RFC3339",
+        help="the range's end, exclusive (not after now)",
+    )
 
     runs = actions.add_parser(
         "runs", parents=[common], help="list a job's runs, newest first (GET /jobs/ID/runs)"

@@ -12,10 +12,14 @@ from duetime.domain.jobs import Priority, Runtime
 
 def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     """Add `worker` to the main CLI's subcommands."""
-    worker = subparsers.add_parser(
-        "worker", help="run a long-lived worker over the queues (the Fargate worker)"
+    what = "run a long-lived worker over the queues (the Fargate worker)"
+    worker = subparsers.add_parser("worker", help=what, description=what)
+    worker.add_argument(
+        "--runtime",
+        choices=[r.value for r in Runtime],
+        default="fargate",
+        help="whose queues it serves (default fargate)",
     )
-    worker.add_argument("--runtime", choices=[r.value for r in Runtime], default="fargate")
     worker.add_argument(
         "--priority",
         action="append",
@@ -60,7 +64,10 @@ def _run_worker(args: argparse.Namespace) -> int:
         parts.queue,
         parts.executor,
         runtime,
-        priorities=[Priority(p) for p in args.priority] if args.priority else list(Priority),
+        # each once: a priority given twice started two pollers on one queue
+        priorities=[
+            Priority(p) for p in dict.fromkeys(args.priority or [p.value for p in Priority])
+        ],
         concurrency=args.concurrency,
         wait_seconds=args.wait_seconds,
         visibility_seconds=args.visibility_seconds,
