@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from urllib.parse import urlencode
 
 import pytest
+from selenium.common.exceptions import WebDriverException
 from selenium.webdriver.common.by import By
 from selenium.webdriver.remote.webdriver import WebDriver
 
@@ -72,7 +73,10 @@ def fresh_start(page: Page) -> None:
     page.driver.execute_script("sessionStorage.clear(); localStorage.clear()")
     page.driver.delete_all_cookies()
     page.open()
-    page.driver.refresh()
+    try:
+        page.driver.refresh()
+    except WebDriverException:  # chromedriver's "aborted by navigation" on a loaded machine
+        page.driver.refresh()
 
 
 def stored(page: Page, storage: str, name: str) -> str | None:

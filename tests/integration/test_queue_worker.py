@@ -111,7 +111,11 @@ def test_given_a_run_in_flight_when_stopped_then_it_finishes_and_the_worker_exit
     wait_for(lambda: engine.recorder.runs_of(job_id) != [])
     job = engine.parts.jobs.get("tenant-a", job_id)
     assert job is not None
-    run = engine.parts.runs.get(job_id, job.created_ms)
+    # Its outcome is written just after the target returns (which the recorder saw): on a
+    # loaded machine the record read at once could still be `running` (a fresh clone's run).
+    ended = lambda: engine.parts.runs.get(job_id, job.created_ms)  # noqa: E731
+    wait_for(lambda: (run := ended()) is not None and run.status != RunStatus.RUNNING)
+    run = ended()
     assert run is not None
     assert run.status == RunStatus.SUCCEEDED
     wait_for(lambda: engine.queue_messages(Runtime.FARGATE, Priority.NORMAL) == 0)
