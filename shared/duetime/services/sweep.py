@@ -27,6 +27,9 @@ Why one bad timer cannot hold a shard back:
 - A sweep that *dies* in a partition (its lease runs out unreleased) leaves a stall count:
   the next sweeps of that partition use pages 8 times smaller per stall, and at
   `MAX_STALLS` the timer right after the watermark is parked without being tried.
+- A progress write that fails on a passing condition (a throttle on the partition's item) is
+  not a death: the sweep goes on under its lease, and its release is tried again
+  (`Sweeper._record`), so the next holder does not count a stall for it.
 """
 
 from __future__ import annotations
@@ -39,7 +42,7 @@ from dataclasses import dataclass, field, fields
 from duetime.domain.timers import StuckTimer, Timer, minute_of
 from duetime.domain.timeutil import MINUTE_MS
 from duetime.observability import Metric, count, logger, milliseconds
-from duetime.ports import JobQueue, JobStore, QueueUnavailable, TimerStore
+from duetime.ports import JobQueue, JobStore, QueueUnavailable, StoreError, TimerStore
 from duetime.services.handover import HandOver
 from duetime.services.stuck import StuckTimers
 from duetime.settings import Settings
@@ -59,6 +62,11 @@ MAX_STALLS = 4
 # What a shard's sweep may spend in all holding sends to their release moment: past it, the
 # rest goes at once (a run visible up to 0.9 s early), so a busy minute is not held back.
 SWEEP_HOLD_MS = 3_000
+# A partition's release that failed on a passing condition is tried again after these pauses
+# (seconds), while the sweep is less than RELEASE_GRACE_MS past its deadline: unreleased, its
+# lease would run out and the next holder would count a stall.
+RELEASE_PAUSES_S = (0.5, 1.0, 2.0)
+RELEASE_GRACE_MS = 10_000
 
 
 class _PartitionFailed(Exception):
@@ -125,7 +133,9 @@ class Sweeper:
         self._deadline_ms = deadline_ms
         self._page_size = page_size
         self._page_budget = page_budget_bytes
-        # `sleep`: sends are held to their release moment (duetime.services.release).
+        # `sleep`: sends are held to their release moment (duetime.services.release), and a
+        # release tried again waits (None: at once).
+        self._sleep = sleep
         self._handover = HandOver(jobs, timers, queue, settings, clock=clock, sleep=sleep)
         self._stuck = StuckTimers(timers, self._handover, clock=clock, page_size=page_size)
 
@@ -251,7 +261,7 @@ class Sweeper:
             )
             report.errors.append(f"{minute}#{shard}: {failed.__cause__}")
             try:  # let the next tick resume without waiting for the lease
-                self._timers.advance(minute, shard, owner, failed.watermark, release=True)
+                self._record(minute, shard, owner, failed.watermark, deadline, release=True)
             except Exception:
                 logger.exception("releasing a partition failed", extra={"minute": minute})
             if isinstance(failed.__cause__, QueueUnavailable):
@@ -280,7 +290,7 @@ class Sweeper:
                 if stalls >= MAX_STALLS:
                     watermark = self._park_untried(minute, shard, watermark, horizon_ms, report)
                     stalls = 0
-                    if not self._timers.advance(minute, shard, owner, watermark, stalls=0):
+                    if not self._record(minute, shard, owner, watermark, deadline, stalls=0):
                         return False
                 # After a sweep died here, pages shrink 8-fold per death until the cause is
                 # alone in its page (and parked at MAX_STALLS).
@@ -300,11 +310,12 @@ class Sweeper:
                 report.pages += 1
                 finished = not more and handed.done == len(page)
                 out_of_time = self._clock() > deadline
-                held = self._timers.advance(
+                held = self._record(
                     minute,
                     shard,
                     owner,
                     watermark,
+                    deadline,
                     complete=finished,
                     release=finished or out_of_time,
                     stalls=0 if finished else None,
@@ -315,6 +326,49 @@ class Sweeper:
                     return False  # the next sweep (or the lease's new holder) continues
         except Exception as exc:
             raise _PartitionFailed(watermark) from exc
+
+    def _record(
+        self,
+        minute: int,
+        shard: int,
+        owner: str,
+        watermark: str | None,
+        deadline: int,
+        *,
+        complete: bool = False,
+        release: bool = False,
+        stalls: int | None = None,
+    ) -> bool:
+        """Write a partition's progress under our lease (TimerStore.advance); False: the lease
+        is lost. A write that fails on a passing condition is not a lost lease: a page's
+        progress goes with the next page's write (the lease outlasts the sweep), and a
+        release is tried again after RELEASE_PAUSES_S. Not released, the lease runs out and
+        the next holder resumes from the last progress written, counting a stall."""
+        pauses = iter(RELEASE_PAUSES_S if release else ())
+        while True:
+            try:
+                return self._timers.advance(
+                    minute,
+                    shard,
+                    owner,
+                    watermark,
+                    complete=complete,
+                    release=release,
+                    stalls=stalls,
+                )
+            except StoreError as exc:
+                if not exc.transient:
+                    raise
+                pause = next(pauses, None)
+                if not release or pause is None or self._clock() > deadline + RELEASE_GRACE_MS:
+                    logger.warning(
+                        "writing a partition's progress failed",
+                        extra={"minute": minute, "shard": shard, "release": release},
+                        exc_info=True,
+                    )
+                    return True
+                if self._sleep is not None:
+                    self._sleep(pause)
 
     def _within_budget(self, timers: list[Timer]) -> list[Timer]:
         """The longest prefix of `timers` whose jobs to read fit the page budget (at least
