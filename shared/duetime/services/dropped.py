@@ -10,13 +10,18 @@ first attempt has no record: nothing. Otherwise the record is read:
   `after` jobs' runs or to free its overlap gate): that is done now, as a duplicate delivery
   does it. Until 2026-11-30 the change dropped it, and the dependents of a run that had
   succeeded never ran (found by an outside fault audit).
+
+A run an upstream's run triggered (`after`) that a pause or a change drops, with no record, is
+recorded `skipped`: its upstream's message may come back (its worker died between the trigger
+sends, its delete was lost) and send it again under the job's generation after the resume;
+the record makes that copy a duplicate (until 2026-11-30 it ran: an outside fault audit).
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
 
-from duetime.domain.jobs import Job
+from duetime.domain.jobs import Job, JobStatus
 from duetime.domain.messages import RunMessage
 from duetime.domain.runs import (
     Run,
@@ -25,6 +30,7 @@ from duetime.domain.runs import (
     abandoned_end,
     not_retried,
     stopped_by_its_job,
+    unclaimed,
 )
 from duetime.ports import Delivery, RunStore
 from duetime.services.job_reads import Found
@@ -55,15 +61,32 @@ class DroppedRuns:
         self._finished = finished
         self._release = release
 
+    def _record_dropped(self, job: Job, message: RunMessage) -> None:
+        """A triggered run dropped by a pause or a change of its job: `skipped` (a cancelled
+        job's runs stop for good: nothing to record)."""
+        if job.status != JobStatus.CANCELLED:
+            self._runs.record(
+                unclaimed(
+                    job,
+                    message.scheduled_ms,
+                    RunStatus.SKIPPED,
+                    self._clock(),
+                    self._settings.run_ttl_seconds,
+                    due_ms=message.due_ms,
+                    asked_ms=message.asked_ms,
+                )
+            )
+
     def end(
         self, delivery: Delivery, message: RunMessage, reason: str, found: Found | None
     ) -> Result | None:
         """What becomes of the run of a dropped delivery: a result when the message must stay
         (or has more to do), else None (it is dropped)."""
-        if message.attempt < 2 and delivery.receive_count < 2:
-            return None
-        run = self._runs.get(message.job_id, message.scheduled_ms)
+        first = message.attempt < 2 and delivery.receive_count < 2
+        run = None if first else self._runs.get(message.job_id, message.scheduled_ms)
         if run is None:
+            if message.upstream_run_id is not None and found is not None:
+                self._record_dropped(found[0], message)
             return None
         now = self._clock()
         if run.status in (RunStatus.SUCCEEDED, RunStatus.FAILED):

@@ -39,7 +39,7 @@ from duetime.domain.overlap import (
     release,
     stale_buffered,
 )
-from duetime.domain.runs import Run, RunStatus
+from duetime.domain.runs import RunStatus, unclaimed
 from duetime.observability import Metric, count, logger
 from duetime.ports import Delivery, JobQueue, JobStore, RunStore
 from duetime.services.results import Disposition, Result
@@ -215,17 +215,12 @@ class OverlapGuard:
         """A run record the gate decided (`skipped`, `buffered`): a buffered one keeps its
         message's due instant and ask (its start message is written again from it: `_start`)."""
         self._runs.record(
-            Run(
-                tenant=job.tenant,
-                job_id=job.id,
-                scheduled_ms=scheduled_ms,
-                status=status,
-                attempt=0,
-                expires_at=max(scheduled_ms, now) // 1000 + self._settings.run_ttl_seconds,
-                job_name=job.spec.name,
-                target_type=job.spec.target.type,
-                priority=job.spec.priority.value,
-                runtime=job.spec.runtime.value,
+            unclaimed(
+                job,
+                scheduled_ms,
+                status,
+                now,
+                self._settings.run_ttl_seconds,
                 due_ms=message.due_ms if message is not None else None,
                 asked_ms=message.asked_ms if message is not None else None,
             )
