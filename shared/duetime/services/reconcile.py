@@ -23,7 +23,7 @@ occurrence (or the next line, for a chain planned ahead), and any occurrence sen
 its run id.
 
 A scheduled one-off job whose instant is more than `SETTLE_MS` past (and less than
-`OVERDUE_WINDOW_MS` before that: the daily runs look at each about once; and less than the
+`OVERDUE_WINDOW_MS` before that: the daily runs look at each about twice; and less than the
 hot window, or its run's record may have left for the archive) and that has no run
 record lost its run before it started (a dispatch that failed after the job was written, its
 timer or message removed by hand): it is sent now, as a late run (a copy still on its way
@@ -61,9 +61,11 @@ SETTLE_MS = 10 * MINUTE_MS
 SCAN_SEGMENTS = 4
 CHECK_BATCH = 25  # jobs whose candidate timers are read together
 MAX_BATCH_GET = 100  # overdue one-offs whose runs are read together
-# A one-off is looked at by the runs of about a day after its instant (the reconciler runs
-# daily): the older ones, finished for the most part, were looked at before.
-OVERDUE_WINDOW_MS = 26 * 60 * MINUTE_MS
+# A one-off is looked at by the runs of about two days after its instant (the reconciler runs
+# daily): the older ones, finished for the most part, were looked at before, and one that a
+# run could not check (its reads failed) is checked by the next (until 2026-11-30 26 hours:
+# such a one-off was never looked at again; an outside fault audit).
+OVERDUE_WINDOW_MS = 50 * 60 * MINUTE_MS
 
 
 @dataclass
@@ -78,6 +80,8 @@ class ReconcileReport:
     active_recurring: Counter[str] = field(default_factory=Counter)
     # Per tenant, its counter as the scan read it (with its changes: the write is conditional).
     counted: dict[str, CounterRead] = field(default_factory=dict)
+    # A segment's scan failed part way: its counts are partial, so no counter is set.
+    incomplete: bool = False
 
 
 class Reconciler:
@@ -115,13 +119,15 @@ class Reconciler:
             total.overdue += r.overdue
             total.rearmed += r.rearmed
             total.failed += r.failed
+            total.incomplete |= r.incomplete
             total.active_recurring.update(r.active_recurring)
             total.counted.update(r.counted)
         # Each counter is set to the jobs found, if it has not changed since the scan read it
         # (a job counted or released meanwhile, even one of each, leaves it to the next run);
         # a counter above zero for a tenant with no active recurring job (a reservation leaked
-        # by a crash) goes to 0.
-        for tenant in total.counted.keys() | total.active_recurring.keys():
+        # by a crash) goes to 0. Not from a scan that failed part way: its counts are short.
+        tenants = total.counted.keys() | total.active_recurring.keys()
+        for tenant in () if total.incomplete else tenants:
             found = total.active_recurring.get(tenant, 0)
             read = total.counted.get(tenant, (0, 0))
             if found != read[0]:
@@ -137,9 +143,33 @@ class Reconciler:
         return total
 
     def _segment(self, segment: int, stuck: set[tuple[str, int]]) -> ReconcileReport:
+        """One segment of the scan. A batch whose reads fail is counted `failed` and left to
+        the next run; a scan that fails part way marks the report incomplete, after the jobs
+        read so far are checked (until 2026-11-30 either aborted the whole run, the counters'
+        repair included; an outside fault audit)."""
         report = ReconcileReport()
         batch: list[Job] = []
         overdue: list[Job] = []
+        try:
+            self._each(segment, stuck, report, batch, overdue)
+        except Exception:
+            logger.exception("the reconciler's scan failed", extra={"segment": segment})
+            report.incomplete = True
+            report.failed += 1
+        if batch:
+            self._guarded(self._check, batch, report)
+        if overdue:
+            self._guarded(self._check_overdue, overdue, report)
+        return report
+
+    def _each(
+        self,
+        segment: int,
+        stuck: set[tuple[str, int]],
+        report: ReconcileReport,
+        batch: list[Job],
+        overdue: list[Job],
+    ) -> None:
         for job in self._jobs.scan_active(segment, self._segments, report.counted):
             report.scanned += 1
             if counted(job.spec):
@@ -157,8 +187,8 @@ class Reconciler:
                 if due is not None and due > kept and settled - OVERDUE_WINDOW_MS < last < settled:
                     overdue.append(job)
                     if len(overdue) == MAX_BATCH_GET:
-                        self._check_overdue(overdue, report)
-                        overdue = []
+                        self._guarded(self._check_overdue, overdue, report)
+                        overdue.clear()
                 continue
             # Its chain may be between its item's write and its timer's: a creation, a resume
             # or a re-arming change (`generation_ms`; a job stored before it, any change). Not
@@ -172,13 +202,21 @@ class Reconciler:
             report.recurring += 1
             batch.append(job)
             if len(batch) == CHECK_BATCH:
-                self._check(batch, report)
-                batch = []
-        if batch:
-            self._check(batch, report)
-        if overdue:
-            self._check_overdue(overdue, report)
-        return report
+                self._guarded(self._check, batch, report)
+                batch.clear()
+
+    def _guarded(
+        self,
+        check: Callable[[list[Job], ReconcileReport], None],
+        jobs: list[Job],
+        report: ReconcileReport,
+    ) -> None:
+        """Check a batch; one whose reads fail (a throttle) is counted `failed`, and logged."""
+        try:
+            check(list(jobs), report)
+        except Exception:
+            logger.exception("checking a batch of jobs failed", extra={"jobs": len(jobs)})
+            report.failed += len(jobs)
 
     def _check_overdue(self, jobs: list[Job], report: ReconcileReport) -> None:
         """One-offs long overdue: sent now unless their run has a record (it started, or
