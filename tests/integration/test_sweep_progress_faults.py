@@ -9,11 +9,14 @@ from typing import Any
 
 import pytest
 
+from duetime.adapters.memory.jobs import MemoryJobStore
+from duetime.adapters.memory.queues import MemoryQueue
 from duetime.adapters.memory.timers import MemoryTimerStore
-from duetime.domain.timers import minute_of
+from duetime.domain.timers import PartitionState, minute_of
 from duetime.domain.timeutil import MINUTE_MS, rfc3339_ms
 from duetime.ports import StoreError
-from duetime.services.sweep import Sweeper
+from duetime.services.stuck import PASSING_RETRY_MS
+from duetime.services.sweep import MAX_STALLS, Sweeper
 from tests.integration.conftest import Engine
 from tests.integration.test_partitioned_sweep import T0, Twins
 
@@ -38,8 +41,8 @@ class ThrottledPartition(MemoryTimerStore):
         return super().advance(minute, shard, owner, watermark, **kw)
 
 
-def throttled_twins() -> tuple[Twins, ThrottledPartition, list[str], int]:
-    """300 one-offs due in one minute (3 pages of 100) and the sweep that first reaches it."""
+def throttled_twins(n: int = 300) -> tuple[Twins, ThrottledPartition, list[str], int]:
+    """`n` one-offs due in one minute (pages of 100) and the sweep that first reaches it."""
     twins = Twins(shards=1)
     store = ThrottledPartition(shards=1)
     twins.use_timers(store)
@@ -52,7 +55,7 @@ def throttled_twins() -> tuple[Twins, ThrottledPartition, list[str], int]:
         page_size=100,
     )
     due = T0 + 10 * MINUTE_MS
-    ids = [twins.submit({"at": rfc3339_ms(due + i)}) for i in range(300)]
+    ids = [twins.submit({"at": rfc3339_ms(due + i)}) for i in range(n)]
     store.throttled = (minute_of(due), 0)
     twins.clock.now = due - MINUTE_MS  # the first sweep that reaches its minute
     return twins, store, ids, due
@@ -136,3 +139,100 @@ def test_given_a_progress_write_on_moto_without_an_answer_then_it_is_a_passing_s
     with pytest.raises(StoreError) as raised:
         timers.advance(1, 0, "me", None, release=True)
     assert not raised.value.transient
+
+
+def test_given_an_operator_s_retry_during_the_sweep_s_own_then_the_sweep_goes_on() -> None:
+    # The operator's `duetime timers stuck --retry` took the entry while the sweep's attempt
+    # met the same passing outage: the sweep's write taking its attempt back failed its
+    # condition, and the shard's sweep raised.
+    twins = Twins(shards=1)
+    table_down = {"on": False, "during": None}
+
+    class Outage(MemoryJobStore):
+        def get_many(self, keys: Any) -> Any:
+            if table_down["on"]:
+                hook, table_down["during"] = table_down["during"], None
+                if callable(hook):
+                    hook()
+                raise StoreError("BatchGetItem: ProvisionedThroughputExceededException")
+            return super().get_many(keys)
+
+    jobs = Outage()
+    twins.jobs = jobs
+    twins.service = type(twins.service)(
+        jobs, twins.timers, twins.runs, twins.queue, twins.settings, clock=twins.clock
+    )
+    twins.submit({"rate_seconds": 3600, "start_at": rfc3339_ms(T0 + 300_000)})
+    sweeper = Sweeper(jobs, twins.timers, twins.queue, twins.settings, clock=twins.clock)
+    operator = Sweeper(jobs, twins.timers, twins.queue, twins.settings, clock=twins.clock)
+    twins.clock.now = T0 + 240_000
+    table_down["on"] = True
+    assert sweeper.sweep_shard(0).parked == 1  # parked passing: no attempt counted
+    told: list[Any] = []
+    table_down["during"] = lambda: told.extend(operator.retry(operator.stuck()))
+    twins.clock.now += PASSING_RETRY_MS
+
+    report = sweeper.sweep_shard(0)  # raised ConditionFailed
+
+    [(_, why)] = told
+    assert why is not None
+    assert "ProvisionedThroughputExceeded" in why
+    [entry] = sweeper.stuck()
+    assert not entry.quarantined
+    assert report.errors == []
+
+
+class SlowQueue(MemoryQueue):
+    """Each send takes 16 s on the hand clock: a sweep hands over 3 pages before its deadline."""
+
+    def __init__(self, clock: Any) -> None:
+        super().__init__(clock)
+        self.clock = clock
+        self.sent_ids: set[str] = set()
+
+    def send(self, messages: Any) -> None:
+        self.clock.now += 16_000
+        super().send(messages)
+        self.sent_ids |= {message.job_id for message, _ in messages}
+
+
+def test_given_the_stall_reset_after_an_untried_park_throttled_then_no_second_timer_is_parked() -> (
+    None
+):
+    # The write of stalls=0 after the park failed, the later ones kept the count (4), and the
+    # next sweep parked a second, healthy timer untried, with an attempt counted.
+    twins, store, ids, due = throttled_twins(600)
+    queue = SlowQueue(twins.clock)
+    twins.queue = queue
+    twins.sweeper = Sweeper(
+        twins.jobs, store, queue, twins.settings, clock=twins.clock, page_size=100
+    )
+    minute = minute_of(due)
+    store._partitions[(minute, 0)] = PartitionState(minute, 0, stalls=MAX_STALLS)
+    store.failing = 1  # the reset's write only
+
+    twins.sweeper.sweep()
+    twins.clock.now = max(twins.clock.now, due)
+    twins.sweeper.sweep()
+
+    untried = [s.timer.job_id for s in store.stuck(0) if "stopped" in s.reason]
+    assert untried == [ids[0]]  # the one the four deaths pointed at, alone
+    assert set(ids[1:]) <= queue.sent_ids
+
+
+def test_given_a_progress_write_that_fails_slowly_then_the_sweep_stops_within_its_time() -> None:
+    # A store that does not answer takes ~40 s to fail a write: the sweep read and handed
+    # over one more page past its deadline, then tried its release, 120 s in all, past the
+    # sweeper's 90 s timeout (killed there, the next holder would count a stall).
+    twins, store, _, _ = throttled_twins()
+
+    def silent(*_: Any, **__: Any) -> bool:
+        twins.clock.now += 40_000
+        raise StoreError("Read timeout on endpoint URL", transient=True)
+
+    store.advance = silent  # type: ignore[method-assign]
+    started = twins.clock.now
+
+    twins.sweeper.sweep_shard(0)
+
+    assert twins.clock.now - started < 90_000

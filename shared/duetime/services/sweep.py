@@ -285,11 +285,12 @@ class Sweeper:
         deadline: int,
         report: SweepReport,
     ) -> bool:
+        reset = False  # the stall count goes back to 0 with each write after a park
         try:
             while True:
                 if stalls >= MAX_STALLS:
                     watermark = self._park_untried(minute, shard, watermark, horizon_ms, report)
-                    stalls = 0
+                    stalls, reset = 0, True
                     if not self._record(minute, shard, owner, watermark, deadline, stalls=0):
                         return False
                 # After a sweep died here, pages shrink 8-fold per death until the cause is
@@ -318,12 +319,16 @@ class Sweeper:
                     deadline,
                     complete=finished,
                     release=finished or out_of_time,
-                    stalls=0 if finished else None,
+                    stalls=0 if finished or reset else None,
                 )
                 if finished:
                     return held
                 if out_of_time or not held:
                     return False  # the next sweep (or the lease's new holder) continues
+                if self._clock() > deadline:  # the failed write itself took the time left
+                    if self._clock() <= deadline + RELEASE_GRACE_MS:
+                        self._record(minute, shard, owner, watermark, deadline, release=True)
+                    return False
         except Exception as exc:
             raise _PartitionFailed(watermark) from exc
 
@@ -360,7 +365,7 @@ class Sweeper:
                 if not exc.transient:
                     raise
                 pause = next(pauses, None)
-                if not release or pause is None or self._clock() > deadline + RELEASE_GRACE_MS:
+                if pause is None or self._clock() > deadline + RELEASE_GRACE_MS:
                     logger.warning(
                         "writing a partition's progress failed",
                         extra={"minute": minute, "shard": shard, "release": release},
