@@ -10,9 +10,8 @@ from typing import TYPE_CHECKING, Any
 from botocore.exceptions import ClientError
 
 from duetime.adapters.codec import from_item, job_from_values, job_to_values, to_item
-from duetime.adapters.dynamodb.common import is_condition_failure
+from duetime.adapters.dynamodb.common import is_condition_failure, store_error
 from duetime.domain.jobs import Job
-from duetime.ports import StoreError
 
 if TYPE_CHECKING:
     from mypy_boto3_dynamodb import DynamoDBClient
@@ -81,7 +80,7 @@ class JobTable:
             )
         except ClientError as exc:
             if not is_condition_failure(exc):
-                raise StoreError(str(exc)) from exc
+                raise store_error(exc) from exc
             old: Any = exc.response.get("Item") or {}
             values = from_item(old)
             if values.get("claim") == token:
@@ -99,7 +98,7 @@ class JobTable:
             )
         except ClientError as exc:
             if not is_condition_failure(exc):
-                raise StoreError(str(exc)) from exc
+                raise store_error(exc) from exc
 
     def mark_key(self, tenant: str, key: str, token: str, job_id: str) -> bool:
         try:
@@ -113,7 +112,7 @@ class JobTable:
             )
         except ClientError as exc:
             if not is_condition_failure(exc):
-                raise StoreError(str(exc)) from exc
+                raise store_error(exc) from exc
             return False
         return True
 
@@ -128,4 +127,4 @@ class JobTable:
             )
         except ClientError as exc:
             if not is_condition_failure(exc):
-                raise StoreError(str(exc)) from exc
+                raise store_error(exc) from exc

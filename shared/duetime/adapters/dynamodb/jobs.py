@@ -24,12 +24,13 @@ from duetime.adapters.dynamodb.common import (
     is_cancelled_by_condition,
     is_condition_failure,
     query_page,
+    store_error,
 )
 from duetime.adapters.dynamodb.job_table import IDEMPOTENCY_PREFIX, JobTable
 from duetime.domain.jobs import Job, JobStatus
 from duetime.domain.overlap import Gate
 from duetime.observability import logger
-from duetime.ports import ConditionFailed, CounterRead, KeyHold, Page, StoreError
+from duetime.ports import ConditionFailed, CounterRead, KeyHold, Page
 
 # A job cursor names a job id: a ULID (Crockford base32, its first character 0-7: 48 bits of
 # time). Anything else could sort outside the query's key condition (DynamoDB refuses such an
@@ -63,7 +64,7 @@ class DynamoJobStore(JobTable):
                 if self._landed(job, item):
                     return
                 raise ConditionFailed(f"job {job.id} exists") from exc
-            raise StoreError(str(exc)) from exc
+            raise store_error(exc) from exc
 
     def _signed(self, job: Job) -> dict[str, Any]:
         """The job's item with a mark of this write (WRITE_MARK): `_landed` tells it apart
@@ -198,7 +199,7 @@ class DynamoJobStore(JobTable):
             with contextlib.suppress(ClientError, BotoCoreError):
                 if self._landed(job, put["Item"]):
                     return
-            raise StoreError(str(exc)) from exc
+            raise store_error(exc) from exc
 
     def scan_active(
         self, segment: int, segments: int, counters: dict[str, CounterRead] | None = None
@@ -292,7 +293,7 @@ class DynamoJobStore(JobTable):
         except ClientError as exc:
             if is_cancelled_by_condition(exc):
                 return False
-            raise StoreError(str(exc)) from exc
+            raise store_error(exc) from exc
         return True
 
     def set_recurring_count(
@@ -316,7 +317,7 @@ class DynamoJobStore(JobTable):
             self._client.update_item(**params)
         except ClientError as exc:
             if not is_condition_failure(exc):  # changed since it was read: left as it is
-                raise StoreError(str(exc)) from exc
+                raise store_error(exc) from exc
 
     # A job's overlap gate (duetime.domain.overlap): `!overlap#<job id>` beside its job, with
     # no status (so neither listings nor the reconciler's scan take it for a job).
@@ -357,7 +358,7 @@ class DynamoJobStore(JobTable):
         except ClientError as exc:
             if is_condition_failure(exc):
                 return False
-            raise StoreError(str(exc)) from exc
+            raise store_error(exc) from exc
         return True
 
     # A job's dependents: `!dependents#<upstream id>`, a string set of job ids, no status.
@@ -387,7 +388,7 @@ class DynamoJobStore(JobTable):
         except ClientError as exc:
             if is_condition_failure(exc):
                 raise ConditionFailed(f"job {upstream_id} has {at_most} dependents") from exc
-            raise StoreError(str(exc)) from exc
+            raise store_error(exc) from exc
 
     def add_dependent(
         self, tenant: str, upstream_id: str, dependent_id: str, *, at_most: int | None = None
@@ -409,7 +410,7 @@ class DynamoJobStore(JobTable):
             )
         except ClientError as exc:
             if not is_condition_failure(exc):  # marked already, or no such job
-                raise StoreError(str(exc)) from exc
+                raise store_error(exc) from exc
         self._change_dependents(tenant, upstream_id, "ADD", dependent_id, at_most)
 
     def remove_dependent(self, tenant: str, upstream_id: str, dependent_id: str) -> None:

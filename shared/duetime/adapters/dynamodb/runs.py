@@ -8,7 +8,6 @@ from typing import TYPE_CHECKING, Any
 
 from botocore.exceptions import BotoCoreError, ClientError
 
-from duetime.adapters.aws_errors import is_transient
 from duetime.adapters.codec import from_item, run_from_values, run_to_values, to_item
 from duetime.adapters.dynamodb.common import (
     batch_get,
@@ -16,6 +15,7 @@ from duetime.adapters.dynamodb.common import (
     encode_cursor,
     is_condition_failure,
     query_page,
+    store_error,
 )
 from duetime.domain.runs import (
     ClaimOutcome,
@@ -99,7 +99,7 @@ class DynamoRunStore:
             self._client.put_item(**params)
         except (BotoCoreError, ClientError) as exc:  # BotoCoreError: no answer, say
             if not (isinstance(exc, ClientError) and is_condition_failure(exc)):
-                raise StoreError(str(exc), transient=is_transient(exc)) from exc
+                raise store_error(exc) from exc
             old: Any = exc.response.get("Item")  # the ALL_OLD item, when there was one
             if old:
                 return run_from_values(from_item(old))
@@ -126,7 +126,7 @@ class DynamoRunStore:
             )
         except ClientError as exc:
             if not is_condition_failure(exc):
-                raise StoreError(str(exc)) from exc
+                raise store_error(exc) from exc
             old: Any = exc.response.get("Item")
             if old:
                 return run_from_values(from_item(old))
@@ -160,7 +160,7 @@ class DynamoRunStore:
                 )
         except ClientError as exc:
             if not is_condition_failure(exc):
-                raise StoreError(str(exc), transient=is_transient(exc)) from exc
+                raise store_error(exc) from exc
             # Applied but answered 500 (the SDK's retry then fails its condition): ours.
             return self.get(run.job_id, run.scheduled_ms) == after
         except BotoCoreError as exc:  # no answer: tried again while the lease lasts

@@ -9,7 +9,6 @@ from typing import TYPE_CHECKING, Any
 
 from botocore.exceptions import BotoCoreError, ClientError
 
-from duetime.adapters.aws_errors import is_transient
 from duetime.adapters.codec import from_item, to_item
 from duetime.adapters.dynamodb.common import (
     BATCH_WRITE,
@@ -17,6 +16,7 @@ from duetime.adapters.dynamodb.common import (
     batch_write,
     is_cancelled_by_condition,
     is_condition_failure,
+    store_error,
     store_errors,
 )
 from duetime.adapters.dynamodb.timer_items import (
@@ -41,7 +41,7 @@ from duetime.domain.timers import (
     shard_of,
     timer_partition,
 )
-from duetime.ports import ConditionFailed, StoreError
+from duetime.ports import ConditionFailed
 
 if TYPE_CHECKING:
     from mypy_boto3_dynamodb import DynamoDBClient
@@ -135,7 +135,7 @@ class DynamoTimerStore:
             )
         except ClientError as exc:
             if not is_condition_failure(exc):
-                raise StoreError(str(exc), transient=is_transient(exc)) from exc
+                raise store_error(exc) from exc
             return self.shard_count()
         return int(from_item(response["Attributes"])["shards"])
 
@@ -161,7 +161,7 @@ class DynamoTimerStore:
             )
         except ClientError as exc:
             if not is_condition_failure(exc):
-                raise StoreError(str(exc), transient=is_transient(exc)) from exc
+                raise store_error(exc) from exc
             # Someone already raised it at least this far.
             return self.sweep_states([shard]).get(shard, SweepState(None, None))
         values = from_item(response["Attributes"])
@@ -187,9 +187,9 @@ class DynamoTimerStore:
         except ClientError as exc:
             if is_condition_failure(exc):
                 return False
-            raise StoreError(str(exc), transient=is_transient(exc)) from exc
+            raise store_error(exc) from exc
         except BotoCoreError as exc:  # no answer (a connection, a timeout): not a lost lease
-            raise StoreError(str(exc), transient=is_transient(exc)) from exc
+            raise store_error(exc) from exc
         return True
 
     def partition_states(
@@ -226,7 +226,7 @@ class DynamoTimerStore:
             )
         except ClientError as exc:
             if not is_condition_failure(exc):
-                raise StoreError(str(exc), transient=is_transient(exc)) from exc
+                raise store_error(exc) from exc
             # Held by another: take it over only if its lease ran out, which means its holder
             # died without releasing it. That counts a stall.
             try:
@@ -243,7 +243,7 @@ class DynamoTimerStore:
             except ClientError as again:
                 if is_condition_failure(again):
                     return None
-                raise StoreError(str(again), transient=is_transient(again)) from again
+                raise store_error(again) from again
         return partition_state_from_values(minute, shard, from_item(response["Attributes"]))
 
     def advance(
@@ -301,7 +301,7 @@ class DynamoTimerStore:
         except ClientError as exc:
             if is_condition_failure(exc) or is_cancelled_by_condition(exc):
                 raise ConditionFailed(f"stuck timer {stuck.timer.job_id} changed or left") from exc
-            raise StoreError(str(exc), transient=is_transient(exc)) from exc
+            raise store_error(exc) from exc
 
     def parked_due(self, shard: int, now_ms: int, limit: int) -> list[StuckTimer]:
         response = self._client.query(
