@@ -5,6 +5,7 @@ a sweeper that died: the timers go out on time, nothing is parked, no stall is c
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
 import pytest
@@ -236,3 +237,28 @@ def test_given_a_progress_write_that_fails_slowly_then_the_sweep_stops_within_it
     twins.sweeper.sweep_shard(0)
 
     assert twins.clock.now - started < 90_000
+
+
+def test_given_a_job_write_refused_on_moto_then_it_is_not_a_passing_store_error(
+    engine: Engine, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Every failed job write was "transient": a chain whose write was refused for good (an
+    # access denied) was tried again every 30 s and never quarantined.
+    from botocore.exceptions import ClientError
+
+    job_id = engine.submit({"schedule": {"cron": "* * * * *"}})
+    jobs = engine.parts.jobs
+    job = jobs.get("tenant-a", job_id)
+    assert job is not None
+    client = jobs._client  # type: ignore[attr-defined]
+    for code, transient in (("AccessDeniedException", False), ("InternalServerError", True)):
+        answer = {"Error": {"Code": code, "Message": "no"}}
+
+        def refused(answer: Any = answer, **_: Any) -> Any:
+            raise ClientError(answer, "PutItem")
+
+        monkeypatch.setattr(client, "put_item", refused)
+        monkeypatch.setattr(client, "get_item", lambda **_: {})  # (not landed)
+        with pytest.raises(StoreError) as raised:
+            jobs.replace(replace(job, version=job.version + 1), expected=job)
+        assert raised.value.transient is transient
