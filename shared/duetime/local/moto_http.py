@@ -101,6 +101,33 @@ def _call(app: Any, environ: dict[str, Any]) -> tuple[str, list[tuple[str, str]]
     return answer[0], answer[1], b"".join(chunks)
 
 
+# Host names a local AWS SDK call names (a browser page cannot, but for *.localhost).
+LOOPBACK_HOSTS = frozenset({"127.0.0.1", "localhost", "[::1]"})
+
+
+def local_callers_only(app: Any) -> Any:
+    """The emulator has no authentication (`duetime local` holds every tenant's jobs, their
+    targets' credentials and webhook secrets): it answers AWS SDK calls only. A request with
+    an `Origin` header (a web page's: SDKs send none) or naming a host other than this
+    machine (a page's DNS rebinding) is refused, `403`, with no CORS headers. Until 2026-11-30
+    moto's own CORS let any web page the developer opened script it (an outside security
+    audit)."""
+
+    def guarded(environ: dict[str, Any], start_response: Any) -> Any:
+        host = str(environ.get("HTTP_HOST", ""))
+        name = host.rsplit(":", 1)[0] if not host.endswith("]") else host
+        if "HTTP_ORIGIN" in environ or not (name in LOOPBACK_HOSTS or name.endswith(".localhost")):
+            body = b"refused: the local emulator answers AWS SDK calls from this machine only"
+            start_response(
+                "403 Forbidden",
+                [("Content-Type", "text/plain"), ("Content-Length", str(len(body)))],
+            )
+            return [body]
+        return app(environ, start_response)
+
+    return guarded
+
+
 class MotoHttpServer:
     """moto's application behind `keep_alive_handler()`, on a thread (a connection per
     thread)."""
@@ -109,7 +136,7 @@ class MotoHttpServer:
         from moto.moto_server.werkzeug_app import DomainDispatcherApplication, create_backend_app
         from werkzeug.serving import make_server
 
-        app = DomainDispatcherApplication(create_backend_app)
+        app = local_callers_only(DomainDispatcherApplication(create_backend_app))
         self._server: BaseWSGIServer = make_server(
             host, port, app, threaded=True, request_handler=keep_alive_handler()
         )
