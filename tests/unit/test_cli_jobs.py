@@ -846,3 +846,26 @@ def test_the_synopsis_in_cli_md_names_each_flag_s_value_as_the_help_does(
                 assert f"{flag} {value}" in usage, (found[1], flag)
                 checked += 1
     assert checked >= 8
+
+
+@pytest.mark.parametrize(
+    "schedule",
+    [
+        {"cron": "* * * * *\x1b]52;c;ZXZpbA==\x07", "timezone": "UTC"},
+        {"cron": "* * * * *", "timezone": "Europe/\x1b[2J"},
+        {"at": "2026-12-01T00:00:00Z\x1b[2J"},
+        {"after": {"job_id": "01J\x1b[2J", "on": "succeeded"}},
+        {"rate_seconds": 60, "start_at": "\x1b[2J"},
+    ],
+)
+def test_given_escapes_in_a_listed_job_s_schedule_then_jobs_list_writes_none(
+    schedule: dict[str, Any],
+) -> None:
+    # A hostile or impersonated API (a wrong --api-url, plain http): the SCHEDULE column went
+    # out as answered, an OSC 52 clipboard write or a screen clear included.
+    from duetime.cli.format import format_jobs
+
+    listed = format_jobs([{"id": "01J", "name": "n", "status": "scheduled", "schedule": schedule}])
+
+    assert "\x1b" not in listed
+    assert "\\u001b" in listed

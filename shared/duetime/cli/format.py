@@ -152,8 +152,10 @@ def format_runs(items: Sequence[Any]) -> str:
 def format_table(
     headers: Sequence[str], rows: Sequence[Sequence[str]], right: frozenset[int] = frozenset()
 ) -> str:
-    """Columns padded to their widest cell, two spaces apart; `right` aligns numbers."""
-    table = [list(headers), *[[cut(cell) for cell in row] for row in rows]]
+    """Columns padded to their widest cell, two spaces apart; `right` aligns numbers. Every
+    cell is made safe for a terminal (`clean`): until 2026-11-30 `jobs list`'s SCHEDULE column
+    wrote what an API answered as it was, escape sequences included (a security audit)."""
+    table = [list(headers), *[[cut(clean(cell)) for cell in row] for row in rows]]
     widths = [max(len(row[i]) for row in table) for i in range(len(headers))]
     lines = []
     for row in table:
