@@ -274,3 +274,32 @@ def test_jobs_the_submission_rate_refused_are_sent_again_after_their_retry_after
     assert [len(r.body["jobs"]) for r in api.requests] == [5, 2, 1]
     assert [r.body["jobs"][0]["payload"] for r in api.requests[1:]] == [2, 2]
     assert [s for s in slept if s] == [2, 2]  # (the fake API's own sleeps are 0)
+
+
+@pytest.mark.parametrize(
+    ("asked", "waited"), [("soon", 1), (-1, 1), (10**30, 60), (10**9, 60), (True, 1), (2.5, 2.5)]
+)
+def test_a_retry_after_the_cli_cannot_take_is_waited_within_bounds(
+    api: FakeApi,  # noqa: F811
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+    tmp_path: Path,
+    asked: Any,
+    waited: float,
+) -> None:
+    # A hostile or impersonated API: a value not a whole number, or negative, died with a
+    # traceback (the report of the lines created lost); a huge one slept for years.
+    slept: list[float] = []
+    monkeypatch.setattr(jobs_batch.time, "sleep", slept.append)
+    slowed = {
+        "status": 429,
+        "error": {"code": "quota_exceeded", "message": "more than 50 submissions a second"},
+        "retry_after_seconds": asked,
+    }
+    api.answer(200, {"items": [*_created(1)["items"], slowed]})
+    api.answer(200, {"items": [{"status": 201, "job": {**JOB, "id": "J2"}}]})
+
+    assert jobs(api, "create", "--from-file", _file(tmp_path, 2)) == 0
+
+    assert [s for s in slept if s] == [waited]
+    assert [line.split()[2] for line in capsys.readouterr().out.splitlines()] == ["201", "201"]

@@ -25,6 +25,8 @@ from duetime.domain.text import clean
 MAX_PER_REQUEST = 100  # the API's limit per batch
 # How often the jobs the submission rate refused are sent again (each after its Retry-After).
 RATE_RETRIES = 5
+# The longest wait the CLI takes from an answer (the API asks for at most 60 s).
+MAX_RETRY_AFTER_S = 60.0
 _ENVELOPE = len('{"jobs":[]}')
 INTERRUPTED = "interrupted"  # the error code of the lines of a request Ctrl-C stopped
 MAYBE = "these jobs may or may not exist"
@@ -102,7 +104,7 @@ def create_from_file(client: ApiClient, path: str) -> dict[str, Any]:
                 ]
                 if not waiting:
                     break
-                time.sleep(max(int(items[i].get("retry_after_seconds") or 1) for i in waiting))
+                time.sleep(max(_retry_after(items[i]) for i in waiting))
                 sending = [(items[i]["line"], by_line[items[i]["line"]]) for i in waiting]
                 answer = client.call("POST", "/jobs/batch", body={"jobs": [b for _, b in sending]})
                 for i, result in zip(waiting, _results(answer, sending), strict=True):
@@ -115,6 +117,17 @@ def create_from_file(client: ApiClient, path: str) -> dict[str, Any]:
         ended = kept + _not_created(rest, sending, exc)
         return {"items": sorted(ended, key=lambda item: item["line"])}
     return {"items": items}
+
+
+def _retry_after(item: dict[str, Any]) -> float:
+    """The seconds an item asks to wait, as a number from 1 to MAX_RETRY_AFTER_S (anything
+    else, 1): until 2026-11-30 a value that was not a whole number, or negative, died with a
+    traceback and lost the report of the lines created, and a huge one slept for years (a
+    hostile or impersonated API; an outside security audit)."""
+    wait = item.get("retry_after_seconds")
+    if isinstance(wait, bool) or not isinstance(wait, int | float) or not wait >= 1:
+        return 1
+    return min(float(wait), MAX_RETRY_AFTER_S)
 
 
 def _slowed(item: dict[str, Any]) -> bool:
