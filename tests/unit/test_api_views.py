@@ -327,3 +327,19 @@ def test_the_limiter_forgets_the_least_recently_used_tenants() -> None:
     with pytest.raises(QuotaExceeded) as raised:
         limiter.take("c")
     assert raised.value.retry_after_seconds == 1000
+
+
+def test_the_limiter_keeps_a_tenant_s_debt_while_other_tenants_come_and_go() -> None:
+    # The least recently used bucket was forgotten whatever it held: 10,000 other tenants'
+    # requests gave a tenant owing hours of submissions (a backfill's) a full burst again.
+    clock = FakeClock()
+    limiter = TenantLimiter(rate=1, burst=5, clock=clock, max_tenants=3)
+    limiter.take("debtor")
+    limiter.charge("debtor", 1000)
+    for n in range(50):
+        clock.now += 1
+        limiter.take(f"other-{n}")  # each full again a second on: forgettable
+
+    with pytest.raises(QuotaExceeded) as raised:
+        limiter.take("debtor")
+    assert raised.value.retry_after_seconds > 900
