@@ -1221,6 +1221,26 @@ def test_requests_of_any_kind_beyond_the_tenant_rate_are_a_429_for_that_tenant_o
     assert api.call("GET", "/health").status == 200  # (no token: not a tenant's)
 
 
+def test_the_token_and_its_rate_come_before_the_query_and_headers(api: Api) -> None:
+    # An unknown query parameter, a repeated Idempotency-Key on a route without one, or a bad
+    # If-Match answered 400 without a token, and spent no request token (api.md puts 401,
+    # then 429, first; a security audit, round eight).
+    job_id = api.create({"schedule": {"delay_seconds": 60}})["id"]
+    unknown = {"stauts": "paused"}
+    assert api.call("GET", "/jobs", query=unknown, tenant=None).status == 401
+    bad_match = {"If-Match": "not an etag"}
+    assert api.call("GET", f"/jobs/{job_id}", headers=bad_match, tenant=None).status == 401
+    keyed = {"Idempotency-Key": "k"}
+    assert api.call("POST", f"/jobs/{job_id}/pause", headers=keyed, tenant=None).status == 401
+
+    api.configure(**{QuotaEnv.REQUESTS_PER_SECOND: "0.01", QuotaEnv.REQUEST_BURST: "2"})
+    assert api.call("GET", "/jobs", query=unknown).status == 400  # 1 token
+    assert api.call("GET", "/jobs", query=unknown).status == 400  # 2
+    refused = api.call("GET", "/jobs", query=unknown)
+    assert refused.status == 429
+    assert refused.error["code"] == "quota_exceeded"
+
+
 def test_active_recurring_jobs_beyond_the_quota_are_a_429(api: Api) -> None:
     api.configure(**{QuotaEnv.MAX_ACTIVE_RECURRING_JOBS: "2"})
     first = api.create({"schedule": {"rate_seconds": 60}})

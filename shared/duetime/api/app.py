@@ -136,6 +136,10 @@ def build_app(
         def checked(handler: Callable[..., JsonResponse]) -> Any:
             @functools.wraps(handler)
             def with_known_query(*args: Any, **kwargs: Any) -> JsonResponse:
+                # The token first (401), then its request rate (429), then the query and the
+                # headers (400), as api.md orders them (until 2026-11-30 these 400s came first
+                # and spent no token; an outside security audit).
+                tenant()
                 known_query(app.current_event.query_string_parameters or {}, allowed)
                 if (
                     method != "GET"  # (and HEAD: a read makes nothing twice)
@@ -150,10 +154,14 @@ def build_app(
         return checked
 
     def tenant() -> str:
-        """The token's tenant (once a request), who spends a request token."""
+        """The token's tenant, who spends a request token: once a request (kept in the
+        resolver's context, which each request clears; one request at a time)."""
+        if (known := app.context.get("tenant")) is not None:
+            return str(known)
         found = tenant_from_event(app.current_event.raw_event, settings.tenant_claim)
         logger.thread_safe_append_keys(tenant=found)
         requests.take(found)
+        app.append_context(tenant=found)
         return found
 
     def query(name: str) -> str | None:
