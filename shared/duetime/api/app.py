@@ -161,7 +161,7 @@ def build_app(
         found = tenant_from_event(app.current_event.raw_event, settings.tenant_claim)
         logger.thread_safe_append_keys(tenant=found)
         requests.take(found)
-        app.append_context(tenant=found)
+        app.context["tenant"] = found
         return found
 
     def query(name: str) -> str | None:
