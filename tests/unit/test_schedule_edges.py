@@ -78,8 +78,24 @@ def test_given_a_well_formed_instant_out_of_range_then_the_range_is_said(
     assert str(error).endswith("must be from 1970-01-01T00:00:00Z to 9999-12-31T23:59:59.999Z")
 
 
-def test_given_a_day_the_month_lacks_then_it_is_no_rfc_3339_timestamp() -> None:
-    assert "RFC 3339" in str(refusal({"at": "2026-02-30T00:00:00Z"}))
+@pytest.mark.parametrize(
+    ("at", "said"),
+    [
+        ("2026-02-29T00:00:00Z", "names 2026-02-29, which is no day of the calendar"),
+        ("2026-02-30T00:00:00Z", "names 2026-02-30, which is no day of the calendar"),
+        ("2026-13-01T00:00:00Z", "names 2026-13-01, which is no day of the calendar"),
+        ("2026-11-21T24:00:00Z", "names 24:00:00, which is no time of day"),
+        ("2026-11-21T09:61:00Z", "names 09:61:00, which is no time of day"),
+    ],
+)
+def test_given_a_day_or_time_that_does_not_exist_then_the_refusal_names_it(
+    at: str, said: str
+) -> None:
+    # It said "must be an RFC 3339 timestamp with an offset or Z", which a user who wrote
+    # 2026-02-29 could not act on (a schedule audit).
+    error = refusal({"at": at})
+    assert error.field == "schedule.at"
+    assert str(error).endswith(said)
 
 
 # --- the cron length limit and the time zones ----------------------------------------------------

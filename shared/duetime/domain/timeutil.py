@@ -46,8 +46,12 @@ def parse_rfc3339(text: str) -> datetime:
         raise OutOfRange(INSTANT_RANGE)
     try:
         local = datetime.fromisoformat(f"{date}T{time}.{milliseconds}{zone}")
-    except ValueError:
-        raise ValueError(f"{date} is not a date") from None
+    except ValueError:  # said only "not RFC 3339" until 2026-11-30 (a schedule audit)
+        try:
+            datetime.fromisoformat(date)
+        except ValueError:
+            raise OutOfRange(f"names {date}, which is no day of the calendar") from None
+        raise OutOfRange(f"names {time}, which is no time of day") from None
     try:
         return local.astimezone(UTC)
     except OverflowError:  # before year 1 or after 9999 in UTC
@@ -59,7 +63,7 @@ INSTANT_RANGE = "must be from 1970-01-01T00:00:00Z to 9999-12-31T23:59:59.999Z"
 
 class OutOfRange(ValueError):
     """A well-formed RFC 3339 timestamp of an instant outside what duetime holds (or that no
-    instant holds: a leap second)."""
+    instant holds: a leap second, a day or a time of day that does not exist)."""
 
 
 _RFC3339 = re.compile(
