@@ -3,9 +3,8 @@ contract suite (tests/integration/test_contracts.py, test_contracts_runners.py) 
 stores and queues (DynamoDB, SQS; twins in `duetime.adapters.memory`), `SecretCipher` (KMS),
 `SweepLauncher` (Lambda; twin: the coordinator's `InProcessLauncher`), `TargetRunner`
 (duetime.targets' executor; twin: `duetime.adapters.memory.targets`) and `SigningSecrets`
-(`duetime.services.webhook_secrets`, over either pair of secret store and cipher).
-`FiguresSource` (`duetime.adapters.figures`; twin: `duetime.local.figures`) has no contract
-suite: each side is tested on its own.
+(`duetime.services.webhook_secrets`, over either pair of secret store and cipher); not
+`FiguresSource` (`duetime.adapters.figures`, `duetime.local.figures`: each tested alone).
 
 Only the Protocols live here, with the few types that exist because of them: the errors a port
 raises (`StoreError`, `ConditionFailed`, `QueueError`: the adapters turn SDK errors into these;
@@ -78,8 +77,7 @@ class JobStore(Protocol):
         """Insert a new job; ConditionFailed if the id exists."""
 
     def create_many(self, jobs: Sequence[Job]) -> None:
-        """Insert new jobs with freshly drawn ids, unconditionally (BatchWriteItem, 25 a
-        request): for ids no request has used before, which no stored job can have."""
+        """Insert new jobs with freshly drawn ids (no stored job has one), unconditionally."""
 
     def get(self, tenant: str, job_id: str) -> Job | None: ...
 
@@ -107,12 +105,14 @@ class JobStore(Protocol):
         expected: Job,
         unchanged: Sequence[Job] = (),
         hold: KeyHold | None = None,
+        release: bool = False,
     ) -> None:
         """Write `job` if the stored one still has `expected`'s status, generation and
         version (and creation time: a job of the same id another request wrote is not
         `expected`), and each job of `unchanged` (as read) its generation: the chain of `after`
         jobs a new dependency was checked against (duetime.services.dependencies); and, with
-        `hold`, if its key is not marked, or marked with its token (on DynamoDB these are one
+        `hold`, if its key is not marked, or marked with its token; `release`: count one active
+        recurring job fewer (release_recurring) in the same write (on DynamoDB these are one
         transaction); ConditionFailed otherwise."""
 
     def mark_key(self, tenant: str, key: str, token: str, job_id: str) -> bool:

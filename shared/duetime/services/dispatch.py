@@ -202,8 +202,11 @@ class Dispatcher:
                 version=job.version + 1,
             )
             try:
-                self._jobs.replace(done, expected=job)
-                break
+                # No longer an active recurring job: its count goes with the same write (until
+                # 2026-11-30 a write of its own after it, which a crash between the two left
+                # undone, and the retried hand-over found the job completed; a fault audit).
+                self._jobs.replace(done, expected=job, release=True)
+                return
             except ConditionFailed:
                 # An update of a field the chain does not depend on (a name, tags) only
                 # moved the version on: complete the job as it is now.
@@ -216,6 +219,3 @@ class Dispatcher:
                     logger.warning("job changed while completing it", extra={"job_id": job.id})
                     return
                 job = current
-        else:
-            return
-        self._jobs.release_recurring(job.tenant)  # no longer an active recurring job

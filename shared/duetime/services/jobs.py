@@ -251,15 +251,17 @@ class JobService:
                 )
             else:
                 updated = replace(updated, next_due_ms=due)
+        ended = updated.status in (JobStatus.CANCELLED, JobStatus.COMPLETED)
+        # Its count goes with the same write (a completed job's went at its completion): until
+        # 2026-11-30 a write of its own after it, left undone by a failure between the two.
+        release = ended and not withdrawn and not early and counted(job.spec)
         try:
-            self._jobs.replace(updated, expected=job)
+            self._jobs.replace(updated, expected=job, release=release)
         except ConditionFailed:
             if if_match is not None:  # changed since the caller's version was checked
                 raise PreconditionFailed(job.id, if_match, job.version + 1) from None
             return None
-        if updated.status in (JobStatus.CANCELLED, JobStatus.COMPLETED):
-            if not withdrawn and not early:  # (a completed job's count was released then)
-                self.submission.release(job)
+        if ended:
             self._deps.unlink(job)
         if due is not None:
             self._dispatcher.dispatch([(updated, due)])

@@ -36,6 +36,14 @@ def is_cancelled_by_condition(exc: ClientError) -> bool:
     return any(reason.get("Code") == "ConditionalCheckFailed" for reason in reasons)
 
 
+def refused_only_by_last(exc: ClientError) -> bool:
+    """A transaction cancelled by its last item's condition alone (the others' reasons are
+    `None`)."""
+    reasons = exc.response.get("CancellationReasons", [])
+    codes = [reason.get("Code") for reason in reasons]
+    return bool(codes) and codes[-1] == "ConditionalCheckFailed" and set(codes[:-1]) <= {"None"}
+
+
 def encode_cursor(key: dict[str, Any]) -> str:
     return base64.urlsafe_b64encode(json.dumps(key, separators=(",", ":")).encode()).decode()
 

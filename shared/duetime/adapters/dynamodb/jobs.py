@@ -24,9 +24,15 @@ from duetime.adapters.dynamodb.common import (
     is_cancelled_by_condition,
     is_condition_failure,
     query_page,
+    refused_only_by_last,
     store_error,
 )
-from duetime.adapters.dynamodb.job_table import IDEMPOTENCY_PREFIX, JobTable
+from duetime.adapters.dynamodb.job_table import (
+    IDEMPOTENCY_PREFIX,
+    RECURRING_COUNTER,
+    RELEASE,
+    JobTable,
+)
 from duetime.domain.jobs import Job, JobStatus
 from duetime.domain.overlap import Gate
 from duetime.observability import logger
@@ -39,8 +45,7 @@ _JOB_ID_CURSOR = re.compile(r"[0-7][0-9A-HJKMNP-TV-Z]{25}")
 
 
 # Items beside the jobs have sort keys that sort before every job id (ULIDs start with a
-# digit), so a tenant's job listing never meets them.
-RECURRING_COUNTER = "!count#recurring"
+# digit), so a tenant's job listing never meets them (the recurring count: job_table).
 # A recurring job's overlap gate (skip, buffer_one): one small item beside the job.
 OVERLAP_GATE_PREFIX = "!overlap#"
 # The jobs that run after a job (`after` schedules): a string set `ids` beside the upstream.
@@ -143,6 +148,7 @@ class DynamoJobStore(JobTable):
         expected: Job,
         unchanged: Sequence[Job] = (),
         hold: KeyHold | None = None,
+        release: bool = False,
     ) -> None:
         put: dict[str, Any] = {
             "TableName": self._table,
@@ -158,9 +164,9 @@ class DynamoJobStore(JobTable):
                 ":v": {"N": str(expected.version)},
             },
         }
-        # (Rare writes, an `after` moved or a failed submission withdrawn: a transaction
-        # costs twice a put.)
-        transaction: list[Any] = [{"Put": put}] if unchanged or hold else []
+        # (Rare writes, an `after` moved, a failed submission withdrawn, a recurring job ended:
+        # a transaction costs twice a put.)
+        transaction: list[Any] = [{"Put": put}] if unchanged or hold or release else []
         if hold is not None:  # no replay answered with the job, or only the holder
             check: dict[str, Any] = {
                 "TableName": self._table,
@@ -182,12 +188,16 @@ class DynamoJobStore(JobTable):
             }
             for read in unchanged
         ]
+        if release:  # last: with its job's change (until 2026-11-30 a write of its own after it)
+            transaction.append({"Update": self._counted(job.tenant, *RELEASE)})
         try:
             if transaction:
                 self._client.transact_write_items(TransactItems=transaction)
             else:
                 self._client.put_item(**put)
         except ClientError as exc:
+            if release and refused_only_by_last(exc):  # a count of 0: nothing to release
+                return self.replace(job, expected=expected, unchanged=unchanged, hold=hold)
             if is_condition_failure(exc) or is_cancelled_by_condition(exc):
                 if self._landed(job, put["Item"]):
                     return
@@ -251,73 +261,6 @@ class DynamoJobStore(JobTable):
                 extra={"tenant": values.get("tenant"), "job_id": values.get("id")},
             )
             return None
-
-    # A tenant's count of active recurring jobs: one item beside its jobs (ids never start
-    # with `!`), changed once per recurring job created, cancelled or completed; `changes`
-    # counts every change, so a recount sees one that came back to the value it read.
-    def _counter_key(self, tenant: str) -> dict[str, Any]:
-        return {"tenant": {"S": tenant}, "id": {"S": RECURRING_COUNTER}}
-
-    # Written as one-item transactions: botocore gives each call a ClientRequestToken and keeps
-    # it over its retries, and DynamoDB applies a token it has seen within 10 minutes once. A
-    # plain `ADD` whose answer was lost (a 500 after the write) was sent again and counted
-    # twice (until 2026-11-30; found by an outside audit). Two write units instead of one.
-    def reserve_recurring(self, tenant: str, limit: int) -> bool:
-        return self._count(
-            tenant,
-            "ADD active :one, changes :one",
-            "attribute_not_exists(active) OR active < :limit",
-            {":one": {"N": "1"}, ":limit": {"N": str(limit)}},
-        )
-
-    def release_recurring(self, tenant: str) -> None:
-        # Refused at zero: nothing to release.
-        self._count(
-            tenant,
-            "ADD active :minus, changes :one",
-            "active > :zero",
-            {":minus": {"N": "-1"}, ":zero": {"N": "0"}, ":one": {"N": "1"}},
-        )
-
-    def _count(self, tenant: str, update: str, condition: str, values: dict[str, Any]) -> bool:
-        """Whether the counter's update was applied (False: its condition failed)."""
-        change: Any = {
-            "TableName": self._table,
-            "Key": self._counter_key(tenant),
-            "UpdateExpression": update,
-            "ConditionExpression": condition,
-            "ExpressionAttributeValues": values,
-        }
-        try:
-            self._client.transact_write_items(TransactItems=[{"Update": change}])
-        except ClientError as exc:
-            if is_cancelled_by_condition(exc):
-                return False
-            raise store_error(exc) from exc
-        return True
-
-    def set_recurring_count(
-        self, tenant: str, count: int, *, expected: CounterRead | None = None
-    ) -> None:
-        values = {":n": {"N": str(count)}, ":one": {"N": "1"}}
-        params: dict[str, Any] = {
-            "TableName": self._table,
-            "Key": self._counter_key(tenant),
-            "UpdateExpression": "SET active = :n ADD changes :one",
-            "ExpressionAttributeValues": values,
-        }
-        if expected is not None:
-            active, changes = expected
-            values |= {":e": {"N": str(active)}, ":c": {"N": str(changes)}}
-            held = "(active = :e" + (" OR attribute_not_exists(active))" if active == 0 else ")")
-            # A counter from before `changes` was kept has none: it reads as 0.
-            same = "(changes = :c" + (" OR attribute_not_exists(changes))" if changes == 0 else ")")
-            params["ConditionExpression"] = f"{held} AND {same}"
-        try:
-            self._client.update_item(**params)
-        except ClientError as exc:
-            if not is_condition_failure(exc):  # changed since it was read: left as it is
-                raise store_error(exc) from exc
 
     # A job's overlap gate (duetime.domain.overlap): `!overlap#<job id>` beside its job, with
     # no status (so neither listings nor the reconciler's scan take it for a job).

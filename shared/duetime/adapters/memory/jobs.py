@@ -87,6 +87,7 @@ class MemoryJobStore:
         expected: Job,
         unchanged: Sequence[Job] = (),
         hold: KeyHold | None = None,
+        release: bool = False,
     ) -> None:
         with self._lock:
             if (
@@ -108,6 +109,8 @@ class MemoryJobStore:
                 if now is None or now.generation != read.generation:
                     raise ConditionFailed(f"job {read.id} changed")
             self._jobs[(job.tenant, job.id)] = job
+            if release:
+                self._release(job.tenant)
 
     def scan_active(
         self, segment: int, segments: int, counters: dict[str, CounterRead] | None = None
@@ -134,9 +137,13 @@ class MemoryJobStore:
 
     def release_recurring(self, tenant: str) -> None:
         with self._lock:
-            if self._recurring.get(tenant, 0) > 0:
-                self._recurring[tenant] -= 1
-                self._changes[tenant] = self._changes.get(tenant, 0) + 1
+            self._release(tenant)
+
+    def _release(self, tenant: str) -> None:
+        """(The lock held.) Refused at zero: nothing to release."""
+        if self._recurring.get(tenant, 0) > 0:
+            self._recurring[tenant] -= 1
+            self._changes[tenant] = self._changes.get(tenant, 0) + 1
 
     def set_recurring_count(
         self, tenant: str, count: int, *, expected: CounterRead | None = None
