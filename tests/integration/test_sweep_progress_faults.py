@@ -262,3 +262,29 @@ def test_given_a_job_write_refused_on_moto_then_it_is_not_a_passing_store_error(
         with pytest.raises(StoreError) as raised:
             jobs.replace(replace(job, version=job.version + 1), expected=job)
         assert raised.value.transient is transient
+
+
+@pytest.mark.parametrize(
+    ("reasons", "transient"),
+    [
+        (("None", "TransactionConflict"), True),
+        (("ThrottlingError",), True),
+        (("ProvisionedThroughputExceeded", "None"), True),
+        (("None", "ValidationError"), False),
+    ],
+)
+def test_given_a_transaction_cancelled_by_a_conflict_then_it_is_a_passing_store_error(
+    reasons: tuple[str, ...], transient: bool
+) -> None:
+    # A store_error called every cancelled transaction lasting: a chain whose end met a
+    # conflict on its tenant's busy counter was parked as failing on its own (a review).
+    from botocore.exceptions import ClientError
+
+    from duetime.adapters.dynamodb.common import store_error
+
+    answer: Any = {
+        "Error": {"Code": "TransactionCanceledException", "Message": "cancelled"},
+        "ResponseMetadata": {"HTTPStatusCode": 400},
+        "CancellationReasons": [{"Code": code} for code in reasons],
+    }
+    assert store_error(ClientError(answer, "TransactWriteItems")).transient is transient

@@ -30,7 +30,7 @@ def is_condition_failure(exc: ClientError) -> bool:
 
 def is_cancelled_by_condition(exc: ClientError) -> bool:
     """A transaction cancelled because one of its conditions failed."""
-    if exc.response.get("Error", {}).get("Code") != "TransactionCanceledException":
+    if not is_cancelled(exc):
         return False
     reasons = exc.response.get("CancellationReasons", [])
     return any(reason.get("Code") == "ConditionalCheckFailed" for reason in reasons)
@@ -70,11 +70,27 @@ def _once_each(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
     return found
 
 
+# Why a transaction's item may be cancelled that time mends (DynamoDB's CancellationReasons).
+PASSING_CANCELLATIONS = frozenset(
+    {"None", "TransactionConflict", "ThrottlingError", "ProvisionedThroughputExceeded"}
+    | {"RequestLimitExceeded", "InternalServerError"}
+)
+
+
 def store_error(exc: ClientError | BotoCoreError) -> StoreError:
     """A call's error, after the SDK's retries, as a StoreError: transient if time may mend
     it (until 2026-11-30 most writes called every error transient, an access denied too: a
-    chain refused for good was tried again every 30 s and never quarantined; a fault audit)."""
+    chain refused for good was tried again every 30 s and never quarantined; a fault audit).
+    A transaction cancelled only by conflicts and throttles is (the SDK does not retry it)."""
+    if isinstance(exc, ClientError) and is_cancelled(exc):
+        reasons = exc.response.get("CancellationReasons", [])
+        passing = {str(reason.get("Code")) for reason in reasons} <= PASSING_CANCELLATIONS
+        return StoreError(str(exc), transient=passing)
     return StoreError(str(exc), transient=is_transient(exc))
+
+
+def is_cancelled(exc: ClientError) -> bool:
+    return exc.response.get("Error", {}).get("Code") == "TransactionCanceledException"
 
 
 @contextmanager
