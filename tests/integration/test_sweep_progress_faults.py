@@ -15,7 +15,7 @@ from duetime.adapters.memory.queues import MemoryQueue
 from duetime.adapters.memory.timers import MemoryTimerStore
 from duetime.domain.timers import PartitionState, minute_of
 from duetime.domain.timeutil import MINUTE_MS, rfc3339_ms
-from duetime.ports import StoreError
+from duetime.ports import QueueUnavailable, StoreError
 from duetime.services.stuck import PASSING_RETRY_MS
 from duetime.services.sweep import MAX_STALLS, Sweeper
 from tests.integration.conftest import Engine
@@ -90,13 +90,13 @@ def test_given_a_partition_s_progress_writes_throttled_for_minutes_then_its_runs
 
 def test_given_a_passing_throttle_on_a_partition_then_its_lease_is_released_with_no_stall() -> None:
     twins, store, ids, due = throttled_twins()
-    store.failing = 3  # the first page's progress write, then the release twice
+    store.failing = 4  # the first two pages' progress writes, then the release twice
 
     report = twins.sweeper.sweep()
     state = store.partition_states([(minute_of(due), 0)])[(minute_of(due), 0)]
 
     assert (state.complete, state.owner, state.stalls) == (True, None, 0)
-    assert store.calls == 3
+    assert store.calls == 4
     assert report.errors == []
     assert {job_id for job_id, _ in twins.sent()} == set(ids)
 
@@ -288,3 +288,59 @@ def test_given_a_transaction_cancelled_by_a_conflict_then_it_is_a_passing_store_
         "CancellationReasons": [{"Code": code} for code in reasons],
     }
     assert store_error(ClientError(answer, "TransactWriteItems")).transient is transient
+
+
+def at_four_stalls(script: Any) -> tuple[Twins, ThrottledPartition, list[str], int]:
+    """A partition four sweeps died in, its progress writes going through `script(n, twins)`
+    (n: the write's number) before the store."""
+    twins, store, ids, due = throttled_twins()
+    store.throttled = None
+    calls = [0]
+
+    def advance(minute: int, shard: int, owner: str, watermark: Any, **kw: Any) -> bool:
+        calls[0] += 1
+        script(calls[0], twins)
+        return MemoryTimerStore.advance(store, minute, shard, owner, watermark, **kw)
+
+    store.advance = advance  # type: ignore[method-assign]
+    minute = minute_of(due)
+    store._partitions[(minute, 0)] = PartitionState(minute, 0, stalls=MAX_STALLS)
+    return twins, store, ids, minute
+
+
+def test_given_the_reset_lost_and_a_slow_write_past_the_deadline_then_the_release_resets() -> None:
+    # The release made when a failed write took the time left kept the stored count (4):
+    # the next sweep parked a second, healthy timer untried (a review).
+    def script(n: int, twins: Twins) -> None:
+        if n == 1:  # the reset's write after the park
+            raise StoreError("ProvisionedThroughputExceededException")
+        if n == 2:  # the first page's: no answer until past the deadline
+            twins.clock.now += 46_000
+            raise StoreError("Read timeout on endpoint URL")
+
+    twins, store, ids, minute = at_four_stalls(script)
+    twins.sweeper.sweep_shard(0)
+    state = store.partition_states([(minute, 0)])[(minute, 0)]
+    twins.clock.now += MINUTE_MS
+    twins.sweeper.sweep_shard(0)
+
+    assert (state.owner, state.stalls) == (None, 0)
+    parked = [s.timer.job_id for s in store.stuck(0) if "stopped" in s.reason]
+    assert set(parked) <= {ids[0]}  # (retried meanwhile, it may have left the list)
+
+
+def test_given_the_reset_lost_and_sqs_down_then_the_partition_s_release_resets() -> None:
+    def script(n: int, twins: Twins) -> None:
+        if n == 1:
+            raise StoreError("ProvisionedThroughputExceededException")
+
+    twins, store, _, minute = at_four_stalls(script)
+
+    def down(messages: Any) -> None:
+        raise QueueUnavailable("SQS will not take requests")
+
+    twins.queue.send = down  # type: ignore[method-assign]
+    twins.sweeper.sweep_shard(0)
+
+    state = store.partition_states([(minute, 0)])[(minute, 0)]
+    assert (state.owner, state.stalls) == (None, 0)

@@ -70,11 +70,13 @@ RELEASE_GRACE_MS = 10_000
 
 
 class _PartitionFailed(Exception):
-    """Sweeping a leased partition failed; `watermark` is the progress recorded before."""
+    """Sweeping a leased partition failed; `watermark` is the progress recorded before, and
+    `stalls` the count its release writes (0 after an untried park; None: as stored)."""
 
-    def __init__(self, watermark: str | None) -> None:
+    def __init__(self, watermark: str | None, stalls: int | None) -> None:
         super().__init__(watermark)
         self.watermark = watermark
+        self.stalls = stalls
 
 
 @dataclass
@@ -261,7 +263,15 @@ class Sweeper:
             )
             report.errors.append(f"{minute}#{shard}: {failed.__cause__}")
             try:  # let the next tick resume without waiting for the lease
-                self._record(minute, shard, owner, failed.watermark, deadline, release=True)
+                self._record(
+                    minute,
+                    shard,
+                    owner,
+                    failed.watermark,
+                    deadline,
+                    release=True,
+                    stalls=failed.stalls,
+                )
             except Exception:
                 logger.exception("releasing a partition failed", extra={"minute": minute})
             if isinstance(failed.__cause__, QueueUnavailable):
@@ -327,10 +337,18 @@ class Sweeper:
                     return False  # the next sweep (or the lease's new holder) continues
                 if self._clock() > deadline:  # the failed write itself took the time left
                     if self._clock() <= deadline + RELEASE_GRACE_MS:
-                        self._record(minute, shard, owner, watermark, deadline, release=True)
+                        self._record(
+                            minute,
+                            shard,
+                            owner,
+                            watermark,
+                            deadline,
+                            release=True,
+                            stalls=0 if reset else None,
+                        )
                     return False
         except Exception as exc:
-            raise _PartitionFailed(watermark) from exc
+            raise _PartitionFailed(watermark, 0 if reset else None) from exc
 
     def _record(
         self,
@@ -349,7 +367,7 @@ class Sweeper:
         progress goes with the next page's write (the lease outlasts the sweep), and a
         release is tried again after RELEASE_PAUSES_S. Not released, the lease runs out and
         the next holder resumes from the last progress written, counting a stall."""
-        pauses = iter(RELEASE_PAUSES_S if release else ())
+        pauses = list(RELEASE_PAUSES_S) if release else []
         while True:
             try:
                 return self._timers.advance(
@@ -364,8 +382,9 @@ class Sweeper:
             except StoreError as exc:
                 if not exc.transient:
                     raise
-                pause = next(pauses, None)
-                if pause is None or self._clock() > deadline + RELEASE_GRACE_MS:
+                # Tried again only if that begins within the grace (the function's time).
+                pause = pauses.pop(0) if pauses else None
+                if pause is None or self._clock() + pause * 1000 > deadline + RELEASE_GRACE_MS:
                     logger.warning(
                         "writing a partition's progress failed",
                         extra={"minute": minute, "shard": shard, "release": release},
