@@ -7,7 +7,8 @@ from __future__ import annotations
 import contextlib
 from typing import Any
 
-from duetime.domain.jobs import Priority, Runtime
+from duetime.domain.ids import run_id
+from duetime.domain.jobs import Priority, Runtime, jitter_offset_ms, parse_job_spec
 from duetime.domain.runs import RunStatus
 from duetime.domain.timeutil import rfc3339_ms
 from duetime.services.dependencies import TRIGGER_READS
@@ -108,3 +109,39 @@ def test_given_a_dependent_of_the_unsent_chunk_paused_and_resumed_then_it_runs_o
 
     assert len(engine.runs_of(unsent)) == 1
     assert all(len(engine.runs_of(d)) == 1 for d in dependents)
+
+
+def test_given_a_dependent_moved_to_another_upstream_then_it_runs_for_its_new_upstream_s_run() -> (
+    None
+):
+    # The trigger of its old upstream, dropped by the move (a change), was recorded `skipped`
+    # under <dependent>-<instant>, and the new upstream's run at the same instant was taken
+    # for a copy of it: the dependent never ran for it (a lifecycle audit, round four).
+    jitter = 900
+    for _ in range(50):
+        engine = Engine()
+        old = engine.create({"at": rfc3339_ms(T0)})
+        body = {
+            "schedule": {"at": rfc3339_ms(T0)},
+            "target": {"type": "http", "url": "https://example.com/hook"},
+            "jitter_seconds": jitter,
+        }
+        new = engine.service.create(TENANT, parse_job_spec(body)).id
+        after_old = {
+            "schedule": {"after": {"job_id": old}},
+            "target": {"type": "http", "url": "https://example.com/hook"},
+            "jitter_seconds": jitter,
+        }
+        moved = engine.service.create(TENANT, parse_job_spec(after_old)).id
+        waits = jitter_offset_ms(moved, T0, jitter), jitter_offset_ms(new, T0, jitter)
+        if waits[0] > 5_000 and 5_000 < waits[1] < 60_000:
+            break
+    engine.work()  # the old upstream's run: its trigger waits out the dependent's jitter
+    engine.now = T0 + 2_000
+    engine.service.update(TENANT, moved, {"schedule": {"after": {"job_id": new}}})
+    while engine.now < T0 + sum(waits) + 5_000:
+        engine.now += 1_000
+        engine.work()
+
+    [ran] = engine.runs_of(moved)
+    assert ran.upstream_run_id == run_id(new, T0)

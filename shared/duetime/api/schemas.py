@@ -236,7 +236,9 @@ def _jobs() -> dict[str, Any]:
                 "status": {
                     "enum": enum_values(RunStatus),
                     "description": "skipped: did not start, another run of its job was "
-                    "active (overlap skip or buffer_one); buffered: waits for it (buffer_one).",
+                    "active (overlap skip or buffer_one), or the job was paused or changed "
+                    "while it waited (a buffered one, an after job's triggered run); buffered: "
+                    "waits for the active run (buffer_one).",
                 },
                 "attempts": {
                     "type": "integer",

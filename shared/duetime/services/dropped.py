@@ -32,6 +32,7 @@ from duetime.domain.runs import (
     stopped_by_its_job,
     unclaimed,
 )
+from duetime.domain.schedule import After
 from duetime.ports import Delivery, RunStore
 from duetime.services.job_reads import Found
 from duetime.services.results import Result, lease_end
@@ -62,9 +63,17 @@ class DroppedRuns:
         self._release = release
 
     def _record_dropped(self, job: Job, message: RunMessage) -> None:
-        """A triggered run dropped by a pause or a change of its job: `skipped` (a cancelled
-        job's runs stop for good: nothing to record)."""
-        if job.status != JobStatus.CANCELLED:
+        """A triggered run dropped by a pause or a change of its job: `skipped`, while the job
+        still runs after the upstream that sent it (a cancelled job's runs stop for good; one
+        moved onto another upstream is owed that one's run of the same instant, whose run id
+        is the same: until 2026-11-30 the record took it for a copy; a lifecycle audit)."""
+        schedule = job.spec.schedule
+        upstream = (message.upstream_run_id or "").rpartition("-")[0]  # <job id>-<instant>
+        if (
+            job.status != JobStatus.CANCELLED
+            and isinstance(schedule, After)
+            and schedule.job_id == upstream
+        ):
             self._runs.record(
                 unclaimed(
                     job,
