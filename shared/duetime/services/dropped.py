@@ -1,6 +1,5 @@
 """A delivery whose job no longer lets its run start (cancelled, paused, changed since, gone):
-what becomes of the run it names (duetime.services.execute, step 2). A first delivery of a
-first attempt has no record: nothing. Otherwise the record is read:
+what becomes of the run it names (duetime.services.execute, step 2), by its record:
 
 - a retry's run, `retrying`: it ends `failed`, its last attempt's error kept with why it
   stops, rather than showing as in progress for good (and holding an overlap gate);
@@ -9,7 +8,10 @@ first attempt has no record: nothing. Otherwise the record is read:
 - a run that had finished (the message was kept, or came back after a crash, to send its
   `after` jobs' runs or to free its overlap gate): that is done now, as a duplicate delivery
   does it. Until 2026-11-30 the change dropped it, and the dependents of a run that had
-  succeeded never ran (found by an outside fault audit).
+  succeeded never ran (found by an outside fault audit);
+- a buffered occurrence whose start its holder's release sent: it ends `skipped`, and the
+  gate it was handed goes on (until 2026-11-30 a first delivery was taken to have no record,
+  and it showed `buffered` until its TTL; an outside lifecycle audit).
 
 A run an upstream's run triggered (`after`) that a pause or a change drops, with no record, is
 recorded `skipped`: its upstream's message may come back (its worker died between the trigger
@@ -62,40 +64,46 @@ class DroppedRuns:
         self._finished = finished
         self._release = release
 
-    def _record_dropped(self, job: Job, message: RunMessage) -> None:
-        """A triggered run dropped by a pause or a change of its job: `skipped`, while the job
-        still runs after the upstream that sent it (a cancelled job's runs stop for good; one
-        moved onto another upstream is owed that one's run of the same instant, whose run id
-        is the same: until 2026-11-30 the record took it for a copy; a lifecycle audit)."""
+    def _record_dropped(self, job: Job, message: RunMessage, buffered: bool) -> None:
+        """A run that a pause or a change of its job dropped before it began: `skipped`.
+        A buffered occurrence's, whose start its release had sent (it showed `buffered` until
+        its record's TTL: until 2026-11-30, a lifecycle audit); a triggered run's (below),
+        while the job still runs after the upstream that sent it (a cancelled job's runs stop
+        for good; one moved onto another upstream is owed that one's run of the same instant,
+        whose run id is the same: until 2026-11-30 the record took it for a copy)."""
         schedule = job.spec.schedule
         upstream = (message.upstream_run_id or "").rpartition("-")[0]  # <job id>-<instant>
-        if (
-            job.status != JobStatus.CANCELLED
-            and isinstance(schedule, After)
-            and schedule.job_id == upstream
+        if not buffered and (
+            job.status == JobStatus.CANCELLED
+            or not isinstance(schedule, After)
+            or schedule.job_id != upstream
         ):
-            self._runs.record(
-                unclaimed(
-                    job,
-                    message.scheduled_ms,
-                    RunStatus.SKIPPED,
-                    self._clock(),
-                    self._settings.run_ttl_seconds,
-                    due_ms=message.due_ms,
-                    asked_ms=message.asked_ms,
-                )
+            return
+        self._runs.record(
+            unclaimed(
+                job,
+                message.scheduled_ms,
+                RunStatus.SKIPPED,
+                self._clock(),
+                self._settings.run_ttl_seconds,
+                due_ms=message.due_ms,
+                asked_ms=message.asked_ms,
             )
+        )
 
     def end(
         self, delivery: Delivery, message: RunMessage, reason: str, found: Found | None
     ) -> Result | None:
         """What becomes of the run of a dropped delivery: a result when the message must stay
         (or has more to do), else None (it is dropped)."""
-        first = message.attempt < 2 and delivery.receive_count < 2
-        run = None if first else self._runs.get(message.job_id, message.scheduled_ms)
-        if run is None:
-            if message.upstream_run_id is not None and found is not None:
-                self._record_dropped(found[0], message)
+        # (Read for a first delivery too: a buffered occurrence's first attempt has a record.)
+        run = self._runs.get(message.job_id, message.scheduled_ms)
+        buffered = run is not None and run.status == RunStatus.BUFFERED
+        if run is None or buffered:
+            if found is not None and (buffered or message.upstream_run_id is not None):
+                self._record_dropped(found[0], message, buffered)
+            if found is not None and buffered:  # the gate it was handed goes on
+                self._release(found[0], message.scheduled_ms)
             return None
         now = self._clock()
         if run.status in (RunStatus.SUCCEEDED, RunStatus.FAILED):

@@ -42,7 +42,6 @@ from duetime.domain.messages import (
     delay_seconds,
     run_message,
 )
-from duetime.domain.overlap import Overlap
 from duetime.domain.retry import retry_delay_ms, should_retry
 from duetime.domain.runs import (
     TERMINAL_RUN_STATUSES,
@@ -62,7 +61,7 @@ from duetime.services.dependencies import Dependencies
 from duetime.services.dropped import ABANDONED_ERROR, DroppedRuns
 from duetime.services.job_reads import LINGER_SECONDS, Found, JobReads, may_start
 from duetime.services.outcome import record_outcome, send_follow_up, withdraw_claim
-from duetime.services.overlap import OverlapGuard
+from duetime.services.overlap import OverlapGuard, gated
 from duetime.services.results import (
     Disposition,
     Result,
@@ -231,8 +230,8 @@ class RunExecutor:
             )
             self._queue.send([(carried, delay_seconds(carried.visible_ms, self._clock()))])
             return Result(Disposition.DONE, "re-sent under the job's new settings")
-        gated = job.spec.recurring and job.spec.overlap != Overlap.ALLOW
-        if gated and self._wait_until(message.due_ms, stopping):
+        through_gate = gated(job.spec)
+        if through_gate and self._wait_until(message.due_ms, stopping):
             return self._handed_back(delivery)
         ahead = max(0, message.due_ms - self._clock())
         needed = (
@@ -246,7 +245,7 @@ class RunExecutor:
             # (with its whole timeout ahead) takes the message, which is visible again at once.
             self._queue.change_visibility(delivery, 0)
             return Result(Disposition.RETRY_LATER, "not enough time left in this invocation")
-        if gated:
+        if through_gate:
             grace = LEASE_MARGIN_MS + self._settings.clock_skew_allowance_seconds * 1000
             held = self._overlap.gate(delivery, job, message, grace)
             if held is not None:

@@ -5,9 +5,8 @@ is written, then its first occurrence is dispatched (duetime.services.dispatch):
 to SQS with DelaySeconds when it falls before the sweep horizon (short delays, `at` in the
 past, run-now), otherwise written as a timer for the sweeper.
 
-A one-off job's terminal status (succeeded/failed) is the status of its run: the worker writes
-only the run record, saving a write per run, and reads resolve it (see docs/architecture.md).
-"""
+A one-off job's terminal status (succeeded/failed) is its run's: the worker writes only the
+run record (a write per run saved) and reads resolve it (docs/architecture.md)."""
 
 from __future__ import annotations
 
@@ -37,6 +36,7 @@ from duetime.services.idempotency import (
     run_now_binding,
     run_now_bound,
 )
+from duetime.services.overlap import OverlapGuard, gated
 from duetime.services.release import ReleasedSender
 from duetime.services.run_now import RunNowInstants
 from duetime.services.submission import Submission, counted
@@ -71,8 +71,7 @@ class JobService:
         entropy: Callable[[int], bytes] = os.urandom,
         sleep: Callable[[float], None] | None = None,
     ) -> None:
-        """`sleep`: batch create holds its sends to their release moments on this clock
-        (duetime.services.release); None: sent at once."""
+        """`sleep`: batch create holds its sends to their release moments (services.release)."""
         self._jobs = jobs
         self._timers = timers
         self._runs = runs
@@ -82,6 +81,7 @@ class JobService:
         self._entropy = entropy
         self._dispatcher = Dispatcher(jobs, timers, queue, settings, clock=clock)
         self._deps = Dependencies(jobs, queue, clock=clock)  # `after` jobs
+        self._overlap = OverlapGuard(jobs, runs, queue, settings, clock=clock)
         self._instants = RunNowInstants(jobs, self._dispatcher, self._deps)
         held = (
             self._dispatcher
@@ -344,6 +344,8 @@ class JobService:
             if counted(job.spec) and not counted(spec):
                 self._jobs.release_recurring(tenant)
             self._deps.unlink(job, updated)
+            if gated(job.spec) and not gated(spec):  # its waiting occurrence: run, or dropped
+                self._overlap.lift(updated)
             if due is not None and job.status == JobStatus.SCHEDULED:  # paused: resume arms it
                 self._rearm(updated, due, now)
             return self._view(updated)

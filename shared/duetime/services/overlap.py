@@ -28,7 +28,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import replace
 
-from duetime.domain.jobs import Job, JobStatus
+from duetime.domain.jobs import Job, JobSpec, JobStatus
 from duetime.domain.messages import RunMessage
 from duetime.domain.overlap import (
     Admission,
@@ -51,6 +51,11 @@ GATE_TTL_SECONDS = 2 * 86_400
 ATTEMPTS_AT_THE_GATE = 5
 # A buffered occurrence of a job in these is dropped with the rest, never handed the gate.
 _DROPPING = (JobStatus.PAUSED, JobStatus.CANCELLED)
+
+
+def gated(spec: JobSpec) -> bool:
+    """Whether a job's runs go through its overlap gate: a recurring one with a policy."""
+    return spec.recurring and spec.overlap != Overlap.ALLOW
 
 
 class OverlapGuard:
@@ -151,8 +156,8 @@ class OverlapGuard:
         first: a buffered occurrence that a pause, a cancel or a re-arming change dropped
         since is ended `skipped`, not handed the gate (its message would be dropped, and the
         gate held by an occurrence that never runs)."""
-        if not job.spec.recurring or job.spec.overlap == Overlap.ALLOW:
-            return
+        if not gated(job.spec):
+            return  # (a gate it had when PATCHed otherwise was lifted then: `lift`)
         for _ in range(ATTEMPTS_AT_THE_GATE):
             gate = self._jobs.gate(job.tenant, job.id)
             now = self._clock()
@@ -174,6 +179,28 @@ class OverlapGuard:
                 return
         # Left held: the next occurrence finds this holder finished and hands over itself.
         logger.warning("the overlap gate kept changing during a release")
+
+    def lift(self, job: Job) -> None:
+        """`job` (as written) no longer goes through its gate (a PATCH to `allow`, or to a
+        schedule that does not recur): the occurrence waiting behind the active run starts
+        now, as `allow` starts any, or ends `skipped` if the job is paused or re-armed since;
+        the gate keeps none waiting. Until 2026-11-30 the active run's release read the new
+        policy and did nothing: the waiting one stayed `buffered`, owed and never run (an
+        outside lifecycle audit)."""
+        for _ in range(ATTEMPTS_AT_THE_GATE):
+            gate = self._jobs.gate(job.tenant, job.id)
+            if gate.buffered_ms is None:
+                return
+            now = self._clock()
+            dropped = job.status in _DROPPING or stale_buffered(gate, job.generation)
+            if dropped or not job.spec.recurring:
+                self._drop_buffered(job, gate.buffered_ms, now)
+            else:
+                self._start(job, gate.buffered_ms)
+            lifted = replace(gate, buffered_ms=None)
+            if self._jobs.put_gate(job.tenant, job.id, lifted, now // 1000 + GATE_TTL_SECONDS):
+                return
+        logger.warning("the overlap gate kept changing while its policy was lifted")
 
     def _start(self, job: Job, scheduled_ms: int) -> None:
         """Send the buffered occurrence's first attempt, visible now. It carries the

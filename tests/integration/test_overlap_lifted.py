@@ -1,0 +1,106 @@
+"""An overlap policy changed (PATCH) while the holder waits for its retry, and a handed-over
+buffered occurrence dropped on its first delivery: the waiting occurrence runs if it is owed,
+else ends `skipped`; it never shows `buffered` for good (a lifecycle audit, round four)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from duetime.domain.runs import RunStatus
+from duetime.domain.timeutil import rfc3339_ms
+from tests.integration.test_overlap import T0
+from tests.integration.test_overlap_changes import Twins, every_ten_seconds
+
+
+def failing_holder() -> dict[str, Any]:
+    # +10 runs 2 s and fails, retry after ~30 s; +20 buffered behind it.
+    return every_ten_seconds(
+        payload={"seconds": 2, "fail": True},
+        retry={"max_attempts": 3, "backoff_seconds": 30},
+    )
+
+
+def test_given_overlap_patched_to_allow_while_the_holder_retries_then_the_waiting_one_runs() -> (
+    None
+):
+    # +20 was owed (an overlap change does not re-arm). The holder's retry read the job as
+    # `allow`, and its release did nothing: +20 never ran and showed `buffered` for good.
+    twins = Twins()
+    job = twins.create(**failing_holder())
+    lifted = {"overlap": "allow", "payload": {"seconds": 2}}  # and the retry succeeds
+    twins.at(22, lambda: twins.service.update("t", job, lifted))
+
+    twins.run_for(120)
+
+    statuses = twins.statuses_s(job)
+    assert statuses[10] == RunStatus.SUCCEEDED  # its retry ran under the new policy
+    assert twins.start_of(20) is not None
+    assert statuses[20] == RunStatus.SUCCEEDED
+
+
+def test_given_overlap_patched_to_allow_then_a_pause_then_the_waiting_one_is_skipped() -> None:
+    # Lifted, the waiting one is sent at once; the pause right after drops it: `skipped`.
+    twins = Twins()
+    job = twins.create(**failing_holder())
+    twins.at(22, lambda: twins.service.update("t", job, {"overlap": "allow"}))
+    twins.at(22, lambda: twins.service.pause("t", job))
+
+    twins.run_for(120)
+
+    statuses = twins.statuses_s(job)
+    assert statuses[10] == RunStatus.FAILED  # its retry dropped by the pause
+    assert statuses[20] == RunStatus.SKIPPED
+
+
+def test_given_a_patch_to_a_one_off_while_the_holder_retries_then_the_waiting_one_is_skipped() -> (
+    None
+):
+    twins = Twins()
+    job = twins.create(**failing_holder())
+    at = {"at": rfc3339_ms(T0 + 200_000)}
+    twins.at(22, lambda: twins.service.update("t", job, {"schedule": at}))
+
+    twins.run_for(120)
+
+    statuses = twins.statuses_s(job)
+    assert statuses[10] == RunStatus.FAILED
+    assert statuses[20] == RunStatus.SKIPPED
+
+
+def test_given_a_new_schedule_and_allow_while_the_holder_retries_then_the_waiting_one_skips() -> (
+    None
+):
+    twins = Twins()
+    job = twins.create(**failing_holder())
+    new = {"rate_seconds": 10, "end_at": rfc3339_ms(T0 + 301_000)}
+    twins.at(22, lambda: twins.service.update("t", job, {"schedule": new, "overlap": "allow"}))
+
+    twins.run_for(120)
+
+    statuses = twins.statuses_s(job)
+    assert statuses[10] == RunStatus.FAILED
+    assert statuses[20] == RunStatus.SKIPPED
+
+
+def test_given_a_pause_between_the_hand_over_and_its_first_delivery_then_it_is_skipped() -> None:
+    # The holder's release sends the buffered occurrence's first attempt and names it holder;
+    # a pause before that message is handled drops it, and a first delivery was taken to
+    # have no record: it stayed `buffered` for good.
+    twins = Twins()
+    job = twins.create(**every_ten_seconds())
+    guard = twins.executor._overlap
+    start = guard._start
+    fired = []
+
+    def start_then_pause(job_: Any, scheduled_ms: int) -> None:
+        start(job_, scheduled_ms)
+        if not fired:
+            fired.append(scheduled_ms)
+            twins.service.pause("t", job)
+
+    guard._start = start_then_pause  # type: ignore[method-assign]
+    twins.run_for(60)
+
+    assert fired == [T0 + 20_000]
+    assert twins.start_of(20) is None  # dropped by the pause
+    assert twins.statuses_s(job)[20] == RunStatus.SKIPPED
