@@ -25,8 +25,9 @@ from duetime.domain.text import clean
 MAX_PER_REQUEST = 100  # the API's limit per batch
 # How often the jobs the submission rate refused are sent again (each after its Retry-After).
 RATE_RETRIES = 5
-# The longest wait the CLI takes from an answer (the API asks for at most 60 s).
-MAX_RETRY_AFTER_S = 60.0
+# The longest wait the CLI takes from an answer: the submission rate's own are a few seconds;
+# a tenant's debt (a large backfill) can ask for hours, and those lines are reported refused.
+MAX_RETRY_AFTER_S = 300.0
 _ENVELOPE = len('{"jobs":[]}')
 INTERRUPTED = "interrupted"  # the error code of the lines of a request Ctrl-C stopped
 MAYBE = "these jobs may or may not exist"
@@ -102,9 +103,10 @@ def create_from_file(client: ApiClient, path: str) -> dict[str, Any]:
                 waiting = [
                     i for i in range(len(items) - len(chunk), len(items)) if _slowed(items[i])
                 ]
-                if not waiting:
+                wait = max((_retry_after(items[i]) for i in waiting), default=0)
+                if not waiting or wait > MAX_RETRY_AFTER_S:  # (a debt: reported, not waited)
                     break
-                time.sleep(max(_retry_after(items[i]) for i in waiting))
+                time.sleep(wait)
                 sending = [(items[i]["line"], by_line[items[i]["line"]]) for i in waiting]
                 answer = client.call("POST", "/jobs/batch", body={"jobs": [b for _, b in sending]})
                 for i, result in zip(waiting, _results(answer, sending), strict=True):
@@ -120,14 +122,14 @@ def create_from_file(client: ApiClient, path: str) -> dict[str, Any]:
 
 
 def _retry_after(item: dict[str, Any]) -> float:
-    """The seconds an item asks to wait, as a number from 1 to MAX_RETRY_AFTER_S (anything
-    else, 1): until 2026-11-30 a value that was not a whole number, or negative, died with a
-    traceback and lost the report of the lines created, and a huge one slept for years (a
-    hostile or impersonated API; an outside security audit)."""
+    """The seconds an item asks to wait, 1 for anything but a number from 1 (until 2026-11-30
+    a value that was not a whole number, or negative, died with a traceback and lost the
+    report of the lines created, and a huge one slept for years: an outside security audit).
+    Over MAX_RETRY_AFTER_S (a backfill's debt) the lines are reported refused, not waited."""
     wait = item.get("retry_after_seconds")
     if isinstance(wait, bool) or not isinstance(wait, int | float) or not wait >= 1:
         return 1
-    return min(float(wait), MAX_RETRY_AFTER_S)
+    return float(wait)
 
 
 def _slowed(item: dict[str, Any]) -> bool:
