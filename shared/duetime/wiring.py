@@ -113,6 +113,15 @@ def sqs_config(poll_seconds: int) -> Config:
     )
 
 
+def aws_call_config(endpoint_url: str | None) -> Config:
+    """The engine's other clients' on AWS (the coordinator's Lambda invoke, the signing key's
+    Secrets Manager read: calls of milliseconds), as SQS's without a poll: the sweeper reads
+    the key on its first message, holding a partition, and with botocore's 60 s timeouts a
+    silent service outlasted the function (until 2026-11-30; an outside infrastructure
+    audit). The emulator keeps botocore's, as for the stores."""
+    return _BOTO_CONFIG if endpoint_url is not None else sqs_config(0)
+
+
 @dataclass(frozen=True)
 class Components:
     settings: Settings
@@ -196,7 +205,9 @@ def build(
         from duetime.adapters.lambda_launcher import LambdaSweepLauncher
 
         launcher = LambdaSweepLauncher(
-            session.client("lambda", config=_BOTO_CONFIG, endpoint_url=endpoint_url),
+            session.client(
+                "lambda", config=aws_call_config(endpoint_url), endpoint_url=endpoint_url
+            ),
             settings.sweeper_function,
         )
     service = JobService(jobs, timers, runs, queue, settings, clock=clock, sleep=release_sleep)
@@ -240,7 +251,8 @@ def message_auth(
         if not arn:
             needed = f"{Env.RUN_SIGNING_SECRET_ARN} or {Env.RUN_SIGNING_KEY}"
             raise RuntimeError(f"no key for run messages: set {needed}")
-        secrets = session.client("secretsmanager", config=_BOTO_CONFIG, endpoint_url=endpoint_url)
+        config = aws_call_config(endpoint_url)
+        secrets = session.client("secretsmanager", config=config, endpoint_url=endpoint_url)
         return str(secrets.get_secret_value(SecretId=arn)["SecretString"])
 
     return _KeysOnFirstUse(read)

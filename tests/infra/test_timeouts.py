@@ -12,7 +12,7 @@ from botocore.config import Config
 
 from duetime.services.sweep import Sweeper
 from duetime.settings import Settings
-from duetime.wiring import build, dynamodb_config, sqs_config
+from duetime.wiring import aws_call_config, build, dynamodb_config, sqs_config
 from infra.props import SchedulerProps
 from tests.infra.conftest import ISSUER
 
@@ -37,7 +37,7 @@ def worst_call_seconds(config: Config) -> float:
 def test_a_call_to_a_silent_sqs_or_dynamodb_fails_before_the_sweeper_function_is_stopped() -> None:
     deadline_ms = inspect.signature(Sweeper).parameters["deadline_ms"].default
     props = SchedulerProps(jwt_issuer=ISSUER, jwt_audience=("duetime",))
-    for config in (sqs_config(1), dynamodb_config()):
+    for config in (sqs_config(1), dynamodb_config(), aws_call_config(None)):
         # A sweep checks its deadline between groups; a group's call may start just before it.
         worst = deadline_ms / 1000 + worst_call_seconds(config)
         assert worst < props.sweeper_timeout_seconds, worst
@@ -67,3 +67,23 @@ def test_the_attempts_are_those_the_docs_say() -> None:
 def test_a_long_poll_is_not_cut_short() -> None:
     for wait in (1, 10, 20):
         assert sqs_config(wait).read_timeout > wait
+
+
+def test_the_coordinator_s_and_the_signing_key_s_clients_give_up_in_time_too() -> None:
+    # They kept botocore's 60 s timeouts: a silent Secrets Manager on a cold start held the
+    # sweep, with its partition, past the function's timeout (an infrastructure audit).
+    session = boto3.Session(
+        aws_access_key_id="x", aws_secret_access_key="x", region_name="us-east-1"
+    )
+    settings = Settings(
+        jobs_table="jobs",
+        timers_table="timers",
+        runs_table="runs",
+        queues={},
+        sweeper_function="duetime-sweeper",
+    )
+    parts = build(settings, session)
+    launcher = parts.coordinator._launcher  # type: ignore[attr-defined]
+    config = launcher._client.meta.config
+    assert (config.connect_timeout, config.read_timeout) == (2, 5)
+    assert aws_call_config("http://127.0.0.1:1").connect_timeout == 60  # the emulator's
