@@ -163,7 +163,7 @@ def test_given_a_concurrent_change_then_a_transition_is_a_conflict_not_a_lost_up
     job = parts.service.create("a", spec(schedule={"rate_seconds": 60}))
     replace = parts.jobs.replace
 
-    def raced(new: object, *, expected: object) -> None:
+    def raced(new: object, **_: object) -> None:
         raise ConditionFailed("changed")
 
     parts.jobs.replace = raced  # type: ignore[method-assign]
