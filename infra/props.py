@@ -16,7 +16,7 @@ from aws_cdk import aws_logs as logs
 from aws_cdk import aws_sns as sns
 
 from duetime.domain.jobs import Priority, Runtime
-from duetime.domain.targets import TenantTargets
+from duetime.domain.reach import TenantTargets
 from duetime.resources import TABLES
 from duetime.settings import Env, Quotas, queue_key
 from infra.limits import MAX_HOT_WINDOW_DAYS, check_calendar_date, check_tenant_quotas

@@ -26,7 +26,7 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from duetime.domain.jobs import Priority, Runtime
-from duetime.domain.targets import OwnResources, TenantTargets
+from duetime.domain.reach import OwnResources, TenantTargets, sqs_region
 
 
 class Env:
@@ -62,7 +62,7 @@ class Env:
     # operator's allowed target ARNs only, never duetime's own resources. Unset: their own.
     TARGET_ROLE_ARN = "DUETIME_TARGET_ROLE_ARN"
     # The AWS resources a tenant's jobs may name, by name: a pattern such as `{tenant}-*`
-    # (domain.targets.TenantTargets). Unset: any resource the target role reaches, any tenant.
+    # (domain.reach.TenantTargets). Unset: any resource the target role reaches, any tenant.
     TENANT_TARGET_NAMES = "DUETIME_TENANT_TARGET_NAMES"
     # How far past its deadline a run's lease, written with another worker's clock, counts as
     # over (the run is then taken as abandoned by a dead or killed worker).
@@ -208,6 +208,11 @@ class Settings:
         urls.append(self.archive_failure_queue_url)
         names = {url.rstrip("/").rsplit("/", 1)[-1] for url in urls if url}
         return OwnResources(frozenset(names), self.resource_prefix)
+
+    def region(self) -> str | None:
+        """The deployment's region, as its run queues' URLs name it (None on the emulator)."""
+        urls = (u for q in self.queues.values() for u in q.lanes)
+        return next(filter(None, map(sqs_region, urls)), None)
 
     def tenant_targets(self) -> TenantTargets:
         """Which AWS resources each tenant's jobs may name (all, without a pattern)."""

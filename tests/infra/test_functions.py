@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from duetime.domain.jobs import Priority, Runtime
-from duetime.domain.targets import TenantTargets
+from duetime.domain.reach import TenantTargets
 from duetime.settings import Env, Settings, queue_key
 from infra import packaging
 from tests.infra.conftest import ESM_CONSUME, KMS_KEY_ARN, TARGET_ARNS, Synth, listed

@@ -13,12 +13,12 @@ from typing import Any
 import pytest
 
 from duetime.domain.jobs import Job, JobStatus, Priority, Runtime, parse_job_spec
+from duetime.domain.reach import OwnResources
 from duetime.domain.runs import RunStatus
 from duetime.domain.targets import (
     EventBridgeTarget,
     HttpTarget,
     LambdaTarget,
-    OwnResources,
     SnsTarget,
     SqsTarget,
     Target,

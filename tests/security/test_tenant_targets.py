@@ -15,6 +15,7 @@ import pytest
 
 from duetime.domain.errors import ValidationError
 from duetime.domain.jobs import Priority, Runtime, parse_job_spec
+from duetime.domain.reach import TenantTargets
 from duetime.domain.runs import RunStatus
 from duetime.domain.targets import (
     EventBridgeTarget,
@@ -23,7 +24,6 @@ from duetime.domain.targets import (
     SnsTarget,
     SqsTarget,
     Target,
-    TenantTargets,
 )
 from duetime.settings import Env, Settings
 from tests.conftest import Aws

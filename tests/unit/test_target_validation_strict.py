@@ -26,11 +26,11 @@ from duetime.adapters.codec import job_from_values, job_to_values
 from duetime.domain.errors import ValidationError
 from duetime.domain.invocation import TargetError
 from duetime.domain.jobs import parse_job_spec
+from duetime.domain.reach import OwnResources
 from duetime.domain.targets import (
     EventBridgeTarget,
     HttpTarget,
     LambdaTarget,
-    OwnResources,
     SnsTarget,
     SqsTarget,
     Target,

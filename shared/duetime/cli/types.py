@@ -12,7 +12,7 @@ from urllib.parse import urlsplit
 from duetime.api.body import strict_json as api_json
 from duetime.domain.errors import ValidationError
 from duetime.domain.planning import MAX_PREVIEW_OCCURRENCES
-from duetime.domain.targets import TenantTargets
+from duetime.domain.reach import TenantTargets
 
 
 def read_text(path: str) -> str:

@@ -41,6 +41,7 @@ from duetime.domain.jobs import (
     Runtime,
 )
 from duetime.domain.planning import first_due, hot_until, no_occurrence
+from duetime.domain.reach import region_refusal
 from duetime.domain.schedule import Rate
 from duetime.domain.targets import HttpTarget
 from duetime.domain.timeutil import from_ms, to_ms
@@ -152,7 +153,11 @@ class Submission:
             )
         # A job may not reach duetime's own queues, topics, functions, nor another tenant's.
         own, scoped = self._settings.own_resources(), self._settings.tenant_targets()
-        refused = own.refusal(spec.target) or scoped.refusal(spec.target, tenant)
+        refused = (
+            own.refusal(spec.target)
+            or scoped.refusal(spec.target, tenant)
+            or region_refusal(spec.target, self._settings.region())
+        )
         if refused is not None:
             raise ValidationError(f"target.{refused[0]}", refused[1])
         if isinstance(spec.target, HttpTarget) and (

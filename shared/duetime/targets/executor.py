@@ -7,16 +7,15 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from duetime.domain.invocation import Invocation, TargetError
+from duetime.domain.reach import OwnResources, TenantTargets
 from duetime.domain.targets import (
     EventBridgeTarget,
     HandlerTarget,
     HttpTarget,
     LambdaTarget,
-    OwnResources,
     SnsTarget,
     SqsTarget,
     Target,
-    TenantTargets,
 )
 from duetime.targets import aws
 from duetime.targets.clients import AwsClients
