@@ -4,6 +4,7 @@ else ends `skipped`; it never shows `buffered` for good (a lifecycle audit, roun
 
 from __future__ import annotations
 
+import contextlib
 from typing import Any
 
 from duetime.domain.runs import RunStatus
@@ -104,3 +105,27 @@ def test_given_a_pause_between_the_hand_over_and_its_first_delivery_then_it_is_s
     assert fired == [T0 + 20_000]
     assert twins.start_of(20) is None  # dropped by the pause
     assert twins.statuses_s(job)[20] == RunStatus.SKIPPED
+
+
+def test_given_a_lift_that_failed_then_the_patch_sent_again_lifts_it() -> None:
+    # The job's write went through and the lift failed (a 5xx): the PATCH sent again changed
+    # nothing, so nothing lifted the policy, and +20 stayed `buffered`, owed (a review).
+    twins = Twins()
+    job = twins.create(**failing_holder())
+    lift = twins.service._overlap.lift
+    lifted = {"overlap": "allow", "payload": {"seconds": 2}}
+
+    def failing(job_: Any) -> None:
+        raise ConnectionError("the gate's read went unanswered")
+
+    def patch_then_again() -> None:
+        twins.service._overlap.lift = failing  # type: ignore[method-assign]
+        with contextlib.suppress(ConnectionError):
+            twins.service.update("t", job, lifted)
+        twins.service._overlap.lift = lift  # type: ignore[method-assign]
+        twins.service.update("t", job, lifted)  # the client's retry
+
+    twins.at(22, patch_then_again)
+    twins.run_for(120)
+
+    assert twins.statuses_s(job)[20] == RunStatus.SUCCEEDED

@@ -128,3 +128,19 @@ def test_given_a_completion_on_moto_then_its_count_goes_with_it_once(engine: Eng
 
     assert engine.parts.jobs.get("tenant-a", ending).status == JobStatus.COMPLETED  # type: ignore[union-attr]
     assert counter(engine) == 1
+
+
+@pytest.mark.parametrize("fault", [Crash, StoreError])
+def test_given_a_fault_after_a_patch_to_a_one_off_then_its_slot_is_free(
+    fault: type[BaseException],
+) -> None:
+    # The PATCH wrote the job, then released its count in a write of its own (a review).
+    twins = Twins(shards=1)
+    spec = parse_job_spec({"schedule": {"rate_seconds": 60}, "target": NOOP})
+    job = twins.service.create("t", spec, quotas=ONE)
+    failing_release(twins, fault)
+
+    twins.service.update("t", job.id, {"schedule": {"delay_seconds": 60}})
+
+    assert twins.jobs.recurring_count("t") == 0
+    twins.service.create("t", spec, quotas=ONE)

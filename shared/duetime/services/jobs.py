@@ -160,8 +160,7 @@ class JobService:
             return Page(list(pool.map(self._view, kept)), page.cursor)
 
     def _expired(self, job: Job) -> bool:
-        """Past its TTL: DynamoDB deletes expired items within about two days and serves them
-        until then; a job whose run record may already be gone is history, not state."""
+        """Past its TTL (DynamoDB serves it up to two days more): history, not state."""
         return job.expires_at is not None and job.expires_at <= self._clock() // 1000
 
     def _view(self, job: Job) -> JobView:
@@ -182,7 +181,6 @@ class JobService:
 
     # `if_match`: the versions the caller accepts (If-Match), None for any; another is a
     # PreconditionFailed, checked before anything else (RFC 9110 13.2.2), as for an update.
-
     def cancel(
         self, tenant: str, job_id: str, *, if_match: frozenset[int] | None = None
     ) -> JobView:
@@ -290,8 +288,10 @@ class JobService:
             spec = updated_spec(job.spec, changes)
             now = self._clock()
             if spec == job.spec:
-                # Nothing to write. A scheduled job is armed again: an update whose dispatch
-                # failed is completed by sending it again.
+                # Nothing to write. A scheduled job is armed again, and a lifted policy lifted
+                # again: an update whose dispatch or lift failed is completed by sending it again.
+                if not gated(spec):
+                    self._overlap.lift(job)
                 if job.status == JobStatus.SCHEDULED and self._dispatcher.arm(job, now):
                     return self.get(tenant, job_id)  # its schedule was over: completed
                 return view
@@ -330,7 +330,9 @@ class JobService:
                 # A new `after` is written only if the chain it was checked against is
                 # as read: a concurrent PATCH of the chain could close a loop.
                 moved = spec.schedule != job.spec.schedule
-                self._jobs.replace(updated, expected=job, unchanged=chain if moved else ())
+                released = counted(job.spec) and not counted(spec)  # its count, in that write
+                chain_read = chain if moved else ()
+                self._jobs.replace(updated, expected=job, unchanged=chain_read, release=released)
             except ConditionFailed:
                 # The job changed (with If-Match, the next read answers 412), or the chain
                 # of its new `after` did: check again.
@@ -341,8 +343,6 @@ class JobService:
                 if reserved:
                     self._jobs.release_recurring(tenant)
                 raise
-            if counted(job.spec) and not counted(spec):
-                self._jobs.release_recurring(tenant)
             self._deps.unlink(job, updated)
             if gated(job.spec) and not gated(spec):  # its waiting occurrence: run, or dropped
                 self._overlap.lift(updated)
