@@ -99,3 +99,20 @@ def test_given_a_job_naming_a_topic_in_another_region_then_create_and_patch_refu
     with pytest.raises(ValidationError) as refused:
         service.update("t", job.id, {"target": elsewhere})
     assert refused.value.field == "target.topic_arn"
+
+
+@pytest.mark.parametrize(
+    ("url", "region"),
+    [
+        ("https://sqs.us-west-2.amazonaws.com./1/q", "us-west-2"),  # a trailing dot
+        ("https://queue.amazonaws.com/1/q", "us-east-1"),
+        ("https://vpce-0a1b.sqs.us-west-2.vpce.amazonaws.com/1/q", "us-west-2"),
+        ("https://sqs-fips.us-gov-west-1.amazonaws.com/1/q", "us-gov-west-1"),
+        ("https://sqs.ap-east-1.api.aws/1/q", "ap-east-1"),
+        ("https://sqs.cn-north-1.amazonaws.com.cn/1/q.fifo", "cn-north-1"),
+        ("https://eu-west-1.queue.amazonaws.com/1/q", "eu-west-1"),
+    ],
+)
+def test_given_every_spelling_of_an_sqs_host_then_its_region_is_read(url: str, region: str) -> None:
+    # A trailing dot, a VPC endpoint, FIPS or the dual-stack name escaped the check (a review).
+    assert sqs_region(url) == region

@@ -305,7 +305,7 @@ def test_a_retry_after_the_cli_cannot_take_is_waited_within_bounds(
     assert [line.split()[2] for line in capsys.readouterr().out.splitlines()] == ["201", "201"]
 
 
-@pytest.mark.parametrize("asked", [301, 20_000, 10**30])
+@pytest.mark.parametrize("asked", [301, 20_000, 10**30, 10**400])
 def test_a_retry_after_past_the_cli_s_wait_is_reported_refused_not_waited(
     api: FakeApi,  # noqa: F811
     capsys: pytest.CaptureFixture[str],

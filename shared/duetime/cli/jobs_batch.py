@@ -13,6 +13,7 @@ received, so that no created job's id is lost.
 from __future__ import annotations
 
 import json
+import math
 import time
 from collections.abc import Iterator
 from typing import Any
@@ -129,7 +130,7 @@ def _retry_after(item: dict[str, Any]) -> float:
     wait = item.get("retry_after_seconds")
     if isinstance(wait, bool) or not isinstance(wait, int | float) or not wait >= 1:
         return 1
-    return float(wait)
+    return float(wait) if wait <= MAX_RETRY_AFTER_S else math.inf  # (an int past float's)
 
 
 def _slowed(item: dict[str, Any]) -> bool:

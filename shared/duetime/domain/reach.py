@@ -1,7 +1,8 @@
 """Which AWS resources a job may name as its target: none of duetime's own (OwnResources),
 only its tenant's when the operator scopes them (TenantTargets), and only in the deployment's
-region (region_refusal). The submission checks them at create and PATCH, the worker again
-before every attempt (a job stored before a rule)."""
+region (region_refusal). The submission checks them all at create and PATCH; the worker
+checks the first two again before every attempt (a job stored before a rule; a target in
+another region fails there on its own)."""
 
 from __future__ import annotations
 
@@ -88,17 +89,24 @@ class TenantTargets:
         return field_name, f"is not one of this tenant's {kind}: its name must match {shown!r}"
 
 
-# An SQS queue URL's host names its region: sqs.<region>.amazonaws.com, or the legacy
-# <region>.queue.amazonaws.com (and .com.cn in China).
-_SQS_HOST = re.compile(r"(?:sqs\.([a-z0-9-]+)|([a-z0-9-]+)\.queue)\.amazonaws\.com(?:\.cn)?")
+# An SQS queue URL's host names its region: sqs.<region>.amazonaws.com (or .api.aws, or
+# sqs-fips.<region>), a VPC endpoint's <id>.sqs.<region>.vpce.amazonaws.com, the legacy
+# <region>.queue.amazonaws.com (and .com.cn in China); queue.amazonaws.com is us-east-1.
+_SQS_HOST = re.compile(
+    r"(?:(?:[a-z0-9-]+\.)?sqs(?:-fips)?\.([a-z0-9-]+)(?:\.vpce)?|([a-z0-9-]+)\.queue)"
+    r"\.(?:amazonaws\.com(?:\.cn)?|api\.aws)"
+)
 
 
 def sqs_region(url: str) -> str | None:
     """The region an SQS queue URL names (None: not an AWS one, as the emulator's)."""
     try:
-        found = _SQS_HOST.fullmatch((urlsplit(url).hostname or "").lower())
+        host = (urlsplit(url).hostname or "").lower().rstrip(".")
     except ValueError:
         return None
+    if host == "queue.amazonaws.com":
+        return "us-east-1"
+    found = _SQS_HOST.fullmatch(host)
     return (found.group(1) or found.group(2)) if found else None
 
 
