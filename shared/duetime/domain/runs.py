@@ -10,12 +10,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
 from enum import StrEnum
-from typing import TYPE_CHECKING
 
 from duetime.domain.ids import run_id
-
-if TYPE_CHECKING:
-    from duetime.domain.jobs import Job
 
 
 class RunStatus(StrEnum):
@@ -146,34 +142,6 @@ class Run:
     @property
     def error(self) -> str | None:
         return self.attempts[-1].error if self.attempts else None
-
-
-def unclaimed(
-    job: Job,
-    scheduled_ms: int,
-    status: RunStatus,
-    now_ms: int,
-    ttl_seconds: int,
-    *,
-    due_ms: int | None = None,
-    asked_ms: int | None = None,
-) -> Run:
-    """The record of an occurrence no attempt claimed (`skipped`, `buffered`), kept for the
-    hot window from its instant (or from now, if later)."""
-    return Run(
-        tenant=job.tenant,
-        job_id=job.id,
-        scheduled_ms=scheduled_ms,
-        status=status,
-        attempt=0,
-        expires_at=max(scheduled_ms, now_ms) // 1000 + ttl_seconds,
-        job_name=job.spec.name,
-        target_type=job.spec.target.type,
-        priority=job.spec.priority.value,
-        runtime=job.spec.runtime.value,
-        due_ms=due_ms,
-        asked_ms=asked_ms,
-    )
 
 
 class ClaimOutcome(StrEnum):

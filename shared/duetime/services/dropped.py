@@ -32,11 +32,11 @@ from duetime.domain.runs import (
     abandoned_end,
     not_retried,
     stopped_by_its_job,
-    unclaimed,
 )
 from duetime.domain.schedule import After
 from duetime.ports import Delivery, RunStore
 from duetime.services.job_reads import Found
+from duetime.services.overlap import unclaimed
 from duetime.services.results import Result, lease_end
 from duetime.settings import Settings
 

@@ -39,7 +39,7 @@ from duetime.domain.overlap import (
     release,
     stale_buffered,
 )
-from duetime.domain.runs import RunStatus, unclaimed
+from duetime.domain.runs import Run, RunStatus
 from duetime.observability import Metric, count, logger
 from duetime.ports import Delivery, JobQueue, JobStore, RunStore
 from duetime.services.results import Disposition, Result
@@ -51,6 +51,34 @@ GATE_TTL_SECONDS = 2 * 86_400
 ATTEMPTS_AT_THE_GATE = 5
 # A buffered occurrence of a job in these is dropped with the rest, never handed the gate.
 _DROPPING = (JobStatus.PAUSED, JobStatus.CANCELLED)
+
+
+def unclaimed(
+    job: Job,
+    scheduled_ms: int,
+    status: RunStatus,
+    now_ms: int,
+    ttl_seconds: int,
+    *,
+    due_ms: int | None = None,
+    asked_ms: int | None = None,
+) -> Run:
+    """The record of an occurrence no attempt claimed (`skipped`, `buffered`), kept for the
+    hot window from its instant (or from now, if later)."""
+    return Run(
+        tenant=job.tenant,
+        job_id=job.id,
+        scheduled_ms=scheduled_ms,
+        status=status,
+        attempt=0,
+        expires_at=max(scheduled_ms, now_ms) // 1000 + ttl_seconds,
+        job_name=job.spec.name,
+        target_type=job.spec.target.type,
+        priority=job.spec.priority.value,
+        runtime=job.spec.runtime.value,
+        due_ms=due_ms,
+        asked_ms=asked_ms,
+    )
 
 
 def gated(spec: JobSpec) -> bool:
