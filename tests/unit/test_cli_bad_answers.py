@@ -242,6 +242,20 @@ def test_a_closed_or_full_standard_output_is_not_a_usage_error(
         assert err == "duetime: cannot write the output: [Errno 28] full\n"
 
 
+def sleeps(monkeypatch: pytest.MonkeyPatch) -> list[float]:
+    """The CLI's waits, recorded rather than slept."""
+    slept: list[float] = []
+    monkeypatch.setattr(jobs_batch.time, "sleep", slept.append)
+    return slept
+
+
+def rate_refused(retry_after: Any) -> dict[str, Any]:
+    """A batch item the tenant's submission rate refused (no field), asking to wait."""
+    message = "more than 50 submissions a second"
+    error = {"code": "quota_exceeded", "message": message}
+    return {"status": 429, "error": error, "retry_after_seconds": retry_after}
+
+
 def test_jobs_the_submission_rate_refused_are_sent_again_after_their_retry_after(
     api: FakeApi,  # noqa: F811
     capsys: pytest.CaptureFixture[str],
@@ -250,13 +264,8 @@ def test_jobs_the_submission_rate_refused_are_sent_again_after_their_retry_after
 ) -> None:
     # They were refused, and the file sent again made a second copy of every line without an
     # idempotency_key (an outside CLI audit, round three). A count quota (a field) is final.
-    slept: list[float] = []
-    monkeypatch.setattr(jobs_batch.time, "sleep", slept.append)
-    slowed = {
-        "status": 429,
-        "error": {"code": "quota_exceeded", "message": "more than 50 submissions a second"},
-        "retry_after_seconds": 2,
-    }
+    slept = sleeps(monkeypatch)
+    slowed = rate_refused(2)
     counted = {
         "status": 429,
         "error": {"code": "quota_exceeded", "message": "1000 jobs", "field": "schedule"},
@@ -277,54 +286,30 @@ def test_jobs_the_submission_rate_refused_are_sent_again_after_their_retry_after
 
 
 @pytest.mark.parametrize(
-    ("asked", "waited"), [("soon", 1), (-1, 1), (True, 1), (2.5, 2.5), (300, 300)]
+    ("asked", "waited"),
+    [("soon", 1), (-1, 1), (True, 1), (2.5, 2.5), (300, 300)]
+    + [(n, None) for n in (301, 20_000, 10**30, 10**400)],
 )
-def test_a_retry_after_the_cli_cannot_take_is_waited_within_bounds(
+def test_a_retry_after_is_waited_within_bounds_or_its_lines_reported_refused(
     api: FakeApi,  # noqa: F811
     capsys: pytest.CaptureFixture[str],
     monkeypatch: pytest.MonkeyPatch,
     tmp_path: Path,
     asked: Any,
-    waited: float,
+    waited: float | None,
 ) -> None:
     # A hostile or impersonated API: a value not a whole number, or negative, died with a
-    # traceback (the report of the lines created lost); a huge one slept for years.
-    slept: list[float] = []
-    monkeypatch.setattr(jobs_batch.time, "sleep", slept.append)
-    slowed = {
-        "status": 429,
-        "error": {"code": "quota_exceeded", "message": "more than 50 submissions a second"},
-        "retry_after_seconds": asked,
-    }
+    # traceback (the report of the lines created lost); a huge one slept for years. A
+    # tenant's debt (a large backfill) asks for hours: those lines are reported refused
+    # (exit 1), for the file to be sent again later.
+    slept = sleeps(monkeypatch)
+    slowed = rate_refused(asked)
     api.answer(200, {"items": [*_created(1)["items"], slowed]})
     api.answer(200, {"items": [{"status": 201, "job": {**JOB, "id": "J2"}}]})
 
-    assert jobs(api, "create", "--from-file", _file(tmp_path, 2)) == 0
+    exit_code = jobs(api, "create", "--from-file", _file(tmp_path, 2))
 
-    assert [s for s in slept if s] == [waited]
-    assert [line.split()[2] for line in capsys.readouterr().out.splitlines()] == ["201", "201"]
-
-
-@pytest.mark.parametrize("asked", [301, 20_000, 10**30, 10**400])
-def test_a_retry_after_past_the_cli_s_wait_is_reported_refused_not_waited(
-    api: FakeApi,  # noqa: F811
-    capsys: pytest.CaptureFixture[str],
-    monkeypatch: pytest.MonkeyPatch,
-    tmp_path: Path,
-    asked: Any,
-) -> None:
-    # A tenant's debt (a large backfill) asks for hours: the lines are reported refused
-    # (exit 1), for the file to be sent again later, rather than the CLI sleeping.
-    slept: list[float] = []
-    monkeypatch.setattr(jobs_batch.time, "sleep", slept.append)
-    slowed = {
-        "status": 429,
-        "error": {"code": "quota_exceeded", "message": "more than 50 submissions a second"},
-        "retry_after_seconds": asked,
-    }
-    api.answer(200, {"items": [*_created(1)["items"], slowed]})
-
-    assert jobs(api, "create", "--from-file", _file(tmp_path, 2)) == 1
-
-    assert [s for s in slept if s] == []
-    assert [line.split()[2] for line in capsys.readouterr().out.splitlines()] == ["201", "429"]
+    assert exit_code == (0 if waited else 1)
+    assert [s for s in slept if s] == ([waited] if waited else [])
+    lines = capsys.readouterr().out.splitlines()
+    assert [line.split()[2] for line in lines] == ["201", "201" if waited else "429"]
