@@ -7,8 +7,17 @@ from __future__ import annotations
 import contextlib
 from typing import Any
 
+import pytest
+
+from duetime.adapters.memory.runs import MemoryRunStore
+from duetime.domain.jobs import Job, JobStatus, parse_job_spec
+from duetime.domain.messages import RunMessage
 from duetime.domain.runs import RunStatus
 from duetime.domain.timeutil import rfc3339_ms
+from duetime.ports import Delivery
+from duetime.services.dropped import DroppedRuns
+from duetime.services.overlap import unclaimed
+from duetime.settings import Settings
 from tests.integration.test_overlap import T0
 from tests.integration.test_overlap_changes import Twins, every_ten_seconds
 
@@ -129,3 +138,36 @@ def test_given_a_lift_that_failed_then_the_patch_sent_again_lifts_it() -> None:
     twins.run_for(120)
 
     assert twins.statuses_s(job)[20] == RunStatus.SUCCEEDED
+
+
+@pytest.mark.parametrize(("status", "left"), [("scheduled", "buffered"), ("paused", "skipped")])
+def test_given_an_earlier_generation_s_copy_dropped_then_the_new_one_waiting_there_stays(
+    status: str, left: str
+) -> None:
+    # A re-armed schedule with the same instant: the old chain's message for it, dropped as
+    # changed, must not end the new generation's occurrence buffered there (a pause does).
+    runs = MemoryRunStore()
+    settings = Settings("jobs", "timers", "runs", {}, timer_shards=1)
+    spec = parse_job_spec(
+        {"schedule": {"rate_seconds": 10}, "target": {"type": "handler", "name": "x"}}
+    )
+    job = Job("t", "01JOB", spec, JobStatus(status), 1, 0, generation=2)
+    at = T0 + 20_000
+    runs.record(unclaimed(job, at, RunStatus.BUFFERED, T0, 3600))
+    released: list[int] = []
+    dropped = DroppedRuns(
+        runs,
+        settings,
+        clock=lambda: T0,
+        after_the_lease=lambda *_: pytest.fail("no lease"),
+        finished=lambda *_: pytest.fail("not finished"),
+        release=lambda _job, scheduled: released.append(scheduled),
+    )
+    copy = RunMessage("t", job.id, at, 1, at, generation=1)
+
+    dropped.end(Delivery("m", "r", copy.to_json(), 1, "q"), copy, "changed since", (job, ()))
+
+    record = runs.get(job.id, at)
+    assert record is not None
+    assert record.status == RunStatus(left)
+    assert released == ([at] if left == "skipped" else [])

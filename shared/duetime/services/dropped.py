@@ -96,9 +96,12 @@ class DroppedRuns:
     ) -> Result | None:
         """What becomes of the run of a dropped delivery: a result when the message must stay
         (or has more to do), else None (it is dropped)."""
-        # (Read for a first delivery too: a buffered occurrence's first attempt has a record.)
+        # (Read for a first delivery too: a buffered occurrence's first attempt has a record.
+        # Ended only by a pause or a cancel: a copy of an earlier generation's message for
+        # the same instant, dropped as changed, must not end the new one waiting there.)
         run = self._runs.get(message.job_id, message.scheduled_ms)
-        buffered = run is not None and run.status == RunStatus.BUFFERED
+        stopped = found is not None and found[0].status in (JobStatus.PAUSED, JobStatus.CANCELLED)
+        buffered = run is not None and run.status == RunStatus.BUFFERED and stopped
         if run is None or buffered:
             if found is not None and (buffered or message.upstream_run_id is not None):
                 self._record_dropped(found[0], message, buffered)
