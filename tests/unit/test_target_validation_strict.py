@@ -535,3 +535,20 @@ def test_a_job_stored_under_older_rules_is_still_read(stored: dict[str, Any]) ->
     job = job_from_values(values)
     assert target_to_dict(job.spec.target) == target_to_dict(read_target(stored))
     assert job == replace(make_job(), spec=replace(make_job().spec, target=job.spec.target))
+
+
+@pytest.mark.parametrize(
+    ("target", "field", "service"),
+    [
+        ({"type": "lambda", "function_arn": "my-function"}, "target.function_arn", "lambda"),
+        ({"type": "sns", "topic_arn": "arn:aws:sqs:us-east-1:1:q"}, "target.topic_arn", "sns"),
+    ],
+)
+def test_given_a_value_that_is_no_arn_of_its_service_then_the_refusal_shows_the_form(
+    target: dict[str, str], field: str, service: str
+) -> None:
+    # It said "must be an lambda ARN" (a new user's walk, round four).
+    with pytest.raises(ValidationError) as refused:
+        parse_job_spec({"schedule": {"delay_seconds": 5}, "target": target})
+    assert refused.value.field == field
+    assert refused.value.message == f"must be an ARN of {service}: arn:aws:{service}:<region>:..."

@@ -176,7 +176,9 @@ def _text(obj: Mapping[str, object], path: str, key: str, max_len: int = 2048) -
 def _arn(obj: Mapping[str, object], path: str, key: str, service: str) -> str:
     value = _text(obj, path, key)
     if not value.startswith("arn:") or f":{service}:" not in value:
-        raise ValidationError(f"{path}.{key}", f"must be an {service} ARN")
+        raise ValidationError(
+            f"{path}.{key}", f"must be an ARN of {service}: arn:aws:{service}:<region>:..."
+        )
     return value
 
 
