@@ -30,6 +30,9 @@ from duetime.domain.targets import (
     SNS_TOPIC_ARN,
 )
 
+# An AWS target's region (duetime.domain.reach.region_refusal).
+IN_REGION = "In the deployment's region: another region's is a 400 naming the field."
+
 
 def schedule_schemas() -> dict[str, Any]:
     return {
@@ -174,13 +177,16 @@ def target_schemas() -> dict[str, Any]:
                     f"|[A-Za-z0-9_-]{{1,{MAX_SQS_QUEUE_NAME_CHARS - 5}}}\\.fifo)/?$",
                     "description": "https://<host>/<account>/<queue>: on AWS's hosts the "
                     "account in digits; the queue 1 to 80 letters, digits, - or _ (.fifo at "
-                    "the end of a FIFO queue's); no query.",
+                    "the end of a FIFO queue's); no query. " + IN_REGION,
                 },
             },
             ("type", "queue_url"),
         ),
         "SnsTarget": obj(
-            {"type": {"const": "sns"}, "topic_arn": {**text, "pattern": whole(SNS_TOPIC_ARN)}},
+            {
+                "type": {"const": "sns"},
+                "topic_arn": {**text, "pattern": whole(SNS_TOPIC_ARN), "description": IN_REGION},
+            },
             ("type", "topic_arn"),
         ),
         "EventBridgeTarget": obj(
@@ -199,14 +205,23 @@ def target_schemas() -> dict[str, Any]:
                     "maxLength": 128,
                     "description": "One line, not only white space.",
                 },
-                "event_bus": {**text, "pattern": whole(EVENT_BUS), "default": "default"},
+                "event_bus": {
+                    **text,
+                    "pattern": whole(EVENT_BUS),
+                    "default": "default",
+                    "description": "A name, or an ARN " + IN_REGION[0].lower() + IN_REGION[1:],
+                },
             },
             ("type", "source", "detail_type"),
         ),
         "LambdaTarget": obj(
             {
                 "type": {"const": "lambda"},
-                "function_arn": {**text, "pattern": whole(LAMBDA_FUNCTION_ARN)},
+                "function_arn": {
+                    **text,
+                    "pattern": whole(LAMBDA_FUNCTION_ARN),
+                    "description": IN_REGION,
+                },
             },
             ("type", "function_arn"),
         ),
