@@ -9,6 +9,7 @@ import pytest
 
 from duetime.domain.cron import MAX_CRON_LENGTH
 from duetime.domain.errors import ValidationError
+from duetime.domain.jobs import parse_job_spec
 from duetime.domain.schedule import (
     At,
     Cron,
@@ -257,3 +258,28 @@ def test_given_a_zone_when_the_year_9999_ends_then_occurrences_run_to_its_last_m
     cron = Cron(expression, timezone=zone)
     found = next_occurrence(cron, created_at=T0, after=after.replace(tzinfo=UTC))
     assert found == (None if expected is None else expected.replace(tzinfo=UTC))
+
+
+@pytest.mark.parametrize(
+    ("body", "field", "meant"),
+    [
+        ({"nmae": "x"}, "nmae", "name"),
+        ({"retries": 3}, "retries", "retry"),
+        ({"target": {"type": "http", "uri": "https://example.com/"}}, "target.uri", "url"),
+        ({"retry": {"attempts": 3}}, "retry.attempts", "max_attempts"),
+        ({"catchup": {"windows_seconds": 60}}, "catchup.windows_seconds", "window_seconds"),
+        ({"schedule": {"after": {"job_id": "01J", "onn": "failed"}}}, "schedule.after.onn", "on"),
+    ],
+)
+def test_given_a_misspelt_field_then_the_refusal_names_the_closest(
+    body: dict[str, object], field: str, meant: str
+) -> None:
+    # A bare "unknown field" left the user to guess (a new user's walk, round four).
+    raw: dict[str, object] = {
+        "schedule": {"delay_seconds": 5},
+        "target": {"type": "handler", "name": "x"},
+    } | body
+    with pytest.raises(ValidationError) as refused:
+        parse_job_spec(raw)
+    assert refused.value.field == field
+    assert refused.value.message == f"unknown field; did you mean {meant}?"

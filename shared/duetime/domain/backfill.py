@@ -16,7 +16,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import datetime
 
-from duetime.domain.errors import ValidationError
+from duetime.domain.errors import ValidationError, unknown_field
 from duetime.domain.planning import rate_count_between
 from duetime.domain.schedule import Rate, Schedule, next_occurrence
 from duetime.domain.timeutil import OutOfRange, from_ms, parse_rfc3339, rfc3339_ms, to_ms
@@ -40,7 +40,7 @@ def parse_backfill_range(raw: object, *, now_ms: int, earliest_ms: int) -> Backf
         raise ValidationError("body", "must be a JSON object with from and to")
     for key in raw:
         if key not in _FIELDS:
-            raise ValidationError(str(key), "unknown field")
+            raise ValidationError(str(key), unknown_field(key, _FIELDS))
     start, end = (_instant(raw, name) for name in _FIELDS)
     if end > now_ms:
         raise ValidationError("to", f"must not be in the future (now is {rfc3339_ms(now_ms)})")

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Collection
+import difflib
+from collections.abc import Collection, Iterable
 
 
 class DomainError(Exception):
@@ -124,3 +125,11 @@ class PreconditionFailed(DomainError):
         self.job_id = job_id
         self.expected = expected
         self.current = current
+
+
+def unknown_field(key: object, known: Iterable[str]) -> str:
+    """The refusal of a field a body may not hold, naming the closest known one (`nmae`: did
+    you mean name?; since 2026-11-30: a new user's walk, round four)."""
+    name = str(key)
+    close = difflib.get_close_matches(name, list(known), n=1) if len(name) < 64 else []
+    return f"unknown field; did you mean {close[0]}?" if close else "unknown field"

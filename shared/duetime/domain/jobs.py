@@ -11,7 +11,7 @@ from enum import StrEnum
 from functools import cached_property
 from typing import Any, TypeVar
 
-from duetime.domain.errors import IllegalTransition, PayloadTooLarge, ValidationError
+from duetime.domain.errors import IllegalTransition, PayloadTooLarge, ValidationError, unknown_field
 from duetime.domain.overlap import Overlap
 from duetime.domain.schedule import (
     Schedule,
@@ -234,7 +234,7 @@ def parse_job_spec(raw: object) -> JobSpec:
         raise ValidationError("body", "must be a JSON object")
     for key in raw:
         if key not in _SPEC_FIELDS:
-            raise ValidationError(str(key), "unknown field")
+            raise ValidationError(str(key), unknown_field(key, _SPEC_FIELDS))
     if "schedule" not in raw:
         raise ValidationError("schedule", "required")
     if "target" not in raw:
@@ -300,7 +300,7 @@ def updated_spec(spec: JobSpec, raw: object) -> JobSpec:
         if key in READ_ONLY_FIELDS:
             raise ValidationError(str(key), "read-only field")
         if key not in PATCHABLE_FIELDS:
-            raise ValidationError(str(key), "unknown field")
+            raise ValidationError(str(key), unknown_field(key, PATCHABLE_FIELDS))
     one_off = "schedule" in raw and not is_recurring(parse_schedule(raw["schedule"]))
     merged = spec_to_dict(spec) | ({"overlap": Overlap.ALLOW.value} if one_off else {}) | dict(raw)
     return parse_job_spec(merged)
@@ -420,8 +420,8 @@ def _retry(raw: object) -> RetryPolicy:
     if not isinstance(raw, Mapping):
         raise ValidationError("retry", "must be an object")
     for key in raw:
-        if key not in ("max_attempts", "backoff_seconds", "max_backoff_seconds"):
-            raise ValidationError(f"retry.{key}", "unknown field")
+        if key not in (known := ("max_attempts", "backoff_seconds", "max_backoff_seconds")):
+            raise ValidationError(f"retry.{key}", unknown_field(key, known))
     attempts = _int(raw, "max_attempts", 3, 1, 20, "retry.")
     # Retries travel as SQS messages with DelaySeconds, hence the 900 s ceiling.
     backoff = _number(raw, "retry", "backoff_seconds", 2.0, 900)
@@ -440,8 +440,8 @@ def _catchup(raw: object) -> Catchup:
     if not isinstance(raw, Mapping):
         raise ValidationError("catchup", "must be latest|all|none or an object")
     for key in raw:
-        if key not in ("mode", "window_seconds"):
-            raise ValidationError(f"catchup.{key}", "unknown field")
+        if key not in (known := ("mode", "window_seconds")):
+            raise ValidationError(f"catchup.{key}", unknown_field(key, known))
     try:
         mode = CatchupMode(raw.get("mode", CatchupMode.LATEST.value))
     except ValueError:

@@ -22,7 +22,7 @@ from typing import Any
 from zoneinfo import ZoneInfo
 
 from duetime.domain.cron import _cron_spec, _first_cron_instant_after
-from duetime.domain.errors import ValidationError
+from duetime.domain.errors import ValidationError, unknown_field
 from duetime.domain.text import checked_text
 from duetime.domain.timeutil import OutOfRange, parse_rfc3339, rfc3339, to_ms, truncate_ms
 
@@ -117,7 +117,7 @@ def parse_schedule(raw: object, path: str = "schedule") -> Schedule:
     allowed = _EXTRA_KEYS[kind] | {kind}
     for key in raw:
         if key not in allowed:
-            raise ValidationError(f"{path}.{key}", "unknown field")
+            raise ValidationError(f"{path}.{key}", unknown_field(key, allowed))
 
     if kind == "at":
         return At(at=_instant(raw["at"], f"{path}.at"))
@@ -184,8 +184,8 @@ def _after(raw: object, path: str) -> After:
     if not isinstance(raw, Mapping):
         raise ValidationError(path, "must be an object with job_id and on")
     for key in raw:
-        if key not in ("job_id", "on"):
-            raise ValidationError(f"{path}.{key}", "unknown field")
+        if key not in (known := ("job_id", "on")):
+            raise ValidationError(f"{path}.{key}", unknown_field(key, known))
     job_id = raw.get("job_id")
     if not isinstance(job_id, str) or not 1 <= len(job_id) <= 64:
         raise ValidationError(f"{path}.job_id", "must be a job id")

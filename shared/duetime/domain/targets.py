@@ -10,7 +10,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from duetime.domain.errors import ValidationError
+from duetime.domain.errors import ValidationError, unknown_field
 from duetime.domain.text import checked_text
 from duetime.domain.urls import MAX_URL_CHARS, checked_url, split_url
 
@@ -161,7 +161,7 @@ def _object(raw: object, path: str) -> Mapping[str, object]:
 def _only(obj: Mapping[str, object], path: str, allowed: set[str]) -> None:
     for key in obj:
         if key not in allowed:
-            raise ValidationError(f"{path}.{key}", "unknown field")
+            raise ValidationError(f"{path}.{key}", unknown_field(key, allowed))
 
 
 def _text(obj: Mapping[str, object], path: str, key: str, max_len: int = 2048) -> str:
