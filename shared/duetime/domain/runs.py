@@ -11,7 +11,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field, replace
 from enum import StrEnum
 
+from duetime.domain.errors import ValidationError
 from duetime.domain.ids import run_id
+from duetime.domain.timeutil import rfc3339_ms
 
 
 class RunStatus(StrEnum):
@@ -142,6 +144,18 @@ class Run:
     @property
     def error(self) -> str | None:
         return self.attempts[-1].error if self.attempts else None
+
+
+def refuse_ended(field: str, run: Run | None) -> None:
+    """A one-off moved onto an instant its job already has an ended run at would never run: a
+    run id names one instant of a job, so its claim takes it for a copy of that run. Refused
+    since 2026-11-30 (it stayed `scheduled` for good: found by an outside lifecycle audit)."""
+    if run is not None and run.status in TERMINAL_RUN_STATUSES:
+        raise ValidationError(
+            field,
+            f"names {rfc3339_ms(run.scheduled_ms)}, where this job already has a run"
+            f" ({run.status}): a job runs once an instant; choose another instant",
+        )
 
 
 class ClaimOutcome(StrEnum):

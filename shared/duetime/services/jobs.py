@@ -25,7 +25,7 @@ from duetime.domain.errors import (
 from duetime.domain.jobs import Job, JobFilter, JobSpec, JobStatus, rearms, updated_spec
 from duetime.domain.messages import delay_seconds, run_message
 from duetime.domain.planning import completed_expires_at, no_occurrence, rearmed_due, runs_end_ms
-from duetime.domain.runs import Run, RunStatus
+from duetime.domain.runs import Run, RunStatus, refuse_ended
 from duetime.domain.timeutil import from_ms, to_ms
 from duetime.ports import ConditionFailed, JobQueue, JobStore, Page, RunStore, TimerStore
 from duetime.services.dependencies import Dependencies, relinked
@@ -116,8 +116,7 @@ class JobService:
         return self.submission.create(tenant, spec, idempotency_key=idempotency_key, quotas=quotas)
 
     def _send(self, job: Job, due: int, now: int, asked: int | None = None) -> None:
-        """A run asked for at `asked` (now), at `due` (run-now): not jittered, it starts when
-        asked."""
+        """A run asked for at `asked` (now), at `due` (run-now): not jittered."""
         message = replace(run_message(job, due, jittered=False), asked_ms=asked or now)
         self._queue.send([(message, delay_seconds(due, now))])
 
@@ -315,6 +314,8 @@ class JobService:
                         raise IllegalTransition(job.id, "past its last occurrence", "updated")
                     raise no_occurrence(spec.schedule, from_ms(now))
                 due = to_ms(found) if found is not None else None
+                if due is not None and not spec.recurring:
+                    refuse_ended("schedule.at", self._runs.get(job.id, due))
                 updated = replace(
                     updated,
                     generation=job.generation + 1,
@@ -433,10 +434,9 @@ class JobService:
             raise IdempotencyConflict(key, in_use=recorded[1] == RUN_NOW_REFUSED)
         first, asked = bound
         job = self.get(job.tenant, job.id).job
-        # Completed (by its end_at) after the run was asked for: a completed job's runs run,
-        # so the run is sent, as without a key (until 2026-11-30 it was not: a 202 whose run
-        # never ran; found by an outside audit). Paused or cancelled since: the change stops
-        # it, nothing to send.
+        # Completed (by its end_at) after the run was asked for: a completed job's runs run, so
+        # the run is sent, as without a key (until 2026-11-30 it was not: a 202 whose run never
+        # ran; found by an outside audit). Paused or cancelled since: nothing to send.
         if job.status == JobStatus.SCHEDULED or _completed_since(job, asked):
             self._send(job, first, now)
         elif job.updated_ms < asked:  # not scheduled when asked: that request was refused
