@@ -552,3 +552,26 @@ def test_given_a_value_that_is_no_arn_of_its_service_then_the_refusal_shows_the_
         parse_job_spec({"schedule": {"delay_seconds": 5}, "target": target})
     assert refused.value.field == field
     assert refused.value.message == f"must be an ARN of {service}: arn:aws:{service}:<region>:..."
+
+
+@pytest.mark.parametrize(
+    ("target", "field", "message"),
+    [
+        ({"name": "x"}, "target.type", "is required: one of eventbridge, handler, http, lambda"),
+        ({"type": "pigeon"}, "target.type", "must be one of eventbridge, handler, http, lambda"),
+        (
+            {"type": "sqs", "queue_url": "arn:aws:sqs:us-east-1:123456789012:orders"},
+            "target.queue_url",
+            "must be the queue's URL (https://...), not its ARN",
+        ),
+    ],
+)
+def test_given_a_common_slip_then_the_refusal_says_what_to_give(
+    target: dict[str, str], field: str, message: str
+) -> None:
+    # A missing `type` said "must be one of"; a queue's ARN "an absolute http(s) URL" (a new
+    # user's walk, round four).
+    with pytest.raises(ValidationError) as refused:
+        parse_job_spec({"schedule": {"delay_seconds": 5}, "target": target})
+    assert refused.value.field == field
+    assert refused.value.message.startswith(message)

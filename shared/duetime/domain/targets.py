@@ -122,7 +122,8 @@ def _parse(raw: object, path: str, *, strict: bool) -> Target:
     kind = obj.get("type")
     parser = _PARSERS.get(kind) if isinstance(kind, str) else None
     if parser is None:
-        raise ValidationError(f"{path}.type", f"must be one of {', '.join(sorted(_PARSERS))}")
+        said = "is required: one of" if kind is None else "must be one of"
+        raise ValidationError(f"{path}.type", f"{said} {', '.join(sorted(_PARSERS))}")
     return parser(obj, path, strict)
 
 
@@ -230,6 +231,8 @@ def _sqs(obj: Mapping[str, object], path: str, strict: bool) -> SqsTarget:
     _only(obj, path, {"type", "queue_url"})
     where = f"{path}.queue_url"
     url = _text(obj, path, "queue_url", MAX_URL_CHARS)
+    if strict and url.startswith("arn:"):  # the queue's ARN, a common slip: say what to give
+        raise ValidationError(where, "must be the queue's URL (https://...), not its ARN")
     if not strict:
         if split_url(url, where).scheme not in ("http", "https"):
             raise ValidationError(where, "must be an SQS queue URL")
