@@ -214,3 +214,35 @@ def test_a_detail_with_its_kind_is_sent(api: FakeApi) -> None:  # noqa: F811
     api.answer(200, JOB)
     assert jobs(api, "update", "J1", "--cron", "0 9 * * *", "--timezone", "Europe/Berlin") == 0
     assert api.last.body == {"schedule": {"cron": "0 9 * * *", "timezone": "Europe/Berlin"}}
+
+
+@pytest.mark.parametrize(
+    ("action", "method", "path"),
+    [
+        ("cancel", "DELETE", "/jobs/J1"),
+        ("pause", "POST", "/jobs/J1/pause"),
+        ("resume", "POST", "/jobs/J1/resume"),
+        ("run", "POST", "/jobs/J1/run"),
+    ],
+)
+def test_a_status_change_and_a_run_now_send_if_match_when_given(
+    api: FakeApi,  # noqa: F811
+    action: str,
+    method: str,
+    path: str,
+) -> None:
+    # Only `update` took --if-match, though the API honours it on each (a new user's walk).
+    api.answer(200, JOB)
+    assert jobs(api, action, "J1", "--if-match", '"3"') == 0
+    assert (api.last.method, api.last.path) == (method, path)
+    assert api.last.headers["if-match"] == '"3"'
+    api.answer(200, JOB)
+    assert jobs(api, action, "J1") == 0
+    assert "if-match" not in api.last.headers
+
+
+def test_a_run_now_sends_its_key_and_if_match_together(api: FakeApi) -> None:  # noqa: F811
+    api.answer(202, JOB)
+    assert jobs(api, "run", "J1", "--idempotency-key", "k-1", "--if-match", "4") == 0
+    assert api.last.headers["if-match"] == '"4"'
+    assert api.last.headers["idempotency-key"] == "k-1"

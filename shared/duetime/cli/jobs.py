@@ -39,6 +39,7 @@ from duetime.cli.types import (
     positive_int,
     positive_seconds,
     utf8_text,
+    version,
 )
 from duetime.domain.jobs import JobStatus
 from duetime.domain.text import clean
@@ -92,6 +93,14 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     ]:
         action = actions.add_parser(name, parents=[common], help=text, description=text)
         action.add_argument("job_id", type=utf8_text, metavar="ID")
+        if name != "get":
+            action.add_argument(
+                "--if-match",
+                type=version,
+                metavar="VERSION",
+                help=f'{name} only if the job is still at this version (3, or its ETag "3"); '
+                "else 412",
+            )
         if name == "run":
             action.add_argument(
                 "--idempotency-key",
@@ -252,8 +261,7 @@ def _update(client: ApiClient, args: argparse.Namespace) -> tuple[Any, Render]:
         body = job_body(args)
         if not body:
             raise UsageError("nothing to update: give at least one flag")
-    headers = {"If-Match": f'"{args.if_match}"'} if args.if_match is not None else None
-    return client.call("PATCH", _job_path(args), body=body, headers=headers), format_job
+    return client.call("PATCH", _job_path(args), body=body, headers=_matching(args)), format_job
 
 
 def _get(client: ApiClient, args: argparse.Namespace) -> tuple[Any, Render]:
@@ -261,24 +269,30 @@ def _get(client: ApiClient, args: argparse.Namespace) -> tuple[Any, Render]:
 
 
 def _cancel(client: ApiClient, args: argparse.Namespace) -> tuple[Any, Render]:
-    return client.call("DELETE", _job_path(args)), format_job
+    return client.call("DELETE", _job_path(args), headers=_matching(args)), format_job
 
 
 def _pause(client: ApiClient, args: argparse.Namespace) -> tuple[Any, Render]:
-    return client.call("POST", _job_path(args, "/pause")), format_job
+    return client.call("POST", _job_path(args, "/pause"), headers=_matching(args)), format_job
 
 
 def _resume(client: ApiClient, args: argparse.Namespace) -> tuple[Any, Render]:
-    return client.call("POST", _job_path(args, "/resume")), format_job
+    return client.call("POST", _job_path(args, "/resume"), headers=_matching(args)), format_job
 
 
 def _run_now(client: ApiClient, args: argparse.Namespace) -> tuple[Any, Render]:
-    return client.call("POST", _job_path(args, "/run"), headers=_keyed(args)), format_job
+    headers = (_keyed(args) or {}) | (_matching(args) or {})
+    return client.call("POST", _job_path(args, "/run"), headers=headers or None), format_job
 
 
 def _keyed(args: argparse.Namespace) -> dict[str, str] | None:
     """The Idempotency-Key header of a create or run-now, if given."""
     return {"Idempotency-Key": args.idempotency_key} if args.idempotency_key else None
+
+
+def _matching(args: argparse.Namespace) -> dict[str, str] | None:
+    """The If-Match header of a change (--if-match), if given."""
+    return {"If-Match": f'"{args.if_match}"'} if args.if_match is not None else None
 
 
 def _backfill(client: ApiClient, args: argparse.Namespace) -> tuple[Any, Render]:
