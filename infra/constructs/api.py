@@ -106,8 +106,8 @@ def _with_head(method: str) -> list[apigwv2.HttpMethod]:
 
 class Api(Construct):
     """Every route of duetime.api.app.ROUTES, authorized by the JWT authorizer except the
-    public ones (GET /health, GET /openapi.json), and the console's public routes
-    (CONSOLE_ROUTES). Anything else reaches the function through the (authorized) $default
+    public ones (GET and HEAD /health, /openapi.json), and the console's public routes
+    (CONSOLE_ROUTES, GET and HEAD). Anything else reaches the function through the (authorized) $default
     route, which answers 404/405 in the API's error shape."""
 
     def __init__(
@@ -234,7 +234,7 @@ class Api(Construct):
                     acknowledge(
                         route,
                         "AwsSolutions-APIG4",
-                        f"{method} {path} is public by design: a health check and "
+                        f"{method} (and HEAD) {path} is public by design: a health check and "
                         "the API's OpenAPI document, no tenant data.",
                     )
             routes += added
@@ -253,8 +253,8 @@ class Api(Construct):
                 acknowledge(
                     route,
                     "AwsSolutions-APIG4",
-                    f"{method} {path} is public by design: the web console's static files "
-                    "(no tenant data); every API call the page makes carries the JWT.",
+                    f"{method} (and HEAD) {path} is public by design: the web console's static "
+                    "files (no tenant data); every API call the page makes carries the JWT.",
                 )
             routes += added
         return routes

@@ -93,12 +93,6 @@ class History(Construct):
             lifecycle_rules=[s3.LifecycleRule(id="expire-logs", expiration=ACCESS_LOGS_EXPIRY)],
             removal_policy=self._props.removal_policy,
         )
-        acknowledge(
-            bucket,
-            "AwsSolutions-S1",
-            "This is the server access log bucket of the history bucket (and the "
-            "VPC flow logs); logging it into itself would loop.",
-        )
         return bucket
 
     def _history_bucket(self) -> s3.Bucket:
