@@ -107,8 +107,8 @@ def _with_head(method: str) -> list[apigwv2.HttpMethod]:
 class Api(Construct):
     """Every route of duetime.api.app.ROUTES, authorized by the JWT authorizer except the
     public ones (GET and HEAD /health, /openapi.json), and the console's public routes
-    (CONSOLE_ROUTES, GET and HEAD). Anything else reaches the function through the (authorized) $default
-    route, which answers 404/405 in the API's error shape."""
+    (CONSOLE_ROUTES, GET and HEAD). Anything else reaches the function through the
+    (authorized) $default route, which answers 404/405 in the API's error shape."""
 
     def __init__(
         self,
