@@ -89,24 +89,29 @@ SQS_ATTEMPTS = 4
 DYNAMODB_CONNECT_SECONDS = 2
 DYNAMODB_ANSWER_SECONDS = 3
 DYNAMODB_ATTEMPTS = 5
+# The API function is stopped at 29 s (API Gateway gives up at 30): with the engine's attempts
+# a silent DynamoDB or SQS held a request ~40 s, and the caller got API Gateway's 5xx, not the
+# app's 503 (until 2026-11-30; an outside infrastructure audit). Its clients make three
+# attempts: ~18 s for DynamoDB, ~27 s for SQS at worst.
+API_ATTEMPTS = 3
 
 
-def dynamodb_config() -> Config:
+def dynamodb_config(attempts: int = DYNAMODB_ATTEMPTS) -> Config:
     """The DynamoDB client's, on AWS."""
     return _BOTO_CONFIG.merge(
         Config(
-            retries={"mode": "standard", "total_max_attempts": DYNAMODB_ATTEMPTS},
+            retries={"mode": "standard", "total_max_attempts": attempts},
             connect_timeout=DYNAMODB_CONNECT_SECONDS,
             read_timeout=DYNAMODB_ANSWER_SECONDS,
         )
     )
 
 
-def sqs_config(poll_seconds: int) -> Config:
+def sqs_config(poll_seconds: int, attempts: int = SQS_ATTEMPTS) -> Config:
     """The SQS client's: `poll_seconds`, the longest long poll its receives make."""
     return _BOTO_CONFIG.merge(
         Config(
-            retries={"mode": "standard", "total_max_attempts": SQS_ATTEMPTS},
+            retries={"mode": "standard", "total_max_attempts": attempts},
             connect_timeout=SQS_CONNECT_SECONDS,
             read_timeout=poll_seconds + SQS_ANSWER_SECONDS,
         )
@@ -149,6 +154,7 @@ def build(
     make_executor: Callable[..., RunExecutor] = RunExecutor,
     release_sleep: Callable[[float], None] | None = None,
     sqs_poll_seconds: int = 1,
+    attempts: int | None = None,
 ) -> Components:
     """The engine's components. `endpoint_url`: where every AWS client sends its calls (the
     local stack's moto server; None: AWS). `make_executor`: called with RunExecutor's
@@ -157,14 +163,18 @@ def build(
     (duetime.services.release); by default
     time.sleep on the wall clock, no holding on another clock (a test's clock stands).
     `sqs_poll_seconds`: the longest long poll of the run queues' receives (the Fargate worker's
-    wait; the dead-letter queues' and the local stack's are 1 s)."""
+    wait; the dead-letter queues' and the local stack's are 1 s). `attempts`: of the store and
+    queue clients' calls, on AWS (default: the engine's; the API's are API_ATTEMPTS)."""
     session = session or boto3.Session()
     dynamodb = session.client(
         "dynamodb",
-        config=dynamodb_config() if endpoint_url is None else _BOTO_CONFIG,
+        config=dynamodb_config(attempts or DYNAMODB_ATTEMPTS)
+        if endpoint_url is None
+        else _BOTO_CONFIG,
         endpoint_url=endpoint_url,
     )
-    sqs = session.client("sqs", config=sqs_config(sqs_poll_seconds), endpoint_url=endpoint_url)
+    sqs_calls = sqs_config(sqs_poll_seconds, attempts or SQS_ATTEMPTS)
+    sqs = session.client("sqs", config=sqs_calls, endpoint_url=endpoint_url)
     jobs = DynamoJobStore(dynamodb, settings.jobs_table, settings.job_partitions)
     timers = DynamoTimerStore(
         dynamodb, settings.timers_table, settings.timer_shards, settings.timer_ttl_seconds
@@ -370,3 +380,9 @@ def history_bucket(
 def components() -> Components:
     """The process-wide components, built from the environment on first use."""
     return build(Settings.from_env())
+
+
+@functools.cache
+def api_components() -> Components:
+    """The API function's: its calls give up within its 29 s (API_ATTEMPTS)."""
+    return build(Settings.from_env(), attempts=API_ATTEMPTS)

@@ -8,8 +8,10 @@ from __future__ import annotations
 import inspect
 
 import boto3
+import pytest
 from botocore.config import Config
 
+from duetime.entrypoints import api as api_handler
 from duetime.services.sweep import Sweeper
 from duetime.settings import Settings
 from duetime.wiring import aws_call_config, build, dynamodb_config, sqs_config
@@ -87,3 +89,25 @@ def test_the_coordinator_s_and_the_signing_key_s_clients_give_up_in_time_too() -
     config = launcher._client.meta.config
     assert (config.connect_timeout, config.read_timeout) == (2, 5)
     assert aws_call_config("http://127.0.0.1:1").connect_timeout == 60  # the emulator's
+
+
+def test_the_api_function_s_store_and_queue_calls_give_up_before_it_is_stopped(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # The API's clients made the engine's attempts: ~40 s at worst against the function's 29 s,
+    # so a silent DynamoDB or SQS got the caller API Gateway's 5xx, not the app's 503 (an
+    # outside infrastructure audit, round four).
+    props = SchedulerProps(jwt_issuer=ISSUER, jwt_audience=("duetime",))
+    settings = Settings(jobs_table="jobs", timers_table="timers", runs_table="runs", queues={})
+    monkeypatch.setattr(Settings, "from_env", classmethod(lambda cls, environ=None: settings))
+    for name, value in {"AWS_DEFAULT_REGION": "us-east-1", "AWS_ACCESS_KEY_ID": "x"}.items():
+        monkeypatch.setenv(name, value)
+    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "x")
+    api_handler.components.cache_clear()
+    try:
+        parts = api_handler.components()
+    finally:
+        api_handler.components.cache_clear()
+    for client in (parts.jobs._client, parts.runs._client, parts.queue._client):
+        worst = worst_call_seconds(client.meta.config)
+        assert worst < props.api_timeout_seconds, (client.meta.service_model.service_name, worst)

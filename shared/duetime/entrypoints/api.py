@@ -1,7 +1,8 @@
 """API Lambda: API Gateway HTTP API (payload format 2.0, JWT authorizer) → duetime.api.app.
 
-The resolver is built on the first invocation, not at import time, from the process-wide
-components and the API settings read from the environment.
+The resolver is built on the first invocation, not at import time, from the API's components
+(their calls give up within the function's 29 s: duetime.wiring.API_ATTEMPTS) and the API
+settings read from the environment.
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ from aws_lambda_powertools.utilities.typing import LambdaContext
 from duetime import wiring
 from duetime.observability import logger, metrics, tracer
 from duetime.settings import ApiSettings
-from duetime.wiring import components
+from duetime.wiring import api_components as components
 
 Handler = Callable[[dict[str, Any], LambdaContext], dict[str, Any]]
 
