@@ -115,7 +115,11 @@ class HandOver:
         groups = deque(
             timers[i : i + HANDOVER_GROUP] for i in range(0, len(timers), HANDOVER_GROUP)
         )
-        done = 0
+        done = 0  # the page's prefix dealt with (its last timer is the sweep's watermark)
+        # The timers dealt with: a tenant's part goes ahead of the page's order, so a stop
+        # after it must not count the timers it jumped (until 2026-11-30 it did, and the
+        # watermark moved past chains never handed over: an outside fault audit).
+        dealt: set[str] = set()
         failed: list[tuple[Timer, str]] = []
         passing: list[tuple[Timer, str]] = []
         chain_through = False  # a chain went through: the table answers
@@ -137,7 +141,7 @@ class HandOver:
             except QueueUnavailable as exc:
                 # SQS is down or throttling, not failing these timers: no timer is to blame,
                 # none is parked; the caller stops and the next sweep resumes here.
-                return Handed(done, failed, exc, passing)
+                return _handed(timers, done, failed, passing, exc)
             except Exception as exc:
                 if not (isinstance(exc, StoreError) and exc.transient):
                     self._split(groups, group, failed, exc)
@@ -154,8 +158,10 @@ class HandOver:
                     )
                     reason = down.setdefault(group[0].tenant, f"{type(exc).__name__}: {exc}")
                     passing += [(t, reason) for t in group]
-            done += len(group)
-        return Handed(done, failed, None, passing)
+            dealt.update(t.sort_key for t in group)
+            while done < len(timers) and timers[done].sort_key in dealt:
+                done += 1
+        return _handed(timers, done, failed, passing)
 
     @staticmethod
     def _split(
@@ -206,6 +212,24 @@ class HandOver:
             report.messages_sent += dispatched.messages
             report.skipped += dispatched.skipped
             report.jobs_completed += dispatched.completed
+
+
+def _handed(
+    timers: Sequence[Timer],
+    done: int,
+    failed: list[tuple[Timer, str]],
+    passing: list[tuple[Timer, str]],
+    unavailable: QueueUnavailable | None = None,
+) -> Handed:
+    """What a hand-over dealt with, its page's first `done` timers: a timer to park past them
+    is met again by the next sweep, and parked then (parked now too, it would be twice)."""
+    kept = {t.sort_key for t in timers[:done]}
+    return Handed(
+        done,
+        [(t, why) for t, why in failed if t.sort_key in kept],
+        unavailable,
+        [(t, why) for t, why in passing if t.sort_key in kept],
+    )
 
 
 def _by_tenant(group: Sequence[Timer]) -> list[list[Timer]]:
