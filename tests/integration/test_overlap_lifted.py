@@ -5,7 +5,7 @@ else ends `skipped`; it never shows `buffered` for good (a lifecycle audit, roun
 from __future__ import annotations
 
 import contextlib
-from typing import Any
+from typing import Any, cast
 
 import pytest
 
@@ -16,7 +16,7 @@ from duetime.domain.runs import RunStatus
 from duetime.domain.timeutil import rfc3339_ms
 from duetime.ports import Delivery
 from duetime.services.dropped import DroppedRuns
-from duetime.services.overlap import unclaimed
+from duetime.services.overlap import OverlapGuard, unclaimed
 from duetime.settings import Settings
 from tests.integration.test_overlap import T0
 from tests.integration.test_overlap_changes import Twins, every_ten_seconds
@@ -140,12 +140,35 @@ def test_given_a_lift_that_failed_then_the_patch_sent_again_lifts_it() -> None:
     assert twins.statuses_s(job)[20] == RunStatus.SUCCEEDED
 
 
-@pytest.mark.parametrize(("status", "left"), [("scheduled", "buffered"), ("paused", "skipped")])
+class FakeGate:
+    """The overlap guard as DroppedRuns uses it: whether the gate names the message's
+    occurrence holder at its generation (its release sent it), and the releases asked."""
+
+    def __init__(self, handed: bool) -> None:
+        self._handed = handed
+        self.released: list[int] = []
+
+    def handed(self, job: Job, message: RunMessage) -> bool:
+        return self._handed
+
+    def release(self, job: Job, scheduled_ms: int) -> None:
+        self.released.append(scheduled_ms)
+
+
+@pytest.mark.parametrize(
+    ("status", "handed", "left"),
+    [
+        ("scheduled", False, "buffered"),
+        ("paused", False, "skipped"),
+        ("scheduled", True, "skipped"),
+    ],
+)
 def test_given_an_earlier_generation_s_copy_dropped_then_the_new_one_waiting_there_stays(
-    status: str, left: str
+    status: str, handed: bool, left: str
 ) -> None:
     # A re-armed schedule with the same instant: the old chain's message for it, dropped as
-    # changed, must not end the new generation's occurrence buffered there (a pause does).
+    # changed, must not end the new generation's occurrence buffered there (a pause does, and
+    # so does a change if the message is the start its release sent: the gate names it).
     runs = MemoryRunStore()
     settings = Settings("jobs", "timers", "runs", {}, timer_shards=1)
     spec = parse_job_spec(
@@ -154,14 +177,14 @@ def test_given_an_earlier_generation_s_copy_dropped_then_the_new_one_waiting_the
     job = Job("t", "01JOB", spec, JobStatus(status), 1, 0, generation=2)
     at = T0 + 20_000
     runs.record(unclaimed(job, at, RunStatus.BUFFERED, T0, 3600))
-    released: list[int] = []
+    gate = FakeGate(handed)
     dropped = DroppedRuns(
         runs,
         settings,
         clock=lambda: T0,
         after_the_lease=lambda *_: pytest.fail("no lease"),
         finished=lambda *_: pytest.fail("not finished"),
-        release=lambda _job, scheduled: released.append(scheduled),
+        overlap=cast(OverlapGuard, gate),
     )
     copy = RunMessage("t", job.id, at, 1, at, generation=1)
 
@@ -170,4 +193,4 @@ def test_given_an_earlier_generation_s_copy_dropped_then_the_new_one_waiting_the
     record = runs.get(job.id, at)
     assert record is not None
     assert record.status == RunStatus(left)
-    assert released == ([at] if left == "skipped" else [])
+    assert gate.released == ([at] if left == "skipped" else [])

@@ -80,7 +80,10 @@ def holder_active(
     - running: while its lease (plus `grace_ms`, the skew allowance) lasts; a holder that died
       is reclaimed by its own redelivery, which the gate admits (it is the holder).
     - retrying: until its retry is due and claimed (`max_backoff_ms` after the attempt ended,
-      plus `grace_ms`); a retry dropped by a pause frees the gate then.
+      plus `grace_ms`: callers pass the longest a retry can wait, a target's Retry-After
+      included, duetime.domain.retry.longest_retry_wait_ms; until 2026-11-30 the backoff's
+      cap, and a retry held back longer found the next occurrence holding the gate); a retry
+      dropped by a pause frees the gate then.
     - no record yet, or `buffered` (handed the gate, its message on the way): for `grace_ms`
       after `since_ms`.
     - succeeded, failed, skipped: not active.

@@ -31,3 +31,9 @@ def retry_delay_ms(
     when longer, up to MAX_RETRY_AFTER_MS (it was ignored until 2026-11-30)."""
     wait = backoff_ms(policy, attempt, jitter)
     return max(wait, min(retry_after_ms or 0, MAX_RETRY_AFTER_MS))
+
+
+def longest_retry_wait_ms(policy: RetryPolicy) -> int:
+    """The longest a retry of `policy` can be held back: its backoff's cap, or a target's
+    Retry-After (the overlap gate counts a retrying run active that long)."""
+    return max(int(policy.max_backoff_seconds * 1000), MAX_RETRY_AFTER_MS)

@@ -31,6 +31,7 @@ from duetime.domain.ids import run_id
 from duetime.domain.jobs import Job, JobStatus, Priority, Runtime
 from duetime.domain.messages import MessageAuth, RunMessage, UnauthenticatedMessage
 from duetime.domain.overlap import Overlap, holder_active
+from duetime.domain.retry import longest_retry_wait_ms
 from duetime.domain.runs import CLOCK_SKEW_ALLOWANCE_MS, RunOutcome, RunStatus
 from duetime.ports import DeadLetter, DeadLetters, JobQueue, JobStore, RunStore
 from duetime.services.dropped import ABANDONED_ERROR
@@ -256,7 +257,7 @@ class DeadRuns:
             return None
         holder = self._runs.get(job.id, gate.holder_ms)
         grace = LEASE_MARGIN_MS + CLOCK_SKEW_ALLOWANCE_MS + job.spec.timeout_seconds * 1000
-        backoff = int(job.spec.retry.max_backoff_seconds * 1000)
+        backoff = longest_retry_wait_ms(job.spec.retry)
         if not holder_active(holder, gate, now_ms, grace_ms=grace, max_backoff_ms=backoff):
             return None
         return (

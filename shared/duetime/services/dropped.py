@@ -36,7 +36,7 @@ from duetime.domain.runs import (
 from duetime.domain.schedule import After
 from duetime.ports import Delivery, RunStore
 from duetime.services.job_reads import Found
-from duetime.services.overlap import unclaimed
+from duetime.services.overlap import OverlapGuard, unclaimed
 from duetime.services.results import Result, lease_end
 from duetime.settings import Settings
 
@@ -52,17 +52,17 @@ class DroppedRuns:
         clock: Callable[[], int],
         after_the_lease: Callable[[Delivery, Run, str], Result],
         finished: Callable[[Found, RunMessage, Run], Result],
-        release: Callable[[Job, int], None],
+        overlap: OverlapGuard,
     ) -> None:
         """`after_the_lease`: the result that brings the message back once a run's lease is
         over; `finished`: what a duplicate delivery of a finished run does (its dependents'
-        runs, its gate); `release`: frees the overlap gate of a run this ends (OverlapGuard)."""
+        runs, its gate); `overlap`: the gate a run this ends frees."""
         self._runs = runs
         self._settings = settings
         self._clock = clock
         self._after_the_lease = after_the_lease
         self._finished = finished
-        self._release = release
+        self._overlap = overlap
 
     def _record_dropped(self, job: Job, message: RunMessage, buffered: bool) -> None:
         """A run that a pause or a change of its job dropped before it began: `skipped`.
@@ -97,16 +97,23 @@ class DroppedRuns:
         """What becomes of the run of a dropped delivery: a result when the message must stay
         (or has more to do), else None (it is dropped)."""
         # (Read for a first delivery too: a buffered occurrence's first attempt has a record.
-        # Ended only by a pause or a cancel: a copy of an earlier generation's message for
-        # the same instant, dropped as changed, must not end the new one waiting there.)
+        # Ended by a pause or a cancel, or by a change if this is the start its release sent:
+        # a copy of an earlier generation's message for the same instant, dropped as changed,
+        # must not end the new one waiting there. Until 2026-11-30 a change never ended it,
+        # and it showed `buffered` for good: an outside lifecycle audit.)
         run = self._runs.get(message.job_id, message.scheduled_ms)
         stopped = found is not None and found[0].status in (JobStatus.PAUSED, JobStatus.CANCELLED)
-        buffered = run is not None and run.status == RunStatus.BUFFERED and stopped
+        buffered = (
+            run is not None
+            and run.status == RunStatus.BUFFERED
+            and found is not None
+            and (stopped or self._overlap.handed(found[0], message))
+        )
         if run is None or buffered:
             if found is not None and (buffered or message.upstream_run_id is not None):
                 self._record_dropped(found[0], message, buffered)
             if found is not None and buffered:  # the gate it was handed goes on
-                self._release(found[0], message.scheduled_ms)
+                self._overlap.release(found[0], message.scheduled_ms)
             return None
         now = self._clock()
         if run.status in (RunStatus.SUCCEEDED, RunStatus.FAILED):
@@ -140,5 +147,5 @@ class DroppedRuns:
             # Its gate too: the release reads the job, finds it paused, cancelled or changed,
             # and ends a waiting occurrence `skipped` (until 2026-11-30 it stayed `buffered`
             # until its record's TTL; an outside lifecycle audit).
-            self._release(found[0], message.scheduled_ms)
+            self._overlap.release(found[0], message.scheduled_ms)
         return None

@@ -127,7 +127,7 @@ class RunExecutor:
             clock=clock,
             after_the_lease=self._after_the_lease,
             finished=self._finished,
-            release=self._overlap.release,
+            overlap=self._overlap,
         )
 
     def handle(

@@ -328,8 +328,7 @@ class JobService:
                 self.submission.reserve(tenant, quotas.max_active_recurring_jobs)
             try:
                 self._deps.link(updated)
-                # A new `after` is written only if the chain it was checked against is
-                # as read: a concurrent PATCH of the chain could close a loop.
+                # A new `after` only over its chain as read (a concurrent PATCH could close a loop)
                 moved = spec.schedule != job.spec.schedule
                 released = counted(job.spec) and not counted(spec)  # its count, in that write
                 chain_read = chain if moved else ()
@@ -345,8 +344,8 @@ class JobService:
                     self._jobs.release_recurring(tenant)
                 raise
             self._deps.unlink(job, updated)
-            if gated(job.spec) and not gated(spec):  # its waiting occurrence: run, or dropped
-                self._overlap.lift(updated)
+            if gated(job.spec) != gated(spec):  # its waiting one runs; or its active one holds
+                self._overlap.changed(updated)
             if due is not None and job.status == JobStatus.SCHEDULED:  # paused: resume arms it
                 self._rearm(updated, due, now)
             return self._view(updated)
@@ -434,11 +433,12 @@ class JobService:
             raise IdempotencyConflict(key, in_use=recorded[1] == RUN_NOW_REFUSED)
         first, asked = bound
         job = self.get(job.tenant, job.id).job
-        # Completed (by its end_at) after the run was asked for: a completed job's runs run, so
-        # the run is sent, as without a key (until 2026-11-30 it was not: a 202 whose run never
-        # ran; found by an outside audit). Paused or cancelled since: nothing to send.
-        if job.status == JobStatus.SCHEDULED or _completed_since(job, asked):
-            self._send(job, first, now)
+        # Completed (by its end_at) since the ask: its runs run, so the run is sent, as without a
+        # key (until 2026-11-30 it was not: found by an outside audit). Paused (resumed too: a
+        # new generation) or cancelled since: dropped, nothing to send (it ran: another audit).
+        unchanged = job.status == JobStatus.SCHEDULED and (job.generation_ms or 0) <= asked
+        if unchanged or _completed_since(job, asked):
+            self._send(job, first, now, asked)
         elif job.updated_ms < asked:  # not scheduled when asked: that request was refused
             raise IllegalTransition(job.id, job.status, "run")
         return first

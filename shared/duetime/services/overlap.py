@@ -39,6 +39,7 @@ from duetime.domain.overlap import (
     release,
     stale_buffered,
 )
+from duetime.domain.retry import longest_retry_wait_ms
 from duetime.domain.runs import Run, RunStatus
 from duetime.observability import Metric, count, logger
 from duetime.ports import Delivery, JobQueue, JobStore, RunStore
@@ -79,6 +80,11 @@ def unclaimed(
         due_ms=due_ms,
         asked_ms=asked_ms,
     )
+
+
+def _its_retry(own: Run | None, message: RunMessage) -> bool:
+    """Whether `message` is a later attempt of its run, which waits for it (`retrying`)."""
+    return own is not None and own.status == RunStatus.RETRYING and message.attempt > own.attempt
 
 
 def gated(spec: JobSpec) -> bool:
@@ -123,7 +129,7 @@ class OverlapGuard:
                     gate,
                     now,
                     grace_ms=grace_ms + job.spec.timeout_seconds * 1000,
-                    max_backoff_ms=int(job.spec.retry.max_backoff_seconds * 1000),
+                    max_backoff_ms=longest_retry_wait_ms(job.spec.retry),
                     generation=job.generation,
                 )
             decision = admit(job.spec.overlap, gate, scheduled, active, now)
@@ -132,6 +138,13 @@ class OverlapGuard:
                 # A late copy of an occurrence that already ran must not take the one
                 # buffered place (or be shown skipped): one read, only when not running.
                 own = self._runs.get(job.id, scheduled)
+                if _its_retry(own, message):
+                    # Not a copy: the run's next attempt, which another occurrence took the
+                    # gate from (a PATCH to this policy while the run was active). It is made,
+                    # beside that one: until 2026-11-30 it was dropped as a late copy, the run
+                    # `retrying` for good (an outside lifecycle audit).
+                    logger.warning("a retry runs beside the gate's holder: it held no gate")
+                    return Admission.RUN
                 late = own is not None and own.status != RunStatus.BUFFERED
                 if late:
                     decision = late_copy(decision, gate)
@@ -207,6 +220,37 @@ class OverlapGuard:
                 return
         # Left held: the next occurrence finds this holder finished and hands over itself.
         logger.warning("the overlap gate kept changing during a release")
+
+    def handed(self, job: Job, message: RunMessage) -> bool:
+        """Whether `message` is the start a release sent its buffered occurrence: the gate
+        names that occurrence holder, at the message's generation."""
+        gate = self._jobs.gate(job.tenant, job.id)
+        return gate.holder_ms == message.scheduled_ms and gate.generation == message.generation
+
+    def changed(self, job: Job) -> None:
+        """`job` (as written) was PATCHed into or out of its gate: `hold` or `lift` it."""
+        if gated(job.spec):
+            self.hold(job)
+        else:
+            self.lift(job)
+
+    def hold(self, job: Job) -> None:
+        """`job` (as written) goes through its gate since a PATCH from `allow`: a run of it
+        still active (among its latest few) holds the gate, so the next occurrence is skipped
+        or waits for it, as the new policy says. Until 2026-11-30 the gate knew no run claimed
+        under `allow`, and the next occurrence ran beside it (an outside lifecycle audit)."""
+        recent = self._runs.list(job.id, ATTEMPTS_AT_THE_GATE, None).items
+        active = [r for r in recent if r.status in (RunStatus.RUNNING, RunStatus.RETRYING)]
+        if not active:
+            return
+        for _ in range(ATTEMPTS_AT_THE_GATE):
+            gate = self._jobs.gate(job.tenant, job.id)
+            now = self._clock()
+            holder = active[0].scheduled_ms
+            held = replace(gate, holder_ms=holder, since_ms=now, generation=job.generation)
+            if self._jobs.put_gate(job.tenant, job.id, held, now // 1000 + GATE_TTL_SECONDS):
+                return
+        logger.warning("the overlap gate kept changing while a PATCH set its policy")
 
     def lift(self, job: Job) -> None:
         """`job` (as written) no longer goes through its gate (a PATCH to `allow`, or to a

@@ -1,0 +1,184 @@
+"""Runs the overlap gate lost track of, and changes that stranded a run. Found by an outside
+lifecycle audit (round five); fixed 2026-11-30:
+
+- a retry a target's `Retry-After` held back past the retry's backoff cap: the gate counted its
+  run inactive, the next occurrence took it, and the retry was dropped as a late copy (its run
+  `retrying` for good). The gate counts a retrying run active for the longest a retry can wait,
+  and a run's retry is never taken for a copy;
+- a `PATCH` from `allow` to `skip` or `buffer_one` while a run was active: the next occurrence
+  ran beside it (the active run holds the gate now), and its retry was dropped as above;
+- a change (not only a pause) between a buffered occurrence's hand-over and its start: the
+  occurrence showed `buffered` for good (it ends `skipped`);
+- a keyed run-now a pause dropped, repeated after the resume: it ran (it sends nothing now)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import pytest
+
+from duetime.domain.invocation import Invocation, TargetError
+from duetime.domain.runs import RunStatus
+from duetime.domain.targets import Target
+from duetime.domain.timeutil import rfc3339_ms
+from tests.integration.test_overlap import T0
+from tests.integration.test_overlap_changes import Twins, every_ten_seconds
+
+HOLDER_S = 60  # the occurrence whose first attempt gets a 503 with Retry-After
+
+
+@dataclass
+class RetryAfterTwins(Twins):
+    retry_after_s: float | None = 900.0
+
+    def execute(self, target: Target, invocation: Invocation) -> None:
+        if invocation.scheduled_ms == T0 + HOLDER_S * 1000 and invocation.attempt == 1:
+            self.started.append((HOLDER_S * 1000, 1, self.clock.now - T0))
+            self.clock.now += 2000
+            self.work()
+            raise TargetError("HTTP 503", retryable=True, retry_after_seconds=self.retry_after_s)
+        super().execute(target, invocation)
+
+
+def minutely(overlap: str) -> dict[str, Any]:
+    """280 s runs every 60 s; the retry's backoff cap is 1 s (the gate counted a retrying run
+    active 1 s + its grace after its attempt: ~450 s)."""
+    return {
+        "schedule": {"rate_seconds": 60, "end_at": rfc3339_ms(T0 + 1_500_000)},
+        "payload": {"seconds": 280},
+        "timeout_seconds": 300,
+        "retry": {"max_attempts": 3, "backoff_seconds": 1, "max_backoff_seconds": 1},
+        "overlap": overlap,
+    }
+
+
+@pytest.mark.parametrize("overlap", ["skip", "buffer_one"])
+def test_a_run_waiting_out_a_retry_after_holds_the_gate_and_its_retry_is_made(
+    overlap: str,
+) -> None:
+    twins = RetryAfterTwins()
+    job = twins.create(**minutely(overlap))
+    twins.run_for(1_300)
+    attempts = [a for o, a, _ in twins.started if o == HOLDER_S * 1000]
+    others = sorted(at // 1000 for o, _, at in twins.started if o != HOLDER_S * 1000)
+    assert twins.statuses_s(job)[HOLDER_S] == RunStatus.SUCCEEDED
+    assert attempts == [1, 2]
+    assert [at for at in others if 62 < at < 962] == []  # its retry is due at ~+962
+
+
+def test_a_retry_after_within_the_backoff_window_is_made_as_before() -> None:
+    twins = RetryAfterTwins(retry_after_s=100.0)
+    job = twins.create(**minutely("skip"))
+    twins.run_for(700)
+    assert twins.statuses_s(job)[HOLDER_S] == RunStatus.SUCCEEDED
+    assert [a for o, a, _ in twins.started if o == HOLDER_S * 1000] == [1, 2]
+
+
+@pytest.mark.parametrize("policy", ["skip", "buffer_one"])
+def test_a_patch_from_allow_to_a_policy_lets_the_active_run_hold_the_gate(policy: str) -> None:
+    twins = Twins()
+    job = twins.create(**every_ten_seconds(overlap="allow"))  # 15 s runs every 10 s
+    twins.at(12, lambda: twins.service.update("t", job, {"overlap": policy}))
+    twins.run_for(60)
+    assert twins.start_of(10) == 10  # claimed under allow: runs until +25
+    started = twins.start_of(20)
+    assert started is None or started >= 25  # skipped, or waited for +10
+
+
+@dataclass
+class FirstAttemptOfTenFails(Twins):
+    """+10's attempt 1 fails after 2 s (its retry due at +27), its attempt 2 takes 3 s."""
+
+    def execute(self, target: Target, invocation: Invocation) -> None:
+        if invocation.scheduled_ms == T0 + 10_000:
+            self.started.append((10_000, invocation.attempt, self.clock.now - T0))
+            for _ in range(2 if invocation.attempt == 1 else 3):
+                self.clock.now += 1000
+                self.work()
+            if invocation.attempt == 1:
+                raise TargetError("HTTP 500", retryable=True)
+            return
+        super().execute(target, invocation)
+
+
+@pytest.mark.parametrize("policy", ["skip", "buffer_one", None])
+def test_the_retry_of_a_run_claimed_under_allow_is_made_after_a_patch_to_a_policy(
+    policy: str | None,
+) -> None:
+    twins = FirstAttemptOfTenFails()
+    job = twins.create(
+        **every_ten_seconds(
+            overlap="allow",
+            payload={"seconds": 8},
+            retry={"max_attempts": 3, "backoff_seconds": 30},
+        )
+    )
+    if policy is not None:
+        twins.at(13, lambda: twins.service.update("t", job, {"overlap": policy}))
+    twins.run_for(120)
+    assert twins.statuses_s(job)[10] == RunStatus.SUCCEEDED
+    assert [a for o, a, _ in twins.started if o == 10_000] == [1, 2]
+
+
+CHANGES: dict[str, Callable[[Twins, str], Any]] = {
+    "pause": lambda twins, job: twins.service.pause("t", job),
+    "jitter": lambda twins, job: twins.service.update("t", job, {"jitter_seconds": 1}),
+    "schedule": lambda twins, job: twins.service.update(
+        "t", job, {"schedule": {"rate_seconds": 10, "end_at": rfc3339_ms(T0 + 301_000)}}
+    ),
+    "priority": lambda twins, job: twins.service.update("t", job, {"priority": "high"}),
+}
+
+
+@pytest.mark.parametrize("change", list(CHANGES))
+def test_a_change_between_a_hand_over_and_its_start_ends_the_waiting_one_skipped(
+    change: str,
+) -> None:
+    twins = Twins()
+    job = twins.create(**every_ten_seconds())
+    guard = twins.executor._overlap  # type: ignore[attr-defined]
+    start = guard._start
+    fired: list[int] = []
+
+    def start_then_change(job_: Any, scheduled_ms: int) -> None:
+        start(job_, scheduled_ms)  # +20's attempt 1 is queued, the gate names it holder
+        if not fired:
+            fired.append(scheduled_ms)
+            CHANGES[change](twins, job)  # acknowledged before that message is handled
+
+    guard._start = start_then_change
+    twins.run_for(90)
+    assert fired == [T0 + 20_000]
+    assert twins.start_of(20) is None  # dropped by the change
+    assert twins.statuses_s(job)[20] == RunStatus.SKIPPED
+
+
+def hourly() -> dict[str, Any]:
+    schedule = {"rate_seconds": 3600, "end_at": rfc3339_ms(T0 + 86_400_000)}
+    return {"schedule": schedule, "payload": {"seconds": 1}}
+
+
+@pytest.mark.parametrize("between", ["pause and resume", "nothing"])
+def test_a_keyed_run_now_a_pause_dropped_is_not_sent_by_its_repeat_after_the_resume(
+    between: str,
+) -> None:
+    twins = Twins()
+    job = twins.create(**hourly())
+    asked: list[int] = []
+
+    def ask() -> None:
+        asked.append(twins.service.run_now("t", job, idempotency_key="k"))
+        if between != "nothing":
+            twins.clock.now += 1  # acknowledged before the run is claimed: it drops it
+            twins.service.pause("t", job)
+            twins.clock.now += 1
+            twins.service.resume("t", job)
+
+    twins.at(5, ask)
+    twins.at(20, lambda: asked.append(twins.service.run_now("t", job, idempotency_key="k")))
+    twins.run_for(40)
+    assert asked[1] == asked[0]  # the same run answered
+    ran = [a for o, a, _ in twins.started if o == asked[0] - T0]
+    assert ran == ([] if between != "nothing" else [1])
