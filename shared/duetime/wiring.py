@@ -91,7 +91,8 @@ DYNAMODB_ANSWER_SECONDS = 3
 DYNAMODB_ATTEMPTS = 5
 # The API function is stopped at 29 s (API Gateway gives up at 30): with the engine's attempts
 # a silent DynamoDB or SQS held a request ~40 s, and the caller got API Gateway's 5xx, not the
-# app's 503 (until 2026-11-30; an outside infrastructure audit). Its clients make three
+# app's error (a 500 `internal` in the API's shape; until 2026-11-30; an outside
+# infrastructure audit). Its clients make three
 # attempts: ~18 s for DynamoDB, ~27 s for SQS at worst.
 API_ATTEMPTS = 3
 
