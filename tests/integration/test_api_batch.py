@@ -280,6 +280,44 @@ def test_a_failed_send_is_a_500_cancelling_the_batch_and_a_retry_with_the_keys_r
     assert api.engine.queue_messages(Runtime.LAMBDA, Priority.NORMAL) == 3
 
 
+def test_an_item_whose_run_sqs_does_not_take_is_a_503_and_the_others_stand(
+    api: Api,  # noqa: F811
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # The whole request was a 500 and every job withdrawn, those whose runs had gone out (and
+    # might have run) too (an outside fault audit, round seven).
+    jobs = [job(payload=n, idempotency_key=f"k{n}") for n in range(2)]
+    jobs.append(job(payload=2, idempotency_key="k2", priority="high"))
+    queue = api.engine.parts.queue
+    send = queue.send
+
+    def high_queue_down(messages: Any) -> None:
+        high = [m for m, _ in messages if m.priority == Priority.HIGH]
+        send([(m, d) for m, d in messages if m.priority != Priority.HIGH])
+        if high:
+            raise QueueError("SQS did not take a batch", high)
+
+    with monkeypatch.context() as patched:
+        patched.setattr(queue, "send", high_queue_down)
+        reply = batch(api, jobs)
+
+    assert reply.status == 200
+    assert statuses(reply) == [201, 201, 503]
+    unsent = reply.json["items"][2]
+    assert unsent["error"]["code"] == "unavailable"
+    assert unsent["retry_after_seconds"] == 1
+    assert sorted(api.item_status(i["id"]["S"]) for i in api.job_items()) == [
+        "cancelled",
+        "scheduled",
+        "scheduled",
+    ]
+    retried = batch(api, jobs)  # with their keys: the 503 one revived, the others replayed
+    assert statuses(retried) == [201] * 3
+    assert {i["job"]["status"] for i in retried.json["items"]} == {"scheduled"}
+    assert len(api.job_items()) == 3
+    assert api.engine.queue_messages(Runtime.LAMBDA, Priority.HIGH) == 1
+
+
 def test_a_key_whose_first_request_died_before_writing_its_job_gets_the_recorded_id(
     api: Api,  # noqa: F811
 ) -> None:

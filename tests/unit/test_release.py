@@ -19,6 +19,7 @@ from duetime.domain.messages import (
     delay_seconds,
     release_window,
 )
+from duetime.ports import QueueError
 from duetime.services.release import ReleasedSender
 
 T0 = 1_800_000_000_000
@@ -176,3 +177,33 @@ def test_a_slow_send_does_not_release_the_next_group_a_second_early() -> None:
             assert delay == delay_seconds(m.due_ms, at)
             assert RELEASE_MARGIN_MS <= visible_early_ms(m.due_ms, at) <= RELEASE_LEAD_MS
     assert sum(time.slept) <= 1000
+
+
+@dataclass
+class FailingOnCall(Sent):
+    """Fails the `failing`th send (1-based), naming one of its messages as not taken."""
+
+    failing: int = 2
+
+    def send(self, messages: Sequence[tuple[RunMessage, int]]) -> None:
+        super().send(messages)
+        if len(self.calls) == self.failing:
+            raise QueueError("SQS did not take a batch", [messages[0][0]])
+
+
+def test_a_failed_group_names_its_unsent_messages_and_every_later_group_s() -> None:
+    # Only the failed group's were named: a batch create would have kept jobs whose runs the
+    # groups after it never sent (found while fixing an outside fault audit's finding).
+    time = FakeTime(now=T0)
+    sent = FailingOnCall(time)
+    dues = [T0 + 30_000 + phase for phase in range(0, 1000, 111)]  # several windows: groups
+    messages = [(message(d), 0) for d in dues]
+
+    with pytest.raises(QueueError) as raised:
+        ReleasedSender(sent, clock=time.clock, sleep=time.sleep).send(messages)
+
+    went = [m for m, _, _ in sent.calls[0]] + [m for m, _, _ in sent.calls[1][1:]]
+    assert len(sent.calls) == 2
+    assert sorted(m.due_ms for m in raised.value.failed) == sorted(
+        m.due_ms for m, _ in messages if m not in went
+    )

@@ -218,3 +218,44 @@ def test_a_receive_polls_no_longer_than_its_client_waits_for_an_answer() -> None
     for wait in (0, 1, 10):
         queue.receive(Runtime.LAMBDA, Priority.NORMAL, 10, wait)
     assert sqs.waits == [0, 1, 1]
+
+
+class QueueByQueueSqs:
+    """SendMessageBatch that takes no request for the queues named (a 5xx), and refuses the
+    first entry of every batch for the queues named so (the sender's fault)."""
+
+    def __init__(self, down: set[str], refusing: set[str] = frozenset()) -> None:  # type: ignore[assignment]
+        self.down, self.refusing = down, refusing
+
+    def send_message_batch(self, QueueUrl: str, Entries: list[dict[str, Any]]) -> Any:
+        if QueueUrl in self.down:
+            raise ClientError({"Error": {"Code": "InternalError"}}, "SendMessageBatch")
+        refused = Entries[:1] if QueueUrl in self.refusing else []
+        failed = [
+            {"Id": e["Id"], "Code": "x", "Message": "why", "SenderFault": True} for e in refused
+        ]
+        ok = [{"Id": e["Id"]} for e in Entries if e not in refused]
+        return {"Successful": ok, "Failed": failed}
+
+
+def test_a_send_names_every_message_not_sent_whichever_batch_failed_first() -> None:
+    # Only the first failing batch's messages were named (a batch create now keeps the jobs
+    # whose runs went out: an outside fault audit, round seven).
+    queues = {
+        f"lambda/{p.value}": QueueUrls(f"https://sqs.example/{p.value}", "https://sqs.example/d")
+        for p in Priority
+    }
+    sqs = QueueByQueueSqs(down={"https://sqs.example/low"}, refusing={"https://sqs.example/high"})
+    queue = SqsJobQueue(sqs, queues, AUTH)
+    messages = [
+        (RunMessage("tenant", f"job-{p.value}-{i}", 1_795_255_200_000, 1, 0, priority=p), 0)
+        for p in Priority
+        for i in range(12)
+    ]
+
+    with pytest.raises(QueueUnavailable) as raised:
+        queue.send(messages)
+
+    failed = sorted(m.job_id for m in raised.value.failed)
+    low = sorted(f"job-low-{i}" for i in range(12))
+    assert failed == sorted(["job-high-0", "job-high-10", *low])  # one refused per batch of 10

@@ -67,16 +67,31 @@ class SqsJobQueue:
             for start in range(0, len(pending), _BATCH)
         ]
         if len(batches) == 1:
-            results = [self._send_batch(*batches[0])]
+            results = [self._outcome(*batches[0])]
         else:
             # A sweep hands over thousands of runs at once: the batches go out concurrently
             # (boto3 clients are thread-safe), not one round trip after another.
-            results = list(self._pool().map(lambda b: self._send_batch(*b), batches))
-        failed = [message for refused, _ in results for message in refused]
+            results = list(self._pool().map(lambda b: self._outcome(*b), batches))
+        # Every batch's unsent messages, whichever failed first: a batch create keeps the
+        # jobs whose runs went out (until 2026-11-30 only the first failing batch's were
+        # named; none read them then).
+        failed = [message for refused, _, _ in results for message in refused]
+        down = next((exc for _, _, exc in results if exc is not None), None)
+        if down is not None:
+            raise QueueUnavailable(str(down), failed) from down
         if failed:
             # With SQS's reason (a parked timer's shows it: an outside fault audit).
-            why = next((f" ({why})" for _, why in results if why), "")
+            why = next((f" ({why})" for _, why, _ in results if why), "")
             raise QueueError(f"{len(failed)} message(s) were not accepted by SQS{why}", failed)
+
+    def _outcome(
+        self, url: str, batch: list[tuple[RunMessage, int]]
+    ) -> tuple[list[RunMessage], str, QueueUnavailable | None]:
+        """`_send_batch`'s, with SQS taking no request as a value: its messages unsent."""
+        try:
+            return (*self._send_batch(url, batch), None)
+        except QueueUnavailable as exc:
+            return exc.failed, "", exc
 
     def _send_batch(
         self, url: str, batch: list[tuple[RunMessage, int]]

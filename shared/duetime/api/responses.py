@@ -19,6 +19,7 @@ from duetime.domain.errors import (
     PayloadTooLarge,
     PreconditionFailed,
     QuotaExceeded,
+    Unavailable,
     ValidationError,
 )
 from duetime.services.jobs import JobView
@@ -52,6 +53,7 @@ ERROR_STATUS: tuple[tuple[type[DomainError], HTTPStatus], ...] = (
     (PreconditionFailed, HTTPStatus.PRECONDITION_FAILED),
     (RotationConflict, HTTPStatus.CONFLICT),
     (QuotaExceeded, HTTPStatus.TOO_MANY_REQUESTS),
+    (Unavailable, HTTPStatus.SERVICE_UNAVAILABLE),
 )
 
 
@@ -84,7 +86,7 @@ def error_response(exc: DomainError) -> JsonResponse:
     if where is not None:  # "" too: a body key spelt "" is named as such
         error["field"] = where
     headers: dict[str, str] = {}
-    if isinstance(exc, QuotaExceeded):
+    if isinstance(exc, QuotaExceeded | Unavailable):
         headers["Retry-After"] = str(exc.retry_after_seconds)
     if isinstance(exc, MethodNotAllowed):
         headers["Allow"] = ", ".join(exc.allow)

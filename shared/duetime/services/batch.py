@@ -10,7 +10,7 @@ What the items share is batched:
   `attribute_not_exists` of a single create guards nothing. A keyed item's job keeps the
   conditional put: a retry with its key may write the same id (the id its record names) at the
   same moment, or before a write of ours that the SDK retried lands; the condition keeps the
-  job the client was answered with (Submission.create_many).
+  job the client was answered with (BatchSubmitter._write).
 - the idempotency claims stay conditional puts, one per keyed item: the condition is the claim
   (a transaction would fail the whole batch on one replayed key).
 - the first occurrences of all new jobs are dispatched at once (Dispatcher.dispatch): their
@@ -18,7 +18,8 @@ What the items share is batched:
 
 A failure of the shared writes or sends is no item's fault: as for a single create, the jobs
 not yet acknowledged are withdrawn (cancelled, SUBMISSION_FAILED) and the error goes to the
-caller, whose retry with the same idempotency keys revives them.
+caller, whose retry with the same idempotency keys revives them; but when SQS took some items'
+runs and not others', only the others are withdrawn, each answered `503 unavailable`.
 
 An `after` job is refused in a batch (400 on schedule.after): its upstream is checked and
 indexed one job at a time (POST /jobs).
@@ -34,9 +35,12 @@ from duetime.domain.errors import (
     DomainError,
     IdempotencyConflict,
     NotFound,
+    Unavailable,
     ValidationError,
 )
 from duetime.domain.jobs import JobSpec
+from duetime.observability import logger
+from duetime.ports import ConditionFailed, QueueError
 from duetime.services.idempotency import fingerprint
 from duetime.services.jobs import JobService, JobView
 from duetime.services.submission import Prepared
@@ -118,9 +122,12 @@ class BatchSubmitter:
         except Exception:
             submission.abandon(list(new.values()))
             raise
-        written = submission.create_many(list(new.values()), quotas)
+        written, unsent = self._write(list(new.values()), quotas)
         for index, prepared in new.items():
             job = prepared.job
+            if job.id in unsent:
+                results[index] = Unavailable("its first run could not be sent: send it again")
+                continue
             # Resumed (an earlier request's id), or written first by a concurrent replay: it is
             # answered as it is now.
             view = JobView(job, job.status, None) if job.id in written else None
@@ -131,6 +138,56 @@ class BatchSubmitter:
         if len(answered) != len(items):
             raise RuntimeError("a batch item was left without a result")
         return answered
+
+    def _write(self, new: Sequence[Prepared], quotas: Quotas | None) -> tuple[set[str], set[str]]:
+        """Write prepared jobs and dispatch their first occurrences, together: the unkeyed ones
+        by one unconditional BatchWriteItem (a new ULID no stored job can have), a keyed one by
+        a conditional put, as a retry with its key may write the same id at the same moment (a
+        resumed id), or later (a write of ours that lands late, after the client's retry
+        wrote, sent and answered the job, would overwrite it). Returns the ids of the jobs it
+        wrote fresh, to answer as written (a resumed job, or one a retry wrote first, is
+        answered as it is now), and those whose runs SQS did not take, withdrawn (the rest
+        stand: until 2026-11-30 every job was withdrawn, those whose runs had run too; an
+        outside fault audit). On another failure every job not acknowledged is withdrawn,
+        then the error raised. `quotas`: the tenant's (for a job revived here)."""
+        submission = self._submission
+        written = [p.job for p in new if p.hold is None]
+        lost: set[str] = set()  # jobs a retry with the same key wrote first: theirs, not ours
+        unsent: set[str] = set()
+        try:
+            submission.write(list(written))
+            for p in new:
+                if p.hold is None:
+                    continue
+                try:
+                    submission.write_keyed(p.job)
+                except ConditionFailed:
+                    submission.release(p.job)  # the other request counted it
+                    lost.add(p.job.id)
+                    continue
+                written.append(p.job)
+            try:
+                submission.dispatch_batch([(job, job.next_due_ms or 0) for job in written])
+            except QueueError as exc:
+                unsent = {message.job_id for message in exc.failed}
+                if not unsent:  # which runs went out is not known: none stands
+                    raise
+                submission.abandon([p for p in new if p.job.id in unsent])
+        except Exception:
+            submission.abandon([p for p in new if p.job.id not in lost])
+            raise
+        limit = quotas.max_active_recurring_jobs if quotas is not None else None
+        for p in new:
+            if p.hold is None or not (p.resumed or p.job.id in lost) or p.job.id in unsent:
+                continue
+            try:
+                if p.job.id in lost:
+                    submission.replay_lost(p.job, p.hold, limit)
+                else:
+                    submission.answered(p.job, p.hold, submission.now(), limit)
+            except Exception:  # withdrawn meanwhile and not revived: answered as it is
+                logger.warning("a keyed batch job was withdrawn and not revived")
+        return {p.job.id for p in new if not p.resumed and p.job.id not in lost} - unsent, unsent
 
     def _prepare(self, tenant: str, item: BatchJob, now: int, quotas: Quotas | None) -> Prepared:
         if item.spec.triggered:

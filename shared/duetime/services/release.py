@@ -31,7 +31,7 @@ import threading
 from collections.abc import Callable, Sequence
 
 from duetime.domain.messages import RunMessage, delay_seconds, release_window
-from duetime.ports import RunSender
+from duetime.ports import QueueError, RunSender
 
 
 class ReleasedSender:
@@ -58,13 +58,22 @@ class ReleasedSender:
         self._left.ms = ms
 
     def send(self, messages: Sequence[tuple[RunMessage, int]]) -> None:
+        """Raises QueueError naming every message not sent: a failed group's, and those of the
+        groups after it (a batch create keeps the jobs whose runs went out)."""
         left: int | None = getattr(self._left, "ms", None)
         budget = self._budget_ms if left is None else max(0, min(self._budget_ms, left))
-        spent = self._held(messages, budget)
+        tried: set[int] = set()  # the messages handed to the queue (by id)
+        try:
+            spent = self._held(messages, budget, tried)
+        except QueueError as exc:
+            untried = [m for m, _ in messages if id(m) not in tried]
+            raise type(exc)(str(exc), [*exc.failed, *untried]) from exc
         if left is not None:
             self._left.ms = left - spent
 
-    def _held(self, messages: Sequence[tuple[RunMessage, int]], budget: int) -> int:
+    def _held(
+        self, messages: Sequence[tuple[RunMessage, int]], budget: int, tried: set[int]
+    ) -> int:
         """Send, holding each group to its window within `budget` ms; returns the ms held."""
         pending = [m for m, _ in messages]
         spent = 0
@@ -81,7 +90,7 @@ class ReleasedSender:
                 else:
                     windows.append((*window, m))
             if ready:
-                self._send(ready)
+                self._send(ready, tried)
             windows.sort(key=lambda w: w[0])
             if not windows:
                 return spent
@@ -96,15 +105,16 @@ class ReleasedSender:
                 size += 1
             wait = windows[size - 1][0] - (self._clock() - now)
             if wait > budget - spent:  # held long enough: the rest goes now
-                self._send([m for _, _, m in windows])
+                self._send([m for _, _, m in windows], tried)
                 return spent
             if wait > 0:
                 self._sleep(wait / 1000)
                 spent += wait
-            self._send([m for _, _, m in windows[:size]])
+            self._send([m for _, _, m in windows[:size]], tried)
             pending = [m for _, _, m in windows[size:]]
         return spent
 
-    def _send(self, messages: list[RunMessage]) -> None:
+    def _send(self, messages: list[RunMessage], tried: set[int]) -> None:
+        tried.update(map(id, messages))
         now = self._clock()
         self._queue.send([(m, delay_seconds(m.visible_ms, now)) for m in messages])

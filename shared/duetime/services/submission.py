@@ -8,8 +8,8 @@ or in a batch (duetime.services.batch). Both go through the same steps:
    `replayed`), the active-recurring quota (a refusal frees the key it recorded: `unbind`);
    the job to write.
 3. the write and the first occurrence's dispatch: `create` (one conditional put) then
-   `launch`; in a batch, `create_many` (one BatchWriteItem for the unkeyed jobs, the
-   dispatches together). A keyed request whose conditional write finds its job written by
+   `launch`; in a batch (duetime.services.batch), one BatchWriteItem for the unkeyed jobs, the
+   dispatches together. A keyed request whose conditional write finds its job written by
    another request with the key (its retry) answers as a replay of it (`replay_lost`).
    What a key is bound to: duetime.services.idempotency.
    A submission is not acknowledged unless it went out: on a failure the job is `withdraw`n
@@ -85,7 +85,7 @@ class Submission:
         entropy: Callable[[int], bytes],
         batch_dispatcher: Dispatcher | None = None,
     ) -> None:
-        """`batch_dispatcher`: what `create_many` dispatches with (JobService gives one whose
+        """`batch_dispatcher`: what `dispatch_batch` dispatches with (JobService gives one whose
         sends are held to their release moments); None: `dispatcher`."""
         self._jobs = jobs
         self._dispatcher = dispatcher
@@ -266,47 +266,18 @@ class Submission:
             self.withdraw(job, hold=hold)
             raise
 
-    def create_many(self, new: Sequence[Prepared], quotas: Quotas | None = None) -> set[str]:
-        """Write prepared jobs and dispatch their first occurrences, together (a batch): the
-        unkeyed ones by one unconditional BatchWriteItem (a new ULID no stored job can have), a
-        keyed one by a conditional put, as a retry with its key may write the same id at the
-        same moment (a resumed id), or later (a write of ours that lands late, after the
-        client's retry wrote, sent and answered the job, would overwrite it). Returns the ids
-        of the jobs it wrote fresh, to answer as written (a resumed job, or one a retry wrote
-        first, is answered as it is now). On a failure every job not acknowledged is
-        withdrawn, then the error raised. `quotas`: the tenant's (for a job revived here)."""
-        unkeyed = [p.job for p in new if p.hold is None]
-        written = list(unkeyed)
-        lost: set[str] = set()  # jobs a retry with the same key wrote first: theirs, not ours
-        try:
-            self._jobs.create_many(unkeyed)
-            for p in new:
-                if p.hold is None:
-                    continue
-                try:
-                    self._jobs.create(p.job)
-                except ConditionFailed:
-                    self.release(p.job)  # the other request counted it
-                    lost.add(p.job.id)
-                    continue
-                written.append(p.job)
-            if written:
-                self._batch_dispatcher.dispatch([(job, job.next_due_ms or 0) for job in written])
-        except Exception:
-            self.abandon([p for p in new if p.job.id not in lost])
-            raise
-        limit = quotas.max_active_recurring_jobs if quotas is not None else None
-        for p in new:
-            if p.hold is None or not (p.resumed or p.job.id in lost):
-                continue
-            try:
-                if p.job.id in lost:
-                    self.replay_lost(p.job, p.hold, limit)
-                else:
-                    self.answered(p.job, p.hold, self._clock(), limit)
-            except Exception:  # withdrawn meanwhile and not revived: answered as it is
-                logger.warning("a keyed batch job was withdrawn and not revived")
-        return {p.job.id for p in new if not p.resumed and p.job.id not in lost}
+    def write(self, jobs: Sequence[Job]) -> None:
+        """New unkeyed jobs, by BatchWriteItem (a batch: duetime.services.batch)."""
+        self._jobs.create_many(jobs)
+
+    def write_keyed(self, job: Job) -> None:
+        """A new keyed job, by a conditional put: ConditionFailed if its key's other request
+        (its retry, or a concurrent copy) wrote it first."""
+        self._jobs.create(job)
+
+    def dispatch_batch(self, due: Sequence[tuple[Job, int]]) -> None:
+        """A batch's first occurrences (its sends held to their release moments)."""
+        self._batch_dispatcher.dispatch(due)
 
     def replay_lost(self, job: Job, hold: KeyHold, recurring_limit: int | None) -> Job | None:
         """A keyed request whose write of its job failed its condition: a request with the
