@@ -63,16 +63,40 @@ def test_only_occurrences_without_a_run_record_are_sent_as_first_attempts(parts:
 
     sent = service.backfill("tenant-a", job_id, body(T0, parts.now))
 
-    assert sent == 8
-    (batch,) = spy.sends
-    expected = [ms for ms in occurrences if ms not in (occurrences[0], occurrences[3])]
-    assert [m.scheduled_ms for m, _ in batch] == expected
     job = parts.jobs.get("tenant-a", job_id)
     assert job is not None
+    # (and not one whose jittered start is still to come: its own message starts it)
+    expected = [
+        ms
+        for ms in occurrences
+        if ms not in (occurrences[0], occurrences[3]) and job.due_ms(ms) <= parts.now
+    ]
+    assert 0 < sent == len(expected) < 8
+    (batch,) = spy.sends
+    assert [m.scheduled_ms for m, _ in batch] == expected
     for message, delay in batch:
         assert (message.attempt, message.generation, delay) == (1, job.generation, 0)
         assert message.due_ms == parts.now  # at once, not jittered
         assert (message.tenant, message.job_id) == ("tenant-a", job_id)
+
+
+def test_an_occurrence_whose_jittered_start_is_still_to_come_is_left_to_its_message(
+    parts: Parts,
+) -> None:
+    # It was sent at once: it ran early, and under `skip` met the backfill's others at the
+    # gate and was recorded `skipped` (an outside lifecycle audit, round five).
+    job_id = create(parts, {"rate_seconds": 60}, jitter_seconds=900)
+    job = parts.jobs.get("tenant-a", job_id)
+    assert job is not None
+    ahead = next(k for k in range(1, 50) if job.due_ms(T0 + k * MINUTE) > T0 + k * MINUTE + 1000)
+    instant = T0 + ahead * MINUTE
+    parts.now = instant + 500  # past its instant, before its jittered start
+    service, spy = backfiller(parts)
+
+    sent = service.backfill("tenant-a", job_id, body(instant, instant + 1))
+
+    assert sent == 0
+    assert spy.sends == []
 
 
 def test_many_occurrences_go_out_in_chunks(parts: Parts) -> None:
