@@ -280,14 +280,14 @@ def test_a_failed_send_is_a_500_cancelling_the_batch_and_a_retry_with_the_keys_r
     assert api.engine.queue_messages(Runtime.LAMBDA, Priority.NORMAL) == 3
 
 
-def test_an_item_whose_run_sqs_does_not_take_is_a_503_and_the_others_stand(
+def test_a_run_sqs_does_not_take_becomes_a_timer_and_every_job_stands(
     api: Api,  # noqa: F811
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     # The whole request was a 500 and every job withdrawn, those whose runs had gone out (and
     # might have run) too (an outside fault audit, round seven).
-    jobs = [job(payload=n, idempotency_key=f"k{n}") for n in range(2)]
-    jobs.append(job(payload=2, idempotency_key="k2", priority="high"))
+    jobs = [job(payload=n) for n in range(2)]
+    jobs.append(job(payload=2, priority="high", schedule={"delay_seconds": 0}))
     queue = api.engine.parts.queue
     send = queue.send
 
@@ -302,20 +302,12 @@ def test_an_item_whose_run_sqs_does_not_take_is_a_503_and_the_others_stand(
         reply = batch(api, jobs)
 
     assert reply.status == 200
-    assert statuses(reply) == [201, 201, 503]
-    unsent = reply.json["items"][2]
-    assert unsent["error"]["code"] == "unavailable"
-    assert unsent["retry_after_seconds"] == 1
-    assert sorted(api.item_status(i["id"]["S"]) for i in api.job_items()) == [
-        "cancelled",
-        "scheduled",
-        "scheduled",
-    ]
-    retried = batch(api, jobs)  # with their keys: the 503 one revived, the others replayed
-    assert statuses(retried) == [201] * 3
-    assert {i["job"]["status"] for i in retried.json["items"]} == {"scheduled"}
-    assert len(api.job_items()) == 3
-    assert api.engine.queue_messages(Runtime.LAMBDA, Priority.HIGH) == 1
+    assert statuses(reply) == [201, 201, 201]
+    assert {api.item_status(i["id"]["S"]) for i in api.job_items()} == {"scheduled"}
+    unsent = reply.json["items"][2]["job"]["id"]
+    timers = api.engine.aws.dynamodb.scan(TableName=api.engine.parts.settings.timers_table)
+    assert [t for t in timers["Items"] if unsent in t["sk"]["S"]]  # for the next sweep
+    assert api.engine.queue_messages(Runtime.LAMBDA, Priority.HIGH) == 0
 
 
 def test_a_key_whose_first_request_died_before_writing_its_job_gets_the_recorded_id(

@@ -1,9 +1,10 @@
 """POST /jobs/batch whose first runs SQS takes for some items and not for others (a queue that
-does not answer, one batch of 10 refused): the items whose runs went out are created (they may
-have run already), only the others are withdrawn and answered `503 unavailable`, to be sent
-again. Until 2026-11-30 every job of the request was withdrawn and the request answered 500:
-runs that had executed belonged to jobs answered as never submitted, and a retry without keys
-ran them twice (an outside fault audit, round seven)."""
+does not answer, one request of 10 refused), or for none it can name: every job stands, and the
+runs SQS did not take become timers the next sweep sends (late, not lost; a recurring job's
+chain goes on from its first unsent occurrence). Until 2026-11-30 every job of the request was
+withdrawn and the request answered 500: runs that had executed belonged to jobs answered as
+never submitted, and a retry without keys ran them twice (an outside fault audit, round
+seven). Only a failure that names no message still withdraws them all."""
 
 from __future__ import annotations
 
@@ -11,18 +12,17 @@ from typing import Any
 
 import pytest
 
-from duetime.domain.errors import DomainError
 from duetime.domain.jobs import JobStatus, Priority, parse_job_spec
 from duetime.domain.timeutil import rfc3339_ms
 from duetime.ports import QueueError, QueueUnavailable
 from duetime.services.batch import BatchJob, BatchSubmitter
 from duetime.services.jobs import JobView
-from tests.integration.test_dependencies import T0, TENANT, Engine
+from tests.integration.test_partitioned_sweep import T0, Twins
 
 
-def item(n: int, priority: str) -> BatchJob:
+def item(n: int, priority: str, **schedule: Any) -> BatchJob:
     body = {
-        "schedule": {"at": rfc3339_ms(T0)},
+        "schedule": schedule or {"at": rfc3339_ms(T0)},
         "target": {"type": "handler", "name": "duetime.noop"},
         "payload": n,
         "priority": priority,
@@ -31,50 +31,52 @@ def item(n: int, priority: str) -> BatchJob:
 
 
 @pytest.mark.parametrize("error", [QueueUnavailable, QueueError, None])
-def test_a_batch_whose_high_queue_fails_keeps_the_jobs_whose_runs_went_out(
+def test_runs_sqs_did_not_take_are_sent_by_the_next_sweeps_and_every_job_stands(
     error: type[QueueError] | None,
 ) -> None:
-    engine = Engine()
-    real_send = engine.queue.send
+    twins = Twins(shards=1)
+    real_send = twins.queue.send
+    down = [True]
 
     def send(messages: Any) -> None:
         high = [(m, d) for m, d in messages if m.priority == Priority.HIGH]
         real_send([(m, d) for m, d in messages if m.priority != Priority.HIGH])
-        engine.work()  # meanwhile (the failing batch's tries) the workers run what went out
-        if error is not None and high:
+        if error is not None and high and down[0]:
             raise error("SQS did not take a batch", [m for m, _ in high])
         real_send(high)
 
-    engine.queue.send = send  # type: ignore[method-assign]
-    items = [item(n, "normal") for n in range(9)] + [item(9, "high")]
+    twins.queue.send = send  # type: ignore[method-assign]
+    items = [item(n, "normal") for n in range(3)] + [item(3, "high")]
+    items.append(item(4, "high", rate_seconds=5, end_at=rfc3339_ms(T0 + 40_000)))
+    items.append(item(5, "normal", rate_seconds=5, end_at=rfc3339_ms(T0 + 40_000)))
 
-    results = BatchSubmitter(engine.service).create(TENANT, items)
-    engine.work()
+    results = BatchSubmitter(twins.service).create("t", items)
 
-    created = [r for r in results if isinstance(r, JobView)]
-    refused = [r for r in results if isinstance(r, DomainError)]
-    assert len(created) == (10 if error is None else 9)
-    assert {engine.service.get(TENANT, v.job.id).job.status for v in created} <= {
-        JobStatus.SCHEDULED,
-        JobStatus.COMPLETED,
-    }
-    normal = {v.job.id for v in created if v.job.spec.priority == Priority.NORMAL}
-    assert sorted(i.job_id for i in engine.ran) == sorted(normal)  # each ran, once
-    if error is not None:
-        [unsent] = refused
-        assert (unsent.code, getattr(unsent, "retry_after_seconds", None)) == ("unavailable", 1)
-        jobs = engine.jobs.list(TENANT, 100, None).items
-        withdrawn = [j for j in jobs if j.status == JobStatus.CANCELLED]
-        assert [j.spec.payload for j in withdrawn] == [9]
+    assert all(isinstance(r, JobView) for r in results)
+    ids = [r.job.id for r in results if isinstance(r, JobView)]
+    stood = [twins.jobs.get("t", i).status for i in ids]  # type: ignore[union-attr]
+    assert set(stood[:4]) == {JobStatus.SCHEDULED}
+    # A chain whose schedule ended within its first sends, all taken, is completed at once.
+    assert stood[5] == JobStatus.COMPLETED
+    assert stood[4] == (JobStatus.SCHEDULED if error else JobStatus.COMPLETED)
+    down[0] = False  # SQS takes requests again
+    for _ in range(12):
+        twins.sweeper.sweep_shard(0)
+        twins.clock.now += 10_000
+    sent = twins.sent()
+    assert [sent[(i, T0)] for i in ids[:4]] == [1, 1, 1, 1]
+    rate = sorted(at - T0 for job, at in sent if job == ids[4])
+    assert rate == list(range(5_000, 40_001, 5_000))  # its chain, each once or more (a copy
+    # shares the run id: one run)
 
 
-def test_a_batch_whose_every_send_fails_is_refused_whole_as_before() -> None:
-    engine = Engine()
+def test_a_failure_that_names_no_message_withdraws_every_job_as_before() -> None:
+    twins = Twins(shards=1)
 
     def send(messages: Any) -> None:
         raise QueueUnavailable("SQS did not take a batch", [])  # which ones: unknown
 
-    engine.queue.send = send  # type: ignore[method-assign]
+    twins.queue.send = send  # type: ignore[method-assign]
     with pytest.raises(QueueUnavailable):
-        BatchSubmitter(engine.service).create(TENANT, [item(n, "normal") for n in range(3)])
-    assert {j.status for j in engine.jobs.list(TENANT, 100, None).items} == {JobStatus.CANCELLED}
+        BatchSubmitter(twins.service).create("t", [item(n, "normal") for n in range(3)])
+    assert {j.status for j in twins.jobs.list("t", 100, None).items} == {JobStatus.CANCELLED}

@@ -285,31 +285,6 @@ def test_jobs_the_submission_rate_refused_are_sent_again_after_their_retry_after
     assert [s for s in slept if s] == [2, 2]  # (the fake API's own sleeps are 0)
 
 
-def test_jobs_whose_first_run_was_not_sent_are_sent_again(
-    api: FakeApi,  # noqa: F811
-    capsys: pytest.CaptureFixture[str],
-    monkeypatch: pytest.MonkeyPatch,
-    tmp_path: Path,
-) -> None:
-    # A `503 unavailable` item: SQS did not take its run, its job is withdrawn (since
-    # 2026-11-30 the others of the request stand); sent again after its wait.
-    slept = sleeps(monkeypatch)
-    unsent = {
-        "status": 503,
-        "error": {"code": "unavailable", "message": "its first run could not be sent"},
-        "retry_after_seconds": 1,
-    }
-    api.answer(200, {"items": [*_created(2)["items"][:1], unsent]})
-    api.answer(200, {"items": [{"status": 201, "job": {**JOB, "id": "J2"}}]})
-
-    assert jobs(api, "create", "--from-file", _file(tmp_path, 2)) == 0
-
-    lines = capsys.readouterr().out.splitlines()
-    assert [line.split()[2] for line in lines] == ["201", "201"]
-    assert [len(r.body["jobs"]) for r in api.requests] == [2, 1]
-    assert [s for s in slept if s] == [1]
-
-
 @pytest.mark.parametrize(
     ("asked", "waited"),
     [("soon", 1), (-1, 1), (True, 1), (2.5, 2.5), (300, 300)]

@@ -19,7 +19,7 @@ from aws_lambda_powertools.event_handler import Response, content_types
 from duetime.api import views
 from duetime.api.params import IDEMPOTENCY_KEY  # as the Idempotency-Key header's
 from duetime.api.quotas import TenantLimiter
-from duetime.domain.errors import DomainError, QuotaExceeded, Unavailable, ValidationError
+from duetime.domain.errors import DomainError, QuotaExceeded, ValidationError
 from duetime.domain.jobs import parse_job_spec
 from duetime.services.batch import MAX_BATCH_JOBS, BatchJob, BatchResult, BatchSubmitter
 from duetime.settings import Quotas
@@ -71,7 +71,7 @@ def item_json(
     if where is not None:
         error["field"] = where
     item: dict[str, Any] = {"status": status_of(result).value, "error": error}
-    if isinstance(result, QuotaExceeded | Unavailable):
+    if isinstance(result, QuotaExceeded):
         item["retry_after_seconds"] = result.retry_after_seconds
     return item
 

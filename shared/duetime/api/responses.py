@@ -19,7 +19,6 @@ from duetime.domain.errors import (
     PayloadTooLarge,
     PreconditionFailed,
     QuotaExceeded,
-    Unavailable,
     ValidationError,
 )
 from duetime.services.jobs import JobView
@@ -53,7 +52,6 @@ ERROR_STATUS: tuple[tuple[type[DomainError], HTTPStatus], ...] = (
     (PreconditionFailed, HTTPStatus.PRECONDITION_FAILED),
     (RotationConflict, HTTPStatus.CONFLICT),
     (QuotaExceeded, HTTPStatus.TOO_MANY_REQUESTS),
-    (Unavailable, HTTPStatus.SERVICE_UNAVAILABLE),
 )
 
 
@@ -86,7 +84,7 @@ def error_response(exc: DomainError) -> JsonResponse:
     if where is not None:  # "" too: a body key spelt "" is named as such
         error["field"] = where
     headers: dict[str, str] = {}
-    if isinstance(exc, QuotaExceeded | Unavailable):
+    if isinstance(exc, QuotaExceeded):
         headers["Retry-After"] = str(exc.retry_after_seconds)
     if isinstance(exc, MethodNotAllowed):
         headers["Allow"] = ", ".join(exc.allow)

@@ -52,7 +52,7 @@ ERROR_CODES = (
     "precondition_failed",
     "quota_exceeded",
     "internal",
-    "unavailable",  # a batch item not sent; the local stack's gateway while it stops (503)
+    "unavailable",  # the local stack's gateway while it stops (a 503)
 )
 
 
@@ -380,21 +380,14 @@ def _batch(request: dict[str, Any]) -> dict[str, Any]:
                             obj({"status": {"const": 201}, "job": ref("Job")}, ("status", "job")),
                             obj(
                                 {
-                                    "status": {
-                                        "type": "integer",
-                                        "minimum": 400,
-                                        "maximum": 503,
-                                        "description": "A 4xx, as POST /jobs would answer "
-                                        "the item, or 503 (unavailable: its first run could not "
-                                        "be sent, the job is withdrawn; send it again).",
-                                    },
+                                    "status": {"type": "integer", "minimum": 400, "maximum": 499},
                                     "error": {
                                         "$ref": "#/components/schemas/Error/properties/error"
                                     },
                                     "retry_after_seconds": {
                                         "type": "integer",
                                         "minimum": 1,
-                                        "description": "With status 429 or 503: seconds to wait.",
+                                        "description": "With status 429: seconds to wait.",
                                     },
                                 },
                                 ("status", "error"),

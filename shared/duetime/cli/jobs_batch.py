@@ -84,11 +84,10 @@ def requests_of(bodies: list[Line]) -> Iterator[list[Line]]:
 
 def create_from_file(client: ApiClient, path: str) -> dict[str, Any]:
     """Send the file's bodies; `{"items": [...]}`, each item the API's with its `line`. The
-    jobs the submission rate refused (`429`, no field: a file past the tenant's burst), and
-    those whose first run could not be sent (`503`), are sent again, once their
-    `retry_after_seconds` have passed, up to RATE_RETRIES times (until 2026-11-30 they were
-    refused, and sending the file again made a second copy of every line without an
-    `idempotency_key`; an outside CLI audit)."""
+    jobs the submission rate refused (`429`, no field: a file past the tenant's burst) are
+    sent again, once their `retry_after_seconds` have passed, up to RATE_RETRIES times (until
+    2026-11-30 they were refused, and sending the file again made a second copy of every line
+    without an `idempotency_key`; an outside CLI audit)."""
     bodies = read_bodies(path)
     by_line = dict(bodies)
     items: list[dict[str, Any]] = []
@@ -135,12 +134,8 @@ def _retry_after(item: dict[str, Any]) -> float:
 
 
 def _slowed(item: dict[str, Any]) -> bool:
-    """A job to send again after its wait: one the tenant's submission rate refused (its count
-    quotas name a field), or one whose first run SQS did not take (withdrawn: a `503` item,
-    since 2026-11-30)."""
+    """A job the tenant's submission rate refused (its count quotas name a field)."""
     error = item.get("error") or {}
-    if (item.get("status"), error.get("code")) == (503, "unavailable"):
-        return True
     return (
         item.get("status") == 429
         and error.get("code") == "quota_exceeded"

@@ -106,18 +106,6 @@ class QuotaExceeded(DomainError):
         self.field = field
 
 
-class Unavailable(DomainError):
-    """A service the request needs did not take it (after the SDK's retries): nothing of it
-    stands; sent again after `retry_after_seconds`, it may go through (a 503)."""
-
-    code = "unavailable"
-
-    def __init__(self, message: str, retry_after_seconds: int = 1) -> None:
-        super().__init__(message)
-        self.message = message
-        self.retry_after_seconds = retry_after_seconds
-
-
 class PreconditionFailed(DomainError):
     """An update named a version (If-Match) that is no longer the job's, or one the job has
     (If-None-Match)."""

@@ -18,8 +18,8 @@ What the items share is batched:
 
 A failure of the shared writes or sends is no item's fault: as for a single create, the jobs
 not yet acknowledged are withdrawn (cancelled, SUBMISSION_FAILED) and the error goes to the
-caller, whose retry with the same idempotency keys revives them; but when SQS took some items'
-runs and not others', only the others are withdrawn, each answered `503 unavailable`.
+caller, whose retry with the same idempotency keys revives them; but runs SQS did not take
+(some, or all, named by the queue) become timers the next sweep sends: their jobs stand.
 
 An `after` job is refused in a batch (400 on schedule.after): its upstream is checked and
 indexed one job at a time (POST /jobs).
@@ -35,7 +35,6 @@ from duetime.domain.errors import (
     DomainError,
     IdempotencyConflict,
     NotFound,
-    Unavailable,
     ValidationError,
 )
 from duetime.domain.jobs import JobSpec
@@ -122,12 +121,9 @@ class BatchSubmitter:
         except Exception:
             submission.abandon(list(new.values()))
             raise
-        written, unsent = self._write(list(new.values()), quotas)
+        written = self._write(list(new.values()), quotas)
         for index, prepared in new.items():
             job = prepared.job
-            if job.id in unsent:
-                results[index] = Unavailable("its first run could not be sent: send it again")
-                continue
             # Resumed (an earlier request's id), or written first by a concurrent replay: it is
             # answered as it is now.
             view = JobView(job, job.status, None) if job.id in written else None
@@ -139,21 +135,20 @@ class BatchSubmitter:
             raise RuntimeError("a batch item was left without a result")
         return answered
 
-    def _write(self, new: Sequence[Prepared], quotas: Quotas | None) -> tuple[set[str], set[str]]:
+    def _write(self, new: Sequence[Prepared], quotas: Quotas | None) -> set[str]:
         """Write prepared jobs and dispatch their first occurrences, together: the unkeyed ones
         by one unconditional BatchWriteItem (a new ULID no stored job can have), a keyed one by
         a conditional put, as a retry with its key may write the same id at the same moment (a
         resumed id), or later (a write of ours that lands late, after the client's retry
         wrote, sent and answered the job, would overwrite it). Returns the ids of the jobs it
         wrote fresh, to answer as written (a resumed job, or one a retry wrote first, is
-        answered as it is now), and those whose runs SQS did not take, withdrawn (the rest
-        stand: until 2026-11-30 every job was withdrawn, those whose runs had run too; an
-        outside fault audit). On another failure every job not acknowledged is withdrawn,
-        then the error raised. `quotas`: the tenant's (for a job revived here)."""
+        answered as it is now). Runs whose send SQS did not take become timers the next sweep
+        sends (late, not lost; until 2026-11-30 every job was withdrawn, those whose runs had
+        run too: an outside fault audit). On another failure every job not acknowledged is
+        withdrawn, then the error raised. `quotas`: the tenant's (for a job revived here)."""
         submission = self._submission
         written = [p.job for p in new if p.hold is None]
         lost: set[str] = set()  # jobs a retry with the same key wrote first: theirs, not ours
-        unsent: set[str] = set()
         try:
             submission.write(list(written))
             for p in new:
@@ -169,16 +164,15 @@ class BatchSubmitter:
             try:
                 submission.dispatch_batch([(job, job.next_due_ms or 0) for job in written])
             except QueueError as exc:
-                unsent = {message.job_id for message in exc.failed}
-                if not unsent:  # which runs went out is not known: none stands
+                if not exc.failed:  # which runs went out is not known: none stands
                     raise
-                submission.abandon([p for p in new if p.job.id in unsent])
+                submission.rescue(written, exc.failed)
         except Exception:
             submission.abandon([p for p in new if p.job.id not in lost])
             raise
         limit = quotas.max_active_recurring_jobs if quotas is not None else None
         for p in new:
-            if p.hold is None or not (p.resumed or p.job.id in lost) or p.job.id in unsent:
+            if p.hold is None or not (p.resumed or p.job.id in lost):
                 continue
             try:
                 if p.job.id in lost:
@@ -187,7 +181,7 @@ class BatchSubmitter:
                     submission.answered(p.job, p.hold, submission.now(), limit)
             except Exception:  # withdrawn meanwhile and not revived: answered as it is
                 logger.warning("a keyed batch job was withdrawn and not revived")
-        return {p.job.id for p in new if not p.resumed and p.job.id not in lost} - unsent, unsent
+        return {p.job.id for p in new if not p.resumed and p.job.id not in lost}
 
     def _prepare(self, tenant: str, item: BatchJob, now: int, quotas: Quotas | None) -> Prepared:
         if item.spec.triggered:

@@ -41,7 +41,7 @@ from duetime.domain.schedule import next_occurrence
 from duetime.domain.timers import Timer, minute_of
 from duetime.domain.timeutil import MINUTE_MS, from_ms, to_ms
 from duetime.observability import logger
-from duetime.ports import ConditionFailed, JobStore, RunSender, TimerStore
+from duetime.ports import ConditionFailed, JobStore, QueueError, RunSender, TimerStore
 from duetime.settings import Settings
 
 
@@ -92,7 +92,10 @@ class Dispatcher:
         self._clock = clock
         self._plan_ahead = plan_ahead
 
-    def dispatch(self, due: Sequence[tuple[Job, int]]) -> Dispatched:
+    def dispatch(self, due: Sequence[tuple[Job, int]], *, timers_only: bool = False) -> Dispatched:
+        """`timers_only`: every occurrence a timer, for the next sweep to send (runs whose send
+        SQS did not take: `rescue`). A send that fails (QueueError) still completes the jobs
+        whose schedule ended and whose runs all went out."""
         result = Dispatched()
         now = self._clock()
         horizon = minute_of(now) + self._settings.lookahead_minutes + 1
@@ -107,6 +110,9 @@ class Dispatcher:
                 horizon_ms = (max(horizon, swept) + 1) * MINUTE_MS
                 # The first bucket the next sweep reads that no sweep has read yet.
                 unread = max(horizon, swept + 1)
+                if timers_only:
+                    timers.append((job, _timer(job, due_ms, unread)))
+                    continue
                 if not job.spec.recurring:
                     if job.due_ms(due_ms) < horizon_ms:
                         messages.append(run_message(job, due_ms))
@@ -146,12 +152,31 @@ class Dispatcher:
         if messages:
             # Delays from the moment of sending: the timer writes above take their time.
             sent_at = self._clock()
-            self._queue.send([(m, delay_seconds(m.visible_ms, sent_at)) for m in messages])
+            try:
+                self._queue.send([(m, delay_seconds(m.visible_ms, sent_at)) for m in messages])
+            except QueueError as exc:
+                unsent = {m.job_id for m in exc.failed}
+                for job in finished:
+                    if exc.failed and job.id not in unsent:
+                        self.complete(job, now)
+                raise
             result.messages += len(messages)
         for job in finished:
             self.complete(job, now)
             result.completed += 1
         return result
+
+    def rescue(self, jobs: Sequence[Job], unsent: Sequence[RunMessage]) -> None:
+        """Runs of `jobs` whose send SQS did not take (QueueError.failed), written as timers
+        for the next sweep to send (late, not lost): a one-off's run, a recurring job's chain
+        from its first unsent occurrence (a run sent twice shares its run id). Raises if the
+        timers cannot be written."""
+        by_id = {job.id: job for job in jobs}
+        first: dict[str, int] = {}
+        for message in unsent:
+            if (job_id := message.job_id) in by_id:
+                first[job_id] = min(message.scheduled_ms, first.get(job_id, message.scheduled_ms))
+        self.dispatch([(by_id[job_id], due) for job_id, due in first.items()], timers_only=True)
 
     def _read_horizons(self, shards: set[int], now: int) -> dict[int, int]:
         """The horizon of each shard (0: never swept). A shard never swept yet gets its cursor

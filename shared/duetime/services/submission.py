@@ -40,6 +40,7 @@ from duetime.domain.jobs import (
     JobStatus,
     Runtime,
 )
+from duetime.domain.messages import RunMessage
 from duetime.domain.planning import first_due, hot_until, no_occurrence
 from duetime.domain.reach import region_refusal
 from duetime.domain.schedule import Rate
@@ -278,6 +279,10 @@ class Submission:
     def dispatch_batch(self, due: Sequence[tuple[Job, int]]) -> None:
         """A batch's first occurrences (its sends held to their release moments)."""
         self._batch_dispatcher.dispatch(due)
+
+    def rescue(self, jobs: Sequence[Job], unsent: Sequence[RunMessage]) -> None:
+        """Runs of a batch's `jobs` SQS did not take: timers for the sweep (Dispatcher.rescue)."""
+        self._dispatcher.rescue(jobs, unsent)
 
     def replay_lost(self, job: Job, hold: KeyHold, recurring_limit: int | None) -> Job | None:
         """A keyed request whose write of its job failed its condition: a request with the
