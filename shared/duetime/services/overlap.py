@@ -133,18 +133,16 @@ class OverlapGuard:
                     generation=job.generation,
                 )
             decision = admit(job.spec.overlap, gate, scheduled, active, now)
-            late = False
+            late = retry = False
             if decision.admission in (Admission.SKIP, Admission.BUFFER):
                 # A late copy of an occurrence that already ran must not take the one
                 # buffered place (or be shown skipped): one read, only when not running.
                 own = self._runs.get(job.id, scheduled)
-                if _its_retry(own, message):
-                    # Not a copy: the run's next attempt, which another occurrence took the
-                    # gate from (a PATCH to this policy while the run was active). It is made,
-                    # beside that one: until 2026-11-30 it was dropped as a late copy, the run
-                    # `retrying` for good (an outside lifecycle audit).
-                    logger.warning("a retry runs beside the gate's holder: it held no gate")
-                    return Admission.RUN
+                # Not a copy, though: a run's next attempt, which another occurrence took the
+                # gate from (a run claimed under `allow` before a PATCH to this policy). It is
+                # made, beside that one, and takes no place at the gate (until 2026-11-30 it
+                # was dropped as a late copy, the run `retrying` for good: an outside audit).
+                retry = _its_retry(own, message)
                 late = own is not None and own.status != RunStatus.BUFFERED
                 if late:
                     decision = late_copy(decision, gate)
@@ -155,6 +153,9 @@ class OverlapGuard:
                 job.tenant, job.id, written, now // 1000 + GATE_TTL_SECONDS
             ):
                 continue  # another occurrence changed the gate: decide again
+            if retry:
+                logger.warning("a retry runs beside the gate's holder: it held no gate")
+                return Admission.RUN
             if decision.admission == Admission.SKIP:
                 self._record(job, scheduled, RunStatus.SKIPPED, now)
                 count(Metric.RUNS_SKIPPED)
@@ -229,28 +230,31 @@ class OverlapGuard:
 
     def changed(self, job: Job) -> None:
         """`job` (as written) was PATCHed into or out of its gate: `hold` or `lift` it."""
-        if gated(job.spec):
+        if job.spec.overlap == Overlap.SKIP:
             self.hold(job)
-        else:
+        elif not gated(job.spec):
             self.lift(job)
 
     def hold(self, job: Job) -> None:
-        """`job` (as written) goes through its gate since a PATCH from `allow`: a run of it
-        still active (among its latest few) holds the gate, so the next occurrence is skipped
-        or waits for it, as the new policy says. Until 2026-11-30 the gate knew no run claimed
-        under `allow`, and the next occurrence ran beside it (an outside lifecycle audit)."""
+        """`job` (as written) is `skip` since a PATCH from `allow`: a run of it still active
+        (among its latest few) holds a free gate, so the next occurrences are skipped while it
+        is (until 2026-11-30 the gate knew no run claimed under `allow`, and the next ran beside
+        it: an outside lifecycle audit). Not a retry this PATCH drops (it re-armed the job).
+        Not under `buffer_one`: that run, claimed under `allow`, releases no gate, so one
+        buffered behind it would wait for a later occurrence to hand it over."""
+        rearmed = job.generation_ms == job.updated_ms
+        lasting = (RunStatus.RUNNING,) if rearmed else (RunStatus.RUNNING, RunStatus.RETRYING)
         recent = self._runs.list(job.id, ATTEMPTS_AT_THE_GATE, None).items
-        active = [r for r in recent if r.status in (RunStatus.RUNNING, RunStatus.RETRYING)]
-        if not active:
-            return
-        for _ in range(ATTEMPTS_AT_THE_GATE):
+        active = [r for r in recent if r.status in lasting]
+        for _ in range(ATTEMPTS_AT_THE_GATE if active else 0):
             gate = self._jobs.gate(job.tenant, job.id)
+            if gate.holder_ms is not None and gate.since_ms >= job.updated_ms:
+                return  # taken since the PATCH: that occurrence holds it
             now = self._clock()
             holder = active[0].scheduled_ms
             held = replace(gate, holder_ms=holder, since_ms=now, generation=job.generation)
             if self._jobs.put_gate(job.tenant, job.id, held, now // 1000 + GATE_TTL_SECONDS):
                 return
-        logger.warning("the overlap gate kept changing while a PATCH set its policy")
 
     def lift(self, job: Job) -> None:
         """`job` (as written) no longer goes through its gate (a PATCH to `allow`, or to a
