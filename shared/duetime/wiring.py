@@ -119,13 +119,13 @@ def sqs_config(poll_seconds: int, attempts: int = SQS_ATTEMPTS) -> Config:
     )
 
 
-def aws_call_config(endpoint_url: str | None) -> Config:
+def aws_call_config(endpoint_url: str | None, attempts: int = SQS_ATTEMPTS) -> Config:
     """The engine's other clients' on AWS (the coordinator's Lambda invoke, the signing key's
-    Secrets Manager read: calls of milliseconds), as SQS's without a poll: the sweeper reads
-    the key on its first message, holding a partition, and with botocore's 60 s timeouts a
-    silent service outlasted the function (until 2026-11-30; an outside infrastructure
-    audit). The emulator keeps botocore's, as for the stores."""
-    return _BOTO_CONFIG if endpoint_url is not None else sqs_config(0)
+    Secrets Manager read, the operators' figures: calls of milliseconds), as SQS's without a
+    poll: the sweeper reads the key on its first message, holding a partition, and with
+    botocore's 60 s timeouts a silent service outlasted the function (until 2026-11-30; an
+    outside infrastructure audit). The emulator keeps botocore's, as for the stores."""
+    return _BOTO_CONFIG if endpoint_url is not None else sqs_config(0, attempts)
 
 
 @dataclass(frozen=True)
@@ -181,7 +181,9 @@ def build(
         dynamodb, settings.timers_table, settings.timer_shards, settings.timer_ttl_seconds
     )
     runs = DynamoRunStore(dynamodb, settings.runs_table)
-    auth = message_auth(settings, session, endpoint_url=endpoint_url)
+    auth = message_auth(
+        settings, session, endpoint_url=endpoint_url, attempts=attempts or SQS_ATTEMPTS
+    )
     queue = SqsJobQueue(sqs, settings.queues, auth, longest_poll_seconds=sqs_poll_seconds)
     clients = AwsClients(
         session, target_role_arn=settings.target_role_arn, endpoint_url=endpoint_url
@@ -249,7 +251,11 @@ def build(
 
 
 def message_auth(
-    settings: Settings, session: boto3.Session, *, endpoint_url: str | None = None
+    settings: Settings,
+    session: boto3.Session,
+    *,
+    endpoint_url: str | None = None,
+    attempts: int = SQS_ATTEMPTS,
 ) -> MessageAuth:
     """The keys that sign and verify run messages: configured, or read from Secrets Manager
     (comma-separated, the signing key first) when a message is first signed or verified, so
@@ -262,7 +268,7 @@ def message_auth(
         if not arn:
             needed = f"{Env.RUN_SIGNING_SECRET_ARN} or {Env.RUN_SIGNING_KEY}"
             raise RuntimeError(f"no key for run messages: set {needed}")
-        config = aws_call_config(endpoint_url)
+        config = aws_call_config(endpoint_url, attempts)
         secrets = session.client("secretsmanager", config=config, endpoint_url=endpoint_url)
         return str(secrets.get_secret_value(SecretId=arn)["SecretString"])
 
@@ -322,9 +328,11 @@ def aws_figures(
     from duetime.adapters.figures import AwsFigures
 
     session = session or boto3.Session()
-    sqs = session.client("sqs", config=_BOTO_CONFIG, endpoint_url=endpoint_url)
+    # (The API's: its calls give up inside the function's 29 s, as its stores' do.)
+    config = aws_call_config(endpoint_url, API_ATTEMPTS)
+    sqs = session.client("sqs", config=config, endpoint_url=endpoint_url)
     cloudwatch = functools.cache(
-        lambda: session.client("cloudwatch", config=_BOTO_CONFIG, endpoint_url=endpoint_url)
+        lambda: session.client("cloudwatch", config=config, endpoint_url=endpoint_url)
     )
     return AwsFigures(
         sqs,
