@@ -245,3 +245,33 @@ def test_a_retry_let_through_beside_the_holder_still_makes_the_gate_s_hand_over(
     assert guard.admit(job, retry, 30_000) == Admission.RUN
 
     assert twins.jobs.gate("t", job.id).holder_ms == buffered
+
+
+@dataclass
+class TenFailsAtEighteen(Twins):
+    """+10's attempt 1 runs 8 s and fails at +18 (its retry, backoff 30 s, due ~+48)."""
+
+    def execute(self, target: Target, invocation: Invocation) -> None:
+        if invocation.scheduled_ms == T0 + 10_000:
+            self.started.append((10_000, invocation.attempt, self.clock.now - T0))
+            for _ in range(8 if invocation.attempt == 1 else 1):
+                self.clock.now += 1000
+                self.work()
+            if invocation.attempt == 1:
+                raise TargetError("HTTP 500", retryable=True)
+            return
+        super().execute(target, invocation)
+
+
+def test_a_run_running_at_a_re_arming_patch_to_skip_holds_nothing_once_it_fails() -> None:
+    # +10 runs when one PATCH at +13 re-arms the job and sets `skip`: it held the gate at the
+    # new generation, so once it failed (+18) its retry, which the change drops, still counted
+    # active until its message came (~+48) and the new chain's +20..+40 were skipped (a second
+    # review of this change).
+    twins = TenFailsAtEighteen()
+    retry = {"max_attempts": 3, "backoff_seconds": 30}
+    job = twins.create(**every_ten_seconds(overlap="allow", payload={"seconds": 2}, retry=retry))
+    new = {"rate_seconds": 10, "end_at": rfc3339_ms(T0 + 301_000)}
+    twins.at(13, lambda: twins.service.update("t", job, {"schedule": new, "overlap": "skip"}))
+    twins.run_for(70)
+    assert [twins.start_of(s) for s in (20, 30, 40)] == [20, 30, 40]

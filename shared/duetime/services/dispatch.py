@@ -31,6 +31,7 @@ worker's claim (see duetime.services.sweep).
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 
@@ -66,6 +67,23 @@ def _timer(job: Job, due_ms: int, unread: int) -> Timer:
     )
 
 
+def _carrying(message: RunMessage, job: Job, bucket: int) -> Timer:
+    """A timer that carries `message`, a run of `job` (as a one-off's does), in bucket
+    `bucket`: the sweep sends the message as it is."""
+    return Timer(
+        message.tenant,
+        message.job_id,
+        message.scheduled_ms,
+        job.generation,
+        bucket_minute=None if bucket == minute_of(message.scheduled_ms) else bucket,
+        job_bytes=job.size_bytes,
+        runtime=message.runtime,
+        priority=message.priority,
+        jitter_ms=message.due_ms - message.scheduled_ms,
+        stage_ms=message.stage_ms,
+    )
+
+
 @dataclass
 class Dispatched:
     messages: int = 0
@@ -92,10 +110,9 @@ class Dispatcher:
         self._clock = clock
         self._plan_ahead = plan_ahead
 
-    def dispatch(self, due: Sequence[tuple[Job, int]], *, timers_only: bool = False) -> Dispatched:
-        """`timers_only`: every occurrence a timer, for the next sweep to send (runs whose send
-        SQS did not take: `rescue`). A send that fails (QueueError) still completes the jobs
-        whose schedule ended and whose runs all went out."""
+    def dispatch(self, due: Sequence[tuple[Job, int]]) -> Dispatched:
+        """A send that fails (QueueError) still completes the jobs whose schedule ended and
+        whose runs all went out (their chains have nothing left to send)."""
         result = Dispatched()
         now = self._clock()
         horizon = minute_of(now) + self._settings.lookahead_minutes + 1
@@ -110,9 +127,6 @@ class Dispatcher:
                 horizon_ms = (max(horizon, swept) + 1) * MINUTE_MS
                 # The first bucket the next sweep reads that no sweep has read yet.
                 unread = max(horizon, swept + 1)
-                if timers_only:
-                    timers.append((job, _timer(job, due_ms, unread)))
-                    continue
                 if not job.spec.recurring:
                     if job.due_ms(due_ms) < horizon_ms:
                         messages.append(run_message(job, due_ms))
@@ -158,7 +172,8 @@ class Dispatcher:
                 unsent = {m.job_id for m in exc.failed}
                 for job in finished:
                     if exc.failed and job.id not in unsent:
-                        self.complete(job, now)
+                        with contextlib.suppress(Exception):  # (the reconciler's, else)
+                            self.complete(job, now)
                 raise
             result.messages += len(messages)
         for job in finished:
@@ -167,16 +182,27 @@ class Dispatcher:
         return result
 
     def rescue(self, jobs: Sequence[Job], unsent: Sequence[RunMessage]) -> None:
-        """Runs of `jobs` whose send SQS did not take (QueueError.failed), written as timers
-        for the next sweep to send (late, not lost): a one-off's run, a recurring job's chain
-        from its first unsent occurrence (a run sent twice shares its run id). Raises if the
-        timers cannot be written."""
+        """Runs of `jobs` whose send SQS did not take (QueueError.failed), each written as a
+        timer that carries its message, in the first bucket the next sweep of its shard reads:
+        that sweep sends it as it is (late, not lost; a recurring job's chain goes on from its
+        own timer: no second chain, no catch-up). Raises if they cannot be written."""
         by_id = {job.id: job for job in jobs}
-        first: dict[str, int] = {}
-        for message in unsent:
-            if (job_id := message.job_id) in by_id:
-                first[job_id] = min(message.scheduled_ms, first.get(job_id, message.scheduled_ms))
-        self.dispatch([(by_id[job_id], due) for job_id, due in first.items()], timers_only=True)
+        pending = [(by_id[m.job_id], m) for m in unsent if m.job_id in by_id]
+        now = self._clock()
+        horizon = minute_of(now) + self._settings.lookahead_minutes + 1
+        swept: dict[int, int] = {}
+        while pending:  # (the horizon handshake of `dispatch`: a bucket a sweep read, again)
+            timers = [
+                _carrying(m, job, max(horizon, swept.get(self._timers.shard_of(job.id), 0) + 1))
+                for job, m in pending
+            ]
+            self._timers.put(timers)
+            swept = self._read_horizons({self._timers.shard_of(t.job_id) for t in timers}, now)
+            pending = [
+                sent
+                for sent, t in zip(pending, timers, strict=True)
+                if t.bucket <= swept[self._timers.shard_of(t.job_id)]
+            ]
 
     def _read_horizons(self, shards: set[int], now: int) -> dict[int, int]:
         """The horizon of each shard (0: never swept). A shard never swept yet gets its cursor

@@ -239,9 +239,11 @@ class OverlapGuard:
         """`job` (as written) is `skip` since a PATCH from `allow`: a run of it still active
         (among its latest few) holds a free gate, so the next occurrences are skipped while it
         is (until 2026-11-30 the gate knew no run claimed under `allow`, and the next ran beside
-        it: an outside lifecycle audit). Not a retry this PATCH drops (it re-armed the job).
-        Not under `buffer_one`: that run, claimed under `allow`, releases no gate, so one
-        buffered behind it would wait for a later occurrence to hand it over."""
+        it: an outside lifecycle audit). If this PATCH re-armed the job, a run still running
+        holds it as one of the generation before (only while it runs: its retry, dropped by
+        the change, holds nothing), and a retrying one not at all. Not under `buffer_one`:
+        that run, claimed under `allow`, releases no gate, so one buffered behind it would
+        wait for a later occurrence to hand it over."""
         rearmed = job.generation_ms == job.updated_ms
         lasting = (RunStatus.RUNNING,) if rearmed else (RunStatus.RUNNING, RunStatus.RETRYING)
         recent = self._runs.list(job.id, ATTEMPTS_AT_THE_GATE, None).items
@@ -251,8 +253,8 @@ class OverlapGuard:
             if gate.holder_ms is not None and gate.since_ms >= job.updated_ms:
                 return  # taken since the PATCH: that occurrence holds it
             now = self._clock()
-            holder = active[0].scheduled_ms
-            held = replace(gate, holder_ms=holder, since_ms=now, generation=job.generation)
+            holder, generation = active[0].scheduled_ms, job.generation - rearmed
+            held = replace(gate, holder_ms=holder, since_ms=now, generation=generation)
             if self._jobs.put_gate(job.tenant, job.id, held, now // 1000 + GATE_TTL_SECONDS):
                 return
 
