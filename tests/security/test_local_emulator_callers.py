@@ -41,12 +41,12 @@ def url() -> Iterator[str]:
 
 
 def ask(
-    url: str, method: str, headers: dict[str, str], body: str = ""
+    url: str, method: str, headers: dict[str, str], body: str = "", path: str = "/"
 ) -> tuple[int, dict[str, str], str]:
     parts = urlsplit(url)
     connection = http.client.HTTPConnection(parts.hostname or "", parts.port, timeout=10)
     try:
-        connection.request(method, "/", body=body or None, headers=headers)
+        connection.request(method, path, body=body or None, headers=headers)
         answer = connection.getresponse()
         return answer.status, {k.lower(): v for k, v in answer.getheaders()}, answer.read().decode()
     finally:
@@ -95,3 +95,25 @@ def test_given_an_sdk_call_naming_this_machine_then_it_is_answered(url: str, hos
     assert status == 200
     assert json.loads(body)["TableNames"] == ["jobs"]
     assert client(url, "dynamodb").scan(TableName="jobs")["Count"] == 1
+
+
+@pytest.mark.parametrize(
+    ("path", "headers"),
+    [
+        ("/moto-api/recorder/start-recording", {}),
+        ("/moto-api/seed?a=42", {}),
+        ("/moto-api/data.json", {}),
+        ("/", {"Sec-Fetch-Site": "cross-site", "Sec-Fetch-Mode": "no-cors"}),
+    ],
+    ids=["start-recording", "seed", "data", "a browser's"],
+)
+def test_given_a_page_s_plain_get_then_moto_s_own_api_and_any_browser_request_are_refused(
+    url: str, path: str, headers: dict[str, str]
+) -> None:
+    # A plain cross-site GET (an <img>) carries no Origin: it started moto's recorder, which
+    # wrote every later request body (targets' credentials, webhook secrets) to a file in
+    # the developer's checkout, replayed them, or seeded moto's ids (an outside security
+    # audit, round nine).
+    status, headers_back, _ = ask(url, "GET", {"Host": urlsplit(url).netloc, **headers}, path=path)
+    assert status == 403
+    assert "access-control-allow-origin" not in headers_back

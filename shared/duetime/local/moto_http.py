@@ -108,15 +108,20 @@ LOOPBACK_HOSTS = frozenset({"127.0.0.1", "localhost", "[::1]"})
 def local_callers_only(app: Any) -> Any:
     """The emulator has no authentication (`duetime local` holds every tenant's jobs, their
     targets' credentials and webhook secrets): it answers AWS SDK calls only. A request with
-    an `Origin` header (a web page's: SDKs send none) or naming a host other than this
-    machine (a page's DNS rebinding) is refused, `403`, with no CORS headers. Until 2026-11-30
-    moto's own CORS let any web page the developer opened script it (an outside security
-    audit)."""
+    an `Origin` header or a browser's `Sec-Fetch-*` ones (a web page's: SDKs send none), one
+    naming a host other than this machine (a page's DNS rebinding), and any to moto's own
+    `/moto-api` (its recorder, replay and seed: nothing of duetime calls them) are refused,
+    `403`, with no CORS headers. Until 2026-11-30 moto's own CORS let any web page the
+    developer opened script it, and later the same day a page's plain `GET` (an image, no
+    `Origin`) could still start moto's recorder (outside security audits)."""
 
     def guarded(environ: dict[str, Any], start_response: Any) -> Any:
         host = str(environ.get("HTTP_HOST", ""))
         name = host.rsplit(":", 1)[0] if not host.endswith("]") else host
-        if "HTTP_ORIGIN" in environ or not (name in LOOPBACK_HOSTS or name.endswith(".localhost")):
+        browser = any(key.startswith(("HTTP_ORIGIN", "HTTP_SEC_FETCH_")) for key in environ)
+        moto_own = str(environ.get("PATH_INFO", "")).startswith("/moto-api")
+        local = name in LOOPBACK_HOSTS or name.endswith(".localhost")
+        if browser or moto_own or not local:
             body = b"refused: the local emulator answers AWS SDK calls from this machine only"
             start_response(
                 "403 Forbidden",
