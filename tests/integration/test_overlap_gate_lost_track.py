@@ -275,3 +275,35 @@ def test_a_run_running_at_a_re_arming_patch_to_skip_holds_nothing_once_it_fails(
     twins.at(13, lambda: twins.service.update("t", job, {"schedule": new, "overlap": "skip"}))
     twins.run_for(70)
     assert [twins.start_of(s) for s in (20, 30, 40)] == [20, 30, 40]
+
+
+@dataclass
+class TenRetriesLong(Twins):
+    """+10's attempt 1 fails after 2 s (+12); its retry (~+16) runs 15 s."""
+
+    def execute(self, target: Target, invocation: Invocation) -> None:
+        if invocation.scheduled_ms == T0 + 10_000:
+            self.started.append((10_000, invocation.attempt, self.clock.now - T0))
+            for _ in range(2 if invocation.attempt == 1 else 15):
+                self.clock.now += 1000
+                self.work()
+            if invocation.attempt == 1:
+                raise TargetError("HTTP 500", retryable=True)
+            return
+        super().execute(target, invocation)
+
+
+def test_buffer_one_set_again_after_allow_buffers_nothing_behind_a_run_that_releases_none() -> None:
+    # buffer_one -> allow -> buffer_one while +10 waits for its retry: the trip through `allow`
+    # left +10 named holder; its retry, claimed under `allow`, released nothing, and +30 was
+    # buffered behind it until +40 came (an outside lifecycle audit, round six). The lift
+    # clears the holder: +30 runs (beside the retry, as a PATCH to buffer_one documents).
+    twins = TenRetriesLong()
+    retry = {"max_attempts": 3, "backoff_seconds": 8, "max_backoff_seconds": 8}
+    job = twins.create(**every_ten_seconds(retry=retry))
+    twins.at(13, lambda: twins.service.update("t", job, {"overlap": "allow"}))
+    twins.at(21, lambda: twins.service.update("t", job, {"overlap": "buffer_one"}))
+    twins.run_for(120)
+    assert [a for o, a, _ in twins.started if o == 10_000] == [1, 2]
+    assert twins.start_of(30) == 30
+    assert RunStatus.BUFFERED not in twins.statuses_s(job).values()

@@ -70,3 +70,19 @@ def test_a_one_off_onto_a_free_past_instant_runs_now() -> None:
     assert twins.statuses_s(job).get(15) == RunStatus.SUCCEEDED
     assert 30 not in twins.statuses_s(job)  # a one-off now
     assert twins.service.get("t", job).status == JobStatus.SUCCEEDED
+
+
+def test_a_one_off_onto_the_instant_of_a_buffered_occurrence_is_refused() -> None:
+    # Accepted, the same update ended the waiting occurrence `skipped`, and the one-off (its
+    # run id) was taken for a copy of it: it never ran (an outside lifecycle audit, round six).
+    twins = Twins()
+    job = twins.create(**every_ten_seconds())  # buffer_one: +10 runs to +25, +20 waits
+    statuses: list[RunStatus] = []
+    twins.at(21, lambda: statuses.append(twins.statuses_s(job)[20]))
+    refused = patched_at(twins, job, 21, 20)
+    twins.run_for(21)
+    assert statuses == [RunStatus.BUFFERED]
+    [error] = refused
+    assert isinstance(error, ValidationError)
+    assert error.field == "schedule.at"
+    assert "buffered" in error.message

@@ -147,10 +147,13 @@ class Run:
 
 
 def refuse_ended(field: str, run: Run | None) -> None:
-    """A one-off moved onto an instant its job already has an ended run at would never run: a
-    run id names one instant of a job, so its claim takes it for a copy of that run. Refused
-    since 2026-11-30 (it stayed `scheduled` for good: found by an outside lifecycle audit)."""
-    if run is not None and run.status in TERMINAL_RUN_STATUSES:
+    """A one-off moved onto an instant its job already has an ended run at (or one waiting,
+    `buffered`, which the same change ends `skipped`) would never run: a run id names one
+    instant of a job, so its claim takes it for a copy of that run. Refused since 2026-11-30
+    (it stayed `scheduled` for good: found by outside lifecycle audits)."""
+    if run is not None and (
+        run.status in TERMINAL_RUN_STATUSES or run.status == RunStatus.BUFFERED
+    ):
         raise ValidationError(
             field,
             f"names {rfc3339_ms(run.scheduled_ms)}, where this job already has a run"

@@ -77,11 +77,16 @@ class Backfill:
             job.spec.schedule, created_at=from_ms(job.created_ms), span=span
         )
         recorded = self._runs.get_many([(job.id, ms) for ms in occurrences]) if occurrences else {}
-        # One whose jitter puts its start after now is on its way: its own message starts it
-        # then (sent now, it ran early, and under `skip` met the others at the gate and was
-        # recorded `skipped`: until 2026-11-30; an outside lifecycle audit).
+        # One whose jitter puts its start after now is on its way, if the job's generation
+        # was armed by its instant: its own message starts it then (sent now, it ran early,
+        # and under `skip` met the others at the gate and was recorded `skipped`: until
+        # 2026-11-30; an outside lifecycle audit). After a later pause or change that message
+        # is dropped: sent now (another audit found it never ran).
+        armed = job.generation_ms or 0
         missing = [
-            ms for ms in occurrences if (job.id, ms) not in recorded and job.due_ms(ms) <= now
+            ms
+            for ms in occurrences
+            if (job.id, ms) not in recorded and (job.due_ms(ms) <= now or armed > ms)
         ]
         asked = now if asked_ms is None else min(asked_ms, now)
         for start in range(0, len(missing), SEND_CHUNK):

@@ -262,20 +262,25 @@ class OverlapGuard:
         """`job` (as written) no longer goes through its gate (a PATCH to `allow`, or to a
         schedule that does not recur): the occurrence waiting behind the active run starts
         now, as `allow` starts any, or ends `skipped` if the job is paused or re-armed since;
-        the gate keeps none waiting. Until 2026-11-30 the active run's release read the new
-        policy and did nothing: the waiting one stayed `buffered`, owed and never run (an
-        outside lifecycle audit)."""
+        the gate keeps none waiting, and no holder. Until 2026-11-30 the active run's release
+        read the new policy and did nothing: the waiting one stayed `buffered`, owed and never
+        run (an outside lifecycle audit)."""
         for _ in range(ATTEMPTS_AT_THE_GATE):
             gate = self._jobs.gate(job.tenant, job.id)
-            if gate.buffered_ms is None:
+            if gate.holder_ms is None and gate.buffered_ms is None:
                 return
             now = self._clock()
             dropped = job.status in _DROPPING or stale_buffered(gate, job.generation)
-            if dropped or not job.spec.recurring:
+            if gate.buffered_ms is None:
+                pass
+            elif dropped or not job.spec.recurring:
                 self._drop_buffered(job, gate.buffered_ms, now)
             else:
                 self._start(job, gate.buffered_ms)
-            lifted = replace(gate, buffered_ms=None)
+            # Nor a holder: its run, or its retry, is claimed under the new policy and releases
+            # nothing; a policy set again would buffer behind it for good (until 2026-11-30; an
+            # outside lifecycle audit, round six).
+            lifted = replace(gate, holder_ms=None, buffered_ms=None)
             if self._jobs.put_gate(job.tenant, job.id, lifted, now // 1000 + GATE_TTL_SECONDS):
                 return
         logger.warning("the overlap gate kept changing while its policy was lifted")
