@@ -307,3 +307,29 @@ def test_buffer_one_set_again_after_allow_buffers_nothing_behind_a_run_that_rele
     assert [a for o, a, _ in twins.started if o == 10_000] == [1, 2]
     assert twins.start_of(30) == 30
     assert RunStatus.BUFFERED not in twins.statuses_s(job).values()
+
+
+def starts_between(twins: Twins, first_s: int, last_s: int, besides_s: int) -> list[int]:
+    """First attempts started within [first_s, last_s], but of occurrence `besides_s`."""
+    return [
+        at // 1000
+        for o, a, at in twins.started
+        if a == 1 and o != besides_s * 1000 and first_s * 1000 <= at <= last_s * 1000
+    ]
+
+
+@pytest.mark.parametrize("before", ["allow", "skip then allow"])
+def test_a_patch_to_skip_holds_the_run_active_longest_even_behind_newer_ones(before: str) -> None:
+    # +60 waits out a Retry-After of 900 s (to ~+962) behind five newer runs (+120..+360): the
+    # PATCH held the newest of the latest five, not +60, and the next occurrences ran while it
+    # was active (an outside lifecycle audit, round six).
+    twins = RetryAfterTwins()
+    job = twins.create(
+        **{**minutely("skip" if before != "allow" else "allow"), "payload": {"seconds": 20}}
+    )
+    if before != "allow":
+        twins.at(100, lambda: twins.service.update("t", job, {"overlap": "allow"}))
+    twins.at(400, lambda: twins.service.update("t", job, {"overlap": "skip"}))
+    twins.run_for(1_100)
+    assert [a for o, a, _ in twins.started if o == HOLDER_S * 1000] == [1, 2]
+    assert starts_between(twins, 401, 961, besides_s=HOLDER_S) == []
