@@ -121,12 +121,16 @@ def test_a_re_arming_patch_to_skip_lets_no_retry_it_drops_hold_the_gate() -> Non
 
 @dataclass
 class FirstAttemptOfTenFails(Twins):
-    """+10's attempt 1 fails after 2 s (its retry due at +27), its attempt 2 takes 3 s."""
+    """+10's attempt 1 fails after `first_s` (its retry due at its backoff), its attempt 2
+    takes `retry_s`; every other run takes the payload's seconds."""
+
+    first_s: int = 2
+    retry_s: int = 3
 
     def execute(self, target: Target, invocation: Invocation) -> None:
         if invocation.scheduled_ms == T0 + 10_000:
             self.started.append((10_000, invocation.attempt, self.clock.now - T0))
-            for _ in range(2 if invocation.attempt == 1 else 3):
+            for _ in range(self.first_s if invocation.attempt == 1 else self.retry_s):
                 self.clock.now += 1000
                 self.work()
             if invocation.attempt == 1:
@@ -247,28 +251,12 @@ def test_a_retry_let_through_beside_the_holder_still_makes_the_gate_s_hand_over(
     assert twins.jobs.gate("t", job.id).holder_ms == buffered
 
 
-@dataclass
-class TenFailsAtEighteen(Twins):
-    """+10's attempt 1 runs 8 s and fails at +18 (its retry, backoff 30 s, due ~+48)."""
-
-    def execute(self, target: Target, invocation: Invocation) -> None:
-        if invocation.scheduled_ms == T0 + 10_000:
-            self.started.append((10_000, invocation.attempt, self.clock.now - T0))
-            for _ in range(8 if invocation.attempt == 1 else 1):
-                self.clock.now += 1000
-                self.work()
-            if invocation.attempt == 1:
-                raise TargetError("HTTP 500", retryable=True)
-            return
-        super().execute(target, invocation)
-
-
 def test_a_run_running_at_a_re_arming_patch_to_skip_holds_nothing_once_it_fails() -> None:
     # +10 runs when one PATCH at +13 re-arms the job and sets `skip`: it held the gate at the
     # new generation, so once it failed (+18) its retry, which the change drops, still counted
     # active until its message came (~+48) and the new chain's +20..+40 were skipped (a second
     # review of this change).
-    twins = TenFailsAtEighteen()
+    twins = FirstAttemptOfTenFails(first_s=8, retry_s=1)
     retry = {"max_attempts": 3, "backoff_seconds": 30}
     job = twins.create(**every_ten_seconds(overlap="allow", payload={"seconds": 2}, retry=retry))
     new = {"rate_seconds": 10, "end_at": rfc3339_ms(T0 + 301_000)}
@@ -277,28 +265,12 @@ def test_a_run_running_at_a_re_arming_patch_to_skip_holds_nothing_once_it_fails(
     assert [twins.start_of(s) for s in (20, 30, 40)] == [20, 30, 40]
 
 
-@dataclass
-class TenRetriesLong(Twins):
-    """+10's attempt 1 fails after 2 s (+12); its retry (~+16) runs 15 s."""
-
-    def execute(self, target: Target, invocation: Invocation) -> None:
-        if invocation.scheduled_ms == T0 + 10_000:
-            self.started.append((10_000, invocation.attempt, self.clock.now - T0))
-            for _ in range(2 if invocation.attempt == 1 else 15):
-                self.clock.now += 1000
-                self.work()
-            if invocation.attempt == 1:
-                raise TargetError("HTTP 500", retryable=True)
-            return
-        super().execute(target, invocation)
-
-
 def test_buffer_one_set_again_after_allow_buffers_nothing_behind_a_run_that_releases_none() -> None:
     # buffer_one -> allow -> buffer_one while +10 waits for its retry: the trip through `allow`
     # left +10 named holder; its retry, claimed under `allow`, released nothing, and +30 was
     # buffered behind it until +40 came (an outside lifecycle audit, round six). The lift
     # clears the holder: +30 runs (beside the retry, as a PATCH to buffer_one documents).
-    twins = TenRetriesLong()
+    twins = FirstAttemptOfTenFails(retry_s=15)
     retry = {"max_attempts": 3, "backoff_seconds": 8, "max_backoff_seconds": 8}
     job = twins.create(**every_ten_seconds(retry=retry))
     twins.at(13, lambda: twins.service.update("t", job, {"overlap": "allow"}))
