@@ -13,6 +13,7 @@ lifecycle audit (round five); fixed 2026-11-30:
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 from typing import Any
@@ -25,6 +26,7 @@ from duetime.domain.overlap import Admission, Gate
 from duetime.domain.runs import Attempt, RunStatus
 from duetime.domain.targets import Target
 from duetime.domain.timeutil import rfc3339_ms
+from duetime.ports import StoreError
 from duetime.services.overlap import OverlapGuard, unclaimed
 from tests.integration.test_overlap import T0
 from tests.integration.test_overlap_changes import Twins, every_ten_seconds
@@ -305,3 +307,40 @@ def test_a_patch_to_skip_holds_the_run_active_longest_even_behind_newer_ones(bef
     twins.run_for(1_100)
     assert [a for o, a, _ in twins.started if o == HOLDER_S * 1000] == [1, 2]
     assert starts_between(twins, 401, 961, besides_s=HOLDER_S) == []
+
+
+class Crash(BaseException):
+    pass
+
+
+@pytest.mark.parametrize("fault", ["throttled", "crash", None])
+def test_a_patch_to_skip_sent_again_after_its_gate_write_failed_holds_the_gate(
+    fault: str | None,
+) -> None:
+    # The job's write went through, the hold's gate write failed (a 5xx), and the client's
+    # retry changed nothing: nothing held the gate, and +20 ran beside +10 (an outside fault
+    # audit, round eight). A PATCH that changes nothing makes the policy's change again.
+    twins = Twins()
+    job = twins.create(**every_ten_seconds(overlap="allow"))  # 15 s runs every 10 s
+    real = twins.jobs.put_gate
+    failing = [bool(fault)]
+
+    def put_gate(*args: Any, **kwargs: Any) -> Any:
+        if failing.pop() if failing else False:
+            if fault == "crash":
+                raise Crash("the API function dies at the hold's gate write")
+            raise StoreError("ProvisionedThroughputExceededException", transient=True)
+        return real(*args, **kwargs)
+
+    twins.jobs.put_gate = put_gate  # type: ignore[method-assign]
+
+    def patch() -> None:
+        with contextlib.suppress(Exception, Crash):
+            twins.service.update("t", job, {"overlap": "skip"})
+        twins.service.update("t", job, {"overlap": "skip"})  # the client's retry
+
+    twins.at(12, patch)
+    twins.run_for(60)
+    assert twins.start_of(10) == 10  # claimed under allow: runs until +25
+    assert twins.start_of(20) is None
+    assert twins.statuses_s(job)[20] == RunStatus.SKIPPED

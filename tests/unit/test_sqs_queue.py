@@ -137,10 +137,17 @@ def test_a_send_sqs_cannot_take_at_all_is_queue_unavailable(
         queue.send([(message, 0)])
 
     assert isinstance(raised.value, QueueUnavailable) is unavailable
-    if unavailable:
-        assert raised.value.failed == [message]  # type: ignore[attr-defined]
-    else:
+    if isinstance(error, ParamValidationError):  # the request as we built it: our bug
         assert raised.value is error
+    else:
+        # A request SQS refused as a whole names its messages too, as refused (its reason in
+        # the error): a batch create rescues them (until 2026-11-30 the error went through
+        # unnamed: an outside fault audit, round eight).
+        assert isinstance(raised.value, QueueError)
+        assert raised.value.failed == [message]
+        if not unavailable:
+            code = error.response["Error"]["Code"]  # type: ignore[attr-defined]
+            assert f"({code}: " in str(raised.value)
 
 
 class EntryFailingSqs:

@@ -114,6 +114,13 @@ class SqsJobQueue:
         try:
             refused, unsent, why = _with_retries(send, entries, lambda e: e)
         except (BotoCoreError, ClientError) as exc:
+            if isinstance(exc, ClientError) and not is_transient(exc):
+                # SQS refused the request as a whole (a disabled KMS key, access denied, too
+                # long): its messages are refused, as entries refused one by one are (until
+                # 2026-11-30 the error went through unnamed, and a batch create withdrew the
+                # jobs whose runs other requests had sent: an outside fault audit).
+                error = exc.response.get("Error", {})
+                return [m for m, _ in batch], f"{error.get('Code')}: {error.get('Message')}"
             if not is_transient(exc):
                 raise
             raise QueueUnavailable(

@@ -287,10 +287,10 @@ class JobService:
             spec = updated_spec(job.spec, changes)
             now = self._clock()
             if spec == job.spec:
-                # Nothing to write. A scheduled job is armed again, and a lifted policy lifted
-                # again: an update whose dispatch or lift failed is completed by sending it again.
-                if not gated(spec):
-                    self._overlap.lift(job)
+                # Nothing to write. A scheduled job is armed again, and a policy's change made
+                # again (a lift, a hold): an update whose dispatch or gate write failed is
+                # completed by sending it again.
+                self._overlap.changed(job)
                 if job.status == JobStatus.SCHEDULED and self._dispatcher.arm(job, now):
                     return self.get(tenant, job_id)  # its schedule was over: completed
                 return view
