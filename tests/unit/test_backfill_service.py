@@ -80,17 +80,24 @@ def test_only_occurrences_without_a_run_record_are_sent_as_first_attempts(parts:
         assert (message.tenant, message.job_id) == ("tenant-a", job_id)
 
 
+def on_its_way(parts: Parts) -> tuple[str, int]:
+    """A minutely job with 900 s of jitter, and the clock just past the instant of one of its
+    occurrences whose jittered start is still to come: (its id, that instant)."""
+    job_id = create(parts, {"rate_seconds": 60}, jitter_seconds=900)
+    job = parts.jobs.get("tenant-a", job_id)
+    assert job is not None
+    ahead = next(k for k in range(1, 50) if job.due_ms(T0 + k * MINUTE) > T0 + k * MINUTE + 2000)
+    instant = T0 + ahead * MINUTE
+    parts.now = instant + 500  # past its instant, before its jittered start
+    return job_id, instant
+
+
 def test_an_occurrence_whose_jittered_start_is_still_to_come_is_left_to_its_message(
     parts: Parts,
 ) -> None:
     # It was sent at once: it ran early, and under `skip` met the backfill's others at the
     # gate and was recorded `skipped` (an outside lifecycle audit, round five).
-    job_id = create(parts, {"rate_seconds": 60}, jitter_seconds=900)
-    job = parts.jobs.get("tenant-a", job_id)
-    assert job is not None
-    ahead = next(k for k in range(1, 50) if job.due_ms(T0 + k * MINUTE) > T0 + k * MINUTE + 1000)
-    instant = T0 + ahead * MINUTE
-    parts.now = instant + 500  # past its instant, before its jittered start
+    job_id, instant = on_its_way(parts)
     service, spy = backfiller(parts)
 
     sent = service.backfill("tenant-a", job_id, body(instant, instant + 1))
@@ -104,12 +111,7 @@ def test_an_occurrence_on_its_way_before_a_pause_and_resume_is_sent_its_message_
 ) -> None:
     # Its message, of the generation before, is dropped by the worker: left to it, the
     # occurrence never ran (an outside lifecycle audit, round six).
-    job_id = create(parts, {"rate_seconds": 60}, jitter_seconds=900)
-    job = parts.jobs.get("tenant-a", job_id)
-    assert job is not None
-    ahead = next(k for k in range(1, 50) if job.due_ms(T0 + k * MINUTE) > T0 + k * MINUTE + 2000)
-    instant = T0 + ahead * MINUTE
-    parts.now = instant + 500
+    job_id, instant = on_its_way(parts)
     parts.service.pause("tenant-a", job_id)
     parts.service.resume("tenant-a", job_id)
     service, spy = backfiller(parts)
