@@ -90,6 +90,18 @@ def test_an_unknown_field_or_a_body_that_is_not_an_object_is_a_400(api: Api) -> 
     assert api.job_items() == []
 
 
+def test_a_misspelt_item_field_is_hinted_with_idempotency_key_among_known_names(
+    api: Api,  # noqa: F811
+) -> None:
+    # A batch item's own field was missing from the hint (HTTP contract, round six).
+    reply = batch(api, [job(idempotency_keys="a")])
+    assert reply.json["items"][0]["error"] == {
+        "code": "invalid",
+        "message": "unknown field; did you mean idempotency_key?",
+        "field": "idempotency_keys",
+    }
+
+
 def test_a_body_over_256_kib_is_a_413_on_body(api: Api) -> None:  # noqa: F811
     jobs = [job(payload="x" * 60_000) for _ in range(5)]
     reply = api.call("POST", "/jobs/batch", {"jobs": jobs})

@@ -152,3 +152,12 @@ def test_every_patchable_field_is_a_submission_field() -> None:
     shown = spec_to_dict(spec)
     assert set(PATCHABLE_FIELDS) <= set(shown)
     assert updated_spec(spec, {key: shown[key] for key in PATCHABLE_FIELDS}) == spec
+
+
+@pytest.mark.parametrize(("key", "meant"), [("stauts", "status"), ("nmae", "name")])
+def test_a_misspelt_patch_field_is_hinted_among_read_only_names_too(key: str, meant: str) -> None:
+    # `stauts` suggested `tags` (HTTP contract, round six): the read-only names are known
+    # names too, and the hint is what the user meant (its answer then says it is read-only).
+    with pytest.raises(ValidationError) as caught:
+        updated_spec(parse_job_spec(BODY), {key: "x"})
+    assert caught.value.message == f"unknown field; did you mean {meant}?"

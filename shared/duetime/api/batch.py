@@ -19,7 +19,7 @@ from aws_lambda_powertools.event_handler import Response, content_types
 from duetime.api import views
 from duetime.api.params import IDEMPOTENCY_KEY  # as the Idempotency-Key header's
 from duetime.api.quotas import TenantLimiter
-from duetime.domain.errors import DomainError, QuotaExceeded, ValidationError
+from duetime.domain.errors import IDEMPOTENCY_FIELD, DomainError, QuotaExceeded, ValidationError
 from duetime.domain.jobs import parse_job_spec
 from duetime.services.batch import MAX_BATCH_JOBS, BatchJob, BatchResult, BatchSubmitter
 from duetime.settings import Quotas
@@ -50,10 +50,10 @@ def _item(body: object) -> BatchJob:
     if not isinstance(body, Mapping):
         raise ValidationError("body", "must be a JSON object")
     fields = dict(body)
-    key = fields.pop("idempotency_key", None)
+    key = fields.pop(IDEMPOTENCY_FIELD, None)
     if key is not None and (not isinstance(key, str) or not IDEMPOTENCY_KEY.fullmatch(key)):
-        raise ValidationError("idempotency_key", "must be 1 to 255 visible ASCII characters")
-    return BatchJob(parse_job_spec(fields), key)
+        raise ValidationError(IDEMPOTENCY_FIELD, "must be 1 to 255 visible ASCII characters")
+    return BatchJob(parse_job_spec(fields, also=(IDEMPOTENCY_FIELD,)), key)
 
 
 def item_json(

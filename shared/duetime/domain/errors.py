@@ -127,9 +127,11 @@ class PreconditionFailed(DomainError):
         self.current = current
 
 
-def unknown_field(key: object, known: Iterable[str]) -> str:
+def unknown_field(key: object, *known: Iterable[str]) -> str:
     """The refusal of a field a body may not hold, naming the closest known one (`nmae`: did
-    you mean name?; since 2026-11-30: a new user's walk, round four)."""
+    you mean name?; since 2026-11-30: a new user's walk, round four), read-only names too
+    (`stauts`: status; since 2026-12-01)."""
     name = str(key)
-    close = difflib.get_close_matches(name, list(known), n=1) if len(name) < 64 else []
+    names = [one for some in known for one in some]
+    close = difflib.get_close_matches(name, names, n=1) if len(name) < 64 else []
     return f"unknown field; did you mean {close[0]}?" if close else "unknown field"

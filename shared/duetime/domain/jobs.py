@@ -227,14 +227,14 @@ _SPEC_FIELDS = {
 }
 
 
-def parse_job_spec(raw: object) -> JobSpec:
+def parse_job_spec(raw: object, also: tuple[str, ...] = ()) -> JobSpec:
     """Validate a submission. Unknown fields (including server-owned ones such as `id`,
-    `status` or `tenant`) are rejected rather than ignored: no mass assignment."""
+    `status` or `tenant`) are refused, not ignored (no mass assignment); `also`: hint only."""
     if not isinstance(raw, Mapping):
         raise ValidationError("body", "must be a JSON object")
     for key in raw:
         if key not in _SPEC_FIELDS:
-            raise ValidationError(str(key), unknown_field(key, _SPEC_FIELDS))
+            raise ValidationError(str(key), unknown_field(key, _SPEC_FIELDS, also))
     if "schedule" not in raw:
         raise ValidationError("schedule", "required")
     if "target" not in raw:
@@ -283,7 +283,7 @@ PATCHABLE_FIELDS: tuple[str, ...] = (
     "jitter_seconds",
     "stage_seconds",
 )
-# Fields of a job as shown that no request sets.
+# Fields of a job as shown that no request sets (hinted too: `stauts` is status, read-only).
 READ_ONLY_FIELDS = frozenset(
     {"id", "status", "version", "next_run_at", "created_at", "updated_at", "last_run"}
 )
@@ -300,7 +300,7 @@ def updated_spec(spec: JobSpec, raw: object) -> JobSpec:
         if key in READ_ONLY_FIELDS:
             raise ValidationError(str(key), "read-only field")
         if key not in PATCHABLE_FIELDS:
-            raise ValidationError(str(key), unknown_field(key, PATCHABLE_FIELDS))
+            raise ValidationError(str(key), unknown_field(key, PATCHABLE_FIELDS, READ_ONLY_FIELDS))
     one_off = "schedule" in raw and not is_recurring(parse_schedule(raw["schedule"]))
     merged = spec_to_dict(spec) | ({"overlap": Overlap.ALLOW.value} if one_off else {}) | dict(raw)
     return parse_job_spec(merged)
