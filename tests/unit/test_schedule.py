@@ -704,6 +704,23 @@ def test_given_range_starting_above_its_end_when_parsed_then_refused(expression:
     assert "starts above its end" in error.message
 
 
+@pytest.mark.parametrize(
+    ("expression", "message"),
+    [
+        ("0 0 LW * *", "day-of-month 'LW': 'LW' is not a number"),
+        ("0 0 1 JANUARY *", "month 'JANUARY': 'JANUARY' is not a number or a name"),
+        ("0 0 * * 1-Xyz", "day-of-week '1-Xyz': 'Xyz' is not a number or a name"),
+        ("0 0 * * Fri-Mon", "day-of-week 'Fri-Mon': the range Fri-Mon starts above its end"),
+    ],
+)
+def test_given_an_unsupported_token_then_the_refusal_quotes_it_as_written(
+    expression: str, message: str
+) -> None:
+    # The token was quoted lower-cased (`'lw' is not a number`; schedules audit, round one).
+    error = invalid({"cron": expression})
+    assert error.message.startswith(f"not a valid cron expression ({message}")
+
+
 def test_given_rare_day_when_previous_then_found_decades_back() -> None:
     """29 February on a Sunday (`*/7` is Sunday and starts with `*`: both fields) recurs after
     28 or 40 years; `previous_occurrence` looks back far enough."""

@@ -53,13 +53,13 @@ _BOUNDS = ((0, 59), (0, 23), (1, 31), (1, 12), (0, 7))  # day of week: 0 and 7 a
 # Where `*` and `a/n` stop. Day of week stops at Saturday: `1/2` is Monday, Wednesday, Friday.
 # (`*/n` is the same over 0-6 as over Vixie's 0-7, since 7 is Sunday again.)
 _ENDS = (59, 23, 31, 12, 6)
-# Lower-cased items of a field: `a`, `a-b`, `*`, each with an optional `/step`.
-_ITEM = re.compile(
-    r"(?P<low>\*|[0-9a-z]+)(?:-(?P<high>[0-9a-z]+))?(?:/(?P<step>[0-9]+))?", re.ASCII
-)
-_NEAREST_WEEKDAY = re.compile(r"(?P<day>[0-9]+)w|w(?P<day_after>[0-9]+)", re.ASCII)
-_NTH_WEEKDAY = re.compile(r"(?P<low>[0-9a-z]+)(?:-(?P<high>[0-9a-z]+))?#(?P<nth>[0-9]+)", re.ASCII)
-_LAST_WEEKDAY = re.compile(r"l(?P<day>[0-9a-z]+)|(?P<day_before>[0-9a-z]+)l", re.ASCII)
+# Items of a field, in any case (quoted as written when refused): `a`, `a-b`, `*`, each with an
+# optional `/step`.
+_ICASE = re.ASCII | re.IGNORECASE
+_ITEM = re.compile(r"(?P<low>\*|[0-9a-z]+)(?:-(?P<high>[0-9a-z]+))?(?:/(?P<step>[0-9]+))?", _ICASE)
+_NEAREST_WEEKDAY = re.compile(r"(?P<day>[0-9]+)w|w(?P<day_after>[0-9]+)", _ICASE)
+_NTH_WEEKDAY = re.compile(r"(?P<low>[0-9a-z]+)(?:-(?P<high>[0-9a-z]+))?#(?P<nth>[0-9]+)", _ICASE)
+_LAST_WEEKDAY = re.compile(r"l(?P<day>[0-9a-z]+)|(?P<day_before>[0-9a-z]+)l", _ICASE)
 _NAMES: Mapping[int, Mapping[str, int]] = {
     3: {
         name: number
@@ -136,15 +136,15 @@ def _cron_spec(expression: str) -> _CronSpec:
             raise ValueError("hashed (H) and random (R) values are not supported")
     index = 0
     try:
-        minutes = _plain_field(fields[_MINUTE].lower(), _MINUTE)
+        minutes = _plain_field(fields[_MINUTE], _MINUTE)
         index = _HOUR
-        hours = _plain_field(fields[_HOUR].lower(), _HOUR)
+        hours = _plain_field(fields[_HOUR], _HOUR)
         index = _DOM
-        day_of_month = _day_of_month(fields[_DOM].lower())
+        day_of_month = _day_of_month(fields[_DOM])
         index = _MONTH
-        months = _plain_field(fields[_MONTH].lower(), _MONTH)
+        months = _plain_field(fields[_MONTH], _MONTH)
         index = _DOW
-        day_of_week = _day_of_week(fields[_DOW].lower())
+        day_of_week = _day_of_week(fields[_DOW])
     except ValueError as exc:
         raise ValueError(
             f"not a valid cron expression ({_FIELD_NAMES[index]} {fields[index]!r}: {exc})"
@@ -214,9 +214,9 @@ def _item_values(item: str, index: int) -> range:
 def _value(text: str, index: int, *, range_end: bool = False) -> int:
     if text.isdigit():
         number = int(text)
-    elif index in _NAMES and text in _NAMES[index]:
-        return _NAMES[index][text]
-    elif range_end and index == _DOM and text == "l":
+    elif index in _NAMES and text.lower() in _NAMES[index]:
+        return _NAMES[index][text.lower()]
+    elif range_end and index == _DOM and text.lower() == "l":
         return 31  # `a-L`: to the last day of the month
     else:
         raise ValueError(f"{text!r} is not a number" + (" or a name" if index in _NAMES else ""))
@@ -234,7 +234,7 @@ def _day_of_month(text: str) -> _DayOfMonth:
     last = False
     nearest = None
     for item in items:
-        if item == "l":
+        if item.lower() == "l":
             last = True
             continue
         match = _NEAREST_WEEKDAY.fullmatch(item)
