@@ -140,6 +140,37 @@ def test_given_a_lift_that_failed_then_the_patch_sent_again_lifts_it() -> None:
     assert twins.statuses_s(job)[20] == RunStatus.SUCCEEDED
 
 
+@pytest.mark.parametrize("change", ["jitter", "schedule"])
+def test_given_a_re_arming_change_before_the_start_a_lift_sent_then_it_is_skipped(
+    change: str,
+) -> None:
+    # The lift sends +20's start and clears the gate; a re-arming change before that message
+    # is handled drops it, and the gate named it nowhere: it showed `buffered` for good (an
+    # outside lifecycle audit, round six, left; fixed 2026-12-01).
+    twins = Twins()
+    job = twins.create(**failing_holder())
+    guard = twins.service._overlap
+    start = guard._start
+    fired: list[int] = []
+    changes = {
+        "jitter": {"jitter_seconds": 1},
+        "schedule": {"schedule": {"rate_seconds": 10, "end_at": rfc3339_ms(T0 + 301_000)}},
+    }
+
+    def start_then_change(job_: Any, scheduled_ms: int) -> None:
+        start(job_, scheduled_ms)
+        fired.append(scheduled_ms)
+        twins.service.update("t", job, changes[change])
+
+    guard._start = start_then_change  # type: ignore[method-assign]
+    twins.at(22, lambda: twins.service.update("t", job, {"overlap": "allow"}))
+    twins.run_for(120)
+
+    assert fired == [T0 + 20_000]
+    assert twins.start_of(20) is None  # dropped by the change
+    assert twins.statuses_s(job)[20] == RunStatus.SKIPPED
+
+
 class FakeGate:
     """The overlap guard as DroppedRuns uses it: whether the gate names the message's
     occurrence holder at its generation (its release sent it), and the releases asked."""

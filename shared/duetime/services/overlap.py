@@ -225,10 +225,15 @@ class OverlapGuard:
         logger.warning("the overlap gate kept changing during a release")
 
     def handed(self, job: Job, message: RunMessage) -> bool:
-        """Whether `message` is the start a release sent its buffered occurrence: the gate
-        names that occurrence holder, at the message's generation."""
+        """Whether no start is owed to `message`'s buffered occurrence any more: the gate
+        names it holder at the message's generation (the start its release sent), or names it
+        neither holder nor buffered (the start a `lift` sent, which cleared the gate: it
+        showed `buffered` for good until 2026-12-01). Named holder at another generation, or
+        still buffered, it waits for a start of its own."""
         gate = self._jobs.gate(job.tenant, job.id)
-        return gate.holder_ms == message.scheduled_ms and gate.generation == message.generation
+        if gate.holder_ms == message.scheduled_ms:
+            return gate.generation == message.generation
+        return gate.buffered_ms != message.scheduled_ms
 
     def changed(self, job: Job) -> None:
         """`job` (as written) was PATCHed into or out of its gate: `hold` or `lift` it."""
