@@ -329,8 +329,9 @@ def test_given_a_dead_holder_then_a_late_copy_of_a_finished_occurrence_takes_no_
     # When a late copy of the occurrence that already succeeded comes to the gate
     admission = guard.admit(job, _message(job_id, done), grace_ms=0)
 
-    # Then it is dropped, its record kept; the buffered one is handed the gate and sent
-    assert admission == Admission.DUPLICATE
+    # Then it takes no place: it goes on to its claim, which finds the run finished (and sends
+    # its dependents' runs again); the buffered one is handed the gate and sent
+    assert admission == Admission.RUN
     assert twins.runs.get(job_id, done).status == RunStatus.SUCCEEDED  # type: ignore[union-attr]
     gate = twins.jobs.gate("t", job_id)
     assert (gate.holder_ms, gate.buffered_ms) == (waiting, None)

@@ -3,8 +3,9 @@ claims an occurrence of a `skip` or `buffer_one` job, and the release after the 
 
 Costs, per occurrence of such a job: one strongly consistent read of the gate, one read of
 the holder's run record when another occurrence holds it (never a query of the job's runs),
-one read of the occurrence's own run record when it does not start (a late copy of one that
-already ran is dropped: `late_copy`), and one conditional write when the gate changes; the
+one read of the occurrence's own run record when it does not start (a copy of one skipped
+is dropped, one of a run claimed goes on to its claim, taking no place: `late_copy`,
+`_beside`), and one conditional write when the gate changes; the
 release is one read and one write, and, when an occurrence waits, a read of the job (a pause,
 a cancel or a re-arm since drops it: the gate carries the job's generation) and of the
 waiting occurrence's record (its own due instant). A race between two
@@ -20,7 +21,9 @@ Never two at once, never a buffered occurrence lost:
   delivery releases;
 - a holder that never comes back (its messages dropped by a pause, say) stops counting as
   active once its lease, or its retry's backoff, plus the grace has passed
-  (`holder_active`): the next occurrence hands the gate to the buffered one or takes it.
+  (`holder_active`): the next occurrence hands the gate to the buffered one or takes it;
+  if its message comes back later (a Lambda's, after the visibility timeout), its claim
+  fails that attempt and retries it, beside whichever occurrence holds the gate then.
 """
 
 from __future__ import annotations
@@ -84,9 +87,16 @@ def unclaimed(
     )
 
 
-def _its_retry(own: Run | None, message: RunMessage) -> bool:
-    """Whether `message` is a later attempt of its run, which waits for it (`retrying`)."""
-    return own is not None and own.status == RunStatus.RETRYING and message.attempt > own.attempt
+def _beside(own: Run | None, message: RunMessage) -> bool:
+    """Whether `message` goes on to its claim beside the gate's holder, taking no place at the
+    gate: a later attempt of its run, which waits for it (`retrying`); or a delivery of a run
+    claimed before (`running`, `succeeded`, `failed`), which its claim answers: an attempt
+    whose worker died is failed and retried, a finished run's dependents are sent again.
+    Until 2026-12-01 those were dropped as late copies: a run whose Lambda died stayed
+    `running` for good, and a trigger that had failed once was lost (an outside audit)."""
+    if own is None or own.status == RunStatus.RETRYING:
+        return own is not None and message.attempt > own.attempt
+    return own.status in (RunStatus.RUNNING, RunStatus.SUCCEEDED, RunStatus.FAILED)
 
 
 def gated(spec: JobSpec) -> bool:
@@ -135,16 +145,17 @@ class OverlapGuard:
                     generation=job.generation,
                 )
             decision = admit(job.spec.overlap, gate, scheduled, active, now)
-            late = retry = False
+            late = beside = False
             if decision.admission in (Admission.SKIP, Admission.BUFFER):
                 # A late copy of an occurrence that already ran must not take the one
                 # buffered place (or be shown skipped): one read, only when not running.
                 own = self._runs.get(job.id, scheduled)
                 # Not a copy, though: a run's next attempt, which another occurrence took the
-                # gate from (a run claimed under `allow` before a PATCH to this policy). It is
-                # made, beside that one, and takes no place at the gate (until 2026-11-30 it
-                # was dropped as a late copy, the run `retrying` for good: an outside audit).
-                retry = _its_retry(own, message)
+                # gate from (a run claimed under `allow` before a PATCH to this policy), or a
+                # claimed run's delivery (`_beside`). It goes on, beside that one, and takes no
+                # place at the gate (until 2026-11-30 a retry was dropped as a late copy, the
+                # run `retrying` for good: an outside audit).
+                beside = _beside(own, message)
                 late = own is not None and own.status != RunStatus.BUFFERED
                 if late:
                     decision = late_copy(decision, gate)
@@ -155,8 +166,8 @@ class OverlapGuard:
                 job.tenant, job.id, written, now // 1000 + GATE_TTL_SECONDS
             ):
                 continue  # another occurrence changed the gate: decide again
-            if retry:
-                logger.warning("a retry runs beside the gate's holder: it held no gate")
+            if beside:
+                logger.warning("goes on beside the gate's holder: it holds no gate")
                 return Admission.RUN
             if decision.admission == Admission.SKIP:
                 self._record(job, scheduled, RunStatus.SKIPPED, now)
