@@ -83,8 +83,8 @@ def test_a_run_whose_worker_died_is_retried_when_its_message_comes_back(
     assert run.status == RunStatus.SUCCEEDED
 
 
-def _with_a_failed_trigger(twins: Twins, upstream: str, occurrence_s: int) -> list[int]:
-    deps = twins.executor._dependencies  # type: ignore[attr-defined]
+def _with_a_failed_trigger(twins: Twins, occurrence_s: int) -> list[int]:
+    deps = twins.executor._dependencies
     trigger = deps.trigger
     failed: list[int] = []
 
@@ -94,7 +94,7 @@ def _with_a_failed_trigger(twins: Twins, upstream: str, occurrence_s: int) -> li
             raise StoreError("ProvisionedThroughputExceededException", transient=True)
         return trigger(job, run, ids)
 
-    deps.trigger = throttled_once
+    deps.trigger = throttled_once  # type: ignore[method-assign]
     return failed
 
 
@@ -114,7 +114,7 @@ def test_a_finished_run_whose_trigger_failed_sends_its_after_run_on_its_redelive
     dependent = twins.create(
         schedule={"after": {"job_id": upstream, "on": "succeeded"}}, payload={"seconds": 0}
     )
-    failed = _with_a_failed_trigger(twins, upstream, occurrence)
+    failed = _with_a_failed_trigger(twins, occurrence)
     twins.run_for(120)
 
     assert failed == [ended]
