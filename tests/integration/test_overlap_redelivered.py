@@ -94,7 +94,7 @@ def _with_a_failed_trigger(twins: Twins, occurrence_s: int) -> list[int]:
             raise StoreError("ProvisionedThroughputExceededException", transient=True)
         return trigger(job, run, ids)
 
-    deps.trigger = throttled_once  # type: ignore[method-assign]
+    deps.trigger = throttled_once  # type: ignore[method-assign, assignment]
     return failed
 
 
