@@ -49,6 +49,10 @@ def test_given_a_gate_then_it_keeps_the_jobs_generation(job_store: JobStore) -> 
     assert job_store.gate(TENANT, "job-1") == Gate(10, 5, 11, 1, generation=0)
     job_store.put_gate(TENANT, "job-1", Gate(None, 7, None, 1, generation=3), 99)
     assert job_store.gate(TENANT, "job-1").generation == 3
+    # and its holder's, which buffering one of a newer generation behind it keeps
+    job_store.put_gate(TENANT, "job-1", Gate(10, 8, 11, 2, generation=4, holder_generation=3), 99)
+    assert job_store.gate(TENANT, "job-1") == Gate(10, 8, 11, 3, 4, holder_generation=3)
+    assert job_store.gate(TENANT, "job-1").held_at == 3
 
 
 def test_given_a_gate_then_listings_and_scans_never_return_it(job_store: JobStore) -> None:

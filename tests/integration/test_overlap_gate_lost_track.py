@@ -346,3 +346,34 @@ def test_a_patch_to_skip_sent_again_after_its_gate_write_failed_holds_the_gate(
     assert twins.start_of(10) == 10  # claimed under allow: runs until +25
     assert twins.start_of(20) is None
     assert twins.statuses_s(job)[20] == RunStatus.SKIPPED
+
+
+@pytest.mark.parametrize("change", ["pause and resume", "re-arm", "none"])
+def test_one_buffered_behind_a_run_whose_retry_a_change_drops_starts_once_it_ends(
+    change: str,
+) -> None:
+    # +10's attempt runs 15 s and fails at +25; a change at +13 drops its retry (due ~+175).
+    # +20, of the changed job, was buffered behind it, and buffering stamped the job's new
+    # generation on the gate: +10 then counted active while `retrying`, +20 waited for the
+    # dropped retry's message and +30..+170 were skipped with nothing running (an outside
+    # lifecycle audit, round seven). It holds only while it runs, as the gate before did.
+    twins = FirstAttemptOfTenFails(first_s=15)
+    retry = {"max_attempts": 2, "backoff_seconds": 300, "max_backoff_seconds": 300}
+    job = twins.create(**every_ten_seconds(payload={"seconds": 3}, retry=retry))
+    if change == "pause and resume":
+        twins.at(13, lambda: twins.service.pause("t", job))
+        twins.at(14, lambda: twins.service.resume("t", job))
+    elif change == "re-arm":
+        new = {"rate_seconds": 10, "end_at": rfc3339_ms(T0 + 301_000)}
+        twins.at(13, lambda: twins.service.update("t", job, {"schedule": new}))
+    twins.run_for(200)
+
+    started = twins.start_of(20)
+    assert started is not None
+    if change == "none":  # its retry is made, and +20 waits for it (as documented)
+        assert [a for o, a, _ in twins.started if o == 10_000] == [1, 2]
+        assert started > 170
+    else:
+        assert [a for o, a, _ in twins.started if o == 10_000] == [1]
+        assert started <= 30
+        assert twins.start_of(40) == 40

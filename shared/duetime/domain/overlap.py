@@ -33,6 +33,14 @@ class Gate:
     buffered_ms: int | None = None  # the occurrence waiting for it (buffer_one)
     version: int = 0  # 0: never stored; stores compare-and-set on it
     generation: int | None = None  # the job's generation when written (None: an older gate)
+    # The job's generation when the holder took the gate or was handed it (None: `generation`,
+    # as written before 2026-12-01, when buffering behind an older holder made it current).
+    holder_generation: int | None = None
+
+    @property
+    def held_at(self) -> int | None:
+        """The job's generation the holder holds the gate at."""
+        return self.generation if self.holder_generation is None else self.holder_generation
 
 
 def stale_buffered(gate: Gate, generation: int) -> bool:
@@ -88,7 +96,7 @@ def holder_active(
       after `since_ms`.
     - succeeded, failed, skipped: not active.
     """
-    stale = generation is not None and gate.generation is not None and gate.generation < generation
+    stale = generation is not None and gate.held_at is not None and gate.held_at < generation
     if stale and (run is None or run.status != RunStatus.RUNNING):
         return False
     if run is None or run.status == RunStatus.BUFFERED:

@@ -161,7 +161,18 @@ class OverlapGuard:
                     decision = late_copy(decision, gate)
             if decision.start_ms is not None:
                 self._start(job, decision.start_ms)
-            written = replace(decision.gate, generation=job.generation)
+            # The holder kept (its gate written for the one buffered) keeps its generation: one
+            # of before a pause or a re-arm holds only while it runs (until 2026-12-01 it was
+            # made current, and held while its dropped retry waited: an outside audit).
+            kept = (decision.gate.holder_ms, decision.gate.since_ms) == (
+                stored.holder_ms,
+                stored.since_ms,
+            )
+            written = replace(
+                decision.gate,
+                generation=job.generation,
+                holder_generation=stored.held_at if kept else job.generation,
+            )
             if decision.gate != stored and not self._jobs.put_gate(
                 job.tenant, job.id, written, now // 1000 + GATE_TTL_SECONDS
             ):
@@ -229,7 +240,9 @@ class OverlapGuard:
                     after = replace(after, holder_ms=None)
                 else:
                     self._start(current, waiting)
-                    after = replace(after, generation=current.generation)
+                    after = replace(
+                        after, generation=current.generation, holder_generation=current.generation
+                    )
             if self._jobs.put_gate(job.tenant, job.id, after, now // 1000 + GATE_TTL_SECONDS):
                 return
         # Left held: the next occurrence finds this holder finished and hands over itself.
@@ -243,7 +256,7 @@ class OverlapGuard:
         still buffered, it waits for a start of its own."""
         gate = self._jobs.gate(job.tenant, job.id)
         if gate.holder_ms == message.scheduled_ms:
-            return gate.generation == message.generation
+            return gate.held_at == message.generation
         return gate.buffered_ms != message.scheduled_ms
 
     def changed(self, job: Job) -> None:
@@ -283,7 +296,13 @@ class OverlapGuard:
                 return  # taken since the PATCH: that occurrence holds it
             now = self._clock()
             holder, generation = active[-1].scheduled_ms, job.generation - rearmed
-            held = replace(gate, holder_ms=holder, since_ms=now, generation=generation)
+            held = replace(
+                gate,
+                holder_ms=holder,
+                since_ms=now,
+                generation=generation,
+                holder_generation=generation,
+            )
             if self._jobs.put_gate(job.tenant, job.id, held, now // 1000 + GATE_TTL_SECONDS):
                 return
 
@@ -309,7 +328,7 @@ class OverlapGuard:
             # Nor a holder: its run, or its retry, is claimed under the new policy and releases
             # nothing; a policy set again would buffer behind it for good (until 2026-11-30; an
             # outside lifecycle audit, round six).
-            lifted = replace(gate, holder_ms=None, buffered_ms=None)
+            lifted = replace(gate, holder_ms=None, buffered_ms=None, holder_generation=None)
             if self._jobs.put_gate(job.tenant, job.id, lifted, now // 1000 + GATE_TTL_SECONDS):
                 return
         logger.warning("the overlap gate kept changing while its policy was lifted")

@@ -276,7 +276,7 @@ class DynamoJobStore(JobTable):
             return Gate()
         values = from_item(item)
         held = values.get("holder"), values["since"], values.get("buffered"), values["v"]
-        return Gate(*held, values.get("gen"))
+        return Gate(*held, values.get("gen"), values.get("hgen"))
 
     def put_gate(self, tenant: str, job_id: str, gate: Gate, expires_at: int) -> bool:
         values = {
@@ -285,6 +285,7 @@ class DynamoJobStore(JobTable):
             "buffered": gate.buffered_ms,
             "v": gate.version + 1,
             "gen": gate.generation,
+            "hgen": gate.holder_generation,
             "expires_at": expires_at,
         }
         params: dict[str, Any] = {
