@@ -10,7 +10,7 @@ import pytest
 
 from duetime.domain.errors import IllegalTransition, NotFound, ValidationError
 from duetime.domain.jobs import parse_job_spec
-from duetime.domain.messages import RunMessage
+from duetime.domain.messages import RunMessage, delay_seconds
 from duetime.domain.runs import Run, RunStatus
 from duetime.domain.timeutil import rfc3339_ms
 from duetime.services.backfill import SEND_CHUNK, Backfill
@@ -65,19 +65,21 @@ def test_only_occurrences_without_a_run_record_are_sent_as_first_attempts(parts:
 
     job = parts.jobs.get("tenant-a", job_id)
     assert job is not None
-    # (and not one whose jittered start is still to come: its own message starts it)
-    expected = [
-        ms
-        for ms in occurrences
-        if ms not in (occurrences[0], occurrences[3]) and job.due_ms(ms) <= parts.now
-    ]
-    assert 0 < sent == len(expected) < 8
+    expected = [ms for ms in occurrences if ms not in (occurrences[0], occurrences[3])]
+    assert sent == len(expected) == 8
     (batch,) = spy.sends
     assert [m.scheduled_ms for m, _ in batch] == expected
+    ahead = 0
     for message, delay in batch:
-        assert (message.attempt, message.generation, delay) == (1, job.generation, 0)
-        assert message.due_ms == parts.now  # at once, not jittered
+        assert (message.attempt, message.generation) == (1, job.generation)
         assert (message.tenant, message.job_id) == ("tenant-a", job_id)
+        if job.due_ms(message.scheduled_ms) <= parts.now:
+            assert (message.due_ms, delay) == (parts.now, 0)  # at once
+        else:  # one whose jittered start is still to come: for that start
+            ahead += 1
+            assert message.due_ms == job.due_ms(message.scheduled_ms)
+            assert delay == delay_seconds(message.due_ms, parts.now) > 0
+    assert 0 < ahead < 8
 
 
 def on_its_way(parts: Parts) -> tuple[str, int]:
@@ -92,18 +94,24 @@ def on_its_way(parts: Parts) -> tuple[str, int]:
     return job_id, instant
 
 
-def test_an_occurrence_whose_jittered_start_is_still_to_come_is_left_to_its_message(
+def test_an_occurrence_whose_jittered_start_is_still_to_come_is_sent_for_that_start(
     parts: Parts,
 ) -> None:
     # It was sent at once: it ran early, and under `skip` met the backfill's others at the
-    # gate and was recorded `skipped` (an outside lifecycle audit, round five).
+    # gate and was recorded `skipped` (an outside lifecycle audit, round five). Then it was
+    # left to its own message, which the catch-up after downtime may have dropped (round
+    # seven): sent for its start, a copy of one on its way makes one run with it.
     job_id, instant = on_its_way(parts)
+    job = parts.jobs.get("tenant-a", job_id)
+    assert job is not None
     service, spy = backfiller(parts)
 
     sent = service.backfill("tenant-a", job_id, body(instant, instant + 1))
 
-    assert sent == 0
-    assert spy.sends == []
+    assert sent == 1
+    ((message, delay),) = spy.sends[0]
+    assert (message.scheduled_ms, message.due_ms) == (instant, job.due_ms(instant))
+    assert delay == delay_seconds(job.due_ms(instant), parts.now) > 0
 
 
 def test_an_occurrence_on_its_way_before_a_pause_and_resume_is_sent_its_message_is_dropped(

@@ -22,7 +22,7 @@ from dataclasses import replace
 from duetime.domain.backfill import backfill_occurrences, parse_backfill_range
 from duetime.domain.errors import IllegalTransition
 from duetime.domain.jobs import JobStatus
-from duetime.domain.messages import run_message
+from duetime.domain.messages import delay_seconds, run_message
 from duetime.domain.timeutil import from_ms
 from duetime.ports import JobQueue, QueueError, RunStore
 from duetime.services.jobs import JobService
@@ -77,23 +77,23 @@ class Backfill:
             job.spec.schedule, created_at=from_ms(job.created_ms), span=span
         )
         recorded = self._runs.get_many([(job.id, ms) for ms in occurrences]) if occurrences else {}
-        # One whose jitter puts its start after now is on its way, if the job's generation
-        # was armed by its instant: its own message starts it then (sent now, it ran early,
-        # and under `skip` met the others at the gate and was recorded `skipped`: until
-        # 2026-11-30; an outside lifecycle audit). After a later pause or change that message
-        # is dropped: sent now (another audit found it never ran).
-        armed = job.generation_ms or 0
-        missing = [
-            ms
-            for ms in occurrences
-            if (job.id, ms) not in recorded and (job.due_ms(ms) <= now or armed > ms)
-        ]
+        # One whose jitter puts its start after now may be on its way (its chain sent it, and
+        # no pause or change dropped it since) or not (dropped by a pause, a change or the
+        # catch-up after downtime): it is sent for its own start, which a copy on its way
+        # shares, with its run id (the claim makes them one run). Sent now, it ran early, and
+        # under `skip` met the others at the gate and was recorded `skipped` (until
+        # 2026-11-30); left to a message the catch-up had dropped, it never ran (until
+        # 2026-12-01; outside lifecycle audits).
+        missing = [ms for ms in occurrences if (job.id, ms) not in recorded]
         asked = now if asked_ms is None else min(asked_ms, now)
         for start in range(0, len(missing), SEND_CHUNK):
             part = missing[start : start + SEND_CHUNK]
-            messages = [run_message(job, ms, jittered=False) for ms in part]
+            messages = [
+                replace(run_message(job, ms), due_ms=max(now, job.due_ms(ms)), asked_ms=asked)
+                for ms in part
+            ]
             try:
-                self._queue.send([(replace(m, due_ms=now, asked_ms=asked), 0) for m in messages])
+                self._queue.send([(m, delay_seconds(m.visible_ms, now)) for m in messages])
             except QueueError as exc:  # those that went out are charged all the same
                 sent(len(part) - len(exc.failed))
                 raise
