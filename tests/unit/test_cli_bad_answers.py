@@ -242,6 +242,39 @@ def test_a_closed_or_full_standard_output_is_not_a_usage_error(
         assert err == "duetime: cannot write the output: [Errno 28] full\n"
 
 
+@pytest.mark.parametrize("json_output", [(), ("--json",)])
+@pytest.mark.parametrize("encoding", ["ascii", "latin-1", "cp1252"])
+def test_text_standard_output_cannot_encode_is_escaped_not_a_traceback(
+    api: FakeApi,  # noqa: F811
+    monkeypatch: pytest.MonkeyPatch,
+    tmp_path: Path,
+    encoding: str,
+    json_output: tuple[str, ...],
+) -> None:
+    # PYTHONIOENCODING=ascii, a Latin-1 locale, Windows redirected (cp1252): a job named
+    # `café 🎉` (which the API allows) died with a UnicodeEncodeError traceback, --json too (an
+    # outside CLI audit, round 29). The characters it cannot hold are JSON escapes.
+    name = "caf\u00e9 \U0001f389"
+    api.answer(200, {"items": [{**JOB, "name": name}], "next_cursor": None})
+    path = tmp_path / "out"
+    with (
+        path.open("wb") as raw,
+        io.TextIOWrapper(raw, encoding=encoding) as narrow,
+        monkeypatch.context() as patched,
+    ):
+        patched.setattr("sys.stdout", narrow)
+        code = jobs(api, "list", *json_output)
+
+    assert code == 0
+    out = path.read_bytes().decode(encoding)
+    if json_output:
+        assert json.loads(out)["items"][0]["name"] == name  # JSON still, meaning the same
+        assert "\\ud83c\\udf89" in out
+    else:
+        assert JOB["id"] in out
+        assert "\\ud83c\\udf89" in out  # (the emoji, which none of them holds)
+
+
 def sleeps(monkeypatch: pytest.MonkeyPatch) -> list[float]:
     """The CLI's waits, recorded rather than slept."""
     slept: list[float] = []
@@ -313,3 +346,68 @@ def test_a_retry_after_is_waited_within_bounds_or_its_lines_reported_refused(
     assert [s for s in slept if s] == ([waited] if waited else [])
     lines = capsys.readouterr().out.splitlines()
     assert [line.split()[2] for line in lines] == ["201", "201" if waited else "429"]
+
+
+@pytest.mark.parametrize("json_output", [(), ("--json",)])
+def test_ctrl_c_while_waiting_for_the_rate_keeps_the_jobs_created_and_exits_130(
+    api: FakeApi,  # noqa: F811
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+    tmp_path: Path,
+    json_output: tuple[str, ...],
+) -> None:
+    # The lines of the request answered were reported "interrupted before the answer; these
+    # jobs may or may not exist": the ids of lines 1 and 3, created, were lost, and sending
+    # the file again made copies of them (an outside CLI audit, round 29). The wait is said.
+    def interrupted(seconds: float) -> None:  # Ctrl-C during the wait (not the fake API's 0)
+        if seconds:
+            raise KeyboardInterrupt
+
+    monkeypatch.setattr(jobs_batch.time, "sleep", interrupted)
+    created = _created(3)["items"]
+    api.answer(200, {"items": [created[0], rate_refused(30), created[2]]})
+
+    assert jobs(api, "create", "--from-file", _file(tmp_path, 3), *json_output) == 130
+
+    out, err = capsys.readouterr()
+    assert len(api.requests) == 1
+    assert err == "duetime: the submission rate refused 1 line(s): waiting 30 s to try again\n"
+    not_created = "interrupted while waiting for the submission rate: not created (send it again)"
+    if json_output:
+        items = json.loads(out)["items"]
+        assert [item.get("job", {}).get("id") for item in items] == ["J0", None, "J2"]
+        assert items[1]["error"] == {"code": "interrupted", "message": not_created}
+        return
+    lines = out.splitlines()
+    assert lines[0].startswith("line 1: 201 J0 ")
+    assert lines[1] == f"line 2: 429 interrupted {not_created}"
+    assert lines[2].startswith("line 3: 201 J2 ")
+
+
+def test_ctrl_c_while_lines_are_sent_again_reports_them_as_maybe_created(
+    api: FakeApi,  # noqa: F811
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+    tmp_path: Path,
+) -> None:
+    # (The request on its way is the one whose jobs may or may not exist; the first one's stay.)
+    sleeps(monkeypatch)
+    calls = []
+    call = ApiClient.call
+
+    def interrupted(self: ApiClient, *args: Any, **kwargs: Any) -> Any:
+        calls.append(1)
+        if len(calls) == 2:
+            raise KeyboardInterrupt
+        return call(self, *args, **kwargs)
+
+    monkeypatch.setattr(ApiClient, "call", interrupted)
+    api.answer(200, {"items": [*_created(1)["items"], rate_refused(2)]})
+
+    assert jobs(api, "create", "--from-file", _file(tmp_path, 2)) == 130
+
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[0].startswith("line 1: 201 J0 ")
+    assert lines[1] == (
+        "line 2: - interrupted interrupted before the answer; these jobs may or may not exist"
+    )

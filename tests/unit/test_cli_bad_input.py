@@ -89,6 +89,43 @@ def test_an_api_url_no_request_line_can_carry_is_a_usage_error(
     assert api.requests == []
 
 
+@pytest.mark.parametrize(
+    "host",
+    [
+        "abc123.execute-api.eu-west-1..amazonaws.com",  # a doubled dot, a typo
+        "a" * 64 + ".example.com",  # a label over 63 characters
+        ".",
+    ],
+)
+def test_an_api_url_whose_host_has_an_empty_or_long_label_is_a_usage_error(
+    api: FakeApi,  # noqa: F811
+    capsys: pytest.CaptureFixture[str],
+    host: str,
+) -> None:
+    # The resolver's UnicodeError ("label empty or too long") was a traceback, exit 1 (an
+    # outside CLI audit, round 29).
+    assert run("get", "J1", "--api-url", f"https://{host}", "--token", TOKEN) == 2
+    assert capsys.readouterr().err.startswith(
+        "duetime: the API URL's host has an empty or over-63-character label (a doubled dot?)"
+    )
+
+
+def test_a_proxy_whose_host_has_an_empty_label_is_a_message_not_a_traceback(
+    api: FakeApi,  # noqa: F811
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    for name in ("no_proxy", "NO_PROXY"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("http_proxy", "http://proxy..example.com:3128")
+    assert run("get", "J1", "--api-url", api.url, "--token", TOKEN) == 1
+    assert capsys.readouterr().err == (
+        f"duetime: cannot reach the API at {api.url}: a host name on the way (a proxy's: "
+        "HTTPS_PROXY, HTTP_PROXY) has an empty or over-63-character label\n"
+    )
+    assert api.requests == []
+
+
 # --- 4, 5, 6: JSON the API would read otherwise ------------------------------------------------
 
 

@@ -215,6 +215,23 @@ def test_nan_in_an_answer_is_a_bad_response(
     assert err.startswith("duetime: 200 bad_response: the API answered with something not JSON")
 
 
+@pytest.mark.parametrize("number", [b"1e400", b"-1e400", b"[1, 2e308]"])
+def test_a_number_beyond_a_double_in_an_answer_is_a_bad_response_never_infinity(
+    api: FakeApi,  # noqa: F811
+    capsys: pytest.CaptureFixture[str],
+    number: bytes,
+) -> None:
+    # Read as inf, it passed the check meant for NaN and `--json` printed `Infinity`, which
+    # is not JSON and which jq refuses, exit 0 (an outside CLI audit, round 29).
+    api.answer(200, b'{"id": "J1", "version": ' + number + b"}")
+    assert get(api, "--json") == 1
+    out, err = capsys.readouterr()
+    assert out == ""
+    assert err == (
+        "duetime: 200 bad_response: the API answered a number beyond a double (such as 1e400)\n"
+    )
+
+
 def test_control_characters_in_keys_are_escaped_as_in_values(
     api: FakeApi,  # noqa: F811
     capsys: pytest.CaptureFixture[str],
@@ -512,3 +529,75 @@ def test_a_priority_given_twice_is_served_by_one_poller(monkeypatch: pytest.Monk
             main(["worker", *argv])
 
     assert served == [["high", "low"], ["high", "normal", "low"]]
+
+
+@pytest.mark.parametrize(
+    ("setting", "endpoint"),
+    [
+        ({"AWS_MAX_ATTEMPTS": "abc"}, "http://127.0.0.1:1"),  # a ValueError: a traceback
+        ({}, "nope"),  # a local.json whose endpoint is no URL: a traceback
+        ({"AWS_RETRY_MODE": "bogus"}, "http://127.0.0.1:1"),  # exit 1, "AWS did not answer"
+        ({"AWS_DEFAULTS_MODE": "x"}, "http://127.0.0.1:1"),  # the same
+    ],
+)
+@pytest.mark.parametrize("command", [["dlq", "list"], ["timers", "stuck"]])
+def test_a_bad_aws_setting_for_the_local_stack_is_a_set_up_message_and_exit_2(
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+    tmp_path: Path,
+    setting: dict[str, str],
+    endpoint: str,
+    command: list[str],
+) -> None:
+    # The local stack's SQS client was made outside aws_setup(), and botocore's errors of a
+    # setting it refuses were taken for AWS not answering (an outside CLI audit, round 29).
+    monkeypatch.delenv("DUETIME_QUEUES", raising=False)
+    for name, value in setting.items():
+        monkeypatch.setenv(name, value)
+    local = {"endpoint_url": endpoint, "region": "us-east-1", "history_bucket": "b"}
+    (tmp_path / "local.json").write_text(json.dumps(local))
+
+    assert main([*command, "--state-dir", str(tmp_path)]) == 2
+
+    err = capsys.readouterr().err
+    assert err.startswith(("duetime: cannot set up AWS: ", "duetime: AWS: ")), err
+    assert err.count("\n") == 1
+
+
+@pytest.mark.parametrize(
+    "sql",
+    [
+        "SELECT to_timestamp(1795183512000) AS t",  # milliseconds taken for seconds
+        "SELECT 'infinity'::TIMESTAMP AS t",
+        "SELECT DATE '-5000-01-01' AS d",
+        "SELECT '2020-01-01 00:00:00.123456789'::TIMESTAMP_NS AS t",
+    ],
+)
+@pytest.mark.parametrize("output", [(), ("--json",), ("--csv",)])
+def test_a_history_value_python_cannot_hold_is_a_message_and_exit_2(
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+    sql: str,
+    output: tuple[str, ...],
+) -> None:
+    # DuckDB's instants range wider than Python's datetime: an OverflowError or ValueError
+    # traceback, in every format, where history.md says a failure is a message, exit 2 (an
+    # outside CLI audit, round 29).
+    pytest.importorskip("duckdb")
+    from duetime.cli import history
+    from duetime.history import query
+
+    monkeypatch.setattr(history, "_history_bucket", lambda args: None)
+    monkeypatch.setattr(query, "load_archive", lambda bucket: query.archive_schema().empty_table())
+
+    assert main(["history", "query", "--local", sql, *output]) == 2
+    out, err = capsys.readouterr()
+    assert out == ""
+    assert err.startswith("duetime: a value of the result cannot be shown (")
+    assert err.endswith("can be cast to text, CAST(x AS VARCHAR)\n")
+    assert "pandas" not in err
+
+    # As the message says: the value as text
+    cast = "SELECT CAST('infinity'::TIMESTAMP AS VARCHAR) AS t"
+    assert main(["history", "query", "--local", cast, "--json"]) == 0
+    assert json.loads(capsys.readouterr().out) == [{"t": "infinity"}]

@@ -321,8 +321,10 @@ def test_create_and_update_take_the_catchup_window(api: FakeApi) -> None:
                 "--catchup-window", "600") == 0  # fmt: skip
     assert api.last.body["catchup"] == {"mode": "all", "window_seconds": 600}
     api.answer(200, JOB)
-    assert jobs(api, "update", JOB["id"], "--catchup-window", "0") == 0
+    assert jobs(api, "update", JOB["id"], "--catchup", "latest", "--catchup-window", "0") == 0
     assert api.last.body == {"catchup": {"mode": "latest", "window_seconds": 0}}
+    # (--catchup-window alone in an update reset the job's mode to latest: now a usage error,
+    # tests/unit/test_cli_jobs_update.py)
 
 
 def test_payload_and_body_can_come_from_a_file(api: FakeApi, tmp_path: Path) -> None:
@@ -543,6 +545,60 @@ def test_list_all_follows_next_cursor_to_the_end(
     merged = json.loads(capsys.readouterr().out)
     assert [job["id"] for job in merged["items"]] == ["A", "B", "C"]
     assert merged["next_cursor"] is None
+
+
+QUOTA = {"error": {"code": "quota_exceeded", "message": "more than 100 requests a second"}}
+
+
+@pytest.mark.parametrize("action", [("list",), ("runs", "J1")])
+def test_all_waits_out_a_429_and_keeps_every_page(
+    api: FakeApi,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+    action: tuple[str, ...],
+) -> None:
+    # The first 429 (the request rate, which always says Retry-After) dropped every page read,
+    # exit 1 (an outside CLI audit, round 29). --from-file already waited them out.
+    slept: list[float] = []
+    monkeypatch.setattr(time, "sleep", slept.append)
+    api.answer(200, {"items": [{"id": "A"}], "next_cursor": "c2"})
+    api.answer(429, QUOTA, {"Retry-After": "3"})
+    api.answer(429, QUOTA, {"Retry-After": "soon"})  # (not a number: 1 s, as --from-file)
+    api.answer(200, {"items": [{"id": "B"}], "next_cursor": None})
+
+    assert jobs(api, *action, "--all", "--json") == 0
+
+    out, err = capsys.readouterr()
+    assert [item["id"] for item in json.loads(out)["items"]] == ["A", "B"]
+    assert [r.query.get("cursor") for r in api.requests] == [None, ["c2"], ["c2"], ["c2"]]
+    assert [s for s in slept if s] == [3, 1]  # (the fake API's own sleeps are 0)
+    said = "duetime: 429 quota_exceeded: more than 100 requests a second: waiting {} s to try again"
+    assert err.splitlines() == [said.format(3), said.format(1)]
+
+
+@pytest.mark.parametrize(
+    ("answers", "waits"),
+    [
+        ([(429, QUOTA, {"Retry-After": "3600"})], []),  # (a longer wait is not waited: said)
+        ([(429, QUOTA, {"Retry-After": "1"})] * 6, [1] * 5),  # (5 waits at most, as --from-file)
+        ([(503, {"error": {"code": "unavailable", "message": "x"}}, {"Retry-After": "1"})], []),
+    ],
+)
+def test_all_gives_up_on_a_429_it_cannot_wait_out_or_on_another_error(
+    api: FakeApi,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+    answers: list[tuple[int, Any, dict[str, str]]],
+    waits: list[float],
+) -> None:
+    slept: list[float] = []
+    monkeypatch.setattr(time, "sleep", slept.append)
+    api.answers += answers
+
+    assert jobs(api, "list", "--all") == 1
+
+    assert [s for s in slept if s] == waits
+    assert capsys.readouterr().err.splitlines()[-1].startswith(f"duetime: {answers[-1][0]} ")
 
 
 def test_list_all_stops_on_a_repeated_cursor(

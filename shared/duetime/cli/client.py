@@ -40,12 +40,20 @@ class Unreachable(Exception):
 class ApiError(Exception):
     """The API answered with an error (exit 1)."""
 
-    def __init__(self, status: int, code: str, message: str, field: str | None) -> None:
+    def __init__(
+        self,
+        status: int,
+        code: str,
+        message: str,
+        field: str | None,
+        retry_after: str | None = None,
+    ) -> None:
         super().__init__(message)
         self.status = status
         self.code = code
         self.message = message
         self.field = field
+        self.retry_after = retry_after  # the answer's Retry-After header, as sent
 
     def __str__(self) -> str:
         text = f"{self.status} {self.code}: {self.message}"
@@ -69,6 +77,11 @@ def client_for(args: argparse.Namespace) -> ApiClient:
         )
     if parts.query or parts.fragment or "?" in base_url or "#" in base_url:
         raise UsageError(f"the API URL is a base, with no ? or #, not {base_url!r}")
+    if host_problem(parts.hostname or ""):
+        raise UsageError(  # (the resolver's UnicodeError was a traceback until 2026-12-01)
+            f"the API URL's host has an empty or over-63-character label (a doubled dot?), "
+            f"not {parts.hostname!r}"
+        )
     token = args.token
     if token is None:
         token = os.environ.get(TOKEN_ENV, "").strip()
@@ -81,6 +94,20 @@ def client_for(args: argparse.Namespace) -> ApiClient:
             '(for the local stack: export DUETIME_TOKEN="$(duetime token --tenant me)")'
         )
     return ApiClient(base_url, token, args.timeout)
+
+
+def host_problem(host: str) -> bool:
+    """Whether the resolver refuses this host name: an empty label (`a..b`) or one of over 63
+    characters (Python's `idna` codec, which the socket uses, raises UnicodeError)."""
+    try:
+        host.encode("idna")
+    except UnicodeError:
+        return True
+    return False
+
+
+# (status, body, an error status's reason, its Retry-After header)
+_Exchange = tuple[int, bytes, object | None, str | None]
 
 
 @dataclass(frozen=True)
@@ -124,29 +151,35 @@ class ApiClient:
             except ValueError as exc:  # NaN: the flags and files refuse it before this
                 raise UsageError(f"the body cannot be sent as JSON: {exc}") from None
         try:
-            status, raw, refused = self._exchange(request)
+            status, raw, refused, retry_after = self._exchange(request)
         except urllib.error.URLError as exc:
             raise self._unreachable(exc.reason) from None
         except (OSError, HTTPException) as exc:  # timeouts and resets after connecting
             raise self._unreachable(exc) from None
+        except UnicodeError:  # a proxy's host the resolver refuses (`a..b`; client_for checks
+            # the API's): a traceback until 2026-12-01 (an outside CLI audit)
+            raise self._unreachable(
+                "a host name on the way (a proxy's: HTTPS_PROXY, HTTP_PROXY) has an empty or "
+                "over-63-character label"
+            ) from None
         if refused is not None:  # the API's (or something in between's) 4xx or 5xx
-            raise _api_error(status, refused, raw)
+            raise _api_error(status, refused, raw, retry_after)
         if not raw.strip():
             return None
         return _answer(status, raw)
 
-    def _exchange(self, request: urllib.request.Request) -> tuple[int, bytes, object | None]:
-        """One request's status, body and, for an error status, its reason, all within the
-        timeout (urllib's bounds each socket read: an answer trickling in a byte a second held
-        the command for as long as it lasted; found by an outside audit; an error's body too,
-        found by review). TimeoutError past it."""
-        done: list[tuple[int, bytes, object | None] | BaseException] = []
+    def _exchange(self, request: urllib.request.Request) -> _Exchange:
+        """One request's status, body and, for an error status, its reason and Retry-After,
+        all within the timeout (urllib's bounds each socket read: an answer trickling in a byte
+        a second held the command for as long as it lasted; found by an outside audit; an
+        error's body too, found by review). TimeoutError past it."""
+        done: list[_Exchange | BaseException] = []
 
         def exchange() -> None:
             try:
                 opener = urllib.request.build_opener(_RefuseRedirects)
                 with opener.open(request, timeout=self.timeout) as response:
-                    done.append((response.status, response.read(), None))
+                    done.append((response.status, response.read(), None, None))
             except urllib.error.HTTPError as exc:
                 try:
                     body = exc.read()
@@ -154,7 +187,8 @@ class ApiClient:
                     body = b""
                 finally:
                     exc.close()
-                done.append((exc.code, body, exc.reason))
+                retry_after = exc.headers.get("Retry-After") if exc.headers else None
+                done.append((exc.code, body, exc.reason, retry_after))
             except BaseException as exc:  # raised again in the caller's thread
                 done.append(exc)
 
@@ -195,17 +229,25 @@ class _RefuseRedirects(urllib.request.HTTPRedirectHandler):
 
 def _answer(status: int, raw: bytes) -> Any:
     """A 2xx's JSON. A lone surrogate (`"\\ud800"`) is JSON but not Unicode: it could be
-    neither printed nor sent back (a cursor)."""
+    neither printed nor sent back (a cursor). A number beyond a double (`1e400`) is read as
+    infinity, which `--json` would print as `Infinity`, no JSON (until 2026-12-01; an outside
+    CLI audit)."""
     try:
         data = json.loads(raw, parse_constant=_not_json)
-        json.dumps(data, ensure_ascii=False).encode()
-        return data
-    except UnicodeEncodeError:
-        problem = "text that is not Unicode (a lone surrogate)"
     except RecursionError:
         problem = "JSON nested too deeply"
     except ValueError:  # not JSON, not UTF-8, a number of over 4,300 digits
         problem = "with something not JSON"
+    else:
+        try:
+            json.dumps(data, ensure_ascii=False, allow_nan=False).encode()
+            return data
+        except UnicodeEncodeError:
+            problem = "text that is not Unicode (a lone surrogate)"
+        except RecursionError:
+            problem = "JSON nested too deeply"
+        except ValueError:  # inf from 1e400 (a NaN or Infinity token is refused above)
+            problem = "a number beyond a double (such as 1e400)"
     raise ApiError(status, "bad_response", f"the API answered {problem}", None)
 
 
@@ -214,14 +256,15 @@ def _not_json(constant: str) -> Any:
     raise ValueError(f"{constant} is not JSON")
 
 
-def _api_error(status: int, reason: object, raw: bytes) -> ApiError:
+def _api_error(status: int, reason: object, raw: bytes, retry_after: str | None) -> ApiError:
     """The error from the API's `{"error": {"code", "message", "field"}}`, or the best we have
     when something in between (a proxy, a gateway) answered instead."""
     try:
         error = json.loads(raw)["error"]
         code, message = str(error["code"]), str(error["message"])
         field = error.get("field")
-        return ApiError(status, code, message, str(field) if field else None)
+        return ApiError(status, code, message, str(field) if field else None, retry_after)
     except (ValueError, RecursionError, TypeError, KeyError, AttributeError):
         text = raw.decode("utf-8", "replace").strip()
-        return ApiError(status, "http_error", cut(" ".join(text.split())) or str(reason), None)
+        message = cut(" ".join(text.split())) or str(reason)
+        return ApiError(status, "http_error", message, None, retry_after)

@@ -286,11 +286,15 @@ def deployment(args: argparse.Namespace) -> Components:
             "for the worker, or start `duetime local` (from this directory, or pass its "
             "--state-dir)"
         )
-    session = moto_session(local.region)
-    settings = _local_settings(session, local.endpoint_url)
+    # The clients made for the local stack too (AWS_MAX_ATTEMPTS=abc, a local.json whose
+    # endpoint is no URL: a traceback until 2026-12-01; an outside CLI audit).
+    with aws_setup():
+        session = moto_session(local.region)
+        settings = _local_settings(session, local.endpoint_url)
     # Runs sent back must be signed with the key the local stack's workers verify.
     settings = replace(settings, run_signing_key=message_key(Path(args.state_dir)))
-    return build(settings, session, endpoint_url=local.endpoint_url)
+    with aws_setup():
+        return build(settings, session, endpoint_url=local.endpoint_url)
 
 
 def _local_settings(session: boto3.Session, endpoint_url: str) -> Settings:

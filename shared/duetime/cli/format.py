@@ -6,6 +6,7 @@ Human output is cut (a run's error can hold 64 KiB of a target's answer, a paylo
 
 from __future__ import annotations
 
+import codecs
 import io
 import json
 import os
@@ -39,7 +40,7 @@ def write_out(text: str, end: str = "\n") -> None:
             print(text, end=end, flush=True)
             return
         sys.stdout.flush()  # what print() left in its buffers, first
-        data = (text + end).encode(sys.stdout.encoding or "utf-8", sys.stdout.errors or "strict")
+        data = _encoded(text + end, sys.stdout.encoding or "utf-8", sys.stdout.errors or "strict")
         left = memoryview(data)  # (a slice of it copies nothing: a pipe takes 64 KiB a write)
         while left:
             left = left[os.write(fd, left) :]
@@ -47,6 +48,31 @@ def write_out(text: str, end: str = "\n") -> None:
         raise
     except OSError as exc:
         raise OutputError(f"cannot write the output: {exc}") from None
+
+
+_ESCAPE = "duetime-json-escape"
+
+
+def _encoded(text: str, encoding: str, errors: str) -> bytes:
+    """`text` in stdout's encoding; a character it cannot hold as JSON's `\\uXXXX` (a job
+    named `café` on an ASCII or Latin-1 stdout died with a traceback until 2026-12-01; an
+    outside CLI audit). Such a character is only ever inside a JSON string, so `--json`
+    stays JSON, meaning the same."""
+    try:
+        return text.encode(encoding, errors)
+    except UnicodeEncodeError:
+        codecs.register_error(_ESCAPE, _json_escape)  # (registering again replaces it)
+        return text.encode(encoding, _ESCAPE)
+
+
+def _json_escape(error: UnicodeError) -> tuple[str, int]:
+    if not isinstance(error, UnicodeEncodeError):
+        raise error
+    units = error.object[error.start : error.end].encode("utf-16-be", "surrogatepass")
+    escaped = "".join(
+        f"\\u{int.from_bytes(units[i : i + 2], 'big'):04x}" for i in range(0, len(units), 2)
+    )
+    return escaped, error.end
 
 
 def json_text(data: Any) -> str:

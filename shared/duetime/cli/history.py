@@ -142,9 +142,25 @@ def _run_history_query(args: argparse.Namespace) -> int:
         if missing_local_extra("duetime history query (DuckDB)", LOCAL_QUERY_MODULES):
             return 2
         engine = LocalEngine(_history_bucket(args))
-    result = engine.query(args.sql)
-    write_out(render(result, "json" if args.json else "csv" if args.csv else "table"), end="")
+    try:
+        result = engine.query(args.sql)
+        text = render(result, "json" if args.json else "csv" if args.csv else "table")
+    except (OverflowError, ValueError) as exc:  # a value Python's datetime cannot hold
+        raise RuntimeError(_unreadable(exc)) from None
+    write_out(text, end="")
     return 0
+
+
+def _unreadable(exc: Exception) -> str:
+    """The message of a result Python cannot read: DuckDB's instants range wider than
+    Python's (years 1 to 9999, microseconds), and `to_timestamp(<ms>)`, `'infinity'` or a
+    TIMESTAMP_NS died with a traceback, in every format, until 2026-12-01 (an outside CLI
+    audit). Its first sentence (pyarrow's goes on to advise installing pandas)."""
+    reason = str(exc).split(". ", 1)[0].rstrip(".")
+    return (
+        f"a value of the result cannot be shown ({reason}): a date or time outside the years "
+        "1-9999, infinite or in nanoseconds can be cast to text, CAST(x AS VARCHAR)"
+    )
 
 
 def _run_history_compact(args: argparse.Namespace) -> int:

@@ -298,6 +298,35 @@ def job_body(args: argparse.Namespace) -> dict[str, Any]:
     return body
 
 
+# The fields an update replaces whole, and the flags that make each: all of them, or none.
+WHOLE_IN_AN_UPDATE = {
+    "retry": [
+        ("--max-attempts", "max_attempts"),
+        ("--backoff-seconds", "backoff_seconds"),
+        ("--max-backoff-seconds", "max_backoff_seconds"),
+    ],
+    "catchup": [("--catchup", "catchup"), ("--catchup-window", "catchup_window")],
+}
+
+
+def whole_in_an_update(args: argparse.Namespace) -> None:
+    """An update's `retry` and `catchup` are given with all their flags or none: the API
+    replaces the field whole, so `--max-attempts 7` alone reset the backoffs to their
+    defaults, and `--catchup none` the window (until 2026-12-01; an outside CLI audit). The
+    CLI does not read the job to merge them, as it reads nothing before a PATCH: a usage
+    error naming the flags missing, as for a schedule's or a target's details."""
+    for field, flags in WHOLE_IN_AN_UPDATE.items():
+        given = [flag for flag, dest in flags if getattr(args, dest) is not None]
+        missing = [flag for flag, dest in flags if getattr(args, dest) is None]
+        if given and missing:
+            raise UsageError(
+                f"{' and '.join(given)} without {' and '.join(missing)}: an update replaces the "
+                f"job's whole {field}, and what is left out goes back to its default; give "
+                f"{' '.join(flag for flag, _ in flags)} together (`duetime jobs get` shows "
+                f"the job's {field})"
+            )
+
+
 # Flags that only add to a schedule's or a target's kind, and the kind flags they go with.
 SCHEDULE_DETAILS = {
     "timezone": ("--timezone", "--cron"),

@@ -7,7 +7,9 @@ one place: locally, only what argparse can check (types, choices, mutually exclu
 from __future__ import annotations
 
 import argparse
+import math
 import sys
+import time
 import urllib.parse
 from collections.abc import Callable
 from typing import Any
@@ -32,7 +34,7 @@ from duetime.cli.format import (
     with_cursor,
     write_out,
 )
-from duetime.cli.job_body import add_body_options, given_flags, job_body
+from duetime.cli.job_body import add_body_options, given_flags, job_body, whole_in_an_update
 from duetime.cli.types import (
     header_value,
     key_value,
@@ -153,6 +155,12 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         metavar="RFC3339",
         help="the range's end, exclusive (not after now)",
     )
+    backfill.add_argument(
+        "--if-match",
+        type=version,
+        metavar="VERSION",
+        help='backfill only if the job is still at this version (3, or its ETag "3"); else 412',
+    )
 
     runs = actions.add_parser(
         "runs", parents=[common], help="list a job's runs, newest first (GET /jobs/ID/runs)"
@@ -258,6 +266,7 @@ def _update(client: ApiClient, args: argparse.Namespace) -> tuple[Any, Render]:
             raise UsageError(f"--body cannot be combined with {', '.join(extra)}")
         body = args.body
     else:
+        whole_in_an_update(args)
         body = job_body(args)
         if not body:
             raise UsageError("nothing to update: give at least one flag")
@@ -297,7 +306,7 @@ def _matching(args: argparse.Namespace) -> dict[str, str] | None:
 
 def _backfill(client: ApiClient, args: argparse.Namespace) -> tuple[Any, Render]:
     body = {"from": args.start, "to": args.end}
-    answer = client.call("POST", _job_path(args, "/backfill"), body=body)
+    answer = client.call("POST", _job_path(args, "/backfill"), body=body, headers=_matching(args))
     count = answer.get("occurrences") if isinstance(answer, dict) else None
     if isinstance(count, bool) or not isinstance(count, int):
         raise ApiError(200, "bad_response", "the API answered no count of occurrences", None)
@@ -322,18 +331,37 @@ def _pages(
 ) -> Any:
     """One page, or with --all every page from --cursor on, merged into one."""
     cursor: str | None = args.cursor
-    page = _page(client.call("GET", path, query={**query, "limit": args.limit, "cursor": cursor}))
+    first = {**query, "limit": args.limit, "cursor": cursor}
     if not args.all_pages:
-        return page
+        return _page(client.call("GET", path, query=first))
+    page = _patient_page(client, path, first)
     items = list(page.get("items") or [])
     seen = {cursor}
     while (cursor := page.get("next_cursor")) is not None:
         if cursor in seen:  # a server bug must not loop us forever
             raise ApiError(200, "bad_response", f"the API repeated cursor {cursor!r}", None)
         seen.add(cursor)
-        page = client.call("GET", path, query={**query, "limit": args.limit, "cursor": cursor})
-        items.extend(_page(page).get("items") or [])
+        page = _patient_page(client, path, {**query, "limit": args.limit, "cursor": cursor})
+        items.extend(page.get("items") or [])
     return {"items": items, "next_cursor": None}
+
+
+def _patient_page(
+    client: ApiClient, path: str, query: dict[str, str | int | list[str] | None]
+) -> dict[str, Any]:
+    """A page of --all, a `429` waited out (its Retry-After, 1 s without one, up to
+    jobs_batch.MAX_RETRY_AFTER_S) up to RATE_RETRIES times, as --from-file does: until
+    2026-12-01 the first `429` dropped every page read, exit 1 (an outside CLI audit)."""
+    for _ in range(jobs_batch.RATE_RETRIES):
+        try:
+            return _page(client.call("GET", path, query=query))
+        except ApiError as exc:
+            wait = jobs_batch.wait_seconds(exc.retry_after)
+            if exc.status != 429 or math.isinf(wait):  # (a longer wait: the error, as it is)
+                raise
+            jobs_batch.say_waiting(wait, clean(str(exc)))
+            time.sleep(wait)
+    return _page(client.call("GET", path, query=query))  # the last try: its 429 is the error
 
 
 def _page(answer: Any) -> dict[str, Any]:

@@ -7,13 +7,15 @@ requests of at most MAX_PER_REQUEST jobs and MAX_BODY_BYTES (the API's limits); 
 result is printed with its line number, and the exit status is 1 when any item was refused.
 A request that fails as a whole (an error, no answer, an answer not in the API's shape, Ctrl-C)
 stops the sending: its lines and the later ones are reported as such, after the results already
-received, so that no created job's id is lost.
+received, so that no created job's id is lost. Ctrl-C while the refused lines wait for the
+submission rate ends those lines as not created, the others as answered.
 """
 
 from __future__ import annotations
 
 import json
 import math
+import sys
 import time
 from collections.abc import Iterator
 from typing import Any
@@ -91,7 +93,11 @@ def create_from_file(client: ApiClient, path: str) -> dict[str, Any]:
     bodies = read_bodies(path)
     by_line = dict(bodies)
     items: list[dict[str, Any]] = []
-    sending: list[Line] = []  # the lines of the request on its way
+    # The lines of the request on its way, only while it is (during a wait for the rate it
+    # named the request answered, and Ctrl-C then reported the jobs it had created as "may or
+    # may not exist", their ids dropped; until 2026-12-01, an outside CLI audit).
+    sending: list[Line] = []
+    waiting: list[int] = []  # the items (indexes) refused by the rate, waiting to go again
     try:
         for chunk in requests_of(bodies):
             if _ENVELOPE + _size(chunk[0][1]) > MAX_BODY_BYTES:  # no request can carry it
@@ -100,6 +106,7 @@ def create_from_file(client: ApiClient, path: str) -> dict[str, Any]:
             sending = chunk
             answer = client.call("POST", "/jobs/batch", body={"jobs": [body for _, body in chunk]})
             items += _results(answer, chunk)
+            sending = []
             for _ in range(RATE_RETRIES):
                 waiting = [
                     i for i in range(len(items) - len(chunk), len(items)) if _slowed(items[i])
@@ -107,12 +114,19 @@ def create_from_file(client: ApiClient, path: str) -> dict[str, Any]:
                 wait = max((_retry_after(items[i]) for i in waiting), default=0)
                 if not waiting or wait > MAX_RETRY_AFTER_S:  # (a debt: reported, not waited)
                     break
+                say_waiting(wait, f"the submission rate refused {len(waiting)} line(s)")
                 time.sleep(wait)
                 sending = [(items[i]["line"], by_line[items[i]["line"]]) for i in waiting]
                 answer = client.call("POST", "/jobs/batch", body={"jobs": [b for _, b in sending]})
                 for i, result in zip(waiting, _results(answer, sending), strict=True):
                     items[i] = result
+                sending = []
+            waiting = []
     except (ApiError, Unreachable, KeyboardInterrupt) as exc:
+        if isinstance(exc, KeyboardInterrupt) and not sending:  # during a wait for the rate
+            for i in waiting:
+                if _slowed(items[i]):  # (not yet sent again: it was refused, not created)
+                    items[i] = _interrupted_waiting(items[i])
         failed = {number for number, _ in sending}
         kept = [item for item in items if item["line"] not in failed]
         done = {item["line"] for item in kept}
@@ -123,14 +137,36 @@ def create_from_file(client: ApiClient, path: str) -> dict[str, Any]:
 
 
 def _retry_after(item: dict[str, Any]) -> float:
-    """The seconds an item asks to wait, 1 for anything but a number from 1 (until 2026-11-30
+    return wait_seconds(item.get("retry_after_seconds"))
+
+
+def wait_seconds(wait: object) -> float:
+    """The seconds an answer asks to wait, 1 for anything but a number from 1 (until 2026-11-30
     a value that was not a whole number, or negative, died with a traceback and lost the
     report of the lines created, and a huge one slept for years: an outside security audit).
-    Over MAX_RETRY_AFTER_S (a backfill's debt) the lines are reported refused, not waited."""
-    wait = item.get("retry_after_seconds")
+    Over MAX_RETRY_AFTER_S (a backfill's debt) math.inf: reported refused, not waited."""
+    if isinstance(wait, str):  # a Retry-After header: delta-seconds (a date waits 1 s)
+        text = wait.strip()
+        digits = text.isascii() and text.isdigit()
+        wait = (int(text) if len(text) < 16 else math.inf) if digits else None
     if isinstance(wait, bool) or not isinstance(wait, int | float) or not wait >= 1:
         return 1
     return float(wait) if wait <= MAX_RETRY_AFTER_S else math.inf  # (an int past float's)
+
+
+def say_waiting(seconds: float, why: str) -> None:
+    """A wait is said on stderr: silent, it looked hung (up to 300 s; an outside CLI audit)."""
+    print(f"duetime: {why}: waiting {seconds:g} s to try again", file=sys.stderr, flush=True)
+
+
+def _interrupted_waiting(item: dict[str, Any]) -> dict[str, Any]:
+    """A line refused by the rate whose wait Ctrl-C stopped: not created, and said so."""
+    message = "interrupted while waiting for the submission rate: not created (send it again)"
+    return {
+        "line": item["line"],
+        "status": item.get("status"),
+        "error": {"code": INTERRUPTED, "message": message},
+    }
 
 
 def _slowed(item: dict[str, Any]) -> bool:

@@ -73,13 +73,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     dlq.register(commands)
     timers.register(commands)
 
-    from botocore.exceptions import (
-        BotoCoreError,
-        NoCredentialsError,
-        NoRegionError,
-        PartialCredentialsError,
-        ProfileNotFound,
-    )
+    from botocore.exceptions import BotoCoreError
 
     try:
         # Parsing reads files and stdin (`--payload @-`): Ctrl-C there is a 130 too.
@@ -99,8 +93,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     except BotoCoreError as exc:  # AWS not set up (exit 2), or no answer from it (exit 1)
         # (Before OSError: botocore's timeouts are OSErrors too; found by review.)
         print(f"duetime: AWS: {exc}", file=sys.stderr)
-        setup = (NoRegionError, NoCredentialsError, PartialCredentialsError, ProfileNotFound)
-        return 2 if isinstance(exc, setup) else 1
+        return 2 if isinstance(exc, _aws_setup_errors()) else 1
     except Unreachable as exc:  # no answer: exit 1 (the stack stopped, its local.json left)
         print(f"duetime: {exc}", file=sys.stderr)
         return 1
@@ -108,6 +101,35 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"duetime: {exc}", file=sys.stderr)
         return 2
     return code
+
+
+def _aws_setup_errors() -> tuple[type[Exception], ...]:
+    """botocore's errors of a configuration it refuses (exit 2), not of AWS not answering
+    (exit 1): AWS_RETRY_MODE=bogus or AWS_DEFAULTS_MODE=x exited 1, the status of "AWS did not
+    answer", until 2026-12-01 (an outside CLI audit)."""
+    from botocore import exceptions as aws
+
+    return (
+        aws.NoRegionError,
+        aws.NoCredentialsError,
+        aws.PartialCredentialsError,
+        aws.ProfileNotFound,
+        aws.ConfigNotFound,
+        aws.ConfigParseError,
+        aws.InvalidConfigError,
+        aws.InvalidRetryConfigurationError,  # (InvalidRetryModeError, InvalidMaxRetryAttempts…)
+        aws.InvalidDefaultsMode,
+        aws.InvalidRegionError,
+        aws.InvalidEndpointConfigurationError,
+        aws.InvalidEndpointDiscoveryConfigurationError,
+        aws.InvalidIMDSEndpointError,
+        aws.InvalidIMDSEndpointModeError,
+        aws.InvalidProxiesConfigError,
+        aws.InvalidS3AddressingStyleError,
+        aws.InvalidS3UsEast1RegionalEndpointConfigError,
+        aws.InvalidSTSRegionalEndpointsConfigError,
+        aws.InvalidChecksumConfigError,
+    )
 
 
 # Commands whose logs are their output (a worker's, the local stack's own file); the others'
