@@ -18,6 +18,7 @@ from duetime.domain.runs import (
     claimed_run,
     finished_run,
     not_retried,
+    stopped_by_its_job,
     withdrawn,
 )
 
@@ -277,3 +278,19 @@ def test_given_asks_of_a_record_and_a_claim_then_the_earlier_is_kept() -> None:
     earlier = replace(unasked, asked_ms=3_000)
     assert claimed_run(earlier, replace(asked, attempt=2)).asked_ms == 3_000
     assert claimed_run(earlier, claim_of(2)).asked_ms == 3_000
+
+
+def test_only_an_error_ending_with_its_jobs_reason_is_a_run_stopped_by_its_job() -> None:
+    # A target's own error holding `; not retried: ` (its text, a quoted log line) took its
+    # failed run for one its job stopped, which triggers no `after` job (an outside console
+    # audit, round two).
+    def failed(error: str) -> Run:
+        return Run("t", "j", 1, RunStatus.FAILED, 1, attempts=(Attempt(1, 0, 0, 5, error),))
+
+    assert stopped_by_its_job(failed(not_retried("HTTP 500", "the job is paused")))
+    assert stopped_by_its_job(failed(not_retried(None, "the job was paused or changed since")))
+    assert not stopped_by_its_job(failed("HTTP 500; not retried: by policy, see the logs"))
+    assert not stopped_by_its_job(failed("proxy says: not retried: upstream busy"))
+    assert not stopped_by_its_job(
+        replace(failed(not_retried("x", "the job is paused")), status=RunStatus.SUCCEEDED)
+    )

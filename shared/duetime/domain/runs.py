@@ -8,6 +8,7 @@ expression and the in-memory store calls `decide_claim` directly; one contract s
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field, replace
 from enum import StrEnum
 
@@ -311,14 +312,14 @@ def withdrawn(run: Run, reason: str | None) -> Run | None:
 
 def stopped_by_its_job(run: Run) -> bool:
     """A run that its job's change (a cancel, a pause, a re-arm) ended before its next attempt,
-    its error ending `not retried: <reason>` (not_retried): it triggers no `after` job."""
-    error = run.error or ""
-    return run.status == RunStatus.FAILED and (
-        error.startswith(_NOT_RETRIED) or f"; {_NOT_RETRIED}" in error
-    )
+    its error ending `not retried: the job …` (not_retried, with the worker's reasons): it
+    triggers no `after` job. (Until 2026-12-01 `; not retried: ` anywhere in a target's own
+    error matched: an outside audit.)"""
+    return run.status == RunStatus.FAILED and bool(_STOPPED.search(run.error or ""))
 
 
 _NOT_RETRIED = "not retried: "
+_STOPPED = re.compile(r"(?:^|; )not retried: the job [a-z ]+\Z")
 
 
 def not_retried(error: str | None, reason: str) -> str:
