@@ -73,6 +73,12 @@ onSignOut((reason) => {
 });
 
 document.getElementById("sign-out").addEventListener("click", () => signOutEverywhere());
+// "Skip to content" moves the focus, not the address: its #main is no route (until 2026-12-01
+// it went to the jobs list, and a form's typing was lost; an outside audit).
+document.querySelector("a.skip").addEventListener("click", (event) => {
+  event.preventDefault();
+  main.focus();
+});
 // A notice belongs to the page it was given on: moving to another clears it (and shows the
 // one given for the next page, if any: "Job updated.").
 window.addEventListener("hashchange", () => {

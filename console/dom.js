@@ -51,6 +51,12 @@ export function takeCarried() {
   return notice;
 }
 
+/** The notice shown now, as [message, kind] ("" when none): to carry it to the page drawn again. */
+export function shownNotice() {
+  const shown = document.querySelector("#notice .notice");
+  return shown ? [shown.textContent, [...shown.classList].find((c) => c !== "notice") ?? "info"] : ["", "info"];
+}
+
 /** Shows a short message in the live region (read out by screen readers). */
 export function notify(message, kind = "info") {
   const region = document.getElementById("notice");

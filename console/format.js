@@ -103,12 +103,25 @@ export function describeCron(expression) {
   else if (simple(minute) && hour === "*") when = `at minute ${minute} of every hour`;
   else if (minute === "*" && hour === "*") when = "every minute";
   else if (/^\*\/\d+$/.test(minute) && hour === "*") when = `every ${minute.slice(2)} minutes`;
+  else if (minute === "*") when = `every minute of hour ${listOf(hour, String)}`;
+  else if (hour === "*") when = `at minute ${listOf(minute, String)} of every hour`;
   else when = `at minute ${listOf(minute, String)} of hour ${listOf(hour, String)}`;
   const parts = [when];
   const dayName = (d) => DAYS[(DAY_NAMES[d.toLowerCase()] ?? Number(d)) % 7] ?? d;
   const monthName = (m) => MONTHS[(MONTH_NAMES[m.toLowerCase()] ?? Number(m)) - 1] ?? m;
-  if (dow !== "*") parts.push(`on ${listOf(dow, dayName)}`);
-  if (dom !== "*") parts.push(`on day ${listOf(dom, String)} of the month`);
+  // The day extensions (L, 15W, 1#2, 5L) are not put in words: the expression is shown as
+  // written (until 2026-12-01 "on 5L", "on day ? of the month").
+  if (/[LW#]/i.test(`${dom} ${dow}`.replace(/[a-z]{3}/gi, (name) => (name.toLowerCase() in DAY_NAMES ? "" : name)))) {
+    return `${when}, cron "${text}"`;
+  }
+  // `?` is `*`. With both day fields restricted (neither starts with `*`), a day matches
+  // EITHER (docs/schedules.md, Vixie cron): "0 9 13 * 5" is every Friday and every 13th
+  // (until 2026-12-01 it read as Friday the 13th; an outside audit). Otherwise both.
+  const any = (f) => f === "*" || f === "?";
+  const days = [any(dow) ? null : `on ${listOf(dow, dayName)}`,
+    any(dom) ? null : `on day ${listOf(dom, String)} of the month`].filter(Boolean);
+  const either = !dow.startsWith("*") && !dom.startsWith("*") && days.length === 2;
+  if (days.length) parts.push(days.join(either ? " or " : " "));
   if (month !== "*") parts.push(`in ${listOf(month, monthName)}`);
   return parts.join(" ");
 }
@@ -136,6 +149,14 @@ export function describeSchedule(schedule) {
   return JSON.stringify(schedule);
 }
 
+// The server's own end of a retry that a change dropped (duetime.domain.runs.not_retried, its
+// reasons from duetime.services.job_reads.may_start): the whole error, or "; " and it at the
+// error's very end, its reason one of the server's. Not "not retried: " anywhere: a target's
+// answer is quoted in the error, and its words made a dead-lettered run read "not retried"
+// (until 2026-12-01; an outside audit). A target can still end its text so: only a field of
+// the run's own (an API change) would tell them apart for sure.
+const NOT_RETRIED = /(?:^|; )not retried: (the job is cancelled|the job is paused|the job is missing|the job was paused or changed since)$/;
+
 /** Why a job deserves attention, from its last run ("" when it does not): a run that failed
  * for good (after its last attempt, so it went to the dead-letter queue; or its retry ended by
  * a cancel, a pause or a new schedule, its error ending "; not retried: <reason>": dropped, not
@@ -144,8 +165,8 @@ export function describeSchedule(schedule) {
 export function attention(lastRun, thresholdMs = LATE_THRESHOLD_MS) {
   if (!lastRun) return "";
   if (lastRun.status === "failed") {
-    const [, reason] = String(lastRun.error ?? "").match(/.*not retried: (.*)$/s) ?? [];
-    return reason === undefined ? "failed, in the DLQ" : `failed, not retried (${reason.trim()})`;
+    const [, reason] = String(lastRun.error ?? "").match(NOT_RETRIED) ?? [];
+    return reason === undefined ? "failed, in the DLQ" : `failed, not retried (${reason})`;
   }
   if (lastRun.status === "retrying") return "failing, retrying";
   if (typeof lastRun.lateness_ms === "number" && lastRun.lateness_ms > thresholdMs) return "late";

@@ -39,12 +39,14 @@ export function formView(main, job = null, etag = null) {
   const s = job?.schedule || {};
   const t = job?.target || { type: "http" };
   const inputs = {};
+  const opened = {}; // each box's value as the form opened (an edit: the job's, as stored)
   // One labelled input with its error slot; `key` is the API's field name (error.field).
   const field = (key, label, input, help) => {
     const id = `f-${key.replace(/\W/g, "-")}`;
     input.id = id;
     input.name = key;
     inputs[key] = input;
+    if (!(key in opened)) opened[key] = input.value;
     const error = h(`p.field-error#${id}-error`, { role: "alert" });
     input.setAttribute("aria-describedby", `${id}-error${help ? ` ${id}-help` : ""}`);
     return h("div.field", { dataset: { field: key } }, h("label", { for: id }, label), input,
@@ -96,6 +98,26 @@ export function formView(main, job = null, etag = null) {
   targetType.addEventListener("change", showTarget);
 
   const value = (key) => inputs[key]?.value.trim();
+  // An edit sends only what the person changed (docs/api.md: a PATCH changes what it sends). A
+  // box left as it opened keeps the stored value exactly, untrimmed: until 2026-12-01 a rename
+  // sent back a cron "0 3 * * * " trimmed, a new schedule to the API, which re-armed the job
+  // and dropped its run waiting for a retry (and an EventBridge source "billing " changed to
+  // "billing"); an outside audit.
+  const touched = (key) => inputs[key] !== undefined && inputs[key].value !== opened[key];
+  const keysOf = (fields) => fields.map((div) => div.dataset.field);
+  const scheduleKeys = () => keysOf([...scheduleFields[kind.value], ...(["cron", "rate"].includes(kind.value) ? bounds : [])]);
+  const sameSchedule = () => job && kindOf(job.schedule) === kind.value;
+  const scheduleChanged = () => !sameSchedule() || scheduleKeys().some(touched);
+  const targetChanged = () => !job || job.target.type !== targetType.value || TARGETS[targetType.value].some((k) => touched(`target.${k}`));
+  // `path` of `from` set in `to` (or removed from it, when `from` has none).
+  const keep = (to, from, path) => {
+    const last = path.at(-1);
+    const stored = path.slice(0, -1).reduce((o, k) => o?.[k], from)?.[last];
+    const parent = path.slice(0, -1).reduce((o, k) => o?.[k], to);
+    if (!parent) return;
+    if (stored === undefined) delete parent[last];
+    else parent[last] = stored;
+  };
   // A number box left empty, or holding what the browser cannot read as a number (its value
   // is then ""), goes as null, for the API's 400 at the field: Number("") is 0, which is
   // "now" for a delay (until 2026-11-30 an emptied delay box ran the job at once).
@@ -113,6 +135,9 @@ export function formView(main, job = null, etag = null) {
       if (value("schedule.start_at")) out.start_at = value("schedule.start_at");
       if (value("schedule.end_at")) out.end_at = value("schedule.end_at");
     }
+    if (sameSchedule()) {
+      for (const key of scheduleKeys()) if (!touched(key)) keep(out, job.schedule, key.split(".").slice(1));
+    }
     return out;
   };
   // An update replaces the target whole: of the same type, the job's fields the form does not
@@ -123,6 +148,7 @@ export function formView(main, job = null, etag = null) {
   const target = () => {
     const out = job?.target?.type === targetType.value ? { ...job.target } : { type: targetType.value };
     for (const key of TARGETS[targetType.value]) {
+      if (job?.target?.type === targetType.value && !touched(`target.${key}`)) continue; // as stored
       if (value(`target.${key}`)) out[key] = value(`target.${key}`);
       else delete out[key];
     }
@@ -152,9 +178,13 @@ export function formView(main, job = null, etag = null) {
   // The error goes to the field the API names, or to its closest shown parent field. A submit's
   // error takes the focus there; a preview's does not: it lands while the person may be typing
   // in another field, and their keys must stay where they type them.
-  const showError = (error, { focus = true } = {}) => {
-    let key = error.field || "";
+  const shownKey = (field) => {
+    let key = field || "";
     while (key && !(inputs[key]?.isConnected)) key = key.includes(".") ? key.slice(0, key.lastIndexOf(".")) : "";
+    return key;
+  };
+  const showError = (error, { focus = true } = {}) => {
+    const key = shownKey(error.field);
     const slot = key ? main.querySelector(`#${inputs[key].id}-error`) : formError;
     slot.textContent = error.field && !key ? `${error.field}: ${error.message}` : error.message;
     if (key) inputs[key].setAttribute("aria-invalid", "true");
@@ -173,6 +203,15 @@ export function formView(main, job = null, etag = null) {
         clearErrors("schedule.");
         clear(preview);
         previewNote.textContent = "No preview.";
+        return;
+      }
+      // An `after` job has no occurrences of its own: the API's preview refuses it (a 400 at
+      // schedule.after, which was shown as the form's own error, an alert, until 2026-12-01;
+      // an outside audit). Said in words instead.
+      if (kind.value === "after") {
+        clearErrors("schedule.");
+        clear(preview);
+        previewNote.textContent = `${describeSchedule(sched)}: it has no occurrences of its own.`;
         return;
       }
       // An expired token is not sent in the background: its 401 would sign the person out
@@ -197,7 +236,8 @@ export function formView(main, job = null, etag = null) {
         previewNote.textContent = "No preview.";
         if (e instanceof ApiError && e.status === 400) {
           clearErrors("schedule.");
-          if (e.field?.startsWith("schedule.")) showError(e, { focus: false });
+          // At a box of the schedule; never the form's own slot (an alert): that is a submit's.
+          if (e.field?.startsWith("schedule.") && shownKey(e.field).startsWith("schedule.")) showError(e, { focus: false });
           else previewNote.textContent = `No preview: ${e.message}`;
         }
       }
@@ -209,10 +249,16 @@ export function formView(main, job = null, etag = null) {
 
   const formError = h("p.field-error#form-error", { role: "alert" });
   // Left as it was opened, the payload box is not sent (as the tags): an edit of something
-  // else keeps the payload exactly. One key per opened form: a double-click, or a retry of a
+  // else keeps the payload exactly. One key per values sent: a double-click, or a retry of a
   // request whose answer was lost, makes one job (until 2026-11-30 two: an outside audit).
   const payloadText = job?.payload == null ? "" : json(job.payload);
-  const submitKey = crypto.randomUUID?.() ?? Array.from(crypto.getRandomValues(new Uint8Array(16)), (b) => b.toString(16).padStart(2, "0")).join("");
+  // The key goes with the values it was first sent with: values changed since (corrected after
+  // a failure) are another request, with a key of their own (until 2026-12-01 a corrected save
+  // after a lost answer was refused, "Idempotency-Key ... already used for a different
+  // request", at every try; an outside audit).
+  const newKey = () => crypto.randomUUID?.() ?? Array.from(crypto.getRandomValues(new Uint8Array(16)), (b) => b.toString(16).padStart(2, "0")).join("");
+  let submitKey = newKey();
+  let keyedBody = null;
   let submitting = false;
   const form = h("form.card#job-form", { novalidate: true, on: { submit: async (event) => {
     event.preventDefault();
@@ -222,7 +268,13 @@ export function formView(main, job = null, etag = null) {
     clearTimeout(timer);
     asked += 1;
     clearErrors();
-    const body = { name: value("name") || null, schedule: schedule(), target: target(), tags: tags() };
+    const body = {};
+    if (!job || touched("name")) body.name = value("name") || null;
+    if (!job || scheduleChanged()) body.schedule = schedule();
+    droppedHeaders = false;
+    if (targetChanged()) body.target = target();
+    const tagged = tags();
+    if (tagged !== undefined) body.tags = tagged;
     const payload = value("payload");
     try {
       if (!job || payload !== payloadText.trim()) body.payload = payload ? parseExact(payload) : null;
@@ -231,6 +283,11 @@ export function formView(main, job = null, etag = null) {
       return;
     }
     if (!job) body.priority = value("priority");
+    if (!job) {
+      const sent = JSON.stringify(body);
+      if (keyedBody !== null && sent !== keyedBody) submitKey = newKey();
+      keyedBody = sent;
+    }
     const save = form.querySelector("#save");
     submitting = true;
     save.disabled = true;
@@ -244,6 +301,8 @@ export function formView(main, job = null, etag = null) {
         clear(formError).append("Someone changed this job since you opened it (version conflict): nothing was saved. ",
           h("a", { href: `#/jobs/${encodeURIComponent(job.id)}/edit`, on: { click: () => setTimeout(() => window.dispatchEvent(new HashChangeEvent("hashchange"))) } }, "Reload the job"), " and edit it again.");
       } else if (e instanceof ApiError) showError(e);
+      // No answer: the job may have been made even so.
+      else if (!job) notify(`${e.message}: no answer came, and the job may have been created even so: look in the jobs list. Saving these values again makes no second job; saving changed ones does.`, "error");
       else notify(e.message, "error");
     } finally {
       submitting = false;

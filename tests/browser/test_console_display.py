@@ -133,3 +133,24 @@ def test_a_401_that_is_not_json_signs_out_and_says_why(page: Page, stack: Stack)
     assert page.driver.execute_script("return sessionStorage.getItem('duetime.token')") is None
     assert notice.is_displayed()
     page.sign_in(stack.token("tenant-a"))
+
+
+def test_a_cron_in_words_follows_the_day_rule(page: Page) -> None:
+    # Found by an outside audit (2026-12-01): "0 9 13 * 5" read "on Friday on day 13 of the
+    # month", Friday the 13th, while it runs every Friday and every 13th (docs/schedules.md,
+    # Vixie cron); `?` and the day extensions were shown raw ("on day ? of the month", "on 5L").
+    page.open("#/jobs")
+    page.find("#jobs")
+    said = page.driver.execute_async_script(
+        """const [crons, done] = arguments;
+        import('/console/format.js')
+          .then((f) => done(crons.map(f.describeCron)), (e) => done(String(e)));""",
+        ["0 9 13 * 5", "0 9 ? * 1", "0 0 */2 * 1", "0 18 L * 5L", "* 9 * * *"],
+    )
+    assert said == [
+        "at 09:00 on Friday or on day 13 of the month",
+        "at 09:00 on Monday",
+        "at 00:00 on Monday on day every 2 of the month",
+        'at 18:00, cron "0 18 L * 5L"',
+        "every minute of hour 9",
+    ]

@@ -10,6 +10,7 @@ from typing import Any
 
 import pytest
 from selenium.webdriver.common.by import By
+from selenium.webdriver.common.keys import Keys
 
 from tests.browser.conftest import Page
 from tests.e2e.conftest import Stack
@@ -228,6 +229,17 @@ def test_a_backfill_from_the_job_page_shows_the_apis_answer(page: Page, stack: S
     assert page.driver.find_elements(By.CSS_SELECTOR, "#backfill")
     page.shot("job-backfill")
 
+    # A double-click sends one backfill: its button is off while it is on its way (it sent
+    # two, the second saying "0 occurrence(s) queued": an outside audit, 2026-12-01).
+    page.driver.execute_script("performance.clearResourceTimings()")
+    double_click(page, "#backfill button[type=submit]")
+    time.sleep(2)  # both answers would be in by now
+    sent = page.driver.execute_script(
+        "return performance.getEntriesByType('resource')"
+        ".filter((e) => e.name.endsWith('/backfill')).length"
+    )
+    assert sent == 1
+
 
 def test_a_job_completed_with_runs_to_come_can_be_cancelled(page: Page, stack: Stack) -> None:
     # All its occurrences are handed over at once (within two minutes): `completed`, but its
@@ -390,3 +402,111 @@ def test_a_double_click_creates_one_job_and_starts_one_run(page: Page, stack: St
 def double_click(page: Page, css: str) -> None:
     """Two clicks on the button in one go, as a double-click sends them."""
     page.driver.execute_script("arguments[0].click(); arguments[0].click();", page.find(css))
+
+
+def test_an_edit_sends_only_the_fields_it_changed(page: Page, stack: Stack) -> None:
+    # Found by an outside audit (2026-12-01): an edit sent back every box trimmed, so renaming a
+    # job whose cron the API stored as "0 3 * * * " sent a new cron, which re-armed the job and
+    # dropped its run waiting for a retry; an EventBridge source "billing " became "billing".
+    target = {
+        "type": "eventbridge",
+        "source": "billing ",
+        "detail_type": "Invoice due",
+        "event_bus": f"{TENANT}-bus",
+    }
+    body = {"name": " padded ", "schedule": {"cron": "0 3 * * * "}, "target": target}
+    created = stack.call("POST", "/jobs", body, tenant=TENANT)
+    assert created.status == 201, created.body
+    job = created.body
+    assert (job["schedule"]["cron"], job["target"]["source"]) == ("0 3 * * * ", "billing ")
+    page.sign_in(stack.token(TENANT))
+
+    page.open(f"#/jobs/{job['id']}/edit")
+    tags = page.find("#f-tags")
+    tags.send_keys("team:billing")
+    page.find("#save").click()
+    page.until(lambda: page.driver.current_url.endswith(f"#/jobs/{job['id']}"))
+    stored = stack.call("GET", f"/jobs/{job['id']}", tenant=TENANT).body
+    assert stored["tags"] == {"team": "billing"}
+    assert (stored["name"], stored["schedule"], stored["target"]) == (
+        job["name"],
+        job["schedule"],
+        job["target"],
+    )
+
+    # A box changed in the target: the others go back as stored, spaces and all
+    page.open(f"#/jobs/{job['id']}/edit")
+    after = save_field(page, stack, job["id"], "#f-target-detail_type", "Invoice overdue")
+    assert after["target"] == {**job["target"], "detail_type": "Invoice overdue"}
+    assert (after["name"], after["schedule"]) == (job["name"], job["schedule"])
+
+
+def test_an_after_jobs_form_shows_no_error_for_its_schedule(page: Page, stack: Stack) -> None:
+    # Found by an outside audit (2026-12-01): the preview asked the API for the occurrences of
+    # an `after` schedule, which has none (400 at schedule.after), and the form showed that
+    # as its own error, an alert, on opening a dependent job's edit form.
+    upstream = create(stack, "upstream", {"rate_seconds": 3600})
+    dependent = create(stack, "dependent", {"after": {"job_id": upstream["id"]}})
+    page.sign_in(stack.token(TENANT))
+    page.open(f"#/jobs/{dependent['id']}/edit")
+    page.until(lambda: "no occurrences of its own" in page.find("#preview-note").text)
+    time.sleep(1)  # past the preview's 400 ms pause and an answer it might have asked for
+    assert page.texts("#form-error") == [""]
+    assert page.texts("#job-form .field-error:not(:empty)") == []
+
+    page.open("#/new")
+    page.driver.find_element(By.CSS_SELECTOR, "#f-schedule-kind option[value=after]").click()
+    page.find("#f-schedule-after-job_id").send_keys(str(upstream["id"]))
+    page.until(lambda: str(upstream["id"]) in page.find("#preview-note").text)
+    time.sleep(1)
+    assert page.texts("#form-error") == [""]
+
+
+def test_a_corrected_create_after_a_lost_answer_goes_through(page: Page, stack: Stack) -> None:
+    # Found by an outside audit (2026-12-01): the form's Idempotency-Key went with a corrected
+    # body after a create whose answer was lost (the job was made): "already used for a
+    # different request", at every save. The same values still make no second job.
+    page.sign_in(stack.token(TENANT))
+    page.open("#/new")
+    page.find("#f-name").send_keys("lost-answer first")
+    page.find("#f-schedule-cron").send_keys("0 9 * * *")
+    page.driver.find_element(By.CSS_SELECTOR, "#f-target-type option[value=handler]").click()
+    page.find("#f-target-name").send_keys("duetime.noop")
+    page.driver.execute_script(
+        """const real = window.fetch; let lost = 0;
+        window.fetch = async (url, init) => {
+          const reply = await real(url, init);
+          const create = url === '/jobs' && init?.method === 'POST';
+          if (create && lost++ < 2) throw new TypeError('Failed to fetch');
+          return reply;
+        };"""
+    )
+    page.find("#save").click()
+    page.until(lambda: "may have been created" in page.find("#notice").text)
+    page.find("#save").click()  # the same values, answer lost again: the same job
+    time.sleep(1)
+    name = page.find("#f-name")
+    name.clear()
+    name.send_keys("lost-answer second")
+    page.find("#save").click()
+    page.until(lambda: re.search(r"#/jobs/[0-9A-Z]{26}$", page.driver.current_url))
+    listed = stack.call("GET", "/jobs?name_prefix=lost-answer", tenant=TENANT).body["items"]
+    assert sorted(j["name"] for j in listed) == ["lost-answer first", "lost-answer second"]
+
+
+def test_the_skip_link_moves_the_focus_and_keeps_the_page(page: Page, stack: Stack) -> None:
+    # Found by an outside audit (2026-12-01): "Skip to content" (href="#main") was a route to
+    # the hash router, which drew the jobs list: what was typed in a form was lost.
+    job = create(stack, "skip", {"rate_seconds": 3600})
+    page.sign_in(stack.token(TENANT))
+    route = f"#/jobs/{job['id']}/edit"
+    page.open(route)
+    name = page.find("#f-name")
+    name.clear()
+    name.send_keys("typed, not saved")
+    page.driver.execute_script("document.querySelector('a.skip').focus()")
+    page.driver.switch_to.active_element.send_keys(Keys.ENTER)
+    time.sleep(1)
+    assert page.driver.current_url.endswith(route)
+    assert page.find("#f-name").get_attribute("value") == "typed, not saved"
+    assert page.driver.switch_to.active_element.get_attribute("id") == "main"

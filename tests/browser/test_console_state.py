@@ -86,6 +86,27 @@ def test_a_failed_run_is_said_in_the_dlq_only_when_no_cancel_ended_its_retries(
         lambda: page.texts(".title .reason") == ["failed, not retried (the job is cancelled)"]
     )
 
+    # Only the server's own end of the error says so, not a target's words quoted in it: a
+    # dead-lettered run whose target answered "..., not retried: the job is cancelled" read
+    # "not retried" (an outside audit, 2026-12-01).
+    said = page.driver.execute_async_script(
+        """const [errors, done] = arguments;
+        import('/console/format.js').then((f) => done(errors.map((error) =>
+          f.attention({status: 'failed', error}))), (e) => done(String(e)));""",
+        [
+            "HTTP 500 Internal Server Error: card declined, not retried: the job is cancelled",
+            "HTTP 500 Internal Server Error: x; not retried: the job is cancelled, said the target",
+            "HTTP 500 Internal Server Error: boom; not retried: the job is paused",
+            "not retried: the job was paused or changed since",
+        ],
+    )
+    assert said == [
+        "failed, in the DLQ",
+        "failed, in the DLQ",
+        "failed, not retried (the job is paused)",
+        "failed, not retried (the job was paused or changed since)",
+    ]
+
 
 def test_an_expired_token_keeps_what_was_typed_in_the_edit_form(page: Page, stack: Stack) -> None:
     # A background preview with the expired token was refused (401), which signed the person
@@ -174,7 +195,13 @@ def test_actions_are_offered_only_where_the_api_takes_them(page: Page, stack: St
     paused = create(stack, tenant, {"schedule": YEARLY})
     assert stack.call("POST", f"/jobs/{paused['id']}/pause", tenant=tenant).status == 200
     scheduled = create(stack, tenant, {"schedule": YEARLY})
+    dependent = create(stack, tenant, {"schedule": {"after": {"job_id": scheduled["id"]}}})
     page.sign_in(stack.token(tenant))
+
+    # An `after` job pauses (docs/api.md): Pause was not offered (an outside audit, 2026-12-01)
+    assert offered(page, dependent["id"], "scheduled") == {"pause", "run-now", "cancel-job"}
+    page.click("[data-action=pause]")
+    page.until(lambda: page.texts("#job-status") == ["paused"])
 
     assert offered(page, scheduled["id"], "scheduled") == {
         "pause",
@@ -261,9 +288,13 @@ def test_older_runs_are_loaded_and_kept_by_the_refresh(page: Page, stack: Stack)
     page.sign_in(stack.token(tenant))
     page.open(f"#/jobs/{job['id']}")
     page.until(lambda: len(page.texts("#runs-body tr")) == 50)
-    page.click("#older-runs")
+    # Pressed on the last page, the button hides: the focus goes to the table, not to <body>
+    # (an outside audit, 2026-12-01).
+    page.driver.execute_script("arguments[0].focus()", page.find("#older-runs"))
+    page.driver.switch_to.active_element.send_keys(Keys.ENTER)
     page.until(lambda: len(page.texts("#runs-body tr")) == 53)
     assert not page.driver.find_element(By.ID, "older-runs").is_displayed()
+    assert page.driver.switch_to.active_element.get_attribute("id") == "runs"
 
     # A new run comes in through the refresh; the older ones stay
     assert stack.call("POST", f"/jobs/{job['id']}/run", tenant=tenant).status == 202
@@ -290,9 +321,13 @@ def test_a_filtered_list_with_no_match_on_its_first_page_says_so(page: Page, sta
             == ["No matches among the newest 50 jobs yet: Load more to search further."]
         )
     )
-    page.click("#more")
+    page.driver.execute_script("arguments[0].focus()", page.find("#more"))
+    page.driver.switch_to.active_element.send_keys(Keys.ENTER)
     page.find(f"tr[data-job-id='{needle['id']}']")
     assert len(page.texts("#jobs tbody tr")) == 1
+    # The last page: "Load more" hides, and its focus goes to the job it loaded, not to <body>
+    # (an outside audit, 2026-12-01).
+    assert page.driver.switch_to.active_element.text == "needle-old"
 
 
 def test_changing_kind_or_type_with_the_keyboard_keeps_the_focus(page: Page, stack: Stack) -> None:
@@ -350,3 +385,59 @@ def test_a_skipped_last_run_is_shown_without_a_lateness(page: Page, stack: Stack
     page.until(lambda: "skipped" in " ".join(page.texts(f"tr[data-job-id='{job['id']}'] td")))
     cells = page.texts(f"tr[data-job-id='{job['id']}'] td")
     assert not any("late" in cell for cell in cells if "skipped" in cell), cells
+
+
+def test_a_refused_filter_is_said_at_its_box(page: Page, stack: Stack) -> None:
+    # Found by an outside audit (2026-12-01): the API's 400 for a filter was shown without the
+    # filter's name, the box unmarked, the table empty with no words; a status from the
+    # address that the API refuses showed the select on "any".
+    page.sign_in(stack.token("tenant-filters"))
+    page.open(f"#/jobs?name_prefix={'x' * 129}")
+    page.until(lambda: page.find("#notice").text.startswith("Name starts with: "))
+    box = page.find("#filter-name_prefix")
+    assert box.get_attribute("aria-invalid") == "true"
+    assert page.find("#filter-name_prefix-error").text != ""
+    assert page.texts("#jobs tbody tr") == ["This filter was refused: no jobs listed."]
+
+    page.open("#/jobs?status=running")
+    page.until(lambda: page.find("#notice").text.startswith("Status: "))
+    status = page.find("#filter-status")
+    assert (status.get_attribute("value"), status.get_attribute("aria-invalid")) == (
+        "running",
+        "true",
+    )
+
+
+def test_a_one_off_made_in_the_form_keeps_its_notice_and_its_runs_table(
+    page: Page, stack: Stack
+) -> None:
+    # Found by an outside audit (2026-12-01): "Job created." was erased when the one-off's run
+    # ended (the page drawn again); and the runs table was rebuilt every 3 s, changed or not,
+    # clearing a selection in it (a run's error, being copied).
+    page.sign_in(stack.token("tenant-created"))
+    page.open("#/new")
+    page.driver.find_element(By.CSS_SELECTOR, "#f-schedule-kind option[value=delay]").click()
+    box = page.find("#f-schedule-delay_seconds")
+    box.clear()
+    box.send_keys("3")
+    page.driver.find_element(By.CSS_SELECTOR, "#f-target-type option[value=handler]").click()
+    page.find("#f-target-name").send_keys("duetime.noop")
+    page.find("#f-name").send_keys("soon")
+    page.find("#save").click()
+    page.until(lambda: page.find("#notice").text == "Job created.", 10)
+    page.until(lambda: page.texts("#job-status") == ["succeeded"], 30)
+    page.until(lambda: page.texts("#runs-body .badge") == ["succeeded"], 10)
+    assert page.find("#notice").text == "Job created."
+
+    page.driver.execute_script(
+        """const cell = document.querySelector('#runs-body tr td:nth-child(3)');
+        window.selectedCell = cell;
+        const range = document.createRange(); range.selectNodeContents(cell);
+        getSelection().removeAllRanges(); getSelection().addRange(range);"""
+    )
+    selected = page.driver.execute_script("return getSelection().toString()")
+    assert selected
+    time.sleep(3.5)  # a refresh (every 3 s) that finds nothing changed
+    assert page.driver.execute_script(
+        "return [getSelection().toString(), window.selectedCell.isConnected]"
+    ) == [selected, True]
