@@ -11,7 +11,6 @@ from __future__ import annotations
 import functools
 import os
 import random
-import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -26,10 +25,11 @@ from duetime.adapters.dynamodb.runs import DynamoRunStore
 from duetime.adapters.dynamodb.secrets import DynamoSecretStore
 from duetime.adapters.dynamodb.timers import DynamoTimerStore
 from duetime.adapters.kms import KmsCipher, UnconfiguredCipher
+from duetime.adapters.message_keys import KeysOnFirstUse
 from duetime.adapters.sqs import SqsJobQueue
 from duetime.clock import wall_ms
 from duetime.domain.jobs import Priority, Runtime
-from duetime.domain.messages import MessageAuth, RunMessage
+from duetime.domain.messages import MessageAuth
 from duetime.history.settings import ArchiverSettings
 from duetime.ports import FiguresSource, SecretCipher, SweepLauncher
 from duetime.services.backfill import Backfill
@@ -182,7 +182,11 @@ def build(
     )
     runs = DynamoRunStore(dynamodb, settings.runs_table)
     auth = message_auth(
-        settings, session, endpoint_url=endpoint_url, attempts=attempts or SQS_ATTEMPTS
+        settings,
+        session,
+        endpoint_url=endpoint_url,
+        attempts=attempts or SQS_ATTEMPTS,
+        clock=clock,
     )
     queue = SqsJobQueue(sqs, settings.queues, auth, longest_poll_seconds=sqs_poll_seconds)
     clients = AwsClients(
@@ -256,44 +260,30 @@ def message_auth(
     *,
     endpoint_url: str | None = None,
     attempts: int = SQS_ATTEMPTS,
+    clock: Callable[[], int] = wall_ms,
 ) -> MessageAuth:
     """The keys that sign and verify run messages: configured, or read from Secrets Manager
     (comma-separated, the signing key first) when a message is first signed or verified, so
-    a function that never does (the coordinator) needs neither the key nor its grant."""
+    a function that never does (the coordinator) needs neither the key nor its grant. A read
+    that fails raises KeysUnavailable, and the next read is made RETRY_AFTER_MS later at the
+    earliest (duetime.adapters.message_keys)."""
     if settings.run_signing_key:
         return MessageAuth.from_text(settings.run_signing_key)
     arn = settings.run_signing_secret_arn
+
+    config = aws_call_config(endpoint_url, attempts)
+    # Built on first use (a read that fails is made again later: by the same client).
+    secrets = functools.cache(
+        lambda: session.client("secretsmanager", config=config, endpoint_url=endpoint_url)
+    )
 
     def read() -> str:
         if not arn:
             needed = f"{Env.RUN_SIGNING_SECRET_ARN} or {Env.RUN_SIGNING_KEY}"
             raise RuntimeError(f"no key for run messages: set {needed}")
-        config = aws_call_config(endpoint_url, attempts)
-        secrets = session.client("secretsmanager", config=config, endpoint_url=endpoint_url)
-        return str(secrets.get_secret_value(SecretId=arn)["SecretString"])
+        return str(secrets().get_secret_value(SecretId=arn)["SecretString"])
 
-    return _KeysOnFirstUse(read)
-
-
-class _KeysOnFirstUse(MessageAuth):
-    """MessageAuth whose keys are read when a message is first sealed or opened."""
-
-    def __init__(self, read: Callable[[], str]) -> None:  # (no keys yet: not MessageAuth's)
-        self._read = read
-        self._lock = threading.Lock()
-        self._loaded: MessageAuth | None = None
-
-    def _auth(self) -> MessageAuth:
-        with self._lock:
-            if self._loaded is None:
-                self._loaded = MessageAuth.from_text(self._read())
-            return self._loaded
-
-    def seal(self, message: RunMessage) -> str:
-        return self._auth().seal(message)
-
-    def open(self, body: str) -> RunMessage:
-        return self._auth().open(body)
+    return KeysOnFirstUse(read, clock=clock)
 
 
 def api(

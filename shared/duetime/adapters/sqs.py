@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 from botocore.exceptions import BotoCoreError, ClientError
 
 from duetime.adapters.aws_errors import is_transient
+from duetime.adapters.message_keys import KeysUnavailable
 from duetime.domain.ids import message_group_id
 from duetime.domain.jobs import Priority, Runtime
 from duetime.domain.messages import MessageAuth, RunMessage
@@ -100,9 +101,10 @@ class SqsJobQueue:
         a few times. Returns the messages not sent, those SQS refused (SenderFault) with any
         it kept failing, and SQS's reason for the first refused. Raises QueueUnavailable when
         SQS did not take the request, or kept failing entries on its side and refused none."""
+        bodies = self._sealed([message for message, _ in batch])
         entries = {
             str(i): {
-                "MessageBody": self._auth.seal(message),
+                "MessageBody": bodies[i],
                 "DelaySeconds": max(0, min(900, delay)),
                 # The tenant as message group: SQS fair queues keep one noisy tenant from
                 # delaying everyone else's jobs. Derived: SQS refuses many valid tenants.
@@ -131,15 +133,27 @@ class SqsJobQueue:
             raise QueueUnavailable(f"SQS failed {len(failed)} message(s) on its side", failed)
         return [batch[int(i)][0] for i in refused + unsent], why
 
+    def _sealed(self, messages: Sequence[RunMessage]) -> list[str]:
+        """The messages' signed bodies. Raises QueueUnavailable naming them when the keys
+        cannot be read (Secrets Manager throttling, a 5xx, no answer, a refusal): that is no
+        message's fault, and every send would fail the same way, as when SQS takes no request
+        (until 2026-12-01 botocore's error went through, and the sweep parked every timer it
+        met with an attempt counted: an outside audit; duetime.adapters.message_keys)."""
+        try:
+            return [self._auth.seal(message) for message in messages]
+        except KeysUnavailable as exc:
+            raise QueueUnavailable(f"no run message can be signed: {exc}", messages) from exc
+
     def send_dead(self, message: RunMessage, reason: str, *, signed: bool = True) -> None:
         """Raises QueueUnavailable when SQS took no request (the worker tries again while the
         lease lasts; until 2026-11-30 botocore's error went through, and the run reached its
         DLQ minutes late, its error lost for "the worker stopped"; a fault audit)."""
         dlq = self._queues[queue_key(message.runtime, message.priority)].dlq_url
+        body = self._sealed([message])[0] if signed else message.to_json()
         try:
             self._client.send_message(
                 QueueUrl=dlq,
-                MessageBody=self._auth.seal(message) if signed else message.to_json(),
+                MessageBody=body,
                 MessageAttributes={
                     "duetime-reason": {"DataType": "String", "StringValue": reason[:1000] or "-"}
                 },

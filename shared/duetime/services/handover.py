@@ -5,6 +5,7 @@ needs the job, to plan its chain (duetime.services.dispatch). Timers go a group 
 a group whose hand-over raises is split in halves until the timers that fail on their own are
 found: the sweeper parks those, and the rest of the page goes through. When SQS itself cannot
 take requests (QueueUnavailable), no timer is to blame: the hand-over stops there and says so.
+So when no message can be signed, its key unreadable (the SQS adapter's QueueUnavailable too).
 
 A store that fails with a passing error (a transient StoreError: throttling, a 5xx, no answer)
 is no timer's fault either, but may be one tenant's (its throttled jobs partition) or the

@@ -97,7 +97,12 @@ def is_cancelled(exc: ClientError) -> bool:
 def store_errors() -> Iterator[None]:
     """A call that fails after the SDK's retries as a StoreError, transient or not (the
     sweeper's hand-over tells a table that is down from a timer that fails on its own by it;
-    until 2026-11-30 a throttled batch call raised botocore's error)."""
+    until 2026-11-30 a throttled batch call raised botocore's error). Also a decorator
+    (`@store_errors()`): a store method's calls that give no answer (botocore's read or
+    connect timeouts, a BotoCoreError) are transient StoreErrors, as its throttles are (until
+    2026-12-01 most methods caught ClientError only, and the hand-over took a completion
+    without an answer for its timer's own failure: an outside audit). A method's own
+    StoreErrors (ConditionFailed) go through as they are."""
     try:
         yield
     except (ClientError, BotoCoreError) as exc:

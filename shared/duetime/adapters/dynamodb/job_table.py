@@ -14,6 +14,7 @@ from duetime.adapters.dynamodb.common import (
     is_cancelled_by_condition,
     is_condition_failure,
     store_error,
+    store_errors,
 )
 from duetime.domain.jobs import Job
 from duetime.ports import CounterRead
@@ -65,6 +66,7 @@ class JobTable:
             values = values | {"tenant": self._tenant(str(values["tenant"]))}
         return job_from_values(values)
 
+    @store_errors()
     def claim_key(
         self, tenant: str, key: str, job_id: str, fingerprint: str, expires_at: int, now: int
     ) -> tuple[str, str] | None:
@@ -101,6 +103,7 @@ class JobTable:
             return str(values.get("job_id", "")), str(values.get("fingerprint", ""))
         return None
 
+    @store_errors()
     def release_key(self, tenant: str, key: str, job_id: str) -> None:
         try:
             self._client.delete_item(
@@ -113,6 +116,7 @@ class JobTable:
             if not is_condition_failure(exc):
                 raise store_error(exc) from exc
 
+    @store_errors()
     def mark_key(self, tenant: str, key: str, token: str, job_id: str) -> bool:
         try:
             self._client.update_item(
@@ -129,6 +133,7 @@ class JobTable:
             return False
         return True
 
+    @store_errors()
     def unmark_key(self, tenant: str, key: str, token: str) -> None:
         try:
             self._client.update_item(
@@ -173,6 +178,7 @@ class JobTable:
             "ExpressionAttributeValues": values,
         }
 
+    @store_errors()
     def _count(self, tenant: str, update: str, condition: str, values: dict[str, Any]) -> bool:
         """Whether the counter's update was applied (False: its condition failed)."""
         change: Any = self._counted(tenant, update, condition, values)
@@ -184,6 +190,7 @@ class JobTable:
             raise store_error(exc) from exc
         return True
 
+    @store_errors()
     def set_recurring_count(
         self, tenant: str, count: int, *, expected: CounterRead | None = None
     ) -> None:

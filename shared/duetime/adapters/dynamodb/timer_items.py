@@ -39,26 +39,55 @@ def timer_values(timer: Timer, shard: int, ttl_seconds: int) -> dict[str, Any]:
 
 
 def timer_from_values(values: dict[str, Any], minute: int) -> Timer:
-    """The timer an item of bucket `minute` holds."""
-    due, job_id, _ = parse_timer_sort_key(str(values["sk"]))
-    runtime, _, priority = str(values.get("q", "")).partition("/")
+    """The timer an item of bucket `minute` holds. Its sort key names it (due, job and
+    generation: the attributes are copies); an attribute of the wrong type raises, so the item
+    is read as one that does not decode (`readable_timer`; until 2026-12-01 a string `bytes`
+    or `jit` went through, and raised at every sweep of its partition, before the hand-over
+    could park it: an outside audit)."""
+    due, job_id, generation = parse_timer_sort_key(str(values["sk"]))
+    if generation is None:  # a key from before the generation was part of it
+        generation = _number(values, "gen", None)
+    runtime, _, priority = _text(values, "q").partition("/")
     return Timer(
-        values["tenant"],
+        _text(values, "tenant", None),
         job_id,
         due,
-        values.get("gen", 0),
+        generation,
         bucket_minute=None if due // 60_000 == minute else minute,
-        job_bytes=values.get("bytes", 0),
+        job_bytes=_number(values, "bytes"),
         runtime=Runtime(runtime) if runtime else None,
         priority=Priority(priority) if priority else None,
-        jitter_ms=values.get("jit", 0),
-        stage_ms=values.get("stg", 0),
+        jitter_ms=_number(values, "jit"),
+        stage_ms=_number(values, "stg"),
     )
 
 
+def _number(values: dict[str, Any], name: str, default: int | None = 0) -> int:
+    """An item's whole-number attribute; `default` when it has none (None: it must have it).
+    TypeError for another type (a string, a bool, a fraction), KeyError when it must and has
+    none."""
+    value = values.get(name, default)
+    if value is None:
+        raise KeyError(name)
+    if type(value) is not int:
+        raise TypeError(f"the item's {name!r} is not a whole number: {value!r}")
+    return value
+
+
+def _text(values: dict[str, Any], name: str, default: str | None = "") -> str:
+    """An item's string attribute, as `_number` reads a number."""
+    value = values.get(name, default)
+    if value is None:
+        raise KeyError(name)
+    if not isinstance(value, str):
+        raise TypeError(f"the item's {name!r} is not a string: {value!r}")
+    return value
+
+
 def readable_timer(values: dict[str, Any], minute: int) -> Timer | None:
-    """The timer an item holds, even when an attribute does not decode (found by an outside
-    audit: one such item failed every read of its partition, for good). Its sort key then
+    """The timer an item holds, even when an attribute does not decode or has the wrong type
+    (found by an outside audit: one such item failed every read of its partition, for good;
+    the wrong type since 2026-12-01). Its sort key then
     names it, with no queue: its hand-over reads the job (a timer's other attributes are
     copies of the job's), and one whose job cannot be read that way either (no tenant) is
     parked like any timer whose hand-over fails. None: not even its sort key reads (logged;
@@ -119,9 +148,9 @@ def stuck_to_values(stuck: StuckTimer) -> dict[str, Any]:
 
 
 def readable_stuck(values: dict[str, Any]) -> StuckTimer | None:
-    """A stuck timer's item, or None (logged) for one that does not decode: it must not stop
-    the retries of its shard's other stuck timers, or `duetime timers stuck` (an outside
-    audit's suspicion)."""
+    """A stuck timer's item, or None (logged) for one that does not decode (an attribute of
+    the wrong type too): it must not stop the retries of its shard's other stuck timers, or
+    `duetime timers stuck` (an outside audit's suspicion)."""
     try:
         return stuck_from_values(values)
     except Exception:
@@ -133,26 +162,37 @@ def readable_stuck(values: dict[str, Any]) -> StuckTimer | None:
 
 
 def stuck_from_values(values: dict[str, Any]) -> StuckTimer:
-    sk = str(values["sk"])
-    next_attempt = int(sk[len(RETRYING) :].partition("#")[0]) if sk.startswith(RETRYING) else None
-    runtime, _, priority = str(values.get("q", "")).partition("/")
+    """A stuck timer's item. Its timer is named by the timer's sort key inside its own (the
+    key it is parked, retried and unparked by); an attribute of the wrong type raises (see
+    `timer_from_values`: until 2026-12-01 a string `due` raised out of the shard's retries,
+    at every sweep, and its other parked timers were never retried)."""
+    sk = _text(values, "sk", None)
+    if sk.startswith(RETRYING):
+        when, _, timer_key = sk[len(RETRYING) :].partition("#")
+        next_attempt: int | None = int(when)
+    else:
+        timer_key, next_attempt = sk.removeprefix(QUARANTINED), None
+    due, job_id, generation = parse_timer_sort_key(timer_key)
+    if generation is None:
+        generation = _number(values, "gen", None)
+    runtime, _, priority = _text(values, "q").partition("/")
     return StuckTimer(
         timer=Timer(
-            values["tenant"],
-            values["job_id"],
-            values["due"],
-            values.get("gen", 0),
-            job_bytes=values.get("bytes", 0),
+            _text(values, "tenant", None),
+            job_id,
+            due,
+            generation,
+            job_bytes=_number(values, "bytes"),
             runtime=Runtime(runtime) if runtime else None,
             priority=Priority(priority) if priority else None,
-            jitter_ms=values.get("jit", 0),
-            stage_ms=values.get("stg", 0),
+            jitter_ms=_number(values, "jit"),
+            stage_ms=_number(values, "stg"),
         ),
-        shard=int(str(values["pk"]).rpartition("#")[2]),
-        attempts=values["attempts"],
-        reason=values.get("reason", ""),
-        first_failed_ms=values["first_failed"],
-        last_failed_ms=values["last_failed"],
+        shard=int(_text(values, "pk", None).rpartition("#")[2]),
+        attempts=_number(values, "attempts", None),
+        reason=_text(values, "reason"),
+        first_failed_ms=_number(values, "first_failed", None),
+        last_failed_ms=_number(values, "last_failed", None),
         next_attempt_ms=next_attempt,
     )
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-from botocore.exceptions import BotoCoreError, ClientError
+from botocore.exceptions import ClientError
 
 from duetime.adapters.codec import from_item, to_item
 from duetime.adapters.dynamodb.common import (
@@ -87,6 +87,7 @@ class DynamoTimerStore:
         found = batch_get(self._client, self._table, wanted, consistent=True)
         return [keys[(values["pk"], values["sk"])] for values in found]
 
+    @store_errors()
     def read_due(
         self, minute: int, shard: int, after_key: str | None, before_ms: int, limit: int
     ) -> tuple[list[Timer], bool]:
@@ -118,11 +119,13 @@ class DynamoTimerStore:
 
     # --- sweep progress: the shard count, one state item per shard, one per partition --------
 
+    @store_errors()
     def shard_count(self) -> int:
         item = self._client.get_item(TableName=self._table, Key=CONFIG_KEY, ConsistentRead=True)
         values = from_item(item["Item"]) if "Item" in item else {}
         return max(self.shards, int(values.get("shards", 0)))
 
+    @store_errors()
     def raise_shard_count(self, count: int) -> int:
         try:
             response = self._client.update_item(
@@ -148,6 +151,7 @@ class DynamoTimerStore:
             for values in batch_get(self._client, self._table, wanted, consistent=True)
         }
 
+    @store_errors()
     def raise_horizon(self, shard: int, minute: int) -> SweepState:
         try:
             response = self._client.update_item(
@@ -180,6 +184,7 @@ class DynamoTimerStore:
             ExpressionAttributeValues=values,
         )
 
+    @store_errors()
     def _update_if(self, **params: Any) -> bool:
         """A conditional UpdateItem: False when the condition did not hold."""
         try:
@@ -188,9 +193,7 @@ class DynamoTimerStore:
             if is_condition_failure(exc):
                 return False
             raise store_error(exc) from exc
-        except BotoCoreError as exc:  # no answer (a connection, a timeout): not a lost lease
-            raise store_error(exc) from exc
-        return True
+        return True  # (no answer, a BotoCoreError: a transient StoreError, not a lost lease)
 
     def partition_states(
         self, keys: Sequence[tuple[int, int]]
@@ -203,6 +206,7 @@ class DynamoTimerStore:
             states[(minute, shard)] = partition_state_from_values(minute, shard, values)
         return states
 
+    @store_errors()
     def acquire(
         self, minute: int, shard: int, owner: str, now_ms: int, lease_ms: int
     ) -> PartitionState | None:
@@ -276,6 +280,7 @@ class DynamoTimerStore:
 
     # --- stuck timers: one partition per shard ---------------------------------------------
 
+    @store_errors()
     def park(self, stuck: StuckTimer, *, replacing: StuckTimer | None = None) -> None:
         item = to_item(stuck_to_values(stuck))
         if replacing is None:
@@ -303,6 +308,7 @@ class DynamoTimerStore:
                 raise ConditionFailed(f"stuck timer {stuck.timer.job_id} changed or left") from exc
             raise store_error(exc) from exc
 
+    @store_errors()
     def parked_due(self, shard: int, now_ms: int, limit: int) -> list[StuckTimer]:
         response = self._client.query(
             TableName=self._table,
@@ -318,6 +324,7 @@ class DynamoTimerStore:
         found = [readable_stuck(from_item(i)) for i in response.get("Items", [])]
         return [stuck for stuck in found if stuck is not None]
 
+    @store_errors()
     def stuck(self, shard: int) -> list[StuckTimer]:
         params: dict[str, Any] = {
             "TableName": self._table,
@@ -334,6 +341,7 @@ class DynamoTimerStore:
                 return found
             params["ExclusiveStartKey"] = response["LastEvaluatedKey"]
 
+    @store_errors()
     def quarantined(self, shard: int, limit: int) -> int:
         response = self._client.query(
             TableName=self._table,
@@ -348,5 +356,6 @@ class DynamoTimerStore:
         )
         return int(response.get("Count", 0))
 
+    @store_errors()
     def unpark(self, stuck: StuckTimer) -> None:
         self._client.delete_item(TableName=self._table, Key=to_item(stuck_key(stuck)))
