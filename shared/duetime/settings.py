@@ -176,7 +176,7 @@ class Settings:
     # with DelaySeconds up to (lookahead + 1) minutes, well under SQS's 900 s.
     lookahead_minutes: int = 1
     # An occurrence older than this when it is planned was missed (catch-up policy applies).
-    misfire_grace_seconds: int = 60
+    misfire_grace_seconds: int = 180  # the sweep lease and a tick (60 s until 2026-12-01)
     run_ttl_seconds: int = 30 * 86_400  # hot window of run records in DynamoDB
     timer_ttl_seconds: int = 7 * 86_400  # a timer outlives its due time by this much
     allow_private_targets: bool = False
@@ -256,7 +256,7 @@ class Settings:
             job_partitions=number(Env.JOB_PARTITIONS, 1, 1, 64),
             # Messages are sent up to (lookahead + 2) minutes ahead; SQS delays stop at 900 s.
             lookahead_minutes=number(Env.LOOKAHEAD_MINUTES, 1, 1, 13),
-            misfire_grace_seconds=number(Env.MISFIRE_GRACE_SECONDS, 60, 0, 86_400),
+            misfire_grace_seconds=number(Env.MISFIRE_GRACE_SECONDS, 180, 0, 86_400),
             # Seconds are allowed so a local stack can show runs reaching the archive.
             run_ttl_seconds=number(Env.RUN_TTL_SECONDS, 30 * 86_400, 1, 3650 * 86_400),
             timer_ttl_seconds=number(Env.TIMER_TTL_SECONDS, 7 * 86_400, 86_400, 3650 * 86_400),
