@@ -206,6 +206,9 @@ def props_from_context(context: Context) -> SchedulerProps:
         history_retention_days=context.number(
             "historyRetentionDays", defaults.history_retention_days
         ),
+        athena_bytes_scanned_cutoff=context.number(
+            "athenaBytesScannedCutoff", defaults.athena_bytes_scanned_cutoff
+        ),
         python_version=python_version,  # type: ignore[arg-type]
         powertools_layer_version=context.number(
             "powertoolsLayerVersion", defaults.powertools_layer_version

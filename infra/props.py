@@ -124,7 +124,8 @@ class SchedulerProps:
     # --- Execution history
     history_retention_days: int = 365
     history_start_date: str = "2025-01-01"  # first day of the Glue partition projection
-    athena_bytes_scanned_cutoff: int = 10 * 1024**3  # per query
+    # Athena cancels a query of the workgroup that scans more (docs/history.md)
+    athena_bytes_scanned_cutoff: int = 10 * 1024**3
 
     # --- Lambda
     python_version: Literal["3.12", "3.13"] = "3.12"
@@ -224,6 +225,8 @@ class SchedulerProps:
         check_calendar_date("history_start_date", self.history_start_date)
         if self.history_retention_days < 1:
             raise ValueError("history_retention_days must be at least 1")
+        if self.athena_bytes_scanned_cutoff < 10_000_000:  # Athena's minimum (10 MB)
+            raise ValueError("athena_bytes_scanned_cutoff must be at least 10000000 bytes")
         if not 1 <= self.hot_window_days <= MAX_HOT_WINDOW_DAYS:
             raise ValueError(
                 f"hot_window_days must be 1..{MAX_HOT_WINDOW_DAYS} (the functions' run TTL): "

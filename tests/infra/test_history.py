@@ -6,6 +6,8 @@ from __future__ import annotations
 import fnmatch
 from typing import Any
 
+import pytest
+
 from duetime.history.schema import (
     PARTITION_KEY,
     PREFIX,
@@ -13,7 +15,10 @@ from duetime.history.schema import (
     glue_columns,
     partition_prefix,
 )
-from tests.infra.conftest import Synth, listed
+from infra.app import Context, cdk_json_context, props_from_context
+from tests.infra.conftest import Synth, _shared_synth, listed
+
+GIB = 1024**3
 
 
 def _glue_table(synth: Synth) -> dict[str, Any]:
@@ -93,12 +98,41 @@ def test_athena_workgroup_encrypts_results_and_caps_scans(synth: Synth) -> None:
     bucket = synth.logical_id("Scheduler/History/Bucket")
 
     assert configuration["EnforceWorkGroupConfiguration"] is True
-    assert configuration["BytesScannedCutoffPerQuery"] >= 10_000_000  # Athena's minimum
+    assert configuration["BytesScannedCutoffPerQuery"] == 10 * GIB  # the default (history.md)
     results = configuration["ResultConfiguration"]
     assert results["EncryptionConfiguration"] == {"EncryptionOption": "SSE_S3"}
     assert results["OutputLocation"] == {
         "Fn::Join": ["", ["s3://", {"Ref": bucket}, "/athena-results/"]]
     }
+
+
+def test_the_athena_scan_cutoff_is_a_deploy_setting(
+    tmp_path_factory: pytest.TempPathFactory,
+) -> None:
+    """`-c duetime:athenaBytesScannedCutoff=…` (bytes): until 2026-12-01 only an embedder of
+    the construct could change the 10 GiB (found by an outside audit)."""
+    context = {"duetime:athenaBytesScannedCutoff": str(50 * GIB)}  # as `-c` passes it
+    larger = _shared_synth(tmp_path_factory, "duetime-athena", context)
+
+    (workgroup,) = larger.of_type("AWS::Athena::WorkGroup").values()
+    configuration = workgroup["Properties"]["WorkGroupConfiguration"]
+    assert configuration["BytesScannedCutoffPerQuery"] == 50 * GIB
+    assert configuration["EnforceWorkGroupConfiguration"] is True
+
+
+@pytest.mark.parametrize(
+    ("value", "message"),
+    [
+        (9_999_999, "athena_bytes_scanned_cutoff must be at least 10000000 bytes"),
+        ("10GiB", "duetime:athenaBytesScannedCutoff must be a whole number: '10GiB'"),
+    ],
+)
+def test_a_scan_cutoff_athena_would_refuse_is_refused_at_synth(value: Any, message: str) -> None:
+    found = cdk_json_context() | {"duetime:athenaBytesScannedCutoff": value}
+    with pytest.raises(ValueError) as refused:
+        props_from_context(Context(found.get))
+
+    assert str(refused.value) == message
 
 
 def test_archiver_reads_the_runs_stream(synth: Synth) -> None:

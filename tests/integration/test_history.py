@@ -173,6 +173,7 @@ def expected_row(run: Run) -> dict[str, Any]:
         "status": run.status.value,
         "error": run.error,
         "early_wait_ms": run.early_wait_ms,
+        "due_at": at(run.scheduled_ms if run.due_ms is None else run.due_ms),
         "dt": at(run.scheduled_ms).strftime("%Y-%m-%d"),  # type: ignore[union-attr]
     }
 
@@ -718,11 +719,12 @@ def test_the_compactor_function_compacts_the_day_in_its_event_or_the_settled_day
             ("2026-11-21", 2, 6)
         ]
         scheduled = compactor.handler({"detail-type": "Scheduled Event"}, FakeContext())
-        days = [p["dt"] for p in scheduled["partitions"]]
-        assert days[0] == settled.strftime("%Y-%m-%d")
-        assert scheduled["partitions"][0]["merged"] == 2
+        days = [p["dt"] for p in scheduled["partitions"]]  # oldest first (the backlog's order)
+        assert days[-1] == settled.strftime("%Y-%m-%d")
+        assert scheduled["partitions"][-1]["merged"] == 2
         assert len(days) == 3
-        assert len(history.keys(days[0])) == 1
+        assert len(history.keys(days[-1])) == 1
+        assert scheduled["backlog"] == []  # all three finished
     finally:
         compactor.settings.cache_clear()
         compactor.bucket.cache_clear()

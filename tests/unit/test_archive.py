@@ -149,7 +149,17 @@ def test_a_run_record_becomes_a_row_with_its_final_state() -> None:
         "status": "succeeded",
         "error": None,  # the last attempt's
         "early_wait_ms": 7,  # the first attempt's
+        "due_at": DAY1_MS + 5_000,  # not jittered: its scheduled instant
     }
+
+
+def test_a_run_keeps_the_instant_it_was_due_which_its_lateness_counts_from() -> None:
+    """(The archive had `scheduled_for` only, before the jitter: an outside audit.)"""
+    jittered = a_run(due_ms=DAY1_MS + 65_000)
+    row = row_from_image(image(jittered))
+    assert (row["scheduled_for"], row["due_at"]) == (DAY1_MS + 5_000, DAY1_MS + 65_000)
+    [stored] = to_table([row]).to_pylist()
+    assert stored["due_at"] == datetime.fromtimestamp((DAY1_MS + 65_000) / 1000, UTC)
 
 
 def test_a_run_that_never_started_has_empty_timings() -> None:
@@ -317,6 +327,8 @@ def test_older_files_are_conformed_to_the_current_schema() -> None:
     assert conformed.schema.equals(HISTORY_SCHEMA)
     assert conformed.column("duration_ms").to_pylist() == [None]
     assert conformed.column("early_wait_ms").to_pylist() == [None]
+    before_due_at = to_table([row_from_image(image(a_run()))]).drop_columns(["due_at"])
+    assert conform(before_due_at).column("due_at").to_pylist() == [None]
 
 
 # --- compaction planning ---------------------------------------------------------------------

@@ -1,12 +1,14 @@
 """Compactor Lambda: once a day (an EventBridge schedule), merge the small Parquet objects of
-the archive partitions that have stopped receiving writes; `{"dt": "YYYY-MM-DD"}` in the event
-compacts that day instead. Safe to re-run at any time (see duetime.history.compaction).
+the archive partitions that have stopped receiving writes, and of the days earlier runs left
+unfinished (duetime.history.backlog); `{"dt": "YYYY-MM-DD"}` in the event compacts that day
+instead. It stops before its timeout, the rest left for the next run. Safe to re-run at any
+time (see duetime.history.compaction).
 """
 
 from __future__ import annotations
 
 import functools
-from datetime import date
+from collections.abc import Callable
 from typing import Any
 
 from aws_lambda_powertools.utilities.typing import LambdaContext
@@ -15,14 +17,24 @@ from duetime import wiring
 from duetime.clock import wall_ms
 from duetime.domain.timeutil import from_ms
 from duetime.history.archive import HistoryBucket
-from duetime.history.compaction import compact_partition, settled_days
+from duetime.history.backlog import compact_backlog
+from duetime.history.compaction import CompactionReport, compact_partition, settled_days
 from duetime.history.settings import CompactorSettings
 from duetime.observability import count, logger, metrics, tracer
+
+# Time kept back at the end of an invocation: one more merge (at most 64 MB of inputs, about
+# 1,600 archiver objects read one by one: a minute or so) fits in it; a quarter of the time
+# when the function's timeout is short.
+STOP_MARGIN_MS = 180_000
 
 
 class CompactionMetric:
     OBJECTS_MERGED = "HistoryObjectsMerged"
     OBJECTS_WRITTEN = "HistoryObjectsCompacted"
+
+
+class DaysNotCompacted(RuntimeError):
+    """Some days' compaction failed (the others went on): they stay in the backlog."""
 
 
 @functools.cache
@@ -35,30 +47,47 @@ def bucket() -> HistoryBucket:
     return wiring.history_bucket(settings().bucket)
 
 
-def days_to_compact(event: dict[str, Any], today: date) -> list[str]:
+def requested_day(event: dict[str, Any]) -> str | None:
     requested = event.get("dt") if isinstance(event, dict) else None
-    if requested is not None:
-        return [str(requested)]  # compact_partition checks the form
-    return [d.isoformat() for d in settled_days(today, settings().run_ttl_seconds)]
+    return None if requested is None else str(requested)  # compact_partition checks the form
+
+
+def deadline(context: LambdaContext) -> Callable[[], bool]:
+    """A test of whether the invocation should stop: less than the margin left of its time."""
+    margin = min(STOP_MARGIN_MS, context.get_remaining_time_in_millis() // 4)
+    return lambda: context.get_remaining_time_in_millis() < margin
+
+
+def _result(report: CompactionReport) -> dict[str, Any]:
+    count(CompactionMetric.OBJECTS_MERGED, len(report.merged))
+    count(CompactionMetric.OBJECTS_WRITTEN, len(report.written))
+    logger.info(report.summary(), extra={"dt": report.dt, "written": report.written})
+    return {
+        "dt": report.dt,
+        "merged": len(report.merged),
+        "written": report.written,
+        "rows": report.rows,
+        "recovered": len(report.recovered),
+        "finished": report.finished,
+    }
 
 
 @logger.inject_lambda_context
 @tracer.capture_lambda_handler
 @metrics.log_metrics
 def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
-    results = []
-    for dt in days_to_compact(event, from_ms(wall_ms()).date()):
-        report = compact_partition(bucket(), dt)
-        count(CompactionMetric.OBJECTS_MERGED, len(report.merged))
-        count(CompactionMetric.OBJECTS_WRITTEN, len(report.written))
-        logger.info(report.summary(), extra={"dt": dt, "written": report.written})
-        results.append(
-            {
-                "dt": dt,
-                "merged": len(report.merged),
-                "written": report.written,
-                "rows": report.rows,
-                "recovered": len(report.recovered),
-            }
+    out_of_time = deadline(context)
+    requested = requested_day(event)
+    if requested is not None:
+        report = compact_partition(bucket(), requested, out_of_time=out_of_time)
+        return {"partitions": [_result(report)]}
+    today = from_ms(wall_ms()).date()
+    run = compact_backlog(bucket(), settled_days(today, settings().run_ttl_seconds), out_of_time)
+    results = [_result(report) for report in run.reports]
+    # (A log line, no metric: a backlog that grows from day to day shows in its `days`.)
+    logger.info("compaction backlog", extra={"days": run.left, "failed": run.failed})
+    if run.failed:
+        raise DaysNotCompacted(
+            "; ".join(f"dt={dt}: {reason}" for dt, reason in sorted(run.failed.items()))
         )
-    return {"partitions": results}
+    return {"partitions": results, "backlog": run.left}

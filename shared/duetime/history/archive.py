@@ -163,6 +163,7 @@ def row_from_image(image: Mapping[str, Any]) -> dict[str, Any]:
         "status": run.status.value,
         "error": run.error,
         "early_wait_ms": run.early_wait_ms,
+        "due_at": run.scheduled_ms if run.due_ms is None else run.due_ms,  # as the API's
     }
     _check_row(row)
     return row
@@ -338,6 +339,17 @@ class HistoryBucket:
     def _range(self, key: str, last_bytes: int) -> bytes:
         reply = self._s3.get_object(Bucket=self.name, Key=key, Range=f"bytes=-{last_bytes}")
         return reply["Body"].read()
+
+    def get_note(self, key: str) -> bytes | None:
+        """A small object that is not data (its name starts with `_`), or None when there is
+        none: listed first, as a GET of a missing key is refused (403) without s3:ListBucket."""
+        listed = self._s3.list_objects_v2(Bucket=self.name, Prefix=key, MaxKeys=1)
+        if not any(item["Key"] == key for item in listed.get("Contents", [])):
+            return None
+        return self._s3.get_object(Bucket=self.name, Key=key)["Body"].read()
+
+    def put_note(self, key: str, body: bytes) -> None:
+        self._s3.put_object(Bucket=self.name, Key=key, Body=body, ContentType="application/json")
 
     def delete(self, keys: Sequence[str]) -> None:
         for start in range(0, len(keys), 1000):

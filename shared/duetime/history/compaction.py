@@ -35,14 +35,16 @@ merged next time; a rewritten input (retried batch) holds rows already in C and 
 Which day: archive objects land in the partition of the run's *scheduled* day, once its record
 expires from the hot table, i.e. a hot window later plus DynamoDB's TTL lag (up to two days).
 So "yesterday's partition" receives nothing yesterday; the daily job compacts the days that
-have just stopped receiving writes (`settled_days`), and a few before them for stragglers.
+have just stopped receiving writes (`settled_days`), and a few before them for stragglers, and
+finishes the days an earlier run left unfinished (duetime.history.backlog). A merge reads at
+most `target_bytes` of inputs, so `out_of_time` (checked before each merge) bounds a run.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import date, timedelta
 
@@ -75,13 +77,18 @@ class CompactionReport:
     written: list[str] = field(default_factory=list)  # compacted objects written
     rows: int = 0  # rows in the objects written
     recovered: list[str] = field(default_factory=list)  # leftovers of an interrupted run
+    unfinished: int = 0  # merges left for a later run (it stopped when out of time)
 
     @property
     def changed(self) -> bool:
         return bool(self.written or self.recovered)
 
+    @property
+    def finished(self) -> bool:
+        return self.unfinished == 0
+
     def summary(self) -> str:
-        if not self.changed:
+        if not self.changed and self.finished:
             return f"dt={self.dt}: nothing to compact"
         parts = []
         if self.written:
@@ -90,6 +97,8 @@ class CompactionReport:
             )
         if self.recovered:
             parts.append(f"deleted {len(self.recovered)} object(s) left by an interrupted run")
+        if self.unfinished:
+            parts.append(f"{self.unfinished} merge(s) left: out of time")
         return f"dt={self.dt}: " + "; ".join(parts)
 
 
@@ -130,8 +139,10 @@ def compact_partition(
     *,
     small_bytes: int = SMALL_BYTES,
     target_bytes: int = TARGET_BYTES,
+    out_of_time: Callable[[], bool] = lambda: False,
 ) -> CompactionReport:
-    """Merge the small objects of partition `dt` (see the module's docstring)."""
+    """Merge the small objects of partition `dt` (see the module's docstring), stopping before
+    a merge once `out_of_time()`: the report counts the merges left (`unfinished`)."""
     prefix = partition_prefix(dt)
     report = CompactionReport(dt)
     objects = bucket.list(prefix)
@@ -140,7 +151,11 @@ def compact_partition(
         _merge(bucket, prefix, sorted(group), report)
     merged = gone.union(*overlapping)
     remaining = [o for o in objects if o.key not in merged]
-    for inputs in plan_merges(remaining, small_bytes=small_bytes, target_bytes=target_bytes):
+    planned = plan_merges(remaining, small_bytes=small_bytes, target_bytes=target_bytes)
+    for done, inputs in enumerate(planned):
+        if out_of_time():
+            report.unfinished = len(planned) - done
+            break
         _merge(bucket, prefix, inputs, report)
     return report
 

@@ -41,6 +41,10 @@ HISTORY_SCHEMA = pa.schema(
         # Added later (older files read it as null, `conform`): how long the first attempt's
         # delivery waited for its due instant (SQS delays count whole seconds).
         pa.field("early_wait_ms", pa.int64()),
+        # Added 2026-12-01 (older files read it as null): when the run was due to start, the
+        # instant `lateness_ms` counts from (the API's `due_at`: jitter, an `after` job's
+        # upstream end, a late one-off's arming); `scheduled_for` for a record without it.
+        pa.field("due_at", _TIMESTAMP),
     ]
 )
 

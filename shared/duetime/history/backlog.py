@@ -1,0 +1,89 @@
+"""The daily compaction's backlog: the days it has still to finish, kept in the bucket, so a day
+whose merges outlast one invocation is finished by the next runs instead of left behind.
+
+Until 2026-12-01 each daily run compacted the settled day and the two before it, newest first,
+within one invocation (900 s): a day it did not finish was never gone back to, as the next
+run started with a newer day that took the whole time again, and the rest of that day stayed
+small objects until its retention (found by an outside audit: in its model, 9 days of 10).
+Now a run:
+
+1. reads the backlog (`history/_compaction/backlog.json`: a name starting with `_`, which no
+   reader takes for data), adds the settled days and writes it back before any merge, so a run
+   killed at its timeout leaves every day it took on in it;
+2. compacts those days oldest first, each until it is done or the time is nearly up (a merge
+   reads at most 64 MB of inputs: `out_of_time` is asked before each), and drops a day from the
+   backlog once its compaction finished: a day waits for the days before it, never for good;
+3. gives a day whose compaction fails (a CompactionError, an object that is not Parquet) no
+   more of this run: it stays in the backlog, the other days go on, and the run reports the
+   failed days (the function then fails, which its alarm shows). S3 failing stops the run: the
+   days stay in the backlog for the next (until 2026-12-01 one failing day ended the run and
+   skipped the days after it).
+
+Only one compaction may run at a time (reserved concurrency 1): the backlog is read, changed
+and written by one run.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from datetime import date
+
+from duetime.history.archive import HistoryBucket
+from duetime.history.compaction import CompactionError, CompactionReport, compact_partition
+from duetime.history.schema import PREFIX, partition_prefix
+
+BACKLOG_KEY = f"{PREFIX}_compaction/backlog.json"
+
+
+@dataclass
+class BacklogRun:
+    """What one run of the backlog did."""
+
+    reports: list[CompactionReport] = field(default_factory=list)  # the days it compacted
+    failed: dict[str, str] = field(default_factory=dict)  # day → why its compaction failed
+    left: list[str] = field(default_factory=list)  # the backlog after the run, oldest first
+
+
+def read_backlog(bucket: HistoryBucket) -> list[str]:
+    """The days in the backlog, oldest first ([] when there is none yet). A backlog that does
+    not read as one is refused, naming it (delete it: the settled days start it again)."""
+    body = bucket.get_note(BACKLOG_KEY)
+    if body is None:
+        return []
+    try:
+        days = json.loads(body)["days"]
+        for day in days:
+            partition_prefix(day)  # a day in the form YYYY-MM-DD, or ValueError
+    except (ValueError, KeyError, TypeError) as exc:
+        raise ValueError(f"s3://{bucket.name}/{BACKLOG_KEY} is not a backlog: {exc}") from None
+    return sorted(set(days))
+
+
+def write_backlog(bucket: HistoryBucket, days: Iterable[str]) -> None:
+    bucket.put_note(BACKLOG_KEY, json.dumps({"days": sorted(set(days))}).encode())
+
+
+def compact_backlog(
+    bucket: HistoryBucket,
+    settled: Iterable[date],
+    out_of_time: Callable[[], bool] = lambda: False,
+) -> BacklogRun:
+    """One daily run: the backlog and the `settled` days, oldest first (see the docstring)."""
+    days = sorted(set(read_backlog(bucket)) | {d.isoformat() for d in settled})
+    write_backlog(bucket, days)
+    run = BacklogRun(left=list(days))
+    for dt in days:
+        if out_of_time():
+            break
+        try:
+            report = compact_partition(bucket, dt, out_of_time=out_of_time)
+        except (CompactionError, ValueError) as exc:  # this day's data: the others go on
+            run.failed[dt] = str(exc)
+            continue
+        run.reports.append(report)
+        if report.finished:
+            run.left.remove(dt)
+            write_backlog(bucket, run.left)
+    return run
