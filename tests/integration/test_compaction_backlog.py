@@ -18,7 +18,9 @@ from dataclasses import dataclass, field
 from datetime import UTC, date, datetime, timedelta
 from typing import Any
 
+import pyarrow as pa
 import pytest
+from botocore.exceptions import ClientError
 
 from duetime.entrypoints import compactor
 from duetime.history import compaction
@@ -40,7 +42,7 @@ KILLED_AFTER = 3  # merged objects an invocation writes before Lambda kills it a
 TRIES = 3  # an invocation and Lambda's two retries of a failed asynchronous invocation
 
 
-class Killed(Exception):
+class Killed(BaseException):
     """Lambda ended the invocation at its timeout."""
 
 
@@ -271,3 +273,43 @@ def test_a_backlog_that_is_not_one_fails_the_run_naming_it(
     assert compactor.handler(SCHEDULED, FakeContext())["backlog"] == []
     assert archive.bucket.get_note(BACKLOG_KEY) == b'{"days": []}'
     assert archive.counts() == {"n": QUIET * ROWS, "runs": QUIET * ROWS}
+
+
+@pytest.mark.parametrize("failure", ["foreign Parquet", "refused object", "S3 slowing down"])
+def test_an_oldest_day_that_fails_holds_back_no_later_day(
+    archive: Archive, monkeypatch: pytest.MonkeyPatch, failure: str
+) -> None:
+    # A Parquet object pyarrow cannot conform (a RuntimeError), or one S3 keeps refusing (a KMS
+    # key the compactor may not use), in the oldest day: each run ended there, first in the
+    # backlog, and no later day was ever compacted (a review of this change). A passing S3
+    # failure (SlowDown) still ends the run: the days wait for the next.
+    days = [FIRST_SETTLED - timedelta(days=n) for n in (2, 1, 0)]
+    for day in days:
+        archive.put_day(day, QUIET)
+    oldest = days[0].isoformat()
+    if failure == "foreign Parquet":
+        foreign = pa.table({"run_id": ["x-1"], "attempts": pa.array([[1]], pa.list_(pa.int64()))})
+        archive.bucket.put_table(f"history/dt={oldest}/by-hand.parquet", foreign)
+    else:
+        code = "AccessDenied" if failure == "refused object" else "SlowDown"
+        refused = archive.objects(oldest)[0].key
+        read = HistoryBucket.read_table
+
+        def refusing(self: HistoryBucket, key: str) -> Any:
+            if key == refused:
+                raise ClientError({"Error": {"Code": code, "Message": code}}, "GetObject")
+            return read(self, key)
+
+        monkeypatch.setattr(HistoryBucket, "read_table", refusing)
+    for n in range(1, 4):
+        archive.put_day(FIRST_SETTLED + timedelta(days=n), QUIET)
+
+    for run in range(4):
+        on_day(monkeypatch, run)
+        with pytest.raises(
+            Exception, match="dt=" + oldest if failure != "S3 slowing down" else code
+        ):
+            compactor.handler(SCHEDULED, FakeContext())
+
+    left = [dt for dt in archive.days if dt != oldest and archive.merges_left(dt)]
+    assert left == ([] if failure != "S3 slowing down" else sorted(set(archive.days) - {oldest}))

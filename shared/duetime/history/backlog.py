@@ -13,11 +13,13 @@ Now a run:
 2. compacts those days oldest first, each until it is done or the time is nearly up (a merge
    reads at most 64 MB of inputs: `out_of_time` is asked before each), and drops a day from the
    backlog once its compaction finished: a day waits for the days before it, never for good;
-3. gives a day whose compaction fails (a CompactionError, an object that is not Parquet) no
-   more of this run: it stays in the backlog, the other days go on, and the run reports the
-   failed days (the function then fails, which its alarm shows). S3 failing stops the run: the
-   days stay in the backlog for the next (until 2026-12-01 one failing day ended the run and
-   skipped the days after it).
+3. gives a day whose compaction fails no more of this run: it stays in the backlog, the other
+   days go on, and the run reports the failed days (the function then fails, which its alarm
+   shows). A failure is the day's whatever it is (a CompactionError, an object that is not
+   Parquet or not of the schema, one S3 refuses), but for S3 itself failing (throttled, a
+   5xx, no answer), which stops the run: the days stay in the backlog for the next (until
+   2026-12-01 one failing day ended the run and skipped the days after it; then, until a
+   review the same day, any failure but the first two did, at the oldest day, every day).
 
 Only one compaction may run at a time (reserved concurrency 1): the backlog is read, changed
 and written by one run.
@@ -30,6 +32,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from datetime import date
 
+from duetime.adapters.aws_errors import is_transient
 from duetime.history.archive import HistoryBucket
 from duetime.history.compaction import CompactionError, CompactionReport, compact_partition
 from duetime.history.schema import PREFIX, partition_prefix
@@ -79,8 +82,10 @@ def compact_backlog(
             break
         try:
             report = compact_partition(bucket, dt, out_of_time=out_of_time)
-        except (CompactionError, ValueError) as exc:  # this day's data: the others go on
-            run.failed[dt] = str(exc)
+        except Exception as exc:  # this day's: the others go on, but for S3 itself failing
+            if is_transient(exc):
+                raise
+            run.failed[dt] = str(exc) if isinstance(exc, CompactionError) else repr(exc)
             continue
         run.reports.append(report)
         if report.finished:
