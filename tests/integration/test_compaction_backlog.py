@@ -23,7 +23,7 @@ import pytest
 from botocore.exceptions import ClientError
 
 from duetime.entrypoints import compactor
-from duetime.history import compaction
+from duetime.history import backlog, compaction
 from duetime.history.archive import HistoryBucket, StoredObject, object_key, to_table
 from duetime.history.compaction import is_compacted
 from duetime.history.query import LocalEngine
@@ -271,7 +271,7 @@ def test_a_backlog_that_is_not_one_fails_the_run_naming_it(
     archive.bucket.delete([BACKLOG_KEY])
     archive.put_day(FIRST_SETTLED, QUIET)
     assert compactor.handler(SCHEDULED, FakeContext())["backlog"] == []
-    assert archive.bucket.get_note(BACKLOG_KEY) == b'{"days": []}'
+    assert archive.bucket.get_note(BACKLOG_KEY) == b'{"days": [], "tries": {}}'
     assert archive.counts() == {"n": QUIET * ROWS, "runs": QUIET * ROWS}
 
 
@@ -282,7 +282,8 @@ def test_an_oldest_day_that_fails_holds_back_no_later_day(
     # A Parquet object pyarrow cannot conform (a RuntimeError), or one S3 keeps refusing (a KMS
     # key the compactor may not use), in the oldest day: each run ended there, first in the
     # backlog, and no later day was ever compacted (a review of this change). A passing S3
-    # failure (SlowDown) still ends the run: the days wait for the next.
+    # failure (SlowDown) still ends the run: counted as that day's try, the day goes after
+    # the others at its third run.
     days = [FIRST_SETTLED - timedelta(days=n) for n in (2, 1, 0)]
     for day in days:
         archive.put_day(day, QUIET)
@@ -311,5 +312,30 @@ def test_an_oldest_day_that_fails_holds_back_no_later_day(
         ):
             compactor.handler(SCHEDULED, FakeContext())
 
-    left = [dt for dt in archive.days if dt != oldest and archive.merges_left(dt)]
-    assert left == ([] if failure != "S3 slowing down" else sorted(set(archive.days) - {oldest}))
+    assert [dt for dt in archive.days if dt != oldest and archive.merges_left(dt)] == []
+
+
+def test_a_day_that_kills_its_runs_goes_after_the_others(
+    archive: Archive, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A day whose compaction the function never returns from (out of memory, its timeout
+    # mid-merge) stayed first in the backlog, and every run died on it (an outside security
+    # audit). After KILLED_TRIES it goes after the others, and stays in the backlog.
+    days = [(FIRST_SETTLED - timedelta(days=n)).isoformat() for n in (2, 1, 0)]
+    for dt in days:
+        archive.put_day(date.fromisoformat(dt), QUIET)
+    real = backlog.compact_partition
+
+    def killed_on_the_oldest(bucket: HistoryBucket, dt: str, **kwargs: Any) -> Any:
+        if dt == days[0]:
+            raise Killed("Runtime exited with error: signal: killed")
+        return real(bucket, dt, **kwargs)
+
+    monkeypatch.setattr(backlog, "compact_partition", killed_on_the_oldest)
+    on_day(monkeypatch, 0)
+    for _ in range(backlog.KILLED_TRIES + 1):
+        with pytest.raises(Killed):
+            compactor.handler(SCHEDULED, FakeContext())
+
+    assert [archive.merges_left(dt) for dt in days[1:]] == [0, 0]
+    assert backlog.read_backlog(archive.bucket) == ([days[0]], {days[0]: backlog.KILLED_TRIES + 1})

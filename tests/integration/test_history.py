@@ -404,6 +404,24 @@ def test_compaction_merges_a_day_into_one_object_with_the_same_rows_and_is_idemp
     assert history.keys("2026-11-21") == [compacted]
 
 
+def test_a_merge_stops_taking_inputs_at_its_memory_bound_and_the_rest_merge_apart(
+    history: History,
+) -> None:
+    # Rows of long identical texts are tiny stored and large in memory: bounded by stored size
+    # alone, a tenant's made one merge need twice the compactor's memory, every day (an
+    # outside security audit). Here the bound is one input's worth: two inputs a merge.
+    archive_in_batches(history, 5, DAY)
+    before = history.query("SELECT * FROM runs ORDER BY run_id")
+    one = history.bucket.read_table(history.keys("2026-11-21")[0]).nbytes
+
+    report = compact_partition(history.bucket, "2026-11-21", memory_bytes=one)
+
+    # 2 + 2, and 1 left alone (a merge of one gains nothing: a later run's stragglers join it)
+    assert [len(m) for m in (report.merged, report.written)] == [4, 2]
+    assert len(history.keys("2026-11-21")) == 3
+    assert history.query("SELECT * FROM runs ORDER BY run_id") == before
+
+
 def test_compaction_interrupted_before_deleting_its_inputs_is_finished_by_the_next_run(
     history: History, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -62,6 +62,12 @@ META_INPUT_ROWS = "duetime.input_rows"
 # 1 GB of memory to write.
 SMALL_BYTES = 32 * 1024 * 1024
 TARGET_BYTES = 64 * 1024 * 1024
+# A merge stops taking inputs once those read take this much memory (Arrow's), whatever
+# their stored size: a tenant's rows of long identical texts (a job name, its target's error)
+# compress ~30 times better than most, and a 64 MB merge of them needed ~8 GB, twice the
+# compactor's memory, every day (until 2026-12-01; an outside security audit). The merge holds
+# its inputs, their concatenation and its sorted copy: about 3 times this at its peak.
+MERGE_MEMORY_BYTES = 256 * 1024 * 1024
 TTL_LAG_DAYS = 2  # DynamoDB deletes expired items within about two days
 COMPACTION_DAYS = 3  # the settled day and the two before it (late stragglers)
 
@@ -139,6 +145,7 @@ def compact_partition(
     *,
     small_bytes: int = SMALL_BYTES,
     target_bytes: int = TARGET_BYTES,
+    memory_bytes: int = MERGE_MEMORY_BYTES,
     out_of_time: Callable[[], bool] = lambda: False,
 ) -> CompactionReport:
     """Merge the small objects of partition `dt` (see the module's docstring), stopping before
@@ -148,15 +155,17 @@ def compact_partition(
     objects = bucket.list(prefix)
     gone, overlapping = _finish_earlier_merges(bucket, objects, report)
     for group in overlapping:  # whatever their size: they hold some runs twice
-        _merge(bucket, prefix, sorted(group), report)
+        _merge(bucket, prefix, sorted(group), report, memory_bytes=None)
     merged = gone.union(*overlapping)
     remaining = [o for o in objects if o.key not in merged]
     planned = plan_merges(remaining, small_bytes=small_bytes, target_bytes=target_bytes)
-    for done, inputs in enumerate(planned):
+    while planned:
         if out_of_time():
-            report.unfinished = len(planned) - done
+            report.unfinished = len(planned)
             break
-        _merge(bucket, prefix, inputs, report)
+        left = _merge(bucket, prefix, planned.pop(0), report, memory_bytes=memory_bytes)
+        if len(left) > 1:  # the inputs past the memory bound: a merge of their own
+            planned.insert(0, left)
     return report
 
 
@@ -209,8 +218,24 @@ def _sharing_inputs(made_from: dict[str, set[str]]) -> list[set[str]]:
     return [keys for keys, _ in groups if len(keys) > 1]
 
 
-def _merge(bucket: HistoryBucket, prefix: str, inputs: list[str], report: CompactionReport) -> None:
-    tables = [conform(bucket.read_table(key)) for key in inputs]
+def _merge(
+    bucket: HistoryBucket,
+    prefix: str,
+    inputs: list[str],
+    report: CompactionReport,
+    *,
+    memory_bytes: int | None,
+) -> list[str]:
+    """Merge `inputs` into one object, those read before their tables took `memory_bytes`
+    (two at least; None: all); returns the inputs left for another merge."""
+    tables: list[pa.Table] = []
+    held = 0  # the memory the tables read take
+    for key in inputs:
+        if memory_bytes is not None and len(tables) >= 2 and held >= memory_bytes:
+            break
+        tables.append(conform(bucket.read_table(key)))
+        held += tables[-1].nbytes
+    inputs, left = inputs[: len(tables)], inputs[len(tables) :]
     rows = sum(t.num_rows for t in tables)
     # A run's rows latest end first (nulls last), so the merge keeps its final state.
     order = [
@@ -229,6 +254,7 @@ def _merge(bucket: HistoryBucket, prefix: str, inputs: list[str], report: Compac
     report.merged.extend(inputs)
     report.written.append(key)
     report.rows += rows
+    return left
 
 
 def _one_row_per_run(table: pa.Table) -> pa.Table:
