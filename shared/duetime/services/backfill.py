@@ -4,11 +4,11 @@ The range and its occurrences are the domain's (duetime.domain.backfill). An occ
 run record (whatever its status: succeeded, failed, skipped, buffered, running) is left alone;
 the others are sent as ordinary first attempts of the job's current generation, with the run
 ids the schedule would have given them (`<job id>-<scheduled ms>`), so a copy of one still on
-its way is a duplicate the claim settles, never a second run. An occurrence whose jittered
-start is still to come is left to its own message.
+its way is a duplicate the claim settles, never a second run.
 
-Sent at once: a backfilled run is due at the backfill's instant (no jitter; its lateness is
-counted from then), its `scheduled_for` the occurrence. The overlap policy still applies at
+Sent at once: a backfilled run is due at the backfill's instant (its lateness is counted from
+then), its `scheduled_for` the occurrence; one whose jittered start is still to come is due
+at that start, as a copy of its own message (which may be on its way, or dropped). The overlap policy still applies at
 claim time: under `skip` or `buffer_one` the occurrences sent together meet each other at the
 gate. Cost: one batch read of the run records (BatchGetItem, 100 keys a request) and one
 SendMessageBatch per 10 occurrences sent.
