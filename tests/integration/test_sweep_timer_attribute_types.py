@@ -148,3 +148,44 @@ def test_given_a_stuck_entry_attribute_of_the_wrong_type_then_the_shard_s_other_
     # Then the good entry is retried: its run goes out, and its entry is gone
     assert engine.recorder.runs_of(job) == [due]
     assert job not in {s.timer.job_id for s in engine.parts.sweeper.stuck()}
+
+
+@pytest.mark.parametrize(
+    "corrupt",
+    [{"bytes": {"S": "412"}}, {"stg": {"S": "0"}}, {"jit": {"S": "0"}}, {"q": {"N": "1"}}, {}],
+    ids=["bytes", "stg", "jit", "q", "control"],
+)
+def test_given_a_stuck_entry_with_a_bad_copy_of_its_job_then_it_is_retried_and_runs(
+    engine: Engine, corrupt: dict[str, Any]
+) -> None:
+    # The copies of the job's settings checked for their type made such an entry undecodable:
+    # dropped, never retried nor listed (a review the same day). Its retry reads the job.
+    job = engine.submit({"schedule": {"at": rfc3339_ms(DUE + 1000)}})
+    for item in timer_items(engine):
+        if job_of(item) == job:
+            key = {"pk": item["pk"], "sk": item["sk"]}
+            engine.aws.dynamodb.delete_item(TableName=engine.aws.settings.timers_table, Key=key)
+    due, shard = DUE + 1000, engine.parts.timers.shard_of(job)
+    entry = {
+        "pk": {"S": f"stuck#{shard}"},
+        "sk": {"S": f"r#0000000000001#{due:013d}#{job}#0"},
+        "tenant": {"S": "tenant-a"},
+        "job_id": {"S": job},
+        "due": {"N": str(due)},
+        "gen": {"N": "0"},
+        "bytes": {"N": "0"},
+        "q": {"S": "lambda/normal"},
+        "jit": {"N": "0"},
+        "stg": {"N": "0"},
+        "attempts": {"N": "1"},
+        "reason": {"S": "injected"},
+        "first_failed": {"N": "1"},
+        "last_failed": {"N": "1"},
+    }
+    put(engine, entry | corrupt)
+    assert job in {s.timer.job_id for s in engine.parts.sweeper.stuck()}  # listed
+
+    sweep_through(engine)
+
+    assert engine.recorder.runs_of(job) == [due]
+    assert job not in {s.timer.job_id for s in engine.parts.sweeper.stuck()}

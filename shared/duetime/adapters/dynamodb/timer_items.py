@@ -147,6 +147,24 @@ def stuck_to_values(stuck: StuckTimer) -> dict[str, Any]:
     }
 
 
+def _job_copies(values: dict[str, Any]) -> dict[str, Any]:
+    """A parked timer's copies of its job's settings, or none when one has the wrong type: its
+    retry's hand-over then reads the job, as for a live timer (`readable_timer`; a review the
+    day the types were checked: such an entry was dropped, never retried nor listed)."""
+    try:
+        runtime, _, priority = _text(values, "q").partition("/")
+        return {
+            "job_bytes": _number(values, "bytes"),
+            "runtime": Runtime(runtime) if runtime else None,
+            "priority": Priority(priority) if priority else None,
+            "jitter_ms": _number(values, "jit"),
+            "stage_ms": _number(values, "stg"),
+        }
+    except (TypeError, ValueError):
+        logger.warning("a stuck timer's copies of its job do not decode: read from the job")
+        return {}
+
+
 def readable_stuck(values: dict[str, Any]) -> StuckTimer | None:
     """A stuck timer's item, or None (logged) for one that does not decode (an attribute of
     the wrong type too): it must not stop the retries of its shard's other stuck timers, or
@@ -175,19 +193,8 @@ def stuck_from_values(values: dict[str, Any]) -> StuckTimer:
     due, job_id, generation = parse_timer_sort_key(timer_key)
     if generation is None:
         generation = _number(values, "gen", None)
-    runtime, _, priority = _text(values, "q").partition("/")
     return StuckTimer(
-        timer=Timer(
-            _text(values, "tenant", None),
-            job_id,
-            due,
-            generation,
-            job_bytes=_number(values, "bytes"),
-            runtime=Runtime(runtime) if runtime else None,
-            priority=Priority(priority) if priority else None,
-            jitter_ms=_number(values, "jit"),
-            stage_ms=_number(values, "stg"),
-        ),
+        timer=Timer(_text(values, "tenant", None), job_id, due, generation, **_job_copies(values)),
         shard=int(_text(values, "pk", None).rpartition("#")[2]),
         attempts=_number(values, "attempts", None),
         reason=_text(values, "reason"),
