@@ -8,10 +8,10 @@ its way is a duplicate the claim settles, never a second run.
 
 Sent at once: a backfilled run is due at the backfill's instant (its lateness is counted from
 then), its `scheduled_for` the occurrence; one whose jittered start is still to come is due
-at that start, as a copy of its own message (which may be on its way, or dropped). The overlap policy still applies at
-claim time: under `skip` or `buffer_one` the occurrences sent together meet each other at the
-gate. Cost: one batch read of the run records (BatchGetItem, 100 keys a request) and one
-SendMessageBatch per 10 occurrences sent.
+at that start, as a copy of its own message (which may be on its way, or dropped). The
+overlap policy still applies at claim time: under `skip` or `buffer_one` the occurrences sent
+together meet each other at the gate. Cost: one batch read of the run records (BatchGetItem,
+100 keys a request) and one SendMessageBatch per 10 occurrences sent.
 """
 
 from __future__ import annotations
@@ -88,8 +88,12 @@ class Backfill:
         asked = now if asked_ms is None else min(asked_ms, now)
         for start in range(0, len(missing), SEND_CHUNK):
             part = missing[start : start + SEND_CHUNK]
+            # (One still to come is a copy of its scheduled message: not asked, so whichever
+            # of the two is claimed first, its run triggers the `after` jobs there are then.)
             messages = [
-                replace(run_message(job, ms), due_ms=max(now, job.due_ms(ms)), asked_ms=asked)
+                replace(run_message(job, ms), due_ms=now, asked_ms=asked)
+                if job.due_ms(ms) <= now
+                else run_message(job, ms)
                 for ms in part
             ]
             try:
