@@ -371,3 +371,27 @@ def test_given_no_id_then_delete_is_a_usage_error(
         dlq(capsys, "delete")
     assert exited.value.code == 2
     assert "ID" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("action", [["list"], ["delete", "any-id"]])
+def test_given_the_signing_key_cannot_be_read_then_dlq_fails_with_its_own_message(
+    engine: Engine,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+    action: list[str],
+) -> None:
+    # A refused key read is AWS refusing a call of `dlq` (exit 1, the command's message), not a
+    # configuration problem (exit 2, until a review the day it became KeysUnavailable).
+    failing_job(engine)  # one dead run: listing it opens (verifies) its body
+    monkeypatch.setenv("DUETIME_RUN_SIGNING_KEY", "")
+    missing = "arn:aws:secretsmanager:us-east-1:123456789012:secret:no-such-key-AbCdEf"
+    monkeypatch.setenv("DUETIME_RUN_SIGNING_SECRET_ARN", missing)
+    capsys.readouterr()
+
+    code = main(["dlq", *action])
+
+    err = capsys.readouterr().err
+    assert code == 1
+    assert err.startswith(
+        "duetime: cannot read the DLQs" if action == ["list"] else "duetime: delete stopped"
+    )

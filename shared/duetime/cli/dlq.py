@@ -15,6 +15,7 @@ from collections.abc import Sequence
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
+from duetime.adapters.message_keys import KeysUnavailable
 from duetime.cli.client import Unreachable
 from duetime.cli.format import write_out
 from duetime.cli.options import aws_setup, state_dir
@@ -129,8 +130,8 @@ def run_list(args: argparse.Namespace) -> int:
     dead_runs = wiring.dead_runs(deployment(args))
     try:
         dead, total = dead_runs.read(_queues(args), args.limit)
-    except (BotoCoreError, ClientError) as exc:
-        return _failed(f"cannot read the DLQs: {exc}")
+    except (BotoCoreError, ClientError, KeysUnavailable) as exc:  # (the key: exit 2 until a
+        return _failed(f"cannot read the DLQs: {exc}")  # review, 2026-12-01)
     if args.json:
         write_out(json.dumps([_as_json(d) for d in dead], indent=2))
         return 0
@@ -189,7 +190,7 @@ def run_delete(args: argparse.Namespace) -> int:
     dead_runs = wiring.dead_runs(deployment(args))
     try:
         deleted = dead_runs.delete(_queues(args), set(args.ids))
-    except (BotoCoreError, ClientError) as exc:
+    except (BotoCoreError, ClientError, KeysUnavailable) as exc:
         return _failed(f"delete stopped: {exc}")
     for dead in deleted:
         shown = clean(dead.run_id or dead.letter.message_id)
