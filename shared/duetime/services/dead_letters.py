@@ -28,14 +28,11 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 
 from duetime.domain.ids import run_id
-from duetime.domain.jobs import Job, JobStatus, Priority, Runtime
+from duetime.domain.jobs import JobStatus, Priority, Runtime
 from duetime.domain.messages import MessageAuth, RunMessage, UnauthenticatedMessage
-from duetime.domain.overlap import Overlap, holder_active
-from duetime.domain.retry import longest_retry_wait_ms
 from duetime.domain.runs import CLOCK_SKEW_ALLOWANCE_MS, RunOutcome, RunStatus
 from duetime.ports import DeadLetter, DeadLetters, JobQueue, JobStore, RunStore
 from duetime.services.dropped import ABANDONED_ERROR
-from duetime.services.execute import LEASE_MARGIN_MS
 from duetime.settings import queue_key
 
 QUEUE_KEYS = [queue_key(r, p) for r in Runtime for p in Priority]
@@ -199,9 +196,6 @@ class DeadRuns:
             # were lost; found by an outside audit).
             self._send_back(dead, replace(message, generation=job.generation), report)
             return None
-        held = self._held_by_another(job, message.scheduled_ms, now_ms)
-        if held is not None:
-            return held
         if run is not None and run.status == RunStatus.RUNNING:
             # Moved by the redrive policy while its attempt is recorded as running: a worker
             # died on it (or, with a live lease, is running it now: leave it).
@@ -244,26 +238,6 @@ class DeadRuns:
         self._queue.send([(again, 0)])
         self._letters.delete(dead.letter)  # only now: the copy is in the source queue
         report.redriven.append((dead, again.attempt, queue_key(again.runtime, again.priority)))
-
-    def _held_by_another(self, job: Job, scheduled_ms: int, now_ms: int) -> str | None:
-        """Why a run of a job with an overlap policy cannot go back now: another occurrence
-        holds the gate and is active, so the worker would drop the redriven attempt as a late
-        copy of its finished run (found by an outside audit: it left the DLQ unrun, its record
-        `retrying` for good). Redriven once that occurrence has ended, it runs."""
-        if not job.spec.recurring or job.spec.overlap == Overlap.ALLOW:
-            return None
-        gate = self._jobs.gate(job.tenant, job.id)
-        if gate.holder_ms is None or gate.holder_ms == scheduled_ms:
-            return None
-        holder = self._runs.get(job.id, gate.holder_ms)
-        grace = LEASE_MARGIN_MS + CLOCK_SKEW_ALLOWANCE_MS + job.spec.timeout_seconds * 1000
-        backoff = longest_retry_wait_ms(job.spec.retry)
-        if not holder_active(holder, gate, now_ms, grace_ms=grace, max_backoff_ms=backoff):
-            return None
-        return (
-            f"another run of the job is active (overlap {job.spec.overlap.value}): "
-            "redrive it once that one has ended"
-        )
 
     def _dead_run(self, letter: DeadLetter) -> DeadRun:
         try:
