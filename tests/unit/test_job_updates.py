@@ -161,3 +161,19 @@ def test_a_misspelt_patch_field_is_hinted_among_read_only_names_too(key: str, me
     with pytest.raises(ValidationError) as caught:
         updated_spec(parse_job_spec(BODY), {key: "x"})
     assert caught.value.message == f"unknown field; did you mean {meant}?"
+
+
+@pytest.mark.parametrize(
+    ("body", "message"),
+    [
+        ({"status": "paused"}, "read-only field"),
+        ({"stauts": "paused"}, "unknown field; did you mean status?"),
+        ({"version": 3}, "read-only field"),
+    ],
+)
+def test_a_submission_refuses_a_read_only_field_as_one(body: dict[str, Any], message: str) -> None:
+    # `status` in a POST /jobs answered "unknown field; did you mean tags?" (HTTP contract,
+    # round seven): it is a field the server sets, as a PATCH says.
+    with pytest.raises(ValidationError) as caught:
+        parse_job_spec({**BODY, **body})
+    assert (caught.value.field, caught.value.message) == (next(iter(body)), message)

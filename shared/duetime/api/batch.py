@@ -19,7 +19,13 @@ from aws_lambda_powertools.event_handler import Response, content_types
 from duetime.api import views
 from duetime.api.params import IDEMPOTENCY_KEY  # as the Idempotency-Key header's
 from duetime.api.quotas import TenantLimiter
-from duetime.domain.errors import IDEMPOTENCY_FIELD, DomainError, QuotaExceeded, ValidationError
+from duetime.domain.errors import (
+    IDEMPOTENCY_FIELD,
+    DomainError,
+    QuotaExceeded,
+    ValidationError,
+    unknown_field,
+)
 from duetime.domain.jobs import parse_job_spec
 from duetime.services.batch import MAX_BATCH_JOBS, BatchJob, BatchResult, BatchSubmitter
 from duetime.settings import Quotas
@@ -32,7 +38,7 @@ def parse_batch(raw: object, admit: Callable[[], None]) -> list[BatchJob | Domai
         raise ValidationError("body", "must be a JSON object")
     for key in raw:
         if key != "jobs":
-            raise ValidationError(str(key), "unknown field")
+            raise ValidationError(str(key), unknown_field(key, ("jobs",)))
     jobs = raw.get("jobs")
     if not isinstance(jobs, list) or not 1 <= len(jobs) <= MAX_BATCH_JOBS:
         raise ValidationError("jobs", f"must be a list of 1 to {MAX_BATCH_JOBS} job bodies")

@@ -12,7 +12,7 @@ from typing import Any
 from aws_lambda_powertools.event_handler import Response, content_types
 
 from duetime.api.schema_parts import INSTANT, obj, ref
-from duetime.domain.errors import ValidationError
+from duetime.domain.errors import ValidationError, unknown_field
 from duetime.domain.planning import MAX_PREVIEW_OCCURRENCES as MAX_PREVIEW
 from duetime.domain.planning import upcoming
 from duetime.domain.schedule import parse_schedule, whole_number
@@ -83,7 +83,7 @@ def parse_preview(raw: object) -> tuple[Any, int]:
         raise ValidationError("body", "must be a JSON object")
     for key in raw:
         if key not in ("schedule", "count"):
-            raise ValidationError(str(key), "unknown field")
+            raise ValidationError(str(key), unknown_field(key, ("schedule", "count")))
     if "schedule" not in raw:
         raise ValidationError("schedule", "required")
     schedule = parse_schedule(raw["schedule"])

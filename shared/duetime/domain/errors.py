@@ -135,3 +135,14 @@ def unknown_field(key: object, *known: Iterable[str]) -> str:
     names = [one for some in known for one in some]
     close = difflib.get_close_matches(name, names, n=1) if len(name) < 64 else []
     return f"unknown field; did you mean {close[0]}?" if close else "unknown field"
+
+
+def refused_field(
+    key: object, read_only: Collection[str], *known: Iterable[str]
+) -> ValidationError:
+    """A field a body may not hold: a `read-only field` when the server sets it (`status`: a
+    POST /jobs answered "unknown field; did you mean tags?" until 2026-12-01), else
+    `unknown_field`, the read-only names hinted too."""
+    if key in read_only:
+        return ValidationError(str(key), "read-only field")
+    return ValidationError(str(key), unknown_field(key, *known, read_only))

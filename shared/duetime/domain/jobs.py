@@ -11,6 +11,7 @@ from enum import StrEnum
 from functools import cached_property
 from typing import Any, TypeVar
 
+from duetime.domain import errors
 from duetime.domain.errors import IllegalTransition, PayloadTooLarge, ValidationError, unknown_field
 from duetime.domain.overlap import Overlap
 from duetime.domain.schedule import (
@@ -234,7 +235,7 @@ def parse_job_spec(raw: object, also: tuple[str, ...] = ()) -> JobSpec:
         raise ValidationError("body", "must be a JSON object")
     for key in raw:
         if key not in _SPEC_FIELDS:
-            raise ValidationError(str(key), unknown_field(key, _SPEC_FIELDS, also))
+            raise errors.refused_field(key, READ_ONLY_FIELDS, _SPEC_FIELDS, also)
     if "schedule" not in raw:
         raise ValidationError("schedule", "required")
     if "target" not in raw:
@@ -297,10 +298,8 @@ def updated_spec(spec: JobSpec, raw: object) -> JobSpec:
     if not isinstance(raw, Mapping):
         raise ValidationError("body", "must be a JSON object")
     for key in raw:
-        if key in READ_ONLY_FIELDS:
-            raise ValidationError(str(key), "read-only field")
         if key not in PATCHABLE_FIELDS:
-            raise ValidationError(str(key), unknown_field(key, PATCHABLE_FIELDS, READ_ONLY_FIELDS))
+            raise errors.refused_field(key, READ_ONLY_FIELDS, PATCHABLE_FIELDS)
     one_off = "schedule" in raw and not is_recurring(parse_schedule(raw["schedule"]))
     merged = spec_to_dict(spec) | ({"overlap": Overlap.ALLOW.value} if one_off else {}) | dict(raw)
     return parse_job_spec(merged)
