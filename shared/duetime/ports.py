@@ -6,11 +6,10 @@ stores and queues (DynamoDB, SQS; twins in `duetime.adapters.memory`), `SecretCi
 (`duetime.services.webhook_secrets`, over either pair of secret store and cipher); not
 `FiguresSource` (`duetime.adapters.figures`, `duetime.local.figures`: each tested alone).
 
-Only the Protocols live here, with the few types that exist because of them: the errors a port
-raises (`StoreError`, `ConditionFailed`, `QueueError`: the adapters turn SDK errors into these;
-`SecretsUnavailable`), a page of a listing with its opaque cursor (`Page`), and a received
-message with its receipt handle (`Delivery`, `DeadLetter`). What the calls carry is the
-design's vocabulary, in duetime.domain (`timers`, `messages`, `jobs`, `runs`, `signing`).
+Only the Protocols live here, with the types that exist because of them: a port's errors
+(`StoreError`, `ConditionFailed`, `QueueError`: the adapters turn SDK errors into these;
+`SecretsUnavailable`), a listing's page and opaque cursor (`Page`), a received message with its
+receipt handle (`Delivery`, `DeadLetter`). What the calls carry is duetime.domain's vocabulary.
 """
 
 from __future__ import annotations
@@ -34,11 +33,12 @@ CounterRead = tuple[int, int]  # a tenant's recurring count as read, and its cha
 
 class StoreError(Exception):
     """A store call failed after the SDK's own retries: `transient` if time may mend it
-    (throttling, a 5xx, no answer), not if it needs a person (access denied, a bad request)."""
+    (throttling, a 5xx, no answer), not if it needs a person (access denied, a bad request);
+    `unknown`: a write that may have been applied (no answer, and none to its read-back)."""
 
-    def __init__(self, message: str = "", *, transient: bool = True) -> None:
+    def __init__(self, message: str = "", *, transient: bool = True, unknown: bool = False):
         super().__init__(message)
-        self.transient = transient
+        self.transient, self.unknown = transient, unknown
 
 
 class ConditionFailed(StoreError):

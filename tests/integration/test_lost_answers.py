@@ -19,7 +19,7 @@ from dataclasses import replace
 from typing import Any
 
 import pytest
-from botocore.exceptions import ClientError
+from botocore.exceptions import ClientError, ReadTimeoutError
 
 from duetime.adapters.dynamodb.jobs import RECURRING_COUNTER, DynamoJobStore
 from duetime.adapters.dynamodb.runs import DynamoRunStore
@@ -198,3 +198,34 @@ def test_a_claim_applied_whose_answer_failed_is_still_claimed(aws: Aws) -> None:
     assert run.status == RunStatus.RUNNING
     again, _ = store.claim(make_claim("msg-1", receive_count=2))  # another delivery's
     assert again == ClaimOutcome.BUSY
+
+
+@pytest.mark.parametrize("applied", [True, False])
+def test_a_job_write_without_an_answer_whose_read_back_fails_too_is_unknown(
+    aws: Aws, applied: bool
+) -> None:
+    # No answer to the write nor to its read-back: written or not is unknown, and its caller
+    # must keep the count it changed (a contract audit, round seven: a revive applied so gave
+    # its count back, and a tenant at its quota had one more recurring job). A read-back that
+    # answers tells: not written is a StoreError like any other.
+    client, store, job, cancelled = stored_job(aws, 3 + applied)
+    put_item = client.put_item
+
+    def silent(**params: Any) -> Any:
+        if applied:
+            put_item(**params)
+        raise ReadTimeoutError(endpoint_url="https://dynamodb")
+
+    client.put_item = silent
+    client.get_item = lambda **_: (_ for _ in ()).throw(ReadTimeoutError(endpoint_url="x"))
+    with pytest.raises(StoreError) as failed:
+        store.replace(cancelled, expected=job)
+    assert (failed.value.transient, failed.value.unknown) == (True, True)
+
+    client.get_item = aws.session.client("dynamodb").get_item  # the read-back answers
+    applied = False  # (and the write is not applied)
+    current = store.get(job.tenant, job.id)
+    assert current is not None
+    with pytest.raises(StoreError) as failed:
+        store.replace(replace(current, version=current.version + 1), expected=current)
+    assert failed.value.unknown is False

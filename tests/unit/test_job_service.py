@@ -22,7 +22,7 @@ from duetime.domain.errors import IdempotencyConflict, IllegalTransition, NotFou
 from duetime.domain.jobs import JobStatus, Priority, Runtime, parse_job_spec, spec_to_dict
 from duetime.domain.messages import RunMessage
 from duetime.domain.timeutil import to_ms
-from duetime.ports import ConditionFailed
+from duetime.ports import ConditionFailed, StoreError
 from duetime.services.idempotency import fingerprint, run_now_binding, run_now_bound
 from duetime.services.jobs import JobService
 from duetime.settings import QueueUrls, Quotas, Settings, queue_key
@@ -443,3 +443,54 @@ def test_given_a_page_of_jobs_then_their_last_runs_are_read_several_at_once_in_o
     assert [view.job.id for view in page.items] == [job.id for job in stored]
     assert sorted(job.id for job in stored) == sorted(job.id for job in created)
     assert most > 1
+
+
+def test_given_a_patch_to_recurring_whose_write_may_have_landed_then_its_count_is_kept() -> None:
+    # No answer to the write nor to its read-back (StoreError.unknown): the count it reserved
+    # was given back, and a tenant at its quota could make one more (a contract audit, round
+    # seven). Kept: one high at worst, which the daily recount lowers.
+    parts = Parts()
+    quotas = Quotas(max_active_recurring_jobs=1)
+    job = parts.service.create("t", spec(), quotas=quotas)
+    replace = parts.jobs.replace
+
+    def landed_unknown(updated: Any, **kwargs: Any) -> None:
+        replace(updated, **kwargs)
+        raise StoreError("no answer, nor to the read-back", unknown=True)
+
+    parts.jobs.replace = landed_unknown  # type: ignore[method-assign]
+    with pytest.raises(StoreError):
+        parts.service.update("t", job.id, {"schedule": {"rate_seconds": 60}}, quotas=quotas)
+    parts.jobs.replace = replace  # type: ignore[method-assign]
+
+    assert parts.service.get("t", job.id).job.spec.recurring
+    assert parts.jobs.recurring_count("t") == 1
+    with pytest.raises(QuotaExceeded):
+        parts.service.create("t", spec(schedule={"rate_seconds": 60}), quotas=quotas)
+
+
+def test_given_a_revive_whose_write_may_have_landed_then_its_count_is_kept() -> None:
+    # The same for a keyed replay reviving a job its failed send withdrew.
+    parts, quotas = Parts(), Quotas(max_active_recurring_jobs=1)
+    body = {"schedule": {"rate_seconds": 30}}
+    send, replace = parts.queue.send, parts.jobs.replace
+
+    def fail(messages: object) -> None:
+        raise ConnectionError("SQS unreachable")
+
+    def landed_unknown(updated: Any, **kwargs: Any) -> None:
+        replace(updated, **kwargs)
+        raise StoreError("no answer, nor to the read-back", unknown=True)
+
+    parts.queue.send = fail  # type: ignore[method-assign]
+    with pytest.raises(ConnectionError):  # withdrawn: its count given back
+        parts.service.create("t", spec(**body), idempotency_key="k1", quotas=quotas)
+    parts.queue.send = send  # type: ignore[method-assign]
+    parts.jobs.replace = landed_unknown  # type: ignore[method-assign]
+    with pytest.raises(StoreError):
+        parts.service.create("t", spec(**body), idempotency_key="k1", quotas=quotas)
+    parts.jobs.replace = replace  # type: ignore[method-assign]
+
+    assert parts.jobs.recurring_count("t") == 1
+    with pytest.raises(QuotaExceeded):
+        parts.service.create("t", spec(**body), quotas=quotas)

@@ -339,9 +339,9 @@ class JobService:
                 if reserved:
                     self._jobs.release_recurring(tenant)
                 continue
-            except Exception:  # refused (its upstream's dependents are full) or failed: undo
-                if reserved:
-                    self._jobs.release_recurring(tenant)
+            except Exception as exc:  # refused (its upstream's dependents are full) or failed
+                if reserved:  # undo, but for a write that may have been applied
+                    self.submission.release(updated, exc)
                 raise
             self._deps.unlink(job, updated)
             if gated(job.spec) != gated(spec):  # its waiting one runs; or its active one holds

@@ -372,9 +372,11 @@ class Submission:
                 field="schedule",
             )
 
-    def release(self, job: Job) -> None:
-        """A counted job stopped being active (cancelled, completed, never created)."""
-        if counted(job.spec):
+    def release(self, job: Job, failed: BaseException | None = None) -> None:
+        """A counted job stopped being active (cancelled, completed, never created), or a write
+        that counted it `failed`: not if that may have been applied (`StoreError.unknown`: the
+        count stays, one high at worst until the daily recount; a contract audit, round 7)."""
+        if counted(job.spec) and not (isinstance(failed, StoreError) and failed.unknown):
             self._jobs.release_recurring(job.tenant)
 
     def replayed(
@@ -416,8 +418,8 @@ class Submission:
                 self.release(job)
                 current = self._jobs.get(job.tenant, job.id)
                 return current if current is not None else job
-            except StoreError:  # not written (the store read it back): its count goes back
-                self.release(job)  # (until 2026-11-30 it was kept: found by an outside audit)
+            except StoreError as exc:  # not written (the store read it back): its count goes
+                self.release(job, exc)  # back (until 2026-11-30 it was kept: an outside audit)
                 raise
             if revived.next_due_ms is not None:  # None: an `after` job, run by its upstream
                 self.launch(revived, hold)

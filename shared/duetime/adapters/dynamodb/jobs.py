@@ -5,7 +5,6 @@ and the `after` dependents."""
 from __future__ import annotations
 
 import builtins
-import contextlib
 import re
 import secrets
 from collections.abc import Iterator, Sequence
@@ -37,7 +36,7 @@ from duetime.adapters.dynamodb.job_table import (
 from duetime.domain.jobs import Job, JobStatus
 from duetime.domain.overlap import Gate
 from duetime.observability import logger
-from duetime.ports import ConditionFailed, CounterRead, KeyHold, Page
+from duetime.ports import ConditionFailed, CounterRead, KeyHold, Page, StoreError
 
 # A job cursor names a job id: a ULID (Crockford base32, its first character 0-7: 48 bits of
 # time). Anything else could sort outside the query's key condition (DynamoDB refuses such an
@@ -214,9 +213,13 @@ class DynamoJobStore(JobTable):
             # unwritten, or unknown when the read fails too: transient for no answer (until
             # 2026-12-01 botocore's error went through, and the sweep parked the chain it
             # completed with an attempt counted: an outside audit).
-            with contextlib.suppress(ClientError, BotoCoreError):
-                if self._landed(job, put["Item"]):
-                    return
+            try:
+                landed = self._landed(job, put["Item"])
+            except (ClientError, BotoCoreError):  # written or not: unknown (`unknown`: its
+                error = store_error(exc)  # count's change is kept; a contract audit, round 7)
+                raise StoreError(str(error), transient=error.transient, unknown=True) from exc
+            if landed:
+                return
             raise store_error(exc) from exc
 
     def scan_active(
