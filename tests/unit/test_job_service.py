@@ -25,6 +25,7 @@ from duetime.domain.timeutil import to_ms
 from duetime.ports import ConditionFailed, StoreError
 from duetime.services.idempotency import fingerprint, run_now_binding, run_now_bound
 from duetime.services.jobs import JobService
+from duetime.services.submission import Prepared
 from duetime.settings import QueueUrls, Quotas, Settings, queue_key
 
 T0 = to_ms(datetime(2026, 11, 21, 10, 0, 7, tzinfo=UTC))
@@ -494,3 +495,55 @@ def test_given_a_revive_whose_write_may_have_landed_then_its_count_is_kept() -> 
     assert parts.jobs.recurring_count("t") == 1
     with pytest.raises(QuotaExceeded):
         parts.service.create("t", spec(**body), quotas=quotas)
+
+
+def test_given_a_store_that_gives_no_answer_then_a_failed_create_tries_no_withdrawal() -> None:
+    # Each call to a silent table takes the API's three attempts (~9-18 s): the withdrawal
+    # after a create whose write got no answer (its write and its read-back) took the request
+    # past the API function's 29 s, and API Gateway answered its own 5xx (a contract audit,
+    # round seven). The job, if its write landed, stays; a keyed retry answers with it.
+    parts = Parts()
+    calls: list[str] = []
+    create, replace = parts.jobs.create, parts.jobs.replace
+
+    def silent_create(job: Any) -> None:
+        calls.append("create")
+        create(job)
+        raise StoreError("Read timeout on endpoint URL", unknown=True)
+
+    def spied_replace(job: Any, **kwargs: Any) -> None:
+        calls.append("replace")
+        replace(job, **kwargs)
+
+    parts.jobs.create = silent_create  # type: ignore[method-assign]
+    parts.jobs.replace = spied_replace  # type: ignore[method-assign]
+    with pytest.raises(StoreError):
+        parts.service.create("t", spec(), idempotency_key="k")
+
+    assert calls == ["create"]
+    parts.jobs.create = create  # type: ignore[method-assign]
+    again = parts.service.create("t", spec(), idempotency_key="k")  # the client's retry
+    assert again.status == JobStatus.SCHEDULED
+    assert len(parts.jobs.list("t", 10, None).items) == 1
+
+
+def test_given_a_withdrawal_that_gets_no_answer_then_the_batch_s_others_are_left_as_they_are() -> (
+    None
+):
+    # A batch's jobs were withdrawn one by one against the silent table: a batch of 100 took
+    # about 700 s (a contract audit, round seven). The first withdrawal without an answer
+    # stops them; a request that failed so itself withdraws none.
+    parts = Parts()
+    jobs = [parts.service.create("t", spec()) for _ in range(3)]
+    prepared = [Prepared(job) for job in jobs]
+    tried: list[str] = []
+
+    def silent(job: Any, **_: Any) -> None:
+        tried.append(job.id)
+        raise StoreError("Read timeout on endpoint URL", unknown=True)
+
+    parts.jobs.replace = silent  # type: ignore[method-assign]
+    parts.service.submission.abandon(prepared, ConnectionError("SQS"))
+    assert tried == [jobs[0].id]
+    parts.service.submission.abandon(prepared, StoreError("silent", unknown=True))
+    assert tried == [jobs[0].id]

@@ -118,8 +118,8 @@ class BatchSubmitter:
                     results[index] = self._as_now(tenant, prepared.job.id)
                 else:
                     new[index] = prepared
-        except Exception:
-            submission.abandon(list(new.values()))
+        except Exception as exc:
+            submission.abandon(list(new.values()), exc)
             raise
         written = self._write(list(new.values()), quotas)
         for index, prepared in new.items():
@@ -167,8 +167,8 @@ class BatchSubmitter:
                 if not exc.failed:  # which runs went out is not known: none stands
                     raise
                 submission.rescue(written, exc.failed)
-        except Exception:
-            submission.abandon([p for p in new if p.job.id not in lost])
+        except Exception as exc:
+            submission.abandon([p for p in new if p.job.id not in lost], exc)
             raise
         limit = quotas.max_active_recurring_jobs if quotas is not None else None
         for p in new:

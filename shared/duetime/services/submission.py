@@ -112,7 +112,7 @@ class Submission:
         except Exception as exc:
             if isinstance(exc, ConditionFailed | DomainError):  # not written (by us)
                 self.release(job)
-            else:  # perhaps written, its answer lost (a timeout): released only if it is not
+            elif not _silent(exc):  # perhaps written, its answer lost: released if it is not
                 self.withdraw(job, written=False, hold=prepared.hold)
             if isinstance(exc, ConditionFailed) and prepared.hold is not None:
                 # A request with the same key wrote the job first: this one replays it.
@@ -298,10 +298,13 @@ class Submission:
         replayed = self.replayed(existing, now, recurring_limit, mine)
         return self.answered(replayed, mine, now, recurring_limit)
 
-    def abandon(self, prepared: Sequence[Prepared]) -> None:
-        """Prepared jobs, written or not, that will not be acknowledged: withdrawn."""
-        for p in prepared:
-            self.withdraw(p.job, written=False, hold=p.hold)
+    def abandon(self, prepared: Sequence[Prepared], failed: BaseException | None = None) -> None:
+        """Prepared jobs, written or not, that will not be acknowledged (their request
+        `failed`): withdrawn, until the store gives no answer (`_silent`: the rest are left as
+        they are; none when the request's failure was that)."""
+        for p in prepared if not _silent(failed) else ():
+            if not self.withdraw(p.job, written=False, hold=p.hold):
+                return
 
     def now(self) -> int:
         return self._clock()
@@ -326,12 +329,13 @@ class Submission:
             self._jobs.unmark_key(job.tenant, hold.key, hold.token)
             raise
 
-    def withdraw(self, job: Job, *, written: bool = True, hold: KeyHold | None = None) -> None:
+    def withdraw(self, job: Job, *, written: bool = True, hold: KeyHold | None = None) -> bool:
         """A submission failed before it was acknowledged: its job is cancelled
         (SUBMISSION_FAILED) and uncounted, unless a replay of the request (`hold`: its key)
         answered with the job meanwhile. `written=False`: the job may not have been written
         (a batch's write failed part way). A withdrawal that fails leaves the job as it is
-        (the reconciler arms it if nothing else does) and the caller's own error goes on."""
+        (the reconciler arms it if nothing else does) and the caller's own error goes on.
+        False: the store gave no answer (`_silent`), so the next would take as long."""
         now = self._clock()
         cancelled = replace(
             job,
@@ -351,11 +355,12 @@ class Submission:
             # counted its own.)
             if written or self._written_by_us(job):
                 logger.warning("a failed submission's job changed since: not withdrawn")
-                return
-        except Exception:
+                return True
+        except Exception as exc:
             logger.exception("withdrawing a failed submission's job failed")
-            return
+            return not _silent(exc)
         self.release(job)
+        return True
 
     def _written_by_us(self, job: Job) -> bool:
         stored = self._jobs.get(job.tenant, job.id)
@@ -425,3 +430,11 @@ class Submission:
                 self.launch(revived, hold)
             return revived
         return job
+
+
+def _silent(exc: BaseException | None) -> bool:
+    """The store gave no answer (its three attempts timed out: ~9-18 s on the API's clients).
+    A withdrawal after it is not tried: it would take as long again, twice with its read-back,
+    and the API function (29 s) was stopped in the middle, API Gateway answering its own 5xx
+    (until 2026-12-01; an outside contract audit). The job, if its write landed, stays."""
+    return isinstance(exc, StoreError) and exc.unknown

@@ -86,7 +86,9 @@ def store_error(exc: ClientError | BotoCoreError) -> StoreError:
         reasons = exc.response.get("CancellationReasons", [])
         passing = {str(reason.get("Code")) for reason in reasons} <= PASSING_CANCELLATIONS
         return StoreError(str(exc), transient=passing)
-    return StoreError(str(exc), transient=is_transient(exc))
+    # No answer (botocore's timeouts, a reset): a write's outcome is unknown (StoreError.unknown)
+    silent = isinstance(exc, BotoCoreError) and is_transient(exc)
+    return StoreError(str(exc), transient=is_transient(exc), unknown=silent)
 
 
 def is_cancelled(exc: ClientError) -> bool:

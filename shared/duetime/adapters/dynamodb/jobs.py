@@ -220,7 +220,7 @@ class DynamoJobStore(JobTable):
                 raise StoreError(str(error), transient=error.transient, unknown=True) from exc
             if landed:
                 return
-            raise store_error(exc) from exc
+            raise StoreError(str(exc), transient=store_error(exc).transient) from exc  # unwritten
 
     def scan_active(
         self, segment: int, segments: int, counters: dict[str, CounterRead] | None = None
