@@ -97,27 +97,16 @@ def test_given_a_chain_timer_that_lost_its_gen_then_its_sort_key_names_the_gener
     assert engine.recorder.runs_of(job) == [DUE]
 
 
-@pytest.mark.parametrize(
-    "corrupt",
-    [
-        {"due": {"S": "1"}},  # a copy of its key's: the key names the timer
-        {"attempts": {"S": "1"}},  # not in its key: the entry does not decode, and is skipped
-    ],
-    ids=["due", "attempts"],
-)
-def test_given_a_stuck_entry_attribute_of_the_wrong_type_then_the_shard_s_other_ones_are_retried(
-    engine: Engine, corrupt: dict[str, Any]
-) -> None:
-    # Given two parked entries of one shard, both due for a retry, and the first corrupted:
-    # the good one's run can be sent only by its retry (its own timer is gone)
+def parked_one_off(engine: Engine) -> tuple[str, dict[str, Any]]:
+    """A one-off due at DUE + 1 s whose timer is gone, and the stuck entry (due for a retry)
+    that alone can send its run: (its job id, the entry's item, not yet written)."""
     job = engine.submit({"schedule": {"at": rfc3339_ms(DUE + 1000)}})
     for item in timer_items(engine):
         if job_of(item) == job:
             key = {"pk": item["pk"], "sk": item["sk"]}
             engine.aws.dynamodb.delete_item(TableName=engine.aws.settings.timers_table, Key=key)
-    shard = engine.parts.timers.shard_of(job)
-    due = DUE + 1000
-    good = {
+    due, shard = DUE + 1000, engine.parts.timers.shard_of(job)
+    return job, {
         "pk": {"S": f"stuck#{shard}"},
         "sk": {"S": f"r#0000000000001#{due:013d}#{job}#0"},
         "tenant": {"S": "tenant-a"},
@@ -133,6 +122,23 @@ def test_given_a_stuck_entry_attribute_of_the_wrong_type_then_the_shard_s_other_
         "first_failed": {"N": "1"},
         "last_failed": {"N": "1"},
     }
+
+
+@pytest.mark.parametrize(
+    "corrupt",
+    [
+        {"due": {"S": "1"}},  # a copy of its key's: the key names the timer
+        {"attempts": {"S": "1"}},  # not in its key: the entry does not decode, and is skipped
+    ],
+    ids=["due", "attempts"],
+)
+def test_given_a_stuck_entry_attribute_of_the_wrong_type_then_the_shard_s_other_ones_are_retried(
+    engine: Engine, corrupt: dict[str, Any]
+) -> None:
+    # Given two parked entries of one shard, both due for a retry, and the first corrupted:
+    # the good one's run can be sent only by its retry (its own timer is gone)
+    job, good = parked_one_off(engine)
+    due = DUE + 1000
     bad_job = "01BADBADBADBADBADBADBADBAD"
     bad = good | {
         "sk": {"S": f"r#0000000000000#{DUE:013d}#{bad_job}#0"},
@@ -160,28 +166,8 @@ def test_given_a_stuck_entry_with_a_bad_copy_of_its_job_then_it_is_retried_and_r
 ) -> None:
     # The copies of the job's settings checked for their type made such an entry undecodable:
     # dropped, never retried nor listed (a review the same day). Its retry reads the job.
-    job = engine.submit({"schedule": {"at": rfc3339_ms(DUE + 1000)}})
-    for item in timer_items(engine):
-        if job_of(item) == job:
-            key = {"pk": item["pk"], "sk": item["sk"]}
-            engine.aws.dynamodb.delete_item(TableName=engine.aws.settings.timers_table, Key=key)
-    due, shard = DUE + 1000, engine.parts.timers.shard_of(job)
-    entry = {
-        "pk": {"S": f"stuck#{shard}"},
-        "sk": {"S": f"r#0000000000001#{due:013d}#{job}#0"},
-        "tenant": {"S": "tenant-a"},
-        "job_id": {"S": job},
-        "due": {"N": str(due)},
-        "gen": {"N": "0"},
-        "bytes": {"N": "0"},
-        "q": {"S": "lambda/normal"},
-        "jit": {"N": "0"},
-        "stg": {"N": "0"},
-        "attempts": {"N": "1"},
-        "reason": {"S": "injected"},
-        "first_failed": {"N": "1"},
-        "last_failed": {"N": "1"},
-    }
+    job, entry = parked_one_off(engine)
+    due = DUE + 1000
     put(engine, entry | corrupt)
     assert job in {s.timer.job_id for s in engine.parts.sweeper.stuck()}  # listed
 

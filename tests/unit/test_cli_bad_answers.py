@@ -30,6 +30,20 @@ DEEP = b"[" * 100_000 + b"]" * 100_000
 # --- 2: a 200 of the wrong shape ----------------------------------------------------------------
 
 
+def interrupt_the_second_request(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Ctrl-C while the CLI makes its second request."""
+    calls = []
+    call = ApiClient.call
+
+    def interrupted(self: ApiClient, *args: Any, **kwargs: Any) -> Any:
+        calls.append(1)
+        if len(calls) == 2:
+            raise KeyboardInterrupt
+        return call(self, *args, **kwargs)
+
+    monkeypatch.setattr(ApiClient, "call", interrupted)
+
+
 @pytest.mark.parametrize(
     "argv",
     [
@@ -159,16 +173,7 @@ def test_an_interruption_keeps_the_results_already_received_and_exits_130(
     json_output: tuple[str, ...],
 ) -> None:
     # Ctrl-C during the second request: exit 130 with nothing printed, the 100 ids lost.
-    calls = []
-    call = ApiClient.call
-
-    def interrupted(self: ApiClient, *args: Any, **kwargs: Any) -> Any:
-        calls.append(1)
-        if len(calls) == 2:
-            raise KeyboardInterrupt
-        return call(self, *args, **kwargs)
-
-    monkeypatch.setattr(ApiClient, "call", interrupted)
+    interrupt_the_second_request(monkeypatch)
     api.answer(200, _created(100))
     try:
         code = jobs(api, "create", "--from-file", _file(tmp_path, 250), *json_output)
@@ -392,16 +397,7 @@ def test_ctrl_c_while_lines_are_sent_again_reports_them_as_maybe_created(
 ) -> None:
     # (The request on its way is the one whose jobs may or may not exist; the first one's stay.)
     sleeps(monkeypatch)
-    calls = []
-    call = ApiClient.call
-
-    def interrupted(self: ApiClient, *args: Any, **kwargs: Any) -> Any:
-        calls.append(1)
-        if len(calls) == 2:
-            raise KeyboardInterrupt
-        return call(self, *args, **kwargs)
-
-    monkeypatch.setattr(ApiClient, "call", interrupted)
+    interrupt_the_second_request(monkeypatch)
     api.answer(200, {"items": [*_created(1)["items"], rate_refused(2)]})
 
     assert jobs(api, "create", "--from-file", _file(tmp_path, 2)) == 130
