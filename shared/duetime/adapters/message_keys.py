@@ -16,18 +16,13 @@ import threading
 from collections.abc import Callable
 
 from duetime.clock import wall_ms
-from duetime.domain.messages import MessageAuth, RunMessage
+from duetime.domain.messages import KeysUnavailable, MessageAuth, RunMessage
 
 # After a failed read, seals and opens fail at once for this long (a send's parallel batches,
 # a worker's other records), then the next one reads again: a throttled or silent Secrets
 # Manager is asked once, not once a message (a silent one holds each read ~30 s).
 RETRY_AFTER_MS = 5_000
 READ_FAILED = "the run messages' keys could not be read"
-
-
-class KeysUnavailable(RuntimeError):
-    """The run messages' keys could not be read (throttling, a 5xx, no answer, a refusal, or
-    no key configured): no message can be sealed or opened, whichever it is."""
 
 
 class KeysOnFirstUse(MessageAuth):

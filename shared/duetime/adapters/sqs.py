@@ -15,10 +15,9 @@ from typing import TYPE_CHECKING, Any, TypeVar
 from botocore.exceptions import BotoCoreError, ClientError
 
 from duetime.adapters.aws_errors import is_transient
-from duetime.adapters.message_keys import KeysUnavailable
 from duetime.domain.ids import message_group_id
 from duetime.domain.jobs import Priority, Runtime
-from duetime.domain.messages import MessageAuth, RunMessage
+from duetime.domain.messages import KeysUnavailable, MessageAuth, RunMessage
 from duetime.ports import DeadLetter, Delivery, QueueError, QueueUnavailable
 from duetime.settings import QueueUrls, queue_key
 

@@ -15,13 +15,13 @@ from collections.abc import Sequence
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
-from duetime.adapters.message_keys import KeysUnavailable
 from duetime.cli.client import Unreachable
 from duetime.cli.format import write_out
 from duetime.cli.options import aws_setup, state_dir
 from duetime.cli.types import positive_int
 from duetime.clock import wall_ms
 from duetime.domain.jobs import Priority, Runtime
+from duetime.domain.messages import KeysUnavailable
 from duetime.domain.text import clean
 from duetime.domain.timeutil import rfc3339_ms
 from duetime.ports import QueueError, StoreError

@@ -114,6 +114,12 @@ class UnauthenticatedMessage(ValueError):
         self.message = message
 
 
+class KeysUnavailable(RuntimeError):
+    """The run messages' keys could not be read (throttling, a 5xx, no answer, a refusal, or
+    no key configured): no message can be sealed or opened, whichever it is (duetime.adapters.
+    message_keys reads them)."""
+
+
 class MessageAuth:
     """Run messages are signed: HMAC-SHA256 over the message's canonical JSON, with a key only
     duetime's functions hold (AWS: a Secrets Manager secret; locally: a key file). A worker

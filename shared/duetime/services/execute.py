@@ -147,13 +147,13 @@ class RunExecutor:
         until 2026-11-30; an outside SRE audit)."""
         try:
             result = self._open(delivery, remaining_ms, stopping)
-        except Exception:
+        except Exception as exc:
             logger.exception(
                 "run processing failed",
                 extra={"message_id": delivery.message_id, "receive_count": delivery.receive_count},
             )
             count(Metric.DELIVERIES_FAILED)
-            back_soon(self._queue, delivery)
+            back_soon(self._queue, delivery, exc)
             raise
         finally:
             logger.thread_safe_remove_keys(["tenant", "job_id", "run_id"])
