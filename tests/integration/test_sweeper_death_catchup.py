@@ -26,16 +26,9 @@ from duetime.services import handover as handover_module
 from duetime.services.jobs import JobService
 from duetime.services.sweep import Sweeper
 from duetime.settings import QueueUrls, Settings, queue_key
+from tests.integration.test_overlap import Clock
 
 T0 = to_ms(datetime(2026, 12, 1, 10, 0, 0, tzinfo=UTC))
-
-
-class Clock:
-    def __init__(self, now: int) -> None:
-        self.now = now
-
-    def __call__(self) -> int:
-        return self.now
 
 
 class Died(BaseException):
