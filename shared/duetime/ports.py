@@ -6,10 +6,9 @@ stores and queues (DynamoDB, SQS; twins in `duetime.adapters.memory`), `SecretCi
 (`duetime.services.webhook_secrets`, over either pair of secret store and cipher); not
 `FiguresSource` (`duetime.adapters.figures`, `duetime.local.figures`: each tested alone).
 
-Only the Protocols live here, with the types that exist because of them: a port's errors
-(`StoreError`, `ConditionFailed`, `QueueError`: the adapters turn SDK errors into these;
-`SecretsUnavailable`), a listing's page and opaque cursor (`Page`), a received message with its
-receipt handle (`Delivery`, `DeadLetter`). What the calls carry is duetime.domain's vocabulary.
+Only the Protocols live here, with the types that exist because of them: errors (SDK errors as
+`StoreError`, `ConditionFailed`, `QueueError`, `SecretsUnavailable`), a page and its cursor
+(`Page`), a received message (`Delivery`, `DeadLetter`). Calls carry duetime.domain's types.
 """
 
 from __future__ import annotations
@@ -89,8 +88,7 @@ class JobStore(Protocol):
 
     def release_key(self, tenant: str, key: str, job_id: str) -> None:
         """Forget a key recorded for `job_id` whose request was refused before the job was
-        written: a later request with the key starts afresh. A key that names another job, or
-        that a replay marked (mark_key: it answered with the job), is left as it is."""
+        written (a key naming another job, or marked by a replay: mark_key, is left as it is)."""
 
     def get_many(self, keys: Sequence[tuple[str, str]]) -> dict[str, Job]:
         """Jobs by (tenant, id), keyed by id; missing ones are absent."""
@@ -175,10 +173,9 @@ class JobStore(Protocol):
 
 
 class TimerStore(Protocol):
-    """Timers in (bucket minute, shard) partitions, and the sweep's progress per shard.
-
-    `shards` is the count new timers are spread over (this deployment's setting). Every shard
-    ever used stays swept (`shard_count`): lowering the setting orphans no timer."""
+    """Timers in (bucket minute, shard) partitions, and the sweep's progress per shard. `shards`
+    is the count new timers are spread over (this deployment's setting); every shard ever used
+    stays swept (`shard_count`): lowering the setting orphans no timer."""
 
     shards: int
 
@@ -370,16 +367,21 @@ class TargetRunner(Protocol):
     duetime.adapters.memory.targets)."""
 
     def execute(self, target: Target, invocation: Invocation) -> None:
-        """Run one invocation against one target: return on success, raise
-        duetime.targets.TargetError otherwise (`retryable` False: another attempt cannot help,
-        e.g. a refused address or an unknown handler)."""
+        """Run one invocation against one target: return on success, raise TargetError
+        otherwise (`retryable` False: another attempt cannot help, e.g. a refused address), or
+        a passing SecretsUnavailable before the target is called (the platform's: no attempt)."""
 
 
 # --- webhook secrets (duetime.services.webhook_secrets) --------------------------------------
 
 
 class SecretsUnavailable(Exception):
-    """The secrets cannot be read or made (no key configured, KMS or the store failed)."""
+    """The secrets cannot be read or made: `passing` if time may mend it (KMS or the store
+    throttled, a 5xx, no answer), not if it needs a person (no key configured, access denied)."""
+
+    def __init__(self, message: str = "", *, passing: bool = False) -> None:
+        super().__init__(message)
+        self.passing = passing
 
 
 class SecretStore(Protocol):
@@ -388,7 +390,6 @@ class SecretStore(Protocol):
     def put(self, record: SecretRecord) -> None:
         """Write `record` if the stored one has version `record.version - 1` (none at all
         for version 1); ConditionFailed otherwise."""
-        ...
 
 
 class SecretCipher(Protocol):
@@ -446,4 +447,3 @@ class FiguresSource(Protocol):
 
     def read(self, now_ms: int) -> SystemFigures:
         """The queues as they are now; the runs of the hour before `now_ms`."""
-        ...

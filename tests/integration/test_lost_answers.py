@@ -229,3 +229,91 @@ def test_a_job_write_without_an_answer_whose_read_back_fails_too_is_unknown(
     with pytest.raises(StoreError) as failed:
         store.replace(replace(current, version=current.version + 1), expected=current)
     assert failed.value.unknown is False
+
+
+@pytest.mark.parametrize("applied", [True, False])
+def test_a_claim_without_an_answer_whose_check_read_fails_too_is_unknown(
+    aws: Aws, applied: bool
+) -> None:
+    # No answer to the claim nor to its check read: the store cannot tell, and says so with
+    # the run as it would be claimed (the worker reads it again while the lease lasts). Until
+    # 2026-12-01 it raised, and the next delivery took the claim for abandoned: an attempt
+    # spent, the target never called (an outside fault audit, round nine).
+    client = aws.session.client("dynamodb")
+    store = DynamoRunStore(client, aws.settings.runs_table)
+    put_item = client.put_item
+
+    def silent(**params: Any) -> Any:
+        if applied:
+            put_item(**params)
+        raise ReadTimeoutError(endpoint_url="https://dynamodb")
+
+    client.put_item = silent
+    client.get_item = lambda **_: (_ for _ in ()).throw(ReadTimeoutError(endpoint_url="x"))
+
+    outcome, run = store.claim(make_claim())
+
+    assert outcome == ClaimOutcome.UNKNOWN
+    assert run is not None
+    assert (run.status, run.lease, run.attempt) == (RunStatus.RUNNING, make_claim().lease, 1)
+    client.get_item = aws.session.client("dynamodb").get_item  # the check answers now
+    stored = store.get(run.job_id, run.scheduled_ms)
+    assert (stored is not None) is applied
+
+
+def test_a_claim_without_an_answer_whose_check_finds_another_record_is_an_error(
+    aws: Aws,
+) -> None:
+    # The check read answers: the claim did not land (the record is not ours), a passing
+    # error as before; the next delivery claims again.
+    client = aws.session.client("dynamodb")
+    store = DynamoRunStore(client, aws.settings.runs_table)
+    client.put_item = lambda **_: (_ for _ in ()).throw(ReadTimeoutError(endpoint_url="x"))
+
+    with pytest.raises(StoreError) as failed:
+        store.claim(make_claim())
+    assert failed.value.transient
+
+
+def test_a_run_whose_claim_and_check_got_no_answer_runs_once_and_succeeds(engine: Any) -> None:
+    # The runs table applies the first delivery's claim and answers none of its tries, nor the
+    # check read's; then it answers again. The worker reads the claim again (its lease lasts):
+    # it is its own, so the target runs now, once; no attempt is taken for abandoned.
+    runs_table = engine.aws.settings.runs_table
+    client = engine.parts.runs._client
+    state = {"on": 0, "calls": 0}
+
+    def silence(request: Any, **_: Any) -> None:
+        target = str(request.headers.get("X-Amz-Target", b""), "utf-8", "replace")
+        body = request.body.decode() if isinstance(request.body, bytes) else str(request.body)
+        if state["on"] and target.endswith((".PutItem", ".GetItem")) and runs_table in body:
+            state["calls"] += 1
+            raise ReadTimeoutError(endpoint_url="https://dynamodb.us-east-1.amazonaws.com")
+
+    client.meta.events.register_last("before-send", silence)  # after moto applied it
+    claim = engine.parts.runs.claim
+
+    def claim_once(run_claim: Any) -> Any:
+        try:
+            return claim(run_claim)
+        finally:
+            state["on"] = 0  # the table answers again after this claim and its check
+
+    engine.parts.runs.claim = claim_once
+    job = engine.submit(
+        {"schedule": {"delay_seconds": 0}, "retry": {"max_attempts": 1}, "timeout_seconds": 30}
+    )
+    on_failed = engine.submit({"schedule": {"after": {"job_id": job, "on": "failed"}}})
+    scheduled = engine.parts.jobs.get("tenant-a", job).next_due_ms
+    state["on"] = 1
+
+    engine.drain()
+    for _ in range(30):
+        engine.advance(10)
+        engine.drain()
+
+    run = engine.parts.runs.get(job, scheduled)
+    assert state["calls"] >= 2
+    assert (run.status, run.attempt) == (RunStatus.SUCCEEDED, 1)
+    assert len(engine.recorder.runs_of(job)) == 1
+    assert engine.recorder.runs_of(on_failed) == []

@@ -16,7 +16,6 @@ from typing import Any
 import jsonschema
 import pytest
 from botocore.client import BaseClient
-from botocore.exceptions import ClientError
 from referencing import Registry, Resource
 from referencing.jsonschema import DRAFT202012
 
@@ -30,7 +29,7 @@ from duetime.domain.jobs import Priority, Runtime, parse_job_spec
 from duetime.domain.signing import SECRET_BYTES, SecretRecord, key_from_secret
 from duetime.entrypoints import worker as worker_handler
 from duetime.local.lambda_runtime import FakeContext, SqsEventSource
-from duetime.ports import ConditionFailed, SecretStore
+from duetime.ports import ConditionFailed, SecretStore, SecretsUnavailable
 from duetime.resources import create_resources
 from duetime.wiring import Components, build
 from infra.constructs import api as api_grants
@@ -120,8 +119,10 @@ def test_a_secret_is_stored_only_as_kms_ciphertext_bound_to_its_tenant(signed: S
     assert "expires_at" not in item  # TTL never removes a secret
     cipher = KmsCipher(signed.parts.settings.secrets_key_arn, lambda: signed.kms)
     assert cipher.decrypt("acme", ciphertext) == key
-    with pytest.raises(ClientError):
+    with pytest.raises(SecretsUnavailable) as refused:
         cipher.decrypt("globex", ciphertext)  # another tenant's context does not open it
+    assert "InvalidCiphertextException" in str(refused.value)
+    assert not refused.value.passing  # a person's to look at, not a passing fault
 
 
 def test_the_secret_record_never_shows_up_as_a_job(signed: Signed) -> None:

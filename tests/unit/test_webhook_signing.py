@@ -13,9 +13,9 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 
 import pytest
-from botocore.exceptions import ClientError
+from botocore.exceptions import ClientError, EndpointConnectionError
 
-from duetime.adapters.kms import UnconfiguredCipher
+from duetime.adapters.kms import KmsCipher, UnconfiguredCipher
 from duetime.adapters.memory.secrets import MemoryCipher, MemorySecretStore
 from duetime.domain.signing import (
     SECRET_PREFIX,
@@ -283,7 +283,7 @@ def test_without_a_key_secrets_are_unavailable_and_say_why() -> None:
         service.signing_secrets("acme")
 
 
-class DeniedCipher:
+class DeniedKms:
     """KMS answering AccessDenied, its message as AWS words it: the operator's account, role
     and key."""
 
@@ -297,24 +297,88 @@ class DeniedCipher:
         error = {"Error": {"Code": "AccessDeniedException", "Message": self.DENIED}}
         return ClientError(error, operation)  # type: ignore[arg-type]
 
-    def generate(self, tenant: str) -> tuple[bytes, bytes]:
+    def generate_data_key(self, **_: object) -> object:
         raise self._denied("GenerateDataKey")
 
-    def decrypt(self, tenant: str, ciphertext: bytes) -> bytes:
+    def decrypt(self, **_: object) -> object:
         raise self._denied("Decrypt")
 
 
 def test_when_aws_refuses_a_secret_call_then_the_tenant_reads_its_code_not_its_message() -> None:
     # Found by an outside audit: AWS's message, which names the operator's account, role and
-    # key, went into the run's error (the tenant's to read).
-    service = WebhookSecrets(MemorySecretStore(), DeniedCipher())
+    # key, went into the run's error (the tenant's to read). A refusal needs a person: it does
+    # not pass (a run's attempt fails with it, where a throttle hands the run back).
+    service = WebhookSecrets(MemorySecretStore(), KmsCipher("key", DeniedKms))
 
     with pytest.raises(SecretsUnavailable) as caught:
         service.signing_secrets("acme")
 
-    assert "AccessDeniedException" in str(caught.value)
-    assert "123456789012" not in str(caught.value)
-    assert "arn:aws" not in str(caught.value)
+    assert str(caught.value) == "cannot make a webhook secret: AccessDeniedException"
+    assert not caught.value.passing
+
+
+class FailingKms:
+    """KMS failing every call with `error`."""
+
+    def __init__(self, error: Exception) -> None:
+        self.error = error
+
+    def generate_data_key(self, **_: object) -> object:
+        raise self.error
+
+    def decrypt(self, **_: object) -> object:
+        raise self.error
+
+
+@pytest.mark.parametrize(
+    ("error", "passing"),
+    [
+        (ClientError({"Error": {"Code": "ThrottlingException"}}, "Decrypt"), True),
+        (
+            ClientError(
+                {
+                    "Error": {"Code": "KMSInternalException"},
+                    "ResponseMetadata": {"HTTPStatusCode": 500},
+                },
+                "Decrypt",
+            ),
+            True,
+        ),
+        (EndpointConnectionError(endpoint_url="https://kms.eu-west-1.amazonaws.com"), True),
+        (ClientError({"Error": {"Code": "DisabledException"}}, "Decrypt"), False),
+    ],
+)
+def test_a_kms_failure_passes_only_when_time_may_mend_it(error: Exception, passing: bool) -> None:
+    """A passing one hands the run back without spending an attempt (services.execute)."""
+    service = WebhookSecrets(MemorySecretStore(), KmsCipher("key", lambda: FailingKms(error)))
+
+    with pytest.raises(SecretsUnavailable) as caught:
+        service.signing_secrets("acme")
+
+    assert caught.value.passing is passing
+    assert str(caught.value).startswith("cannot make a webhook secret: ")
+
+
+def test_a_passing_secrets_fault_goes_through_the_http_delivery_untouched() -> None:
+    """Not a TargetError (an attempt of the target's); one that needs a person is."""
+
+    class Unavailable:
+        def __init__(self, passing: bool) -> None:
+            self.passing = passing
+
+        def signing_secrets(self, tenant: str) -> tuple[str, ...]:
+            raise SecretsUnavailable("cannot read the webhook secret: x", passing=self.passing)
+
+    target = HttpTarget(url="http://127.0.0.1:9/hook")
+    invocation = Invocation(
+        "acme", "j", "r", scheduled_ms=0, attempt=1, payload=None, timeout_seconds=5
+    )
+    passing = HttpDelivery(allow_private=True, webhook_secrets=Unavailable(True))
+    with pytest.raises(SecretsUnavailable):
+        passing.deliver(target, invocation)
+    stuck = HttpDelivery(allow_private=True, webhook_secrets=Unavailable(False))
+    with pytest.raises(TargetError, match=r"^not sent: cannot read the webhook secret: x$"):
+        stuck.deliver(target, invocation)
 
 
 # --- a real delivery ------------------------------------------------------------------------

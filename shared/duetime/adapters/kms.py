@@ -3,10 +3,15 @@ cipher of a deployment that has no key configured."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from typing import Any, Protocol
 
+from botocore.exceptions import BotoCoreError, ClientError
+
+from duetime.adapters.aws_errors import is_transient
 from duetime.domain.signing import SECRET_BYTES
+from duetime.observability import logger
 from duetime.ports import SecretsUnavailable
 
 
@@ -32,16 +37,37 @@ class KmsCipher:
         self._kms = client
 
     def generate(self, tenant: str) -> tuple[bytes, bytes]:
-        reply = self._kms().generate_data_key(
-            KeyId=self.key_id, NumberOfBytes=SECRET_BYTES, EncryptionContext={"tenant": tenant}
-        )
+        with _unavailable("cannot make a webhook secret"):
+            reply = self._kms().generate_data_key(
+                KeyId=self.key_id, NumberOfBytes=SECRET_BYTES, EncryptionContext={"tenant": tenant}
+            )
         return bytes(reply["Plaintext"]), bytes(reply["CiphertextBlob"])
 
     def decrypt(self, tenant: str, ciphertext: bytes) -> bytes:
-        reply = self._kms().decrypt(
-            KeyId=self.key_id, CiphertextBlob=ciphertext, EncryptionContext={"tenant": tenant}
-        )
+        with _unavailable("cannot decrypt the webhook secret"):
+            reply = self._kms().decrypt(
+                KeyId=self.key_id, CiphertextBlob=ciphertext, EncryptionContext={"tenant": tenant}
+            )
         return bytes(reply["Plaintext"])
+
+
+@contextmanager
+def _unavailable(what: str) -> Iterator[None]:
+    """A KMS call's failure as SecretsUnavailable, `passing` if time may mend it (a throttle, a
+    5xx, no answer: until 2026-12-01 a run spent its attempts on it; an outside fault audit).
+    AWS's error code only: a tenant reads it in a run's error, and AWS's message can name the
+    operator's account, roles and keys (the operator's log has it; it never holds key material).
+    """
+    try:
+        yield
+    except (ClientError, BotoCoreError) as exc:
+        error = exc.response.get("Error", {}) if isinstance(exc, ClientError) else {}
+        code = str(error.get("Code", type(exc).__name__))
+        logger.warning(
+            "a webhook secret call to KMS failed",
+            extra={"code": code, "aws_message": error.get("Message", str(exc))},
+        )
+        raise SecretsUnavailable(f"{what}: {code}", passing=is_transient(exc)) from exc
 
 
 class UnconfiguredCipher:

@@ -169,6 +169,9 @@ class ClaimOutcome(StrEnum):
     # The attempt recorded as running has no live holder (its lease ran out: the worker was
     # killed by a timeout, or crashed): that attempt failed, and counts as one.
     ABANDONED = "abandoned"
+    # The store's, never decide_claim's: no answer to the claim's write nor to its check, so
+    # whether it landed is unknown (the worker reads it again while the lease lasts).
+    UNKNOWN = "unknown"
 
 
 def decide_claim(existing: Run | None, claim: RunClaim) -> ClaimOutcome:
@@ -207,6 +210,12 @@ def decide_claim(existing: Run | None, claim: RunClaim) -> ClaimOutcome:
     if lease is None or lease.until_ms + claim.skew_allowance_ms <= claim.now_ms:
         return ClaimOutcome.ABANDONED
     return ClaimOutcome.BUSY
+
+
+def holds(stored: Run | None, run: Run) -> bool:
+    """Whether the record `stored` is `run` as its claim wrote it (the same lease and attempt):
+    a claim whose answer was lost, read back."""
+    return stored is not None and (stored.lease, stored.attempt) == (run.lease, run.attempt)
 
 
 def shortened(attempts: tuple[Attempt, ...], *, keep_last: bool = False) -> tuple[Attempt, ...]:

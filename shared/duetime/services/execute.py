@@ -32,6 +32,7 @@ from collections.abc import Callable
 from dataclasses import replace
 from functools import partial
 
+from duetime.clock import wait_until
 from duetime.domain.ids import run_id
 from duetime.domain.invocation import Invocation, TargetError
 from duetime.domain.jobs import MAX_STAGE_SECONDS, RECORDING_MARGIN_SECONDS, Job
@@ -56,11 +57,11 @@ from duetime.domain.runs import (
     started,
 )
 from duetime.observability import Metric, count, logger, milliseconds
-from duetime.ports import Delivery, JobQueue, JobStore, RunStore, TargetRunner
+from duetime.ports import Delivery, JobQueue, JobStore, RunStore, SecretsUnavailable, TargetRunner
 from duetime.services.dependencies import Dependencies
 from duetime.services.dropped import ABANDONED_ERROR, DroppedRuns
 from duetime.services.job_reads import LINGER_SECONDS, Found, JobReads, may_start
-from duetime.services.outcome import record_outcome, send_follow_up, withdraw_claim
+from duetime.services.outcome import claim_landed, record_outcome, send_follow_up, withdraw_claim
 from duetime.services.overlap import OverlapGuard, gated
 from duetime.services.results import (
     Disposition,
@@ -113,11 +114,12 @@ class RunExecutor:
         self._record = partial(record_outcome, runs, clock=clock, sleep=sleep)  # a known outcome
         self._follow_up = partial(send_follow_up, queue, clock=clock, sleep=sleep)
         self._withdraw = partial(withdraw_claim, runs, clock=clock, sleep=sleep)
+        self._landed = partial(claim_landed, runs, clock=clock, sleep=sleep)
         self._queue = queue
         self._targets = targets
         self._settings = settings
         self._clock = clock
-        self._sleep = sleep
+        self._wait_until = partial(wait_until, clock=clock, sleep=sleep)
         self._jitter = jitter
         self._overlap = OverlapGuard(jobs, runs, queue, settings, clock=clock)
         self._dependencies = Dependencies(jobs, queue, clock=clock)
@@ -279,6 +281,9 @@ class RunExecutor:
             asked_ms=message.asked_ms,
         )
         outcome, run = self._runs.claim(claim)
+        if outcome == ClaimOutcome.UNKNOWN and run is not None:  # no answer to it nor its check
+            landed = self._landed(run)
+            outcome, run = (ClaimOutcome.CLAIMED, run) if landed else (ClaimOutcome.BUSY, None)
         if outcome == ClaimOutcome.DONE:
             count(Metric.RUNS_DUPLICATE)
             if run is None:
@@ -334,20 +339,6 @@ class RunExecutor:
         milliseconds(Metric.EARLY_WAIT, early_wait_ms)
         return self._execute(job, dependents, message, run)
 
-    def _wait_until(self, instant_ms: int, stopping: Callable[[], bool] | None) -> bool:
-        """Wait for `instant_ms` (counted 0.1 s slices if it may stop): whether it stopped."""
-        ahead = instant_ms - self._clock()
-        if ahead <= 0:  # due: it starts (the stop's grace lets it finish)
-            return False
-        if stopping is None:
-            self._sleep(ahead / 1000)
-            return False
-        for _ in range(-(-ahead // 100)):
-            if stopping():
-                return True
-            self._sleep(min(0.1, max(0, instant_ms - self._clock()) / 1000))
-        return stopping()
-
     def _handed_back(self, delivery: Delivery) -> Result:
         self._queue.change_visibility(delivery, 0)
         return Result(Disposition.RETRY_LATER, "handed back: the worker is stopping")
@@ -372,6 +363,9 @@ class RunExecutor:
         except TargetError as exc:
             after = None if exc.retry_after_seconds is None else int(exc.retry_after_seconds * 1000)
             return self._failed(job, dependents, message, run, str(exc), exc.retryable, after)
+        except SecretsUnavailable:  # passing, the target not called: the platform's, no attempt
+            self._withdraw(run, None)  # (until 2026-12-01 it spent one; an outside fault audit)
+            raise  # back soon (handle), as when the job cannot be read
         done = self._record(run, RunOutcome(RunStatus.SUCCEEDED, self._clock()))
         if done is not None:  # else the run was reclaimed: its new holder releases
             self._overlap.release(job, message.scheduled_ms)

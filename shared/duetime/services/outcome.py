@@ -17,7 +17,7 @@ from collections.abc import Callable
 from typing import TypeVar
 
 from duetime.domain.messages import RunMessage
-from duetime.domain.runs import Run, RunOutcome
+from duetime.domain.runs import Run, RunOutcome, holds
 from duetime.observability import logger
 from duetime.ports import ConditionFailed, JobQueue, QueueUnavailable, RunStore, StoreError
 
@@ -41,14 +41,10 @@ def record_outcome(
     """`runs.finish(run, outcome)`, tried again on a transient StoreError until shortly
     before the run's lease ends (so it may hold its worker that long). A write that landed but
     answered an error is found ours by the next try (RunStore.finish)."""
-    # Only what time may mend (an access denied or a refused request would be tried until the
-    # lease ends, to the same end: found by review), and while it lasts.
     return _while_the_lease_lasts(
         lambda: runs.finish(run, outcome),
         run,
-        lambda exc: (
-            isinstance(exc, StoreError) and exc.transient and not isinstance(exc, ConditionFailed)
-        ),
+        _passing,
         f"record the outcome ({outcome.status.value})",
         clock=clock,
         sleep=sleep,
@@ -69,13 +65,30 @@ def withdraw_claim(
     return _while_the_lease_lasts(
         lambda: runs.withdraw(run, reason),
         run,
-        lambda exc: (
-            isinstance(exc, StoreError) and exc.transient and not isinstance(exc, ConditionFailed)
-        ),
+        _passing,
         "withdraw the claim",
         clock=clock,
         sleep=sleep,
     )
+
+
+def claim_landed(
+    runs: RunStore, run: Run, *, clock: Callable[[], int], sleep: Callable[[float], None]
+) -> bool:
+    """Whether a claim the store could not answer, nor its check (ClaimOutcome.UNKNOWN), is
+    the record: read again as an outcome is written. Then the attempt is this delivery's (until
+    2026-12-01 the next delivery took it for abandoned: an attempt spent, its target never
+    called; an outside fault audit, round nine). Raised past the lease: the table was silent
+    all that time, and the next delivery finds the attempt abandoned."""
+    stored = _while_the_lease_lasts(
+        lambda: runs.get(run.job_id, run.scheduled_ms),
+        run,
+        _passing,
+        "read the claim back",
+        clock=clock,
+        sleep=sleep,
+    )
+    return holds(stored, run)
 
 
 def send_follow_up(
@@ -104,6 +117,12 @@ def send_follow_up(
         clock=clock,
         sleep=sleep,
     )
+
+
+def _passing(exc: Exception) -> bool:
+    """Only what time may mend is tried again (an access denied or a refused request would be
+    tried until the lease ends, to the same end: found by review)."""
+    return isinstance(exc, StoreError) and exc.transient and not isinstance(exc, ConditionFailed)
 
 
 def _while_the_lease_lasts(

@@ -14,12 +14,9 @@ import threading
 import time
 from collections.abc import Callable
 
-from botocore.exceptions import ClientError
-
 from duetime.clock import wall_ms
 from duetime.domain.errors import DomainError
 from duetime.domain.signing import SecretRecord, TenantSecrets, rotated, secret_from_key
-from duetime.observability import logger
 from duetime.ports import (
     ConditionFailed,
     SecretCipher,
@@ -80,7 +77,7 @@ class WebhookSecrets:
     def rotate(self, tenant: str) -> TenantSecrets:
         """A new current secret; the old one signs too until the grace period ends."""
         record = self._read_or_create(tenant)
-        _, ciphertext = self._generate(tenant)
+        _, ciphertext = self._cipher.generate(tenant)
         new = rotated(record, ciphertext, self._clock(), self.grace_seconds)
         try:
             self._store.put(new)
@@ -113,7 +110,7 @@ class WebhookSecrets:
         record = self._read(tenant)
         if record is not None:
             return record
-        _, ciphertext = self._generate(tenant)
+        _, ciphertext = self._cipher.generate(tenant)
         record = SecretRecord(tenant, ciphertext)
         try:
             self._store.put(record)
@@ -122,32 +119,23 @@ class WebhookSecrets:
             record = self._read(tenant)
             if record is None:
                 raise SecretsUnavailable("the webhook secret vanished after it was made") from None
+        except StoreError as exc:  # a write without an answer: the next read finds it, or not
+            raise SecretsUnavailable(
+                f"cannot write the webhook secret: {exc}", passing=exc.transient
+            ) from exc
         return record
 
     def _read(self, tenant: str) -> SecretRecord | None:
         try:
             return self._store.get(tenant)
         except StoreError as exc:
-            raise SecretsUnavailable(f"cannot read the webhook secret: {exc}") from exc
-
-    def _generate(self, tenant: str) -> tuple[bytes, bytes]:
-        try:
-            return self._cipher.generate(tenant)
-        except SecretsUnavailable:
-            raise
-        except ClientError as exc:
-            raise SecretsUnavailable(f"cannot make a webhook secret: {_aws_error(exc)}") from exc
+            raise SecretsUnavailable(
+                f"cannot read the webhook secret: {exc}", passing=exc.transient
+            ) from exc
 
     def _decrypted(self, record: SecretRecord) -> TenantSecrets:
         def open_(ciphertext: bytes) -> str:
-            try:
-                return secret_from_key(self._cipher.decrypt(record.tenant, ciphertext))
-            except SecretsUnavailable:
-                raise
-            except ClientError as exc:
-                raise SecretsUnavailable(
-                    f"cannot decrypt the webhook secret: {_aws_error(exc)}"
-                ) from exc
+            return secret_from_key(self._cipher.decrypt(record.tenant, ciphertext))
 
         previous = None
         now = self._clock()
@@ -159,16 +147,3 @@ class WebhookSecrets:
             rotated_ms=record.rotated_ms,
             previous_expires_ms=record.previous_expires_ms if previous is not None else None,
         )
-
-
-def _aws_error(exc: ClientError) -> str:
-    """AWS's error code only: the tenant reads it in the run's error, and AWS's message can
-    name the operator's account, roles and keys (found by an outside audit). The operator's
-    log has the message (which never holds key material)."""
-    error = exc.response.get("Error", {})
-    code = str(error.get("Code", "error"))
-    logger.warning(
-        "a webhook secret call to AWS failed",
-        extra={"code": code, "aws_message": error.get("Message", "")},
-    )
-    return code

@@ -17,6 +17,7 @@ from duetime.domain.targets import (
     SqsTarget,
     Target,
 )
+from duetime.ports import SecretsUnavailable
 from duetime.targets import aws
 from duetime.targets.clients import AwsClients
 from duetime.targets.handlers import DEFAULT_HANDLERS, HandlerRegistry
@@ -88,7 +89,7 @@ class TargetExecutor:
                         f"unsupported target type: {type(target).__name__}",
                         retryable=False,
                     )
-        except TargetError:
+        except (TargetError, SecretsUnavailable):  # a passing one: the run's claim goes back
             raise
         except Exception as exc:
             # Callers rely on one failure type to decide between retry and dead letter; an

@@ -128,8 +128,9 @@ class HttpDelivery:
         try:
             secrets = self._webhook_secrets.signing_secrets(invocation.tenant)
         except SecretsUnavailable as exc:
-            # Not the target's fault and fixable (a KMS hiccup, a key being set up): retry.
-            raise TargetError(f"not sent: {exc}") from exc
+            if exc.passing:  # a throttle, no answer: the platform's, so not an attempt
+                raise
+            raise TargetError(f"not sent: {exc}") from exc  # a key refusing: a person fixes it
         timestamp = int(self._wall_clock())
         return webhook_headers(secrets, invocation.run_id, timestamp, body)
 
