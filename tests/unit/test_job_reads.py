@@ -116,6 +116,25 @@ def test_a_failed_read_fails_every_run_that_shared_it() -> None:
     assert reads.get(TENANT, made[2].id) == (made[2], ())
 
 
+@pytest.mark.parametrize("passing", [True, False])
+def test_the_runs_that_shared_a_failed_read_fail_as_passing_as_it_did(passing: bool) -> None:
+    # Their messages come back as the leader's does: in minutes through an outage, soon for a
+    # refusal (until 2026-12-01 every joiner's error was passing: services.results.back_soon).
+    store = GatedStore()
+    made = jobs(store, 3)
+    reads = JobReads(store)
+    store.failing_read = 2
+    store.failure = StoreError("AccessDeniedException", transient=passing)
+    with first_alone_then_merged(store, reads, made) as (first, others):
+        assert first.result(10) == (made[0], ())
+        errors = []
+        for future in others:
+            with pytest.raises(StoreError) as failed:
+                future.result(10)
+            errors.append(failed.value.transient)
+    assert errors == [passing, passing]
+
+
 def test_a_job_item_that_does_not_decode_fails_its_own_runs_only() -> None:
     # Found by an outside audit: one corrupted job item failed the merged read of a whole
     # worker batch, every time it came back, until the healthy runs were in the DLQ unrun.

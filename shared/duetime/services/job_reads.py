@@ -35,6 +35,7 @@ class _Read:
     error: str = "the read was interrupted"
     led: bool = False
     alone: bool = False  # it failed on an item: each of its runs reads its own job alone
+    passing: bool = True  # it failed as a passing StoreError (a throttle, no answer)
 
 
 def undecodable(exc: BaseException) -> bool:
@@ -81,6 +82,7 @@ class JobReads:
                     read.found = self._jobs.get_with_dependents(read.keys)
                 except Exception as exc:
                     read.error = f"{type(exc).__name__}: {exc}"
+                    read.passing = isinstance(exc, StoreError) and exc.transient
                     read.alone = undecodable(exc) and len(set(read.keys)) > 1
                     if not read.alone:
                         raise
@@ -94,8 +96,9 @@ class JobReads:
             # An item that does not decode failed the read of all: each run reads its own job
             # alone, so only that job's runs fail, not their neighbours in the batch.
             return self._jobs.get_with_dependents([key]).get(key)
-        # Every run of a failed read fails as its own read would.
-        raise StoreError(f"reading job {job_id} failed: {read.error}")
+        # Every run of a failed read fails as its own read would (passing or not: its message
+        # comes back as the leader's does; until 2026-12-01 always passing).
+        raise StoreError(f"reading job {job_id} failed: {read.error}", transient=read.passing)
 
 
 def may_start(found: Found | None, message: RunMessage) -> Found | str:
