@@ -23,7 +23,7 @@ from duetime.cli.main import main as cli_main
 from duetime.domain.jobs import JobStatus, Priority, Runtime, parse_job_spec
 from duetime.domain.messages import RunMessage
 from duetime.domain.planning import MAX_CATCHUP_RUNS
-from duetime.domain.timers import Timer, shard_of
+from duetime.domain.timers import StuckTimer, Timer, shard_of
 from duetime.domain.timeutil import MINUTE_MS, rfc3339_ms, to_ms
 from duetime.observability import Metric
 from duetime.ports import QueueError, QueueUnavailable, StoreError, SweepState
@@ -242,6 +242,54 @@ def test_given_the_quarantine_count_failing_then_the_sweep_stands(
     assert report.messages_sent == 1
     assert twins.sent() == {(job, due): 1}
     assert "counting the quarantined timers failed" in caplog.text
+
+
+class UnparkableStore(MemoryTimerStore):
+    """Parked timers' records that cannot be written or read while `down`."""
+
+    down: str | None = None  # "park" or "read"
+
+    def park(self, stuck: StuckTimer, *, replacing: StuckTimer | None = None) -> None:
+        if self.down == "park" and replacing is not None:
+            raise StoreError("PutItem: ProvisionedThroughputExceededException")
+        super().park(stuck, replacing=replacing)
+
+    def parked_due(self, shard: int, now_ms: int, limit: int) -> list[StuckTimer]:
+        if self.down == "read":
+            raise StoreError("Query: Read timeout on endpoint URL", unknown=True)
+        return super().parked_due(shard, now_ms, limit)
+
+
+@pytest.mark.parametrize("down", ["park", "read"])
+def test_given_the_parked_timers_records_failing_then_the_sweep_stands(down: str) -> None:
+    # A throttled or silent write or read of a parked timer's record failed the whole sweep
+    # invocation after its work was done (its metrics and its log line lost); found by an
+    # outside audit. It is reported; the next sweep retries the parked timers.
+    twins = Twins(shards=1)
+    store = UnparkableStore(shards=1)
+    twins.use_timers(store)
+    job = twins.submit({"at": rfc3339_ms(T0 + 300_000)})
+    send = twins.queue.send
+
+    def refused(messages: Any) -> None:  # this message, refused: the timer is parked
+        raise QueueError("InvalidMessageContents", [m for m, _ in messages])
+
+    twins.queue.send = refused  # type: ignore[method-assign]
+    twins.clock.now = T0 + 240_000
+    assert twins.sweeper.sweep().parked == 1
+    twins.queue.send = send  # type: ignore[method-assign]
+    later = twins.submit({"at": rfc3339_ms(T0 + 600_000)})
+    store.down = down
+    twins.clock.now = T0 + 540_000
+
+    report = twins.sweeper.sweep_shard(0)
+
+    assert report.messages_sent == 1  # the later one-off went out
+    assert any("parked timers of shard 0" in error for error in report.errors)
+    store.down = None
+    twins.clock.now += retry_backoff_ms(1)
+    assert twins.sweeper.sweep().unparked == 1
+    assert twins.sent() == Counter({(job, T0 + 300_000): 1, (later, T0 + 600_000): 1})
 
 
 class UnreadableProgress(MemoryTimerStore):

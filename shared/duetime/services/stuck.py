@@ -26,7 +26,7 @@ from typing import Protocol
 from duetime.domain.timers import StuckTimer, Timer
 from duetime.domain.timeutil import MINUTE_MS
 from duetime.observability import Metric, count, logger
-from duetime.ports import ConditionFailed, QueueUnavailable, TimerStore
+from duetime.ports import ConditionFailed, QueueUnavailable, StoreError, TimerStore
 from duetime.services.handover import HandOver, Tally
 
 # A parked timer is retried this many times in all (with backoff), then quarantined.
@@ -94,16 +94,16 @@ class StuckTimers:
                 due = self._timers.parked_due(shard, now, self._page_size)
                 if not due:
                     return
-                try:
-                    results = self.retry(due, deadline, report)
-                except QueueUnavailable as exc:  # not the timers' doing: no attempt counted
-                    logger.warning("retrying parked timers stopped: SQS is unavailable")
-                    report.errors.append(f"parked timers of shard {shard}: {exc}")
-                    return
+                results = self.retry(due, deadline, report)
                 failed = [e.first_failed_ms for e, why in results if why and not e.attempts]
                 oldest = min([oldest, *failed])
                 if len(results) < len(due):
                     return  # out of time
+        except (QueueUnavailable, StoreError) as exc:  # SQS (no attempt counted), or the table
+            # The sweep's work stands (until 2026-12-01 a throttled park failed the invocation,
+            # its metrics and log line lost; an outside audit): the next sweep retries them.
+            logger.warning("retrying parked timers stopped", extra={"error": str(exc)})
+            report.errors.append(f"parked timers of shard {shard}: {exc}")
         finally:
             count(Metric.TIMERS_PARKED_AGE, (now - oldest) // MINUTE_MS)
 
