@@ -26,7 +26,12 @@ from duetime.cli.main import main
 from duetime.domain.runs import Attempt, Run, RunStatus
 from duetime.entrypoints import archiver as archiver_handler
 from duetime.history.archive import HistoryBucket, is_ttl_expiry
-from duetime.history.compaction import META_INPUT_ROWS, META_INPUTS, compact_partition
+from duetime.history.compaction import (
+    COMPACTION_DAYS,
+    META_INPUT_ROWS,
+    META_INPUTS,
+    compact_partition,
+)
 from duetime.history.query import LocalEngine
 from duetime.history.schema import HISTORY_SCHEMA, glue_columns
 from duetime.local.lambda_runtime import FakeContext
@@ -419,6 +424,42 @@ def test_a_merge_stops_taking_inputs_at_its_memory_bound_and_the_rest_merge_apar
     # 2 + 2, and 1 left alone (a merge of one gains nothing: a later run's stragglers join it)
     assert [len(m) for m in (report.merged, report.written)] == [4, 2]
     assert len(history.keys("2026-11-21")) == 3
+    assert history.query("SELECT * FROM runs ORDER BY run_id") == before
+
+
+def test_a_merge_s_output_at_its_memory_bound_is_not_merged_again_by_the_next_runs(
+    history: History, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Each day is compacted by three daily runs: outputs small when stored (a tenant's long
+    # identical texts) were merged again, two at least, so a merge's memory doubled each run,
+    # past the compactor's on the third (an outside security audit, round eleven). An output
+    # that holds half the bound or more in memory is left as it is, like a large object.
+    archive_in_batches(history, 8, DAY)
+    before = history.query("SELECT * FROM runs ORDER BY run_id")
+    one = history.bucket.read_table(history.keys("2026-11-21")[0]).nbytes
+    reading = [0]
+    merges: list[list[int]] = []  # each run's merges: the memory each read
+    read_table, put_table = HistoryBucket.read_table, HistoryBucket.put_table
+
+    def counted(self: HistoryBucket, key: str) -> Any:
+        table = read_table(self, key)
+        reading[0] += table.nbytes
+        return table
+
+    def written(self: HistoryBucket, *args: Any) -> None:
+        merges[-1].append(reading[0])
+        reading[0] = 0
+        put_table(self, *args)
+
+    monkeypatch.setattr(HistoryBucket, "read_table", counted)
+    monkeypatch.setattr(HistoryBucket, "put_table", written)
+    for _ in range(COMPACTION_DAYS):
+        merges.append([])
+        compact_partition(history.bucket, "2026-11-21", memory_bytes=2 * one)
+
+    assert merges[0] == [2 * one] * 4
+    assert merges[1:] == [[]] * (COMPACTION_DAYS - 1)  # nothing merged again
+    assert len(history.keys("2026-11-21")) == 4
     assert history.query("SELECT * FROM runs ORDER BY run_id") == before
 
 

@@ -57,6 +57,7 @@ from duetime.history.schema import conform, partition_prefix
 COMPACTED_PREFIX = "compacted-"
 META_INPUTS = "duetime.compacted_from"
 META_INPUT_ROWS = "duetime.input_rows"
+META_MEMORY = "duetime.memory_bytes"  # what the merged table took in memory (Arrow's)
 # Objects at least this large are left alone; inputs are grouped into outputs of about
 # TARGET_BYTES (compressed). A 64 MB output holds a few million runs and needs well under
 # 1 GB of memory to write.
@@ -66,7 +67,10 @@ TARGET_BYTES = 64 * 1024 * 1024
 # their stored size: a tenant's rows of long identical texts (a job name, its target's error)
 # compress ~30 times better than most, and a 64 MB merge of them needed ~8 GB, twice the
 # compactor's memory, every day (until 2026-12-01; an outside security audit). The merge holds
-# its inputs, their concatenation and its sorted copy: about 3 times this at its peak.
+# its inputs, their concatenation and its sorted copy: about 3 times this at its peak. A
+# compacted object holding half of it or more is not merged again, whatever its stored size: a
+# day is compacted by three daily runs, and such outputs merged by twos doubled a merge's
+# memory each run (until 2026-12-01; an outside security audit, round eleven).
 MERGE_MEMORY_BYTES = 256 * 1024 * 1024
 TTL_LAG_DAYS = 2  # DynamoDB deletes expired items within about two days
 COMPACTION_DAYS = 3  # the settled day and the two before it (late stragglers)
@@ -153,11 +157,12 @@ def compact_partition(
     prefix = partition_prefix(dt)
     report = CompactionReport(dt)
     objects = bucket.list(prefix)
-    gone, overlapping = _finish_earlier_merges(bucket, objects, report)
+    gone, overlapping, memory = _finish_earlier_merges(bucket, objects, report)
     for group in overlapping:  # whatever their size: they hold some runs twice
         _merge(bucket, prefix, sorted(group), report, memory_bytes=None)
     merged = gone.union(*overlapping)
-    remaining = [o for o in objects if o.key not in merged]
+    full = {key for key, held in memory.items() if held >= memory_bytes // 2}
+    remaining = [o for o in objects if o.key not in merged | full]
     planned = plan_merges(remaining, small_bytes=small_bytes, target_bytes=target_bytes)
     while planned:
         if out_of_time():
@@ -171,21 +176,24 @@ def compact_partition(
 
 def _finish_earlier_merges(
     bucket: HistoryBucket, objects: Sequence[StoredObject], report: CompactionReport
-) -> tuple[set[str], list[set[str]]]:
+) -> tuple[set[str], list[set[str]], dict[str, int]]:
     """Delete the objects that an existing compacted object already holds (step 4 of an
-    interrupted run, or a rewritten input); returns the keys deleted, and the groups of
+    interrupted run, or a rewritten input); returns the keys deleted, the groups of
     compacted objects made from a shared input (two compactions that overlapped: each holds
     its rows), to merge again whatever their size (until 2026-11-30 objects of SMALL_BYTES
-    or more were left alone, their shared rows twice: found by an outside audit)."""
+    or more were left alone, their shared rows twice: found by an outside audit), and the
+    memory each compacted object's table took (META_MEMORY; 0 for one written before it)."""
     present = {o.key for o in objects}
     deleted: set[str] = set()
     made_from: dict[str, set[str]] = {}
+    memory: dict[str, int] = {}
     for obj in objects:
         if not is_compacted(obj.key) or obj.key in deleted:
             continue
         footer = bucket.footer(obj.key)
         inputs = json.loads(footer.metadata.get(META_INPUTS, "[]"))
         made_from[obj.key] = set(inputs)
+        memory[obj.key] = int(footer.metadata.get(META_MEMORY, 0))
         leftovers = [k for k in inputs if k in present and k not in deleted and k != obj.key]
         if not leftovers:
             continue
@@ -201,7 +209,8 @@ def _finish_earlier_merges(
         bucket.delete(leftovers)
         deleted.update(leftovers)
         report.recovered.extend(leftovers)
-    return deleted, _sharing_inputs({k: v for k, v in made_from.items() if k not in deleted})
+    shared = _sharing_inputs({k: v for k, v in made_from.items() if k not in deleted})
+    return deleted, shared, memory
 
 
 def _sharing_inputs(made_from: dict[str, set[str]]) -> list[set[str]]:
@@ -245,7 +254,8 @@ def _merge(
     ]
     merged = _one_row_per_run(pa.concat_tables(tables).sort_by(order))
     key = compacted_key(prefix, inputs)
-    bucket.put_table(key, merged, {META_INPUTS: json.dumps(inputs), META_INPUT_ROWS: str(rows)})
+    about = {META_INPUTS: json.dumps(inputs), META_INPUT_ROWS: str(rows)}
+    bucket.put_table(key, merged, about | {META_MEMORY: str(merged.nbytes)})
     written = bucket.footer(key).num_rows
     if written != merged.num_rows:
         bucket.delete([key])
