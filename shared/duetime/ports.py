@@ -124,14 +124,17 @@ class JobStore(Protocol):
     def scan_active(
         self, segment: int, segments: int, counters: dict[str, CounterRead] | None = None
     ) -> Iterator[Job]:
-        """Every job of every tenant whose status is `scheduled` or `paused`, in one segment
-        of a parallel scan (segment 0..segments-1): a whole-table read, for the daily
-        reconciler. `counters`: filled, by the same read, with the segment's tenants that have
-        a count of active recurring jobs (reserve_recurring): that count, and its changes."""
+        """Every `scheduled` or `paused` job of every tenant, in one segment of a parallel scan
+        (0..segments-1), for the daily reconciler. `counters`: filled by the same read with the
+        segment's tenants' counts of active recurring jobs (reserve_recurring) and changes."""
 
-    def reserve_recurring(self, tenant: str, limit: int) -> bool:
+    def reserve_recurring(
+        self, tenant: str, limit: int, key: tuple[str, str] | None = None
+    ) -> bool | None:
         """Count one more active (scheduled or paused) recurring job of the tenant, if it has
-        fewer than `limit`: an atomic check and increment. False when at the limit."""
+        fewer than `limit`: an atomic check and increment. False when at the limit. With `key`
+        (an Idempotency-Key and the job id it names) the key is marked counted by the same
+        write, once: None, nothing counted, when it already is (one count a key)."""
 
     def release_recurring(self, tenant: str) -> None:
         """Count one active recurring job fewer (never below zero)."""
@@ -152,10 +155,9 @@ class JobStore(Protocol):
     def add_dependent(
         self, tenant: str, upstream_id: str, dependent_id: str, *, at_most: int | None = None
     ) -> None:
-        """Record that `dependent_id` runs after `upstream_id` (idempotent). The first one
-        marks the upstream's job item (`Job.has_dependents`, a new version), so the reads of
-        jobs without dependents skip their dependents' item. ConditionFailed, and nothing
-        added, when the upstream already has `at_most` others."""
+        """Record that `dependent_id` runs after `upstream_id` (idempotent); the first marks the
+        upstream's job item (`Job.has_dependents`, a new version: reads of jobs without skip the
+        dependents' item). ConditionFailed, nothing added, when the upstream has `at_most`."""
 
     def remove_dependent(self, tenant: str, upstream_id: str, dependent_id: str) -> None:
         """Forget it (idempotent; an entry left behind is harmless: readers check the job)."""
@@ -166,10 +168,9 @@ class JobStore(Protocol):
     def get_with_dependents(
         self, keys: Sequence[tuple[str, str]]
     ) -> dict[tuple[str, str], tuple[Job, tuple[str, ...]]]:
-        """What runs need of their jobs, read together (strongly consistent; on DynamoDB one
-        BatchGetItem per 100 jobs, then one for the dependents' items of the jobs marked as
-        having some): each job found, keyed by (tenant, id), with the ids recorded as running
-        after it (`dependents`). Missing jobs are absent."""
+        """What runs need of their jobs, read together (strongly consistent; on DynamoDB a
+        BatchGetItem per 100 jobs, then one for the dependents of those marked as having some):
+        each job found by (tenant, id), with the ids recorded as running after it."""
 
 
 class TimerStore(Protocol):
@@ -333,10 +334,9 @@ class DeadLetter:
 
 class DeadLetters(Protocol):
     """The dead-letter queues, one per runtime × priority queue, each named by the queue key
-    of its source queue (`duetime dlq`: duetime.services.dead_letters).
-
-    SQS cannot peek: reading a message hides it for `visibility_seconds`; `release` makes it
-    visible again at once. A message leaves a dead-letter queue only by `delete`."""
+    of its source queue (`duetime dlq`: duetime.services.dead_letters). SQS cannot peek:
+    reading a message hides it for `visibility_seconds`; `release` makes it visible again at
+    once. A message leaves a dead-letter queue only by `delete`."""
 
     def approximate_count(self, queue: str) -> int:
         """How many messages are visible on the queue's DLQ (approximate, as SQS counts)."""

@@ -748,6 +748,24 @@ def test_given_a_counter_changed_and_back_since_it_was_read_then_a_conditional_s
     assert [job_store.reserve_recurring(TENANT, 3) for _ in range(2)] == [True, False]  # held 2
 
 
+def test_given_an_idempotency_key_then_one_count_is_taken_for_it(job_store: JobStore) -> None:
+    # A keyed request's retries resume its key: the count its first request took goes on with
+    # the key, whatever the quota now (an outside contract audit, round eight).
+    assert job_store.claim_key(TENANT, "k", "J", "f", 10**10, 0) is None
+    assert job_store.reserve_recurring(TENANT, 1, ("k", "J")) is True
+    assert job_store.reserve_recurring(TENANT, 1, ("k", "J")) is None  # at the limit too
+    assert job_store.reserve_recurring(TENANT, 5, ("k", "J")) is None
+    assert job_store.reserve_recurring(TENANT, 5, ("k", "other job")) is None  # not its key's
+    assert job_store.reserve_recurring(TENANT, 1) is False
+    counters: dict[str, CounterRead] = {}
+    list(job_store.scan_active(0, 1, counters))
+    assert counters[TENANT][0] == 1
+    job_store.release_recurring(TENANT)
+    job_store.release_key(TENANT, "k", "J")  # freed: a later request with it counts afresh
+    assert job_store.claim_key(TENANT, "k", "J2", "f", 10**10, 0) is None
+    assert job_store.reserve_recurring(TENANT, 1, ("k", "J2")) is True
+
+
 def test_given_a_recurring_quota_when_reserving_then_the_check_and_increment_are_atomic(
     job_store: JobStore,
 ) -> None:

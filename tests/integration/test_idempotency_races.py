@@ -247,9 +247,9 @@ def test_given_a_refused_first_request_then_it_does_not_free_a_key_a_retry_answe
     reserve = twins.jobs.reserve_recurring
     answers = []
 
-    def refused_then_slot_frees(tenant: str, limit: int) -> bool:
+    def refused_then_slot_frees(tenant: str, limit: int, key: Any = None) -> bool | None:
         twins.jobs.reserve_recurring = reserve  # type: ignore[method-assign]
-        ok = reserve(tenant, limit)  # F: refused (at the limit)
+        ok = reserve(tenant, limit, key)  # F: refused (at the limit)
         twins.service.cancel("t", blocker.id)  # a slot frees
         twins.clock.now += 500
         answers.append(twins.service.create("t", spec, idempotency_key="k", quotas=quotas))

@@ -23,6 +23,7 @@ from duetime.domain.jobs import JobStatus, Priority, Runtime, parse_job_spec, sp
 from duetime.domain.messages import RunMessage
 from duetime.domain.timeutil import to_ms
 from duetime.ports import ConditionFailed, StoreError
+from duetime.services.batch import BatchJob, BatchSubmitter
 from duetime.services.idempotency import fingerprint, run_now_binding, run_now_bound
 from duetime.services.jobs import JobService
 from duetime.services.submission import Prepared
@@ -547,3 +548,101 @@ def test_given_a_withdrawal_that_gets_no_answer_then_the_batch_s_others_are_left
     assert tried == [jobs[0].id]
     parts.service.submission.abandon(prepared, StoreError("silent", unknown=True))
     assert tried == [jobs[0].id]
+
+
+def test_given_a_first_run_whose_timer_write_gets_no_answer_then_no_withdrawal_is_tried() -> None:
+    # The job written, its first run's timer got no answer: withdrawing the job (a write and
+    # its read-back to the silent table) took the request past the API function's 29 s (an
+    # outside contract audit, round eight). The job stays; a keyed retry arms it.
+    parts = Parts()
+    put, replace = parts.timers.put, parts.jobs.replace
+    tried: list[str] = []
+
+    def silent(timers: Any) -> None:
+        raise StoreError("Read timeout on endpoint URL", unknown=True)
+
+    def spied(job: Any, **kwargs: Any) -> None:
+        tried.append(job.id)
+        replace(job, **kwargs)
+
+    parts.timers.put = silent  # type: ignore[method-assign]
+    parts.jobs.replace = spied  # type: ignore[method-assign]
+    with pytest.raises(StoreError):
+        parts.service.create("t", spec(), idempotency_key="k")
+    assert tried == []
+    parts.timers.put = put  # type: ignore[method-assign]
+    again = parts.service.create("t", spec(), idempotency_key="k")  # the client's retry
+    assert again.status == JobStatus.SCHEDULED
+    assert parts.timers.count() == 1
+
+
+def _silent_creates(parts: Parts) -> Any:
+    """The jobs store's creates get no answer and are not applied, until the returned undo."""
+    create = parts.jobs.create
+
+    def silent(job: Any) -> None:
+        raise StoreError("Read timeout on endpoint URL", unknown=True)
+
+    parts.jobs.create = silent  # type: ignore[method-assign]
+    return lambda: setattr(parts.jobs, "create", create)
+
+
+def test_given_keyed_retries_of_a_create_that_got_no_answer_then_the_key_holds_one_count() -> None:
+    # Each keyed retry resumed the key and counted the job again, and each write without an
+    # answer kept its count: five 500s left a tenant's count at 5 with no job, every recurring
+    # create refused 429 until the daily recount, the retry too (an outside contract audit,
+    # round eight). The count taken by the key's first request goes on with the key.
+    parts, quotas = Parts(), Quotas(max_active_recurring_jobs=1)
+    body = {"schedule": {"rate_seconds": 60}}
+    answer_again = _silent_creates(parts)
+    for _ in range(5):
+        with pytest.raises(StoreError):
+            parts.service.create("t", spec(**body), idempotency_key="k", quotas=quotas)
+    assert parts.jobs.recurring_count("t") == 1
+    answer_again()
+
+    job = parts.service.create("t", spec(**body), idempotency_key="k", quotas=quotas)
+
+    assert job.status == JobStatus.SCHEDULED
+    assert parts.jobs.recurring_count("t") == 1
+    with pytest.raises(QuotaExceeded):
+        parts.service.create("t", spec(**body), quotas=quotas)
+
+
+def test_given_a_keyed_create_refused_by_the_store_then_its_key_and_count_go_back() -> None:
+    # A write refused for good (not written, and known so): the count and the key are freed,
+    # so a retry with the key counts afresh (and another body with it is no conflict).
+    parts, quotas = Parts(), Quotas(max_active_recurring_jobs=1)
+    body = {"schedule": {"rate_seconds": 60}}
+    create = parts.jobs.create
+
+    def refused(job: Any) -> None:
+        raise StoreError("AccessDeniedException", transient=False)
+
+    parts.jobs.create = refused  # type: ignore[method-assign]
+    with pytest.raises(StoreError):
+        parts.service.create("t", spec(**body), idempotency_key="k", quotas=quotas)
+    assert parts.jobs.recurring_count("t") == 0
+    parts.jobs.create = create  # type: ignore[method-assign]
+
+    parts.service.create(
+        "t", spec(schedule={"rate_seconds": 120}), idempotency_key="k", quotas=quotas
+    )
+    assert parts.jobs.recurring_count("t") == 1
+
+
+def test_given_a_batch_whose_keyed_writes_got_no_answer_then_their_retry_is_counted_once() -> None:
+    # Their counts were kept, and re-sending the items with their keys (what api.md says to
+    # do) counted them again: three 429 items under a quota of 3, with no job.
+    parts, quotas = Parts(), Quotas(max_active_recurring_jobs=3)
+    batch = BatchSubmitter(parts.service)
+    items = [BatchJob(spec(schedule={"rate_seconds": 60}), f"b-{i}") for i in range(3)]
+    answer_again = _silent_creates(parts)
+    with pytest.raises(StoreError):
+        batch.create("t", items, quotas=quotas)
+    answer_again()
+
+    results = batch.create("t", items, quotas=quotas)
+
+    assert [type(r).__name__ for r in results] == ["JobView"] * 3
+    assert parts.jobs.recurring_count("t") == 3

@@ -156,8 +156,7 @@ class BatchSubmitter:
                     continue
                 try:
                     submission.write_keyed(p.job)
-                except ConditionFailed:
-                    submission.release(p.job)  # the other request counted it
+                except ConditionFailed:  # written by its key's other request: one count a key
                     lost.add(p.job.id)
                     continue
                 written.append(p.job)

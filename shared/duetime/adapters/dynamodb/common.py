@@ -36,6 +36,12 @@ def is_cancelled_by_condition(exc: ClientError) -> bool:
     return any(reason.get("Code") == "ConditionalCheckFailed" for reason in reasons)
 
 
+def refused_by(exc: ClientError, index: int) -> bool:
+    """A transaction cancelled (at least) by the condition of its item `index`."""
+    reasons = exc.response.get("CancellationReasons", []) if is_cancelled(exc) else []
+    return len(reasons) > index and reasons[index].get("Code") == "ConditionalCheckFailed"
+
+
 def refused_only_by_last(exc: ClientError) -> bool:
     """A transaction cancelled by its last item's condition alone (the others' reasons are
     `None`)."""

@@ -13,6 +13,7 @@ from duetime.adapters.codec import from_item, job_from_values, job_to_values, to
 from duetime.adapters.dynamodb.common import (
     is_cancelled_by_condition,
     is_condition_failure,
+    refused_by,
     store_error,
     store_errors,
 )
@@ -157,12 +158,24 @@ class JobTable:
     # it over its retries, and DynamoDB applies a token it has seen within 10 minutes once. A
     # plain `ADD` whose answer was lost (a 500 after the write) was sent again and counted
     # twice (until 2026-11-30; found by an outside audit). Two write units instead of one.
-    def reserve_recurring(self, tenant: str, limit: int) -> bool:
+    def reserve_recurring(
+        self, tenant: str, limit: int, key: tuple[str, str] | None = None
+    ) -> bool | None:
+        mark = None
+        if key is not None:  # the key marked counted in the same transaction, once
+            mark = {
+                "TableName": self._table,
+                "Key": self._key(tenant, IDEMPOTENCY_PREFIX + key[0]),
+                "UpdateExpression": "SET counted = :t",
+                "ConditionExpression": "job_id = :j AND attribute_not_exists(counted)",
+                "ExpressionAttributeValues": {":t": {"BOOL": True}, ":j": {"S": key[1]}},
+            }
         return self._count(
             tenant,
             "ADD active :one, changes :one",
             "attribute_not_exists(active) OR active < :limit",
             {":one": {"N": "1"}, ":limit": {"N": str(limit)}},
+            mark,
         )
 
     def release_recurring(self, tenant: str) -> None:
@@ -179,12 +192,23 @@ class JobTable:
         }
 
     @store_errors()
-    def _count(self, tenant: str, update: str, condition: str, values: dict[str, Any]) -> bool:
-        """Whether the counter's update was applied (False: its condition failed)."""
+    def _count(
+        self,
+        tenant: str,
+        update: str,
+        condition: str,
+        values: dict[str, Any],
+        mark: dict[str, Any] | None = None,
+    ) -> bool | None:
+        """Whether the counter's update was applied (False: its condition failed; None: that
+        of `mark`, an update of another item in the same transaction)."""
         change: Any = self._counted(tenant, update, condition, values)
+        items = [{"Update": change}] + ([{"Update": mark}] if mark is not None else [])
         try:
-            self._client.transact_write_items(TransactItems=[{"Update": change}])
+            self._client.transact_write_items(TransactItems=items)
         except ClientError as exc:
+            if mark is not None and refused_by(exc, 1):
+                return None
             if is_cancelled_by_condition(exc):
                 return False
             raise store_error(exc) from exc

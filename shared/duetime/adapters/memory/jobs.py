@@ -18,6 +18,7 @@ class MemoryJobStore:
         self._keys: dict[tuple[str, str], tuple[str, str]] = {}
         self._marks: dict[tuple[str, str], str] = {}  # a key's replay token (mark_key)
         self._key_expiry: dict[tuple[str, str], int] = {}
+        self._counted_keys: set[tuple[str, str]] = set()  # keys a count was taken for
         self._recurring: dict[str, int] = {}  # active recurring jobs per tenant
         self._changes: dict[str, int] = {}  # how many times each tenant's count changed
         self._gates: dict[tuple[str, str], Gate] = {}  # overlap gates by (tenant, job id)
@@ -33,6 +34,7 @@ class MemoryJobStore:
                 self._keys[(tenant, key)] = (job_id, fingerprint)
                 self._key_expiry[(tenant, key)] = expires_at
                 self._marks.pop((tenant, key), None)
+                self._counted_keys.discard((tenant, key))
                 return None
             return existing
 
@@ -41,6 +43,7 @@ class MemoryJobStore:
             marked = (tenant, key) in self._marks
             if self._keys.get((tenant, key), ("",))[0] == job_id and not marked:
                 del self._keys[(tenant, key)]
+                self._counted_keys.discard((tenant, key))
 
     def create(self, job: Job) -> None:
         with self._lock:
@@ -127,12 +130,21 @@ class MemoryJobStore:
             if active and zlib.crc32(job.id.encode()) % segments == segment:
                 yield job
 
-    def reserve_recurring(self, tenant: str, limit: int) -> bool:
+    def reserve_recurring(
+        self, tenant: str, limit: int, key: tuple[str, str] | None = None
+    ) -> bool | None:
         with self._lock:
+            if key is not None and (
+                self._keys.get((tenant, key[0]), ("",))[0] != key[1]
+                or (tenant, key[0]) in self._counted_keys
+            ):
+                return None
             if self._recurring.get(tenant, 0) >= limit:
                 return False
             self._recurring[tenant] = self._recurring.get(tenant, 0) + 1
             self._changes[tenant] = self._changes.get(tenant, 0) + 1
+            if key is not None:
+                self._counted_keys.add((tenant, key[0]))
             return True
 
     def release_recurring(self, tenant: str) -> None:
