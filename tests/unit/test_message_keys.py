@@ -6,10 +6,15 @@ from __future__ import annotations
 
 import pytest
 
-from duetime.adapters.message_keys import RETRY_AFTER_MS, KeysOnFirstUse, KeysUnavailable
+from duetime.adapters.message_keys import (
+    KEYS_FRESH_MS,
+    RETRY_AFTER_MS,
+    KeysOnFirstUse,
+    KeysUnavailable,
+)
 from duetime.adapters.sqs import SqsJobQueue
 from duetime.domain.jobs import Priority, Runtime
-from duetime.domain.messages import MessageAuth, RunMessage
+from duetime.domain.messages import MessageAuth, RunMessage, UnauthenticatedMessage
 from duetime.ports import QueueUnavailable
 from duetime.settings import QueueUrls, queue_key
 
@@ -62,3 +67,82 @@ def test_given_the_key_unreadable_then_a_send_is_queue_unavailable_naming_its_me
     assert raised.value.failed == [MESSAGE]
     with pytest.raises(QueueUnavailable):
         queue.send_dead(MESSAGE, "why")
+
+
+class Rotating:
+    """A key store whose keys the test changes (an operator's rotation), counting its reads."""
+
+    def __init__(self, keys: str) -> None:
+        self.keys = keys
+        self.reads = 0
+
+    def __call__(self) -> str:
+        self.reads += 1
+        return self.keys
+
+
+OLD, NEW, OTHER = "o" * 32, "n" * 32, "x" * 32
+
+
+def test_given_a_rotation_then_a_warm_worker_opens_what_a_new_container_signs() -> None:
+    # security.md's rotation put `new,old`: a container started after it signed with `new`,
+    # and a worker warm from before (its keys read once, for its life) refused those runs as
+    # forged, parked unsigned for good (an outside fault audit, round ten). A wrong signature
+    # now reads the keys again before it is refused.
+    now = [0]
+    secret = Rotating(OLD)
+    warm = KeysOnFirstUse(secret, clock=lambda: now[0])
+    warm.open(warm.seal(MESSAGE))  # its keys read
+    secret.keys = f"{NEW},{OLD}"  # the rotation's first step
+    now[0] += 60_000
+    cold = KeysOnFirstUse(Rotating(secret.keys), clock=lambda: now[0])
+
+    assert warm.open(cold.seal(MESSAGE)) == MESSAGE
+    assert secret.reads == 2
+
+
+def test_given_a_forged_message_then_it_is_refused_after_one_read_of_the_keys() -> None:
+    now = [0]
+    secret = Rotating(OLD)
+    keys = KeysOnFirstUse(secret, clock=lambda: now[0])
+    keys.open(keys.seal(MESSAGE))
+    forged = MessageAuth.from_text(OTHER).seal(MESSAGE)
+    now[0] += 60_000
+
+    with pytest.raises(UnauthenticatedMessage):
+        keys.open(forged)  # read again: still not duetime's
+    assert secret.reads == 2
+    # Another within seconds of that read: refused on those keys, not read again for each.
+    now[0] += 1_000
+    with pytest.raises(UnauthenticatedMessage):
+        keys.open(forged)
+    assert secret.reads == 2
+    now[0] += RETRY_AFTER_MS
+    with pytest.raises(UnauthenticatedMessage):
+        keys.open(forged)
+    assert secret.reads == 3
+    with pytest.raises(UnauthenticatedMessage, match="not signed"):  # nothing to read again for
+        keys.open(MESSAGE.to_json())
+    assert secret.reads == 3
+
+
+def test_given_keys_older_than_their_lifetime_then_they_are_read_again_to_sign() -> None:
+    # A warm signer keeps up with a rotation within KEYS_FRESH_MS; a failed read keeps the
+    # keys it has (no seal fails for a moment of Secrets Manager).
+    now = [0]
+    secret = Rotating(OLD)
+    keys = KeysOnFirstUse(secret, clock=lambda: now[0])
+    assert MessageAuth.from_text(OLD).open(keys.seal(MESSAGE)) == MESSAGE
+    secret.keys = f"{NEW},{OLD}"
+    now[0] += KEYS_FRESH_MS - 1
+    assert MessageAuth.from_text(OLD).open(keys.seal(MESSAGE)) == MESSAGE
+    now[0] += 1
+    assert MessageAuth.from_text(NEW).open(keys.seal(MESSAGE)) == MESSAGE
+    assert secret.reads == 2
+
+    def failing() -> str:
+        raise ConnectionError("no answer")
+
+    keys._read = failing
+    now[0] += KEYS_FRESH_MS
+    assert MessageAuth.from_text(NEW).open(keys.seal(MESSAGE)) == MESSAGE

@@ -16,43 +16,73 @@ import threading
 from collections.abc import Callable
 
 from duetime.clock import wall_ms
-from duetime.domain.messages import KeysUnavailable, MessageAuth, RunMessage
+from duetime.domain.messages import (
+    KeysUnavailable,
+    MessageAuth,
+    RunMessage,
+    UnauthenticatedMessage,
+)
+from duetime.observability import logger
 
 # After a failed read, seals and opens fail at once for this long (a send's parallel batches,
 # a worker's other records), then the next one reads again: a throttled or silent Secrets
-# Manager is asked once, not once a message (a silent one holds each read ~30 s).
+# Manager is asked once, not once a message (a silent one holds each read ~30 s). Keys read
+# less than this long ago are not read again for a signature none of them made.
 RETRY_AFTER_MS = 5_000
+# Keys are read again on their first use after this long, so a warm container keeps up with a
+# rotation (security.md): it signs with the new key within it. A read that fails then keeps the
+# keys it has.
+KEYS_FRESH_MS = 10 * 60_000
 READ_FAILED = "the run messages' keys could not be read"
 
 
 class KeysOnFirstUse(MessageAuth):
-    """MessageAuth whose keys are read when a message is first sealed or opened, and kept."""
+    """MessageAuth whose keys are read when a message is first sealed or opened, and again
+    after KEYS_FRESH_MS, or at once for a signature none of them made (until 2026-12-01 they
+    were kept for the process's life: after a rotation's first step a warm worker refused the
+    runs a new container signed with the new key as forged, parked unsigned for good; an
+    outside fault audit, round ten)."""
 
     def __init__(self, read: Callable[[], str], *, clock: Callable[[], int] = wall_ms) -> None:
         # (no keys yet: not MessageAuth's)
         self._read = read
         self._clock = clock
         self._lock = threading.Lock()
-        self._loaded: MessageAuth | None = None
+        self._loaded: tuple[int, MessageAuth] | None = None  # when read, and the keys
         self._failed: tuple[int, Exception] | None = None  # when the last read failed, why
 
-    def _auth(self) -> MessageAuth:
+    def _auth(self, older_than_ms: int = KEYS_FRESH_MS) -> tuple[int, MessageAuth]:
+        """The keys and when they were read: read again if that is `older_than_ms` ago (or
+        never), unless a read failed less than RETRY_AFTER_MS ago."""
         with self._lock:
-            if self._loaded is not None:
+            now = self._clock()
+            if self._loaded is not None and now - self._loaded[0] < older_than_ms:
                 return self._loaded
-            if self._failed is not None and self._clock() < self._failed[0] + RETRY_AFTER_MS:
+            if self._failed is not None and now < self._failed[0] + RETRY_AFTER_MS:
+                if self._loaded is not None:
+                    return self._loaded
                 cause = self._failed[1]
                 raise KeysUnavailable(f"{READ_FAILED}: {cause}") from cause
             try:
-                self._loaded = MessageAuth.from_text(self._read())
+                self._loaded = (now, MessageAuth.from_text(self._read()))
             except Exception as exc:
-                self._failed = (self._clock(), exc)
+                self._failed = (now, exc)
+                if self._loaded is not None:  # the keys it has go on signing and verifying
+                    logger.warning("reading the run messages' keys again failed", exc_info=True)
+                    return self._loaded
                 raise KeysUnavailable(f"{READ_FAILED}: {exc}") from exc
             self._failed = None
             return self._loaded
 
     def seal(self, message: RunMessage) -> str:
-        return self._auth().seal(message)
+        return self._auth()[1].seal(message)
 
     def open(self, body: str) -> RunMessage:
-        return self._auth().open(body)
+        read_at, auth = self._auth()
+        try:
+            return auth.open(body)
+        except UnauthenticatedMessage as refused:
+            if not refused.signed or self._clock() - read_at < RETRY_AFTER_MS:
+                raise
+            # Signed with none of these keys: a rotation since they were read, or a forgery.
+            return self._auth(older_than_ms=RETRY_AFTER_MS)[1].open(body)

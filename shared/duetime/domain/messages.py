@@ -106,12 +106,12 @@ class RunMessage:
 
 
 class UnauthenticatedMessage(ValueError):
-    """A message body that duetime did not write: no signature, or not one of its keys'.
-    `message` is what the body claims to be (to route it to a dead-letter queue)."""
+    """A message body that duetime did not write: no signature, or not one of its keys'
+    (`signed`). `message` is what the body claims to be (to route it to a dead-letter queue)."""
 
-    def __init__(self, reason: str, message: RunMessage) -> None:
+    def __init__(self, reason: str, message: RunMessage, *, signed: bool = False) -> None:
         super().__init__(reason)
-        self.message = message
+        self.message, self.signed = message, signed
 
 
 class KeysUnavailable(RuntimeError):
@@ -179,7 +179,9 @@ class MessageAuth:
             for k in self._keys
             for text in signed
         ):
-            raise UnauthenticatedMessage("the run message's signature is not duetime's", message)
+            raise UnauthenticatedMessage(
+                "the run message's signature is not duetime's", message, signed=True
+            )
         return message
 
 
