@@ -204,6 +204,33 @@ def test_given_a_redrive_that_stops_on_a_failed_send_then_its_whole_batch_is_vis
     assert len(parts.letters.receive(DLQ, 10, 0)) == 3  # none left hidden for a minute
 
 
+@pytest.mark.parametrize("status", [RunStatus.FAILED, None])
+def test_given_a_redrive_whose_send_fails_then_the_run_stays_failed(
+    status: RunStatus | None,
+) -> None:
+    # It was reopened (`retrying`) before the send, and stayed so with no retry coming: a
+    # one-off read `scheduled` again (an outside fault audit, round ten). None: a run left
+    # `running` by a worker that died, its lease over.
+    parts = Parts()
+    message = parts.failed_run()
+    if status is None:
+        parts.runs._runs.clear()
+        parts.ended(message, None)
+        parts.now += 3_600_000
+
+    def refused(messages: object) -> None:
+        raise QueueError("SQS did not take the batch")
+
+    parts.queue.send = refused  # type: ignore[method-assign]
+    with pytest.raises(QueueError):
+        parts.dead_runs.redrive(QUEUE_KEYS, run_ids=None, limit=None, now_ms=parts.now)
+
+    run = parts.runs.get(message.job_id, message.scheduled_ms)
+    assert run is not None
+    assert (run.status, run.attempt) == (RunStatus.FAILED, 1)
+    assert parts.service.get("acme", message.job_id).status.value == "failed"
+
+
 def test_given_a_limit_then_the_wanted_runs_it_leaves_are_reported_as_left() -> None:
     parts = Parts()
     first, second = parts.failed_run(), parts.failed_run()

@@ -187,6 +187,7 @@ class DeadRuns:
             # The worker drops runs of cancelled or paused jobs: sending it would do nothing.
             return f"job is {job.status.value if job else 'gone'}"
         run = self._runs.get(message.job_id, message.scheduled_ms)
+        reopened_here = False  # this redrive reopened the run
         if run is not None and run.status == RunStatus.SUCCEEDED:
             if not job.has_dependents:
                 return "the run already succeeded"
@@ -206,7 +207,7 @@ class DeadRuns:
             )
             if reopened is None:
                 return "the run changed meanwhile; try again"
-            run = reopened
+            run, reopened_here = reopened, True
         if run is not None and run.status == RunStatus.FAILED:
             # Reopen: a failed run is final for the claim rule; `retrying` admits attempt n + 1.
             reopened = self._runs.finish(
@@ -214,7 +215,7 @@ class DeadRuns:
             )
             if reopened is None:
                 return "the run changed meanwhile; try again"
-            run = reopened
+            run, reopened_here = reopened, True
         # The next attempt after the record's; one that never reached its claim (no record, or
         # a retry newer than it) keeps its number (it was "attempt 2 of 1"; an outside audit).
         last = run.attempt if run is not None else 0
@@ -231,7 +232,14 @@ class DeadRuns:
             priority=job.spec.priority,
             stage_ms=job.spec.stage_seconds * 1000,
         )
-        self._send_back(dead, again, report)
+        try:
+            self._send_back(dead, again, report)
+        except Exception:
+            if run is not None and reopened_here:  # not sent back: `failed` again, as the DLQ says
+                # (until 2026-12-01 it stayed `retrying`, no retry coming; a fault audit)
+                ended = run.attempts[-1].finished_ms if run.attempts else None
+                self._runs.finish(run, RunOutcome(RunStatus.FAILED, ended or now_ms, run.error))
+            raise
         return None
 
     def _send_back(self, dead: DeadRun, again: RunMessage, report: RedriveReport) -> None:
