@@ -210,6 +210,20 @@ def test_a_target_or_schedule_detail_alone_names_its_flag(
     assert api.requests == []
 
 
+@pytest.mark.parametrize("action", ["create", "update"])
+def test_on_without_after_names_after(
+    api: FakeApi,  # noqa: F811
+    capsys: pytest.CaptureFixture[str],
+    action: str,
+) -> None:
+    # A new user's walk (round 30): `create --rate 60 --on failed` was answered "exactly one of
+    # at, delay_seconds, …", and `update ID --on failed` "must be a job id".
+    args = ["J1", "--on", "failed"] if action == "update" else ["--rate", "60", "--on", "failed"]
+    assert jobs(api, action, *args, "--handler", "x") == 2
+    assert "--on goes with --after" in capsys.readouterr().err
+    assert api.requests == []
+
+
 def test_a_detail_with_its_kind_is_sent(api: FakeApi) -> None:  # noqa: F811
     api.answer(200, JOB)
     assert jobs(api, "update", "J1", "--cron", "0 9 * * *", "--timezone", "Europe/Berlin") == 0

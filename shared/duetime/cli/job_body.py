@@ -236,8 +236,9 @@ def job_body(args: argparse.Namespace) -> dict[str, Any]:
     ]:
         if value is not None:
             schedule[key] = value
-    if args.after is not None or args.on is not None:
-        # `--on` alone goes in as given: the API names the missing job_id.
+    if args.on is not None and args.after is None:  # (the API named a field not touched)
+        raise UsageError("--on goes with --after (the job whose runs this one follows)")
+    if args.after is not None:
         after = {"job_id": args.after, "on": args.on}
         schedule["after"] = {key: value for key, value in after.items() if value is not None}
 
