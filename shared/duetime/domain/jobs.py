@@ -365,7 +365,7 @@ def _description(value: object) -> str | None:
     if value is None:
         return None
     if not isinstance(value, str) or len(value) > MAX_DESCRIPTION_CHARS:
-        raise ValidationError("description", f"must be a string of at most {MAX_DESCRIPTION_CHARS}")
+        raise ValidationError("description", f"must be text, at most {MAX_DESCRIPTION_CHARS} chars")
     return checked_text(value, "description", multiline=True)
 
 
@@ -383,7 +383,7 @@ def _tags(value: object) -> dict[str, str]:
             )
         if not isinstance(tag, str) or len(tag) > MAX_TAG_VALUE_CHARS:
             raise ValidationError(
-                f"tags.{key}", f"a value is a string of at most {MAX_TAG_VALUE_CHARS}"
+                f"tags.{key}", f"a value is a string of at most {MAX_TAG_VALUE_CHARS} chars"
             )
     return {key: checked_text(tag, f"tags.{key}") for key, tag in value.items()}
 
