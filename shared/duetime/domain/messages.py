@@ -43,6 +43,9 @@ class RunMessage:
     # one is: the run triggers only the `after` jobs linked by then, those its ask was
     # charged for (duetime.services.dependencies). None: a run of the schedule.
     asked_ms: int | None = None
+    # Sent back by `duetime dlq redrive`: it goes on beside an overlap gate's holder, as a
+    # retry does (duetime.services.overlap).
+    redriven: bool = False
 
     @property
     def visible_ms(self) -> int:
@@ -72,6 +75,8 @@ class RunMessage:
             body["stage_ms"] = self.stage_ms
         if self.asked_ms is not None:
             body["asked_ms"] = self.asked_ms
+        if self.redriven:
+            body["redriven"] = True
         return json.dumps(body, separators=(",", ":"))
 
     @classmethod
@@ -102,6 +107,7 @@ class RunMessage:
             else str(data["upstream_run_id"]),
             stage_ms=int(data.get("stage_ms", 0)),
             asked_ms=None if data.get("asked_ms") is None else int(data["asked_ms"]),
+            redriven=data.get("redriven") is True,
         )
 
 

@@ -231,6 +231,7 @@ class DeadRuns:
             runtime=job.spec.runtime,
             priority=job.spec.priority,
             stage_ms=job.spec.stage_seconds * 1000,
+            redriven=True,  # beside an overlap gate's holder, claimed before or not
         )
         try:
             self._send_back(dead, again, report)

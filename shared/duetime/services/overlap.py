@@ -93,7 +93,11 @@ def _beside(own: Run | None, message: RunMessage) -> bool:
     claimed before (`running`, `succeeded`, `failed`), which its claim answers: an attempt
     whose worker died is failed and retried, a finished run's dependents are sent again.
     Until 2026-12-01 those were dropped as late copies: a run whose Lambda died stayed
-    `running` for good, and a trigger that had failed once was lost (an outside audit)."""
+    `running` for good, and a trigger that had failed once was lost (an outside audit). So
+    does a run `duetime dlq redrive` sent back, claimed before or not (a run dead-lettered
+    unclaimed was recorded `skipped`, never run, though reported redriven; a lifecycle audit)."""
+    if message.redriven:
+        return True
     if own is None or own.status == RunStatus.RETRYING:
         return own is not None and message.attempt > own.attempt
     return own.status in (RunStatus.RUNNING, RunStatus.SUCCEEDED, RunStatus.FAILED)
