@@ -274,14 +274,18 @@ class OverlapGuard:
         """`job` (as written) is `skip` since a PATCH from `allow`: a run of it still active
         (among its latest few) holds a free gate, so the next occurrences are skipped while it
         is (until 2026-11-30 the gate knew no run claimed under `allow`, and the next ran beside
-        it: an outside lifecycle audit). If this PATCH re-armed the job, a run still running
-        holds it as one of the generation before (only while it runs: its retry, dropped by
-        the change, holds nothing), and a retrying one not at all. Not under `buffer_one`:
-        that run, claimed under `allow`, releases no gate, so one buffered behind it would
-        wait for a later occurrence to hand it over."""
-        rearmed = job.generation_ms == job.updated_ms
-        lasting = (RunStatus.RUNNING,) if rearmed else (RunStatus.RUNNING, RunStatus.RETRYING)
+        it: an outside lifecycle audit). A run claimed before the job was last re-armed (this
+        PATCH, a pause and resume, an earlier re-arming PATCH) holds it as one of the generation
+        before, only while it runs: its retry, dropped by that change, holds nothing (until
+        2026-12-01 only this PATCH's re-arm was seen, and a retry an earlier change dropped
+        held the gate until its message came, minutes of occurrences skipped with nothing
+        running: an outside lifecycle audit, round eight). Not under `buffer_one`: that run,
+        claimed under `allow`, releases no gate, so one buffered behind it would wait for a
+        later occurrence to hand it over."""
         wait = longest_retry_wait_ms(job.spec.retry)
+
+        def current(run: Run) -> bool:  # claimed since the job's generation began
+            return bool(run.attempts) and run.attempts[-1].started_ms >= (job.generation_ms or 0)
 
         def until(run: Run) -> int:  # when it stops counting as active, at the latest
             if run.status == RunStatus.RETRYING:
@@ -293,13 +297,19 @@ class OverlapGuard:
         # held: an outside lifecycle audit, round six). Runs active at once beside it hold
         # nothing (one holder a gate): their retries are made beside the next occurrences.
         recent = self._runs.list(job.id, HOLD_LOOKBACK, None).items
-        active = sorted((r for r in recent if r.status in lasting), key=until)
+        lasting = [
+            r
+            for r in recent
+            if r.status == RunStatus.RUNNING or (r.status == RunStatus.RETRYING and current(r))
+        ]
+        active = sorted(lasting, key=until)
         for _ in range(ATTEMPTS_AT_THE_GATE if active else 0):
             gate = self._jobs.gate(job.tenant, job.id)
             if gate.holder_ms is not None and gate.since_ms >= job.updated_ms:
                 return  # taken since the PATCH: that occurrence holds it
             now = self._clock()
-            holder, generation = active[-1].scheduled_ms, job.generation - rearmed
+            holder = active[-1].scheduled_ms
+            generation = job.generation - (not current(active[-1]))
             held = replace(
                 gate,
                 holder_ms=holder,
