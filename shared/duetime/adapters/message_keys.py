@@ -24,15 +24,16 @@ from duetime.domain.messages import (
 )
 from duetime.observability import logger
 
-# After a failed read, seals and opens fail at once for this long (a send's parallel batches,
-# a worker's other records), then the next one reads again: a throttled or silent Secrets
-# Manager is asked once, not once a message (a silent one holds each read ~30 s). Keys read
-# less than this long ago are not read again for a signature none of them made.
+# After a failed first read, seals and opens fail at once for this long (a send's parallel
+# batches, a worker's other records), then the next one reads again: a throttled or silent
+# Secrets Manager is asked once, not once a message (a silent one holds each read ~30 s).
+# Keys read less than this long ago are not read again for a signature none of them made.
 RETRY_AFTER_MS = 5_000
 # Keys are read again on their first use after this long, so a warm container keeps up with a
-# rotation (security.md): it signs with the new key within it. A read that fails then keeps the
-# keys it has.
+# rotation (security.md): it signs with the new key within it. One thread reads; the others go
+# on with the keys in hand; a read that fails keeps them, and is made again REREAD_AFTER_MS on.
 KEYS_FRESH_MS = 10 * 60_000
+REREAD_AFTER_MS = 60_000
 READ_FAILED = "the run messages' keys could not be read"
 
 
@@ -50,39 +51,65 @@ class KeysOnFirstUse(MessageAuth):
         self._lock = threading.Lock()
         self._loaded: tuple[int, MessageAuth] | None = None  # when read, and the keys
         self._failed: tuple[int, Exception] | None = None  # when the last read failed, why
+        self._reading = False  # a thread is reading the keys again (others use those in hand)
 
     def _auth(self, older_than_ms: int = KEYS_FRESH_MS) -> tuple[int, MessageAuth]:
-        """The keys and when they were read: read again if that is `older_than_ms` ago (or
-        never), unless a read failed less than RETRY_AFTER_MS ago."""
+        """The keys and when they were read: read again if that is `older_than_ms` ago,
+        unless a read failed lately or another thread is at it."""
         with self._lock:
-            now = self._clock()
-            if self._loaded is not None and now - self._loaded[0] < older_than_ms:
-                return self._loaded
-            if self._failed is not None and now < self._failed[0] + RETRY_AFTER_MS:
-                if self._loaded is not None:
-                    return self._loaded
-                cause = self._failed[1]
-                raise KeysUnavailable(f"{READ_FAILED}: {cause}") from cause
-            try:
-                self._loaded = (now, MessageAuth.from_text(self._read()))
-            except Exception as exc:
-                self._failed = (now, exc)
-                if self._loaded is not None:  # the keys it has go on signing and verifying
-                    logger.warning("reading the run messages' keys again failed", exc_info=True)
-                    return self._loaded
-                raise KeysUnavailable(f"{READ_FAILED}: {exc}") from exc
-            self._failed = None
+            loaded, now = self._loaded, self._clock()
+            if loaded is None:  # every message needs them: they wait for the one read
+                return self._first_read(now)
+            if now - loaded[0] < older_than_ms or self._reading:
+                return loaded
+            if self._failed is not None and now < self._failed[0] + REREAD_AFTER_MS:
+                return loaded
+            self._reading = True
+        try:
+            fresh = MessageAuth.from_text(self._read())
+        except Exception as exc:
+            logger.warning("reading the run messages' keys again failed", exc_info=True)
+            with self._lock:
+                self._failed, self._reading = (self._clock(), exc), False
+            return loaded
+        with self._lock:
+            self._loaded, self._failed, self._reading = (self._clock(), fresh), None, False
             return self._loaded
+
+    def _first_read(self, now: int) -> tuple[int, MessageAuth]:
+        """(Under the lock.) The first read, or KeysUnavailable; a failure's time is when it
+        failed, so a silent read (~30 s) is not made again by the next message at once."""
+        if self._failed is not None and now < self._failed[0] + RETRY_AFTER_MS:
+            cause = self._failed[1]
+            raise KeysUnavailable(f"{READ_FAILED}: {cause}") from cause
+        try:
+            self._loaded = (self._clock(), MessageAuth.from_text(self._read()))
+        except Exception as exc:
+            self._failed = (self._clock(), exc)
+            raise KeysUnavailable(f"{READ_FAILED}: {exc}") from exc
+        self._failed = None
+        return self._loaded
 
     def seal(self, message: RunMessage) -> str:
         return self._auth()[1].seal(message)
 
     def open(self, body: str) -> RunMessage:
-        read_at, auth = self._auth()
+        began = self._clock()
+        auth = self._auth()[1]
         try:
             return auth.open(body)
         except UnauthenticatedMessage as refused:
-            if not refused.signed or self._clock() - read_at < RETRY_AFTER_MS:
+            if not refused.signed:
                 raise
             # Signed with none of these keys: a rotation since they were read, or a forgery.
-            return self._auth(older_than_ms=RETRY_AFTER_MS)[1].open(body)
+            read_at, auth = self._auth(older_than_ms=RETRY_AFTER_MS)
+            try:
+                return auth.open(body)
+            except UnauthenticatedMessage:
+                if read_at >= began:  # keys read since it came: not duetime's
+                    raise
+                # Keys read before it came could not be read again now (read a moment ago,
+                # failing, or being read): it comes back, not refused on keys maybe stale.
+                raise KeysUnavailable(
+                    "signed with none of the keys in hand: read again before it is judged"
+                ) from refused
