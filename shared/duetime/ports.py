@@ -86,9 +86,9 @@ class JobStore(Protocol):
         """Record a tenant's idempotency key as naming `job_id` to `expires_at` (s): None if this
         call recorded it (one expired by `now` is free), else the (job id, fingerprint) held."""
 
-    def release_key(self, tenant: str, key: str, job_id: str) -> None:
+    def release_key(self, tenant: str, key: str, job_id: str) -> bool:
         """Forget a key recorded for `job_id` whose request was refused before the job was
-        written (a key naming another job, or marked by a replay: mark_key, is left as it is)."""
+        written; False when left as it is (it names another job, or a replay marked it)."""
 
     def get_many(self, keys: Sequence[tuple[str, str]]) -> dict[str, Job]:
         """Jobs by (tenant, id), keyed by id; missing ones are absent."""

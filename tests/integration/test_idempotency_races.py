@@ -7,6 +7,7 @@ with nothing armed, a live recurring job is counted once, and one key names one 
 
 from __future__ import annotations
 
+import contextlib
 import threading
 from typing import Any
 
@@ -17,6 +18,7 @@ from duetime.domain.errors import (
     IdempotencyConflict,
     IllegalTransition,
     PreconditionFailed,
+    QuotaExceeded,
 )
 from duetime.domain.jobs import JobStatus, parse_job_spec
 from duetime.ports import KeyHold
@@ -410,3 +412,94 @@ def test_given_a_first_request_refused_at_the_quota_while_a_copy_resumes_then_on
     live = [j for j in twins.jobs._jobs.values() if j.status == JobStatus.SCHEDULED]
     assert [j.id for j in live] == [job_id]
     assert twins.jobs.recurring_count("t") == 1
+
+
+# A review of the key's one count (2026-12-01): a first request failing with an answer after
+# its retry resumed the key gave the count back, and the retry's job lived uncounted.
+
+
+def _hung_first(twins: Twins, start: Any) -> tuple[threading.Event, threading.Thread, dict]:
+    """Request F on a thread: its conditional put of the job hangs until released, then fails
+    (an answered error: the job known unwritten)."""
+    create = twins.jobs.create
+    writing, go = threading.Event(), threading.Event()
+
+    def hung_write(job: Any) -> None:
+        writing.set()
+        go.wait(5)
+        raise ConnectionError("PutItem failed")
+
+    twins.jobs.create = hung_write  # type: ignore[method-assign]
+    thread, box = run_in_thread(start)
+    assert writing.wait(5)
+    twins.jobs.create = create  # type: ignore[method-assign]
+    twins.clock.now += 1_000
+    return go, thread, box
+
+
+def _b_writes_after_f_fails(twins: Twins, go: threading.Event, thread: threading.Thread) -> None:
+    """B (the retry, resumed: it marked the key) reaches its own write; F fails and withdraws
+    first, then B's write lands."""
+    create = twins.jobs.create
+
+    def b_create(job: Any) -> None:
+        twins.jobs.create = create  # type: ignore[method-assign]
+        go.set()
+        thread.join(5)  # F's failure and withdrawal land before B's write
+        create(job)
+
+    twins.jobs.create = b_create  # type: ignore[method-assign]
+
+
+def test_a_resumed_retry_whose_first_request_failed_first_keeps_its_job_counted() -> None:
+    twins = Twins(shards=1)
+    spec = parse_job_spec({"schedule": {"rate_seconds": 30}, "target": NOOP})
+    quotas = Quotas(max_active_recurring_jobs=10)
+    go, thread, box = _hung_first(
+        twins, lambda: twins.service.create("t", spec, idempotency_key="k", quotas=quotas)
+    )
+    _b_writes_after_f_fails(twins, go, thread)
+
+    answered = twins.service.create("t", spec, idempotency_key="k", quotas=quotas)  # B
+
+    assert isinstance(box.get("error"), ConnectionError)  # F answered 5xx
+    assert twins.jobs.get("t", answered.id).status == JobStatus.SCHEDULED
+    # One live recurring job: counted once (it was 0: F gave back the count B carried on).
+    assert twins.jobs.recurring_count("t") == 1
+
+
+def test_a_batch_item_variant_keeps_the_resumed_job_counted() -> None:
+    twins = Twins(shards=1)
+    spec = parse_job_spec({"schedule": {"rate_seconds": 30}, "target": NOOP})
+    quotas = Quotas(max_active_recurring_jobs=10)
+    go, thread, box = _hung_first(
+        twins,
+        lambda: BatchSubmitter(twins.service).create("t", [BatchJob(spec, "k")], quotas=quotas),
+    )
+    _b_writes_after_f_fails(twins, go, thread)
+
+    answered = twins.service.create("t", spec, idempotency_key="k", quotas=quotas)  # B
+
+    assert isinstance(box.get("error"), ConnectionError)
+    assert twins.jobs.get("t", answered.id).status == JobStatus.SCHEDULED
+    assert twins.jobs.recurring_count("t") == 1
+
+
+def test_so_a_tenant_gets_one_recurring_job_over_its_quota() -> None:
+    """The consequence: at max_active_recurring_jobs=2, after the race the tenant can create
+    two more live recurring jobs (three in all): the quota's 429 never comes."""
+    twins = Twins(shards=1)
+    spec = parse_job_spec({"schedule": {"rate_seconds": 30}, "target": NOOP})
+    other = parse_job_spec({"schedule": {"rate_seconds": 60}, "target": NOOP})
+    quotas = Quotas(max_active_recurring_jobs=2)
+    go, thread, _ = _hung_first(
+        twins, lambda: twins.service.create("t", spec, idempotency_key="k", quotas=quotas)
+    )
+    _b_writes_after_f_fails(twins, go, thread)
+    twins.service.create("t", spec, idempotency_key="k", quotas=quotas)
+
+    for _ in range(2):
+        with contextlib.suppress(QuotaExceeded):
+            twins.service.create("t", other, quotas=quotas)
+    live = [j for j in twins.jobs._jobs.values() if j.status == JobStatus.SCHEDULED]
+    assert len(live) <= 2, f"{len(live)} live recurring jobs at a quota of 2"

@@ -358,8 +358,7 @@ class Submission:
             # Not written (a batch's write failed part way), or answered by a replay, or
             # changed since it was written (a replay revived it, or its owner changed it once a
             # replay named it): it lives on, still counted, and the caller still gets its own
-            # error. (Another request's write of the same id, a replay that resumed it,
-            # counted its own.)
+            # error.
             stored = None if written else self._jobs.get(job.tenant, job.id)
             if written or (stored is not None and stored.created_ms == job.created_ms):
                 logger.warning("a failed submission's job changed since: not withdrawn")
@@ -367,7 +366,8 @@ class Submission:
             if hold is not None:  # not written by this request: a key's count goes with its key
                 if stored is not None or hold.token:  # its other request's job, or resumed
                     return True
-                self._jobs.release_key(job.tenant, hold.key, job.id)  # a retry counts afresh
+                if not self._jobs.release_key(job.tenant, hold.key, job.id):
+                    return True  # a retry resumed it: the count goes on with it (a review)
         except Exception as exc:
             logger.exception("withdrawing a failed submission's job failed")
             return not _silent(exc)

@@ -105,7 +105,7 @@ class JobTable:
         return None
 
     @store_errors()
-    def release_key(self, tenant: str, key: str, job_id: str) -> None:
+    def release_key(self, tenant: str, key: str, job_id: str) -> bool:
         try:
             self._client.delete_item(
                 TableName=self._table,
@@ -116,6 +116,8 @@ class JobTable:
         except ClientError as exc:
             if not is_condition_failure(exc):
                 raise store_error(exc) from exc
+            return False
+        return True
 
     @store_errors()
     def mark_key(self, tenant: str, key: str, token: str, job_id: str) -> bool:

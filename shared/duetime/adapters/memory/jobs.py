@@ -38,12 +38,14 @@ class MemoryJobStore:
                 return None
             return existing
 
-    def release_key(self, tenant: str, key: str, job_id: str) -> None:
+    def release_key(self, tenant: str, key: str, job_id: str) -> bool:
         with self._lock:
             marked = (tenant, key) in self._marks
-            if self._keys.get((tenant, key), ("",))[0] == job_id and not marked:
-                del self._keys[(tenant, key)]
-                self._counted_keys.discard((tenant, key))
+            if self._keys.get((tenant, key), ("",))[0] != job_id or marked:
+                return False
+            del self._keys[(tenant, key)]
+            self._counted_keys.discard((tenant, key))
+            return True
 
     def create(self, job: Job) -> None:
         with self._lock:
