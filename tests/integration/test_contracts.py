@@ -761,9 +761,12 @@ def test_given_an_idempotency_key_then_one_count_is_taken_for_it(job_store: JobS
     list(job_store.scan_active(0, 1, counters))
     assert counters[TENANT][0] == 1
     job_store.release_recurring(TENANT)
-    job_store.release_key(TENANT, "k", "J")  # freed: a later request with it counts afresh
+    assert job_store.release_key(TENANT, "k", "other job") is False  # not its job's key
+    assert job_store.release_key(TENANT, "k", "J")  # freed: a later request counts afresh
     assert job_store.claim_key(TENANT, "k", "J2", "f", 10**10, 0) is None
     assert job_store.reserve_recurring(TENANT, 1, ("k", "J2")) is True
+    assert job_store.mark_key(TENANT, "k", "token", "J2")
+    assert job_store.release_key(TENANT, "k", "J2") is False  # a replay marked it: kept
 
 
 def test_given_a_recurring_quota_when_reserving_then_the_check_and_increment_are_atomic(
