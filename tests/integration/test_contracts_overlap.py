@@ -55,6 +55,15 @@ def test_given_a_gate_then_it_keeps_the_jobs_generation(job_store: JobStore) -> 
     assert job_store.gate(TENANT, "job-1").held_at == 3
 
 
+def test_given_a_pinned_holder_then_the_gate_keeps_it_pinned(job_store: JobStore) -> None:
+    # (A run claimed under `allow`, pinned by a PATCH to `skip`: a PATCH on to `buffer_one`
+    # unpins it; services.overlap.)
+    job_store.put_gate(TENANT, "job-1", Gate(10, 5, None, 0, pinned=True), 99)
+    assert job_store.gate(TENANT, "job-1") == Gate(10, 5, None, 1, pinned=True)
+    job_store.put_gate(TENANT, "job-1", Gate(None, 7, None, 1), 99)
+    assert job_store.gate(TENANT, "job-1").pinned is False
+
+
 def test_given_a_gate_then_listings_and_scans_never_return_it(job_store: JobStore) -> None:
     job = make_job(recurring=True)
     job_store.create(job)

@@ -36,6 +36,9 @@ class Gate:
     # The job's generation when the holder took the gate or was handed it (None: `generation`,
     # as written before 2026-12-01, when buffering behind an older holder made it current).
     holder_generation: int | None = None
+    # The holder is a run claimed under `allow`, pinned by a PATCH to `skip`: it releases
+    # nothing (duetime.services.overlap: `hold`, `unpin`).
+    pinned: bool = False
 
     @property
     def held_at(self) -> int | None:

@@ -36,7 +36,7 @@ from duetime.services.idempotency import (
     run_now_binding,
     run_now_bound,
 )
-from duetime.services.overlap import OverlapGuard, gated
+from duetime.services.overlap import OverlapGuard
 from duetime.services.release import ReleasedSender
 from duetime.services.run_now import RunNowInstants
 from duetime.services.submission import Submission, counted
@@ -344,8 +344,7 @@ class JobService:
                     self.submission.release(updated, exc)
                 raise
             self._deps.unlink(job, updated)
-            if gated(job.spec) != gated(spec):  # its waiting one runs; or its active one holds
-                self._overlap.changed(updated)
+            self._overlap.changed(updated, job.spec)  # its waiting one runs, or its active holds
             if due is not None and job.status == JobStatus.SCHEDULED:  # paused: resume arms it
                 self._rearm(updated, due, now)
             return self._view(updated)

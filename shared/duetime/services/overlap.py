@@ -176,6 +176,7 @@ class OverlapGuard:
                 decision.gate,
                 generation=job.generation,
                 holder_generation=stored.held_at if kept else job.generation,
+                pinned=stored.pinned and kept,
             )
             if decision.gate != stored and not self._jobs.put_gate(
                 job.tenant, job.id, written, now // 1000 + GATE_TTL_SECONDS
@@ -263,12 +264,35 @@ class OverlapGuard:
             return gate.held_at == message.generation
         return gate.buffered_ms != message.scheduled_ms
 
-    def changed(self, job: Job) -> None:
-        """`job` (as written) was PATCHed into or out of its gate: `hold` or `lift` it."""
-        if job.spec.overlap == Overlap.SKIP:
+    def changed(self, job: Job, before: JobSpec | None = None) -> None:
+        """`job` (as written) was PATCHed from `before` (None: a PATCH that changed nothing,
+        which makes its policy's change again): into or out of its gate, `hold` or `lift` it;
+        from `skip` to `buffer_one`, `unpin` it."""
+        if before is not None and gated(before) == gated(job.spec):
+            if (before.overlap, job.spec.overlap) == (Overlap.SKIP, Overlap.BUFFER_ONE):
+                self.unpin(job)
+        elif job.spec.overlap == Overlap.SKIP:
             self.hold(job)
         elif not gated(job.spec):
             self.lift(job)
+        else:
+            self.unpin(job)
+
+    def unpin(self, job: Job) -> None:
+        """`job` (as written) is `buffer_one`: a run that `hold` pinned to the gate (claimed
+        under `allow`, before the holding PATCH) holds it no more. Its release does nothing (its
+        worker's copy of the job says `allow`), so one buffered behind it waited for a later
+        occurrence to hand it over, for good if none came (until 2026-12-01: allow, skip, then
+        buffer_one during one long run; an outside lifecycle audit, round eight). The next
+        occurrence runs beside it, as after a PATCH from `allow` straight to `buffer_one`."""
+        for _ in range(ATTEMPTS_AT_THE_GATE):
+            gate = self._jobs.gate(job.tenant, job.id)
+            if not gate.pinned or gate.buffered_ms is not None:
+                return  # claimed through the gate (or handed it): its release frees it
+            freed = replace(gate, holder_ms=None, pinned=False)
+            now = self._clock()
+            if self._jobs.put_gate(job.tenant, job.id, freed, now // 1000 + GATE_TTL_SECONDS):
+                return
 
     def hold(self, job: Job) -> None:
         """`job` (as written) is `skip` since a PATCH from `allow`: a run of it still active
@@ -316,6 +340,7 @@ class OverlapGuard:
                 since_ms=now,
                 generation=generation,
                 holder_generation=generation,
+                pinned=True,
             )
             if self._jobs.put_gate(job.tenant, job.id, held, now // 1000 + GATE_TTL_SECONDS):
                 return
@@ -342,7 +367,9 @@ class OverlapGuard:
             # Nor a holder: its run, or its retry, is claimed under the new policy and releases
             # nothing; a policy set again would buffer behind it for good (until 2026-11-30; an
             # outside lifecycle audit, round six).
-            lifted = replace(gate, holder_ms=None, buffered_ms=None, holder_generation=None)
+            lifted = replace(
+                gate, holder_ms=None, buffered_ms=None, holder_generation=None, pinned=False
+            )
             if self._jobs.put_gate(job.tenant, job.id, lifted, now // 1000 + GATE_TTL_SECONDS):
                 return
         logger.warning("the overlap gate kept changing while its policy was lifted")

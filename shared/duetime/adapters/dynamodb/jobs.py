@@ -293,7 +293,7 @@ class DynamoJobStore(JobTable):
             return Gate()
         values = from_item(item)
         held = values.get("holder"), values["since"], values.get("buffered"), values["v"]
-        return Gate(*held, values.get("gen"), values.get("hgen"))
+        return Gate(*held, values.get("gen"), values.get("hgen"), values.get("pin") is True)
 
     @store_errors()
     def put_gate(self, tenant: str, job_id: str, gate: Gate, expires_at: int) -> bool:
@@ -304,6 +304,7 @@ class DynamoJobStore(JobTable):
             "v": gate.version + 1,
             "gen": gate.generation,
             "hgen": gate.holder_generation,
+            "pin": gate.pinned or None,
             "expires_at": expires_at,
         }
         params: dict[str, Any] = {

@@ -1,0 +1,67 @@
+"""allow -> skip -> buffer_one while a run claimed under `allow` is still running stranded the
+occurrence buffered behind it: `hold` (the PATCH to skip) named that run the gate's holder, the
+PATCH to buffer_one kept it, and the run's release read its worker's copy of the job (`allow`)
+and did nothing; with no later occurrence to hand it over, it stayed `buffered` for good (an
+outside lifecycle audit, round eight). The PATCH to buffer_one now unpins such a holder: the
+next occurrence runs beside it, as after a PATCH from `allow` straight to `buffer_one`."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import pytest
+
+from duetime.domain.invocation import Invocation
+from duetime.domain.runs import RunStatus
+from duetime.domain.targets import Target
+from duetime.domain.timeutil import rfc3339_ms
+from tests.integration.test_overlap import T0
+from tests.integration.test_overlap_changes import Twins
+
+LAMBDA_VISIBILITY_S = 6 * 900  # the Lambda queues' visibility: hidden while it runs
+
+
+@dataclass
+class LongFirst(Twins):
+    """+10 runs 300 s (to +310, past the schedule's end); the others 1 s."""
+
+    def execute(self, target: Target, invocation: Invocation) -> None:
+        if invocation.scheduled_ms == T0 + 10_000:
+            self.started.append((10_000, invocation.attempt, self.clock.now - T0))
+            for _ in range(300):
+                self.clock.now += 1000
+                self.work()
+            return
+        super().execute(target, invocation)
+
+
+def _run(patches: list[tuple[int, str]]) -> tuple[Twins, str]:
+    twins = LongFirst()
+    twins.queue._visibility_ms = LAMBDA_VISIBILITY_S * 1000
+    job = twins.create(
+        schedule={"rate_seconds": 10, "end_at": rfc3339_ms(T0 + 200_000)},
+        payload={"seconds": 1},
+        timeout_seconds=400,
+        overlap="allow",
+    )
+    for at, overlap in patches:
+        twins.at(at, lambda o=overlap: twins.service.update("t", job, {"overlap": o}))
+    twins.run_for(1000)
+    return twins, job
+
+
+def test_allow_then_skip_then_buffer_one_leaves_no_occurrence_waiting_for_good() -> None:
+    twins, job = _run([(12, "skip"), (13, "buffer_one")])
+    statuses = twins.statuses_s(job)
+
+    assert twins.start_of(10) == 10
+    assert twins.start_of(20) is not None
+    assert statuses[20] == RunStatus.SUCCEEDED
+    assert RunStatus.BUFFERED not in statuses.values()
+    assert twins.jobs.gate("t", job).buffered_ms is None
+
+
+@pytest.mark.parametrize("patches", [[(13, "buffer_one")], [(12, "skip")]])
+def test_one_patch_from_allow_strands_nothing(patches: list[tuple[int, str]]) -> None:
+    twins, job = _run(patches)
+    assert RunStatus.BUFFERED not in twins.statuses_s(job).values()
