@@ -186,7 +186,7 @@ class OverlapGuard:
                 logger.warning("goes on beside the gate's holder: it holds no gate")
                 return Admission.RUN
             if decision.admission == Admission.SKIP:
-                self._record(job, scheduled, RunStatus.SKIPPED, now)
+                self._record(job, scheduled, RunStatus.SKIPPED, now, message)
                 count(Metric.RUNS_SKIPPED)
                 logger.info("occurrence skipped: another run of the job is active")
             elif decision.admission == Admission.BUFFER or (
@@ -411,8 +411,10 @@ class OverlapGuard:
         now: int,
         message: RunMessage | None = None,
     ) -> None:
-        """A run record the gate decided (`skipped`, `buffered`): a buffered one keeps its
-        message's due instant and ask (its start message is written again from it: `_start`)."""
+        """A run record the gate decided (`skipped`, `buffered`): it keeps its message's due
+        instant and ask (a buffered one's start message is written again from them: `_start`);
+        without one (a buffered one dropped), the job's jittered instant for the occurrence
+        (until 2026-12-01 `scheduled_for` itself: an outside lifecycle audit, round eight)."""
         self._runs.record(
             unclaimed(
                 job,
@@ -420,7 +422,7 @@ class OverlapGuard:
                 status,
                 now,
                 self._settings.run_ttl_seconds,
-                due_ms=message.due_ms if message is not None else None,
+                due_ms=message.due_ms if message is not None else job.due_ms(scheduled_ms),
                 asked_ms=message.asked_ms if message is not None else None,
             )
         )
