@@ -762,6 +762,7 @@ def test_given_an_injected_client_when_used_then_it_is_the_one_returned() -> Non
         ("KmsThrottled", 400, True),  # SQS's (found by review: it was not retried)
         ("KMS.ThrottlingException", 400, True),
         ("InternalFailure", 500, True),
+        ("TransactionConflictException", 400, True),  # (a fault audit, round ten: it was not)
         ("SomethingNew", 503, True),
         ("AccessDenied", 403, False),
         ("AccessDeniedException", 400, False),

@@ -26,6 +26,7 @@ RETRYABLE_ERROR_CODES = frozenset(
         "KMS.ThrottlingException",  # SQS's newer spelling
         "EC2ThrottledException",
         "ProvisionedThroughputExceededException",
+        "TransactionConflictException",  # DynamoDB: another transaction on the item, a moment
         "ServiceUnavailable",
         "ServiceUnavailableException",
         "InternalError",
