@@ -42,6 +42,8 @@ MAX_ATTEMPTS_KEPT = 5
 # so workers whose clocks disagree by less never take a live lease. AWS compute is kept within
 # milliseconds by Amazon Time Sync; the allowance delays taking over a run whose holder died.
 CLOCK_SKEW_ALLOWANCE_MS = 120_000
+# A lease outlives the target's timeout by this margin before another delivery may reclaim.
+LEASE_MARGIN_MS = 30_000
 
 
 @dataclass(frozen=True)

@@ -26,6 +26,7 @@ from collections.abc import Callable
 from duetime.domain.jobs import Job, JobStatus
 from duetime.domain.messages import RunMessage
 from duetime.domain.runs import (
+    LEASE_MARGIN_MS,
     Run,
     RunOutcome,
     RunStatus,
@@ -129,6 +130,11 @@ class DroppedRuns:
             last = run.attempts[-1] if run.attempts else None
             error = not_retried(last.error if last else None, reason)
             ended = (last.finished_ms if last else None) or now
+            if last is not None and last.error == ABANDONED_ERROR and found is not None:
+                # Its worker died: it ended by its lease's end at the latest, not when that was
+                # found (until 2026-12-01 a 90-minute duration; an outside history audit).
+                lease = found[0].spec.timeout_seconds * 1000 + LEASE_MARGIN_MS
+                ended = min(ended, last.started_ms + lease)
             done = self._runs.finish(run, RunOutcome(RunStatus.FAILED, ended, error))
         elif (
             run.status == RunStatus.RUNNING

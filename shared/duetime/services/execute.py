@@ -45,6 +45,7 @@ from duetime.domain.messages import (
 )
 from duetime.domain.retry import retry_delay_ms, should_retry
 from duetime.domain.runs import (
+    LEASE_MARGIN_MS,
     TERMINAL_RUN_STATUSES,
     ClaimOutcome,
     Lease,
@@ -80,8 +81,6 @@ MAX_EARLY_WAIT_MS = 2_000
 # go to the wait before the instant (an early message, a staged run): a job with the longest
 # timeout the lambda runtime allows still starts, with the rest of the margin to record it.
 PRE_START_ALLOWANCE_MS = MAX_EARLY_WAIT_MS + MAX_STAGE_SECONDS * 1000
-# The lease outlives the target's timeout by this margin before another delivery may reclaim.
-LEASE_MARGIN_MS = 30_000
 
 
 # A retry that finds its attempt before still `running` comes back soon this many times (2,

@@ -22,7 +22,7 @@ from duetime.observability import logger
 from duetime.ports import ConditionFailed, JobQueue, QueueUnavailable, RunStore, StoreError
 
 # Stop trying this long before the lease ends (its margin past the target's timeout is 30 s:
-# duetime.services.execute.LEASE_MARGIN_MS), and the pauses between tries.
+# duetime.domain.runs.LEASE_MARGIN_MS), and the pauses between tries.
 RESERVE_MS = 5_000
 FIRST_PAUSE_SECONDS = 0.2
 MAX_PAUSE_SECONDS = 4.0
