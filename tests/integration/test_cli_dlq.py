@@ -344,8 +344,8 @@ def test_given_dead_runs_when_one_is_deleted_then_it_leaves_for_good_and_keeps_i
 
     assert (code, err) == (0, "")
     assert out.splitlines() == [
-        f"deleted   {gone_run}  from lambda/normal  (its run record stays)",
-        f"deleted   {unreadable}  from fargate/low  (its run record stays)",
+        f"deleted   {gone_run}  from lambda/normal  (a run record it has stays)",
+        f"deleted   {unreadable}  from fargate/low  (a run record it has stays)",
         "2 deleted",
     ]
     left = json.loads(dlq(capsys, "list", "--json")[1])

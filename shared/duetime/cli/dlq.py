@@ -194,7 +194,7 @@ def run_delete(args: argparse.Namespace) -> int:
         return _failed(f"delete stopped: {exc}")
     for dead in deleted:
         shown = clean(dead.run_id or dead.letter.message_id)
-        write_out(f"deleted   {shown}  from {dead.queue}  (its run record stays)")
+        write_out(f"deleted   {shown}  from {dead.queue}  (a run record it has stays)")
     write_out(f"{len(deleted)} deleted")
     found = {d.run_id for d in deleted} | {d.letter.message_id for d in deleted}
     missing = sorted(set(args.ids) - found)
