@@ -8,13 +8,11 @@ from __future__ import annotations
 
 from typing import Any
 
-import pytest
-
-from duetime.domain.jobs import Priority, Runtime
 from duetime.domain.messages import KeysUnavailable
 from duetime.services.results import KEYS_WAIT_SECONDS
 from tests.integration.test_overlap import T0
 from tests.integration.test_overlap_changes import Twins
+from tests.integration.test_worker_store_outage import handed_back_waits
 
 
 class UnreadableKeys:
@@ -29,16 +27,7 @@ def test_a_message_no_worker_can_open_for_its_keys_comes_back_in_minutes_not_sec
     twins.coordinator.tick()
     auth, twins.executor._auth = twins.executor._auth, UnreadableKeys()  # type: ignore[attr-defined]
 
-    waits = []
-    (delivery,) = twins.queue.receive(Runtime.LAMBDA, Priority.NORMAL, 1, 0)
-    for _ in range(9):  # every receive but the redrive policy's 10th
-        with pytest.raises(KeysUnavailable):
-            twins.executor.handle(delivery)
-        before = twins.clock.now
-        while not (back := twins.queue.receive(Runtime.LAMBDA, Priority.NORMAL, 1, 0)):
-            twins.clock.now += 1_000
-        (delivery,) = back
-        waits.append((twins.clock.now - before) // 1000)
+    waits = handed_back_waits(twins, KeysUnavailable)
 
     first, most = KEYS_WAIT_SECONDS
     assert waits[0] == first

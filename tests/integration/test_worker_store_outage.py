@@ -28,10 +28,16 @@ def _waits(twins: Twins, error: Exception) -> list[int]:
         raise error
 
     twins.executor._reads._jobs = type("Failing", (), {"get_with_dependents": failing})()  # type: ignore[attr-defined]
+    return handed_back_waits(twins, type(error))
+
+
+def handed_back_waits(twins: Twins, raised: type[Exception]) -> list[int]:
+    """The seconds a run's queued message waits to come back after each of its first 9
+    receives (all but the redrive policy's 10th), each failing with `raised`."""
     waits = []
     (delivery,) = twins.queue.receive(Runtime.LAMBDA, Priority.NORMAL, 1, 0)
-    for _ in range(9):  # every receive but the redrive policy's 10th
-        with pytest.raises(type(error)):
+    for _ in range(9):
+        with pytest.raises(raised):
             twins.executor.handle(delivery)
         before = twins.clock.now
         while not (back := twins.queue.receive(Runtime.LAMBDA, Priority.NORMAL, 1, 0)):
