@@ -113,3 +113,66 @@ def test_dead_runs_of_a_gated_job_that_never_reached_their_claim_all_run_when_re
     statuses = {d: twins.runs.get(job, T0 + d * 1000).status.value for d in dead}
     # cli.md: each "runs beside that one, as a retry the gate lets through"
     assert all(s == "succeeded" for s in statuses.values()), f"redriven together: {statuses}"
+
+
+# A review (2026-12-01): under buffer_one a redriven run with no record was written into the
+# gate as the one waiting while it ran beside the holder: the next occurrence was skipped.
+
+QUEUE = "lambda/normal"
+
+
+def _run_buffer_one(redrive: bool) -> tuple[Twins, str, list[int], list[object]]:
+    twins = Twins()
+    letters = MemoryDeadLetters(twins.clock)
+    job = twins.create(
+        schedule={"rate_seconds": 60, "end_at": rfc3339_ms(T0 + 3600_000)},
+        payload={"seconds": 50},  # each occurrence runs 50 s of its minute
+        timeout_seconds=100,
+        overlap="buffer_one",
+        retry={"max_attempts": 1},
+    )
+
+    def park() -> None:  # +120's message moved to the DLQ by the redrive policy: no record
+        stored = twins.queue._queues[QUEUE]
+        for s in list(stored):
+            if RunMessage.from_json(s.body).scheduled_ms == T0 + DEAD * 1000:
+                stored.remove(s)
+                letters.add(QUEUE, s.body, None)
+                return
+        raise AssertionError("+120's message is not queued")
+
+    twins.at(100, park)
+    gates: list[object] = []
+    if redrive:
+        dead_runs = DeadRuns(twins.jobs, twins.runs, twins.queue, letters, twins.queue.auth)
+        # at +310, while +300 runs (to +350) and nothing waits
+        twins.at(
+            310,
+            lambda: dead_runs.redrive(QUEUE_KEYS, run_ids=None, limit=None, now_ms=twins.clock.now),
+        )
+        twins.at(312, lambda: gates.append(twins.jobs.gate("t", job)))
+    asked: list[int] = []
+    twins.at(320, lambda: asked.append(twins.service.run_now("t", job)))  # +300 still runs
+    twins.run_for(600)
+    return twins, job, asked, gates
+
+
+def test_a_redriven_run_going_beside_the_holder_takes_no_buffered_place() -> None:
+    twins, job, asked, gates = _run_buffer_one(redrive=True)
+    assert twins.start_of(DEAD) is not None  # the redriven run ran (37d125f)
+    gate = gates[0]
+    assert gate.buffered_ms != T0 + DEAD * 1000, (  # type: ignore[attr-defined]
+        "the gate names the redriven run, already running, as the one waiting"
+    )
+    run_now = twins.runs.get(job, asked[0])
+    assert run_now is not None
+    assert run_now.status == RunStatus.SUCCEEDED, (
+        f"the run-now due while +300 ran, with nothing waiting, ended {run_now.status.value}"
+    )
+
+
+def test_control_without_the_redrive_the_run_now_waits_and_runs() -> None:
+    twins, job, asked, _ = _run_buffer_one(redrive=False)
+    run_now = twins.runs.get(job, asked[0])
+    assert run_now is not None
+    assert run_now.status == RunStatus.SUCCEEDED

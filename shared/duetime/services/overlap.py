@@ -160,7 +160,8 @@ class OverlapGuard:
                 # place at the gate (until 2026-11-30 a retry was dropped as a late copy, the
                 # run `retrying` for good: an outside audit).
                 beside = _beside(own, message)
-                late = own is not None and own.status != RunStatus.BUFFERED
+                # (A redriven run takes no place either: it runs beside; a review.)
+                late = (own is not None and own.status != RunStatus.BUFFERED) or message.redriven
                 if late:
                     decision = late_copy(decision, gate)
             if decision.start_ms is not None:
