@@ -21,6 +21,7 @@ from duetime.domain.messages import (
     MessageAuth,
     RunMessage,
     UnauthenticatedMessage,
+    UnverifiedSignature,
 )
 from duetime.observability import logger
 
@@ -106,10 +107,19 @@ class KeysOnFirstUse(MessageAuth):
             try:
                 return auth.open(body)
             except UnauthenticatedMessage:
-                if read_at >= began:  # keys read since it came: not duetime's
-                    raise
-                # Keys read before it came could not be read again now (read a moment ago,
-                # failing, or being read): it comes back, not refused on keys maybe stale.
-                raise KeysUnavailable(
-                    "signed with none of the keys in hand: read again before it is judged"
+                if read_at >= began or not self._unsure():
+                    raise  # keys read since it came, or a moment ago: not duetime's
+                # The keys could not be read again (a read under way, or failing): it comes
+                # back rather than be refused on keys maybe stale.
+                raise UnverifiedSignature(
+                    "signed with none of the keys in hand, which cannot be read again now",
+                    refused.message,
                 ) from refused
+
+    def _unsure(self) -> bool:
+        """Whether the keys in hand could not be read again: a read under way, or failing."""
+        with self._lock:
+            failed = self._failed
+            return self._reading or (
+                failed is not None and self._clock() < failed[0] + REREAD_AFTER_MS
+            )

@@ -156,7 +156,14 @@ def run_redrive(args: argparse.Namespace) -> int:
             now_ms=wall_ms(),
             report=report,
         )
-    except (BotoCoreError, ClientError, StoreError, QueueError, KeyboardInterrupt) as exc:
+    except (
+        BotoCoreError,
+        ClientError,
+        StoreError,
+        QueueError,
+        KeysUnavailable,
+        KeyboardInterrupt,
+    ) as exc:
         # What was sent back before the stop is said first: those runs left the DLQ and run
         # again (until 2026-11-30 only the error was printed; found by an outside audit).
         _redriven(report)

@@ -126,6 +126,15 @@ class KeysUnavailable(RuntimeError):
     message_keys reads them)."""
 
 
+class UnverifiedSignature(KeysUnavailable):
+    """A signature none of the keys in hand made, while they cannot be read again (a read under
+    way, or failing): neither opened nor refused yet. `message`: what the body claims to be."""
+
+    def __init__(self, reason: str, message: RunMessage) -> None:
+        super().__init__(reason)
+        self.message = message
+
+
 class MessageAuth:
     """Run messages are signed: HMAC-SHA256 over the message's canonical JSON, with a key only
     duetime's functions hold (AWS: a Secrets Manager secret; locally: a key file). A worker

@@ -29,7 +29,12 @@ from dataclasses import dataclass, field, replace
 
 from duetime.domain.ids import run_id
 from duetime.domain.jobs import JobStatus, Priority, Runtime
-from duetime.domain.messages import MessageAuth, RunMessage, UnauthenticatedMessage
+from duetime.domain.messages import (
+    MessageAuth,
+    RunMessage,
+    UnauthenticatedMessage,
+    UnverifiedSignature,
+)
 from duetime.domain.runs import CLOCK_SKEW_ALLOWANCE_MS, RunOutcome, RunStatus
 from duetime.ports import DeadLetter, DeadLetters, JobQueue, JobStore, RunStore
 from duetime.services.dropped import ABANDONED_ERROR
@@ -251,7 +256,7 @@ class DeadRuns:
     def _dead_run(self, letter: DeadLetter) -> DeadRun:
         try:
             return DeadRun(letter, self._auth.open(letter.body), signed=True)
-        except UnauthenticatedMessage as exc:
+        except (UnauthenticatedMessage, UnverifiedSignature) as exc:  # (not sent back)
             return DeadRun(letter, exc.message)
         except (ValueError, KeyError, TypeError):
             return DeadRun(letter, None)
