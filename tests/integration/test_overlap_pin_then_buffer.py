@@ -8,6 +8,7 @@ next occurrence runs beside it, as after a PATCH from `allow` straight to `buffe
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 import pytest
 
@@ -15,7 +16,7 @@ from duetime.domain.invocation import Invocation
 from duetime.domain.runs import RunStatus
 from duetime.domain.targets import Target
 from duetime.domain.timeutil import rfc3339_ms
-from tests.integration.test_overlap import T0
+from tests.integration.test_overlap import T0, OverlapTwins
 from tests.integration.test_overlap_changes import Twins
 
 LAMBDA_VISIBILITY_S = 6 * 900  # the Lambda queues' visibility: hidden while it runs
@@ -65,3 +66,35 @@ def test_allow_then_skip_then_buffer_one_leaves_no_occurrence_waiting_for_good()
 def test_one_patch_from_allow_strands_nothing(patches: list[tuple[int, str]]) -> None:
     twins, job = _run(patches)
     assert RunStatus.BUFFERED not in twins.statuses_s(job).values()
+
+
+def test_an_occurrence_buffered_between_the_patch_write_and_its_unpin_is_not_stranded() -> None:
+    # A review: a worker reading the job as buffer_one between the PATCH's write and its unpin
+    # buffered the occurrence behind the pinned run, and the unpin then left it (its release
+    # does nothing). Under buffer_one a pinned holder counts as holding nothing.
+    twins = LongFirst()  # +10 runs 300 s (to +310, past the schedule's end at +200)
+    twins.queue._visibility_ms = LAMBDA_VISIBILITY_S * 1000
+    job = twins.create(
+        schedule={"rate_seconds": 10, "end_at": rfc3339_ms(T0 + 200_000)},
+        payload={"seconds": 1},
+        timeout_seconds=400,
+        overlap="allow",
+    )
+    guard = twins.service._overlap
+    changed = guard.changed
+
+    def racing(updated: Any, before: Any = None) -> None:
+        if before is not None and (before.overlap, updated.spec.overlap) == ("skip", "buffer_one"):
+            # A worker handles the occurrence due now between the job's write and the unpin.
+            OverlapTwins.work(twins)
+        changed(updated, before)
+
+    guard.changed = racing  # type: ignore[method-assign]
+    twins.at(12, lambda: twins.service.update("t", job, {"overlap": "skip"}))  # pins +10
+    twins.at(20, lambda: twins.service.update("t", job, {"overlap": "buffer_one"}))
+    twins.run_for(1000)
+
+    statuses = twins.statuses_s(job)
+    assert statuses[10] == RunStatus.SUCCEEDED  # ended at +310
+    assert statuses[20] != RunStatus.BUFFERED, "+20 waits for good behind a run that ended"
+    assert twins.jobs.gate("t", job).buffered_ms is None

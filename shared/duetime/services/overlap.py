@@ -138,7 +138,10 @@ class OverlapGuard:
                 self._drop_buffered(job, stored.buffered_ms, now)
                 gate = replace(stored, buffered_ms=None)
             active = False
-            if gate.holder_ms is not None and gate.holder_ms != scheduled:
+            # (Under buffer_one a pinned holder holds nothing: it would release no waiting one;
+            # `unpin` frees it, and an occurrence before that must not buffer behind it.)
+            pinned = gate.pinned and job.spec.overlap == Overlap.BUFFER_ONE
+            if gate.holder_ms is not None and gate.holder_ms != scheduled and not pinned:
                 holder = self._runs.get(job.id, gate.holder_ms)
                 active = holder_active(
                     holder,
