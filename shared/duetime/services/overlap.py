@@ -313,7 +313,10 @@ class OverlapGuard:
         wait = longest_retry_wait_ms(job.spec.retry)
 
         def current(run: Run) -> bool:  # claimed since the job's generation began
-            return bool(run.attempts) and run.attempts[-1].started_ms >= (job.generation_ms or 0)
+            # (received since: a claim before its instant records the instant as its start)
+            last = run.attempts[-1] if run.attempts else None
+            received = last.started_ms - (last.early_wait_ms or 0) if last else 0
+            return last is not None and received >= (job.generation_ms or 0)
 
         def until(run: Run) -> int:  # when it stops counting as active, at the latest
             if run.status == RunStatus.RETRYING:
