@@ -54,3 +54,29 @@ def test_control_a_run_that_ran_shows_its_jittered_due_at() -> None:
         assert run_json(r)["due_at"] == rfc3339_ms(
             r.scheduled_ms + jitter_offset_ms(job, r.scheduled_ms, 5)
         )
+
+
+# A review: a buffered run-now dropped by a pause was given the jittered instant (and no ask).
+def test_a_dropped_buffered_run_now_keeps_its_own_due_at() -> None:
+    twins = Twins()
+    job = twins.create(
+        schedule={"rate_seconds": 60, "end_at": rfc3339_ms(T0 + 600_000)},
+        payload={"seconds": 40},  # +60 runs to +100
+        jitter_seconds=5,
+        overlap="buffer_one",
+    )
+    asked: list[int] = []
+    shown: dict[str, str] = {}
+    twins.at(70, lambda: asked.append(twins.service.run_now("t", job)))  # waits behind +60
+    twins.at(75, lambda: shown.update(buffered=run_json(twins.runs.get(job, asked[0]))["due_at"]))
+    twins.at(80, lambda: twins.service.pause("t", job))  # drops it when +60 releases
+    twins.run_for(200)
+
+    instant = asked[0]
+    assert jitter_offset_ms(job, instant, 5) > 0  # (else the test shows nothing)
+    assert shown["buffered"] == rfc3339_ms(instant)  # buffered: its own instant, as documented
+    run = twins.runs.get(job, instant)
+    assert run is not None and run.status == RunStatus.SKIPPED
+    assert run_json(run)["due_at"] == rfc3339_ms(instant), (
+        "the dropped run-now shows a jittered due_at"
+    )

@@ -406,8 +406,10 @@ class OverlapGuard:
     def _drop_buffered(self, job: Job, scheduled_ms: int | None, now: int) -> None:
         """A buffered occurrence dropped with the rest by a pause, a cancel or a re-arming
         change: its record ends `skipped` (it showed `buffered` for good)."""
-        if scheduled_ms is not None:
-            self._record(job, scheduled_ms, RunStatus.SKIPPED, now)
+        if scheduled_ms is not None:  # its own due instant and ask kept (a run-now's: no jitter)
+            own = self._runs.get(job.id, scheduled_ms)
+            kept = (own.due_ms, own.asked_ms) if own is not None else (None, None)
+            self._record(job, scheduled_ms, RunStatus.SKIPPED, now, kept=kept)
             logger.info("buffered occurrence dropped: the job was paused or changed since")
 
     def _record(
@@ -417,11 +419,13 @@ class OverlapGuard:
         status: RunStatus,
         now: int,
         message: RunMessage | None = None,
+        *,
+        kept: tuple[int | None, int | None] = (None, None),
     ) -> None:
         """A run record the gate decided (`skipped`, `buffered`): it keeps its message's due
         instant and ask (a buffered one's start message is written again from them: `_start`);
-        without one (a buffered one dropped), the job's jittered instant for the occurrence
-        (until 2026-12-01 `scheduled_for` itself: an outside lifecycle audit, round eight)."""
+        without one (a buffered one dropped), those `kept` from its record, else the job's
+        jittered instant (until 2026-12-01 `scheduled_for`: an outside lifecycle audit)."""
         self._runs.record(
             unclaimed(
                 job,
@@ -429,8 +433,8 @@ class OverlapGuard:
                 status,
                 now,
                 self._settings.run_ttl_seconds,
-                due_ms=message.due_ms if message is not None else job.due_ms(scheduled_ms),
-                asked_ms=message.asked_ms if message is not None else None,
+                due_ms=message.due_ms if message else kept[0] or job.due_ms(scheduled_ms),
+                asked_ms=message.asked_ms if message else kept[1],
             )
         )
 
