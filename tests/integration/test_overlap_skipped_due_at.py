@@ -76,7 +76,8 @@ def test_a_dropped_buffered_run_now_keeps_its_own_due_at() -> None:
     assert jitter_offset_ms(job, instant, 5) > 0  # (else the test shows nothing)
     assert shown["buffered"] == rfc3339_ms(instant)  # buffered: its own instant, as documented
     run = twins.runs.get(job, instant)
-    assert run is not None and run.status == RunStatus.SKIPPED
+    assert run is not None
+    assert run.status == RunStatus.SKIPPED
     assert run_json(run)["due_at"] == rfc3339_ms(instant), (
         "the dropped run-now shows a jittered due_at"
     )
