@@ -503,3 +503,41 @@ def test_so_a_tenant_gets_one_recurring_job_over_its_quota() -> None:
             twins.service.create("t", other, quotas=quotas)
     live = [j for j in twins.jobs._jobs.values() if j.status == JobStatus.SCHEDULED]
     assert len(live) <= 2, f"{len(live)} live recurring jobs at a quota of 2"
+
+
+# The same at the first request's refusal at its link (its upstream's dependents full): it gave
+# the count back after its retry had resumed the key (a second review, 2026-12-01).
+def test_a_first_request_refused_at_its_link_after_its_retry_resumed_keeps_the_count() -> None:
+    twins = Twins(shards=1)
+    quotas = Quotas(max_active_recurring_jobs=10)
+    upstream = twins.service.create(
+        "t", parse_job_spec({"schedule": {"rate_seconds": 60}, "target": NOOP}), quotas=quotas
+    ).id
+    spec = parse_job_spec({"schedule": {"after": {"job_id": upstream}}, "target": NOOP})
+    deps = twins.service.submission._deps
+    link = deps.link
+    linking, go = threading.Event(), threading.Event()
+
+    def first_link(job: Any) -> None:
+        # F's conditional add of the dependent found the upstream full; before F goes on, one
+        # of its dependents is cancelled and the client's retry B (same key) links and writes.
+        deps.link = link  # B links as usual
+        linking.set()
+        go.wait(5)
+        raise QuotaExceeded("job already has 1000 jobs that run after it", 60, field="schedule")
+
+    deps.link = first_link  # type: ignore[method-assign]
+    thread, box = run_in_thread(
+        lambda: twins.service.create("t", spec, idempotency_key="k", quotas=quotas)
+    )
+    assert linking.wait(5)
+    twins.clock.now += 1_000
+    retry = twins.service.create("t", spec, idempotency_key="k", quotas=quotas)  # B: resumed
+    go.set()
+    thread.join(5)
+
+    assert isinstance(box.get("error"), QuotaExceeded)  # F answered 429
+    assert twins.jobs.get("t", retry.id).status == JobStatus.SCHEDULED  # B answered 201
+    live = [j for j in twins.jobs._jobs.values() if j.status == JobStatus.SCHEDULED]
+    assert len(live) == 2  # the upstream and B's `after` job, both counted
+    assert twins.jobs.recurring_count("t") == 2

@@ -111,10 +111,11 @@ class Submission:
             self._jobs.create(job)
         except Exception as exc:
             if isinstance(exc, ConditionFailed | DomainError):  # not written (by us)
-                if prepared.hold is None or not (
-                    prepared.resumed or isinstance(exc, ConditionFailed)
-                ):
-                    self.release(job)  # (a key's count stays with the job its other request wrote)
+                # A key's count: kept by the job its other request wrote (ConditionFailed), or
+                # carried on by a retry that resumed the key meanwhile (unbind: False).
+                refused = isinstance(exc, DomainError) and not prepared.resumed
+                if prepared.hold is None or (refused and self.unbind(tenant, prepared.key, job.id)):
+                    self.release(job)
             elif not _silent(exc):  # perhaps written, its answer lost: released if it is not
                 self.withdraw(job, written=False, hold=prepared.hold)
             if isinstance(exc, ConditionFailed) and prepared.hold is not None:
@@ -122,8 +123,6 @@ class Submission:
                 replayed = self.replay_lost(job, prepared.hold, limit)
                 if replayed is not None:
                     return replayed
-            if isinstance(exc, DomainError):  # refused (its upstream's dependents are full)
-                self.unbind(tenant, prepared.key, job.id)
             raise
         if job.next_due_ms is not None:  # None: an `after` job, run by its upstream
             self.launch(job, prepared.hold)
@@ -246,12 +245,12 @@ class Submission:
         )
         return Prepared(job, resumed=resumed, key=claimed, hold=hold)
 
-    def unbind(self, tenant: str, key: str | None, job_id: str) -> None:
+    def unbind(self, tenant: str, key: str | None, job_id: str) -> bool:
         """A request refused before its job was written (a quota) frees the Idempotency-Key it
         recorded: the key names no job, so a later request with it, whatever its body, is a
-        first request. A key recorded by an earlier request stays bound to it."""
-        if key is not None:
-            self._jobs.release_key(tenant, key, job_id)
+        first request. A key recorded by an earlier request, or resumed by a retry since,
+        stays bound to it (False)."""
+        return key is None or self._jobs.release_key(tenant, key, job_id)
 
     def expiry(self, spec: JobSpec, due: int | None, now: int) -> int | None:
         """A one-off job lives for the hot window after its run can have ended, every attempt
