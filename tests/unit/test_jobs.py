@@ -183,3 +183,17 @@ def test_a_text_too_long_is_refused_with_its_limit_in_characters(
         parse_job_spec(body(**changes))
     assert refused.value.field == field
     assert says in str(refused.value)
+
+
+@pytest.mark.parametrize(
+    ("field", "header"),
+    [("idempotency_key", "Idempotency-Key"), ("etag", "If-Match"), ("ETag", "If-Match")],
+)
+def test_a_body_field_a_header_carries_is_refused_naming_the_header(
+    field: str, header: str
+) -> None:
+    # (Contract audits: `etag` was answered "did you mean tags?".)
+    with pytest.raises(ValidationError) as refused:
+        parse_job_spec(body(**{field: "x"}))
+    assert refused.value.field == field
+    assert str(refused.value).endswith(f"unknown field; send it as the {header} header")

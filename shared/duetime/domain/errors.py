@@ -127,12 +127,19 @@ class PreconditionFailed(DomainError):
         self.current = current
 
 
+# What a body does not carry where a header does (until 2026-12-01 `etag` was answered "did
+# you mean tags?", and an `idempotency_key` in a POST /jobs body got no pointer: contract audits).
+_HEADERS = {"etag": "If-Match", "if_match": "If-Match", "idempotency_key": "Idempotency-Key"}
+
+
 def unknown_field(key: object, *known: Iterable[str]) -> str:
     """The refusal of a field a body may not hold, naming the closest known one (`nmae`: did
     you mean name?; since 2026-11-30: a new user's walk, round four), read-only names too
-    (`stauts`: status; since 2026-12-01)."""
+    (`stauts`: status; since 2026-12-01), or the header that carries it (`etag`: If-Match)."""
     name = str(key)
     names = [one for some in known for one in some]
+    if name.lower().replace("-", "_") in _HEADERS:
+        return f"unknown field; send it as the {_HEADERS[name.lower().replace('-', '_')]} header"
     close = difflib.get_close_matches(name, names, n=1) if len(name) < 64 else []
     return f"unknown field; did you mean {close[0]}?" if close else "unknown field"
 
