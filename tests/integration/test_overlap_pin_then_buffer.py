@@ -98,3 +98,36 @@ def test_an_occurrence_buffered_between_the_patch_write_and_its_unpin_is_not_str
     assert statuses[10] == RunStatus.SUCCEEDED  # ended at +310
     assert statuses[20] != RunStatus.BUFFERED, "+20 waits for good behind a run that ended"
     assert twins.jobs.gate("t", job).buffered_ms is None
+
+
+# A lifecycle audit (round nine): a PATCH that changes nothing made a `skip` job's hold again
+# and pinned the run that had taken the gate through it; a PATCH to buffer_one then unpinned
+# it, and the next occurrence ran beside it. A hold leaves a holder that took the gate alone.
+PAYLOAD = {"seconds": 25, "v": 1}
+
+
+def _repeated(repeat: bool) -> tuple[Twins, str]:
+    twins = Twins()
+    job = twins.create(
+        schedule={"rate_seconds": 10, "end_at": rfc3339_ms(T0 + 200_000)},
+        payload={"seconds": 25},
+        overlap="skip",
+        timeout_seconds=60,
+    )
+    # +10 takes the gate at +10 and runs to +35.
+    twins.at(12, lambda: twins.service.update("t", job, {"payload": PAYLOAD}))
+    if repeat:  # the same PATCH sent again: nothing changes
+        twins.at(13, lambda: twins.service.update("t", job, {"payload": PAYLOAD}))
+    twins.at(15, lambda: twins.service.update("t", job, {"overlap": "buffer_one"}))
+    twins.run_for(400)
+    return twins, job
+
+
+@pytest.mark.parametrize("repeat", [True, False], ids=["payload PATCH repeated", "control"])
+def test_a_repeated_patch_does_not_let_the_next_occurrence_run_beside_the_gate_holder(
+    repeat: bool,
+) -> None:
+    twins, _ = _repeated(repeat)
+    # +20 falls due while +10 (claimed through the gate under skip) runs: under buffer_one it
+    # waits and starts when +10 ends, at +35.
+    assert twins.start_of(20) == 35

@@ -336,8 +336,10 @@ class OverlapGuard:
         active = sorted(lasting, key=until)
         for _ in range(ATTEMPTS_AT_THE_GATE if active else 0):
             gate = self._jobs.gate(job.tenant, job.id)
-            if gate.holder_ms is not None and gate.since_ms >= job.updated_ms:
-                return  # taken since the PATCH: that occurrence holds it
+            if gate.holder_ms is not None and not gate.pinned:
+                # Taken through the gate (or handed it): that occurrence holds it, and releases
+                # it. (A repeated PATCH pinned such a holder until 2026-12-01: a lifecycle audit.)
+                return
             now = self._clock()
             holder = active[-1].scheduled_ms
             generation = job.generation - (not current(active[-1]))
