@@ -42,7 +42,7 @@ from duetime.observability import logger
 from duetime.ports import ConditionFailed, QueueError
 from duetime.services.idempotency import fingerprint
 from duetime.services.jobs import JobService, JobView
-from duetime.services.submission import Prepared
+from duetime.services.submission import Prepared, silent
 from duetime.settings import Quotas
 
 MAX_BATCH_JOBS = 100
@@ -178,7 +178,9 @@ class BatchSubmitter:
                     submission.replay_lost(p.job, p.hold, limit)
                 else:
                     submission.answered(p.job, p.hold, submission.now(), limit)
-            except Exception:  # withdrawn meanwhile and not revived: answered as it is
+            except Exception as exc:  # withdrawn meanwhile and not revived: answered as it is
+                if silent(exc):  # the table gave no answer: the next would wait as long (a 500)
+                    raise
                 logger.warning("a keyed batch job was withdrawn and not revived")
         return {p.job.id for p in new if not p.resumed and p.job.id not in lost}
 

@@ -116,7 +116,7 @@ class Submission:
                 refused = isinstance(exc, DomainError) and not prepared.resumed
                 if prepared.hold is None or (refused and self.unbind(tenant, prepared.key, job.id)):
                     self.release(job)
-            elif not _silent(exc):  # perhaps written, its answer lost: released if it is not
+            elif not silent(exc):  # perhaps written, its answer lost: released if it is not
                 self.withdraw(job, written=False, hold=prepared.hold)
             if isinstance(exc, ConditionFailed) and prepared.hold is not None:
                 # A request with the same key wrote the job first: this one replays it.
@@ -269,7 +269,7 @@ class Submission:
         try:
             self._dispatcher.dispatch([(job, job.next_due_ms or 0)])
         except Exception as exc:
-            if not _silent(exc):  # a table that gave no answer is not asked again (_silent)
+            if not silent(exc):  # a table that gave no answer is not asked again (silent)
                 self.withdraw(job, hold=hold)
             raise
 
@@ -306,9 +306,9 @@ class Submission:
 
     def abandon(self, prepared: Sequence[Prepared], failed: BaseException | None = None) -> None:
         """Prepared jobs, written or not, that will not be acknowledged (their request
-        `failed`): withdrawn, until the store gives no answer (`_silent`: the rest are left as
+        `failed`): withdrawn, until the store gives no answer (`silent`: the rest are left as
         they are; none when the request's failure was that)."""
-        for p in prepared if not _silent(failed) else ():
+        for p in prepared if not silent(failed) else ():
             if not self.withdraw(p.job, written=False, hold=p.hold):
                 return
 
@@ -331,8 +331,9 @@ class Submission:
             if current.status == JobStatus.CANCELLED and current.cancel_reason == SUBMISSION_FAILED:
                 return self.replayed(current, now, recurring_limit, hold)
             return current
-        except Exception:  # it answers with an error after all: its mark holds nothing back
-            self._jobs.unmark_key(job.tenant, hold.key, hold.token)
+        except Exception as exc:  # it answers with an error after all: its mark holds nothing
+            if not silent(exc):  # (a silent table is not asked again: a contract audit, round 9)
+                self._jobs.unmark_key(job.tenant, hold.key, hold.token)
             raise
 
     def withdraw(self, job: Job, *, written: bool = True, hold: KeyHold | None = None) -> bool:
@@ -341,7 +342,7 @@ class Submission:
         answered with the job meanwhile. `written=False`: the job may not have been written
         (a batch's write failed part way). A withdrawal that fails leaves the job as it is
         (the reconciler arms it if nothing else does) and the caller's own error goes on.
-        False: the store gave no answer (`_silent`), so the next would take as long."""
+        False: the store gave no answer (`silent`), so the next would take as long."""
         now = self._clock()
         cancelled = replace(
             job,
@@ -369,7 +370,7 @@ class Submission:
                     return True  # a retry resumed it: the count goes on with it (a review)
         except Exception as exc:
             logger.exception("withdrawing a failed submission's job failed")
-            return not _silent(exc)
+            return not silent(exc)
         self.release(job)
         return True
 
@@ -440,7 +441,7 @@ class Submission:
         return job
 
 
-def _silent(exc: BaseException | None) -> bool:
+def silent(exc: BaseException | None) -> bool:
     """The store gave no answer (its three attempts timed out: ~9-18 s on the API's clients).
     A withdrawal after it is not tried: it would take as long again, twice with its read-back,
     and the API function (29 s) was stopped in the middle, API Gateway answering its own 5xx
