@@ -755,7 +755,9 @@ def test_given_an_idempotency_key_then_one_count_is_taken_for_it(job_store: JobS
     assert job_store.reserve_recurring(TENANT, 1, ("k", "J")) is True
     assert job_store.reserve_recurring(TENANT, 1, ("k", "J")) is None  # at the limit too
     assert job_store.reserve_recurring(TENANT, 5, ("k", "J")) is None
-    assert job_store.reserve_recurring(TENANT, 5, ("k", "other job")) is None  # not its key's
+    assert job_store.reserve_recurring(TENANT, 1, ("k", "other job")) is False  # counted alone
+    assert job_store.reserve_recurring(TENANT, 5, ("k", "other job")) is True  # (no mark)
+    job_store.release_recurring(TENANT)
     assert job_store.reserve_recurring(TENANT, 1) is False
     counters: dict[str, CounterRead] = {}
     list(job_store.scan_active(0, 1, counters))

@@ -136,10 +136,9 @@ class MemoryJobStore:
         self, tenant: str, limit: int, key: tuple[str, str] | None = None
     ) -> bool | None:
         with self._lock:
-            if key is not None and (
-                self._keys.get((tenant, key[0]), ("",))[0] != key[1]
-                or (tenant, key[0]) in self._counted_keys
-            ):
+            if key is not None and self._keys.get((tenant, key[0]), ("",))[0] != key[1]:
+                key = None  # the key names another job now: counted without its mark
+            if key is not None and (tenant, key[0]) in self._counted_keys:
                 return None
             if self._recurring.get(tenant, 0) >= limit:
                 return False
