@@ -159,7 +159,7 @@ class RunExecutor:
         finally:
             logger.thread_safe_remove_keys(["tenant", "job_id", "run_id"])
         if result.soon:  # nothing else says when (an `after` job's run waited 90 minutes)
-            back_soon(self._queue, delivery)
+            back_soon(self._queue, delivery, result.cause)
         return result
 
     def _open(
@@ -371,8 +371,8 @@ class RunExecutor:
         count(Metric.RUNS_SUCCEEDED)
         # DEBUG: a success is in its record and history; a line each is most of the logs' bill.
         logger.debug("run succeeded", extra={"attempt": message.attempt})
-        if done is not None and not self._triggered(job, dependents, done):
-            return soon("succeeded; dependents not triggered", done)
+        if done is not None and (failed := self._trigger(job, dependents, done)):
+            return soon("succeeded; dependents not triggered", done, failed)
         return Result(Disposition.DONE, "succeeded", done or run)
 
     def _finished(self, found: Found, message: RunMessage, run: Run) -> Result:
@@ -385,8 +385,8 @@ class RunExecutor:
             # running must not: the run still holds the gate, and its retry would find it
             # taken.)
             self._overlap.release(job, message.scheduled_ms)
-        if not self._triggered(job, dependents, run):
-            return soon("dependents not triggered yet", run)
+        if failed := self._trigger(job, dependents, run):
+            return soon("dependents not triggered yet", run, failed)
         return Result(Disposition.DONE, "duplicate of finished work", run)
 
     def _after_the_lease(self, delivery: Delivery, run: Run, detail: str) -> Result:
@@ -425,17 +425,17 @@ class RunExecutor:
         count(Metric.RUNS_FAILED)
         count(Metric.RUNS_DEAD)
         logger.error("run failed", extra={"attempt": message.attempt, "error": error})
-        if done is not None and not self._triggered(job, dependents, done):
-            return soon("failed; dependents not triggered", done)
+        if done is not None and (failed := self._trigger(job, dependents, done)):
+            return soon("failed; dependents not triggered", done, failed)
         return Result(Disposition.DONE, f"failed: {error}", done or run)
 
-    def _triggered(self, job: Job, dependents: tuple[str, ...], run: Run) -> bool:
+    def _trigger(self, job: Job, dependents: tuple[str, ...], run: Run) -> Exception | None:
         """Send the runs of the jobs that run after this one's finished run
-        (duetime.services.dependencies). False when that failed: the message stays, and its
-        next delivery, finding the run finished, triggers them again (same run ids)."""
+        (duetime.services.dependencies). The failure, if that failed: the message stays, and
+        its next delivery, finding the run finished, triggers them again (same run ids)."""
         try:
             self._dependencies.trigger(job, run, dependents)
-        except Exception:
+        except Exception as exc:
             logger.exception("triggering the dependents failed")
-            return False
-        return True
+            return exc
+        return None

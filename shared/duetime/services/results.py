@@ -89,11 +89,14 @@ class Result:
     detail: str
     run: Run | None = None
     soon: bool = False  # RETRY_LATER, back after retry_soon_seconds (set by RunExecutor.handle)
+    cause: BaseException | None = None  # why it comes back soon (an outage's: back_soon)
 
 
-def soon(detail: str, run: Run | None) -> Result:
-    """Leave the message to come back soon: nothing else says when."""
-    return Result(Disposition.RETRY_LATER, detail, run, soon=True)
+def soon(detail: str, run: Run | None, cause: BaseException | None = None) -> Result:
+    """Leave the message to come back soon: nothing else says when. `cause`: the failure, its
+    wait an outage's when passing (until 2026-12-01 a finished run whose dependents a silent
+    table kept from going out reached the DLQ in ~13.5 minutes: an outside fault audit)."""
+    return Result(Disposition.RETRY_LATER, detail, run, soon=True, cause=cause)
 
 
 def dropped(detail: str) -> Result:
