@@ -240,7 +240,7 @@ class DeadRuns:
         )
         try:
             self._send_back(dead, again, report)
-        except Exception:
+        except BaseException:  # (a Ctrl-C too: a copy it sent finds the run failed, and drops)
             if run is not None and reopened_here:  # not sent back: `failed` again, as the DLQ says
                 # (until 2026-12-01 it stayed `retrying`, no retry coming; a fault audit)
                 ended = run.attempts[-1].finished_ms if run.attempts else None
