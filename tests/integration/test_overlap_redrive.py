@@ -18,32 +18,38 @@ from tests.integration.test_overlap import T0
 from tests.integration.test_overlap_changes import Twins
 
 DEAD = 120  # the occurrence whose message dies
+QUEUE = "lambda/normal"
 
 
-def _run(overlap: str, waiting: bool = False) -> tuple[Twins, str, RedriveReport]:
+def _dying(overlap: str) -> tuple[Twins, str, MemoryDeadLetters]:
+    """A job whose 50 s runs come every minute; +120's message is moved to the DLQ at +100,
+    before any worker claimed it (the redrive policy after 10 receives in a runs-table
+    outage): no run record."""
     twins = Twins()
     letters = MemoryDeadLetters(twins.clock)
     job = twins.create(
         schedule={"rate_seconds": 60, "end_at": rfc3339_ms(T0 + 3600_000)},
-        payload={"seconds": 50},  # each occurrence runs 50 s of its minute
+        payload={"seconds": 50},
         timeout_seconds=100,
         overlap=overlap,
         retry={"max_attempts": 1},
     )
-    queue = "lambda/normal"
 
-    # +120's message is moved to the DLQ before any worker claimed it (the redrive policy
-    # after 10 receives in a runs-table outage): no run record.
     def park() -> None:
-        stored = twins.queue._queues[queue]
+        stored = twins.queue._queues[QUEUE]
         for s in list(stored):
             if RunMessage.from_json(s.body).scheduled_ms == T0 + DEAD * 1000:
                 stored.remove(s)
-                letters.add(queue, s.body, None)
+                letters.add(QUEUE, s.body, None)
                 return
         raise AssertionError("+120's message is not queued")
 
     twins.at(100, park)
+    return twins, job, letters
+
+
+def _run(overlap: str, waiting: bool = False) -> tuple[Twins, str, RedriveReport]:
+    twins, job, letters = _dying(overlap)
     if waiting:  # a run-now at +305 waits behind +300 (buffer_one's one place taken)
         twins.at(305, lambda: twins.service.run_now("t", job))
     reports: list[RedriveReport] = []
@@ -78,8 +84,8 @@ def test_a_redriven_run_that_never_reached_its_claim_runs_beside_the_active_one(
 
 def test_dead_runs_of_a_gated_job_that_never_reached_their_claim_all_run_when_redriven() -> None:
     # Three occurrences of a skip job (5 s runs every minute) die unclaimed (their job's item
-    # could not be read, say, until it was repaired); redriven together onto a free gate, the
-    # first takes it and the other two are recorded `skipped`, gone from the DLQ.
+    # could not be read, say, until it was repaired), redriven together onto a free gate: all
+    # run (until 2026-12-01 the first took it, the other two were recorded `skipped`).
     twins = Twins()
     letters = MemoryDeadLetters(twins.clock)
     job = twins.create(
@@ -118,30 +124,9 @@ def test_dead_runs_of_a_gated_job_that_never_reached_their_claim_all_run_when_re
 # A review (2026-12-01): under buffer_one a redriven run with no record was written into the
 # gate as the one waiting while it ran beside the holder: the next occurrence was skipped.
 
-QUEUE = "lambda/normal"
-
 
 def _run_buffer_one(redrive: bool) -> tuple[Twins, str, list[int], list[object]]:
-    twins = Twins()
-    letters = MemoryDeadLetters(twins.clock)
-    job = twins.create(
-        schedule={"rate_seconds": 60, "end_at": rfc3339_ms(T0 + 3600_000)},
-        payload={"seconds": 50},  # each occurrence runs 50 s of its minute
-        timeout_seconds=100,
-        overlap="buffer_one",
-        retry={"max_attempts": 1},
-    )
-
-    def park() -> None:  # +120's message moved to the DLQ by the redrive policy: no record
-        stored = twins.queue._queues[QUEUE]
-        for s in list(stored):
-            if RunMessage.from_json(s.body).scheduled_ms == T0 + DEAD * 1000:
-                stored.remove(s)
-                letters.add(QUEUE, s.body, None)
-                return
-        raise AssertionError("+120's message is not queued")
-
-    twins.at(100, park)
+    twins, job, letters = _dying("buffer_one")
     gates: list[object] = []
     if redrive:
         dead_runs = DeadRuns(twins.jobs, twins.runs, twins.queue, letters, twins.queue.auth)
