@@ -13,7 +13,7 @@ Only the Protocols live here, with the types that exist because of them: errors 
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, MutableSequence, Sequence
 from dataclasses import dataclass
 from typing import Generic, Protocol, TypeVar
 
@@ -28,6 +28,7 @@ from duetime.domain.timers import PartitionState, StuckTimer, SweepState, Timer
 
 T = TypeVar("T")
 CounterRead = tuple[int, int]  # a tenant's recurring count as read, and its changes so far
+KeyCount = tuple[str, str, int]  # a key carrying a count: its tenant, its job id, its expiry
 
 
 class StoreError(Exception):
@@ -105,28 +106,31 @@ class JobStore(Protocol):
         hold: KeyHold | None = None,
         release: bool = False,
     ) -> None:
-        """Write `job` if the stored one still has `expected`'s status, generation and
-        version (and creation time: a job of the same id another request wrote is not
-        `expected`), and each job of `unchanged` (as read) its generation: the chain of `after`
-        jobs a new dependency was checked against (duetime.services.dependencies); and, with
-        `hold`, if its key is not marked, or marked with its token; `release`: count one active
-        recurring job fewer (release_recurring) in the same write (on DynamoDB these are one
-        transaction); ConditionFailed otherwise."""
+        """Write `job` if the stored one has `expected`'s status, generation, version and
+        creation time, each job of `unchanged` (as read: the `after` chain a new dependency was
+        checked against, duetime.services.dependencies) its generation, and, with `hold`, its
+        key is unmarked or marked with its token; `release`: count one active recurring job
+        fewer in the same write (on DynamoDB one transaction); ConditionFailed otherwise."""
 
     def mark_key(self, tenant: str, key: str, token: str, job_id: str) -> bool:
-        """A replay of the request that recorded `key` answers with its job: from now on only
-        a write holding `token` (replace's `hold`) may withdraw the job, and the key is not
-        released (release_key). False if the key does not name `job_id` (or is not kept)."""
+        """A replay answers with the job of the request that recorded `key`: from now on only a
+        write holding `token` (replace's `hold`) may withdraw it, and release_key leaves the key.
+        False if the key does not name `job_id` (or is not kept)."""
 
     def unmark_key(self, tenant: str, key: str, token: str) -> None:
         """Take back `token`'s mark (its replay failed after all); another's mark stays."""
 
     def scan_active(
-        self, segment: int, segments: int, counters: dict[str, CounterRead] | None = None
+        self,
+        segment: int,
+        segments: int,
+        counters: dict[str, CounterRead] | None = None,
+        keys: MutableSequence[KeyCount] | None = None,
     ) -> Iterator[Job]:
         """Every `scheduled` or `paused` job of every tenant, in one segment of a parallel scan
         (0..segments-1), for the daily reconciler. `counters`: filled by the same read with the
-        segment's tenants' counts of active recurring jobs (reserve_recurring) and changes."""
+        segment's tenants' counts of active recurring jobs (reserve_recurring) and changes;
+        `keys`: with its Idempotency-Keys that carry a count (tenant, job id, expiry in s)."""
 
     def reserve_recurring(
         self, tenant: str, limit: int, key: tuple[str, str] | None = None
@@ -174,9 +178,8 @@ class JobStore(Protocol):
 
 
 class TimerStore(Protocol):
-    """Timers in (bucket minute, shard) partitions, and the sweep's progress per shard. `shards`
-    is the count new timers are spread over (this deployment's setting); every shard ever used
-    stays swept (`shard_count`): lowering the setting orphans no timer."""
+    """Timers in (bucket minute, shard) partitions, and each shard's sweep progress. `shards`:
+    where new timers go; every shard ever used stays swept (`shard_count`), none orphaned."""
 
     shards: int
 
@@ -290,8 +293,7 @@ class Delivery:
 
 class RunSender(Protocol):
     def send(self, messages: Sequence[tuple[RunMessage, int]]) -> None:
-        """Send (message, delay seconds 0..900) pairs to their runtime×priority queues in
-        batches of 10. Raises QueueError naming what was not sent after retries."""
+        """Send (message, delay 0..900 s) pairs, 10 a batch; QueueError names the unsent."""
 
 
 class JobQueue(RunSender, Protocol):
@@ -309,9 +311,9 @@ class JobQueue(RunSender, Protocol):
         *,
         lane: int = 0,
     ) -> list[Delivery]:
-        """Up to max_messages (≤ 10) visible messages of one lane of the queue (0: the first;
-        Settings.queue(...).lanes), long-polling up to wait_seconds; they stay invisible for
-        visibility_seconds (default: the queue's visibility timeout)."""
+        """Up to max_messages (≤ 10) visible messages of a lane (Settings.queue(...).lanes; 0:
+        the first), long-polling up to wait_seconds, then hidden visibility_seconds (default:
+        the queue's visibility timeout)."""
 
     def delete(self, deliveries: Sequence[Delivery]) -> list[Delivery]:
         """Delete received messages (batched, retried). Returns those not deleted (back later)."""
@@ -333,10 +335,9 @@ class DeadLetter:
 
 
 class DeadLetters(Protocol):
-    """The dead-letter queues, one per runtime × priority queue, each named by the queue key
-    of its source queue (`duetime dlq`: duetime.services.dead_letters). SQS cannot peek:
-    reading a message hides it for `visibility_seconds`; `release` makes it visible again at
-    once. A message leaves a dead-letter queue only by `delete`."""
+    """The DLQs, one per runtime × priority queue, named by its queue's key (`duetime dlq`:
+    duetime.services.dead_letters). SQS cannot peek: a read hides a message for
+    `visibility_seconds`, `release` shows it again at once; only `delete` removes it."""
 
     def approximate_count(self, queue: str) -> int:
         """How many messages are visible on the queue's DLQ (approximate, as SQS counts)."""
@@ -352,10 +353,9 @@ class DeadLetters(Protocol):
 
 
 class SweepLauncher(Protocol):
-    """Starts the shards' sweeps for the coordinator (duetime.services.coordinator): on AWS an
-    asynchronous invocation of the sweeper function per shard, with the event `{"shard": n}`
-    (duetime.adapters.lambda_launcher); in one process, `Sweeper.sweep_shard(n)` on threads
-    (`InProcessLauncher`, duetime.services.coordinator)."""
+    """Starts the shards' sweeps for the coordinator: on AWS an asynchronous invocation of the
+    sweeper per shard, event `{"shard": n}` (duetime.adapters.lambda_launcher); in one process,
+    `Sweeper.sweep_shard(n)` on threads (duetime.services.coordinator's InProcessLauncher)."""
 
     def launch(self, shards: Sequence[int]) -> list[int]:
         """Start a sweep of each shard; returns the shards whose sweep could not be started,
@@ -442,8 +442,8 @@ class SystemFigures:
 
 class FiguresSource(Protocol):
     """What the operators' view reads besides the timers store: SQS and CloudWatch on AWS
-    (duetime.adapters.figures), the local stack's own counts locally (duetime.local.figures).
-    Its cost is bounded, whatever the load: a call per queue and one metrics query."""
+    (duetime.adapters.figures), the local stack's counts locally (duetime.local.figures); a
+    call per queue and one metrics query, whatever the load."""
 
     def read(self, now_ms: int) -> SystemFigures:
         """The queues as they are now; the runs of the hour before `now_ms`."""

@@ -65,6 +65,7 @@ from duetime.ports import (
     Delivery,
     JobQueue,
     JobStore,
+    KeyCount,
     KeyHold,
     Page,
     RunStore,
@@ -769,6 +770,19 @@ def test_given_an_idempotency_key_then_one_count_is_taken_for_it(job_store: JobS
     assert job_store.reserve_recurring(TENANT, 1, ("k", "J2")) is True
     assert job_store.mark_key(TENANT, "k", "token", "J2")
     assert job_store.release_key(TENANT, "k", "J2") is False  # a replay marked it: kept
+
+
+def test_given_keys_that_carry_a_count_then_the_scan_reads_them(job_store: JobStore) -> None:
+    # (The recount counts a key whose job was never written: services.reconcile.)
+    assert job_store.claim_key(TENANT, "k", "J", "f", 10**10, 0) is None
+    assert job_store.claim_key(TENANT, "other", "J2", "f", 10**10, 0) is None  # not counted
+    assert job_store.reserve_recurring(TENANT, 5, ("k", "J")) is True
+    keys: list[KeyCount] = []
+
+    for segment in range(3):
+        list(job_store.scan_active(segment, 3, None, keys))
+
+    assert keys == [(TENANT, "J", 10**10)]
 
 
 def test_given_a_recurring_quota_when_reserving_then_the_check_and_increment_are_atomic(

@@ -7,7 +7,7 @@ from __future__ import annotations
 import builtins
 import re
 import secrets
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, MutableSequence, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
@@ -36,7 +36,7 @@ from duetime.adapters.dynamodb.job_table import (
 from duetime.domain.jobs import Job, JobStatus
 from duetime.domain.overlap import Gate
 from duetime.observability import logger
-from duetime.ports import ConditionFailed, CounterRead, KeyHold, Page, StoreError
+from duetime.ports import ConditionFailed, CounterRead, KeyCount, KeyHold, Page, StoreError
 
 # A job cursor names a job id: a ULID (Crockford base32, its first character 0-7: 48 bits of
 # time). Anything else could sort outside the query's key condition (DynamoDB refuses such an
@@ -227,15 +227,20 @@ class DynamoJobStore(JobTable):
             raise StoreError(str(exc), transient=store_error(exc).transient) from exc  # unwritten
 
     def scan_active(
-        self, segment: int, segments: int, counters: dict[str, CounterRead] | None = None
+        self,
+        segment: int,
+        segments: int,
+        counters: dict[str, CounterRead] | None = None,
+        keys: MutableSequence[KeyCount] | None = None,
     ) -> Iterator[Job]:
         params: dict[str, Any] = {
             "TableName": self._table,
             "Segment": segment,
             "TotalSegments": segments,
-            # Jobs (idempotency records, counters and webhook secrets have no status) and the
-            # recurring counters (at zero too: the recount may have to raise one).
-            "FilterExpression": "#s IN (:s, :p) OR #id = :c",
+            # Jobs (idempotency records, counters and webhook secrets have no status), the
+            # recurring counters (at zero too: the recount may have to raise one) and the keys
+            # that carry a count.
+            "FilterExpression": "#s IN (:s, :p) OR #id = :c OR attribute_exists(counted)",
             "ExpressionAttributeNames": {"#s": "status", "#id": "id"},
             "ExpressionAttributeValues": {
                 ":s": {"S": JobStatus.SCHEDULED.value},
@@ -248,7 +253,12 @@ class DynamoJobStore(JobTable):
                 response = self._client.scan(**params)
             for item in response.get("Items", []):
                 values = from_item(item)
-                if values["id"] != RECURRING_COUNTER:
+                if str(values["id"]).startswith(IDEMPOTENCY_PREFIX):
+                    if keys is not None:  # (the tenant as written, before its partition's suffix)
+                        tenant = str(values["tenant"])
+                        tenant = tenant if self._partitions == 1 else tenant.rsplit("#", 1)[0]
+                        keys.append((tenant, str(values["job_id"]), int(values["expires_at"])))
+                elif values["id"] != RECURRING_COUNTER:
                     job = self._readable(values)
                     if job is not None:
                         yield job

@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import threading
 import zlib
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, MutableSequence, Sequence
 from dataclasses import replace
 
 from duetime.domain.jobs import Job, JobStatus
 from duetime.domain.overlap import Gate
-from duetime.ports import ConditionFailed, CounterRead, KeyHold, Page
+from duetime.ports import ConditionFailed, CounterRead, KeyCount, KeyHold, Page
 
 
 class MemoryJobStore:
@@ -118,15 +118,24 @@ class MemoryJobStore:
                 self._release(job.tenant)
 
     def scan_active(
-        self, segment: int, segments: int, counters: dict[str, CounterRead] | None = None
+        self,
+        segment: int,
+        segments: int,
+        counters: dict[str, CounterRead] | None = None,
+        keys: MutableSequence[KeyCount] | None = None,
     ) -> Iterator[Job]:
         with self._lock:
             jobs = list(self._jobs.values())
             counted = {t: (n, self._changes.get(t, 0)) for t, n in self._recurring.items()}
+            marked = [(t, k, self._keys[(t, k)][0]) for t, k in self._counted_keys]
+            expiry = dict(self._key_expiry)
         if counters is not None:
             for tenant, read in counted.items():
                 if zlib.crc32(tenant.encode()) % segments == segment:
                     counters[tenant] = read
+        for tenant, key, job_id in marked:
+            if keys is not None and zlib.crc32(key.encode()) % segments == segment:
+                keys.append((tenant, job_id, expiry[(tenant, key)]))
         for job in jobs:
             active = job.status in (JobStatus.SCHEDULED, JobStatus.PAUSED)
             if active and zlib.crc32(job.id.encode()) % segments == segment:

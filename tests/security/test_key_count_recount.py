@@ -1,0 +1,85 @@
+"""A tenant's own two copies of one keyed `after` request, both refused at the link (the
+upstream's dependents full), leave the key carrying a count with no job. The daily recount
+dropped that count, and a retry of the key then wrote its job uncounted: the tenant held more
+active recurring jobs than its quota, for good (an outside security audit, round twelve). The
+recount now counts such keys (JobStore.scan_active's `keys`) until they expire."""
+
+from __future__ import annotations
+
+import contextlib
+import threading
+from typing import Any
+
+import pytest
+
+import duetime.services.dependencies as dependencies
+from duetime.domain.errors import QuotaExceeded
+from duetime.domain.jobs import JobStatus, parse_job_spec
+from duetime.settings import Quotas
+from tests.integration.test_partitioned_sweep import Twins
+
+NOOP = {"type": "handler", "name": "duetime.noop"}
+
+
+def _live(twins: Twins) -> int:
+    return sum(1 for j in twins.jobs._jobs.values() if j.status == JobStatus.SCHEDULED)
+
+
+def test_a_raced_key_refused_at_its_link_does_not_give_a_job_over_the_quota(
+    monkeypatch: Any,
+) -> None:
+    monkeypatch.setattr(dependencies, "MAX_DEPENDENTS", 1)  # stands for 1,000: the upstream full
+    twins = Twins(shards=1)
+    quotas = Quotas(max_active_recurring_jobs=3)
+    rate = parse_job_spec({"schedule": {"rate_seconds": 60}, "target": NOOP})
+    upstream = twins.service.create("t", rate, quotas=quotas).id
+    after = parse_job_spec({"schedule": {"after": {"job_id": upstream}}, "target": NOOP})
+    first_dependent = twins.service.create("t", after, quotas=quotas).id  # the upstream is full
+    assert twins.jobs.recurring_count("t") == 2
+
+    deps = twins.service.submission._deps
+    link = deps.link
+    linking, go = threading.Event(), threading.Event()
+
+    def first_link(job: Any) -> None:  # request A: claimed, counted; B comes before its link
+        deps.link = link
+        linking.set()
+        go.wait(5)
+        link(job)
+
+    deps.link = first_link  # type: ignore[method-assign]
+    box: dict[str, Any] = {}
+
+    def request_a() -> None:
+        try:
+            twins.service.create("t", after, idempotency_key="k", quotas=quotas)
+        except BaseException as exc:
+            box["error"] = exc
+
+    thread = threading.Thread(target=request_a)
+    thread.start()
+    assert linking.wait(5)
+    twins.clock.now += 500
+    with pytest.raises(QuotaExceeded):  # request B, the same key: resumed, refused at the link
+        twins.service.create("t", after, idempotency_key="k", quotas=quotas)
+    go.set()
+    thread.join(5)
+    assert isinstance(box.get("error"), QuotaExceeded)
+    print("after the race: count", twins.jobs.recurring_count("t"), "live", _live(twins))
+
+    twins.clock.now += 3_600_000
+    twins.reconciler().reconcile()  # the daily recount: the jobs there are
+    print("after the recount: count", twins.jobs.recurring_count("t"), "live", _live(twins))
+
+    twins.service.cancel("t", first_dependent)  # room under the upstream again
+    twins.clock.now += 1_000
+    retried = twins.service.create("t", after, idempotency_key="k", quotas=quotas)
+    assert twins.jobs.get("t", retried.id).status == JobStatus.SCHEDULED
+    for _ in range(3):
+        with contextlib.suppress(QuotaExceeded):
+            twins.service.create("t", rate, quotas=quotas)
+    print("then: count", twins.jobs.recurring_count("t"), "live", _live(twins))
+    twins.clock.now += 24 * 3_600_000
+    twins.reconciler().reconcile()
+    print("next recount: count", twins.jobs.recurring_count("t"), "live", _live(twins))
+    assert _live(twins) <= 3, f"{_live(twins)} active recurring jobs at a quota of 3"
