@@ -36,7 +36,8 @@ class LongFirst(Twins):
         super().execute(target, invocation)
 
 
-def _run(patches: list[tuple[int, str]]) -> tuple[Twins, str]:
+def _long_first() -> tuple[LongFirst, str]:
+    """An `allow` job every 10 s to +200 whose +10 runs 300 s, its message hidden meanwhile."""
     twins = LongFirst()
     twins.queue._visibility_ms = LAMBDA_VISIBILITY_S * 1000
     job = twins.create(
@@ -45,6 +46,11 @@ def _run(patches: list[tuple[int, str]]) -> tuple[Twins, str]:
         timeout_seconds=400,
         overlap="allow",
     )
+    return twins, job
+
+
+def _run(patches: list[tuple[int, str]]) -> tuple[Twins, str]:
+    twins, job = _long_first()
     for at, overlap in patches:
         twins.at(at, lambda o=overlap: twins.service.update("t", job, {"overlap": o}))
     twins.run_for(1000)
@@ -72,14 +78,7 @@ def test_an_occurrence_buffered_between_the_patch_write_and_its_unpin_is_not_str
     # A review: a worker reading the job as buffer_one between the PATCH's write and its unpin
     # buffered the occurrence behind the pinned run, and the unpin then left it (its release
     # does nothing). Under buffer_one a pinned holder counts as holding nothing.
-    twins = LongFirst()  # +10 runs 300 s (to +310, past the schedule's end at +200)
-    twins.queue._visibility_ms = LAMBDA_VISIBILITY_S * 1000
-    job = twins.create(
-        schedule={"rate_seconds": 10, "end_at": rfc3339_ms(T0 + 200_000)},
-        payload={"seconds": 1},
-        timeout_seconds=400,
-        overlap="allow",
-    )
+    twins, job = _long_first()  # +10 runs to +310, past the schedule's end at +200
     guard = twins.service._overlap
     changed = guard.changed
 
