@@ -10,6 +10,12 @@ SQS refuses a MessageGroupId that is not 1-128 ASCII letters, digits and punctua
 takes anything, so a value AWS would refuse (a tenant with a space) passed every local test.
 `make_sqs_strict` makes moto refuse it as AWS does.
 
+moto backs a transaction up by deep-copying every table it names, under that lock: a
+transaction took time in the size of its tables and every other write waited for it (the
+cron scenario's 1,000 job ends, each a transaction over a table of thousands of jobs, started
+16-27 s after their minute on a 2-core host, until 2026-12-01). The same lock lets a refused
+transaction be undone from copies of the items it names, and the stream records it added.
+
 A DynamoDB Streams iterator expires after 15 minutes; moto keeps every one it made, one a
 GetRecords call: a long-running local stack grew by ~1.6 KB a poll of its runs stream (140 MB
 a day idle; found by an outside audit). `make_stream_iterators_bounded` keeps the newest.
@@ -17,9 +23,11 @@ a day idle; found by an outside audit). `make_stream_iterators_bounded` keeps th
 
 from __future__ import annotations
 
+import copy
 import functools
 import threading
 from collections.abc import Callable
+from types import SimpleNamespace
 from typing import Any
 
 _lock = threading.RLock()
@@ -27,8 +35,8 @@ _applied = False
 
 
 def make_dynamodb_writes_atomic() -> None:
-    """Wrap moto's DynamoDB item writes (and the reads that iterate items) in one lock
-    (idempotent)."""
+    """Wrap moto's DynamoDB item writes (and the reads that iterate items) in one lock, and
+    back a transaction up by its items (idempotent)."""
     global _applied  # noqa: PLW0603 - a process-wide patch, applied once
     with _lock:
         if _applied:
@@ -48,8 +56,69 @@ def make_dynamodb_writes_atomic() -> None:
         ):
             original = getattr(DynamoDBBackend, name, None)
             if original is not None:
+                if name == "transact_write_items":
+                    original = _item_scoped(original)
                 setattr(DynamoDBBackend, name, _serialized(original))
         _applied = True
+
+
+def _item_scoped(transact: Callable[..., Any]) -> Callable[..., Any]:
+    """moto's TransactWriteItems without its copies of whole tables: a refusal (any error)
+    puts back the items it names and drops the stream records it added. Runs under `_lock`."""
+    from moto.dynamodb import models
+    from moto.dynamodb.models.table import Table
+
+    def deepcopy(value: Any, memo: Any = None) -> Any:  # moto's backup: the table itself
+        return value if isinstance(value, Table) else copy.deepcopy(value, memo)
+
+    models.copy = SimpleNamespace(deepcopy=deepcopy)  # type: ignore[assignment,attr-defined]
+
+    @functools.wraps(transact)
+    def scoped(backend: Any, transact_items: list[dict[str, Any]], *args: Any) -> Any:
+        saved = [s for s in map(functools.partial(_saved, backend), transact_items) if s]
+        streams = {
+            id(s[0]): (s[0].stream_shard, len(s[0].stream_shard.items))
+            for s in saved
+            if s[0].stream_shard is not None
+        }
+        try:
+            return transact(backend, transact_items, *args)
+        except BaseException:
+            for table, hash_key, range_key, item in reversed(saved):
+                _put_back(table, hash_key, range_key, item)
+            for shard, length in streams.values():
+                del shard.items[length:]
+            raise
+
+    return scoped
+
+
+def _saved(backend: Any, entry: dict[str, Any]) -> tuple[Any, Any, Any, Any] | None:
+    """(table, hash key, range key, a copy of the item or None) for a transaction's entry;
+    None for one moto refuses before writing it."""
+    from moto.dynamodb.models.dynamo_type import DynamoType
+
+    try:
+        ((_, op),) = entry.items()
+        table = backend.tables[op["TableName"]]
+        attrs = op["Item"] if "Item" in op else op["Key"]
+        hash_key = DynamoType(attrs[table.hash_key_attr])
+        range_key = DynamoType(attrs[table.range_key_attr]) if table.range_key_attr else None
+        return table, hash_key, range_key, copy.deepcopy(table.get_item(hash_key, range_key))
+    except Exception:  # moto refuses the entry itself
+        return None
+
+
+def _put_back(table: Any, hash_key: Any, range_key: Any, item: Any) -> None:
+    if range_key is None:
+        if item is None:
+            table.items.pop(hash_key, None)
+        else:
+            table.items[hash_key] = item
+    elif item is None:
+        table.items[hash_key].pop(range_key, None)
+    else:
+        table.items[hash_key][range_key] = item
 
 
 _sqs_strict = False
