@@ -563,6 +563,15 @@ def test_an_unknown_or_malformed_id_is_a_404(api: Api, method: str, path: str) -
         assert (reply.status, reply.error["code"]) == (404, "not_found"), job_id
 
 
+def test_a_run_id_where_a_job_id_goes_is_a_404_that_says_which_job_it_names(api: Api) -> None:
+    job = api.create({"schedule": {"rate_seconds": 60}})
+    run_id = f"{job['id']}-1795255210000"
+    reply = api.call("GET", f"/jobs/{run_id}")
+    assert (reply.status, reply.error["code"]) == (404, "not_found")
+    assert "a run id" in reply.error["message"]
+    assert f"its job is {job['id']}" in reply.error["message"]
+
+
 # --- reading -----------------------------------------------------------------------------------
 
 

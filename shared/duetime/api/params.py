@@ -25,6 +25,7 @@ MAX_LIMIT = 100
 MAX_CURSOR_CHARS = 1024
 MAX_IF_MATCH_CHARS = 1024
 JOB_ID = re.compile(r"[0-9A-HJKMNP-TV-Z]{26}")  # a ULID (duetime.domain.ids.new_job_id)
+RUN_ID = re.compile(JOB_ID.pattern + r"-[0-9]{1,16}")  # duetime.domain.ids.run_id
 IDEMPOTENCY_KEY = re.compile(r"[\x21-\x7e]{1,255}")  # visible ASCII
 # One entity tag of If-Match (RFC 9110 8.8.3: `"opaque"` or weak `W/"opaque"`; bare digits are
 # taken for the quoted version too). Only a job's ETag, its version as written in the ETag,
@@ -173,7 +174,9 @@ def idempotency_key(raw: str | None) -> str | None:
 
 
 def checked_id(job_id: str) -> str:
-    """A path id that cannot name a job is a 404 without a read."""
+    """A path id that cannot name a job is a 404 without a read (a run id's says its job)."""
     if not JOB_ID.fullmatch(job_id):
+        if RUN_ID.fullmatch(job_id):
+            raise NotFound(f"{job_id} is a run id, not a job id: its job is {job_id[:26]}")
         raise NotFound(f"job {job_id[:64]} not found")
     return job_id
