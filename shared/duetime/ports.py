@@ -13,7 +13,7 @@ Only the Protocols live here, with the types that exist because of them: errors 
 
 from __future__ import annotations
 
-from collections.abc import Iterator, MutableSequence, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Generic, Protocol, TypeVar
 
@@ -125,12 +125,12 @@ class JobStore(Protocol):
         segment: int,
         segments: int,
         counters: dict[str, CounterRead] | None = None,
-        keys: MutableSequence[KeyCount] | None = None,
+        keys: Callable[[KeyCount], None] | None = None,
     ) -> Iterator[Job]:
         """Every `scheduled` or `paused` job of every tenant, in one segment of a parallel scan
         (0..segments-1), for the daily reconciler. `counters`: filled by the same read with the
         segment's tenants' counts of active recurring jobs (reserve_recurring) and changes;
-        `keys`: with its Idempotency-Keys that carry a count (tenant, job id, expiry in s)."""
+        `keys`: called with each Idempotency-Key that carries a count (tenant, job id, expiry)."""
 
     def reserve_recurring(
         self, tenant: str, limit: int, key: tuple[str, str] | None = None

@@ -780,7 +780,7 @@ def test_given_keys_that_carry_a_count_then_the_scan_reads_them(job_store: JobSt
     keys: list[KeyCount] = []
 
     for segment in range(3):
-        list(job_store.scan_active(segment, 3, None, keys))
+        list(job_store.scan_active(segment, 3, None, keys.append))
 
     assert keys == [(TENANT, "J", 10**10)]
 

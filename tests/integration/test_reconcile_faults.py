@@ -4,14 +4,14 @@ still checked by the next day's run."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any
 
 from duetime.adapters.memory.jobs import MemoryJobStore
 from duetime.adapters.memory.timers import MemoryTimerStore
 from duetime.domain.jobs import Job
 from duetime.domain.timeutil import MINUTE_MS, rfc3339_ms
-from duetime.ports import CounterRead, StoreError
+from duetime.ports import CounterRead, KeyCount, StoreError
 from tests.integration.test_partitioned_sweep import T0, Twins
 
 HOUR = 60 * MINUTE_MS
@@ -87,9 +87,13 @@ def test_given_a_scan_that_fails_part_way_then_no_counter_is_set_from_a_partial_
 
     class FailingScan(MemoryJobStore):
         def scan_active(
-            self, segment: int, segments: int, counters: dict[str, CounterRead] | None = None
+            self,
+            segment: int,
+            segments: int,
+            counters: dict[str, CounterRead] | None = None,
+            keys: Callable[[KeyCount], None] | None = None,
         ) -> Iterator[Job]:
-            for n, job in enumerate(super().scan_active(segment, segments, counters)):
+            for n, job in enumerate(super().scan_active(segment, segments, counters, keys)):
                 if n == 1:
                     raise StoreError("Scan: throttled")
                 yield job

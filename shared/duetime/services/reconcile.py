@@ -82,9 +82,9 @@ class ReconcileReport:
     counted: dict[str, CounterRead] = field(default_factory=dict)
     # A segment's scan failed part way: its counts are partial, so no counter is set.
     incomplete: bool = False
-    # The Idempotency-Keys that carry a count (JobStore.scan_active): one whose job was never
-    # written still holds it, for the request that resumes the key.
-    keys: list[KeyCount] = field(default_factory=list)
+    # The Idempotency-Keys that carry a count (JobStore.scan_active) and have not expired: one
+    # whose job was never written still holds it, for the request that resumes the key.
+    keys: int = 0
 
 
 class Reconciler:
@@ -125,9 +125,7 @@ class Reconciler:
             total.incomplete |= r.incomplete
             total.active_recurring.update(r.active_recurring)
             total.counted.update(r.counted)
-            total.keys.extend(r.keys)
-        if not total.incomplete:
-            total.incomplete = not self._count_keys(total)
+            total.keys += r.keys
         # Each counter is set to the jobs found, if it has not changed since the scan read it
         # (a job counted or released meanwhile, even one of each, leaves it to the next run);
         # a counter above zero for a tenant with no active recurring job (a reservation leaked
@@ -144,25 +142,10 @@ class Reconciler:
             extra={
                 "reconcile": total.__dict__
                 | {"active_recurring": len(total.active_recurring), "counted": len(total.counted)}
-                | {"keys": len(total.keys)}
+                | {"keys": total.keys}
             },
         )
         return total
-
-    def _count_keys(self, total: ReconcileReport) -> bool:
-        """Count, for its tenant, each unexpired Idempotency-Key that carries a count and whose
-        job was never written: a retry that resumes the key carries it on (until 2026-12-01 the
-        recount dropped it, and that retry's job lived uncounted; an outside security audit,
-        round twelve). False when a read failed: no counter is set by this run."""
-        now_s = self._clock() // 1000
-        try:
-            for tenant, job_id, expires_at in total.keys:
-                if expires_at > now_s and self._jobs.get(tenant, job_id) is None:
-                    total.active_recurring[tenant] += 1
-        except Exception:
-            logger.exception("reading the counted keys' jobs failed")
-            return False
-        return True
 
     def _segment(self, segment: int, stuck: set[tuple[str, int]]) -> ReconcileReport:
         """One segment of the scan. A batch whose reads fail is counted `failed` and left to
@@ -172,8 +155,10 @@ class Reconciler:
         report = ReconcileReport()
         batch: list[Job] = []
         overdue: list[Job] = []
+        keys = _KeyCheck(self._jobs, self._clock() // 1000, report)
         try:
-            self._each(segment, stuck, report, batch, overdue)
+            self._each(segment, stuck, report, batch, overdue, keys)
+            keys.flush()
         except Exception:
             logger.exception("the reconciler's scan failed", extra={"segment": segment})
             report.incomplete = True
@@ -191,8 +176,9 @@ class Reconciler:
         report: ReconcileReport,
         batch: list[Job],
         overdue: list[Job],
+        keys: _KeyCheck,
     ) -> None:
-        for job in self._jobs.scan_active(segment, self._segments, report.counted, report.keys):
+        for job in self._jobs.scan_active(segment, self._segments, report.counted, keys):
             report.scanned += 1
             if counted(job.spec):
                 report.active_recurring[job.tenant] += 1
@@ -305,3 +291,34 @@ class Reconciler:
             if found is not None:
                 dues.add(to_ms(found))
         return [Timer(job.tenant, job.id, due, job.generation) for due in sorted(dues)]
+
+
+class _KeyCheck:
+    """A segment's Idempotency-Keys that carry a count, as its scan finds them: each unexpired
+    one whose job was never written counts for its tenant, as a retry that resumes the key
+    carries the count on (until 2026-12-01 the recount dropped it, and that retry's job lived
+    uncounted; an outside security audit, round twelve). Their jobs are read MAX_BATCH_GET to a
+    BatchGetItem (until later that day one GetItem a key, one after another after the scan and
+    before any counter's repair: one tenant's keyed creates, cancelled at once, could fill the
+    reconciler's 15 minutes; round thirteen). A read that fails fails the segment's scan: no
+    counter is set by this run."""
+
+    def __init__(self, jobs: JobStore, now_s: int, report: ReconcileReport) -> None:
+        self._jobs = jobs
+        self._now_s = now_s
+        self._report = report
+        self._pending: list[KeyCount] = []
+
+    def __call__(self, key: KeyCount) -> None:
+        if key[2] > self._now_s:
+            self._pending.append(key)
+            if len(self._pending) == MAX_BATCH_GET:
+                self.flush()
+
+    def flush(self) -> None:
+        pending, self._pending = self._pending, []
+        written = self._jobs.get_many([(tenant, job_id) for tenant, job_id, _ in pending])
+        for tenant, job_id, _ in pending:
+            self._report.keys += 1
+            if job_id not in written:
+                self._report.active_recurring[tenant] += 1

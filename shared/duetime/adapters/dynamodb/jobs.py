@@ -7,7 +7,7 @@ from __future__ import annotations
 import builtins
 import re
 import secrets
-from collections.abc import Iterator, MutableSequence, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
@@ -231,7 +231,7 @@ class DynamoJobStore(JobTable):
         segment: int,
         segments: int,
         counters: dict[str, CounterRead] | None = None,
-        keys: MutableSequence[KeyCount] | None = None,
+        keys: Callable[[KeyCount], None] | None = None,
     ) -> Iterator[Job]:
         params: dict[str, Any] = {
             "TableName": self._table,
@@ -257,7 +257,7 @@ class DynamoJobStore(JobTable):
                     if keys is not None:  # (the tenant as written, before its partition's suffix)
                         tenant = str(values["tenant"])
                         tenant = tenant if self._partitions == 1 else tenant.rsplit("#", 1)[0]
-                        keys.append((tenant, str(values["job_id"]), int(values["expires_at"])))
+                        keys((tenant, str(values["job_id"]), int(values["expires_at"])))
                 elif values["id"] != RECURRING_COUNTER:
                     job = self._readable(values)
                     if job is not None:

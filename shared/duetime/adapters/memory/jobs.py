@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import threading
 import zlib
-from collections.abc import Iterator, MutableSequence, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import replace
 
 from duetime.domain.jobs import Job, JobStatus
@@ -122,7 +122,7 @@ class MemoryJobStore:
         segment: int,
         segments: int,
         counters: dict[str, CounterRead] | None = None,
-        keys: MutableSequence[KeyCount] | None = None,
+        keys: Callable[[KeyCount], None] | None = None,
     ) -> Iterator[Job]:
         with self._lock:
             jobs = list(self._jobs.values())
@@ -135,7 +135,7 @@ class MemoryJobStore:
                     counters[tenant] = read
         for tenant, key, job_id in marked:
             if keys is not None and zlib.crc32(key.encode()) % segments == segment:
-                keys.append((tenant, job_id, expiry[(tenant, key)]))
+                keys((tenant, job_id, expiry[(tenant, key)]))
         for job in jobs:
             active = job.status in (JobStatus.SCHEDULED, JobStatus.PAUSED)
             if active and zlib.crc32(job.id.encode()) % segments == segment:
