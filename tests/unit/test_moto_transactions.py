@@ -135,3 +135,13 @@ def test_a_transaction_copies_the_items_it_names_not_its_tables(
     assert items(dynamodb)["counter"] == 1
     assert items(dynamodb)["job-007"] == 8
     assert items(dynamodb)["job-008"] == 8
+
+
+def test_a_refused_transaction_undoes_an_entry_that_names_its_table_by_arn(dynamodb: Any) -> None:
+    put(dynamodb, "counter", 1)
+    arn = dynamodb.describe_table(TableName=TABLE)["Table"]["TableArn"]
+    by_arn = increment("counter")
+    by_arn["Update"]["TableName"] = arn  # DynamoDB takes a table's name or its ARN
+    with pytest.raises(ClientError):
+        dynamodb.transact_write_items(TransactItems=[by_arn, increment("counter-2", below=0)])
+    assert items(dynamodb) == {"counter": 1}

@@ -35,8 +35,8 @@ _applied = False
 
 
 def make_dynamodb_writes_atomic() -> None:
-    """Wrap moto's DynamoDB item writes (and the reads that iterate items) in one lock, and
-    back a transaction up by its items (idempotent)."""
+    """Wrap moto's DynamoDB item writes and reads in one lock, and back a transaction up by its
+    items (idempotent)."""
     global _applied  # noqa: PLW0603 - a process-wide patch, applied once
     with _lock:
         if _applied:
@@ -44,8 +44,13 @@ def make_dynamodb_writes_atomic() -> None:
         from moto.dynamodb.models import DynamoDBBackend
 
         # Queries and scans iterate the table's items: a write landing meanwhile makes them
-        # fail ("dictionary changed size during iteration"), which DynamoDB never does.
+        # fail ("dictionary changed size during iteration"), which DynamoDB never does. And a
+        # read in the middle of a transaction saw its writes, refused or not (an outside audit
+        # of the emulator, 2026-12-01).
         for name in (
+            "get_item",
+            "batch_get_item",
+            "transact_get_items",
             "put_item",
             "update_item",
             "delete_item",
@@ -100,7 +105,7 @@ def _saved(backend: Any, entry: dict[str, Any]) -> tuple[Any, Any, Any, Any] | N
 
     try:
         ((_, op),) = entry.items()
-        table = backend.tables[op["TableName"]]
+        table = backend.get_table(op["TableName"])  # its name or its ARN
         attrs = op["Item"] if "Item" in op else op["Key"]
         hash_key = DynamoType(attrs[table.hash_key_attr])
         range_key = DynamoType(attrs[table.range_key_attr]) if table.range_key_attr else None
