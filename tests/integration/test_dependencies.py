@@ -496,3 +496,40 @@ def not_decoding(read: Any, broken: str) -> Any:
         return read(keys)
 
     return reading
+
+
+def test_a_dependent_whose_upstream_expired_can_still_be_changed_but_not_moved_onto_it() -> None:
+    """A PATCH that leaves an `after` schedule as it is does not walk the chain again: once
+    the upstream's item had expired (a one-off 30 days after its run), every change of the
+    dependent (its name, tags, payload) was a 404 on `schedule.after.job_id` (until
+    2026-12-01; an outside lifecycle audit, round ten)."""
+    from tests.integration.test_overlap_changes import Twins
+
+    twins = Twins()
+    upstream = twins.create(schedule={"delay_seconds": 10})
+    dependent = twins.create(schedule={"after": {"job_id": upstream}})
+    twins.run_for(30)
+    twins.clock.now += 31 * 86_400_000  # the upstream's item is past its TTL
+
+    renamed = twins.service.update("t", dependent, {"name": "renamed", "tags": {"team": "x"}})
+    assert (renamed.job.spec.name, renamed.job.version) == ("renamed", 2)
+    other = twins.create(schedule={"rate_seconds": 60})
+    twins.service.update("t", dependent, {"schedule": {"after": {"job_id": other}}})
+    with pytest.raises(NotFound):  # moved back onto it: checked, and gone
+        twins.service.update("t", dependent, {"schedule": {"after": {"job_id": upstream}}})
+
+
+def test_a_completed_upstream_whose_last_run_waits_out_a_retry_after_takes_a_dependent() -> None:
+    """Its last run, held back by a target's Retry-After (up to 900 s), may still end: a new
+    `after` job is refused only past the longest wait (until 2026-12-01 the backoff's cap, and
+    a dependent was refused while that run was `retrying`; a lifecycle audit, round ten)."""
+    spec = parse_job_spec(
+        {
+            "schedule": {"rate_seconds": 10, "end_at": rfc3339_ms(T0 + 20_000)},
+            "target": {"type": "handler", "name": "duetime.noop"},
+            "timeout_seconds": 30,
+            "retry": {"max_attempts": 2, "backoff_seconds": 1, "max_backoff_seconds": 1},
+        }
+    )
+    # The run at +20 may end as late as +20 + 30 s + Retry-After's 900 s + 30 s.
+    assert attempts_seconds(spec) >= 2 * 30 + 900

@@ -178,9 +178,10 @@ def test_given_a_concurrent_change_then_a_transition_is_a_conflict_not_a_lost_up
 def test_given_a_one_off_job_past_its_hot_window_then_it_is_history_not_state() -> None:
     parts = Parts()
     job = parts.service.create("t", spec(schedule={"delay_seconds": 0}))
-    # The window starts once its run can have ended, every attempt and backoff taken (with
-    # the defaults: 3 attempts of 30 s, 2 backoffs of at most 300 s): a retry reads its job.
-    runs_end = job.created_ms // 1000 + 3 * 30 + 2 * 300
+    # The window starts once its run can have ended, every attempt and wait taken (with the
+    # defaults: 3 attempts of 30 s, 2 waits of at most 900 s, a target's Retry-After): a retry
+    # reads its job.
+    runs_end = job.created_ms // 1000 + 3 * 30 + 2 * 900
     assert job.expires_at == runs_end + parts.settings.run_ttl_seconds
     past = parts.service.create("t", spec(schedule={"at": "2000-01-01T00:00:00Z"}))
     assert past.expires_at == job.expires_at  # it runs now
@@ -338,8 +339,8 @@ def test_given_a_job_completed_by_its_resume_then_it_expires_like_one_completed_
     resumed = parts.service.resume("t", job.id)
     assert resumed.status == JobStatus.COMPLETED
     # A hot window from then, after its last run's attempts can have ended (3 of 30 s, 2
-    # backoffs of 300 s): its end has passed (a sweep's completion bounds it by end_at).
-    attempts = 3 * 30 + 2 * 300
+    # waits of 900 s): its end has passed (a sweep's completion bounds it by end_at).
+    attempts = 3 * 30 + 2 * 900
     hot = parts.settings.run_ttl_seconds
     assert resumed.job.expires_at == (T0 + 1_200_000) // 1000 + attempts + hot
 

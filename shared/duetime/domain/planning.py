@@ -36,6 +36,7 @@ from datetime import datetime, timedelta
 
 from duetime.domain.errors import ValidationError
 from duetime.domain.jobs import Catchup, CatchupMode, Job, JobSpec
+from duetime.domain.retry import longest_retry_wait_ms
 from duetime.domain.schedule import (
     After,
     Cron,
@@ -285,8 +286,10 @@ def hot_until(spec: JobSpec, run_ms: int, ttl_seconds: int) -> int:
 
 def attempts_seconds(spec: JobSpec) -> int:
     """The most a run can take from its instant to its last attempt's end: its jitter, every
-    attempt's timeout and every backoff between them. A retry reads its job, so the job's item
-    must outlive it (a short hot window expired it under its retries until 2026-11-30)."""
+    attempt's timeout and every wait between them, a target's Retry-After included (until
+    2026-12-01 the backoff's cap: a completed upstream whose last run waited out a Retry-After
+    refused a new dependent; a lifecycle audit). A retry reads its job, so the job's item must
+    outlive it (a short hot window expired it under its retries until 2026-11-30)."""
     retry = spec.retry
-    backoffs = math.ceil((retry.max_attempts - 1) * retry.max_backoff_seconds)
+    backoffs = math.ceil((retry.max_attempts - 1) * longest_retry_wait_ms(retry) / 1000)
     return spec.jitter_seconds + retry.max_attempts * spec.timeout_seconds + backoffs

@@ -134,8 +134,9 @@ class Submission:
         self, tenant: str, spec: JobSpec, quotas: Quotas | None, old: Job | None = None
     ) -> tuple[Job, ...]:
         """What a job body must meet beyond its own validation, at create and at PATCH (of job
-        `old`). `quotas`: the tenant's limits (None: none). Returns the chain of `after`
-        jobs above it, as read (Dependencies.check)."""
+        `old`). `quotas`: the tenant's limits (None: none). Returns the chain of `after` jobs
+        above it, as read (Dependencies.check), but for an unchanged schedule (until 2026-12-01
+        walked again: a 404 on every change once its upstream expired; a lifecycle audit)."""
         schedule = spec.schedule
         shortest = quotas.min_rate_seconds if quotas is not None else 0
         if isinstance(schedule, Rate) and schedule.seconds < shortest:
@@ -171,7 +172,8 @@ class Submission:
             )
         ):
             raise ValidationError("target.url", why)
-        return self._deps.check(tenant, schedule, old)
+        unchanged = old is not None and schedule == old.spec.schedule  # its upstream may be gone
+        return () if unchanged else self._deps.check(tenant, schedule, old)
 
     def prepare(
         self,
@@ -254,10 +256,9 @@ class Submission:
 
     def expiry(self, spec: JobSpec, due: int | None, now: int) -> int | None:
         """A one-off job lives for the hot window after its run can have ended, every attempt
-        and backoff taken (a retry reads its job: until 2026-11-30 a short window, such as the
-        local stack's `--hot-ttl-seconds 5`, expired it under its retries, which were dropped;
-        found by an outside audit), and its run record no less (see RunExecutor): after that
-        its history is in the archive. Others do not expire."""
+        and wait taken (a retry reads its job: until 2026-11-30 a short window expired it under
+        its retries, which were dropped; an outside audit), and its run record no less (see
+        RunExecutor): after that its history is in the archive. Others do not expire."""
         if spec.recurring or due is None:
             return None
         return hot_until(spec, max(due, now), self._settings.run_ttl_seconds)
@@ -443,7 +444,6 @@ class Submission:
 
 def silent(exc: BaseException | None) -> bool:
     """The store gave no answer (its three attempts timed out: ~9-18 s on the API's clients).
-    A withdrawal after it is not tried: it would take as long again, twice with its read-back,
-    and the API function (29 s) was stopped in the middle, API Gateway answering its own 5xx
-    (until 2026-12-01; an outside contract audit). The job, if its write landed, stays."""
+    No withdrawal is tried after it: it took as long again, and the API function (29 s) was
+    stopped midway (until 2026-12-01; a contract audit). The job, if its write landed, stays."""
     return isinstance(exc, StoreError) and exc.unknown
