@@ -88,6 +88,9 @@ def deliverable(target: HttpTarget) -> None:
         "http://hooks.example.com/x\x85",  # C1 control (NEL)
         "http://hooks.example.com/x\u2028",  # line separator
         "http://hooks.example.com/x\u00a0",  # no-break space
+        # U+FEFF: a space to the document's pattern (ECMA-262's \s), not to Python's; IDNA
+        # drops it, so the host was sent as another name (a contract audit, round ten)
+        "https://hooks.exa\ufeffmple.com/",
         " http://hooks.example.com/",  # urlsplit strips it; refused rather than rewritten
         "http://hooks.example.com/\n",
         "http://hooks.example.com/café",  # non-ASCII path: http.client sends ASCII only
@@ -416,6 +419,7 @@ def test_an_event_source_that_only_looks_like_awss_is_kept() -> None:
         "https://u:p@sqs.us-east-1.amazonaws.com/1/q",
         "ftp://sqs.us-east-1.amazonaws.com/1/q",
         "https://sqs us-east-1/1/q",
+        "https://sqs.us-east-1.amazon\ufeffaws.com/123456789012/q",
         # Another host's path too: only its last segment was read as the queue, so a tenant
         # could name another's queue before it (a security audit, round five).
         "https://x.example/123456789012/tenB_orders/tenA_x",

@@ -47,9 +47,11 @@ def split_url(url: str, where: str) -> SplitResult:
 
 def _unsafe_character(text: str) -> str | None:
     """The first space or control character of `text` (urlsplit silently drops tab, CR and LF,
-    and http.client refuses the others in a request line), or None."""
+    and http.client refuses the others in a request line), or None. U+FEFF counts as a space,
+    as in the OpenAPI document's patterns (ECMA-262's white space): IDNA drops it from a host name
+    (until 2026-12-01 accepted, and a validating client refused the job's answers)."""
     for char in text:
-        if char.isspace() or unicodedata.category(char) == "Cc":
+        if char.isspace() or char == "\ufeff" or unicodedata.category(char) == "Cc":
             return char
     return None
 
