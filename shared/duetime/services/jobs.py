@@ -167,10 +167,11 @@ class JobService:
         last_run = last[0] if last else None
         status = job.status
         if status == JobStatus.SCHEDULED and not job.spec.recurring and job.next_due_ms is not None:
+            key = (job.id, job.next_due_ms)  # (read as listed: one that does not decode is none)
             own = (
                 last_run
                 if last_run and last_run.scheduled_ms == job.next_due_ms
-                else self._runs.get(job.id, job.next_due_ms)
+                else self._runs.get_many([key]).get(key)
             )
             if own is not None and own.status == RunStatus.SUCCEEDED:
                 status = JobStatus.SUCCEEDED
