@@ -70,6 +70,17 @@ def test_items_are_answered_in_order_and_a_bad_one_rejects_no_other(api: Api) ->
         assert api.call("GET", f"/jobs/{created['id']}").json == created
 
 
+def test_a_batchs_jobs_list_newest_first_in_the_reverse_of_their_order(api: Api) -> None:  # noqa: F811
+    """Jobs created in one millisecond have increasing ids, so `GET /jobs` (newest first)
+    lists a batch's last item first (until 2026-12-01 their order was at random; a new user's
+    round)."""
+    names = [f"line {n}" for n in range(1, 21)]
+    reply = batch(api, [job(name=name) for name in names])
+    assert statuses(reply) == [201] * 20
+    listed = api.call("GET", "/jobs", query={"limit": "100"}).json["items"]
+    assert [j["name"] for j in listed] == names[::-1]
+
+
 @pytest.mark.parametrize(
     "body",
     [{"jobs": []}, {"jobs": [job()] * 101}, {"jobs": job()}, {"jobs": None}, {}],

@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import hashlib
 import re
+import threading
+from collections.abc import Callable
 
 _CROCKFORD = "0123456789ABCDEFGHJKMNPQRSTVWXYZ"
 
@@ -21,6 +23,27 @@ def new_job_id(now_ms: int, entropy: bytes) -> str:
         chars.append(_CROCKFORD[value & 31])
         value >>= 5
     return "".join(reversed(chars))
+
+
+class JobIds:
+    """New job ids that increase within a millisecond too (a monotonic ULID: the millisecond's
+    first takes fresh entropy, each next one a random step more), so the jobs of one request
+    (a batch) list newest first in the reverse of their order (until 2026-12-01 at random; a
+    new user's round). `entropy(n)`: n random bytes."""
+
+    def __init__(self, entropy: Callable[[int], bytes]) -> None:
+        self._entropy = entropy
+        self._lock = threading.Lock()
+        self._last = (-1, 0)  # (milliseconds, entropy) of the last id
+
+    def new(self, now_ms: int) -> str:
+        with self._lock:
+            ms, value = self._last
+            value += 1 + int.from_bytes(self._entropy(2), "big")  # (not guessable from the last)
+            if now_ms != ms or value >= 1 << 80:
+                value = int.from_bytes(self._entropy(10), "big")
+            self._last = (now_ms, value)
+        return new_job_id(now_ms, value.to_bytes(10, "big"))
 
 
 def run_id(job_id: str, scheduled_ms: int) -> str:

@@ -31,7 +31,7 @@ from duetime.domain.errors import (
     QuotaExceeded,
     ValidationError,
 )
-from duetime.domain.ids import new_job_id
+from duetime.domain.ids import JobIds
 from duetime.domain.jobs import (
     RECORDING_MARGIN_SECONDS,
     SUBMISSION_FAILED,
@@ -94,7 +94,7 @@ class Submission:
         self._deps = deps
         self._settings = settings
         self._clock = clock
-        self._entropy = entropy
+        self._ids = JobIds(entropy)
 
     def create(
         self, tenant: str, spec: JobSpec, *, idempotency_key: str | None, quotas: Quotas | None
@@ -192,7 +192,7 @@ class Submission:
         ended = first is None and not spec.triggered
         if ended and idempotency_key is None:
             raise no_occurrence(spec.schedule, from_ms(now))
-        job_id = new_job_id(now, self._entropy(10))
+        job_id = self._ids.new(now)
         resumed = False
         claimed: str | None = None
         hold = None
