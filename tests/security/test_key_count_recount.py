@@ -15,6 +15,7 @@ import pytest
 import duetime.services.dependencies as dependencies
 from duetime.domain.errors import QuotaExceeded
 from duetime.domain.jobs import JobStatus, parse_job_spec
+from duetime.ports import StoreError
 from duetime.settings import Quotas
 from tests.integration.conftest import Engine
 from tests.integration.test_partitioned_sweep import Twins
@@ -130,3 +131,28 @@ def test_one_tenants_counted_keys_are_read_in_batches_and_do_not_hold_back_the_r
     mallory = {"tenant": {"S": "mallory"}, "id": {"S": "!count#recurring"}}
     item = engine.aws.dynamodb.get_item(TableName=table, Key=mallory, ConsistentRead=True)
     assert item["Item"]["active"]["N"] == "0"  # its keys' jobs were written (and cancelled)
+
+
+def test_a_failed_read_of_the_keys_jobs_sets_no_counter_but_the_scan_repairs_on() -> None:
+    """A throttled read of a batch of counted keys' jobs, made in the middle of the scan,
+    keeps this run from setting counters, not from re-arming the jobs after it (a review of
+    this change: the segment's scan stopped there)."""
+    twins = Twins(shards=1)
+    rate = parse_job_spec({"schedule": {"rate_seconds": 3600}, "target": NOOP})
+    quotas = Quotas(max_active_recurring_jobs=10_000)
+    for i in range(100):  # a batch of keys: read in the middle of the scan
+        twins.service.create("aa", rate, idempotency_key=f"k{i}", quotas=quotas)
+    broken = twins.service.create("zz", rate, quotas=quotas).id
+    for partition in twins.timers._timers.values():  # its timer removed (by hand, say)
+        for key in [k for k, t in partition.items() if t.job_id == broken]:
+            del partition[key]
+    twins.clock.now += 3_600_000
+
+    def throttled(_keys: Any) -> Any:
+        raise StoreError("BatchGetItem: keys still unprocessed after 8 rounds")
+
+    twins.jobs.get_many = throttled  # type: ignore[method-assign]
+    report = twins.reconciler(segments=1).reconcile()
+    assert report.incomplete  # no counter set from it
+    assert report.rearmed == 1
+    assert broken in {job_id for job_id, _ in twins.sent()}

@@ -19,7 +19,7 @@ from duetime.domain.jobs import (
     Runtime,
 )
 from duetime.domain.overlap import Overlap
-from duetime.domain.runs import Attempt, Lease, Run, RunStatus
+from duetime.domain.runs import Attempt, Lease, Run, RunStatus, UnreadableRun
 from duetime.domain.schedule import parse_schedule, schedule_to_dict
 from duetime.domain.targets import read_target, target_to_dict
 
@@ -154,6 +154,15 @@ def run_to_values(run: Run) -> dict[str, Any]:
 
 
 def run_from_values(values: dict[str, Any]) -> Run:
+    """A stored run record; UnreadableRun for one this version cannot read."""
+    try:
+        return _run(values)
+    except (IndexError, KeyError, TypeError, ValueError) as exc:
+        where = f"{values.get('job_id')}-{values.get('scheduled_ms')}"
+        raise UnreadableRun(f"run record {where} does not decode: {exc!r}") from exc
+
+
+def _run(values: dict[str, Any]) -> Run:
     lease = values.get("lease")
     return Run(
         tenant=values["tenant"],

@@ -30,6 +30,14 @@ class RunStatus(StrEnum):
 
 
 TERMINAL_RUN_STATUSES = frozenset({RunStatus.SUCCEEDED, RunStatus.FAILED, RunStatus.SKIPPED})
+
+
+class UnreadableRun(ValueError):
+    """A stored run record this version cannot read: a status a later version writes (during a
+    deploy, after a rollback), an item damaged by hand. Listings and a job's view leave it out;
+    a claim, or a check whether a run exists, does not take it for none."""
+
+
 # Keep a run record near one DynamoDB write unit (1 KB) however often it is retried: the
 # latest error in full (300 characters), earlier ones shortened, the first attempt and the
 # latest ones only.

@@ -25,7 +25,7 @@ from duetime.domain.errors import (
 from duetime.domain.jobs import Job, JobFilter, JobSpec, JobStatus, rearms, updated_spec
 from duetime.domain.messages import delay_seconds, run_message
 from duetime.domain.planning import completed_expires_at, no_occurrence, rearmed_due, runs_end_ms
-from duetime.domain.runs import Run, RunStatus, refuse_ended
+from duetime.domain.runs import Run, RunStatus, UnreadableRun, refuse_ended
 from duetime.domain.timeutil import from_ms, to_ms
 from duetime.ports import ConditionFailed, JobQueue, JobStore, Page, RunStore, TimerStore
 from duetime.services.dependencies import Dependencies, relinked
@@ -167,12 +167,11 @@ class JobService:
         last_run = last[0] if last else None
         status = job.status
         if status == JobStatus.SCHEDULED and not job.spec.recurring and job.next_due_ms is not None:
-            key = (job.id, job.next_due_ms)  # (read as listed: one that does not decode is none)
-            own = (
-                last_run
-                if last_run and last_run.scheduled_ms == job.next_due_ms
-                else self._runs.get_many([key]).get(key)
-            )
+            try:  # (a record that does not decode is shown as none, as a listing leaves it out)
+                own = last_run if last_run and last_run.scheduled_ms == job.next_due_ms else None
+                own = own or self._runs.get(job.id, job.next_due_ms)
+            except UnreadableRun:
+                own = None
             if own is not None and own.status == RunStatus.SUCCEEDED:
                 status = JobStatus.SUCCEEDED
             elif own is not None and own.status == RunStatus.FAILED:

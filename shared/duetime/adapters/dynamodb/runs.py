@@ -24,6 +24,7 @@ from duetime.domain.runs import (
     RunClaim,
     RunOutcome,
     RunStatus,
+    UnreadableRun,
     claimed_run,
     decide_claim,
     finished_run,
@@ -190,8 +191,10 @@ class DynamoRunStore:
         wanted = [
             {"job_id": {"S": j}, "scheduled_ms": {"N": str(ms)}} for j, ms in dict.fromkeys(keys)
         ]
-        found = batch_get(self._client, self._table, wanted, consistent=True)
-        runs = [run for run in map(_readable, found) if run is not None]
+        runs = (
+            run_from_values(v)
+            for v in batch_get(self._client, self._table, wanted, consistent=True)
+        )
         return {(run.job_id, run.scheduled_ms): run for run in runs}
 
     @store_errors()
@@ -213,14 +216,13 @@ class DynamoRunStore:
 
 
 def _readable(values: dict[str, Any]) -> Run | None:
-    """A listed run, or None for a record that does not decode (logged): a status a later
-    version writes (during a deploy, after a rollback) or an item damaged by hand made every
-    page of its job's tenant a 500, and the job could be neither read nor cancelled (until
-    2026-12-01; an outside HTTP contract audit, round ten). A claim's read (`get`) still
-    raises: a worker must not take a record it cannot read for none."""
+    """A listed run, or None for a record that does not decode (logged): one made every page
+    of its job's tenant a 500, and the job could be neither read nor cancelled (until
+    2026-12-01; an outside HTTP contract audit, round ten). `get` and `get_many` raise
+    UnreadableRun: a claim or a check whether a run exists must not take it for none."""
     try:
         return run_from_values(values)
-    except Exception:
+    except UnreadableRun:
         logger.exception(
             "an unreadable run record was left out",
             extra={"job_id": values.get("job_id"), "scheduled_ms": values.get("scheduled_ms")},
