@@ -91,6 +91,8 @@ def deliverable(target: HttpTarget) -> None:
         # U+FEFF: a space to the document's pattern (ECMA-262's \s), not to Python's; IDNA
         # drops it, so the host was sent as another name (a contract audit, round ten)
         "https://hooks.exa\ufeffmple.com/",
+        "https://hooks.exa\u00admple.com/",  # a soft hyphen: IDNA drops it too (RFC 3454 B.1)
+        "https://hooks.example\ufe0f.com/",  # a variation selector: the same
         " http://hooks.example.com/",  # urlsplit strips it; refused rather than rewritten
         "http://hooks.example.com/\n",
         "http://hooks.example.com/café",  # non-ASCII path: http.client sends ASCII only

@@ -32,7 +32,7 @@ class RunStatus(StrEnum):
 TERMINAL_RUN_STATUSES = frozenset({RunStatus.SUCCEEDED, RunStatus.FAILED, RunStatus.SKIPPED})
 
 
-class UnreadableRun(ValueError):
+class UnreadableRun(Exception):  # (not a ValueError: the API reads those as a bad input)
     """A stored run record this version cannot read: a status a later version writes (during a
     deploy, after a rollback), an item damaged by hand. Listings and a job's view leave it out;
     a claim, or a check whether a run exists, does not take it for none."""

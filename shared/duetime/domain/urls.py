@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import ipaddress
 import re
+import stringprep
 import unicodedata
 from urllib.parse import SplitResult, urlsplit
 
@@ -49,9 +50,11 @@ def _unsafe_character(text: str) -> str | None:
     """The first space or control character of `text` (urlsplit silently drops tab, CR and LF,
     and http.client refuses the others in a request line), or None. U+FEFF counts as a space,
     as in the OpenAPI document's patterns (ECMA-262's white space): IDNA drops it from a host name
-    (until 2026-12-01 accepted, and a validating client refused the job's answers)."""
+    (until 2026-12-01 accepted, and a validating client refused the job's answers), as does
+    any other character IDNA maps to nothing (a soft hyphen, a variation selector: RFC 3454's
+    table B.1): the job showed a host the worker did not call."""
     for char in text:
-        if char.isspace() or char == "\ufeff" or unicodedata.category(char) == "Cc":
+        if char.isspace() or stringprep.in_table_b1(char) or unicodedata.category(char) == "Cc":
             return char
     return None
 
@@ -64,7 +67,8 @@ def checked_url(url: str, where: str, *, strict: bool = True) -> SplitResult:
     bad = _unsafe_character(url) if strict else None
     if bad is not None:
         raise ValidationError(
-            where, f"must not contain spaces or control characters (found U+{ord(bad):04X})"
+            where,
+            f"must not contain spaces, control or invisible characters (found U+{ord(bad):04X})",
         )
     parts = split_url(url, where)
     if parts.scheme not in ("http", "https") or not parts.hostname:
