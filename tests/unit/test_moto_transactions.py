@@ -10,6 +10,7 @@ not its items' changes, nor their stream records."""
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Iterator
 from typing import Any
 
@@ -145,3 +146,34 @@ def test_a_refused_transaction_undoes_an_entry_that_names_its_table_by_arn(dynam
     with pytest.raises(ClientError):
         dynamodb.transact_write_items(TransactItems=[by_arn, increment("counter-2", below=0)])
     assert items(dynamodb) == {"counter": 1}
+
+
+def test_a_read_waits_for_a_transaction_that_is_then_refused(
+    dynamodb: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A GetItem takes the write lock: one made while a transaction is between its first
+    write and its refusal does not see that write (it did before 2026-12-01)."""
+    from moto.dynamodb.models import DynamoDBBackend
+
+    put(dynamodb, "counter", 0)
+    seen: list[int] = []
+    reader = threading.Thread(
+        target=lambda: seen.append(
+            int(dynamodb.get_item(TableName=TABLE, Key=key("counter"))["Item"]["n"]["N"])
+        )
+    )
+    update = DynamoDBBackend.update_item
+
+    def then_read(*args: Any, **kwargs: Any) -> Any:
+        result = update(*args, **kwargs)
+        reader.start()
+        reader.join(0.5)  # under the lock, the read waits for the transaction's end
+        return result
+
+    monkeypatch.setattr(DynamoDBBackend, "update_item", then_read)
+    with pytest.raises(ClientError):
+        dynamodb.transact_write_items(
+            TransactItems=[increment("counter"), increment("missing", below=0)]
+        )
+    reader.join(5)
+    assert seen == [0]
