@@ -38,6 +38,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from duetime.adapters.codec import from_item, run_from_values
+from duetime.domain.runs import UnreadableRun
 from duetime.history.schema import (
     HISTORY_SCHEMA,
     PARTITION_KEY,
@@ -136,10 +137,11 @@ def row_from_image(image: Mapping[str, Any]) -> dict[str, Any]:
     image). Timestamps are epoch milliseconds. Raises MalformedRecord."""
     try:
         run = run_from_values(from_item(dict(image)))
-    except KeyError as exc:
-        raise MalformedRecord(f"OldImage lacks attribute {exc}") from None
     except Exception as exc:  # any decoding failure of foreign data is a malformed record
-        raise MalformedRecord(f"OldImage cannot be decoded: {exc}") from None
+        cause = exc.__cause__ if isinstance(exc, UnreadableRun) else exc
+        if isinstance(cause, KeyError):
+            raise MalformedRecord(f"OldImage lacks attribute {cause}") from None
+        raise MalformedRecord(f"OldImage cannot be decoded: {cause}") from None
     # How long the target took: the last attempt, from its start to its end.
     duration: int | None = None
     if run.attempts:
