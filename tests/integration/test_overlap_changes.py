@@ -9,6 +9,7 @@ three minutes. An occurrence buffered before a pause ran after the resume. A dro
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -158,3 +159,40 @@ def test_a_change_while_the_holder_waits_for_its_retry_ends_the_waiting_occurren
     assert statuses[20] == RunStatus.SKIPPED  # not `buffered` for good
     gate = twins.jobs.gate("t", job)
     assert (gate.holder_ms, gate.buffered_ms) == (None, None)
+
+
+class _Died(BaseException):
+    """The worker process dies (an out-of-memory kill): no outcome, no delete."""
+
+
+@pytest.mark.parametrize("change", ["cancel", "pause"])
+def test_an_occurrence_buffered_behind_a_holder_that_died_before_its_claim_ends_skipped(
+    change: str,
+) -> None:
+    """The holder's worker died between its gate write and its claim, and the job was then
+    cancelled or paused: its message, back after the visibility timeout, finds no record, and
+    frees the gate, so the occurrence buffered behind it ends `skipped` (until 2026-12-01 it
+    stayed `buffered` for good; an outside fault audit, round twelve)."""
+    twins = Twins()
+    job = twins.create(
+        schedule={"rate_seconds": 10, "end_at": rfc3339_ms(T0 + 200_000)},
+        overlap="buffer_one",
+        payload={"seconds": 15},
+    )
+    claim = twins.runs.claim
+
+    def dies_at_the_first_claim(wanted: Any) -> Any:
+        twins.runs.claim = claim  # type: ignore[method-assign]
+        raise _Died()
+
+    twins.runs.claim = dies_at_the_first_claim  # type: ignore[method-assign]
+    with contextlib.suppress(_Died):
+        twins.run_for(15)  # +10's gate written, its claim never made
+    twins.run_for(10)  # +20 is buffered behind it
+    assert twins.statuses_s(job).get(20) == RunStatus.BUFFERED
+    getattr(twins.service, change)("t", job)
+    twins.run_for(900)  # +10's message comes back after the visibility timeout
+
+    statuses = twins.statuses_s(job)
+    assert statuses.get(20) == RunStatus.SKIPPED, statuses
+    assert RunStatus.BUFFERED not in statuses.values()

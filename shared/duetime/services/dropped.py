@@ -113,7 +113,10 @@ class DroppedRuns:
         if run is None or buffered:
             if found is not None and (buffered or message.upstream_run_id is not None):
                 self._record_dropped(found[0], message, buffered)
-            if found is not None and buffered:  # the gate it was handed goes on
+            # The gate it was handed goes on; so does one a holder that died before its claim
+            # was handed (until 2026-12-01 nothing freed it, and the occurrence buffered behind
+            # it stayed `buffered` for good: an outside fault audit, round twelve).
+            if found is not None and (buffered or (run is None and stopped)):
                 self._overlap.release(found[0], message.scheduled_ms)
             return None
         now = self._clock()
