@@ -533,3 +533,80 @@ def test_a_completed_upstream_whose_last_run_waits_out_a_retry_after_takes_a_dep
     )
     # The run at +20 may end as late as +20 + 30 s + Retry-After's 900 s + 30 s.
     assert attempts_seconds(spec) >= 2 * 30 + 900
+
+
+def test_a_dependent_paused_when_its_upstreams_run_ended_misses_it_though_a_copy_comes_later(
+    engine: Engine,
+) -> None:
+    # Found by an outside audit (faults, round twelve): the upstream's message came again after
+    # the dependent's resume (a lost delete, an SQS duplicate) and triggered it for that run.
+    upstream = engine.create({"rate_seconds": 3600})
+    paused = engine.after(upstream)
+    engine.service.pause(TENANT, paused)
+    engine.service.run_now(TENANT, upstream)
+    engine.work(keep=True)  # the run ends; its message is not deleted
+    assert engine.runs_of(upstream)
+    assert not engine.runs_of(paused)
+
+    engine.now += 1_000
+    engine.service.resume(TENANT, paused)
+    engine.now += 30_000  # the copy, visible again: its claim finds the run finished
+    engine.work()
+
+    assert not engine.runs_of(paused)
+    # Resumed, it runs after its upstream's next run
+    engine.now += 1_000
+    engine.service.run_now(TENANT, upstream)
+    engine.work()
+    assert len(engine.runs_of(paused)) == 1
+
+
+def test_a_dependent_resumed_before_its_upstreams_run_ended_is_triggered_by_a_copy(
+    engine: Engine,
+) -> None:
+    upstream = engine.create({"rate_seconds": 3600})
+    dependent = engine.after(upstream)
+    engine.service.pause(TENANT, dependent)
+    engine.now += 1_000
+    engine.service.resume(TENANT, dependent)
+    engine.now += 1_000
+    failing = failing_sends_to(engine, dependent)
+    engine.service.run_now(TENANT, upstream)
+    engine.work()  # the trigger's send fails: the message stays, and comes again
+    failing[0] = False
+    engine.now += 60_000
+    engine.work()
+
+    assert len(engine.runs_of(dependent)) == 1
+
+
+def test_a_dependent_created_after_a_one_off_upstream_ran_is_not_triggered_by_a_copy(
+    engine: Engine,
+) -> None:
+    # Found by an outside audit (faults, round thirteen): a copy of the upstream's message (a
+    # lost delete, a redrive) read its dependents again and ran one created after its run.
+    upstream = engine.create({"at": rfc3339_ms(T0)})
+    engine.work(keep=True)  # the run ends; its message is not deleted
+    engine.now += 10_000
+    late = engine.after(upstream)
+    engine.now += 30_000  # the copy
+    engine.work()
+
+    assert len(engine.runs_of(upstream)) == 1
+    assert engine.runs.get(late, T0) is None
+    assert not engine.runs_of(late)
+
+
+def test_a_copy_after_a_failed_trigger_sends_the_owed_runs_only(engine: Engine) -> None:
+    upstream = engine.create({"at": rfc3339_ms(T0)})
+    owed = engine.after(upstream)
+    failing = failing_sends_to(engine, owed)
+    engine.work()  # the trigger's send fails: the message stays
+    engine.now += 1_000
+    late = engine.after(upstream)
+    failing[0] = False
+    engine.now += 60_000
+    engine.work()
+
+    assert [i.upstream_run_id for i in engine.runs_of(owed)] == [run_id(upstream, T0)]
+    assert not engine.runs_of(late)

@@ -88,6 +88,7 @@ def job_to_values(job: Job) -> dict[str, Any]:
         "ver": job.version,
         "deps": job.has_dependents,  # absent (None) on items written before the mark
         "linked_ms": job.linked_ms,
+        "resumed_ms": job.resumed_ms,
     }
 
 
@@ -124,6 +125,7 @@ def job_from_values(values: dict[str, Any]) -> Job:
         version=values.get("ver", 1),
         has_dependents=values.get("deps"),
         linked_ms=values.get("linked_ms"),
+        resumed_ms=values.get("resumed_ms"),
     )
 
 

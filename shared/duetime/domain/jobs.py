@@ -6,7 +6,7 @@ import hashlib
 import json
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field, fields, replace
 from enum import StrEnum
 from functools import cached_property
 from typing import Any, TypeVar
@@ -154,6 +154,9 @@ class Job:
     # When an `after` job was linked to its upstream (created, or PATCHed onto it): a run-now's
     # or a backfill's runs trigger only those linked by then (charged). None: its created_ms.
     linked_ms: int | None = None
+    # When it was last resumed: a run of its upstream that ended before (while it was paused)
+    # does not trigger it, not even when that run's message comes again (services.dependencies).
+    resumed_ms: int | None = None
 
     def due_ms(self, scheduled_ms: int) -> int:
         """When the occurrence at `scheduled_ms` starts: its instant plus the job's jitter, up
@@ -180,6 +183,7 @@ class Job:
         if not allowed:
             raise IllegalTransition(self.id, self.status, wanted)
         generation = self.generation + (1 if wanted != JobStatus.CANCELLED else 0)
+        resumed = (self.status, wanted) == (JobStatus.PAUSED, JobStatus.SCHEDULED)
         return replace(
             self,
             status=wanted,
@@ -187,6 +191,7 @@ class Job:
             generation=generation,
             generation_ms=now_ms if generation != self.generation else self.generation_ms,
             version=self.version + 1,
+            resumed_ms=now_ms if resumed else self.resumed_ms,
         )
 
 
@@ -210,22 +215,7 @@ _TRANSITIONS = {
     (JobStatus.PAUSED, JobStatus.SCHEDULED): True,
 }
 
-_SPEC_FIELDS = {
-    "schedule",
-    "target",
-    "payload",
-    "name",
-    "priority",
-    "runtime",
-    "retry",
-    "timeout_seconds",
-    "catchup",
-    "jitter_seconds",
-    "stage_seconds",
-    "overlap",
-    "description",
-    "tags",
-}
+_SPEC_FIELDS = frozenset(f.name for f in fields(JobSpec))  # what a submission may hold
 
 
 def parse_job_spec(raw: object, also: tuple[str, ...] = ()) -> JobSpec:

@@ -15,7 +15,8 @@
   by the upstream's next runs, not by this one.
 - When a run finishes for good (succeeded, or failed after its last attempt), the executor calls
   `trigger`: one run message per matching dependent that is `scheduled` (a paused or cancelled
-  one is not triggered), of its generation, carrying the upstream run's id. The dependent's run
+  one is not triggered, nor, once resumed, by a copy of that run's message that comes later:
+  `Job.resumed_ms`), of its generation, carrying the upstream run's id. The dependent's run
   is at the upstream run's scheduled instant, so its run id is `<dependent id>-<upstream ms>`:
   a duplicate completion (a redelivered message) sends the same run, which runs once.
 - A run asked for by a run-now or a backfill (`Run.asked_ms`), and every run below it, triggers
@@ -161,6 +162,12 @@ class Dependencies:
 
     def _send_triggered(self, upstream: Job, run: Run, found: dict[str, Job], now: int) -> int:
         """Send the runs of `found`'s dependents that `run`'s outcome matches: how many."""
+        # A run triggers those linked when it read its dependents (its last attempt's claim), or
+        # when it was asked for; and those not paused when it ended. Else a copy of its message
+        # (a lost delete, a failed trigger, a redrive) read later ones (outside audits).
+        claimed = run.attempts[-1].started_ms if run.attempts else now
+        linked_by = run.asked_ms if run.asked_ms is not None else claimed
+        ended = run.finished_ms or now
         messages = []
         for job in sorted(found.values(), key=lambda j: j.id):
             schedule = job.spec.schedule
@@ -170,8 +177,8 @@ class Dependencies:
                 continue
             if schedule.on not in ("finished", run.status.value):
                 continue
-            if run.asked_ms is not None and (job.linked_ms or job.created_ms) > run.asked_ms:
-                continue  # linked after the ask: not charged for (module docstring)
+            if (job.linked_ms or job.created_ms) > linked_by or (job.resumed_ms or 0) > ended:
+                continue  # linked since, or paused then (a run-now's ask charged those linked)
             # Starts now, plus the dependent's own jitter for this run.
             due = now + job.due_ms(run.scheduled_ms) - run.scheduled_ms
             message = replace(
