@@ -20,6 +20,7 @@ from duetime.domain.invocation import Invocation, TargetError
 from duetime.domain.jobs import JobStatus, Priority, Runtime, parse_job_spec
 from duetime.domain.planning import attempts_seconds
 from duetime.domain.runs import RunStatus
+from duetime.domain.schedule import After
 from duetime.domain.targets import Target
 from duetime.domain.timeutil import rfc3339_ms, to_ms
 from duetime.services.execute import RunExecutor
@@ -375,6 +376,30 @@ def test_a_job_may_have_at_most_32_jobs_above_it(engine: Engine) -> None:
         engine.after(last)
     assert caught.value.field == "schedule.after.job_id"
     assert "at most 32 jobs above it" in str(caught.value)
+
+
+def test_a_patch_higher_up_cannot_make_a_chain_longer_than_33_jobs(engine: Engine) -> None:
+    # Found by an outside audit (lifecycle, round ten): only the chain above the PATCHed job
+    # was walked, so one moved under a long chain lengthened its dependents' chains past 33;
+    # the bottom jobs could then not be moved at all.
+    top = engine.create({"rate_seconds": 60})
+    above = top
+    for _ in range(20):
+        above = engine.after(above)
+    head = engine.create({"rate_seconds": 60})
+    below = head
+    for _ in range(12):
+        below = engine.after(below)
+    # 21 jobs, then head and its 12 below: 34.
+    with pytest.raises(ValidationError) as caught:
+        engine.service.update(TENANT, head, {"schedule": {"after": {"job_id": above}}})
+    assert caught.value.field == "schedule.after.job_id"
+    assert "21 above it and at least 12 levels below it" in str(caught.value)
+    assert not isinstance(engine.service.get(TENANT, head).job.spec.schedule, After)
+    # One level less fits: 33 jobs; the bottom one may still be changed
+    second = engine.jobs.dependents(TENANT, head)[0]
+    engine.service.update(TENANT, second, {"schedule": {"after": {"job_id": above}}})
+    engine.service.update(TENANT, below, {"priority": "high"})
 
 
 def test_a_dependent_whose_item_does_not_decode_does_not_hold_back_its_siblings(

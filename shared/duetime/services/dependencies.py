@@ -34,7 +34,7 @@ SQS delivers it again; its claim finds the run finished and the executor trigger
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import replace
 
 from duetime.domain.errors import (
@@ -75,7 +75,9 @@ class Dependencies:
     def check(self, tenant: str, schedule: Schedule, old: Job | None = None) -> tuple[Job, ...]:
         """For an `after` schedule of job `old` (None: a new job): its upstream must be a live
         job of the tenant (NotFound), one that may run again unless `old` already has it
-        (IllegalTransition), and the chain above must not come back to the job. Returns the
+        (IllegalTransition), and the chain above must not come back to the job, nor be longer,
+        with the job and those below it (moved with it by a PATCH), than MAX_CHAIN + 1 jobs
+        (until 2026-12-01 only the chain above was counted: an outside audit). Returns the
         jobs of that chain as read: a PATCH writes only if none of them has been re-armed
         since (`JobStore.replace`), or two at once could close a loop that neither saw (A
         after B and B after A)."""
@@ -84,8 +86,24 @@ class Dependencies:
         job_id = old.id if old is not None else None
         was = old.spec.schedule if old is not None else None
         kept = was.job_id if isinstance(was, After) else None
+        chain = self._above(tenant, schedule.job_id, job_id, kept)
+        if old is not None and schedule.job_id != kept:  # moved: its jobs below move with it
+            room = MAX_CHAIN - len(chain)
+            for depth, _ in enumerate(self._levels(old), start=1):
+                if depth > room:
+                    raise ValidationError(
+                        FIELD,
+                        f"a chain of dependencies holds at most {MAX_CHAIN + 1} jobs: this job "
+                        f"would have {len(chain)} above it and at least {depth} levels below it",
+                    )
+        return chain
+
+    def _above(
+        self, tenant: str, upstream: str, job_id: str | None, kept: str | None
+    ) -> tuple[Job, ...]:
+        """The chain of jobs above a job (None: a new one) that runs after `upstream`."""
+        first = upstream
         chain: list[Job] = []
-        upstream: str = schedule.job_id
         for depth in range(MAX_CHAIN):
             if upstream == job_id:
                 raise ValidationError(FIELD, "would make a cycle of job dependencies")
@@ -93,7 +111,7 @@ class Dependencies:
             gone = job is not None and (job.expires_at or 1 << 62) <= self._clock() // 1000
             if job is None or gone:
                 if depth == 0:
-                    raise NotFound(f"job {schedule.job_id} not found", field=FIELD)
+                    raise NotFound(f"job {first} not found", field=FIELD)
                 return tuple(chain)  # a broken chain above cannot lead back
             if depth == 0 and upstream != kept and self._ended(job):
                 raise IllegalTransition(
@@ -201,14 +219,18 @@ class Dependencies:
         A few reads a level (TRIGGER_READS jobs each: 999 dependents of 64 KiB read at once
         held ~1.5 GiB in the 512 MiB API; a security audit, round seven), none without
         dependents."""
+        return sum(len(level) for level in self._levels(job))
+
+    def _levels(self, job: Job) -> Iterator[list[str]]:
+        """The jobs below `job` that may still run, a level at a time (each job once)."""
         seen = {job.id}
         # (None: stored before the mark, maybe with dependents: read, as its runs do.)
         below = self._jobs.dependents(job.tenant, job.id) if job.has_dependents is not False else ()
-        count = 0
         while below:
             fresh = [i for i in dict.fromkeys(below) if i not in seen]
             seen.update(fresh)
             level: list[str] = []
+            ids: list[str] = []
             for start in range(0, len(fresh), TRIGGER_READS):
                 keys = [(job.tenant, i) for i in fresh[start : start + TRIGGER_READS]]
                 try:
@@ -216,13 +238,14 @@ class Dependencies:
                 except Exception as exc:
                     if not undecodable(exc):
                         raise
-                    count += len(keys)  # charged, and run none: an item that does not decode
+                    level += [i for _, i in keys]  # counted, and run none: it does not decode
                     continue
-                live = [ids for j, ids in found.values() if j.status in _MAY_RUN]
-                count += len(live)
-                level += [i for ids in live for i in ids]
-            below = tuple(level)
-        return count
+                live = {key[1]: under for key, (j, under) in found.items() if j.status in _MAY_RUN}
+                level += live
+                ids += [i for under in live.values() for i in under]
+            if level:
+                yield level
+            below = tuple(ids)
 
     def _read(self, tenant: str, ids: Sequence[str]) -> tuple[dict[str, Job], list[str]]:
         """The dependents, and those whose items do not decode: one such item fails a read of
