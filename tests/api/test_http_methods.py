@@ -196,3 +196,17 @@ def test_a_path_that_is_no_route_is_a_404_even_one_a_slash_away(api: Api, path: 
     reply = send("GET", path)
 
     assert (reply.status, reply.json()["error"]["code"]) == (404, "not_found")
+
+
+@pytest.mark.parametrize("method", ["delete", "Delete", "get", "head"])
+def test_a_method_in_another_case_is_a_405_and_changes_nothing(api: Api, method: str) -> None:
+    # RFC 9110 §9.1: a method's name is case-sensitive. Until 2026-12-01 the resolver
+    # upper-cased it, and `delete /jobs/{id}` cancelled the job (an outside contract audit).
+    job = api.create({"schedule": {"rate_seconds": 60}})
+
+    answer = send(method, f"/jobs/{job['id']}")
+
+    assert answer.status == 405
+    assert answer.headers["Allow"] == SERVED["/jobs/{id}"]
+    assert answer.json()["error"]["message"].startswith(f"{method} is not allowed")
+    assert api.item_status(job["id"]) == "scheduled"

@@ -580,6 +580,26 @@ def test_a_new_payload_applies_to_runs_not_claimed_yet(api: Api) -> None:  # noq
     assert [c.payload for c in calls] == [{"v": 2}]
 
 
+@pytest.mark.parametrize(
+    ("before", "after"),
+    [(1, True), (0, False), (1, 1.0), (2.0, 2), ({"on": 1}, {"on": True}), ([1, 0], [True, 0.0])],
+)
+def test_a_payload_python_calls_equal_is_a_change(api: Api, before: Any, after: Any) -> None:  # noqa: F811
+    # JSON's `true` is not `1`, nor its `2.0` `2`: until 2026-12-01 such a PATCH answered 200
+    # with the old payload and version (an outside contract audit).
+    job = api.create({"schedule": {"at": at(30)}, "payload": before})
+    reply = api.call("PATCH", f"/jobs/{job['id']}", {"payload": after})
+
+    assert reply.status == 200
+    assert reply.headers["ETag"] == '"2"'
+    assert json.dumps(reply.json["payload"]) == json.dumps(after)
+    assert json.dumps(api.call("GET", f"/jobs/{job['id']}").json["payload"]) == json.dumps(after)
+    api.engine.advance(31)
+    api.engine.drain()
+    calls = [c for c in api.engine.recorder.calls if c.job_id == job["id"]]
+    assert [json.dumps(c.payload) for c in calls] == [json.dumps(after)]
+
+
 def test_rescheduling_a_paused_job_keeps_it_paused_and_resume_follows_the_new_schedule(
     api: Api,  # noqa: F811
 ) -> None:

@@ -372,7 +372,7 @@ def build_app(
     console.register(app, settings.console)  # the web console's files: not API routes
 
     def refuse_method() -> JsonResponse:
-        method = app.current_event.http_method.upper()
+        method = app.current_event.http_method
         path = app.current_event.path
         allow = allowed_methods(ROUTES, path) or console.methods_on(path)
         # A path the resolver could not match for a method we serve there (an id with

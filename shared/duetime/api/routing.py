@@ -8,6 +8,9 @@
 - **HEAD wherever GET** (RFC 9110 §9.3.2): a GET route is registered for HEAD too, and
   `HeadResolver` answers a HEAD as the GET would, status and headers, without the body;
   its `Content-Length` says how long the body would have been.
+- **A method is its exact name** (RFC 9110 §9.1: case-sensitive): `delete` is not `DELETE`
+  but a method no route has, a `405` (until 2026-12-01 the resolver, which upper-cases it,
+  cancelled the job; found by an outside contract audit).
 """
 
 from __future__ import annotations
@@ -19,6 +22,7 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from aws_lambda_powertools.event_handler import APIGatewayHttpResolver
+from aws_lambda_powertools.event_handler.api_gateway import ResponseBuilder
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
 Route = tuple[str, str]  # (method, path template with "{id}")
@@ -79,6 +83,12 @@ class HeadResolver(APIGatewayHttpResolver):
         answer = {**answer, "headers": headers}
         return without_body(answer) if _method(event) == "HEAD" else answer
 
+    def _resolve(self) -> ResponseBuilder[Any]:
+        method = self.current_event.http_method
+        if method != method.upper():  # no route's: the not-found handler answers (405)
+            return self._handle_not_found(method, self._remove_prefix(self.current_event.path))
+        return super()._resolve()
+
 
 def without_body(answer: dict[str, Any]) -> dict[str, Any]:
     """A payload-2.0 response without its body, with the body's length as Content-Length
@@ -105,4 +115,4 @@ def _method(event: Mapping[str, Any]) -> str:
     context = event.get("requestContext")
     http = context.get("http") if isinstance(context, Mapping) else None
     method = http.get("method") if isinstance(http, Mapping) else None
-    return method.upper() if isinstance(method, str) else ""
+    return method if isinstance(method, str) else ""

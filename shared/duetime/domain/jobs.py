@@ -121,10 +121,16 @@ class JobSpec:
         return is_triggered(self.schedule)
 
     @cached_property
+    def text(self) -> str:
+        """The spec as JSON, where `true` is not `1` nor `2.0` `2` (to Python's `==` they are:
+        a PATCH of `payload` from 1 to true was taken for no change until 2026-12-01)."""
+        return json.dumps(spec_to_dict(self), separators=(",", ":"))
+
+    @cached_property
     def size_bytes(self) -> int:
         """The size of the spec as JSON: about what the job takes in the table and in memory
         once read (sweeps budget their pages with it)."""
-        return len(json.dumps(spec_to_dict(self), separators=(",", ":")).encode())
+        return len(self.text.encode())
 
 
 @dataclass(frozen=True)

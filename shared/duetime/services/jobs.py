@@ -286,7 +286,7 @@ class JobService:
                 raise IllegalTransition(job.id, view.status, "updated")
             spec = updated_spec(job.spec, changes)
             now = self._clock()
-            if spec == job.spec:
+            if spec == job.spec and spec.text == job.spec.text:  # (JSON's values: JobSpec.text)
                 # Nothing to write. A scheduled job is armed again, and a policy's change made
                 # again (a lift, a hold): an update whose dispatch or gate write failed is
                 # completed by sending it again.
